@@ -1,0 +1,71 @@
+"""ldp-plugin: local differential privacy for OpenDP.
+
+Verified, vectorized frequency oracles (Warner RR, k-RR, k-RAPPOR, OUE, k-subset) as OpenDP
+measurements, with one shared estimator that returns standard errors and confidence intervals.
+
+>>> import ldp_plugin as ldp
+>>> mech = ldp.KRR(epsilon=2.0, categories=["red", "green", "blue"])
+>>> reports = mech.randomize(["red"] * 50 + ["blue"] * 50, rng=0)
+>>> est = mech.estimate(reports)
+>>> est.to_polars().columns
+['item', 'estimate', 'std_error', 'ci_lower', 'ci_upper']
+"""
+
+from ._errors import LDPInputError, LDPParameterError, PrivacyVerificationError
+from .estimation import FrequencyEstimate, estimate_pure, project_simplex
+from .measurements import (
+    batch_domain,
+    category_domain,
+    enable_ldp_features,
+    make_k_subset,
+    make_krr,
+    make_ldp,
+    make_oue,
+    make_randomized_response_warner,
+    make_rappor,
+    then_k_subset,
+    then_krr,
+    then_ldp,
+    then_oue,
+    then_randomized_response_warner,
+    then_rappor,
+)
+from .mechanisms import KRR, OUE, RAPPOR, Channel, FrequencyAccumulator, FrequencyOracle, KSubset, WarnerRR
+from .sampling import RandomSource, SecureRandomSource, SeededRandomSource
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "LDPInputError",
+    "LDPParameterError",
+    "PrivacyVerificationError",
+    "FrequencyEstimate",
+    "estimate_pure",
+    "project_simplex",
+    "batch_domain",
+    "category_domain",
+    "enable_ldp_features",
+    "make_ldp",
+    "then_ldp",
+    "make_krr",
+    "then_krr",
+    "make_randomized_response_warner",
+    "then_randomized_response_warner",
+    "make_rappor",
+    "then_rappor",
+    "make_oue",
+    "then_oue",
+    "make_k_subset",
+    "then_k_subset",
+    "KRR",
+    "WarnerRR",
+    "RAPPOR",
+    "OUE",
+    "KSubset",
+    "Channel",
+    "FrequencyAccumulator",
+    "FrequencyOracle",
+    "RandomSource",
+    "SecureRandomSource",
+    "SeededRandomSource",
+]

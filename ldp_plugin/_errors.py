@@ -1,0 +1,21 @@
+"""Exception types of ldp-plugin.
+
+Every error subclasses a built-in that callers already catch (``ValueError``/``TypeError``).
+Messages name the parameter and the allowed range; they never contain user data values.
+"""
+
+from __future__ import annotations
+
+__all__ = ["LDPParameterError", "LDPInputError", "PrivacyVerificationError"]
+
+
+class LDPParameterError(ValueError):
+    """A mechanism parameter is outside its allowed range (the message names it and the range)."""
+
+
+class LDPInputError(ValueError):
+    """User data handed to a randomizer is invalid. The message never echoes the offending value."""
+
+
+class PrivacyVerificationError(ValueError):
+    """The realized channel of a mechanism does not satisfy its declared privacy bound."""

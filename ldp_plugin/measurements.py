@@ -1,0 +1,196 @@
+"""OpenDP measurements for every mechanism: per user and per population (a batch).
+
+* **Per user** (``unit="user"``): input one user's value in :func:`category_domain`, metric
+  ``discrete_distance()``, measure ``max_divergence()``, privacy map ``0 if d_in == 0 else ε``.
+* **Population** (``unit="population"``): input a batch (output ``i`` is user ``i``'s report) in
+  :func:`batch_domain`, metric ``hamming_distance()``, map ``d_in · ε`` rounded up. The whole batch
+  is randomized inside one measurement call (vectorized).
+
+OpenDP never calls a user domain's ``member`` function, so the measurement validates its input
+itself (errors name the problem, never the value). The randomness source is the OS CSPRNG unless
+a seed is given (then the measurement is reproducible and *not* suitable for a release).
+
+Requires ``dp.enable_features("contrib", "honest-but-curious")``, which :func:`make_ldp` turns on:
+user-defined measurements are trusted code in OpenDP's model, and the trust here rests on the
+exact realized-channel check each mechanism performs at construction.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional, Sequence
+
+import opendp.prelude as dp
+
+from ._errors import LDPParameterError
+from .exact import scale_epsilon_up
+from .mechanisms import KRR, OUE, RAPPOR, FrequencyOracle, KSubset, WarnerRR
+from .sampling import RNGLike, as_source
+
+__all__ = [
+    "enable_ldp_features",
+    "category_domain",
+    "batch_domain",
+    "make_ldp",
+    "then_ldp",
+    "make_krr",
+    "then_krr",
+    "make_randomized_response_warner",
+    "then_randomized_response_warner",
+    "make_rappor",
+    "then_rappor",
+    "make_oue",
+    "then_oue",
+    "make_k_subset",
+    "then_k_subset",
+]
+
+UNITS = ("user", "population")
+
+
+def enable_ldp_features() -> None:
+    """Enable the OpenDP features user-defined LDP measurements need."""
+    dp.enable_features("contrib", "honest-but-curious")
+
+
+def _domain_id(mechanism: FrequencyOracle) -> str:
+    if mechanism.categories is None:
+        return f"d={mechanism.d}"
+    return f"categories={list(mechanism.categories)!r}"
+
+
+def category_domain(mechanism: FrequencyOracle) -> dp.Domain:
+    """The OpenDP domain of one user's value for ``mechanism`` (a category of its domain)."""
+    enable_ldp_features()
+    return dp.user_domain(f"LDPCategory({_domain_id(mechanism)})", lambda _x: True)
+
+
+def batch_domain(mechanism: FrequencyOracle) -> dp.Domain:
+    """The OpenDP domain of a batch of users' values for ``mechanism``."""
+    enable_ldp_features()
+    return dp.user_domain(f"LDPCategoryBatch({_domain_id(mechanism)})", lambda _x: True)
+
+
+def _check_d_in(d_in: Any) -> int:
+    if isinstance(d_in, bool) or not isinstance(d_in, int) or d_in < 0:
+        raise LDPParameterError("d_in must be a non-negative Python int")
+    return d_in
+
+
+def make_ldp(
+    mechanism: FrequencyOracle,
+    *,
+    unit: str = "user",
+    rng: RNGLike = None,
+    input_domain: Optional[dp.Domain] = None,
+    input_metric: Optional[dp.Metric] = None,
+) -> dp.Measurement:
+    """Wrap a mechanism as an OpenDP ``Measurement``.
+
+    :param mechanism: a validated mechanism object (its constructor verified the realized ratio).
+    :param unit: ``"user"`` (one value; ``discrete_distance``; map ``0 if d_in == 0 else ε``) or
+        ``"population"`` (a batch; ``hamming_distance``; map ``d_in · ε`` rounded up).
+    :param rng: ``None`` for the OS CSPRNG (fresh for every call), or an int seed / source for
+        reproducible simulations.
+    :param input_domain: to chain after a transformation (see :func:`then_ldp`); defaults to
+        :func:`category_domain` / :func:`batch_domain`.
+    """
+    enable_ldp_features()
+    if unit not in UNITS:
+        raise LDPParameterError(f"unit must be one of {UNITS} (got {unit!r})")
+    source = None if rng is None else as_source(rng)
+    eps = mechanism.epsilon
+
+    def _source():
+        return as_source(None) if source is None else source
+
+    if unit == "user":
+        metric = dp.discrete_distance()
+        if input_metric is not None and input_metric != metric:
+            raise LDPParameterError("a per-user LDP measurement needs input_metric discrete_distance()")
+        domain = input_domain if input_domain is not None else category_domain(mechanism)
+
+        def function(value):
+            return mechanism.randomize_one(value, rng=_source())
+
+        def privacy_map(d_in):
+            return 0.0 if _check_d_in(d_in) == 0 else eps
+
+    else:
+        metric = dp.hamming_distance()
+        if input_metric is not None and input_metric != metric:
+            raise LDPParameterError("a population LDP measurement needs input_metric hamming_distance()")
+        domain = input_domain if input_domain is not None else batch_domain(mechanism)
+
+        def function(values):
+            return mechanism.randomize(values, rng=_source())
+
+        def privacy_map(d_in):
+            return scale_epsilon_up(_check_d_in(d_in), eps)
+
+    return dp.m.make_user_measurement(domain, metric, dp.max_divergence(), function, privacy_map)
+
+
+def then_ldp(mechanism: FrequencyOracle, *, unit: str = "user", rng: RNGLike = None) -> dp.PartialConstructor:
+    """Partial of :func:`make_ldp` for chaining: ``transformation >> then_ldp(mech)``."""
+    return dp.PartialConstructor(
+        lambda input_domain, input_metric: make_ldp(
+            mechanism, unit=unit, rng=rng, input_domain=input_domain, input_metric=input_metric
+        )
+    )
+
+
+def make_krr(
+    *, epsilon: float, d: Optional[int] = None, categories: Optional[Sequence] = None, unit: str = "user", rng: RNGLike = None
+) -> dp.Measurement:
+    """k-RR as an OpenDP measurement (paper 002 eq. 6). ``ε``-LDP per user.
+
+    >>> import ldp_plugin as ldp
+    >>> m = ldp.make_krr(epsilon=1.0, categories=["a", "b", "c"])
+    >>> m("b") in ("a", "b", "c"), m.map(1)
+    (True, 1.0)
+    """
+    mech = KRR(epsilon=epsilon, d=d, categories=categories)
+    return make_ldp(mech, unit=unit, rng=rng)
+
+
+def then_krr(*, epsilon: float, d: Optional[int] = None, categories: Optional[Sequence] = None, unit: str = "user", rng: RNGLike = None):
+    return then_ldp(KRR(epsilon=epsilon, d=d, categories=categories), unit=unit, rng=rng)
+
+
+def make_randomized_response_warner(*, epsilon: float, unit: str = "user", rng: RNGLike = None) -> dp.Measurement:
+    """Warner's randomized response on a boolean (paper 002 eq. 3). ``ε``-LDP per user."""
+    return make_ldp(WarnerRR(epsilon=epsilon), unit=unit, rng=rng)
+
+
+def then_randomized_response_warner(*, epsilon: float, unit: str = "user", rng: RNGLike = None):
+    return then_ldp(WarnerRR(epsilon=epsilon), unit=unit, rng=rng)
+
+
+def make_rappor(*, epsilon: float, d: Optional[int] = None, categories: Optional[Sequence] = None, unit: str = "user", rng: RNGLike = None) -> dp.Measurement:
+    """k-RAPPOR / basic one-time RAPPOR (paper 002 eq. 14–15). ``ε``-LDP per user."""
+    return make_ldp(RAPPOR(epsilon=epsilon, d=d, categories=categories), unit=unit, rng=rng)
+
+
+def then_rappor(*, epsilon: float, d: Optional[int] = None, categories: Optional[Sequence] = None, unit: str = "user", rng: RNGLike = None):
+    return then_ldp(RAPPOR(epsilon=epsilon, d=d, categories=categories), unit=unit, rng=rng)
+
+
+def make_oue(*, epsilon: float, d: Optional[int] = None, categories: Optional[Sequence] = None, unit: str = "user", rng: RNGLike = None) -> dp.Measurement:
+    """Optimized unary encoding (p = 1/2, q = 1/(e^ε+1)). ``ε``-LDP per user."""
+    return make_ldp(OUE(epsilon=epsilon, d=d, categories=categories), unit=unit, rng=rng)
+
+
+def then_oue(*, epsilon: float, d: Optional[int] = None, categories: Optional[Sequence] = None, unit: str = "user", rng: RNGLike = None):
+    return then_ldp(OUE(epsilon=epsilon, d=d, categories=categories), unit=unit, rng=rng)
+
+
+def make_k_subset(
+    *, epsilon: float, d: Optional[int] = None, categories: Optional[Sequence] = None, k: Any = "l2", unit: str = "user", rng: RNGLike = None
+) -> dp.Measurement:
+    """k-subset mechanism (paper 001 eq. 5, Alg. 1). ``ε``-LDP per user; ``k`` = ``"l2"`` (k#),
+    ``"mi"`` (k*) or an integer in [1, d − 1]."""
+    return make_ldp(KSubset(epsilon=epsilon, d=d, categories=categories, k=k), unit=unit, rng=rng)
+
+
+def then_k_subset(*, epsilon: float, d: Optional[int] = None, categories: Optional[Sequence] = None, k: Any = "l2", unit: str = "user", rng: RNGLike = None):
+    return then_ldp(KSubset(epsilon=epsilon, d=d, categories=categories, k=k), unit=unit, rng=rng)

@@ -1,0 +1,8 @@
+"""Mechanism families: one module each, all sharing :mod:`._base`."""
+
+from ._base import Channel, FrequencyAccumulator, FrequencyOracle
+from .randomized_response import KRR, WarnerRR
+from .subset import KSubset
+from .unary import OUE, RAPPOR, UnaryEncoding
+
+__all__ = ["Channel", "FrequencyAccumulator", "FrequencyOracle", "KRR", "WarnerRR", "KSubset", "OUE", "RAPPOR", "UnaryEncoding"]

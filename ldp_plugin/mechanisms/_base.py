@@ -1,0 +1,371 @@
+"""The shape every frequency-oracle mechanism shares.
+
+A mechanism is a frozen, validated parameter object that provides
+
+1. a vectorized client randomizer (:meth:`FrequencyOracle.randomize` over a batch,
+   :meth:`FrequencyOracle.randomize_one` for one user);
+2. its **realized channel**: the exact rational probabilities the sampler uses (thresholds over
+   ``2**64``), its worst-case likelihood ratio (checked ``<= e**ε`` at construction, exactly) and,
+   for small domains, the full channel matrix (:meth:`FrequencyOracle.channel`);
+3. a server side: support counting, a mergeable :class:`FrequencyAccumulator`, and the shared
+   estimator of :mod:`ldp_plugin.estimation`;
+4. theory: the analytic variance / MSE of its estimator.
+
+The OpenDP measurements are built from these in :mod:`ldp_plugin.measurements`.
+"""
+
+from __future__ import annotations
+
+import abc
+import itertools
+import math
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any, ClassVar, Optional, Sequence
+
+import numpy as np
+
+from .._errors import LDPInputError, LDPParameterError, PrivacyVerificationError
+from ..estimation import FrequencyEstimate, estimate_pure, pure_variance
+from ..exact import TWO64, epsilon_of_ratio, ratio_within_exp
+from ..sampling import RNGLike, as_source
+
+__all__ = ["Channel", "FrequencyOracle", "FrequencyAccumulator", "check_epsilon", "check_domain"]
+
+MAX_D = 1 << 31
+
+
+def check_epsilon(epsilon: Any, name: str = "epsilon") -> float:
+    """A finite float > 0, or :class:`LDPParameterError` naming the parameter."""
+    if isinstance(epsilon, bool) or not isinstance(epsilon, (int, float, np.integer, np.floating)):
+        raise LDPParameterError(f"{name} must be a real number > 0 (got type {type(epsilon).__name__})")
+    eps = float(epsilon)
+    if not math.isfinite(eps) or eps <= 0:
+        raise LDPParameterError(f"{name} must be a finite number > 0 (got {eps!r})")
+    return eps
+
+
+def check_domain(d: Any, categories: Optional[Sequence]) -> tuple[int, Optional[tuple]]:
+    """Validate the domain: ``d`` in ``[2, 2**31]`` and/or unique, hashable ``categories``."""
+    if categories is not None:
+        if isinstance(categories, (str, bytes)):
+            raise LDPParameterError("categories must be a sequence of labels, not a single string")
+        cats = tuple(categories)
+        if len(cats) == 0:
+            raise LDPParameterError("categories must not be empty")
+        try:
+            distinct = len(set(cats))
+        except TypeError:
+            raise LDPParameterError("categories must be hashable labels") from None
+        if distinct != len(cats):
+            raise LDPParameterError(f"categories must be unique ({len(cats) - distinct} duplicate(s) found)")
+        if d is not None and int(d) != len(cats):
+            raise LDPParameterError(f"d must equal len(categories) (d={d}, len(categories)={len(cats)})")
+        d = len(cats)
+    else:
+        cats = None
+    if d is None:
+        raise LDPParameterError("give the domain size d or the categories")
+    if isinstance(d, bool) or not isinstance(d, (int, np.integer)):
+        raise LDPParameterError(f"d must be an integer in [2, 2**31] (got type {type(d).__name__})")
+    d = int(d)
+    if not 2 <= d <= MAX_D:
+        raise LDPParameterError(f"d must be an integer in [2, 2**31] (got {d})")
+    return d, cats
+
+
+def floor_threshold(p: Fraction) -> int:
+    """The integer threshold ``floor(p · 2**64)`` (an event of probability ``T / 2**64 <= p``)."""
+    return (p.numerator * TWO64) // p.denominator
+
+
+def ceil_threshold(p: Fraction) -> int:
+    return -((-p.numerator * TWO64) // p.denominator)
+
+
+@dataclass(frozen=True)
+class Channel:
+    """An exact channel matrix: ``matrix[x][j] = P(output j | input x)`` as Fractions."""
+
+    outputs: tuple
+    matrix: tuple
+
+    def rows_sum_to_one(self) -> bool:
+        return all(sum(row) == 1 for row in self.matrix)
+
+    def equal_supports(self) -> bool:
+        supports = {tuple(p > 0 for p in row) for row in self.matrix}
+        return len(supports) == 1
+
+    def max_ratio(self) -> Fraction:
+        """``max_{x, x', y} Q(y|x) / Q(y|x')`` over outputs with positive probability."""
+        if not self.equal_supports():
+            raise PrivacyVerificationError("channel rows have different supports: the likelihood ratio is unbounded")
+        best = Fraction(1)
+        for j in range(len(self.outputs)):
+            col = [row[j] for row in self.matrix]
+            if col[0] == 0:
+                continue
+            r = max(col) / min(col)
+            if r > best:
+                best = r
+        return best
+
+    def as_float_array(self) -> np.ndarray:
+        return np.array([[float(p) for p in row] for row in self.matrix])
+
+
+def _as_array(values: Any) -> np.ndarray:
+    if hasattr(values, "to_numpy") and not isinstance(values, np.ndarray):
+        values = values.to_numpy()
+    arr = np.asarray(values)
+    if arr.ndim != 1:
+        raise LDPInputError(f"values must be a 1-d batch (got an array with {arr.ndim} dimensions)")
+    return arr
+
+
+@dataclass(frozen=True, kw_only=True)
+class FrequencyOracle(abc.ABC):
+    """Base of every pure frequency oracle (frozen, validated, keyword-only parameters)."""
+
+    name: ClassVar[str] = "abstract"
+    supports_em: ClassVar[bool] = False
+    channel_max_outputs: ClassVar[int] = 4096
+
+    epsilon: float
+    d: Optional[int] = None
+    categories: Optional[tuple] = None
+    # realized exact quantities, derived in __post_init__
+    p_star_exact: Fraction = field(init=False, repr=False, compare=False)
+    q_star_exact: Fraction = field(init=False, repr=False, compare=False)
+    realized_ratio: Fraction = field(init=False, repr=False, compare=False)
+    _index: Optional[dict] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        eps = check_epsilon(self.epsilon)
+        d, cats = check_domain(self.d, self.categories)
+        object.__setattr__(self, "epsilon", eps)
+        object.__setattr__(self, "d", d)
+        object.__setattr__(self, "categories", cats)
+        object.__setattr__(self, "_index", None if cats is None else {c: i for i, c in enumerate(cats)})
+        self._validate_extra()
+        p, q, ratio = self._realize()
+        if not (0 < q < 1 and 0 < p < 1) and not self._allows_degenerate():
+            raise LDPParameterError(
+                f"{self.name}: epsilon={eps} gives probabilities that round to 0 or 1 in 64-bit "
+                "thresholds; use a smaller epsilon"
+            )
+        if p <= q:
+            raise LDPParameterError(f"{self.name}: epsilon={eps} is too small to separate p* from q* at 64-bit precision")
+        if not ratio_within_exp(ratio, eps):
+            raise PrivacyVerificationError(
+                f"{self.name}: the realized likelihood ratio exceeds e**epsilon for epsilon={eps}"
+            )
+        object.__setattr__(self, "p_star_exact", p)
+        object.__setattr__(self, "q_star_exact", q)
+        object.__setattr__(self, "realized_ratio", ratio)
+
+    # -- to be provided by each family -----------------------------------------------------------
+    def _validate_extra(self) -> None:
+        """Validate family-specific parameters (and set thresholds) before realization."""
+
+    def _allows_degenerate(self) -> bool:
+        return False
+
+    @abc.abstractmethod
+    def _realize(self) -> tuple[Fraction, Fraction, Fraction]:
+        """Set thresholds; return exact (p*, q*, worst-case likelihood ratio)."""
+
+    @abc.abstractmethod
+    def _randomize_codes(self, codes: np.ndarray, source) -> np.ndarray:
+        """Vectorized client on validated integer codes."""
+
+    @abc.abstractmethod
+    def support_counts(self, reports: np.ndarray) -> np.ndarray:
+        """``int64`` vector of length d: how many reports support each item."""
+
+    @abc.abstractmethod
+    def n_reports(self, reports: np.ndarray) -> int:
+        """Number of users in a report batch."""
+
+    @abc.abstractmethod
+    def _enumerate_channel(self) -> Channel:
+        """Exact channel matrix (only called for small output alphabets)."""
+
+    @abc.abstractmethod
+    def output_index(self, reports: np.ndarray) -> np.ndarray:
+        """Column index in :meth:`channel` of each report (for goodness-of-fit tests)."""
+
+    @abc.abstractmethod
+    def validate_reports(self, reports: Any) -> np.ndarray:
+        """Check a report batch has this mechanism's format (shape, dtype, range)."""
+
+    # -- shared behaviour -----------------------------------------------------------------------
+    @property
+    def p_star(self) -> float:
+        return float(self.p_star_exact)
+
+    @property
+    def q_star(self) -> float:
+        return float(self.q_star_exact)
+
+    @property
+    def realized_epsilon(self) -> float:
+        """``ln`` of the realized worst-case likelihood ratio, rounded up (always ``<= epsilon``)."""
+        return epsilon_of_ratio(self.realized_ratio)
+
+    @property
+    def items(self) -> tuple:
+        return self.categories if self.categories is not None else tuple(range(self.d))
+
+    def params(self) -> dict:
+        """Public parameters as plain JSON-able values."""
+        out = {"mechanism": self.name, "epsilon": self.epsilon, "d": self.d}
+        out.update(self._extra_params())
+        return out
+
+    def _extra_params(self) -> dict:
+        return {}
+
+    def encode(self, values: Any) -> np.ndarray:
+        """Validate a batch of user values and return their integer codes (``int64``).
+
+        Without ``categories``, values must be integers in ``[0, d)``. With ``categories`` every
+        value must be one of them. Errors give the position, never the value.
+        """
+        arr = _as_array(values)
+        if self._index is None:
+            if arr.dtype.kind not in "iu" or arr.dtype == np.bool_:
+                raise LDPInputError(
+                    f"values must be integer codes in [0, {self.d}) (got dtype {arr.dtype}); "
+                    "pass categories= to randomize labels"
+                )
+            if arr.size:
+                bad = (arr < 0) | (arr >= self.d)
+                if bad.any():
+                    pos = int(np.flatnonzero(bad)[0])
+                    raise LDPInputError(f"values must be integer codes in [0, {self.d}): the value at position {pos} is out of range")
+            return arr.astype(np.int64, copy=False)
+        if arr.size == 0:
+            return np.empty(0, dtype=np.int64)
+        try:
+            uniq, inv = np.unique(arr, return_inverse=True)
+        except TypeError:
+            raise LDPInputError("values must be labels of one comparable type") from None
+        codes_u = np.empty(uniq.size, dtype=np.int64)
+        for j, u in enumerate(uniq.tolist()):
+            code = self._index.get(u)
+            if code is None or (isinstance(u, bool) != isinstance(self.categories[code], bool)):
+                pos = int(np.flatnonzero(inv == j)[0])
+                raise LDPInputError(f"values contains an item that is not one of the declared categories (at position {pos})")
+            codes_u[j] = code
+        return codes_u[inv.reshape(-1)]
+
+    def randomize(self, values: Any, *, rng: RNGLike = None) -> np.ndarray:
+        """Randomize a batch: element ``i`` of the result is user ``i``'s report.
+
+        ``rng=None`` (default) uses the OS CSPRNG; an integer seeds a reproducible, *non-secure*
+        generator for simulations and tests.
+        """
+        return self._randomize_codes(self.encode(values), as_source(rng))
+
+    def randomize_one(self, value: Any, *, rng: RNGLike = None):
+        """Randomize one user's value (the same exact sampler, batch of one)."""
+        reports = self.randomize(np.array([value], dtype=object if self._index is not None else None), rng=rng)
+        return self._report_of_one(reports)
+
+    def _report_of_one(self, reports: np.ndarray):
+        return reports[0]
+
+    def channel(self) -> Channel:
+        """The exact realized channel matrix (small domains only)."""
+        if self.output_alphabet_size() > self.channel_max_outputs:
+            raise LDPParameterError(
+                f"channel enumeration is limited to {self.channel_max_outputs} outputs "
+                f"(this instance has {self.output_alphabet_size()})"
+            )
+        return self._enumerate_channel()
+
+    @abc.abstractmethod
+    def output_alphabet_size(self) -> int:
+        """Number of distinct reports."""
+
+    # -- server side ------------------------------------------------------------------------------
+    def accumulator(self) -> "FrequencyAccumulator":
+        return FrequencyAccumulator(self)
+
+    def estimate(self, reports: Any, *, postprocess: str = "projection", confidence: float = 0.95) -> FrequencyEstimate:
+        acc = self.accumulator()
+        acc.add(reports)
+        return acc.estimate(postprocess=postprocess, confidence=confidence)
+
+    # -- theory ---------------------------------------------------------------------------------
+    def variance(self, theta: Any, n: int) -> np.ndarray:
+        """Per-item variance of the raw estimator (empirical distribution ``theta`` of n users)."""
+        return pure_variance(np.asarray(theta, dtype=np.float64), n, self.p_star, self.q_star)
+
+    def mse(self, n: int, theta: Any = None, *, sampling: str = "fixed") -> float:
+        """Expected squared l2 error of the raw estimator, ``E||θ̂ − θ||²``.
+
+        ``sampling="fixed"``: θ is the empirical distribution of the n users; the sum of variances
+        is ``[p*(1−p*) + (d−1) q*(1−q*)] / (n (p*−q*)²)``, independent of θ (paper 001 §3.3).
+        ``sampling="iid"``: users are drawn i.i.d. from θ and the error is measured against θ;
+        this adds ``(1 − Σθ²)/n`` (paper 002 Prop. 3–4) and needs ``theta``.
+        """
+        p, q = self.p_star, self.q_star
+        base = (p * (1 - p) + (self.d - 1) * q * (1 - q)) / (n * (p - q) ** 2)
+        if sampling == "fixed":
+            return float(base)
+        if sampling == "iid":
+            if theta is None:
+                raise LDPParameterError("sampling='iid' needs theta")
+            th = np.asarray(theta, dtype=np.float64)
+            return float(base + (1 - np.sum(th**2)) / n)
+        raise LDPParameterError("sampling must be 'fixed' or 'iid'")
+
+
+class FrequencyAccumulator:
+    """Mergeable server-side state: support counts (``int64``) and the number of reports.
+
+    ``add`` a batch at a time, ``merge`` accumulators of the *same* mechanism (partitions,
+    shards, days), then ``estimate``. Post-processing never touches the privacy budget.
+    """
+
+    def __init__(self, mechanism: FrequencyOracle):
+        self.mechanism = mechanism
+        self.counts = np.zeros(mechanism.d, dtype=np.int64)
+        self.n = 0
+
+    def add(self, reports: Any) -> "FrequencyAccumulator":
+        reports = self.mechanism.validate_reports(reports)
+        self.counts += self.mechanism.support_counts(reports)
+        self.n += self.mechanism.n_reports(reports)
+        return self
+
+    def merge(self, other: "FrequencyAccumulator") -> "FrequencyAccumulator":
+        if not isinstance(other, FrequencyAccumulator) or other.mechanism != self.mechanism:
+            raise LDPParameterError("can only merge accumulators of the same mechanism and parameters")
+        out = FrequencyAccumulator(self.mechanism)
+        out.counts = self.counts + other.counts
+        out.n = self.n + other.n
+        return out
+
+    def estimate(self, *, postprocess: str = "projection", confidence: float = 0.95) -> FrequencyEstimate:
+        m = self.mechanism
+        return estimate_pure(
+            self.counts,
+            self.n,
+            m.p_star,
+            m.q_star,
+            postprocess=postprocess,
+            confidence=confidence,
+            items=m.items,
+            em_allowed=m.supports_em,
+        )
+
+    def __repr__(self) -> str:
+        return f"FrequencyAccumulator({self.mechanism.name}, d={self.mechanism.d}, n={self.n})"
+
+
+def all_bit_vectors(d: int) -> list[tuple[int, ...]]:
+    return list(itertools.product((0, 1), repeat=d))

@@ -1,0 +1,172 @@
+"""Unary encodings: k-RAPPOR (basic one-time RAPPOR, symmetric unary encoding) and OUE.
+
+The user's item ``x`` becomes the standard basis vector ``e_x`` of ``{0,1}^d``; every bit is
+reported independently:
+
+* bit ``x`` is 1 with probability ``p``; every other bit is 1 with probability ``q``.
+* **k-RAPPOR / SUE** (paper 002 §4.2, eq. 14–15): per-bit randomized response with budget
+  ``ε/2``: ``p = e^{ε/2}/(e^{ε/2} + 1)``, ``q = 1 − p``.
+* **OUE** (optimized unary encoding, Wang et al. 2017): ``p = 1/2``, ``q = 1/(e^ε + 1)``.
+
+Changing the input changes two bits, so the worst-case likelihood ratio is
+``p(1 − q) / ((1 − p) q)``. Each probability is an integer threshold over ``2**64`` chosen so the
+realized ratio is at most ``e^ε`` (checked exactly at construction).
+
+Report: the ``d`` bits packed into ``ceil(d/8)`` bytes, least-significant bit first (bit ``j`` is
+``(byte[j // 8] >> (j % 8)) & 1``, the order OpenDP's ``debias_randomized_response_bitvec``
+reads). Server: support count of item ``j`` is the number of reports with bit ``j`` set.
+Estimation: the shared pure estimator with ``p* = p``, ``q* = q`` (paper 002 eq. 15); variance
+``[p(1−p) + (d−1) q(1−q)]/(n (p−q)²)`` summed over items (paper 002 Prop. 4 for SUE).
+"""
+
+from __future__ import annotations
+
+import abc
+import itertools
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+
+from .._errors import LDPInputError
+from ..exact import TWO64, exp_lower_bound
+from ._base import Channel, FrequencyOracle, ceil_threshold, floor_threshold
+
+__all__ = ["UnaryEncoding", "RAPPOR", "OUE"]
+
+# bits per randomization chunk: bounds peak memory at a few tens of MB whatever n and d are
+_CHUNK_BITS = 1 << 24
+
+# _BIT_TABLE[v, b] = bit b (LSB first) of byte value v
+_BIT_TABLE = np.unpackbits(np.arange(256, dtype=np.uint8)[:, None], axis=1, bitorder="little").astype(np.int64)
+
+
+@dataclass(frozen=True, kw_only=True)
+class UnaryEncoding(FrequencyOracle):
+    """Shared machinery of unary encodings: per-bit thresholds for ``p`` (own bit) and ``q``."""
+
+    name = "unary"
+    channel_max_outputs = 256
+    p_threshold: int = field(init=False, repr=False, compare=False)
+    q_threshold: int = field(init=False, repr=False, compare=False)
+
+    @abc.abstractmethod
+    def _thresholds(self) -> tuple[int, int]:
+        """Integer thresholds (over 2**64) of P[own bit = 1] and P[other bit = 1]."""
+
+    def _realize(self):
+        tp, tq = self._thresholds()
+        object.__setattr__(self, "p_threshold", tp)
+        object.__setattr__(self, "q_threshold", tq)
+        p, q = Fraction(tp, TWO64), Fraction(tq, TWO64)
+        if not (0 < p < 1 and 0 < q < 1):
+            return p, q, Fraction(0)  # refused by the base class (probabilities round to 0/1)
+        return p, q, (p * (1 - q)) / ((1 - p) * q)
+
+    @property
+    def n_bytes(self) -> int:
+        return (self.d + 7) // 8
+
+    def _randomize_codes(self, codes: np.ndarray, source) -> np.ndarray:
+        n, d = codes.size, self.d
+        out = np.empty((n, self.n_bytes), dtype=np.uint8)
+        rows_per_chunk = max(1, _CHUNK_BITS // d)
+        for start in range(0, n, rows_per_chunk):
+            c = codes[start : start + rows_per_chunk]
+            m = c.size
+            bits = source.bernoulli(self.q_threshold, m * d).reshape(m, d)
+            bits[np.arange(m), c] = source.bernoulli(self.p_threshold, m)
+            out[start : start + m] = np.packbits(bits, axis=1, bitorder="little")
+        return out
+
+    def validate_reports(self, reports: Any) -> np.ndarray:
+        arr = np.asarray(reports)
+        if arr.ndim != 2 or arr.dtype != np.uint8 or arr.shape[1] != self.n_bytes:
+            raise LDPInputError(f"{self.name} reports must be a (n, {self.n_bytes}) uint8 array of packed bits")
+        if self.d % 8 and arr.size and (arr[:, -1] >> (self.d % 8)).any():
+            raise LDPInputError(f"{self.name} reports have padding bits set beyond d={self.d}")
+        return arr
+
+    def support_counts(self, reports: np.ndarray) -> np.ndarray:
+        """Bit sums over all reports: one histogram of byte values per byte column, then a
+        256×8 bit table (one pass over the packed data, no unpacking)."""
+        n, nb = reports.shape
+        counts = np.zeros((nb, 8), dtype=np.int64)
+        rows_per_chunk = max(1, (1 << 22) // max(nb, 1))
+        offsets = (np.arange(nb, dtype=np.int64) * 256)[None, :]
+        for start in range(0, n, rows_per_chunk):
+            block = reports[start : start + rows_per_chunk].astype(np.int64) + offsets
+            hist = np.bincount(block.ravel(), minlength=256 * nb).reshape(nb, 256)
+            counts += hist @ _BIT_TABLE
+        return counts.ravel()[: self.d]
+
+    def n_reports(self, reports: np.ndarray) -> int:
+        return int(reports.shape[0])
+
+    def output_alphabet_size(self) -> int:
+        return 1 << self.d if self.d < 64 else 1 << 64
+
+    def _enumerate_channel(self) -> Channel:
+        p, q = self.p_star_exact, self.q_star_exact
+        outputs = tuple(itertools.product((0, 1), repeat=self.d))
+        rows = []
+        for x in range(self.d):
+            row = []
+            for y in outputs:
+                prob = Fraction(1)
+                for j, bit in enumerate(y):
+                    b = p if j == x else q
+                    prob *= b if bit else (1 - b)
+                row.append(prob)
+            rows.append(tuple(row))
+        return Channel(outputs=outputs, matrix=tuple(rows))
+
+    def output_index(self, reports: np.ndarray) -> np.ndarray:
+        bits = np.unpackbits(reports, axis=1, count=self.d, bitorder="little").astype(np.int64)
+        weights = 1 << np.arange(self.d - 1, -1, -1, dtype=np.int64)  # itertools.product order
+        return bits @ weights
+
+    def unpack(self, reports: np.ndarray) -> np.ndarray:
+        """``(n, d)`` 0/1 array of the packed reports."""
+        return np.unpackbits(self.validate_reports(reports), axis=1, count=self.d, bitorder="little")
+
+
+@dataclass(frozen=True, kw_only=True)
+class RAPPOR(UnaryEncoding):
+    """k-RAPPOR / basic one-time RAPPOR (symmetric unary encoding), ``epsilon``-LDP per user.
+
+    Each bit of the one-hot vector is kept with probability ``e^{ε/2}/(e^{ε/2} + 1)`` and flipped
+    otherwise (paper 002 eq. 14–15; paper 001 "BRR"). True bits *are* cleared with probability
+    ``1/(e^{ε/2}+1)``. Runtime: client O(d) per user (≈ d bytes of randomness), server O(n·d/8).
+
+    >>> from ldp_plugin import RAPPOR
+    >>> RAPPOR(epsilon=2.0, d=10).randomize([3, 4], rng=0).shape
+    (2, 2)
+    """
+
+    name = "rappor"
+
+    def _thresholds(self):
+        L = exp_lower_bound(self.epsilon / 2)  # (ε/2 computed in floats is exact: a power-of-2 scale)
+        tp = floor_threshold(L / (L + 1))
+        return tp, TWO64 - tp
+
+
+@dataclass(frozen=True, kw_only=True)
+class OUE(UnaryEncoding):
+    """Optimized unary encoding: ``p = 1/2``, ``q = 1/(e^ε + 1)``; ``epsilon``-LDP per user.
+
+    (Wang, Blocki, Li, Jha 2017.) Same report format and cost as :class:`RAPPOR`, lower variance
+    ``4 e^ε/(n (e^ε − 1)²)`` per item for rare items.
+
+    >>> from ldp_plugin import OUE
+    >>> OUE(epsilon=1.0, d=16).p_star
+    0.5
+    """
+
+    name = "oue"
+
+    def _thresholds(self):
+        L = exp_lower_bound(self.epsilon)
+        return TWO64 // 2, ceil_threshold(1 / (L + 1))

@@ -1,0 +1,123 @@
+"""Theory helpers: mutual information of the k-subset mechanism, the optimal sizes k* and k#,
+and the analytic MSE of each mechanism (with the *ideal* probabilities; a mechanism object's own
+``mse`` uses its realized probabilities).
+
+References: paper 001 (Wang et al. 2016) Thm 2.1 (I_k, k*), §3.3 and Thm 3.1 (l2 error, k#);
+paper 002 (Kairouz et al. 2016) Prop. 3 (k-RR) and Prop. 4 (k-RAPPOR).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ._errors import LDPParameterError
+
+__all__ = [
+    "subset_hit_rates",
+    "mutual_information_k_subset",
+    "k_star",
+    "k_sharp",
+    "beta_mi",
+    "mse_pure",
+    "mse_krr",
+    "mse_rappor",
+    "mse_oue",
+    "mse_k_subset",
+    "mutual_information",
+]
+
+
+def _check(d: int, epsilon: float) -> None:
+    if not (isinstance(d, (int, np.integer)) and d >= 2):
+        raise LDPParameterError("d must be an integer >= 2")
+    if not (math.isfinite(epsilon) and epsilon > 0):
+        raise LDPParameterError("epsilon must be a finite number > 0")
+
+
+def subset_hit_rates(d: int, k: int, epsilon: float) -> tuple[float, float]:
+    """``(g_k, h_k)`` of the k-subset mechanism (paper 001 §3.2): P[item in report | it is / is
+    not the user's item]."""
+    e = math.exp(epsilon)
+    g = k * e / (k * e + d - k)
+    h = g * (k - 1) / (d - 1) + (1 - g) * k / (d - 1)
+    return g, h
+
+
+def mutual_information_k_subset(d: int, k: float, epsilon: float) -> float:
+    """``I_k`` (paper 001 Thm 2.1), nats: MI between a uniform input and the k-subset report."""
+    e = math.exp(epsilon)
+    den = k * e + d - k
+    return (k * e * math.log(d * e / den) + (d - k) * math.log(d / den)) / den
+
+
+def beta_mi(d: int, epsilon: float) -> float:
+    """The real maximiser ``β = (ε e^ε − e^ε + 1) d / (e^ε − 1)²`` of ``I_k`` (paper 001 App. C)."""
+    e = math.expm1(epsilon)
+    return (epsilon * (e + 1) - e) * d / (e * e)
+
+
+def k_star(d: int, epsilon: float) -> int:
+    """MI-optimal subset size (paper 001 Thm 2.1): ``floor(β)`` or ``ceil(β)``, whichever has the
+    larger ``I_k``, restricted to ``[1, d − 1]``."""
+    _check(d, epsilon)
+    b = beta_mi(d, epsilon)
+    cands = {min(max(c, 1), d - 1) for c in (math.floor(b), math.ceil(b))}
+    return max(sorted(cands), key=lambda k: mutual_information_k_subset(d, k, epsilon))
+
+
+def _l2_k_subset(d: int, k: int, epsilon: float) -> float:
+    g, h = subset_hit_rates(d, k, epsilon)
+    return (g * (1 - g) + (d - 1) * h * (1 - h)) / (g - h) ** 2
+
+
+def k_sharp(d: int, epsilon: float) -> int:
+    """l2-optimal subset size (paper 001 Thm 3.1): ``floor`` or ``ceil`` of ``d/(1 + e^ε)``,
+    whichever has the smaller l2 error, restricted to ``[1, d − 1]``."""
+    _check(d, epsilon)
+    x = d / (1 + math.exp(epsilon))
+    cands = {min(max(c, 1), d - 1) for c in (math.floor(x), math.ceil(x))}
+    return min(sorted(cands), key=lambda k: _l2_k_subset(d, k, epsilon))
+
+
+def mse_pure(d: int, n: int, p: float, q: float, *, m: float = 1.0) -> float:
+    """``E||θ̂ − θ||²`` of the pure estimator, fixed population of n users with Σθ = m."""
+    return (m * p * (1 - p) + (d - m) * q * (1 - q)) / (n * (p - q) ** 2)
+
+
+def mse_krr(d: int, epsilon: float, n: int) -> float:
+    """k-RR: ``(d−1)(d + 2(e^ε−1)) / (n (e^ε−1)²)`` (paper 002 Prop. 3, second term)."""
+    _check(d, epsilon)
+    e = math.expm1(epsilon)
+    return (d - 1) * (d + 2 * e) / (n * e * e)
+
+
+def mse_rappor(d: int, epsilon: float, n: int) -> float:
+    """k-RAPPOR: ``d e^{ε/2} / (n (e^{ε/2} − 1)²)`` (paper 002 Prop. 4, second term)."""
+    _check(d, epsilon)
+    e = math.exp(epsilon / 2)
+    return d * e / (n * (e - 1) ** 2)
+
+
+def mse_oue(d: int, epsilon: float, n: int) -> float:
+    """OUE: ``p = 1/2``, ``q = 1/(e^ε+1)`` in :func:`mse_pure`."""
+    _check(d, epsilon)
+    return mse_pure(d, n, 0.5, 1 / (math.exp(epsilon) + 1))
+
+
+def mse_k_subset(d: int, k: int, epsilon: float, n: int) -> float:
+    """k-subset: ``[g(1−g) + (d−1) h(1−h)] / (n (g−h)²)`` (paper 001 §3.3)."""
+    _check(d, epsilon)
+    return _l2_k_subset(d, k, epsilon) / n
+
+
+def mutual_information(channel: np.ndarray, prior: np.ndarray) -> float:
+    """``I(X; Y)`` in nats for a row-stochastic channel ``Q[x, y]`` and a prior on x."""
+    Q = np.asarray(channel, dtype=np.float64)
+    P = np.asarray(prior, dtype=np.float64)
+    joint = P[:, None] * Q
+    marg = joint.sum(axis=0)
+    mask = joint > 0
+    ratio = np.where(mask, Q / np.where(marg > 0, marg, 1)[None, :], 1.0)
+    return float(np.sum(joint[mask] * np.log(ratio[mask])))
