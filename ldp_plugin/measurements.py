@@ -20,6 +20,8 @@ from __future__ import annotations
 from typing import Any, Optional, Sequence
 
 import opendp.prelude as dp
+# OpenDP's own then_* functions return this class; it is what `transformation >> partial` expects.
+from opendp.mod import _PartialConstructor as PartialConstructor
 
 from ._errors import LDPParameterError
 from .exact import scale_epsilon_up
@@ -130,9 +132,9 @@ def make_ldp(
     return dp.m.make_user_measurement(domain, metric, dp.max_divergence(), function, privacy_map)
 
 
-def then_ldp(mechanism: FrequencyOracle, *, unit: str = "user", rng: RNGLike = None) -> dp.PartialConstructor:
+def then_ldp(mechanism: FrequencyOracle, *, unit: str = "user", rng: RNGLike = None) -> PartialConstructor:
     """Partial of :func:`make_ldp` for chaining: ``transformation >> then_ldp(mech)``."""
-    return dp.PartialConstructor(
+    return PartialConstructor(
         lambda input_domain, input_metric: make_ldp(
             mechanism, unit=unit, rng=rng, input_domain=input_domain, input_metric=input_metric
         )

@@ -1,0 +1,36 @@
+"""Shared fixtures: the small instances every mechanism's contract tests run on."""
+
+from __future__ import annotations
+
+import pytest
+
+from ldp_plugin import KRR, OUE, RAPPOR, KSubset, WarnerRR
+
+
+def small_instances():
+    """(id, factory(epsilon) -> mechanism) for every family, on domains small enough to enumerate."""
+    return [
+        ("warner", lambda e: WarnerRR(epsilon=e)),
+        ("krr-d2", lambda e: KRR(epsilon=e, d=2)),
+        ("krr-d5", lambda e: KRR(epsilon=e, d=5)),
+        ("rappor-d3", lambda e: RAPPOR(epsilon=e, d=3)),
+        ("rappor-d6", lambda e: RAPPOR(epsilon=e, d=6)),
+        ("oue-d4", lambda e: OUE(epsilon=e, d=4)),
+        ("oue-d6", lambda e: OUE(epsilon=e, d=6)),
+        ("ksubset-d4-k1", lambda e: KSubset(epsilon=e, d=4, k=1)),
+        ("ksubset-d5-k2", lambda e: KSubset(epsilon=e, d=5, k=2)),
+        ("ksubset-d6-k3", lambda e: KSubset(epsilon=e, d=6, k=3)),
+        ("ksubset-d6-l2", lambda e: KSubset(epsilon=e, d=6)),
+    ]
+
+
+INSTANCES = small_instances()
+INSTANCE_IDS = [i for i, _ in INSTANCES]
+
+
+@pytest.fixture(params=[f for _, f in INSTANCES], ids=INSTANCE_IDS)
+def factory(request):
+    return request.param
+
+
+EPSILONS = [0.1, 0.7, 1.0, 2.5, 6.0]
