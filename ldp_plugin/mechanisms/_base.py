@@ -270,12 +270,19 @@ class FrequencyOracle(abc.ABC):
         return self._randomize_codes(self.encode(values), as_source(rng))
 
     def randomize_one(self, value: Any, *, rng: RNGLike = None):
-        """Randomize one user's value (the same exact sampler, batch of one)."""
+        """Randomize one user's value (the same exact sampler, batch of one).
+
+        The report names items by label when the mechanism has ``categories`` (batches from
+        :meth:`randomize` always use compact integer codes; see :meth:`decode`)."""
         reports = self.randomize(np.array([value], dtype=object if self._index is not None else None), rng=rng)
         return self._report_of_one(reports)
 
     def _report_of_one(self, reports: np.ndarray):
         return reports[0]
+
+    def decode(self, codes: Any) -> list:
+        """Item codes (as found in reports) → item labels."""
+        return [self.items[int(c)] for c in np.asarray(codes).ravel()]
 
     def channel(self) -> Channel:
         """The exact realized channel matrix (small domains only)."""

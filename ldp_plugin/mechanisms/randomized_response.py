@@ -49,7 +49,7 @@ class KRR(FrequencyOracle):
     >>> reports = m.randomize([0, 1, 2, 3, 3], rng=7)
     >>> reports.shape
     (5,)
-    >>> bool(m.realized_ratio <= 2.718281828459045)
+    >>> m.realized_epsilon <= 1.0
     True
     """
 
@@ -99,7 +99,8 @@ class KRR(FrequencyOracle):
         return np.asarray(reports, dtype=np.int64)
 
     def _report_of_one(self, reports):
-        return int(reports[0])
+        code = int(reports[0])
+        return self.categories[code] if self.categories is not None else code
 
 
 @dataclass(frozen=True, kw_only=True)

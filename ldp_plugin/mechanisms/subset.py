@@ -145,4 +145,5 @@ class KSubset(FrequencyOracle):
         return np.array([index[tuple(int(v) for v in row)] for row in np.asarray(reports)], dtype=np.int64)
 
     def _report_of_one(self, reports):
-        return tuple(int(v) for v in reports[0])
+        codes = tuple(int(v) for v in reports[0])
+        return codes if self.categories is None else tuple(self.categories[c] for c in codes)
