@@ -77,3 +77,13 @@ def test_subpackages_are_namespaced(tmp_path):
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=tmp_path)
     for origin in json.loads(out.stdout):
         assert origin == "None" or "ldp" not in origin
+
+
+@pytest.mark.parametrize("script", ["quickstart.py", "opendp_measurements.py"])
+def test_examples_run(script):
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parent.parent / "examples" / script
+    out = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip()
