@@ -4,8 +4,9 @@ Every random decision a mechanism makes goes through this module, so every reali
 is an exact rational number that the mechanism can check at construction:
 
 * :meth:`RandomSource.bernoulli` draws events of probability exactly ``T / 2**64`` for an integer
-  threshold ``T``: a uniform 64-bit word ``W`` is compared with ``T`` most-significant byte first,
-  drawing further bytes only where the prefix ties (about 1.004 bytes per event instead of 8);
+  threshold ``T``: a uniform 64-bit word ``W`` is compared with ``T`` most-significant digits
+  first, drawing further random digits only where the prefix ties (about 0.56 random bytes per
+  event instead of 8);
 * :meth:`RandomSource.uniform_int` draws integers exactly uniform on ``[0, r)`` by Lemire's
   multiply-and-reject method on 16- or 32-bit words (no modulo bias);
 * :meth:`RandomSource.partial_shuffle_prefix` draws uniform ``s``-subsets without replacement of
@@ -49,9 +50,12 @@ class RandomSource(abc.ABC):
     def bernoulli(self, threshold: int, size: int) -> np.ndarray:
         """Boolean array, each ``True`` with probability exactly ``threshold / 2**64``.
 
-        ``W < threshold`` for a uniform 64-bit ``W`` is decided byte by byte, most significant
-        first: a byte below (above) the threshold's byte decides True (False); only ties draw the
-        next byte. The result is bit-for-bit the comparison of a full 64-bit word.
+        Decides ``W < threshold`` for a uniform 64-bit ``W`` lazily, most significant digits
+        first: the top 4 bits of ``W`` (a random nibble) are compared with the threshold's top
+        nibble ``t0``; below decides True, above False, and only a tie (probability 1/16) needs
+        the remaining 60 bits, decided byte by byte by :meth:`_bernoulli_bytes` with threshold
+        ``16 · (T mod 2**60)``. Exactly ``t0/16 + (T mod 2**60)/2**64 = T/2**64``, at about
+        0.56 random bytes per event instead of 8.
         """
         if not 0 <= threshold <= TWO64:
             raise LDPParameterError("threshold must be in [0, 2**64]")
@@ -59,6 +63,68 @@ class RandomSource(abc.ABC):
             return np.zeros(size, dtype=bool)
         if threshold == TWO64:
             return np.ones(size, dtype=bool)
+        t0 = threshold >> 60
+        rest = (threshold & ((1 << 60) - 1)) << 4
+        b = self.random_bytes((size + 1) // 2)
+        nib = np.empty(2 * b.size, dtype=np.uint8)
+        np.right_shift(b, 4, out=nib[0::2])
+        np.bitwise_and(b, 15, out=nib[1::2])
+        nib = nib[:size]
+        out = nib < t0
+        tie = np.flatnonzero(nib == t0)
+        if tie.size:
+            out[tie] = self._bernoulli_bytes(rest, tie.size)
+        return out
+
+    def bernoulli_packed(self, threshold: int, n_rows: int, n_bits: int) -> np.ndarray:
+        """``(n_rows, ceil(n_bits/8))`` bytes whose bits (LSB first) are independent events of
+        probability exactly ``threshold / 2**64``; padding bits beyond ``n_bits`` are 0.
+
+        ``W < T`` is decided nibble by nibble (most significant first) for eight output bits at
+        once, SWAR-style: the eight lanes of a 64-bit word each hold one random nibble, and two
+        word additions give the per-lane ``nibble < t`` and ``nibble == t`` flags, which one
+        multiplication gathers into a byte. Level 1 uses a fresh 64-bit word per two output
+        bytes; bits that tie (probability 1/16) are decided at the next nibble of ``T`` with four
+        fresh bytes per tied output byte, and so on for up to 16 levels (a tie at all 16 means
+        ``W == T``: False). About 0.7 random bytes and 2 word operations per output bit.
+        """
+        if not 0 <= threshold <= TWO64:
+            raise LDPParameterError("threshold must be in [0, 2**64]")
+        nb = (n_bits + 7) // 8
+        total = n_rows * nb
+        if threshold in (0, TWO64):
+            out = np.full(total, 0 if threshold == 0 else 0xFF, dtype=np.uint8)
+        else:
+            nw = (total + 1) // 2
+            w = self.random_bytes(8 * nw).view(np.uint64)
+            t0 = threshold >> 60
+            lt_lo, eq_lo = _swar_nibble_compare(w & _LANE_NIBBLE, t0)
+            lt_hi, eq_hi = _swar_nibble_compare((w >> np.uint64(4)) & _LANE_NIBBLE, t0)
+            out = np.stack([lt_lo, lt_hi], axis=1).ravel()[:total]
+            tie = np.stack([eq_lo, eq_hi], axis=1).ravel()[:total]
+            idx = np.flatnonzero(tie)
+            level = 1
+            while idx.size and level < 16:
+                t = (threshold >> (60 - 4 * level)) & 15
+                r = self.random_bytes(4 * idx.size).view(np.uint32).astype(np.uint64)
+                lanes = (r & np.uint64(0x0F0F0F0F)) | (((r >> np.uint64(4)) & np.uint64(0x0F0F0F0F)) << np.uint64(32))
+                lt, eq = _swar_nibble_compare(lanes, t)
+                tb = tie[idx]
+                out[idx] |= tb & lt
+                still = tb & eq
+                tie[idx] = still
+                idx = idx[still != 0]
+                level += 1
+        out = out.reshape(n_rows, nb)
+        if n_bits % 8:
+            out[:, -1] &= (1 << (n_bits % 8)) - 1
+        return out
+
+    def _bernoulli_bytes(self, threshold: int, size: int) -> np.ndarray:
+        """``W < threshold`` for uniform 64-bit ``W``, compared byte by byte (most significant
+        first; only ties draw the next byte): bit for bit the full 64-bit comparison."""
+        if threshold == 0:
+            return np.zeros(size, dtype=bool)
         tb = threshold.to_bytes(8, "big")
         first = self.random_bytes(size)
         out = first < tb[0]
@@ -116,6 +182,23 @@ class RandomSource(abc.ABC):
             perm[rows, j] = perm[:, i]
             perm[:, i] = tmp
         return perm[:, :s]
+
+
+_LANE_NIBBLE = np.uint64(0x0F0F0F0F0F0F0F0F)
+_LANE_ONE = 0x0101010101010101
+_GATHER = np.uint64(0x0102040810204080)  # moves bit 0 of byte lane k to bit 56 + k
+
+
+def _swar_nibble_compare(lanes: np.ndarray, t: int) -> tuple[np.ndarray, np.ndarray]:
+    """For eight byte lanes holding values x_k in [0, 16): bytes whose bit k is [x_k < t] and
+    [x_k == t]. ``x + 16 − t`` has bit 4 set iff ``x >= t``; ``(x ^ t) + 15`` has bit 4 set iff
+    ``x != t`` (no lane overflows: both stay below 32)."""
+    one = np.uint64(_LANE_ONE)
+    ge = (lanes + np.uint64((16 - t) * _LANE_ONE)) >> np.uint64(4)
+    ne = ((lanes ^ np.uint64(t * _LANE_ONE)) + np.uint64(15 * _LANE_ONE)) >> np.uint64(4)
+    lt = (~ge) & one
+    eq = (~ne) & one
+    return ((lt * _GATHER) >> np.uint64(56)).astype(np.uint8), ((eq * _GATHER) >> np.uint64(56)).astype(np.uint8)
 
 
 class SecureRandomSource(RandomSource):

@@ -2,6 +2,7 @@
 
 import itertools
 import math
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -27,22 +28,33 @@ class ReplaySource(RandomSource):
         return out.copy()
 
 
-def test_bernoulli_equals_full_64bit_comparison():
-    """The lazy byte-wise comparison decides exactly W < T for the 64-bit word W it consumes."""
+def test_bernoulli_bytes_equals_full_64bit_comparison():
+    """The byte-wise comparison decides exactly W < T for the 64-bit word W it consumes."""
     rng = np.random.default_rng(5)
     for T in [1, 2**63, 2**64 - 1, 0x12_34_56_78_9A_BC_DE_F0, 0x80_00_00_00_00_00_00_01]:
         tb = T.to_bytes(8, "big")
-        # words that share long prefixes with T, to exercise every tie level
         words = []
-        for level in range(9):
+        for level in range(9):  # words sharing long prefixes with T exercise every tie level
             for _ in range(20):
-                prefix = tb[:level]
                 rest = rng.integers(0, 256, 8 - level, dtype=np.uint8).tobytes()
-                words.append(prefix + rest)
+                words.append(tb[:level] + rest)
         for w in words:
-            src = ReplaySource(w)
+            assert bool(ReplaySource(w)._bernoulli_bytes(T, 1)[0]) == (int.from_bytes(w, "big") < T)
+
+
+@pytest.mark.parametrize("T", [1, 5 << 60, (5 << 60) + 12345, 2**64 - 1, 0x9E37_79B9_7F4A_7C15])
+def test_bernoulli_nibble_first_is_exact(T):
+    """Every first nibble is decided as the top 4 bits of W would decide it; a tie is decided by
+    the remaining 60 bits (drawn as a fresh word compared with 16·(T mod 2**60)). Together:
+    P = t0/16 + (T mod 2**60)/2**64 = T/2**64 exactly."""
+    t0, rest = T >> 60, (T & (2**60 - 1)) << 4
+    assert Fraction(t0, 16) + Fraction(rest, 16 * 2**64) == Fraction(T, 2**64)
+    for nibble in range(16):
+        for tail in (b"\x00" * 8, b"\xff" * 8, rest.to_bytes(8, "big"), (max(rest - 1, 0)).to_bytes(8, "big")):
+            src = ReplaySource(bytes([nibble << 4]) + tail)
             got = bool(src.bernoulli(T, 1)[0])
-            assert got == (int.from_bytes(w, "big") < T)
+            expect = nibble < t0 or (nibble == t0 and int.from_bytes(tail, "big") < rest)
+            assert got == expect
 
 
 def test_bernoulli_edges_and_rate():
@@ -109,3 +121,51 @@ def test_sources():
     for bad in (-1, 1.5, "x", True):
         with pytest.raises(LDPParameterError):
             as_source(bad)
+
+
+@pytest.mark.parametrize("n,d", [(1, 3), (7, 8), (1000, 13), (40_000, 130), (70_001, 64)])
+def test_packed_column_counts_equals_unpack_and_sum(n, d):
+    from ldp_plugin.mechanisms.unary import packed_column_counts
+
+    bits = np.random.default_rng(n).random((n, d)) < 0.3
+    packed = np.packbits(bits, axis=1, bitorder="little")
+    assert np.array_equal(packed_column_counts(packed, d), bits.sum(axis=0))
+
+
+@pytest.mark.parametrize("T", [(7 << 60) + (0xA5 << 52) + 99, (1 << 60) + (0x10 << 52), 2**64 - 1, 5 << 60])
+def test_bernoulli_packed_is_the_nibble_comparison(T):
+    """One output byte: bit k is decided by the low nibble of random byte k against T's top
+    nibble; a tied bit k by its level-2 nibble (low nibble of byte k of the next four bytes for
+    k < 4, high nibble of byte k − 4 otherwise) against T's second nibble."""
+    t0, t1 = T >> 60, (T >> 56) & 15
+    rng = np.random.default_rng(T % 1000)
+    checked_ties = 0
+    for _ in range(400):
+        head = rng.integers(0, 256, 8, dtype=np.uint8)
+        nibs = [int(b) & 15 for b in head]
+        ties = [k for k in range(8) if nibs[k] == t0]
+        while True:  # level-2 nibbles that decide every tie (no level-3 draws needed)
+            nxt = rng.integers(0, 256, 4, dtype=np.uint8)
+            lvl2 = [int(nxt[k]) & 15 if k < 4 else int(nxt[k - 4]) >> 4 for k in range(8)]
+            if all(lvl2[k] != t1 for k in ties):
+                break
+        data = head.tobytes() + (nxt.tobytes() if ties else b"")
+        out = ReplaySource(data).bernoulli_packed(T, 1, 8)[0, 0]
+        for k in range(8):
+            expect = nibs[k] < t0 or (nibs[k] == t0 and lvl2[k] < t1)
+            assert bool((out >> k) & 1) == expect
+        checked_ties += len(ties)
+    assert checked_ties > 50
+
+
+def test_bernoulli_packed_rate_and_padding():
+    src = SeededRandomSource(3)
+    T = 0x2E3F_0000_0000_0001
+    out = src.bernoulli_packed(T, 20_000, 13)
+    assert out.shape == (20_000, 2) and not (out[:, 1] >> 5).any()
+    ones = np.unpackbits(out, axis=1, count=13, bitorder="little").sum()
+    n, p = 20_000 * 13, T / 2**64
+    assert abs((ones - n * p) / math.sqrt(n * p * (1 - p))) < 5.3
+    assert not src.bernoulli_packed(0, 3, 9).any()
+    full = src.bernoulli_packed(2**64, 3, 9)
+    assert (full[:, 0] == 0xFF).all() and (full[:, 1] == 1).all()

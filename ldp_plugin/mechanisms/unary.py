@@ -36,10 +36,48 @@ from ._base import Channel, FrequencyOracle, ceil_threshold, floor_threshold
 __all__ = ["UnaryEncoding", "RAPPOR", "OUE"]
 
 # bits per randomization chunk: bounds peak memory at a few tens of MB whatever n and d are
-_CHUNK_BITS = 1 << 24
+_CHUNK_BITS = 1 << 21
 
-# _BIT_TABLE[v, b] = bit b (LSB first) of byte value v
-_BIT_TABLE = np.unpackbits(np.arange(256, dtype=np.uint8)[:, None], axis=1, bitorder="little").astype(np.int64)
+_COUNT_CHUNK_ROWS = 1 << 15
+
+
+def packed_column_counts(packed: np.ndarray, d: int) -> np.ndarray:
+    """Number of rows with bit ``j`` set, for each ``j < d``, of an ``(n, ceil(d/8))`` matrix of
+    bits packed LSB-first — without unpacking the bits.
+
+    Rows are summed by a bit-sliced adder tree: rows (as 64-bit words) are added pairwise with
+    word-wide half/full adders, so after ``L`` levels each group of ``2**L`` rows holds its column
+    counts as ``L + 1`` bit planes. Work ≈ 8 word operations per row and 64 columns; only the
+    final planes (one per chunk of ``2**15`` rows) are unpacked.
+    """
+    n, nb = packed.shape
+    words = (nb + 7) // 8
+    counts = np.zeros(words * 64, dtype=np.int64)
+    for start in range(0, n, _COUNT_CHUNK_ROWS):
+        block = packed[start : start + _COUNT_CHUNK_ROWS]
+        m = block.shape[0]
+        levels = max(1, (m - 1).bit_length())
+        buf = np.zeros((1 << levels, words * 8), dtype=np.uint8)
+        buf[:m, :nb] = block
+        planes = [buf.view(np.uint64)]
+        while planes[0].shape[0] > 1:
+            out = []
+            carry = None
+            for p in planes:
+                x, y = p[0::2], p[1::2]
+                t = x ^ y
+                if carry is None:
+                    out.append(t)
+                    carry = x & y
+                else:
+                    out.append(t ^ carry)
+                    carry = (x & y) | (carry & t)
+            out.append(carry)
+            planes = out
+        for weight, plane in enumerate(planes):
+            bits = np.unpackbits(plane.view(np.uint8), bitorder="little")
+            counts += bits.astype(np.int64) << weight
+    return counts[:d]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -75,9 +113,12 @@ class UnaryEncoding(FrequencyOracle):
         for start in range(0, n, rows_per_chunk):
             c = codes[start : start + rows_per_chunk]
             m = c.size
-            bits = source.bernoulli(self.q_threshold, m * d).reshape(m, d)
-            bits[np.arange(m), c] = source.bernoulli(self.p_threshold, m)
-            out[start : start + m] = np.packbits(bits, axis=1, bitorder="little")
+            bits = source.bernoulli_packed(self.q_threshold, m, d)  # every bit ~ q ...
+            own = source.bernoulli(self.p_threshold, m).astype(np.uint8)  # ... then bit x ~ p
+            rows, byte, shift = np.arange(m), c >> 3, (c & 7).astype(np.uint8)
+            cur = bits[rows, byte]
+            bits[rows, byte] = (cur & ~(np.uint8(1) << shift)) | (own << shift)
+            out[start : start + m] = bits
         return out
 
     def validate_reports(self, reports: Any) -> np.ndarray:
@@ -89,17 +130,8 @@ class UnaryEncoding(FrequencyOracle):
         return arr
 
     def support_counts(self, reports: np.ndarray) -> np.ndarray:
-        """Bit sums over all reports: one histogram of byte values per byte column, then a
-        256×8 bit table (one pass over the packed data, no unpacking)."""
-        n, nb = reports.shape
-        counts = np.zeros((nb, 8), dtype=np.int64)
-        rows_per_chunk = max(1, (1 << 22) // max(nb, 1))
-        offsets = (np.arange(nb, dtype=np.int64) * 256)[None, :]
-        for start in range(0, n, rows_per_chunk):
-            block = reports[start : start + rows_per_chunk].astype(np.int64) + offsets
-            hist = np.bincount(block.ravel(), minlength=256 * nb).reshape(nb, 256)
-            counts += hist @ _BIT_TABLE
-        return counts.ravel()[: self.d]
+        """Column sums of the packed bit matrix (see :func:`packed_column_counts`)."""
+        return packed_column_counts(reports, self.d)
 
     def n_reports(self, reports: np.ndarray) -> int:
         return int(reports.shape[0])
