@@ -153,15 +153,22 @@ class RandomSource(abc.ABC):
         bits = 16 if r <= 1 << 10 else 32
         mask = (1 << bits) - 1
         reject_below = (1 << bits) % r
-        out = np.empty(size, dtype=np.int64)
-        todo = np.arange(size)
-        while todo.size:
-            x = self.words(todo.size, bits).astype(np.uint64)
-            m = x * np.uint64(r)
-            good = (m & np.uint64(mask)) >= np.uint64(reject_below)
-            out[todo[good]] = (m[good] >> np.uint64(bits)).astype(np.int64)
-            todo = todo[~good]
+        out, todo = self._lemire_round(r, size, bits, mask, reject_below)
+        while todo.size:  # rejected draws (probability < r / 2**bits each) are redrawn
+            again, bad = self._lemire_round(r, todo.size, bits, mask, reject_below)
+            good = np.ones(todo.size, dtype=bool)
+            good[bad] = False
+            out[todo[good]] = again[good]
+            todo = todo[bad]
         return out
+
+    def _lemire_round(self, r: int, size: int, bits: int, mask: int, reject_below: int):
+        """One round of Lemire's method: values and the indices of rejected draws."""
+        m = self.words(size, bits).astype(np.uint64)
+        m *= np.uint64(r)
+        rejected = np.flatnonzero((m & np.uint64(mask)) < np.uint64(reject_below)) if reject_below else np.empty(0, np.int64)
+        m >>= np.uint64(bits)
+        return m.astype(np.int64), rejected
 
     def partial_shuffle_prefix(self, n_rows: int, population: int, s: int) -> np.ndarray:
         """For each of ``n_rows`` rows, a uniform ``s``-subset of ``[0, population)``, as an
