@@ -21,6 +21,7 @@ def small_instances():
         ("ksubset-d5-k2", lambda e: KSubset(epsilon=e, d=5, k=2)),
         ("ksubset-d6-k3", lambda e: KSubset(epsilon=e, d=6, k=3)),
         ("ksubset-d6-l2", lambda e: KSubset(epsilon=e, d=6)),
+        ("ksubset-d20-k2-shuffle", lambda e: KSubset(epsilon=e, d=20, k=2)),
     ]
 
 
