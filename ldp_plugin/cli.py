@@ -12,6 +12,7 @@ import numpy as np
 
 from ._errors import LDPInputError, LDPParameterError, PrivacyVerificationError
 from .estimation import POSTPROCESS_CHOICES
+from .sampling import as_source
 from .simulate import DISTRIBUTIONS, TRUTHS, draw_users, parse_params, simulate, true_distribution
 
 
@@ -81,7 +82,7 @@ def cmd_demo(args) -> int:
     gen = np.random.default_rng(args.seed)
     theta = true_distribution("zipf", len(categories), gen)
     codes, counts = draw_users(theta, args.n, gen)
-    reports = mech._randomize_codes(codes, _source(args.seed))
+    reports = mech._randomize_codes(codes, as_source(args.seed))
     est = mech.accumulator().add(reports).estimate(postprocess="projection", confidence=0.95)
     truth = counts / args.n
     frame = estimate_frame(est, truth=truth).with_columns(item=np.array(categories))
@@ -97,12 +98,6 @@ def cmd_demo(args) -> int:
         print(frame)
     print(f"{covered}/{len(categories)} true frequencies inside their 95% confidence intervals.")
     return 0
-
-
-def _source(seed):
-    from .sampling import as_source
-
-    return as_source(seed)
 
 
 def build_parser() -> argparse.ArgumentParser:

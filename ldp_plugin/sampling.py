@@ -265,11 +265,6 @@ class SeededRandomSource(RandomSource):
         words = self._bitgen.random_raw((n + 7) // 8)
         return words.view(np.uint8)[:n]
 
-    def spawn(self) -> "SeededRandomSource":
-        """An independent child stream (for parallel partitions)."""
-        child_seed = int(self._bitgen.random_raw())
-        return SeededRandomSource(child_seed)
-
     def __repr__(self) -> str:
         return f"SeededRandomSource(seed={self.seed})  # not secure: simulations and tests only"
 

@@ -71,7 +71,7 @@ def _l2_k_subset(d: int, k: int, epsilon: float) -> float:
     g, h = subset_hit_rates(d, k, epsilon)
     if g <= h:  # ε below float resolution: no information
         return math.inf
-    return (g * (1 - g) + (d - 1) * h * (1 - h)) / (g - h) ** 2
+    return mse_pure(d, 1, g, h)
 
 
 def k_sharp(d: int, epsilon: float) -> int:

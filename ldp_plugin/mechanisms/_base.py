@@ -17,7 +17,6 @@ The OpenDP measurements are built from these in :mod:`ldp_plugin.measurements`.
 from __future__ import annotations
 
 import abc
-import itertools
 import math
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -28,6 +27,7 @@ import numpy as np
 from .._errors import LDPInputError, LDPParameterError, PrivacyVerificationError
 from ..estimation import FrequencyEstimate, estimate_pure, pure_variance
 from ..exact import TWO64, epsilon_of_ratio, ratio_within_exp
+from ..theory import mse_pure
 from ..sampling import RNGLike, as_source
 
 __all__ = ["Channel", "FrequencyOracle", "FrequencyAccumulator", "check_epsilon", "check_domain"]
@@ -320,7 +320,7 @@ class FrequencyOracle(abc.ABC):
         this adds ``(1 − Σθ²)/n`` (paper 002 Prop. 3–4) and needs ``theta``.
         """
         p, q = self.p_star, self.q_star
-        base = (p * (1 - p) + (self.d - 1) * q * (1 - q)) / (n * (p - q) ** 2)
+        base = mse_pure(self.d, n, p, q)
         if sampling == "fixed":
             return float(base)
         if sampling == "iid":
@@ -373,6 +373,3 @@ class FrequencyAccumulator:
     def __repr__(self) -> str:
         return f"FrequencyAccumulator({self.mechanism.name}, d={self.mechanism.d}, n={self.n})"
 
-
-def all_bit_vectors(d: int) -> list[tuple[int, ...]]:
-    return list(itertools.product((0, 1), repeat=d))
