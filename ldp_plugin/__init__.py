@@ -17,20 +17,24 @@ from .measurements import (
     batch_domain,
     category_domain,
     enable_ldp_features,
+    make_hadamard,
     make_k_subset,
+    make_olh,
     make_krr,
     make_ldp,
     make_oue,
     make_randomized_response_warner,
     make_rappor,
+    then_hadamard,
     then_k_subset,
+    then_olh,
     then_krr,
     then_ldp,
     then_oue,
     then_randomized_response_warner,
     then_rappor,
 )
-from .mechanisms import KRR, OUE, RAPPOR, Channel, FrequencyAccumulator, FrequencyOracle, KSubset, WarnerRR
+from .mechanisms import KRR, OLH, OUE, HadamardResponse, RAPPOR, Channel, FrequencyAccumulator, FrequencyOracle, KSubset, WarnerRR
 from .sampling import RandomSource, SecureRandomSource, SeededRandomSource
 
 __version__ = "0.1.0"
@@ -57,11 +61,17 @@ __all__ = [
     "then_oue",
     "make_k_subset",
     "then_k_subset",
+    "make_olh",
+    "then_olh",
+    "make_hadamard",
+    "then_hadamard",
     "KRR",
     "WarnerRR",
     "RAPPOR",
     "OUE",
     "KSubset",
+    "OLH",
+    "HadamardResponse",
     "Channel",
     "FrequencyAccumulator",
     "FrequencyOracle",

@@ -25,7 +25,7 @@ from opendp.mod import _PartialConstructor as PartialConstructor
 
 from ._errors import LDPParameterError
 from .exact import scale_epsilon_up
-from .mechanisms import KRR, OUE, RAPPOR, FrequencyOracle, KSubset, WarnerRR
+from .mechanisms import KRR, OLH, OUE, RAPPOR, FrequencyOracle, HadamardResponse, KSubset, WarnerRR
 from .sampling import RNGLike, as_source
 
 __all__ = [
@@ -44,6 +44,10 @@ __all__ = [
     "then_oue",
     "make_k_subset",
     "then_k_subset",
+    "make_olh",
+    "then_olh",
+    "make_hadamard",
+    "then_hadamard",
 ]
 
 UNITS = ("user", "population")
@@ -196,3 +200,25 @@ def make_k_subset(
 
 def then_k_subset(*, epsilon: float, d: Optional[int] = None, categories: Optional[Sequence] = None, k: Any = "l2", unit: str = "user", rng: RNGLike = None):
     return then_ldp(KSubset(epsilon=epsilon, d=d, categories=categories, k=k), unit=unit, rng=rng)
+
+
+def make_olh(
+    *, epsilon: float, d: Optional[int] = None, categories: Optional[Sequence] = None, g: Any = "auto", unit: str = "user", rng: RNGLike = None
+) -> dp.Measurement:
+    """Optimized local hashing (Wang et al. 2017; ``g = round(e^ε + 1)``, ``g=2`` for BLH).
+    ``ε``-LDP per user; the report is ``(seed, hashed value)``."""
+    return make_ldp(OLH(epsilon=epsilon, d=d, categories=categories, g=g), unit=unit, rng=rng)
+
+
+def then_olh(*, epsilon: float, d: Optional[int] = None, categories: Optional[Sequence] = None, g: Any = "auto", unit: str = "user", rng: RNGLike = None):
+    return then_ldp(OLH(epsilon=epsilon, d=d, categories=categories, g=g), unit=unit, rng=rng)
+
+
+def make_hadamard(*, epsilon: float, d: Optional[int] = None, categories: Optional[Sequence] = None, unit: str = "user", rng: RNGLike = None) -> dp.Measurement:
+    """Hadamard response (Acharya, Sun, Zhang 2019). ``ε``-LDP per user; the report is one
+    integer in ``[0, K)``, ``K`` the smallest power of two above ``d``."""
+    return make_ldp(HadamardResponse(epsilon=epsilon, d=d, categories=categories), unit=unit, rng=rng)
+
+
+def then_hadamard(*, epsilon: float, d: Optional[int] = None, categories: Optional[Sequence] = None, unit: str = "user", rng: RNGLike = None):
+    return then_ldp(HadamardResponse(epsilon=epsilon, d=d, categories=categories), unit=unit, rng=rng)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ldp_plugin import KRR, OUE, RAPPOR, KSubset, WarnerRR
+from ldp_plugin import KRR, OLH, OUE, RAPPOR, HadamardResponse, KSubset, WarnerRR
 
 
 def small_instances():
@@ -22,6 +22,11 @@ def small_instances():
         ("ksubset-d6-k3", lambda e: KSubset(epsilon=e, d=6, k=3)),
         ("ksubset-d6-l2", lambda e: KSubset(epsilon=e, d=6)),
         ("ksubset-d20-k2-shuffle", lambda e: KSubset(epsilon=e, d=20, k=2)),
+        ("olh-d5", lambda e: OLH(epsilon=e, d=5)),
+        ("blh-d4", lambda e: OLH(epsilon=e, d=4, g=2)),
+        ("olh-d6-g5", lambda e: OLH(epsilon=e, d=6, g=5)),
+        ("hadamard-d3", lambda e: HadamardResponse(epsilon=e, d=3)),
+        ("hadamard-d6", lambda e: HadamardResponse(epsilon=e, d=6)),
     ]
 
 

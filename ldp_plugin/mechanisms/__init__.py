@@ -1,8 +1,10 @@
 """Mechanism families: one module each, all sharing :mod:`._base`."""
 
 from ._base import Channel, FrequencyAccumulator, FrequencyOracle
+from .hadamard import HadamardResponse
+from .local_hashing import OLH
 from .randomized_response import KRR, WarnerRR
 from .subset import KSubset
 from .unary import OUE, RAPPOR, UnaryEncoding
 
-__all__ = ["Channel", "FrequencyAccumulator", "FrequencyOracle", "KRR", "WarnerRR", "KSubset", "OUE", "RAPPOR", "UnaryEncoding"]
+__all__ = ["Channel", "FrequencyAccumulator", "FrequencyOracle", "KRR", "WarnerRR", "KSubset", "OLH", "HadamardResponse", "OUE", "RAPPOR", "UnaryEncoding"]
