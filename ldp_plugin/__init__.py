@@ -34,7 +34,7 @@ from .measurements import (
     then_randomized_response_warner,
     then_rappor,
 )
-from .mechanisms import KRR, OLH, OUE, HadamardResponse, RAPPOR, Channel, FrequencyAccumulator, FrequencyOracle, KSubset, WarnerRR
+from .mechanisms import KRR, OLH, ORAPPOR, ORR, OUE, CohortAccumulator, CohortReports, HadamardResponse, RAPPOR, Channel, FrequencyAccumulator, FrequencyOracle, KSubset, WarnerRR
 from .sampling import RandomSource, SecureRandomSource, SeededRandomSource
 
 __version__ = "0.1.0"
@@ -72,6 +72,10 @@ __all__ = [
     "KSubset",
     "OLH",
     "HadamardResponse",
+    "ORR",
+    "ORAPPOR",
+    "CohortReports",
+    "CohortAccumulator",
     "Channel",
     "FrequencyAccumulator",
     "FrequencyOracle",

@@ -42,6 +42,9 @@ __all__ = [
     "clip_normalize",
     "em_single_item",
     "estimate_pure",
+    "finalize_estimate",
+    "check_postprocess",
+    "least_squares_decode",
 ]
 
 POSTPROCESS_CHOICES = ("none", "normalize", "projection", "em")
@@ -171,17 +174,44 @@ def estimate_pure(
     em_allowed: bool = False,
 ) -> FrequencyEstimate:
     """The shared estimator: support counts + (p*, q*) → :class:`FrequencyEstimate`."""
+    check_postprocess(postprocess, confidence, em_allowed=em_allowed)
+    if not isinstance(n, (int, np.integer)) or n <= 0:
+        raise LDPParameterError("an estimate needs at least one report (n >= 1)")
+    counts = np.asarray(counts, dtype=np.int64)
+    raw = debias(counts, int(n), p_star, q_star)
+    se = np.sqrt(pure_variance(np.clip(raw, 0.0, 1.0), int(n), p_star, q_star))
+    em = (lambda: em_single_item(counts, int(n), p_star, q_star)) if postprocess == "em" else None
+    return finalize_estimate(raw, se, int(n), postprocess=postprocess, confidence=confidence, items=items, total=total, em=em)
+
+
+def check_postprocess(postprocess: str, confidence: float, *, em_allowed: bool = False) -> None:
     if postprocess not in POSTPROCESS_CHOICES:
         raise LDPParameterError(f"postprocess must be one of {POSTPROCESS_CHOICES} (got {postprocess!r})")
     if postprocess == "em" and not em_allowed:
         raise LDPParameterError("postprocess='em' is available only for mechanisms whose report names one item (krr)")
     if not (isinstance(confidence, float) and 0.0 < confidence < 1.0):
         raise LDPParameterError("confidence must be a float in (0, 1)")
-    if not isinstance(n, (int, np.integer)) or n <= 0:
-        raise LDPParameterError("an estimate needs at least one report (n >= 1)")
-    counts = np.asarray(counts, dtype=np.int64)
-    raw = debias(counts, int(n), p_star, q_star)
-    se = np.sqrt(pure_variance(np.clip(raw, 0.0, 1.0), int(n), p_star, q_star))
+
+
+def finalize_estimate(
+    raw: np.ndarray,
+    std_error: np.ndarray,
+    n: int,
+    *,
+    postprocess: str = "projection",
+    confidence: float = 0.95,
+    items: Optional[Sequence] = None,
+    total: float = 1.0,
+    em=None,
+) -> FrequencyEstimate:
+    """Confidence intervals and post-processing shared by every decoder (pure and least squares).
+
+    ``raw`` is an unbiased estimate and ``std_error`` its per-item standard error; intervals are
+    normal around ``raw``, intersected with ``[0, 1]``; ``em`` computes the EM estimate if asked.
+    """
+    check_postprocess(postprocess, confidence, em_allowed=em is not None or postprocess != "em")
+    raw = np.asarray(raw, dtype=np.float64)
+    se = np.asarray(std_error, dtype=np.float64)
     z = NormalDist().inv_cdf(0.5 + confidence / 2)
     lo = np.clip(raw - z * se, 0.0, 1.0)
     hi = np.clip(raw + z * se, 0.0, 1.0)
@@ -192,8 +222,88 @@ def estimate_pure(
     elif postprocess == "projection":
         est = project_simplex(raw, total)
     else:
-        est = em_single_item(counts, int(n), p_star, q_star)
-    items_t = tuple(items) if items is not None else tuple(range(counts.size))
+        est = em()
+    items_t = tuple(items) if items is not None else tuple(range(raw.size))
     for arr in (est, raw, se, lo, hi):
         arr.setflags(write=False)
     return FrequencyEstimate(est, raw, se, lo, hi, int(n), postprocess, confidence, items_t)
+
+
+def least_squares_decode(
+    counts: np.ndarray,
+    n_c: np.ndarray,
+    p: float,
+    q: float,
+    positions: np.ndarray,
+    *,
+    covariance: str,
+) -> tuple[np.ndarray, np.ndarray, int]:
+    """Weighted least-squares decoding for cohort/hash mechanisms (paper 002 eq. 20–22).
+
+    Cohort ``c`` (``n_c`` reports) has output cells ``j ∈ [0, k)`` with ``counts[c, j]`` reports
+    (O-RR: the reported value; O-RAPPOR: a set bit). Candidate ``s`` *covers* the cells
+    ``positions[c, :, s]`` (``-1`` = unused), i.e. ``B_c[j, s] = 1`` iff ``j`` is one of them.
+    With ``b_{c,j} = (counts[c,j]/n_c − q)/(p − q)`` we have ``E b_c = B_c θ``, and solve
+
+        min_θ Σ_c n_c ‖b_c − B_c θ‖²   ⇔   M θ = r,  M = Σ_c n_c B_cᵀB_c,  r = Σ_c n_c B_cᵀ b_c
+
+    by the pseudo-inverse of ``M`` (eigen-decomposition; the minimum-norm solution if some
+    candidates are indistinguishable). Paper 002 eq. 22 is the case of equal ``n_c``.
+
+    Standard errors: ``θ̂ = M⁺ Σ_c n_c B_cᵀ b_c``, so
+    ``Var θ̂_s = Σ_c n_c² g_{c,s}ᵀ Cov(b_c) g_{c,s}`` with ``g_{c,s} = B_c M⁺ e_s`` and the plug-in
+    ``Cov(b_c) = (diag π̂_c − π̂_c π̂_cᵀ)/(n_c (p−q)²)`` (``covariance="multinomial"``: one cell per
+    report, O-RR; conservative for a mixed population) or ``diag(π̂(1−π̂))/(n_c (p−q)²)``
+    (``"bernoulli"``: independent bits, O-RAPPOR). Returns ``(θ̂, std_error, rank of M)``.
+    """
+    counts = np.asarray(counts, dtype=np.float64)
+    n_c = np.asarray(n_c, dtype=np.int64)
+    C, k = counts.shape
+    _, h, S = positions.shape
+    active = np.flatnonzero(n_c > 0)
+    delta = p - q
+    M = np.zeros((S, S))
+    r = np.zeros(S)
+    b = np.zeros_like(counts)
+    b[active] = (counts[active] / n_c[active, None] - q) / delta
+    # M: Σ_c n_c |B_c(s) ∩ B_c(s')|, a batch of cohorts at a time
+    batch = max(1, (1 << 23) // (S * S))
+    for i in range(0, active.size, batch):
+        cs = active[i : i + batch]
+        w = n_c[cs].astype(np.float64)
+        for t in range(h):
+            pt = positions[cs, t, :]
+            for t2 in range(h):
+                p2 = positions[cs, t2, :]
+                eq = (pt[:, :, None] == p2[:, None, :]) & (pt[:, :, None] >= 0)
+                M += np.einsum("c,cij->ij", w, eq, optimize=False)
+    for c in active:
+        for t in range(h):
+            pos = positions[c, t]
+            ok = pos >= 0
+            r[ok] += n_c[c] * b[c, pos[ok]]
+    lam, V = np.linalg.eigh(M)
+    tol = lam.max() * S * np.finfo(np.float64).eps if lam.size and lam.max() > 0 else 0.0
+    keep = lam > tol
+    Mp = (V[:, keep] / lam[keep]) @ V[:, keep].T
+    theta = Mp @ r
+    var = np.zeros(S)
+    for c in active:
+        nc = float(n_c[c])
+        pi = np.clip(counts[c] / nc, 0.0, 1.0)
+        G = np.zeros((k, S))
+        for t in range(h):
+            pos = positions[c, t]
+            ok = np.flatnonzero(pos >= 0)
+            order = ok[np.argsort(pos[ok], kind="stable")]
+            sp = pos[order]
+            if sp.size == 0:
+                continue
+            starts = np.flatnonzero(np.r_[True, sp[1:] != sp[:-1]])
+            G[sp[starts]] += np.add.reduceat(Mp[order], starts, axis=0)
+        if covariance == "multinomial":
+            var += nc * ((G * G * pi[:, None]).sum(axis=0) - (G * pi[:, None]).sum(axis=0) ** 2)
+        else:
+            var += nc * (G * G * (pi * (1 - pi))[:, None]).sum(axis=0)
+    var /= delta * delta
+    return theta, np.sqrt(np.maximum(var, 0.0)), int(keep.sum())

@@ -113,10 +113,13 @@ def item_keys(values: Any) -> np.ndarray:
             return _polars_item_keys(series)
     try:
         uniq, inv = np.unique(arr, return_inverse=True)
-    except TypeError:
-        raise LDPInputError("items must be of one type: integers, strings or bytes") from None
-    keys = np.empty(uniq.size, dtype=np.uint64)
-    for j, u in enumerate(uniq.tolist()):
+        uniq = uniq.tolist()
+    except TypeError:  # mixed item types (e.g. strings and integers): dictionary-encode in Python
+        first: dict = {}
+        inv = np.fromiter((first.setdefault((type(v) is str, v), len(first)) for v in arr.tolist()), dtype=np.int64, count=arr.size)
+        uniq = [v for _, v in first]
+    keys = np.empty(len(uniq), dtype=np.uint64)
+    for j, u in enumerate(uniq):
         if isinstance(u, str):
             keys[j] = _digest_key(u.encode("utf-8"), b"ldp-plugin-item")
         elif isinstance(u, bytes):

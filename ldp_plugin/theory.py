@@ -26,6 +26,10 @@ __all__ = [
     "mse_oue",
     "mse_k_subset",
     "mutual_information",
+    "mse_olh",
+    "mse_hadamard",
+    "mse_cohort",
+    "choose_orr",
 ]
 
 
@@ -123,3 +127,83 @@ def mutual_information(channel: np.ndarray, prior: np.ndarray) -> float:
     mask = joint > 0
     ratio = np.where(mask, Q / np.where(marg > 0, marg, 1)[None, :], 1.0)
     return float(np.sum(joint[mask] * np.log(ratio[mask])))
+
+
+def mse_olh(d: int, epsilon: float, n: int, g: int | None = None) -> float:
+    """OLH (Wang et al. 2017 eq. for LH): the pure-oracle variance with ``p* = e^ε/(e^ε+g−1)``,
+    ``q* = 1/g`` summed over ``d`` items (``g = round(e^ε + 1)`` by default)."""
+    _check(d, epsilon)
+    if g is None:
+        g = max(2, math.floor(math.exp(epsilon) + 1.5))
+    e = math.exp(epsilon)
+    return mse_pure(d, n, e / (e + g - 1), 1.0 / g)
+
+
+def mse_hadamard(d: int, epsilon: float, n: int) -> float:
+    """Hadamard response: the pure-oracle variance with ``p* = e^ε/(e^ε+1)``, ``q* = 1/2``."""
+    _check(d, epsilon)
+    e = math.exp(epsilon)
+    return mse_pure(d, n, e / (e + 1), 0.5)
+
+
+def mse_cohort(S: int, n: int, k: int, C: int, p: float, q: float, *, h: int = 1, covariance: str = "multinomial", closed: bool = True) -> float:
+    """Predicted ``E‖θ̂ − θ‖²`` of the least-squares decoder of O-RR / O-RAPPOR (paper 002 §5)
+    over ``S`` candidates, at a uniform θ, equal cohorts of ``n/C`` users.
+
+    Derivation (``θ̂ = M⁺ Σ_c n_c B_cᵀ b_c``, ``M = Σ_c n_c B_cᵀ B_c``): with every cell reported
+    with probability ``π = 1/k``, ``tr Cov θ̂ = [π tr M⁺ − π² n ‖M⁺1‖²]/(p−q)²`` (O-RR,
+    multinomial) or ``π(1−π) tr M⁺/(p−q)²`` (O-RAPPOR, independent bits). For random balanced
+    partitions ``E M = n[(1−ρ) I + ρ 11ᵀ]`` with ``ρ = (S/k − 1)/(S − 1)``, giving
+    ``(S−1)²/(S (k−1) n (p−q)²)`` for O-RR; the spread of ``M`` around its mean with ``C``
+    cohorts inflates the trace by ``N/(N − (S−1))``, ``N = C(k−1)`` (a Wishart approximation;
+    infinite when ``N <= S − 1``: too few cells to identify ``S`` candidates). With ``k >= S``
+    on a closed alphabet every cohort separates all items and the decoder is k-RR's:
+    ``S π(1−π)/(n(p−q)²)``, ``π = q + (p−q)/S``. For ``h > 1`` (O-RAPPOR Bloom filters) this is
+    an approximation with ``k`` replaced by ``k/h`` cells per item.
+    """
+    delta2 = (p - q) ** 2
+    if closed and k >= S:
+        pi = q + (p - q) / S
+        return S * pi * (1 - pi) / (n * delta2)
+    k_eff = max(2.0, k / h)
+    N, D = C * (k_eff - 1), S - 1
+    if N <= D:
+        return math.inf
+    infl = N / (N - D)
+    if covariance == "multinomial":
+        base = (S - 1) ** 2 / (S * (k_eff - 1))
+        return base * infl / (n * delta2)
+    pi = h / k
+    trace = (k_eff * (S - 1) ** 2 / (S * (k_eff - 1)) * infl + k_eff / S) / n
+    return pi * (1 - pi) * trace / delta2
+
+
+def choose_orr(S: int, epsilon: float, n: int, *, closed: bool = True, max_cohorts: int = 1024, tolerance: float = 0.02) -> dict:
+    """Pick ``(k, C)`` of O-RR for ``S`` candidates, ``ε`` and ``n`` users by minimising
+    :func:`mse_cohort` (with k-RR's ideal probabilities); among choices within
+    ``tolerance`` of the best, the smallest ``C`` (cheaper decoding). Every cohort keeps at least
+    ``20·k`` expected users so the plug-in standard errors stay meaningful.
+
+    >>> choose_orr(256, 2.0, 10**6)
+    {'k': 9, 'cohorts': 1024, 'predicted_mse': 0.00019012294575560483}
+    """
+    _check(S, epsilon)
+    e = math.exp(epsilon)
+    best = []
+    ks = sorted(set([*range(2, min(S, 64) + 1), *[1 << j for j in range(1, 25) if (1 << j) <= S], S]))
+    Cs = [1 << j for j in range(0, 21) if (1 << j) <= max_cohorts]
+    for k in ks:
+        p, q = e / (e + k - 1), 1 / (e + k - 1)
+        for C in Cs:
+            if C > 1 and n / C < 20 * k:
+                break
+            mse = mse_cohort(S, n, k, C, p, q, closed=closed)
+            best.append((mse, C, k))
+    if not best:
+        raise LDPParameterError("no (k, C) is feasible for this n")
+    m0 = min(b[0] for b in best)
+    if not math.isfinite(m0):
+        raise LDPParameterError(f"n={n} users are too few to identify S={S} candidates with O-RR")
+    ok = [b for b in best if b[0] <= m0 * (1 + tolerance)]
+    mse, C, k = min(ok, key=lambda b: (b[1], b[0]))
+    return {"k": k, "cohorts": C, "predicted_mse": mse}

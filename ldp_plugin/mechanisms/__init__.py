@@ -1,10 +1,11 @@
 """Mechanism families: one module each, all sharing :mod:`._base`."""
 
 from ._base import Channel, FrequencyAccumulator, FrequencyOracle
+from .cohort import ORAPPOR, ORR, CohortAccumulator, CohortReports
 from .hadamard import HadamardResponse
 from .local_hashing import OLH
 from .randomized_response import KRR, WarnerRR
 from .subset import KSubset
 from .unary import OUE, RAPPOR, UnaryEncoding
 
-__all__ = ["Channel", "FrequencyAccumulator", "FrequencyOracle", "KRR", "WarnerRR", "KSubset", "OLH", "HadamardResponse", "OUE", "RAPPOR", "UnaryEncoding"]
+__all__ = ["Channel", "FrequencyAccumulator", "FrequencyOracle", "KRR", "WarnerRR", "KSubset", "OLH", "HadamardResponse", "ORR", "ORAPPOR", "CohortReports", "CohortAccumulator", "OUE", "RAPPOR", "UnaryEncoding"]

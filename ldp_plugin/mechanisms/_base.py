@@ -30,7 +30,7 @@ from ..exact import TWO64, epsilon_of_ratio, ratio_within_exp
 from ..theory import mse_pure
 from ..sampling import RNGLike, as_source
 
-__all__ = ["Channel", "FrequencyOracle", "FrequencyAccumulator", "check_epsilon", "check_domain"]
+__all__ = ["Channel", "FrequencyOracle", "FrequencyAccumulator", "check_epsilon", "check_domain", "encode_values"]
 
 MAX_D = 1 << 31
 
@@ -72,6 +72,43 @@ def check_domain(d: Any, categories: Optional[Sequence]) -> tuple[int, Optional[
     if not 2 <= d <= MAX_D:
         raise LDPParameterError(f"d must be an integer in [2, 2**31] (got {d})")
     return d, cats
+
+
+def encode_values(values: Any, d: int, categories: Optional[tuple], index: Optional[dict]) -> np.ndarray:
+    """Validate a batch of user values against a closed domain and return ``int64`` codes.
+
+    Without ``categories`` values must be integer codes in ``[0, d)``; with them, labels. Errors
+    give the position of the first bad value, never the value.
+    """
+    arr = _as_array(values)
+    if index is None:
+        if arr.dtype == object and all(isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_)) for v in arr.tolist()):
+            arr = arr.astype(np.int64) if arr.size else np.empty(0, dtype=np.int64)
+        if arr.dtype.kind not in "iu" or arr.dtype == np.bool_:
+            raise LDPInputError(
+                f"values must be integer codes in [0, {d}) (got dtype {arr.dtype}); "
+                "pass categories= to randomize labels"
+            )
+        if arr.size:
+            bad = (arr < 0) | (arr >= d)
+            if bad.any():
+                pos = int(np.flatnonzero(bad)[0])
+                raise LDPInputError(f"values must be integer codes in [0, {d}): the value at position {pos} is out of range")
+        return arr.astype(np.int64, copy=False)
+    if arr.size == 0:
+        return np.empty(0, dtype=np.int64)
+    try:
+        uniq, inv = np.unique(arr, return_inverse=True)
+    except TypeError:
+        raise LDPInputError("values must be labels of one comparable type") from None
+    codes_u = np.empty(uniq.size, dtype=np.int64)
+    for j, u in enumerate(uniq.tolist()):
+        code = index.get(u)
+        if code is None or (isinstance(u, bool) != isinstance(categories[code], bool)):
+            pos = int(np.flatnonzero(inv == j)[0])
+            raise LDPInputError(f"values contains an item that is not one of the declared categories (at position {pos})")
+        codes_u[j] = code
+    return codes_u[inv.reshape(-1)]
 
 
 def floor_threshold(p: Fraction) -> int:
@@ -233,33 +270,7 @@ class FrequencyOracle(abc.ABC):
         Without ``categories``, values must be integers in ``[0, d)``. With ``categories`` every
         value must be one of them. Errors give the position, never the value.
         """
-        arr = _as_array(values)
-        if self._index is None:
-            if arr.dtype.kind not in "iu" or arr.dtype == np.bool_:
-                raise LDPInputError(
-                    f"values must be integer codes in [0, {self.d}) (got dtype {arr.dtype}); "
-                    "pass categories= to randomize labels"
-                )
-            if arr.size:
-                bad = (arr < 0) | (arr >= self.d)
-                if bad.any():
-                    pos = int(np.flatnonzero(bad)[0])
-                    raise LDPInputError(f"values must be integer codes in [0, {self.d}): the value at position {pos} is out of range")
-            return arr.astype(np.int64, copy=False)
-        if arr.size == 0:
-            return np.empty(0, dtype=np.int64)
-        try:
-            uniq, inv = np.unique(arr, return_inverse=True)
-        except TypeError:
-            raise LDPInputError("values must be labels of one comparable type") from None
-        codes_u = np.empty(uniq.size, dtype=np.int64)
-        for j, u in enumerate(uniq.tolist()):
-            code = self._index.get(u)
-            if code is None or (isinstance(u, bool) != isinstance(self.categories[code], bool)):
-                pos = int(np.flatnonzero(inv == j)[0])
-                raise LDPInputError(f"values contains an item that is not one of the declared categories (at position {pos})")
-            codes_u[j] = code
-        return codes_u[inv.reshape(-1)]
+        return encode_values(values, self.d, self.categories, self._index)
 
     def randomize(self, values: Any, *, rng: RNGLike = None) -> np.ndarray:
         """Randomize a batch: element ``i`` of the result is user ``i``'s report.

@@ -33,7 +33,7 @@ from .._errors import LDPInputError
 from ..exact import TWO64, exp_lower_bound
 from ._base import Channel, FrequencyOracle, ceil_threshold, floor_threshold
 
-__all__ = ["UnaryEncoding", "RAPPOR", "OUE"]
+__all__ = ["UnaryEncoding", "RAPPOR", "OUE", "randomize_bit_rows", "packed_column_counts"]
 
 # bits per randomization chunk: bounds peak memory at a few tens of MB whatever n and d are
 _CHUNK_BITS = 1 << 21
@@ -80,6 +80,32 @@ def packed_column_counts(packed: np.ndarray, d: int) -> np.ndarray:
     return counts[:d]
 
 
+def randomize_bit_rows(positions: np.ndarray, n_bits: int, p_threshold: int, q_threshold: int, source) -> np.ndarray:
+    """Packed (LSB-first) rows of ``n_bits`` bits: bit ``j`` of row ``i`` is 1 with probability
+    ``p_threshold/2**64`` if ``j`` is one of ``positions[i]`` (an ``(n, h)`` integer array) and
+    ``q_threshold/2**64`` otherwise, independently — exact integer-threshold sampling.
+
+    Every bit is drawn with ``q`` first, then each listed position is redrawn with ``p`` (a
+    position listed twice is redrawn twice: still exactly Bernoulli(``p``)).
+    """
+    n, h = positions.shape
+    out = np.empty((n, (n_bits + 7) // 8), dtype=np.uint8)
+    rows_per_chunk = max(1, _CHUNK_BITS // n_bits)
+    for start in range(0, n, rows_per_chunk):
+        pos = positions[start : start + rows_per_chunk]
+        m = pos.shape[0]
+        bits = source.bernoulli_packed(q_threshold, m, n_bits)  # every bit ~ q ...
+        rows = np.arange(m)
+        for t in range(h):  # ... then the listed bits ~ p
+            own = source.bernoulli(p_threshold, m).astype(np.uint8)
+            c = pos[:, t]
+            byte, shift = c >> 3, (c & 7).astype(np.uint8)
+            cur = bits[rows, byte]
+            bits[rows, byte] = (cur & ~(np.uint8(1) << shift)) | (own << shift)
+        out[start : start + m] = bits
+    return out
+
+
 @dataclass(frozen=True, kw_only=True)
 class UnaryEncoding(FrequencyOracle):
     """Shared machinery of unary encodings: per-bit thresholds for ``p`` (own bit) and ``q``."""
@@ -107,19 +133,7 @@ class UnaryEncoding(FrequencyOracle):
         return (self.d + 7) // 8
 
     def _randomize_codes(self, codes: np.ndarray, source) -> np.ndarray:
-        n, d = codes.size, self.d
-        out = np.empty((n, self.n_bytes), dtype=np.uint8)
-        rows_per_chunk = max(1, _CHUNK_BITS // d)
-        for start in range(0, n, rows_per_chunk):
-            c = codes[start : start + rows_per_chunk]
-            m = c.size
-            bits = source.bernoulli_packed(self.q_threshold, m, d)  # every bit ~ q ...
-            own = source.bernoulli(self.p_threshold, m).astype(np.uint8)  # ... then bit x ~ p
-            rows, byte, shift = np.arange(m), c >> 3, (c & 7).astype(np.uint8)
-            cur = bits[rows, byte]
-            bits[rows, byte] = (cur & ~(np.uint8(1) << shift)) | (own << shift)
-            out[start : start + m] = bits
-        return out
+        return randomize_bit_rows(codes[:, None], self.d, self.p_threshold, self.q_threshold, source)
 
     def validate_reports(self, reports: Any) -> np.ndarray:
         arr = np.asarray(reports)

@@ -1,0 +1,473 @@
+"""O-RR and O-RAPPOR: k-RR and RAPPOR with hashing and cohorts (paper 002 §5).
+
+Each user belongs to one of ``C`` cohorts, assigned **independently of the data** (a salted hash
+of the user id, :func:`ldp_plugin.hashing.assign_cohorts`, or fresh uniform randomness). Cohort
+``c`` maps items into ``k`` cells with its own function:
+
+* **open alphabet** (no ``d``/``categories``): the seeded hash of :mod:`ldp_plugin.hashing` with
+  the cohort's seed — any string or integer can be reported, and the server decodes over a
+  candidate set it chooses later;
+* **closed alphabet** (``d`` or ``categories`` given; paper 002 §5.4): a per-cohort permutation
+  ``π_c`` of the ``S`` items (ranks of the seeded hash), then ``π_c(s) mod k`` — a perfect,
+  balanced partition without collisions beyond the modulus.
+
+**O-RR** (eq. 19): the report is ``(c, y)`` with ``y`` the k-RR (over ``k`` values) of the
+user's cell. **O-RAPPOR** (§5.2): the user's Bloom filter of ``h`` cells (``h`` hash functions
+per cohort) goes through per-bit randomized response with budget ``ε/(2h)`` per bit (changing the
+input changes at most ``2h`` bits), the report is ``(c, k packed bits)``.
+
+Privacy: the cohort is data-independent and, given the cohort, the report is k-RR (resp. per-bit
+RR) of a function of the input; the realized worst-case ratio — ``p/q`` of k-RR, resp.
+``(p/(1−p))^{2h}`` — is checked ``<= e^ε`` exactly at construction.
+
+Decoding: weighted least squares over the ``kC × S`` cover matrix (eq. 20–22;
+:func:`ldp_plugin.estimation.least_squares_decode`), then the usual post-processing (projection
+onto the simplex by default), with plug-in standard errors and confidence intervals. The
+accumulator (``C × k`` int64 counts and ``C`` cohort sizes) is mergeable and does not depend on
+the candidate set.
+"""
+
+from __future__ import annotations
+
+import abc
+import itertools
+import math
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any, ClassVar, Optional, Sequence
+
+import numpy as np
+
+from .._errors import LDPInputError, LDPParameterError
+from ..estimation import FrequencyEstimate, finalize_estimate, least_squares_decode, check_postprocess
+from ..exact import TWO64, epsilon_of_ratio, exp_lower_bound, ratio_within_exp
+from ..hashing import check_seed, cohort_seeds, item_keys, keys_of_items, seeded_hash, seeded_permutation
+from ..sampling import RNGLike, as_source
+from ._base import Channel, check_domain, check_epsilon, encode_values, floor_threshold
+from .randomized_response import KRR
+from .unary import packed_column_counts, randomize_bit_rows
+
+__all__ = ["CohortReports", "CohortAccumulator", "ORR", "ORAPPOR"]
+
+MAX_K = 1 << 24
+MAX_COHORTS = 1 << 20
+MAX_TABLE = 1 << 28  # entries of a closed-alphabet position table (C · h · S)
+
+
+@dataclass(frozen=True)
+class CohortReports:
+    """A batch of cohort reports: ``cohort[i]`` and ``value[i]`` are user ``i``'s report.
+
+    ``value`` is a ``uint32`` vector (O-RR: the randomized cell) or an ``(n, ceil(k/8))`` ``uint8``
+    matrix of LSB-first packed bits (O-RAPPOR)."""
+
+    cohort: np.ndarray
+    value: np.ndarray
+
+    def __len__(self) -> int:
+        return int(self.cohort.shape[0])
+
+
+@dataclass(frozen=True, kw_only=True)
+class _CohortMechanism(abc.ABC):
+    name: ClassVar[str] = "abstract-cohort"
+    covariance: ClassVar[str] = "multinomial"
+    hashes_per_item: ClassVar[int] = 1
+
+    epsilon: float
+    k: int
+    cohorts: int = 1
+    hash_seed: int = 0
+    d: Optional[int] = None
+    categories: Optional[tuple] = None
+    p_exact: Fraction = field(init=False, repr=False, compare=False)
+    q_exact: Fraction = field(init=False, repr=False, compare=False)
+    realized_ratio: Fraction = field(init=False, repr=False, compare=False)
+    _index: Optional[dict] = field(init=False, repr=False, compare=False)
+    _table: Optional[np.ndarray] = field(init=False, repr=False, compare=False)
+    _seeds: np.ndarray = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        eps = check_epsilon(self.epsilon)
+        object.__setattr__(self, "epsilon", eps)
+        k, C = self.k, self.cohorts
+        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 2 <= int(k) <= MAX_K:
+            raise LDPParameterError(f"k must be an integer in [2, 2**24] (got {k!r})")
+        if isinstance(C, bool) or not isinstance(C, (int, np.integer)) or not 1 <= int(C) <= MAX_COHORTS:
+            raise LDPParameterError(f"cohorts must be an integer in [1, 2**20] (got {C!r})")
+        object.__setattr__(self, "k", int(k))
+        object.__setattr__(self, "cohorts", int(C))
+        object.__setattr__(self, "hash_seed", check_seed(self.hash_seed))
+        self._validate_extra()
+        h = self.hashes_per_item
+        object.__setattr__(self, "_seeds", cohort_seeds(self.hash_seed, self.cohorts * h).reshape(self.cohorts, h))
+        if self.d is not None or self.categories is not None:
+            d, cats = check_domain(self.d, self.categories)
+            if self.cohorts * h * d > MAX_TABLE:
+                raise LDPParameterError("closed alphabet: cohorts · hashes · d must be at most 2**28")
+            object.__setattr__(self, "d", d)
+            object.__setattr__(self, "categories", cats)
+            object.__setattr__(self, "_index", None if cats is None else {c: i for i, c in enumerate(cats)})
+            keys = keys_of_items(cats if cats is not None else range(d))
+            table = np.empty((self.cohorts, h, d), dtype=np.int32)
+            for c in range(self.cohorts):
+                for t in range(h):
+                    table[c, t] = seeded_permutation(keys, int(self._seeds[c, t])) % self.k
+            table.setflags(write=False)
+            object.__setattr__(self, "_table", table)
+        else:
+            object.__setattr__(self, "_index", None)
+            object.__setattr__(self, "_table", None)
+        p, q, ratio = self._realize()
+        if not (0 < q < p < 1):
+            raise LDPParameterError(f"{self.name}: epsilon={eps} gives probabilities that round to 0 or 1 in 64-bit thresholds")
+        if not ratio_within_exp(ratio, eps):  # pragma: no cover - the thresholds are chosen to pass
+            raise LDPParameterError(f"{self.name}: the realized likelihood ratio exceeds e**epsilon")
+        object.__setattr__(self, "p_exact", p)
+        object.__setattr__(self, "q_exact", q)
+        object.__setattr__(self, "realized_ratio", ratio)
+
+    def _validate_extra(self) -> None:
+        pass
+
+    @abc.abstractmethod
+    def _realize(self) -> tuple[Fraction, Fraction, Fraction]:
+        """Exact (P[cell reported | own], P[cell reported | not own], worst-case ratio)."""
+
+    @abc.abstractmethod
+    def _randomize_positions(self, positions: np.ndarray, source) -> np.ndarray:
+        """Client on the users' cells (``(n, h)``)."""
+
+    # -- description -------------------------------------------------------------------------------
+    @property
+    def closed(self) -> bool:
+        return self._table is not None
+
+    @property
+    def p(self) -> float:
+        return float(self.p_exact)
+
+    @property
+    def q(self) -> float:
+        return float(self.q_exact)
+
+    @property
+    def realized_epsilon(self) -> float:
+        return epsilon_of_ratio(self.realized_ratio)
+
+    @property
+    def items(self) -> Optional[tuple]:
+        if not self.closed:
+            return None
+        return self.categories if self.categories is not None else tuple(range(self.d))
+
+    def params(self) -> dict:
+        out = {"mechanism": self.name, "epsilon": self.epsilon, "k": self.k, "cohorts": self.cohorts, "hash_seed": self.hash_seed}
+        if self.closed:
+            out["d"] = self.d
+        out.update(self._extra_params())
+        return out
+
+    def _extra_params(self) -> dict:
+        return {}
+
+    # -- client ----------------------------------------------------------------------------------
+    def encode(self, values: Any) -> np.ndarray:
+        """Closed alphabet: item codes (``int64``); open alphabet: 64-bit item keys."""
+        if self.closed:
+            return encode_values(values, self.d, self.categories, self._index)
+        return item_keys(values)
+
+    def positions(self, encoded: np.ndarray, cohort: np.ndarray) -> np.ndarray:
+        """``(n, h)`` cells of each user's item in their cohort."""
+        if self.closed:
+            return np.stack([self._table[cohort, t, encoded] for t in range(self.hashes_per_item)], axis=1).astype(np.int64)
+        return np.stack(
+            [seeded_hash(encoded, self._seeds[cohort, t], self.k) for t in range(self.hashes_per_item)], axis=1
+        )
+
+    def check_cohorts(self, cohorts: Any, n: int) -> np.ndarray:
+        arr = np.asarray(cohorts.to_numpy() if hasattr(cohorts, "to_numpy") else cohorts)
+        if arr.ndim != 1 or arr.shape[0] != n or arr.dtype.kind not in "iu" or arr.dtype == np.bool_:
+            raise LDPInputError(f"cohorts must be a 1-d integer array with one cohort per value ({n})")
+        if arr.size and (int(arr.min()) < 0 or int(arr.max()) >= self.cohorts):
+            raise LDPInputError(f"cohorts must be integers in [0, {self.cohorts})")
+        return arr.astype(np.int64, copy=False)
+
+    def randomize(self, values: Any, *, cohorts: Any = None, rng: RNGLike = None) -> CohortReports:
+        """Randomize a batch. ``cohorts``: one data-independent cohort per user (e.g. from
+        :func:`ldp_plugin.hashing.assign_cohorts`); ``None`` draws them uniformly at random."""
+        source = as_source(rng)
+        enc = self.encode(values)
+        n = enc.shape[0]
+        coh = source.uniform_int(self.cohorts, n).astype(np.int64) if cohorts is None else self.check_cohorts(cohorts, n)
+        value = self._randomize_positions(self.positions(enc, coh), source)
+        return CohortReports(coh.astype(np.uint32), value)
+
+    def randomize_one(self, value: Any, *, cohort: Optional[int] = None, rng: RNGLike = None):
+        """One user's report ``(cohort, value)``."""
+        arr = np.array([value], dtype=object if isinstance(value, str) or self._index is not None else None)
+        r = self.randomize(arr, cohorts=None if cohort is None else [cohort], rng=rng)
+        v = r.value[0]
+        return int(r.cohort[0]), (int(v) if np.ndim(v) == 0 else bytes(v))
+
+    # -- server ------------------------------------------------------------------------------------
+    @abc.abstractmethod
+    def validate_reports(self, reports: Any) -> CohortReports:
+        """Check a report batch has this mechanism's format."""
+
+    @abc.abstractmethod
+    def cell_counts(self, reports: CohortReports) -> np.ndarray:
+        """``(C, k)`` int64 counts of reported cells per cohort."""
+
+    def accumulator(self) -> "CohortAccumulator":
+        return CohortAccumulator(self)
+
+    def candidate_positions(self, candidates: Any = None) -> tuple[np.ndarray, tuple]:
+        """``(C, h, S)`` cells of each candidate in each cohort (duplicates within an item: -1)."""
+        if self.closed:
+            if candidates is not None:
+                raise LDPParameterError("a closed-alphabet mechanism decodes over its whole domain; do not pass candidates")
+            pos = np.asarray(self._table, dtype=np.int64)
+            items = self.items
+        else:
+            if candidates is None:
+                raise LDPParameterError("an open-alphabet mechanism needs candidates= (the items to estimate)")
+            if isinstance(candidates, (str, bytes)):
+                raise LDPParameterError("candidates must be a sequence of items, not a single string")
+            items = tuple(candidates.to_list() if hasattr(candidates, "to_list") else candidates)
+            if len(items) == 0:
+                raise LDPParameterError("candidates must not be empty")
+            if len(set(items)) != len(items):
+                raise LDPParameterError("candidates must be unique")
+            keys = item_keys(np.asarray(items, dtype=object))
+            pos = np.stack(
+                [np.stack([seeded_hash(keys, self._seeds[c, t], self.k) for t in range(self.hashes_per_item)]) for c in range(self.cohorts)]
+            )
+        pos = pos.copy()
+        for t in range(1, pos.shape[1]):  # a cell hit twice by one item counts once
+            dup = (pos[:, t : t + 1, :] == pos[:, :t, :]).any(axis=1)
+            pos[:, t, :][dup] = -1
+        return pos, items
+
+    def estimate(self, reports: Any, *, candidates: Any = None, postprocess: str = "projection", confidence: float = 0.95) -> FrequencyEstimate:
+        return self.accumulator().add(reports).estimate(candidates=candidates, postprocess=postprocess, confidence=confidence)
+
+    # -- channel -----------------------------------------------------------------------------------
+    @abc.abstractmethod
+    def _cell_channel(self, cells: tuple) -> tuple:
+        """(outputs, P(output | the item covers `cells`)) for one cohort."""
+
+    def channel(self, candidates: Any = None) -> Channel:
+        """The exact channel over outputs ``(cohort, value)`` with uniformly drawn cohorts, for the
+        closed domain or the given open-alphabet candidates (small instances only)."""
+        pos, items = self.candidate_positions(candidates)
+        outputs, rows = [], [[] for _ in items]
+        for c in range(self.cohorts):
+            outs = None
+            for s in range(len(items)):
+                cells = tuple(int(j) for j in pos[c, :, s] if j >= 0)
+                o, probs = self._cell_channel(cells)
+                outs = o
+                rows[s].extend(pr / self.cohorts for pr in probs)
+            outputs.extend((c, y) for y in outs)
+        if len(outputs) > 1 << 16:
+            raise LDPParameterError("channel enumeration is limited to 65536 outputs")
+        return Channel(outputs=tuple(outputs), matrix=tuple(tuple(r) for r in rows))
+
+    # -- theory ----------------------------------------------------------------------------------
+    def predicted_mse(self, n: int, S: Optional[int] = None) -> float:
+        """Predicted ``E‖θ̂ − θ‖²`` of the least-squares decoder for ``n`` users over ``S``
+        candidates (uniform-θ approximation; see :func:`ldp_plugin.theory.mse_cohort`)."""
+        from ..theory import mse_cohort
+
+        S = self.d if S is None and self.closed else S
+        if S is None:
+            raise LDPParameterError("predicted_mse of an open-alphabet mechanism needs S (the number of candidates)")
+        return mse_cohort(S, n, self.k, self.cohorts, self.p, self.q, h=self.hashes_per_item, covariance=self.covariance, closed=self.closed)
+
+
+class CohortAccumulator:
+    """Mergeable server state of a cohort mechanism: ``(C, k)`` int64 cell counts and cohort sizes."""
+
+    def __init__(self, mechanism: _CohortMechanism):
+        self.mechanism = mechanism
+        self.counts = np.zeros((mechanism.cohorts, mechanism.k), dtype=np.int64)
+        self.n_c = np.zeros(mechanism.cohorts, dtype=np.int64)
+
+    @property
+    def n(self) -> int:
+        return int(self.n_c.sum())
+
+    def add(self, reports: Any) -> "CohortAccumulator":
+        r = self.mechanism.validate_reports(reports)
+        self.counts += self.mechanism.cell_counts(r)
+        self.n_c += np.bincount(r.cohort.astype(np.int64), minlength=self.mechanism.cohorts)
+        return self
+
+    def merge(self, other: "CohortAccumulator") -> "CohortAccumulator":
+        if not isinstance(other, CohortAccumulator) or other.mechanism != self.mechanism:
+            raise LDPParameterError("can only merge accumulators of the same mechanism and parameters")
+        out = CohortAccumulator(self.mechanism)
+        out.counts = self.counts + other.counts
+        out.n_c = self.n_c + other.n_c
+        return out
+
+    def estimate(self, *, candidates: Any = None, postprocess: str = "projection", confidence: float = 0.95, total: float = 1.0) -> FrequencyEstimate:
+        check_postprocess(postprocess, confidence)
+        if self.n == 0:
+            raise LDPParameterError("an estimate needs at least one report (n >= 1)")
+        m = self.mechanism
+        pos, items = m.candidate_positions(candidates)
+        raw, se, _rank = least_squares_decode(self.counts, self.n_c, m.p, m.q, pos, covariance=m.covariance)
+        return finalize_estimate(raw, se, self.n, postprocess=postprocess, confidence=confidence, items=items, total=total)
+
+    def __repr__(self) -> str:
+        return f"CohortAccumulator({self.mechanism.name}, k={self.mechanism.k}, cohorts={self.mechanism.cohorts}, n={self.n})"
+
+
+def _check_cohort_column(cohort: Any, n: int, C: int) -> np.ndarray:
+    c = np.asarray(cohort)
+    if c.ndim != 1 or c.shape[0] != n or c.dtype.kind not in "iu":
+        raise LDPInputError("report cohorts must be a 1-d integer array, one per report")
+    if c.size and (int(c.min()) < 0 or int(c.max()) >= C):
+        raise LDPInputError(f"report cohorts must be in [0, {C})")
+    return c
+
+
+@dataclass(frozen=True, kw_only=True)
+class ORR(_CohortMechanism):
+    """O-RR: k-RR over ``k`` hashed cells with ``cohorts`` hash cohorts (paper 002 §5.1, eq. 19–22),
+    ``epsilon``-LDP per user; closed-alphabet permutations when ``d``/``categories`` are given (§5.4).
+
+    Privacy: ``max_divergence``, ``ε`` per user: given the data-independent cohort the report is
+    k-RR of the user's cell (realized ratio checked ``<= e^ε`` exactly). Runtime: client O(1) per
+    user; server O(n) counting plus an ``S × S`` least-squares solve over ``S`` candidates.
+    Report: ``(cohort uint32, cell uint32)``. See :func:`ldp_plugin.theory.choose_orr` for
+    ``k`` and ``C``.
+
+    >>> from ldp_plugin import ORR
+    >>> m = ORR(epsilon=2.0, k=8, cohorts=16)
+    >>> r = m.randomize(["maps", "mail", "maps"], rng=0)
+    >>> len(r), m.estimate(r, candidates=["maps", "mail", "chat"]).items
+    (3, ('maps', 'mail', 'chat'))
+    """
+
+    name = "orr"
+    covariance = "multinomial"
+    _krr: KRR = field(init=False, repr=False, compare=False)
+
+    def _realize(self):
+        krr = KRR(epsilon=self.epsilon, d=self.k)
+        object.__setattr__(self, "_krr", krr)
+        return krr.p_star_exact, krr.q_star_exact, krr.realized_ratio
+
+    def _randomize_positions(self, positions, source):
+        return self._krr._randomize_codes(positions[:, 0], source).astype(np.uint32)
+
+    def validate_reports(self, reports: Any) -> CohortReports:
+        if not isinstance(reports, CohortReports):
+            raise LDPInputError("orr reports must be a CohortReports batch (cohort, value)")
+        v = np.asarray(reports.value)
+        if v.ndim != 1 or v.dtype.kind not in "iu":
+            raise LDPInputError("orr report values must be a 1-d integer array")
+        c = _check_cohort_column(reports.cohort, v.shape[0], self.cohorts)
+        if v.size and int(v.max()) >= self.k:
+            raise LDPInputError(f"orr report values must be cells in [0, {self.k})")
+        return CohortReports(c, v)
+
+    def cell_counts(self, reports: CohortReports) -> np.ndarray:
+        flat = reports.cohort.astype(np.int64) * self.k + reports.value.astype(np.int64)
+        return np.bincount(flat, minlength=self.cohorts * self.k).reshape(self.cohorts, self.k)
+
+    def _cell_channel(self, cells):
+        (x,) = cells
+        p, q = self.p_exact, self.q_exact
+        return tuple(range(self.k)), tuple(p if y == x else q for y in range(self.k))
+
+
+@dataclass(frozen=True, kw_only=True)
+class ORAPPOR(_CohortMechanism):
+    """O-RAPPOR: a per-cohort Bloom filter (``h`` hash functions into ``k`` bits) reported by
+    per-bit randomized response with budget ``ε/(2h)`` per bit (paper 002 §5.2), ``epsilon``-LDP
+    per user; closed-alphabet permutations when ``d``/``categories`` are given (§5.4).
+
+    Privacy: ``max_divergence``, ``ε`` per user: two inputs' Bloom filters differ in at most
+    ``2h`` bits, so the ratio is at most ``(p/(1−p))^{2h}``, checked ``<= e^ε`` exactly.
+    Runtime: client O(k) per user; server O(n·k/8) plus the least-squares solve.
+    Report: ``(cohort uint32, ceil(k/8) bytes)``.
+
+    >>> from ldp_plugin import ORAPPOR
+    >>> m = ORAPPOR(epsilon=2.0, k=64, h=2, cohorts=8)
+    >>> m.randomize(["a", "b"], rng=1).value.shape
+    (2, 8)
+    """
+
+    name = "orappor"
+    covariance = "bernoulli"
+    h: int = 1
+    p_threshold: int = field(init=False, repr=False, compare=False)
+
+    @property
+    def hashes_per_item(self) -> int:  # type: ignore[override]
+        return self.h
+
+    def _validate_extra(self) -> None:
+        h = self.h
+        if isinstance(h, bool) or not isinstance(h, (int, np.integer)) or not 1 <= int(h) <= 16:
+            raise LDPParameterError(f"h (hash functions per cohort) must be an integer in [1, 16] (got {h!r})")
+        object.__setattr__(self, "h", int(h))
+
+    def _extra_params(self) -> dict:
+        return {"h": self.h}
+
+    def _realize(self):
+        m = 2 * self.h
+        L = exp_lower_bound(self.epsilon / m)
+        tp = floor_threshold(L / (L + 1))
+        while tp > TWO64 // 2 and not ratio_within_exp(Fraction(tp, TWO64 - tp) ** m, self.epsilon):
+            tp -= max(1, tp >> 52)  # ε/(2h) rounded in floats: step down until the exact check holds
+        object.__setattr__(self, "p_threshold", tp)
+        p = Fraction(tp, TWO64)
+        return p, 1 - p, (p / (1 - p)) ** m
+
+    @property
+    def n_bytes(self) -> int:
+        return (self.k + 7) // 8
+
+    def _randomize_positions(self, positions, source):
+        return randomize_bit_rows(positions, self.k, self.p_threshold, TWO64 - self.p_threshold, source)
+
+    def validate_reports(self, reports: Any) -> CohortReports:
+        if not isinstance(reports, CohortReports):
+            raise LDPInputError("orappor reports must be a CohortReports batch (cohort, value)")
+        v = np.asarray(reports.value)
+        if v.ndim != 2 or v.dtype != np.uint8 or v.shape[1] != self.n_bytes:
+            raise LDPInputError(f"orappor report values must be an (n, {self.n_bytes}) uint8 array of packed bits")
+        c = _check_cohort_column(reports.cohort, v.shape[0], self.cohorts)
+        if self.k % 8 and v.size and (v[:, -1] >> (self.k % 8)).any():
+            raise LDPInputError(f"orappor reports have padding bits set beyond k={self.k}")
+        return CohortReports(c, v)
+
+    def cell_counts(self, reports: CohortReports) -> np.ndarray:
+        out = np.zeros((self.cohorts, self.k), dtype=np.int64)
+        coh = reports.cohort.astype(np.int64)
+        order = np.argsort(coh, kind="stable")
+        sc = coh[order]
+        bounds = np.searchsorted(sc, np.arange(self.cohorts + 1))
+        for c in np.flatnonzero(np.diff(bounds)):
+            out[c] = packed_column_counts(reports.value[order[bounds[c] : bounds[c + 1]]], self.k)
+        return out
+
+    def _cell_channel(self, cells):
+        p = self.p_exact
+        outs = tuple(itertools.product((0, 1), repeat=self.k))
+        own = set(cells)
+        probs = []
+        for y in outs:
+            pr = Fraction(1)
+            for j, bit in enumerate(y):
+                b = p if j in own else 1 - p
+                pr *= b if bit else 1 - b
+            probs.append(pr)
+        return outs, tuple(probs)

@@ -1,0 +1,193 @@
+"""O-RR and O-RAPPOR (paper 002 §5): exact channels per cohort, goodness of fit with power,
+the least-squares decoder's unbiasedness and standard errors, and the (k, C) helper."""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from ldp_plugin import ORAPPOR, ORR, CohortReports, LDPInputError, LDPParameterError
+from ldp_plugin.exact import ratio_within_exp
+from ldp_plugin.sampling import SeededRandomSource
+from ldp_plugin.theory import choose_orr, mse_cohort
+
+ALPHA = 1e-6
+
+SMALL = [
+    ("orr-closed-d4-k2-C3", lambda e: ORR(epsilon=e, k=2, cohorts=3, d=4), None),
+    ("orr-closed-d6-k3-C2", lambda e: ORR(epsilon=e, k=3, cohorts=2, categories=list("abcdef")), None),
+    ("orr-open-k3-C2", lambda e: ORR(epsilon=e, k=3, cohorts=2, hash_seed=11), ["x", "y", "z", 7]),
+    ("orappor-closed-d3-k4-C2", lambda e: ORAPPOR(epsilon=e, k=4, cohorts=2, d=3), None),
+    ("orappor-open-k4-h2-C2", lambda e: ORAPPOR(epsilon=e, k=4, h=2, cohorts=2), ["a", "b", "c"]),
+]
+
+
+@pytest.fixture(params=SMALL, ids=[s[0] for s in SMALL])
+def inst(request):
+    return request.param[1], request.param[2]
+
+
+@pytest.mark.parametrize("eps", [0.1, 1.0, 3.0, 8.0])
+def test_exact_channel_every_cohort(inst, eps):
+    factory, cands = inst
+    m = factory(eps)
+    ch = m.channel(cands)
+    assert ch.rows_sum_to_one() and ch.equal_supports()
+    ratio = ch.max_ratio()
+    assert ratio <= m.realized_ratio and ratio_within_exp(ratio, eps)
+    assert ratio_within_exp(m.realized_ratio, eps) and m.realized_epsilon <= eps
+    if isinstance(m, ORR):  # two items in different cells of some cohort attain p/q
+        assert ratio == m.realized_ratio
+
+
+def _out_index(m, reports):
+    if isinstance(m, ORR):
+        width = m.k
+        y = reports.value.astype(np.int64)
+    else:
+        width = 1 << m.k
+        bits = np.unpackbits(reports.value, axis=1, count=m.k, bitorder="little").astype(np.int64)
+        y = bits @ (1 << np.arange(m.k - 1, -1, -1))
+    return reports.cohort.astype(np.int64) * width + y
+
+
+@pytest.mark.parametrize("eps", [0.7, 2.5])
+def test_sampler_follows_channel_with_power(inst, eps):
+    factory, cands = inst
+    m = factory(eps)
+    ch = m.channel(cands)
+    wrong = dataclasses.replace(m, epsilon=eps * 1.3).channel(cands)
+    items = m.items if m.closed else cands
+    src = SeededRandomSource(42)
+    p_ok, p_wrong = [], []
+    for x, item in enumerate(items):
+        vals = np.array([item] * 40_000, dtype=object)
+        r = m.randomize(vals, rng=src)
+        counts = np.bincount(_out_index(m, r), minlength=len(ch.outputs))
+        for chan, acc in ((ch, p_ok), (wrong, p_wrong)):
+            exp = np.array([float(p) for p in chan.matrix[x]]) * counts.sum()
+            acc.append(stats.chisquare(counts, f_exp=exp).pvalue)
+    assert min(p_ok) * len(items) > ALPHA
+    assert min(p_wrong) * len(items) < ALPHA
+
+
+@pytest.mark.parametrize(
+    "factory",
+    [
+        lambda: ORR(epsilon=1.5, k=3, cohorts=4, d=6),
+        lambda: ORR(epsilon=1.0, k=4, cohorts=8, hash_seed=3),
+        lambda: ORAPPOR(epsilon=2.0, k=8, cohorts=3, d=6),
+    ],
+    ids=["orr-closed", "orr-open", "orappor-closed"],
+)
+def test_least_squares_unbiased_and_standard_errors(factory):
+    m = factory()
+    items = m.items if m.closed else ["u", "v", "w", "x", "y", "z"]
+    counts = np.array([900, 500, 300, 200, 80, 20])
+    values = np.repeat(np.array(items, dtype=object), counts)
+    n = values.size
+    theta = counts / n
+    R = 300
+    src = SeededRandomSource(2024)
+    est, se2 = [], []
+    for _ in range(R):
+        e = m.estimate(m.randomize(values, rng=src), candidates=None if m.closed else items, postprocess="none")
+        est.append(e.raw)
+        se2.append(e.std_error**2)
+    est, se2 = np.array(est), np.array(se2)
+    var = se2.mean(axis=0)  # the decoder's own standard errors
+    zcrit = stats.norm.isf(ALPHA / (2 * len(items)))
+    assert np.all(np.abs(est.mean(axis=0) - theta) / np.sqrt(var / R) < zcrit)
+    s2 = est.var(axis=0, ddof=1)
+    lo = stats.chi2.ppf(ALPHA / (2 * len(items)), R - 1) / (R - 1)
+    hi = stats.chi2.isf(ALPHA / (2 * len(items)), R - 1) / (R - 1)
+    assert np.all((s2 / var > lo) & (s2 / var < hi))
+    assert not np.all((s2 / (1.3 * var) > lo) & (s2 / (1.3 * var) < hi))  # power
+
+
+def _geometric(S, n, seed):
+    th = (1 - 5 / S) ** np.arange(S)
+    th /= th.sum()
+    vals = np.random.default_rng(seed).choice(S, size=n, p=th)
+    return vals, np.bincount(vals, minlength=S) / n
+
+
+def test_cohorts_beat_a_single_cohort_paper_002_setting():
+    # paper 002 §5.3 at small scale: geometric over S symbols; C = 1 underperforms
+    S, n, eps = 64, 100_000, 2.0
+    vals, emp = _geometric(S, n, 1)
+    l1 = {}
+    for C in (1, 32):
+        m = ORR(epsilon=eps, k=8, cohorts=C, d=S)
+        e = m.estimate(m.randomize(vals, rng=C))
+        l1[C] = np.abs(e.estimate - emp).sum()
+    assert l1[32] < 0.5 * l1[1]
+
+
+def test_predicted_mse_matches_simulation():
+    S, n = 128, 200_000
+    vals, emp = _geometric(S, n, 2)
+    for eps, k, C in [(1.0, 4, 256), (2.0, 8, 64), (4.0, 128, 1)]:
+        m = ORR(epsilon=eps, k=k, cohorts=C, d=S)
+        errs = [((m.estimate(m.randomize(vals, rng=r), postprocess="none").raw - emp) ** 2).sum() for r in range(6)]
+        ratio = np.mean(errs) / m.predicted_mse(n)
+        # the prediction is a uniform-θ approximation: agree within 20%, and be sensitive to ε
+        assert 0.8 < ratio < 1.2, (eps, k, C, ratio)
+        wrong = dataclasses.replace(m, epsilon=eps * 1.3).predicted_mse(n)
+        assert not 0.8 < np.mean(errs) / wrong < 1.2
+
+
+def test_choose_orr_prefers_sensible_parameters():
+    c1 = choose_orr(256, 1.0, 10**6)
+    c4 = choose_orr(256, 4.0, 10**6)
+    assert c1["k"] < c4["k"] <= 256
+    assert c1["cohorts"] * (c1["k"] - 1) > 255
+    for c, eps in ((c1, 1.0), (c4, 4.0)):  # nothing on the grid is predicted clearly better
+        e = np.exp(eps)
+        for k in (2, 4, 16, 64, 256):
+            for C in (1, 16, 256):
+                other = mse_cohort(256, 10**6, k, C, e / (e + k - 1), 1 / (e + k - 1))
+                assert c["predicted_mse"] <= other * 1.02
+    with pytest.raises(LDPParameterError):
+        choose_orr(4096, 0.5, 100, closed=False)
+
+
+def test_merge_and_validation():
+    m = ORR(epsilon=1.0, k=4, cohorts=3, d=10)
+    vals = np.arange(1000) % 10
+    r1, r2 = m.randomize(vals[:400], rng=1), m.randomize(vals[400:], rng=2)
+    a, b = m.accumulator().add(r1), m.accumulator().add(r2)
+    whole = m.accumulator().add(CohortReports(np.r_[r1.cohort, r2.cohort], np.r_[r1.value, r2.value]))
+    merged = a.merge(b)
+    assert np.array_equal(merged.counts, whole.counts) and merged.n == 1000 and merged.counts.dtype == np.int64
+    with pytest.raises(LDPParameterError, match="same mechanism"):
+        a.merge(ORR(epsilon=1.0, k=4, cohorts=3, d=10, hash_seed=1).accumulator())
+    with pytest.raises(LDPParameterError, match="candidates"):
+        m.estimate(r1, candidates=[1, 2])
+    with pytest.raises(LDPParameterError, match="candidates"):
+        ORR(epsilon=1.0, k=4).estimate(ORR(epsilon=1.0, k=4).randomize(["a"], rng=0))
+    with pytest.raises(LDPInputError, match="cohorts"):
+        m.randomize(vals[:5], cohorts=[0, 1, 2, 3, 4])
+    with pytest.raises(LDPInputError, match="cells"):
+        m.accumulator().add(CohortReports(np.zeros(2, np.uint32), np.array([0, 9], np.uint32)))
+    with pytest.raises(LDPInputError, match="position 2"):
+        m.randomize([1, 2, 99])
+    for bad in (dict(k=1), dict(k=2.5), dict(cohorts=0), dict(epsilon=-1.0), dict(hash_seed=-1)):
+        with pytest.raises(LDPParameterError):
+            ORR(**{**dict(epsilon=1.0, k=4), **bad})
+    with pytest.raises(LDPParameterError, match="h"):
+        ORAPPOR(epsilon=1.0, k=8, h=0)
+
+
+def test_given_cohorts_are_used_and_one_user_works():
+    m = ORR(epsilon=2.0, k=5, cohorts=4)
+    r = m.randomize(["a", "b", "c"], cohorts=[3, 2, 1], rng=0)
+    assert r.cohort.tolist() == [3, 2, 1]
+    c, y = m.randomize_one("hello", rng=1)
+    assert 0 <= c < 4 and 0 <= y < 5
+    c, bits = ORAPPOR(epsilon=2.0, k=16, cohorts=2).randomize_one("hello", rng=1)
+    assert isinstance(bits, bytes) and len(bits) == 2
