@@ -20,6 +20,11 @@ from .measurements import (
     make_hadamard,
     make_k_subset,
     make_olh,
+    make_orappor,
+    make_orr,
+    make_sample_one,
+    make_set_ldp,
+    set_domain,
     make_krr,
     make_ldp,
     make_oue,
@@ -28,6 +33,8 @@ from .measurements import (
     then_hadamard,
     then_k_subset,
     then_olh,
+    then_orappor,
+    then_orr,
     then_krr,
     then_ldp,
     then_oue,
@@ -36,6 +43,7 @@ from .measurements import (
 )
 from .mechanisms import KRR, OLH, ORAPPOR, ORR, OUE, CohortAccumulator, CohortReports, HadamardResponse, RAPPOR, Channel, FrequencyAccumulator, FrequencyOracle, KSubset, WarnerRR
 from .sampling import RandomSource, SecureRandomSource, SeededRandomSource
+from .sets import PAD, SampleOne, SetBatch, as_set_batch
 
 __version__ = "0.1.0"
 
@@ -65,6 +73,13 @@ __all__ = [
     "then_olh",
     "make_hadamard",
     "then_hadamard",
+    "make_orr",
+    "then_orr",
+    "make_orappor",
+    "then_orappor",
+    "make_sample_one",
+    "make_set_ldp",
+    "set_domain",
     "KRR",
     "WarnerRR",
     "RAPPOR",
@@ -82,4 +97,8 @@ __all__ = [
     "RandomSource",
     "SecureRandomSource",
     "SeededRandomSource",
+    "PAD",
+    "SampleOne",
+    "SetBatch",
+    "as_set_batch",
 ]

@@ -25,7 +25,8 @@ from opendp.mod import _PartialConstructor as PartialConstructor
 
 from ._errors import LDPParameterError
 from .exact import scale_epsilon_up
-from .mechanisms import KRR, OLH, OUE, RAPPOR, FrequencyOracle, HadamardResponse, KSubset, WarnerRR
+from .mechanisms import KRR, OLH, ORAPPOR, ORR, OUE, RAPPOR, FrequencyOracle, HadamardResponse, KSubset, WarnerRR
+from .sets import SampleOne
 from .sampling import RNGLike, as_source
 
 __all__ = [
@@ -48,6 +49,13 @@ __all__ = [
     "then_olh",
     "make_hadamard",
     "then_hadamard",
+    "make_orr",
+    "then_orr",
+    "make_orappor",
+    "then_orappor",
+    "set_domain",
+    "make_sample_one",
+    "make_set_ldp",
 ]
 
 UNITS = ("user", "population")
@@ -59,6 +67,8 @@ def enable_ldp_features() -> None:
 
 
 def _domain_id(mechanism: FrequencyOracle) -> str:
+    if getattr(mechanism, "closed", True) is False:
+        return f"open alphabet, {mechanism.name}"
     if mechanism.categories is None:
         return f"d={mechanism.d}"
     return f"categories={list(mechanism.categories)!r}"
@@ -222,3 +232,69 @@ def make_hadamard(*, epsilon: float, d: Optional[int] = None, categories: Option
 
 def then_hadamard(*, epsilon: float, d: Optional[int] = None, categories: Optional[Sequence] = None, unit: str = "user", rng: RNGLike = None):
     return then_ldp(HadamardResponse(epsilon=epsilon, d=d, categories=categories), unit=unit, rng=rng)
+
+
+def make_orr(
+    *, epsilon: float, k: int, cohorts: int = 1, hash_seed: int = 0, d: Optional[int] = None, categories: Optional[Sequence] = None, unit: str = "user", rng: RNGLike = None
+) -> dp.Measurement:
+    """O-RR (paper 002 §5.1): k-RR over ``k`` hashed cells with ``cohorts`` hash cohorts;
+    closed-alphabet permutations when ``d``/``categories`` are given. ``ε``-LDP per user; the
+    report is ``(cohort, cell)`` with the cohort drawn uniformly (data-independent)."""
+    return make_ldp(ORR(epsilon=epsilon, k=k, cohorts=cohorts, hash_seed=hash_seed, d=d, categories=categories), unit=unit, rng=rng)
+
+
+def then_orr(*, epsilon: float, k: int, cohorts: int = 1, hash_seed: int = 0, d: Optional[int] = None, categories: Optional[Sequence] = None, unit: str = "user", rng: RNGLike = None):
+    return then_ldp(ORR(epsilon=epsilon, k=k, cohorts=cohorts, hash_seed=hash_seed, d=d, categories=categories), unit=unit, rng=rng)
+
+
+def make_orappor(
+    *, epsilon: float, k: int, h: int = 1, cohorts: int = 1, hash_seed: int = 0, d: Optional[int] = None, categories: Optional[Sequence] = None, unit: str = "user", rng: RNGLike = None
+) -> dp.Measurement:
+    """O-RAPPOR (paper 002 §5.2): per-cohort Bloom filter (``h`` hashes into ``k`` bits), per-bit
+    RR with ``ε/(2h)``. ``ε``-LDP per user; the report is ``(cohort, packed bits)``."""
+    return make_ldp(ORAPPOR(epsilon=epsilon, k=k, h=h, cohorts=cohorts, hash_seed=hash_seed, d=d, categories=categories), unit=unit, rng=rng)
+
+
+def then_orappor(*, epsilon: float, k: int, h: int = 1, cohorts: int = 1, hash_seed: int = 0, d: Optional[int] = None, categories: Optional[Sequence] = None, unit: str = "user", rng: RNGLike = None):
+    return then_ldp(ORAPPOR(epsilon=epsilon, k=k, h=h, cohorts=cohorts, hash_seed=hash_seed, d=d, categories=categories), unit=unit, rng=rng)
+
+
+def set_domain(set_mechanism: SampleOne, *, unit: str = "user") -> dp.Domain:
+    """The OpenDP domain of one user's set (``unit="user"``) or a batch of sets."""
+    enable_ldp_features()
+    kind = "LDPSet" if unit == "user" else "LDPSetBatch"
+    return dp.user_domain(f"{kind}(m={set_mechanism.m}, {_domain_id(set_mechanism.mechanism)})", lambda _x: True)
+
+
+def make_sample_one(set_mechanism: SampleOne, *, unit: str = "user", rng: RNGLike = None) -> dp.Transformation:
+    """The "sample one item" user transformation (padding-and-sampling, :mod:`ldp_plugin.sets`):
+    a set of at most ``m`` items ↦ one item of the padded domain (``PAD`` when the drawn slot is
+    empty). Stability: ``d_in ↦ d_in`` under ``discrete_distance`` (per user) or
+    ``hamming_distance`` (a batch, item ``i`` from set ``i``). Chain it with
+    ``>> then_ldp(set_mechanism.padded)``; estimates scale by ``m`` (:meth:`SampleOne.estimate`).
+
+    >>> import ldp_plugin as ldp
+    >>> s = ldp.SampleOne(mechanism=ldp.KRR(epsilon=1.0, categories=["a", "b", "c"]), m=2)
+    >>> chain = ldp.make_sample_one(s) >> ldp.then_ldp(s.padded)
+    >>> chain.map(1), chain(["a", "c"]) in ("a", "b", "c", ldp.PAD)
+    (1.0, True)
+    """
+    enable_ldp_features()
+    if unit not in UNITS:
+        raise LDPParameterError(f"unit must be one of {UNITS} (got {unit!r})")
+    source = None if rng is None else as_source(rng)
+    padded = set_mechanism.padded
+    out_domain = category_domain(padded) if unit == "user" else batch_domain(padded)
+    metric = dp.discrete_distance() if unit == "user" else dp.hamming_distance()
+
+    def function(x):
+        src = as_source(None) if source is None else source
+        labels = set_mechanism.sample_labels([x] if unit == "user" else x, rng=src)
+        return labels[0] if unit == "user" else labels
+
+    return dp.t.make_user_transformation(set_domain(set_mechanism, unit=unit), metric, out_domain, metric, function, lambda d_in: _check_d_in(d_in))
+
+
+def make_set_ldp(set_mechanism: SampleOne, *, unit: str = "user", rng: RNGLike = None) -> dp.Measurement:
+    """``make_sample_one(...) >> then_ldp(set_mechanism.padded)``: ε-LDP per user for sets."""
+    return make_sample_one(set_mechanism, unit=unit, rng=rng) >> then_ldp(set_mechanism.padded, unit=unit, rng=rng)

@@ -16,6 +16,11 @@ MAKERS = [
     ("rappor", lambda e, **kw: ldp.make_rappor(epsilon=e, d=5, **kw)),
     ("oue", lambda e, **kw: ldp.make_oue(epsilon=e, d=5, **kw)),
     ("k-subset", lambda e, **kw: ldp.make_k_subset(epsilon=e, d=5, **kw)),
+    ("olh", lambda e, **kw: ldp.make_olh(epsilon=e, d=5, **kw)),
+    ("hadamard", lambda e, **kw: ldp.make_hadamard(epsilon=e, d=5, **kw)),
+    ("orr", lambda e, **kw: ldp.make_orr(epsilon=e, k=3, cohorts=4, d=5, **kw)),
+    ("orappor", lambda e, **kw: ldp.make_orappor(epsilon=e, k=8, h=2, cohorts=4, d=5, **kw)),
+    ("sample-one-krr", lambda e, **kw: ldp.make_set_ldp(ldp.SampleOne(mechanism=ldp.KRR(epsilon=e, d=5), m=2), **kw)),
 ]
 
 
@@ -41,6 +46,8 @@ def test_population_map_scales_and_rounds_up(name, make):
         assert got >= d_in * eps and got == ldp.exact.scale_epsilon_up(d_in, eps)
         assert not m.check(d_in, math.nextafter(got, 0))
     values = [True, False, True] if name == "warner" else [0, 1, 4]
+    if name.startswith("sample-one"):
+        values = [[0, 1], [4], []]
     out = m(values)
     assert len(out) == 3
 

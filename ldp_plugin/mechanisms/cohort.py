@@ -197,11 +197,14 @@ class _CohortMechanism(abc.ABC):
     def randomize(self, values: Any, *, cohorts: Any = None, rng: RNGLike = None) -> CohortReports:
         """Randomize a batch. ``cohorts``: one data-independent cohort per user (e.g. from
         :func:`ldp_plugin.hashing.assign_cohorts`); ``None`` draws them uniformly at random."""
+        return self.randomize_encoded(self.encode(values), cohorts=cohorts, rng=rng)
+
+    def randomize_encoded(self, encoded: np.ndarray, *, cohorts: Any = None, rng: RNGLike = None) -> CohortReports:
+        """:meth:`randomize` on already encoded items (codes, or keys for an open alphabet)."""
         source = as_source(rng)
-        enc = self.encode(values)
-        n = enc.shape[0]
+        n = encoded.shape[0]
         coh = source.uniform_int(self.cohorts, n).astype(np.int64) if cohorts is None else self.check_cohorts(cohorts, n)
-        value = self._randomize_positions(self.positions(enc, coh), source)
+        value = self._randomize_positions(self.positions(encoded, coh), source)
         return CohortReports(coh.astype(np.uint32), value)
 
     def randomize_one(self, value: Any, *, cohort: Optional[int] = None, rng: RNGLike = None):
