@@ -1,5 +1,10 @@
-"""Adapters (installed as ``ldp_plugin.adapters``): Polars frames in and out."""
+"""Adapters (installed as ``ldp_plugin.adapters``): Polars frames in and out.
+
+Importing :mod:`ldp_plugin` registers the ``ldp`` namespace on ``pl.DataFrame`` and
+``pl.LazyFrame`` (:mod:`.polars_namespace`).
+"""
 
 from .polars_frames import estimate_frame
+from .polars_namespace import ROWS_PER_CHUNK, estimate, frame_to_reports, privatize, reports_to_frame
 
-__all__ = ["estimate_frame"]
+__all__ = ["estimate_frame", "privatize", "estimate", "reports_to_frame", "frame_to_reports", "ROWS_PER_CHUNK"]

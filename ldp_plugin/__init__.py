@@ -47,6 +47,8 @@ from .sets import PAD, SampleOne, SetBatch, as_set_batch
 
 __version__ = "0.1.0"
 
+from . import adapters as _adapters  # noqa: E402  (registers the Polars `ldp` namespace)
+
 __all__ = [
     "LDPInputError",
     "LDPParameterError",

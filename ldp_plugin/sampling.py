@@ -22,14 +22,14 @@ from __future__ import annotations
 
 import abc
 import os
-from typing import Union
+from typing import Optional, Union
 
 import numpy as np
 
 from ._errors import LDPParameterError
 from .exact import TWO64
 
-__all__ = ["RandomSource", "SecureRandomSource", "SeededRandomSource", "as_source", "RNGLike"]
+__all__ = ["RandomSource", "SecureRandomSource", "SeededRandomSource", "as_source", "chunk_source", "RNGLike"]
 
 
 class RandomSource(abc.ABC):
@@ -253,11 +253,15 @@ class SeededRandomSource(RandomSource):
 
     secure = False
 
-    def __init__(self, seed: int):
+    def __init__(self, seed: int, stream: Optional[int] = None):
         if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
             raise LDPParameterError("seed must be a non-negative integer")
         self.seed = int(seed)
-        self._bitgen = np.random.PCG64DXSM(self.seed)
+        self.stream = None if stream is None else int(stream)
+        if self.stream is None:
+            self._bitgen = np.random.PCG64DXSM(self.seed)
+        else:  # an independent stream per partition/chunk: SeedSequence spawn key (seed, stream)
+            self._bitgen = np.random.PCG64DXSM(np.random.SeedSequence(self.seed, spawn_key=(self.stream,)))
 
     def random_bytes(self, n: int) -> np.ndarray:
         if n == 0:
@@ -266,7 +270,21 @@ class SeededRandomSource(RandomSource):
         return words.view(np.uint8)[:n]
 
     def __repr__(self) -> str:
-        return f"SeededRandomSource(seed={self.seed})  # not secure: simulations and tests only"
+        stream = "" if self.stream is None else f", stream={self.stream}"
+        return f"SeededRandomSource(seed={self.seed}{stream})  # not secure: simulations and tests only"
+
+
+def chunk_source(rng: RNGLike, chunk: int) -> RandomSource:
+    """The source for chunk/partition ``chunk`` of a job: the OS CSPRNG, or — for an integer
+    seed — an independent seeded stream per chunk (never the same stream twice), so results do
+    not depend on how an engine batches the rows."""
+    if rng is None or (isinstance(rng, RandomSource) and rng.secure):
+        return SecureRandomSource() if rng is None else rng
+    if isinstance(rng, SeededRandomSource):
+        return SeededRandomSource(rng.seed, stream=chunk)
+    if isinstance(rng, (int, np.integer)) and not isinstance(rng, bool):
+        return SeededRandomSource(int(rng), stream=chunk)
+    raise LDPParameterError("rng must be None (secure), an integer seed, or a RandomSource")
 
 
 RNGLike = Union[RandomSource, int, None]

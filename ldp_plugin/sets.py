@@ -64,6 +64,8 @@ def as_set_batch(sets: Any) -> SetBatch:
     if mod.startswith("polars") and type(sets).__name__ == "Series":
         import polars as pl
 
+        if isinstance(sets.dtype, pl.Array):
+            sets = sets.cast(pl.List(sets.dtype.inner))
         if not isinstance(sets.dtype, pl.List):
             raise LDPInputError(f"a set column must have a List dtype (got {sets.dtype})")
         if sets.null_count():
@@ -127,6 +129,22 @@ def _check_duplicates(batch: SetBatch, keys: np.ndarray) -> None:
     n = len(batch)
     if keys.size == 0:
         return
+    lengths = batch.lengths
+    width = int(lengths.max())
+    if width <= 1:
+        return
+    if width <= 64 and n * width <= 1 << 26:
+        # small sets: a padded (n, width) matrix sorted along rows; padding slots hold distinct
+        # sentinels that cannot collide with each other (only with a real key, harmlessly rare:
+        # then the lexsort path below decides)
+        grid = np.empty((n, width), dtype=np.int64)
+        grid[:] = np.iinfo(np.int64).min + np.arange(width)
+        row = np.repeat(np.arange(n), lengths)
+        col = np.arange(keys.size) - np.repeat(batch.offsets[:-1], lengths)
+        grid[row, col] = keys
+        grid.sort(axis=1)
+        if not (grid[:, 1:] == grid[:, :-1]).any():
+            return
     user = np.repeat(np.arange(n), batch.lengths)
     order = np.lexsort((keys, user))
     dup = (user[order][1:] == user[order][:-1]) & (keys[order][1:] == keys[order][:-1])

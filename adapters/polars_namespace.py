@@ -1,0 +1,356 @@
+"""The ``ldp`` namespace on Polars DataFrames and LazyFrames.
+
+>>> import polars as pl
+>>> import ldp_plugin as ldp
+>>> df = pl.DataFrame({"user": [1, 2, 3, 4], "color": ["red", "blue", "red", "green"]})
+>>> mech = ldp.KRR(epsilon=2.0, categories=["red", "green", "blue"])
+>>> reports = df.ldp.privatize("color", mech, user_id="user", seed=0)
+>>> reports.columns
+['report']
+>>> reports.ldp.estimate(mech).columns
+['item', 'estimate', 'std_error', 'ci_lower', 'ci_upper']
+
+``privatize(column, mechanism, ...)`` randomizes one value (scalar column) or one set (``List``
+column, with a :class:`ldp_plugin.SampleOne` mechanism) per row; ``estimate(mechanism, ...)``
+aggregates a reports frame into a tidy estimate frame. Both work on Arrow buffers with numpy
+(never row by row) in fixed chunks of :data:`ROWS_PER_CHUNK` rows. With an integer ``seed``
+chunk ``j`` uses its own seeded stream, so a DataFrame and a LazyFrame of the same rows give the
+same reports however the engine batches them; without a seed the OS CSPRNG is used.
+
+A LazyFrame is **streamed** (``collect_batches`` on Polars' streaming engine, memory bounded by a
+few chunks) but the reports are **materialized once** — in memory, or as Parquet parts under
+``sink=DIR`` — never returned as a lazy query: a lazy randomization would draw fresh noise on every
+``collect`` and silently release the data again.
+
+Validation (errors name the problem and the row, never a value): missing column, wrong dtype, null
+values or sets, null items inside sets, null or duplicate user ids (one report per user per
+query), unknown items (an error, or ``unknown="other"`` to map them to an ``other`` category the
+mechanism declares), sets longer than ``m`` (the :class:`SampleOne` policy), empty frames.
+Report columns: ``cohort`` (UInt32, cohort mechanisms), ``seed`` (UInt64, OLH), ``report``
+(UInt32 / Boolean / ``Array(UInt8, bytes)`` for packed bits / ``Array(UInt32, k)`` for subsets);
+the user id only with ``keep_user_id=True``. Counts are int64 throughout.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Iterator, Optional, Sequence
+
+import numpy as np
+import polars as pl
+
+from ldp_plugin._errors import LDPInputError, LDPParameterError
+from ldp_plugin.hashing import assign_cohorts, item_keys
+from ldp_plugin.mechanisms import OLH, CohortReports, FrequencyOracle, WarnerRR
+from ldp_plugin.mechanisms.cohort import _CohortMechanism
+from ldp_plugin.sampling import RNGLike, chunk_source
+from ldp_plugin.sets import SampleOne, as_set_batch, encode_items
+
+from .polars_frames import estimate_frame
+
+__all__ = ["ROWS_PER_CHUNK", "privatize", "estimate", "reports_to_frame", "frame_to_reports", "LDPFrame", "LDPLazyFrame"]
+
+ROWS_PER_CHUNK = 1 << 17
+UNKNOWN = ("error", "other")
+
+
+def _base(mechanism: Any):
+    """The mechanism that produces the reports (the padded one for sets)."""
+    return mechanism.padded if isinstance(mechanism, SampleOne) else mechanism
+
+
+def _check_mechanism(mechanism: Any) -> None:
+    if not isinstance(mechanism, (FrequencyOracle, _CohortMechanism, SampleOne)):
+        raise LDPParameterError("mechanism must be an ldp_plugin mechanism (e.g. KRR(...), ORR(...), SampleOne(...))")
+
+
+# -- report batches <-> frames ----------------------------------------------------------------------
+def reports_to_frame(mechanism: Any, reports: Any) -> pl.DataFrame:
+    """A report batch of ``mechanism`` as Polars columns (see the module docstring)."""
+    base = _base(mechanism)
+    if isinstance(reports, CohortReports):
+        value = reports.value
+        rep = pl.Series("report", value.astype(np.uint32)) if value.ndim == 1 else pl.Series("report", value)
+        return pl.DataFrame([pl.Series("cohort", reports.cohort.astype(np.uint32)), rep])
+    if isinstance(base, OLH):
+        return pl.DataFrame([pl.Series("seed", reports[:, 0]), pl.Series("report", reports[:, 1].astype(np.uint32))])
+    if reports.ndim == 2:
+        arr = reports if reports.dtype == np.uint8 else reports.astype(np.uint32)
+        return pl.DataFrame([pl.Series("report", arr)])
+    if reports.dtype == np.bool_:
+        return pl.DataFrame([pl.Series("report", reports)])
+    return pl.DataFrame([pl.Series("report", reports.astype(np.uint32))])
+
+
+def frame_to_reports(mechanism: Any, frame: pl.DataFrame) -> Any:
+    """The native report batch of ``mechanism`` from a reports frame."""
+    base = _base(mechanism)
+    need = ["cohort", "report"] if isinstance(base, _CohortMechanism) else (["seed", "report"] if isinstance(base, OLH) else ["report"])
+    missing = [c for c in need if c not in frame.columns]
+    if missing:
+        raise LDPInputError(f"the reports frame lacks column(s) {missing} for mechanism {base.name}")
+    for c in need:
+        if frame[c].null_count():
+            raise LDPInputError(f"the reports frame has nulls in column {c!r}")
+    rep = frame["report"].to_numpy()
+    if isinstance(base, _CohortMechanism):
+        return CohortReports(frame["cohort"].to_numpy(), rep)
+    if isinstance(base, OLH):
+        out = np.empty((frame.height, 2), dtype=np.uint64)
+        out[:, 0] = frame["seed"].to_numpy()
+        out[:, 1] = rep
+        return out
+    if isinstance(base, WarnerRR):
+        return rep
+    if rep.ndim == 2 and rep.dtype != np.uint8:
+        return rep.astype(np.int64)
+    return rep
+
+
+# -- privatize ------------------------------------------------------------------------------------------
+class _Privatizer:
+    def __init__(self, mechanism, column, *, user_id, cohorts, keep_user_id, unknown, other, rng):
+        _check_mechanism(mechanism)
+        if unknown not in UNKNOWN:
+            raise LDPParameterError(f"unknown must be one of {UNKNOWN} (got {unknown!r})")
+        self.mechanism = mechanism
+        self.base = _base(mechanism)
+        self.is_set = isinstance(mechanism, SampleOne)
+        self.column = column
+        self.user_id = user_id
+        self.keep_user_id = keep_user_id
+        self.unknown = unknown
+        self.other = other
+        self.rng = rng
+        self.is_cohort = isinstance(self.base, _CohortMechanism)
+        if cohorts is not None:
+            if not self.is_cohort:
+                raise LDPParameterError("cohorts= applies only to cohort mechanisms (orr, orappor)")
+            if user_id is None:
+                raise LDPParameterError("cohorts=SALT assigns cohorts from a salted hash of the user id: pass user_id=")
+            if isinstance(cohorts, bool) or not isinstance(cohorts, (int, np.integer)) or not 0 <= int(cohorts) < 1 << 64:
+                raise LDPParameterError("cohorts must be None (fresh randomness) or an integer salt in [0, 2**64)")
+        self.cohort_salt = cohorts
+        if keep_user_id and user_id is None:
+            raise LDPParameterError("keep_user_id=True needs user_id=")
+        categories = getattr(mechanism.mechanism if self.is_set else mechanism, "categories", None)
+        if unknown == "other":
+            if categories is None or other not in categories:
+                raise LDPParameterError(f"unknown='other' needs a mechanism whose categories include {other!r}")
+        self.categories = categories
+
+    def check_schema(self, schema: pl.Schema) -> None:
+        if self.column not in schema:
+            raise LDPInputError(f"column {self.column!r} is not in the frame")
+        dtype = schema[self.column]
+        is_list = isinstance(dtype, (pl.List, pl.Array))
+        if is_list and not self.is_set:
+            raise LDPInputError(f"column {self.column!r} holds sets (dtype {dtype}): wrap the mechanism as SampleOne(mechanism=..., m=...)")
+        if self.is_set and not is_list:
+            raise LDPInputError(f"a SampleOne mechanism needs a List column of per-user sets (column {self.column!r} has dtype {dtype})")
+        inner = dtype.inner if is_list else dtype
+        if not (inner.is_integer() or inner in (pl.String, pl.Categorical, pl.Enum, pl.Boolean) or isinstance(inner, (pl.Categorical, pl.Enum))):
+            raise LDPInputError(f"column {self.column!r} must hold integers, strings or booleans (got {dtype})")
+        if self.user_id is not None and self.user_id not in schema:
+            raise LDPInputError(f"user id column {self.user_id!r} is not in the frame")
+
+    def check_users(self, lf: pl.LazyFrame) -> int:
+        """Row count, and (with ``user_id``) no null or duplicate ids — in O(8 bytes) per user:
+        the ids' 64-bit keys are sorted in place and adjacent keys compared; a key collision is
+        re-checked exactly on the ids themselves."""
+        if self.user_id is None:
+            n = int(lf.select(pl.len()).collect(engine="streaming").item())
+        else:
+            ids = lf.select(self.user_id).collect(engine="streaming").to_series()
+            n = ids.len()
+            if ids.null_count():
+                raise LDPInputError(f"user id column {self.user_id!r} has {ids.null_count()} null(s)")
+            if n:
+                keys = ids.to_numpy().astype(np.int64, copy=True) if ids.dtype.is_integer() else item_keys(ids).view(np.int64)
+                keys.sort()
+                if (keys[1:] == keys[:-1]).any():
+                    dups = int(ids.is_duplicated().sum())
+                    if dups:
+                        raise LDPInputError(
+                            f"user id column {self.user_id!r} has {dups} rows with a repeated id: one report per user per query"
+                        )
+            del ids
+        if n == 0:
+            raise LDPInputError("the frame has no rows: nothing to privatize")
+        return n
+
+    def _map_other(self, series: pl.Series) -> pl.Series:
+        cats = pl.Series(list(self.categories))
+        if self.is_set:
+            mapped = series.list.eval(pl.when(pl.element().is_in(cats)).then(pl.element()).otherwise(pl.lit(self.other)))
+            return mapped.list.unique(maintain_order=True)
+        name = series.name
+        return series.to_frame().select(
+            pl.when(pl.col(name).is_in(cats)).then(pl.col(name)).otherwise(pl.lit(self.other)).alias(name)
+        ).to_series()
+
+    def process(self, chunk: pl.DataFrame, index: int, offset: int) -> pl.DataFrame:
+        source = chunk_source(self.rng, index)
+        series = chunk[self.column]
+        if series.null_count():
+            pos = offset + int(series.is_null().arg_true()[0])
+            raise LDPInputError(f"column {self.column!r} has a null {'set' if self.is_set else 'value'} at row {pos}")
+        if self.unknown == "other":
+            series = self._map_other(series)
+        if series.dtype == pl.Boolean and not isinstance(self.base, WarnerRR):
+            raise LDPInputError(f"column {self.column!r} holds booleans: use WarnerRR or integer codes")
+        try:
+            if self.is_set:
+                encoded, _ = self.mechanism.sample(as_set_batch(series), rng=source)
+            elif isinstance(self.base, WarnerRR):
+                encoded = self.base.encode(series.to_numpy())
+            elif getattr(self.base, "closed", True):
+                encoded = encode_items(series if series.dtype != pl.Categorical else series.cast(pl.String), self.base)
+            else:
+                encoded = item_keys(series)
+        except LDPInputError as e:
+            raise LDPInputError(f"{e} [rows {offset}..{offset + chunk.height - 1} of the frame]") from None
+        if self.is_cohort:
+            coh = None
+            if self.cohort_salt is not None:
+                coh = assign_cohorts(chunk[self.user_id], self.base.cohorts, int(self.cohort_salt))
+            reports = self.base.randomize_encoded(encoded, cohorts=coh, rng=source)
+        else:
+            reports = self.base._randomize_codes(encoded, source)
+        out = reports_to_frame(self.mechanism, reports)
+        if self.keep_user_id:
+            out = out.insert_column(0, chunk[self.user_id])
+        return out
+
+
+def _rechunk(batches: Iterator[pl.DataFrame], rows: int) -> Iterator[pl.DataFrame]:
+    """Re-cut a stream of frames into frames of exactly ``rows`` rows (the last may be shorter)."""
+    buf: list[pl.DataFrame] = []
+    held = 0
+    for b in batches:
+        while b.height:
+            take = min(rows - held, b.height)
+            buf.append(b.slice(0, take))
+            held += take
+            b = b.slice(take)
+            if held == rows:
+                yield pl.concat(buf, rechunk=True)
+                buf, held = [], 0
+    if held:
+        yield pl.concat(buf, rechunk=True)
+
+
+def privatize(
+    frame: pl.DataFrame | pl.LazyFrame,
+    column: str,
+    mechanism: Any,
+    *,
+    user_id: Optional[str] = None,
+    cohorts: Optional[int] = None,
+    seed: RNGLike = None,
+    keep_user_id: bool = False,
+    unknown: str = "error",
+    other: Any = "other",
+    sink: Optional[str | Path] = None,
+) -> pl.DataFrame | pl.LazyFrame:
+    """Randomize ``column`` (one value or one set per user) with ``mechanism`` → a reports frame.
+
+    :param user_id: the user id column: checked for nulls and duplicates (one report per user).
+    :param cohorts: cohort mechanisms only: ``None`` draws each user's cohort uniformly at random;
+        an integer is a salt, and the cohort is the salted hash of the user id (stable across
+        collections, independent of the data).
+    :param seed: ``None`` for the OS CSPRNG; an integer for reproducible, *non-secure* reports.
+    :param unknown: ``"error"`` or ``"other"`` (unknown items become ``other``, a declared category).
+    :param sink: a directory: write the reports as Parquet parts there and return a scan of them.
+    """
+    p = _Privatizer(mechanism, column, user_id=user_id, cohorts=cohorts, keep_user_id=keep_user_id, unknown=unknown, other=other, rng=seed)
+    lf = frame.lazy() if isinstance(frame, pl.DataFrame) else frame
+    p.check_schema(lf.collect_schema())
+    p.check_users(lf)
+    cols = [column] + ([user_id] if user_id is not None and user_id != column else [])
+    if isinstance(frame, pl.DataFrame):
+        batches: Iterator[pl.DataFrame] = iter([frame.select(cols)])
+    else:
+        batches = iter(lf.select(cols).collect_batches(chunk_size=ROWS_PER_CHUNK, maintain_order=True, engine="streaming"))
+    if sink is not None:
+        out_dir = Path(sink)
+        out_dir.mkdir(parents=True, exist_ok=True)
+        if any(out_dir.glob("part-*.parquet")):
+            raise LDPParameterError(f"sink directory {str(out_dir)!r} already holds report parts: use a new directory")
+    parts = []
+    offset = 0
+    for i, chunk in enumerate(_rechunk(batches, ROWS_PER_CHUNK)):
+        out = p.process(chunk, i, offset)
+        offset += chunk.height
+        if sink is not None:
+            out.write_parquet(out_dir / f"part-{i:06d}.parquet")
+        else:
+            parts.append(out)
+    if sink is not None:
+        return pl.scan_parquet(out_dir / "part-*.parquet")
+    return pl.concat(parts, rechunk=True)
+
+
+# -- estimate ---------------------------------------------------------------------------------------------
+def estimate(
+    reports: pl.DataFrame | pl.LazyFrame,
+    mechanism: Any,
+    *,
+    candidates: Optional[Sequence] = None,
+    postprocess: str = "projection",
+    confidence: float = 0.95,
+) -> pl.DataFrame:
+    """Aggregate a reports frame (streamed if lazy) → ``item, estimate, std_error, ci_lower, ci_upper``."""
+    _check_mechanism(mechanism)
+    base = _base(mechanism)
+    acc = base.accumulator()
+    cols = ["cohort", "report"] if isinstance(base, _CohortMechanism) else (["seed", "report"] if isinstance(base, OLH) else ["report"])
+    if isinstance(reports, pl.LazyFrame):
+        schema = reports.collect_schema()
+        missing = [c for c in cols if c not in schema]
+        if missing:
+            raise LDPInputError(f"the reports frame lacks column(s) {missing} for mechanism {base.name}")
+        for batch in reports.select(cols).collect_batches(chunk_size=ROWS_PER_CHUNK, engine="streaming"):
+            acc.add(frame_to_reports(mechanism, batch))
+    else:
+        if reports.height:
+            acc.add(frame_to_reports(mechanism, reports))
+    if acc.n == 0:
+        raise LDPInputError("the reports frame is empty: nothing to estimate")
+    if isinstance(mechanism, SampleOne):
+        est = mechanism.estimate_from(acc, candidates=candidates, postprocess=postprocess, confidence=confidence)
+    elif isinstance(base, _CohortMechanism):
+        est = acc.estimate(candidates=candidates, postprocess=postprocess, confidence=confidence)
+    else:
+        if candidates is not None:
+            raise LDPParameterError(f"{base.name} decodes over its own domain; candidates= applies to open-alphabet mechanisms")
+        est = acc.estimate(postprocess=postprocess, confidence=confidence)
+    return estimate_frame(est)
+
+
+@pl.api.register_dataframe_namespace("ldp")
+class LDPFrame:
+    """``df.ldp.privatize(...)`` and ``reports.ldp.estimate(...)`` (see :mod:`ldp_plugin.adapters`)."""
+
+    def __init__(self, df: pl.DataFrame):
+        self._df = df
+
+    def privatize(self, column: str, mechanism: Any, **kwargs) -> pl.DataFrame | pl.LazyFrame:
+        return privatize(self._df, column, mechanism, **kwargs)
+
+    def estimate(self, mechanism: Any, **kwargs) -> pl.DataFrame:
+        return estimate(self._df, mechanism, **kwargs)
+
+
+@pl.api.register_lazyframe_namespace("ldp")
+class LDPLazyFrame:
+    """The same on a LazyFrame: the input is streamed, the reports materialized once."""
+
+    def __init__(self, lf: pl.LazyFrame):
+        self._lf = lf
+
+    def privatize(self, column: str, mechanism: Any, **kwargs) -> pl.DataFrame | pl.LazyFrame:
+        return privatize(self._lf, column, mechanism, **kwargs)
+
+    def estimate(self, mechanism: Any, **kwargs) -> pl.DataFrame:
+        return estimate(self._lf, mechanism, **kwargs)
