@@ -1,4 +1,4 @@
-"""The ``ldp`` command line: ``mechanisms``, ``simulate``, ``demo``. Every command takes ``--json``
+"""The ``ldp`` command line: ``mechanisms``, ``simulate``, ``collect``, ``demo``. Every command takes ``--json``
 (one JSON document on stdout)."""
 
 from __future__ import annotations
@@ -46,9 +46,17 @@ def cmd_mechanisms(args) -> int:
 
 def _build(args):
     from ldp_plugin.registry import build
+    from ldp_plugin.sets import SampleOne
+    from ldp_plugin.theory import choose_orr
 
-    params = parse_params(args.param)
-    return build(args.mechanism, epsilon=args.epsilon, d=args.d, registry=_registry(), **params)
+    params = dict(parse_params(args.param))
+    m = getattr(args, "m", None)
+    if args.mechanism == "orr" and "k" not in params and args.d is not None:
+        chosen = choose_orr(args.d + (1 if m else 0), args.epsilon, args.n)
+        params.setdefault("k", chosen["k"])
+        params.setdefault("cohorts", chosen["cohorts"])
+    mech = build(args.mechanism, epsilon=args.epsilon, d=args.d, registry=_registry(), **params)
+    return SampleOne(mechanism=mech, m=m) if m else mech
 
 
 def cmd_simulate(args) -> int:
@@ -100,6 +108,21 @@ def cmd_demo(args) -> int:
     return 0
 
 
+def cmd_collect(args) -> int:
+    """Run a collection job described in TOML (see :mod:`ldp_plugin.collect`)."""
+    from .collect import load_job, run_job
+
+    summary = run_job(load_job(args.job))
+    if args.json:
+        print(json.dumps(summary, indent=2, default=str))
+    else:
+        print(f"ldp collect: {summary['users']:,} users, {summary['mechanism']['mechanism']} with epsilon={summary['epsilon']} per user")
+        print(f"estimates: {summary['estimates']}" + (f"; plot: {summary['plot']}" if summary["plot"] else ""))
+        for row in summary["top"]:
+            print(f"  {str(row['item']):<20} {row['estimate']:.4f}  [{row['ci_lower']:.4f}, {row['ci_upper']:.4f}]")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="ldp", description="Local differential privacy for OpenDP.")
     sub = p.add_subparsers(dest="command", required=True)
@@ -118,9 +141,15 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--postprocess", choices=POSTPROCESS_CHOICES, default="projection")
     s.add_argument("--truth", choices=TRUTHS, default="empirical", help="error against the users' empirical distribution (default) or the generating one")
     s.add_argument("--param", action="append", default=[], metavar="KEY=VALUE")
+    s.add_argument("--m", type=int, default=None, help="per-user sets of M items through pad-and-sample (errors vs the item frequencies)")
     s.add_argument("--seed", type=int, default=None, help="seed data and randomization (reproducible; not secure)")
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=cmd_simulate)
+
+    c = sub.add_parser("collect", help="privatize a Parquet/CSV file and estimate frequencies, as described in a TOML job")
+    c.add_argument("job", help="the job file (see `python -m pydoc ldp_plugin.collect`)")
+    c.add_argument("--json", action="store_true")
+    c.set_defaults(func=cmd_collect)
 
     d = sub.add_parser("demo", help="a simulated collection with an estimate table (standard errors, CIs, truth)")
     d.add_argument("--mechanism", default="k-subset")

@@ -237,6 +237,7 @@ def least_squares_decode(
     positions: np.ndarray,
     *,
     covariance: str,
+    uniform_weight: Optional[float] = None,
 ) -> tuple[np.ndarray, np.ndarray, int]:
     """Weighted least-squares decoding for cohort/hash mechanisms (paper 002 eq. 20–22).
 
@@ -255,6 +256,11 @@ def least_squares_decode(
     ``Cov(b_c) = (diag π̂_c − π̂_c π̂_cᵀ)/(n_c (p−q)²)`` (``covariance="multinomial"``: one cell per
     report, O-RR; conservative for a mixed population) or ``diag(π̂(1−π̂))/(n_c (p−q)²)``
     (``"bernoulli"``: independent bits, O-RAPPOR). Returns ``(θ̂, std_error, rank of M)``.
+
+    ``uniform_weight=w`` adds one more unknown, the total mass of items *outside* the candidates
+    (open alphabets): a seeded hash spreads such items evenly over the cells, so in expectation
+    their cover is ``w`` in every cell (``w = h/k``). It is returned last. Without it that mass
+    leaks into the candidates that share cells with it and biases them upward.
     """
     counts = np.asarray(counts, dtype=np.float64)
     n_c = np.asarray(n_c, dtype=np.int64)
@@ -282,16 +288,28 @@ def least_squares_decode(
             pos = positions[c, t]
             ok = pos >= 0
             r[ok] += n_c[c] * b[c, pos[ok]]
+    if uniform_weight is not None:
+        w = float(uniform_weight)
+        Me = np.zeros((S + 1, S + 1))
+        Me[:S, :S] = M
+        valid = (positions[active] >= 0).sum(axis=1)  # (active, S): cells covered per candidate
+        Me[:S, S] = Me[S, :S] = w * (n_c[active, None] * valid).sum(axis=0)
+        Me[S, S] = w * w * k * float(n_c[active].sum())
+        M = Me
+        r = np.append(r, w * float((n_c[active] * b[active].sum(axis=1)).sum()))
     lam, V = np.linalg.eigh(M)
     tol = lam.max() * S * np.finfo(np.float64).eps if lam.size and lam.max() > 0 else 0.0
     keep = lam > tol
     Mp = (V[:, keep] / lam[keep]) @ V[:, keep].T
     theta = Mp @ r
-    var = np.zeros(S)
+    S_out = theta.size
+    var = np.zeros(S_out)
     for c in active:
         nc = float(n_c[c])
         pi = np.clip(counts[c] / nc, 0.0, 1.0)
-        G = np.zeros((k, S))
+        G = np.zeros((k, S_out))
+        if uniform_weight is not None:
+            G += uniform_weight * Mp[S]
         for t in range(h):
             pos = positions[c, t]
             ok = np.flatnonzero(pos >= 0)

@@ -300,10 +300,15 @@ class SampleOne:
             cands = list(candidates.to_list() if hasattr(candidates, "to_list") else candidates)
             inner = acc.estimate(candidates=[*cands, PAD], postprocess="none", confidence=confidence)
         m = self.m
-        raw_padded = np.asarray(inner.raw)
-        raw = m * raw_padded[:-1]
-        se = m * np.asarray(inner.std_error)[:-1]
-        items = inner.items[:-1]
+        raw_all = np.asarray(inner.raw)
+        # PAD is decoded, never reported: the last code of a closed padded domain, or the PAD
+        # candidate of an open one
+        pad_at = len(inner.items) - 1 if self.closed else inner.items.index(PAD)
+        keep = np.arange(len(inner.items)) != pad_at
+        raw_padded = np.r_[raw_all[keep], raw_all[~keep]]  # PAD last, for the projection below
+        raw = m * raw_all[keep]
+        se = m * np.asarray(inner.std_error)[keep]
+        items = tuple(it for i, it in enumerate(inner.items) if i != pad_at)
         est = finalize_estimate(raw, se, inner.n, postprocess="none", confidence=confidence, items=items, total=m)
         if postprocess == "none":
             return est

@@ -18,7 +18,7 @@ from .estimation import POSTPROCESS_CHOICES
 from .mechanisms import FrequencyOracle
 from .sampling import SecureRandomSource, SeededRandomSource
 
-__all__ = ["DISTRIBUTIONS", "true_distribution", "draw_users", "simulate", "SimulationResult"]
+__all__ = ["DISTRIBUTIONS", "true_distribution", "draw_users", "draw_sets", "simulate", "SimulationResult"]
 
 DISTRIBUTIONS = ("dirichlet", "zipf", "geometric", "uniform")
 TRUTHS = ("empirical", "population")
@@ -48,6 +48,25 @@ def draw_users(theta: np.ndarray, n: int, gen: np.random.Generator) -> tuple[np.
     return values, counts
 
 
+def draw_sets(theta: np.ndarray, n: int, m: int, gen: np.random.Generator):
+    """n users whose sets hold ``m`` distinct items drawn from θ without replacement (successive
+    sampling, by the Gumbel-top-m trick), as a CSR :class:`ldp_plugin.sets.SetBatch`, and the true
+    frequencies ``f_v`` = fraction of users holding ``v``."""
+    from .sets import SetBatch
+
+    d = theta.size
+    if not 1 <= m <= d:
+        raise LDPParameterError(f"m must be in [1, d] (got m={m}, d={d})")
+    logt = np.log(np.maximum(theta, 1e-300))
+    out = np.empty((n, m), dtype=np.int64)
+    step = max(1, (1 << 22) // d)
+    for lo in range(0, n, step):
+        g = logt[None, :] + gen.gumbel(size=(min(step, n - lo), d))
+        out[lo : lo + g.shape[0]] = np.argpartition(-g, m - 1, axis=1)[:, :m]
+    f = np.bincount(out.ravel(), minlength=d) / n
+    return SetBatch(out.ravel(), np.arange(0, n * m + 1, m, dtype=np.int64)), f
+
+
 @dataclass(frozen=True)
 class SimulationResult:
     mechanism: dict
@@ -64,13 +83,14 @@ class SimulationResult:
     analytic_mse: float
     randomize_seconds: float
     aggregate_seconds: float
+    m: int = 1
 
     def to_dict(self) -> dict:
         return dict(self.__dict__)
 
 
 def simulate(
-    mechanism: FrequencyOracle,
+    mechanism: Any,
     *,
     n: int,
     repeats: int = 1,
@@ -98,19 +118,33 @@ def simulate(
         raise LDPParameterError(f"truth must be one of {TRUTHS} (got {truth!r})")
     if distribution not in DISTRIBUTIONS:
         raise LDPParameterError(f"distribution must be one of {DISTRIBUTIONS} (got {distribution!r})")
+    from .sets import SampleOne
+
     gen = np.random.default_rng(seed)
     source = SeededRandomSource(int(gen.integers(0, 2**63))) if seed is not None else SecureRandomSource()
+    is_set = isinstance(mechanism, SampleOne)
+    base = mechanism.mechanism if is_set else mechanism
+    d = base.d
+    if d is None:
+        raise LDPParameterError("simulate needs a closed-alphabet mechanism (give d)")
+    m = mechanism.m if is_set else 1
     l2 = l1 = linf = l2raw = mse = 0.0
     t_rand = t_agg = 0.0
     for _ in range(repeats):
-        theta = true_distribution(distribution, mechanism.d, gen)
-        values, counts = draw_users(theta, int(n), gen)
-        target = counts / n if truth == "empirical" else theta
+        theta = true_distribution(distribution, d, gen)
+        if is_set:
+            data, f = draw_sets(theta, int(n), m, gen)
+            target = f  # the true frequencies; the padded mechanism sees θ = f/m
+        else:
+            data, counts = draw_users(theta, int(n), gen)
+            target = counts / n if truth == "empirical" else theta
         t0 = time.perf_counter()
-        reports = mechanism._randomize_codes(values, source)
+        reports = mechanism.randomize(data, rng=source) if is_set else (
+            mechanism._randomize_codes(data, source) if hasattr(mechanism, "_randomize_codes") else mechanism.randomize_encoded(data, rng=source)
+        )
         t1 = time.perf_counter()
         acc = mechanism.accumulator().add(reports)
-        est = acc.estimate(postprocess=postprocess)
+        est = mechanism.estimate_from(acc, postprocess=postprocess) if is_set else acc.estimate(postprocess=postprocess)
         t2 = time.perf_counter()
         t_rand += t1 - t0
         t_agg += t2 - t1
@@ -120,7 +154,7 @@ def simulate(
         linf += float(np.abs(err).max())
         rerr = est.raw - target
         l2raw += float(rerr @ rerr)
-        mse += mechanism.mse(int(n), theta, sampling="fixed" if truth == "empirical" else "iid")
+        mse += _analytic_mse(mechanism, int(n), theta, target if is_set else None, truth)
     r = float(repeats)
     return SimulationResult(
         mechanism=mechanism.params(),
@@ -137,7 +171,26 @@ def simulate(
         analytic_mse=mse / r,
         randomize_seconds=t_rand,
         aggregate_seconds=t_agg,
+        m=m,
     )
+
+
+def _analytic_mse(mechanism, n: int, theta: np.ndarray, f: Optional[np.ndarray], truth: str) -> float:
+    """The raw estimator's expected squared l2 error (fixed population; sets: ``m² ·`` the padded
+    mechanism's per-item variances at ``θ = f/m``; cohort mechanisms: their prediction)."""
+    from .sets import SampleOne
+
+    if isinstance(mechanism, SampleOne):
+        m, padded = mechanism.m, mechanism.padded
+        th = np.append(f / m, max(0.0, 1 - f.sum() / m))
+        if hasattr(padded, "variance"):
+            return float(m * m * padded.variance(th, n)[:-1].sum())
+        d = th.size
+        return float(m * m * padded.predicted_mse(n, S=d) * (d - 1) / d)
+    if hasattr(mechanism, "mse"):
+        return mechanism.mse(n, theta, sampling="fixed" if truth == "empirical" else "iid")
+    extra = 0.0 if truth == "empirical" else (1 - float(np.sum(theta**2))) / n
+    return mechanism.predicted_mse(n) + extra
 
 
 def parse_params(pairs: list[str]) -> Mapping[str, Any]:

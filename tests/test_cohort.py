@@ -91,7 +91,9 @@ def test_least_squares_unbiased_and_standard_errors(factory):
     values = np.repeat(np.array(items, dtype=object), counts)
     n = values.size
     theta = counts / n
-    R = 300
+    if not m.closed:
+        theta = np.append(theta, 0.0)  # the estimated mass outside the candidates (OTHER)
+    R = 1000
     src = SeededRandomSource(2024)
     est, se2 = [], []
     for _ in range(R):
@@ -100,13 +102,38 @@ def test_least_squares_unbiased_and_standard_errors(factory):
         se2.append(e.std_error**2)
     est, se2 = np.array(est), np.array(se2)
     var = se2.mean(axis=0)  # the decoder's own standard errors
-    zcrit = stats.norm.isf(ALPHA / (2 * len(items)))
+    zcrit = stats.norm.isf(ALPHA / (2 * theta.size))
     assert np.all(np.abs(est.mean(axis=0) - theta) / np.sqrt(var / R) < zcrit)
     s2 = est.var(axis=0, ddof=1)
-    lo = stats.chi2.ppf(ALPHA / (2 * len(items)), R - 1) / (R - 1)
-    hi = stats.chi2.isf(ALPHA / (2 * len(items)), R - 1) / (R - 1)
+    lo = stats.chi2.ppf(ALPHA / (2 * theta.size), R - 1) / (R - 1)
+    hi = stats.chi2.isf(ALPHA / (2 * theta.size), R - 1) / (R - 1)
     assert np.all((s2 / var > lo) & (s2 / var < hi))
-    assert not np.all((s2 / (1.3 * var) > lo) & (s2 / (1.3 * var) < hi))  # power
+    assert not np.all((s2 / (1.4 * var) > lo) & (s2 / (1.4 * var) < hi))  # power: 40% off is caught
+
+
+def test_open_alphabet_other_mass_removes_tail_bias():
+    # 40% of users hold items outside the candidate list: with the OTHER unknown the candidates
+    # stay unbiased; without it (paper 002 eq. 22 as written) they are biased upward (power check)
+    m = ORR(epsilon=2.0, k=8, cohorts=32, hash_seed=5)
+    cands = ["a", "b", "c", "d"]
+    counts = np.array([3000, 2000, 1000, 0])
+    tail = np.array([f"tail-{i}" for i in range(4000)], dtype=object)
+    values = np.r_[np.repeat(np.array(cands, dtype=object), counts), tail]
+    n = values.size
+    theta = np.r_[counts / n, tail.size / n]
+    R = 40
+    src = SeededRandomSource(8)
+    with_other, without = [], []
+    for _ in range(R):
+        acc = m.accumulator().add(m.randomize(values, rng=src))
+        e = acc.estimate(candidates=cands, postprocess="none")
+        assert e.items == (*cands, "<other>")
+        with_other.append(e.raw)
+        without.append(acc.estimate(candidates=cands, other=False, postprocess="none").raw)
+        se = e.std_error
+    zcrit = stats.norm.isf(ALPHA / 10)
+    assert np.all(np.abs(np.mean(with_other, axis=0) - theta) / (se / np.sqrt(R)) < zcrit)
+    assert np.any(np.abs(np.mean(without, axis=0) - theta[:4]) / (se[:4] / np.sqrt(R)) >= zcrit)
 
 
 def _geometric(S, n, seed):

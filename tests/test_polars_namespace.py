@@ -154,6 +154,6 @@ def test_generated_set_frames_round_trip(rows, seed):
     assert rep.equals(df.lazy().ldp.privatize("items", mech, user_id="uid", cohorts=seed, seed=seed, keep_user_id=True))
     cands = sorted({x for r in rows for x in r[1]}) or ["none"]
     est = rep.ldp.estimate(mech, candidates=cands)
-    assert est["item"].to_list() == cands
+    assert est["item"].to_list() == [*cands, "<other>"]
     e = est["estimate"].to_numpy()
     assert np.all((e >= 0) & (e <= 1)) and np.all(np.isfinite(est["std_error"].to_numpy()))

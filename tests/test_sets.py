@@ -56,7 +56,8 @@ def test_open_alphabet_sets_and_polars_lists():
     col = pl.Series([["maps", "mail"], ["mail"], [], ["chat", "maps"]] * 5000)
     r = s.randomize(col, rng=3)
     e = s.estimate(r, candidates=["maps", "mail", "chat"])
-    truth = np.array([0.5, 0.5, 0.25])
+    assert e.items == ("maps", "mail", "chat", "<other>")
+    truth = np.array([0.5, 0.5, 0.25, 0.0])
     assert np.all(np.abs(e.raw - truth) < 6 * e.std_error)
     with pytest.raises(LDPParameterError, match="candidates"):
         s.estimate(r)

@@ -47,7 +47,10 @@ from ._base import Channel, check_domain, check_epsilon, encode_values, floor_th
 from .randomized_response import KRR
 from .unary import packed_column_counts, randomize_bit_rows
 
-__all__ = ["CohortReports", "CohortAccumulator", "ORR", "ORAPPOR"]
+__all__ = ["CohortReports", "CohortAccumulator", "ORR", "ORAPPOR", "OTHER"]
+
+#: The label of the estimated total mass of items outside an open alphabet's candidates.
+OTHER = "<other>"
 
 MAX_K = 1 << 24
 MAX_COHORTS = 1 << 20
@@ -253,8 +256,10 @@ class _CohortMechanism(abc.ABC):
             pos[:, t, :][dup] = -1
         return pos, items
 
-    def estimate(self, reports: Any, *, candidates: Any = None, postprocess: str = "projection", confidence: float = 0.95) -> FrequencyEstimate:
-        return self.accumulator().add(reports).estimate(candidates=candidates, postprocess=postprocess, confidence=confidence)
+    def estimate(
+        self, reports: Any, *, candidates: Any = None, other: bool = True, postprocess: str = "projection", confidence: float = 0.95
+    ) -> FrequencyEstimate:
+        return self.accumulator().add(reports).estimate(candidates=candidates, other=other, postprocess=postprocess, confidence=confidence)
 
     # -- channel -----------------------------------------------------------------------------------
     @abc.abstractmethod
@@ -316,13 +321,26 @@ class CohortAccumulator:
         out.n_c = self.n_c + other.n_c
         return out
 
-    def estimate(self, *, candidates: Any = None, postprocess: str = "projection", confidence: float = 0.95, total: float = 1.0) -> FrequencyEstimate:
+    def estimate(
+        self, *, candidates: Any = None, other: bool = True, postprocess: str = "projection", confidence: float = 0.95, total: float = 1.0
+    ) -> FrequencyEstimate:
+        """Least-squares estimate over the closed domain, or over ``candidates`` (open alphabet).
+
+        Open alphabets also estimate :data:`OTHER`, the total frequency of all non-candidate
+        items (``other=True``, the default): without it their mass biases the candidates
+        that share hash cells with them."""
         check_postprocess(postprocess, confidence)
         if self.n == 0:
             raise LDPParameterError("an estimate needs at least one report (n >= 1)")
         m = self.mechanism
         pos, items = m.candidate_positions(candidates)
-        raw, se, _rank = least_squares_decode(self.counts, self.n_c, m.p, m.q, pos, covariance=m.covariance)
+        uniform = None
+        if not m.closed and other:
+            if OTHER in items:
+                raise LDPParameterError(f"candidates must not contain the reserved label {OTHER!r}")
+            uniform = m.hashes_per_item / m.k
+            items = (*items, OTHER)
+        raw, se, _rank = least_squares_decode(self.counts, self.n_c, m.p, m.q, pos, covariance=m.covariance, uniform_weight=uniform)
         return finalize_estimate(raw, se, self.n, postprocess=postprocess, confidence=confidence, items=items, total=total)
 
     def __repr__(self) -> str:
@@ -353,7 +371,7 @@ class ORR(_CohortMechanism):
     >>> m = ORR(epsilon=2.0, k=8, cohorts=16)
     >>> r = m.randomize(["maps", "mail", "maps"], rng=0)
     >>> len(r), m.estimate(r, candidates=["maps", "mail", "chat"]).items
-    (3, ('maps', 'mail', 'chat'))
+    (3, ('maps', 'mail', 'chat', '<other>'))
     """
 
     name = "orr"

@@ -1,0 +1,243 @@
+"""``ldp collect JOB.toml``: privatize a file of per-user values or sets and estimate frequencies.
+
+A job file (paths are relative to the job file)::
+
+    [input]
+    path = "apps.parquet"        # .parquet or .csv
+    column = "apps"              # one value per user, or a list of items per user
+    user_id = "user"             # optional: checked for nulls and duplicates
+    list_separator = ";"         # CSV only: split this string column into per-user sets
+
+    [mechanism]
+    name = "orr"                 # any registered mechanism (`ldp mechanisms`)
+    epsilon = 2.0                # per user (max-divergence)
+    categories = ["maps", "mail"]   # closed alphabet labels (or `d = 1024` for integer codes);
+                                    # omit both for an open alphabet (orr/orappor) + candidates
+    m = 4                        # per-user sets: pad-and-sample to m (omit for scalar columns)
+    on_long = "error"            # or "sample": sets longer than m are sampled down
+    [mechanism.params]           # mechanism parameters; O-RR without k/cohorts: choose_orr
+    k = 8
+    cohorts = 64
+
+    [collection]
+    cohort_salt = 7              # cohort = salted hash of the user id (else fresh randomness)
+    seed = 1                     # reproducible and NOT secure; omit for the OS CSPRNG
+    unknown = "error"            # or "other" (a declared category)
+    candidates = ["maps", "mail", "chat"]   # open alphabets: the items to estimate
+    postprocess = "projection"
+    confidence = 0.95
+
+    [output]
+    estimates = "out/estimates.parquet"     # .parquet or .csv
+    plot = "out/estimates.png"              # optional (needs ldp-plugin[plot])
+    reports = "out/reports"                 # optional: keep the reports as Parquet parts
+
+The reports are released once (streamed from the input); the estimates, plot and summary are
+post-processing and cost no privacy.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Optional
+
+from ._errors import LDPInputError, LDPParameterError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+__all__ = ["Job", "load_job", "run_job"]
+
+_SECTIONS = {
+    "input": {"path", "column", "user_id", "list_separator"},
+    "mechanism": {"name", "epsilon", "categories", "d", "m", "on_long", "params"},
+    "collection": {"cohort_salt", "seed", "unknown", "candidates", "postprocess", "confidence"},
+    "output": {"estimates", "plot", "reports"},
+}
+
+
+@dataclass(frozen=True)
+class Job:
+    base: Path
+    input: dict
+    mechanism: dict
+    collection: dict
+    output: dict
+
+    def path(self, rel: str) -> Path:
+        p = Path(rel)
+        return p if p.is_absolute() else self.base / p
+
+
+def load_job(path: str | Path) -> Job:
+    """Read and validate a job file (unknown sections or keys are errors, not ignored)."""
+    path = Path(path)
+    if not path.is_file():
+        raise LDPParameterError(f"job file {str(path)!r} does not exist")
+    try:
+        with path.open("rb") as f:
+            raw = tomllib.load(f)
+    except tomllib.TOMLDecodeError as e:
+        raise LDPParameterError(f"job file {path.name} is not valid TOML: {e}") from None
+    unknown = set(raw) - set(_SECTIONS)
+    if unknown:
+        raise LDPParameterError(f"job file has unknown section(s) {sorted(unknown)}; allowed: {sorted(_SECTIONS)}")
+    for sec, keys in _SECTIONS.items():
+        bad = set(raw.get(sec, {})) - keys
+        if bad:
+            raise LDPParameterError(f"[{sec}] has unknown key(s) {sorted(bad)}; allowed: {sorted(keys)}")
+    for sec, req in (("input", ("path", "column")), ("mechanism", ("name", "epsilon")), ("output", ("estimates",))):
+        for key in req:
+            if key not in raw.get(sec, {}):
+                raise LDPParameterError(f"job file needs [{sec}] {key}")
+    return Job(path.resolve().parent, raw["input"], raw["mechanism"], raw.get("collection", {}), raw["output"])
+
+
+def build_mechanism(spec: dict, n_hint: int) -> Any:
+    """The mechanism of a job's ``[mechanism]`` section (wrapped in SampleOne if ``m`` is set)."""
+    from ldp_plugin.registry import load_registry
+
+    from .sets import SampleOne
+    from .theory import choose_orr
+
+    reg = load_registry()
+    name = spec["name"]
+    if name not in reg:
+        raise LDPParameterError(f"unknown mechanism {name!r}; registered: {sorted(reg)}")
+    decl = reg[name]
+    params = dict(spec.get("params", {}))
+    bad = set(params) - set(decl.parameters) - {"categories"}
+    if bad:
+        raise LDPParameterError(f"mechanism {name!r} has no parameter(s) {sorted(bad)}; it takes {sorted(decl.parameters)}")
+    cats, d = spec.get("categories"), spec.get("d")
+    m = spec.get("m")
+    if name == "orr" and "k" not in params:
+        S = (len(cats) if cats is not None else d) or len(spec.get("_candidates") or []) or None
+        if S is None:
+            raise LDPParameterError("O-RR needs params.k (and cohorts), or categories/d/candidates to choose them")
+        chosen = choose_orr(S + (1 if m else 0), float(spec["epsilon"]), n_hint, closed=cats is not None or d is not None)
+        params.setdefault("k", chosen["k"])
+        params.setdefault("cohorts", chosen["cohorts"])
+    kwargs = dict(epsilon=spec["epsilon"], **params)
+    if decl.fixed_d is None:
+        kwargs.update(d=d, categories=cats)
+    mech = decl.mechanism_class()(**kwargs)
+    if m is not None:
+        return SampleOne(mechanism=mech, m=m, on_long=spec.get("on_long", "error"))
+    return mech
+
+
+def _read_input(job: Job):
+    import polars as pl
+
+    src = job.path(job.input["path"])
+    if not src.exists():
+        raise LDPInputError(f"input file {str(src)!r} does not exist")
+    column = job.input["column"]
+    if src.suffix.lower() == ".parquet":
+        lf = pl.scan_parquet(src)
+    elif src.suffix.lower() == ".csv":
+        lf = pl.scan_csv(src)
+        sep = job.input.get("list_separator")
+        if sep is not None:
+            lf = lf.with_columns(pl.col(column).fill_null("").str.split(sep).list.eval(pl.element().filter(pl.element() != "")))
+    else:
+        raise LDPInputError(f"input must be a .parquet or .csv file (got {src.suffix!r})")
+    return lf
+
+
+def _write_table(df, path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if path.suffix.lower() == ".parquet":
+        df.write_parquet(path)
+    elif path.suffix.lower() == ".csv":
+        df.write_csv(path)
+    else:
+        raise LDPParameterError(f"estimates must be written as .parquet or .csv (got {path.suffix!r})")
+
+
+def plot_estimates(frame, path: Path, *, title: str, max_items: int = 40) -> None:
+    """A PNG of the estimates (largest first) with their confidence intervals."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:  # pragma: no cover - the test extra installs it
+        raise LDPParameterError("the plot needs matplotlib: pip install 'ldp-plugin[plot]' (or drop [output] plot)") from None
+    top = frame.sort("estimate", descending=True).head(max_items)
+    labels = [str(v) for v in top["item"].to_list()]
+    est = top["estimate"].to_numpy()
+    lo = top["ci_lower"].to_numpy()
+    hi = top["ci_upper"].to_numpy()
+    fig, ax = plt.subplots(figsize=(8, 0.28 * len(labels) + 1.5))
+    y = list(range(len(labels)))[::-1]
+    ax.barh(y, est, color="#4c72b0", alpha=0.8, label="estimate")
+    ax.errorbar((lo + hi) / 2, y, xerr=(hi - lo) / 2, fmt="none", ecolor="black", capsize=2, label="confidence interval")
+    ax.set_yticks(y)
+    ax.set_yticklabels(labels, fontsize=8)
+    ax.set_xlabel("frequency")
+    ax.set_title(title, fontsize=9)
+    ax.legend(fontsize=8, loc="lower right")
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def run_job(job: Job) -> dict:
+    """Run a job: stream the input, privatize once, estimate, write outputs; return a summary."""
+    import polars as pl
+
+    from ldp_plugin.adapters import estimate as estimate_reports
+    from ldp_plugin.adapters import privatize
+
+    lf = _read_input(job)
+    n_hint = int(lf.select(pl.len()).collect(engine="streaming").item())
+    coll = job.collection
+    spec = dict(job.mechanism, _candidates=coll.get("candidates"))
+    mech = build_mechanism(spec, max(n_hint, 1))
+    t0 = time.perf_counter()
+    reports_dir = job.output.get("reports")
+    reports = privatize(
+        lf,
+        job.input["column"],
+        mech,
+        user_id=job.input.get("user_id"),
+        cohorts=coll.get("cohort_salt"),
+        seed=coll.get("seed"),
+        unknown=coll.get("unknown", "error"),
+        sink=None if reports_dir is None else job.path(reports_dir),
+    )
+    t1 = time.perf_counter()
+    est = estimate_reports(
+        reports,
+        mech,
+        candidates=coll.get("candidates"),
+        postprocess=coll.get("postprocess", "projection"),
+        confidence=float(coll.get("confidence", 0.95)),
+    )
+    t2 = time.perf_counter()
+    out_path = job.path(job.output["estimates"])
+    _write_table(est, out_path)
+    plot_path: Optional[Path] = None
+    if "plot" in job.output:
+        plot_path = job.path(job.output["plot"])
+        plot_estimates(est, plot_path, title=f"{mech.name}, epsilon={mech.epsilon}, n={n_hint:,}")
+    return {
+        "mechanism": mech.params(),
+        "epsilon": mech.epsilon,
+        "users": n_hint,
+        "secure_randomness": coll.get("seed") is None,
+        "estimates": str(out_path),
+        "plot": None if plot_path is None else str(plot_path),
+        "reports": None if reports_dir is None else str(job.path(reports_dir)),
+        "privatize_seconds": round(t1 - t0, 3),
+        "estimate_seconds": round(t2 - t1, 3),
+        "top": est.sort("estimate", descending=True).head(10).to_dicts(),
+    }
