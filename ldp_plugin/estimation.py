@@ -253,6 +253,7 @@ def least_squares_decode(
 
     Standard errors: ``θ̂ = M⁺ Σ_c n_c B_cᵀ b_c``, so
     ``Var θ̂_s = Σ_c n_c² g_{c,s}ᵀ Cov(b_c) g_{c,s}`` with ``g_{c,s} = B_c M⁺ e_s`` and the plug-in
+    (model-implied ``π̂_c = q + (p−q) B_c clip(θ̂, 0, 1)``, never below ``q``)
     ``Cov(b_c) = (diag π̂_c − π̂_c π̂_cᵀ)/(n_c (p−q)²)`` (``covariance="multinomial"``: one cell per
     report, O-RR; conservative for a mixed population) or ``diag(π̂(1−π̂))/(n_c (p−q)²)``
     (``"bernoulli"``: independent bits, O-RAPPOR). Returns ``(θ̂, std_error, rank of M)``.
@@ -304,9 +305,18 @@ def least_squares_decode(
     theta = Mp @ r
     S_out = theta.size
     var = np.zeros(S_out)
+    plug = np.clip(theta, 0.0, 1.0)
     for c in active:
         nc = float(n_c[c])
-        pi = np.clip(counts[c] / nc, 0.0, 1.0)
+        # model-implied cell probabilities at the clipped estimate (never 0: at least q)
+        cover = np.zeros(k)
+        for t in range(h):
+            pos = positions[c, t]
+            ok = pos >= 0
+            cover += np.bincount(pos[ok], weights=plug[:S][ok], minlength=k)
+        if uniform_weight is not None:
+            cover += uniform_weight * plug[S]
+        pi = np.clip(q + delta * cover, 0.0, 1.0)
         G = np.zeros((k, S_out))
         if uniform_weight is not None:
             G += uniform_weight * Mp[S]
