@@ -18,6 +18,8 @@ from .measurements import (
     category_domain,
     enable_ldp_features,
     make_hadamard,
+    make_hadamard_mechanism,
+    make_the,
     make_k_subset,
     make_olh,
     make_orappor,
@@ -31,6 +33,8 @@ from .measurements import (
     make_randomized_response_warner,
     make_rappor,
     then_hadamard,
+    then_hadamard_mechanism,
+    then_the,
     then_k_subset,
     then_olh,
     then_orappor,
@@ -41,7 +45,7 @@ from .measurements import (
     then_randomized_response_warner,
     then_rappor,
 )
-from .mechanisms import KRR, OLH, ORAPPOR, ORR, OUE, CohortAccumulator, CohortReports, HadamardResponse, RAPPOR, Channel, FrequencyAccumulator, FrequencyOracle, KSubset, WarnerRR
+from .mechanisms import THE, KRR, OLH, ORAPPOR, ORR, OUE, CohortAccumulator, CohortReports, HadamardMechanism, HadamardResponse, RAPPOR, Channel, FrequencyAccumulator, FrequencyOracle, KSubset, WarnerRR
 from .sampling import RandomSource, SecureRandomSource, SeededRandomSource
 from .sets import PAD, SampleOne, SetBatch, as_set_batch
 
@@ -75,6 +79,10 @@ __all__ = [
     "then_olh",
     "make_hadamard",
     "then_hadamard",
+    "make_hadamard_mechanism",
+    "then_hadamard_mechanism",
+    "make_the",
+    "then_the",
     "make_orr",
     "then_orr",
     "make_orappor",
@@ -89,6 +97,8 @@ __all__ = [
     "KSubset",
     "OLH",
     "HadamardResponse",
+    "HadamardMechanism",
+    "THE",
     "ORR",
     "ORAPPOR",
     "CohortReports",

@@ -25,7 +25,7 @@ from opendp.mod import _PartialConstructor as PartialConstructor
 
 from ._errors import LDPParameterError
 from .exact import scale_epsilon_up
-from .mechanisms import KRR, OLH, ORAPPOR, ORR, OUE, RAPPOR, FrequencyOracle, HadamardResponse, KSubset, WarnerRR
+from .mechanisms import KRR, OLH, ORAPPOR, ORR, OUE, RAPPOR, THE, FrequencyOracle, HadamardMechanism, HadamardResponse, KSubset, WarnerRR
 from .sets import SampleOne
 from .sampling import RNGLike, as_source
 
@@ -56,6 +56,10 @@ __all__ = [
     "set_domain",
     "make_sample_one",
     "make_set_ldp",
+    "make_the",
+    "then_the",
+    "make_hadamard_mechanism",
+    "then_hadamard_mechanism",
 ]
 
 UNITS = ("user", "population")
@@ -298,3 +302,21 @@ def make_sample_one(set_mechanism: SampleOne, *, unit: str = "user", rng: RNGLik
 def make_set_ldp(set_mechanism: SampleOne, *, unit: str = "user", rng: RNGLike = None) -> dp.Measurement:
     """``make_sample_one(...) >> then_ldp(set_mechanism.padded)``: ε-LDP per user for sets."""
     return make_sample_one(set_mechanism, unit=unit, rng=rng) >> then_ldp(set_mechanism.padded, unit=unit, rng=rng)
+
+
+def make_the(*, epsilon: float, d: Optional[int] = None, categories: Optional[Sequence] = None, threshold: Optional[float] = None, unit: str = "user", rng: RNGLike = None) -> dp.Measurement:
+    """Thresholded histogram encoding (Wang et al. 2017 §4.3). ``ε``-LDP per user."""
+    return make_ldp(THE(epsilon=epsilon, d=d, categories=categories, threshold=threshold), unit=unit, rng=rng)
+
+
+def then_the(*, epsilon: float, d: Optional[int] = None, categories: Optional[Sequence] = None, threshold: Optional[float] = None, unit: str = "user", rng: RNGLike = None):
+    return then_ldp(THE(epsilon=epsilon, d=d, categories=categories, threshold=threshold), unit=unit, rng=rng)
+
+
+def make_hadamard_mechanism(*, epsilon: float, d: Optional[int] = None, categories: Optional[Sequence] = None, unit: str = "user", rng: RNGLike = None) -> dp.Measurement:
+    """Hadamard mechanism (one randomized Hadamard coefficient). ``ε``-LDP per user."""
+    return make_ldp(HadamardMechanism(epsilon=epsilon, d=d, categories=categories), unit=unit, rng=rng)
+
+
+def then_hadamard_mechanism(*, epsilon: float, d: Optional[int] = None, categories: Optional[Sequence] = None, unit: str = "user", rng: RNGLike = None):
+    return then_ldp(HadamardMechanism(epsilon=epsilon, d=d, categories=categories), unit=unit, rng=rng)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ldp_plugin import KRR, OLH, OUE, RAPPOR, HadamardResponse, KSubset, WarnerRR
+from ldp_plugin import KRR, OLH, OUE, RAPPOR, THE, HadamardMechanism, HadamardResponse, KSubset, WarnerRR
 
 
 def small_instances():
@@ -27,6 +27,10 @@ def small_instances():
         ("olh-d6-g5", lambda e: OLH(epsilon=e, d=6, g=5)),
         ("hadamard-d3", lambda e: HadamardResponse(epsilon=e, d=3)),
         ("hadamard-d6", lambda e: HadamardResponse(epsilon=e, d=6)),
+        ("hm-d3", lambda e: HadamardMechanism(epsilon=e, d=3)),
+        ("hm-d6", lambda e: HadamardMechanism(epsilon=e, d=6)),
+        ("the-d4", lambda e: THE(epsilon=e, d=4)),
+        ("the-d5-t07", lambda e: THE(epsilon=e, d=5, threshold=0.7)),
     ]
 
 

@@ -2,10 +2,10 @@
 
 from ._base import Channel, FrequencyAccumulator, FrequencyOracle
 from .cohort import ORAPPOR, ORR, CohortAccumulator, CohortReports
-from .hadamard import HadamardResponse
+from .hadamard import HadamardMechanism, HadamardResponse
 from .local_hashing import OLH
 from .randomized_response import KRR, WarnerRR
 from .subset import KSubset
-from .unary import OUE, RAPPOR, UnaryEncoding
+from .unary import OUE, RAPPOR, THE, UnaryEncoding
 
-__all__ = ["Channel", "FrequencyAccumulator", "FrequencyOracle", "KRR", "WarnerRR", "KSubset", "OLH", "HadamardResponse", "ORR", "ORAPPOR", "CohortReports", "CohortAccumulator", "OUE", "RAPPOR", "UnaryEncoding"]
+__all__ = ["Channel", "FrequencyAccumulator", "FrequencyOracle", "KRR", "WarnerRR", "KSubset", "OLH", "HadamardResponse", "HadamardMechanism", "THE", "ORR", "ORAPPOR", "CohortReports", "CohortAccumulator", "OUE", "RAPPOR", "UnaryEncoding"]

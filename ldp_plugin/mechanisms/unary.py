@@ -25,15 +25,16 @@ import abc
 import itertools
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any
+import math
+from typing import Any, ClassVar, Optional
 
 import numpy as np
 
-from .._errors import LDPInputError
+from .._errors import LDPInputError, LDPParameterError
 from ..exact import TWO64, exp_lower_bound
 from ._base import Channel, FrequencyOracle, ceil_threshold, floor_threshold
 
-__all__ = ["UnaryEncoding", "RAPPOR", "OUE", "randomize_bit_rows", "packed_column_counts"]
+__all__ = ["UnaryEncoding", "RAPPOR", "OUE", "THE", "the_optimal_threshold", "randomize_bit_rows", "packed_column_counts"]
 
 # bits per randomization chunk: bounds peak memory at a few tens of MB whatever n and d are
 _CHUNK_BITS = 1 << 21
@@ -216,3 +217,65 @@ class OUE(UnaryEncoding):
     def _thresholds(self):
         L = exp_lower_bound(self.epsilon)
         return TWO64 // 2, ceil_threshold(1 / (L + 1))
+
+
+def _the_probs(epsilon: float, theta: float) -> tuple[float, float]:
+    """THE's per-bit probabilities: ``P(1 | bit 1) = 1 − ½e^{−ε(1−θ)/2}``, ``P(1 | bit 0) = ½e^{−εθ/2}``."""
+    return 1 - 0.5 * math.exp(-epsilon * (1 - theta) / 2), 0.5 * math.exp(-epsilon * theta / 2)
+
+
+def the_optimal_threshold(epsilon: float) -> float:
+    """The threshold θ ∈ (1/2, 1) minimising THE's rare-item variance ``q(1−q)/(p−q)²``
+    (Wang et al. 2017 §4.3 optimise it numerically; golden-section search here)."""
+    def var(t):
+        p, q = _the_probs(epsilon, t)
+        return q * (1 - q) / (p - q) ** 2
+
+    lo, hi = 0.5, 1.0
+    g = (math.sqrt(5) - 1) / 2
+    a, b = hi - g * (hi - lo), lo + g * (hi - lo)
+    for _ in range(100):
+        if var(a) < var(b):
+            hi, b = b, a
+            a = hi - g * (hi - lo)
+        else:
+            lo, a = a, b
+            b = lo + g * (hi - lo)
+    return (lo + hi) / 2
+
+
+@dataclass(frozen=True, kw_only=True)
+class THE(UnaryEncoding):
+    """Thresholded histogram encoding (Wang, Blocki, Li, Jha 2017 §4.3), ``epsilon``-LDP per user.
+
+    Each coordinate of the one-hot vector gets Laplace noise of scale ``2/ε`` (the histogram with
+    two changed coordinates is ε-DP) and is reported as the bit "noisy value > θ": post-processing,
+    so still ε-LDP. That is a unary encoding with ``p = 1 − ½e^{−ε(1−θ)/2}`` and
+    ``q = ½e^{−εθ/2}``, sampled here directly from integer thresholds (no continuous noise); the
+    realized ratio ``p(1−q)/((1−p)q)`` is checked ``<= e^ε`` exactly (it has slack:
+    ``(2e^{ε/4} − 1)² <= e^ε`` at θ = 1/2). ``threshold=None`` picks the variance-optimal θ.
+
+    >>> from ldp_plugin import THE
+    >>> m = THE(epsilon=2.0, d=8)
+    >>> 0.5 < m.threshold < 1.0, m.realized_epsilon < 2.0
+    (True, True)
+    """
+
+    name = "the"
+    uses_full_budget: ClassVar[bool] = False  # thresholding Laplace noise is not tight
+    threshold: Optional[float] = None
+
+    def _validate_extra(self) -> None:
+        t = self.threshold
+        if t is None:
+            t = the_optimal_threshold(self.epsilon)
+        elif isinstance(t, bool) or not isinstance(t, (int, float)) or not 0.5 <= float(t) < 1.0:
+            raise LDPParameterError(f"threshold must be a number in [0.5, 1) (got {t!r})")
+        object.__setattr__(self, "threshold", float(t))
+
+    def _extra_params(self) -> dict:
+        return {"threshold": self.threshold}
+
+    def _thresholds(self):
+        p, q = _the_probs(self.epsilon, self.threshold)
+        return floor_threshold(Fraction(p)), ceil_threshold(Fraction(q))
