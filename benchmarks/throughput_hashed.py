@@ -7,6 +7,9 @@ counts (OLH: n·d hash checks) or the least-squares decode (O-RR) + estimate. Pe
 Python loops timed on subsamples. The OLH server is also reported in (report, item) checks/s.
 O-RR has no peer implementation (it is reported alone, with its tuned k and C).
 
+Also the Hadamard mechanism (pure-ldp HadamardMechClient/Server, t = 1) and THE (pure-ldp HE with
+use_the; multi-freq-ldpy HE_Client + HE_Aggregator_MI with the threshold).
+
 Usage: python benchmarks/throughput_hashed.py [--n 1000000] [--n-peer 20000] [--json OUT]
 Needs: pip install -e ".[benchmark]"
 """
@@ -21,7 +24,7 @@ import time
 
 import numpy as np
 
-from ldp_plugin import OLH, ORR, HadamardResponse
+from ldp_plugin import OLH, ORR, THE, HadamardMechanism, HadamardResponse
 from ldp_plugin.sampling import SecureRandomSource, SeededRandomSource
 from ldp_plugin.theory import choose_orr
 
@@ -57,6 +60,14 @@ def peer_pure_ldp(kind, d, eps, values, n_server):
 
         server = HadamardResponseServer(epsilon=eps, d=d)
         client = HadamardResponseClient(epsilon=eps, d=d, hash_funcs=server.get_hash_funcs())
+    elif kind == "hadamard-mechanism":
+        from pure_ldp.frequency_oracles.hadamard_mechanism import HadamardMechClient, HadamardMechServer
+
+        client, server = HadamardMechClient(epsilon=eps, d=d, t=1), HadamardMechServer(epsilon=eps, d=d, t=1)
+    elif kind == "the":
+        from pure_ldp.frequency_oracles.histogram_encoding import HEClient, HEServer
+
+        client, server = HEClient(epsilon=eps, d=d), HEServer(epsilon=eps, d=d, use_the=True)
     else:
         return None
     items = (values + 1).tolist()  # pure-ldp items are 1..d
@@ -71,6 +82,16 @@ def peer_pure_ldp(kind, d, eps, values, n_server):
 
 
 def peer_mfl(kind, d, eps, values, n_server):
+    if kind == "the":
+        from multi_freq_ldpy.pure_frequency_oracles.HE import HE_Aggregator_MI, HE_Client
+
+        vals = values.tolist()
+        t0 = time.perf_counter()
+        reports = [HE_Client(v, d, eps) for v in vals]
+        t1 = time.perf_counter()
+        HE_Aggregator_MI(reports[:n_server], d, eps, use_thresh=True)
+        t2 = time.perf_counter()
+        return {"client": len(vals) / (t1 - t0), "server": min(n_server, len(vals)) / (t2 - t1)}
     if kind != "olh":
         return None
     from multi_freq_ldpy.pure_frequency_oracles.LH import LH_Aggregator_MI, LH_Client
@@ -101,6 +122,8 @@ def main() -> None:
                 ("olh", OLH(epsilon=eps, d=d)),
                 ("hadamard", HadamardResponse(epsilon=eps, d=d)),
                 ("orr", ORR(epsilon=eps, k=c["k"], cohorts=c["cohorts"], d=d)),
+                ("hadamard-mechanism", HadamardMechanism(epsilon=eps, d=d)),
+                ("the", THE(epsilon=eps, d=d)),
             )
             for kind, mech in mechs:
                 n_server_peer = 2000 if (kind == "olh" and d == 1024) else args.n_peer

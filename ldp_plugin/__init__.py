@@ -48,6 +48,7 @@ from .measurements import (
 from .mechanisms import THE, KRR, OLH, ORAPPOR, ORR, OUE, CohortAccumulator, CohortReports, HadamardMechanism, HadamardResponse, RAPPOR, Channel, FrequencyAccumulator, FrequencyOracle, KSubset, WarnerRR
 from .sampling import RandomSource, SecureRandomSource, SeededRandomSource
 from .sets import PAD, SampleOne, SetBatch, as_set_batch
+from .accountant import Accountant, BudgetExceededError, LedgerError, Population
 
 __version__ = "0.1.0"
 
@@ -113,4 +114,8 @@ __all__ = [
     "SampleOne",
     "SetBatch",
     "as_set_batch",
+    "Accountant",
+    "BudgetExceededError",
+    "LedgerError",
+    "Population",
 ]
