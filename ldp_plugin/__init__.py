@@ -49,6 +49,7 @@ from .mechanisms import THE, KRR, OLH, ORAPPOR, ORR, OUE, CohortAccumulator, Coh
 from .sampling import RandomSource, SecureRandomSource, SeededRandomSource
 from .sets import PAD, SampleOne, SetBatch, as_set_batch
 from .accountant import Accountant, BudgetExceededError, LedgerError, Population
+from .memo import DistinctValueGuard, Memoized, new_user_key
 
 __version__ = "0.1.0"
 
@@ -118,4 +119,7 @@ __all__ = [
     "BudgetExceededError",
     "LedgerError",
     "Population",
+    "Memoized",
+    "DistinctValueGuard",
+    "new_user_key",
 ]

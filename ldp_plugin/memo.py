@@ -1,0 +1,232 @@
+"""Memoized (longitudinal) reports in the style of RAPPOR's permanent randomized response.
+
+A user who reports the same value every day would, with fresh randomness each day, leak ε per
+report: the noise averages out. Memoization fixes a **permanent report** per (user, value):
+
+* permanent: k-RR with ``ε∞`` whose randomness is a keyed PRF of the user's **secret key** and the
+  value — ``BLAKE2b(key = user_key, person = "ldp-memo-v1", data = mechanism fingerprint ‖ value)``
+  (never the user id + value as a seed: the id is known to the server, the key is not) — so
+  re-reporting an unchanged value reuses it;
+* instantaneous: a fresh k-RR with ``ε₁`` on the permanent report, every collection (it hides the
+  permanent report itself, which would otherwise be a stable fingerprint).
+
+Privacy per user, for ``T`` collections while the user held ``V`` distinct values: at most
+``Σ_v min(T_v ε₁, ε∞) <= min(T ε₁, V ε∞)``. The server cannot see ``V`` (it depends on the
+data), so a series declares ``max_values`` and the client refuses a new distinct value beyond it
+(:class:`DistinctValueGuard`); the accountant then charges collection ``t`` the increment
+``min(t ε₁, V_max ε∞) − min((t−1) ε₁, V_max ε∞)`` (:meth:`Memoized.collection_cost`): once
+``t ε₁`` reaches ``V_max ε∞``, further collections are free.
+
+What memoization does **not** protect: (1) changes of value — each new value costs up to ``ε∞``
+again, and the *times* of changes are visible through the reports' statistics; (2) linkability —
+the permanent report is stable, so an adversary seeing many reports of one user learns more about
+it (the instantaneous layer limits this to ``ε₁`` per report) and can use it to link reports; (3)
+correlated values (a value that cycles A, B, A reuses A's permanent report: good); (4) the key:
+a lost or reset key starts a fresh ``ε∞``; a leaked key removes the permanent noise.
+
+Estimation: the composed channel is k-RR-shaped with ``p* = p∞ p₁ + (1 − p∞) q₁`` and
+``q* = q∞ p₁ + (1 − q∞) q₁`` (exact rationals); the shared estimator applies per collection.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any, Optional, Sequence
+
+import numpy as np
+
+from ._errors import LDPInputError, LDPParameterError
+from .estimation import FrequencyEstimate, estimate_pure
+from .mechanisms import KRR
+from .mechanisms._base import check_epsilon
+from .sampling import RNGLike, as_source
+
+__all__ = ["Memoized", "DistinctValueGuard", "new_user_key"]
+
+_PERSON = b"ldp-memo-v1"
+
+
+def new_user_key() -> bytes:
+    """A fresh 32-byte secret key for one user (OS CSPRNG). Keep it on the user's device."""
+    import os
+
+    return os.urandom(32)
+
+
+def _check_keys(user_keys: Sequence[bytes], n: int) -> list:
+    keys = list(user_keys)
+    if len(keys) != n:
+        raise LDPInputError(f"user_keys must have one key per value ({n})")
+    for i, k in enumerate(keys):
+        if not isinstance(k, (bytes, bytearray)) or not 16 <= len(k) <= 64:
+            raise LDPInputError(f"user keys must be 16 to 64 secret bytes (the key at position {i} is not)")
+    return keys
+
+
+@dataclass(frozen=True, kw_only=True)
+class Memoized:
+    """Permanent k-RR (``epsilon_permanent``, memoized by a keyed PRF) + instantaneous k-RR
+    (``epsilon_instantaneous``, fresh) over ``d`` categories, for series of at most
+    ``max_values`` distinct values per user.
+
+    >>> import ldp_plugin as ldp
+    >>> m = ldp.Memoized(epsilon_permanent=2.0, epsilon_instantaneous=1.0, categories=["a", "b", "c"], max_values=2)
+    >>> key = bytes(range(32))
+    >>> m.permanent(["b"], [key]).tolist() == m.permanent(["b"], [key]).tolist()
+    True
+    >>> [float(m.collection_cost(t)) for t in (1, 2, 3, 4, 5)]
+    [1.0, 1.0, 1.0, 1.0, 0.0]
+    """
+
+    epsilon_permanent: float
+    epsilon_instantaneous: float
+    max_values: int = 1
+    d: Optional[int] = None
+    categories: Optional[tuple] = None
+    permanent_mechanism: KRR = field(init=False, repr=False, compare=False)
+    instantaneous_mechanism: KRR = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        e_inf = check_epsilon(self.epsilon_permanent, "epsilon_permanent")
+        e_one = check_epsilon(self.epsilon_instantaneous, "epsilon_instantaneous")
+        if e_one > e_inf:
+            raise LDPParameterError("epsilon_instantaneous must be at most epsilon_permanent (it randomizes the permanent report)")
+        mv = self.max_values
+        if isinstance(mv, bool) or not isinstance(mv, (int, np.integer)) or not 1 <= int(mv) <= 1 << 20:
+            raise LDPParameterError(f"max_values must be an integer in [1, 2**20] (got {mv!r})")
+        object.__setattr__(self, "max_values", int(mv))
+        perm = KRR(epsilon=e_inf, d=self.d, categories=self.categories)
+        inst = KRR(epsilon=e_one, d=perm.d)
+        object.__setattr__(self, "epsilon_permanent", e_inf)
+        object.__setattr__(self, "epsilon_instantaneous", e_one)
+        object.__setattr__(self, "d", perm.d)
+        object.__setattr__(self, "categories", perm.categories)
+        object.__setattr__(self, "permanent_mechanism", perm)
+        object.__setattr__(self, "instantaneous_mechanism", inst)
+
+    @property
+    def name(self) -> str:
+        return "memoized-krr"
+
+    @property
+    def epsilon(self) -> float:
+        """ε of one report (``ε₁``); see :meth:`collection_cost` for a series."""
+        return self.epsilon_instantaneous
+
+    @property
+    def items(self) -> tuple:
+        return self.permanent_mechanism.items
+
+    def params(self) -> dict:
+        return {
+            "mechanism": self.name,
+            "epsilon_permanent": self.epsilon_permanent,
+            "epsilon_instantaneous": self.epsilon_instantaneous,
+            "max_values": self.max_values,
+            "d": self.d,
+        }
+
+    def fingerprint(self) -> bytes:
+        cats = repr(self.categories).encode() if self.categories is not None else b""
+        return hashlib.sha256(repr(self.params()).encode() + cats).digest()
+
+    # -- privacy accounting ----------------------------------------------------------------------------
+    def series_bound(self, t: int) -> Fraction:
+        """Worst-case ε of a user after ``t`` collections: ``min(t ε₁, max_values ε∞)``."""
+        if isinstance(t, bool) or not isinstance(t, int) or t < 0:
+            raise LDPParameterError("t must be a non-negative int")
+        return min(t * Fraction(self.epsilon_instantaneous), self.max_values * Fraction(self.epsilon_permanent))
+
+    def collection_cost(self, t: int) -> Fraction:
+        """What collection number ``t`` (1-based) adds to the series' worst case (exact)."""
+        if isinstance(t, bool) or not isinstance(t, int) or t < 1:
+            raise LDPParameterError("t must be an int >= 1")
+        return self.series_bound(t) - self.series_bound(t - 1)
+
+    # -- client ------------------------------------------------------------------------------------------
+    def permanent(self, values: Any, user_keys: Sequence[bytes]) -> np.ndarray:
+        """The memoized permanent reports (item codes): a deterministic function of each user's
+        secret key and value. Exact: the PRF output supplies the 64-bit words of the k-RR sampler
+        (keep iff word < threshold; the other item by Lemire's method, 32-bit halves, rejection)."""
+        codes = self.permanent_mechanism.encode(values)
+        keys = _check_keys(user_keys, codes.size)
+        fp = self.fingerprint()
+        perm = self.permanent_mechanism
+        d = self.d
+        out = np.empty(codes.size, dtype=np.int64)
+        words = np.empty((codes.size, 4), dtype=np.uint64)
+        for i, (k, c) in enumerate(zip(keys, codes.tolist())):
+            words[i] = np.frombuffer(hashlib.blake2b(fp + c.to_bytes(8, "little"), key=bytes(k), person=_PERSON, digest_size=32).digest(), dtype=np.uint64)
+        keep = words[:, 0] < np.uint64(perm.keep_threshold)  # exact: P = T/2**64 for a random PRF
+        r = d - 1
+        halves = words[:, 1:].view(np.uint32).astype(np.uint64)  # six 32-bit candidates per user
+        thresh = np.uint64(((1 << 32) - r) % r) if r > 1 else np.uint64(0)
+        other = np.full(codes.size, -1, dtype=np.int64)
+        for j in range(halves.shape[1]):
+            m = halves[:, j] * np.uint64(r)
+            ok = ((m & np.uint64(0xFFFFFFFF)) >= thresh) & (other < 0)
+            other[ok] = (m[ok] >> np.uint64(32)).astype(np.int64)
+        for i in np.flatnonzero(other < 0):  # all six rejected (probability < (r/2**32)**6): extend the PRF
+            block = 1
+            while other[i] < 0:
+                extra = hashlib.blake2b(fp + int(codes[i]).to_bytes(8, "little") + block.to_bytes(4, "little"), key=bytes(keys[i]), person=_PERSON, digest_size=32).digest()
+                for h in np.frombuffer(extra, dtype=np.uint32).astype(np.uint64):
+                    m = int(h) * r
+                    if (m & 0xFFFFFFFF) >= int(thresh):
+                        other[i] = m >> 32
+                        break
+                block += 1
+        other += other >= codes
+        out[:] = np.where(keep, codes, other)
+        return out
+
+    def randomize(self, values: Any, user_keys: Sequence[bytes], *, rng: RNGLike = None, guard: Optional["DistinctValueGuard"] = None) -> np.ndarray:
+        """One collection: the instantaneous k-RR (fresh randomness) of each permanent report.
+        With a ``guard`` the series' ``max_values`` is enforced per user."""
+        if guard is not None:
+            guard.observe(values if self.categories is None else self.permanent_mechanism.encode(values), user_keys, self.max_values)
+        perm = self.permanent(values, user_keys)
+        return self.instantaneous_mechanism._randomize_codes(perm, as_source(rng))
+
+    # -- server ------------------------------------------------------------------------------------------
+    @property
+    def p_star_exact(self) -> Fraction:
+        a, b = self.permanent_mechanism, self.instantaneous_mechanism
+        return a.p_star_exact * b.p_star_exact + (1 - a.p_star_exact) * b.q_star_exact
+
+    @property
+    def q_star_exact(self) -> Fraction:
+        a, b = self.permanent_mechanism, self.instantaneous_mechanism
+        return a.q_star_exact * b.p_star_exact + (1 - a.q_star_exact) * b.q_star_exact
+
+    def estimate(self, reports: Any, *, postprocess: str = "projection", confidence: float = 0.95) -> FrequencyEstimate:
+        r = self.instantaneous_mechanism.validate_reports(reports)
+        counts = np.bincount(np.asarray(r, dtype=np.int64), minlength=self.d)
+        return estimate_pure(
+            counts, int(r.shape[0]), float(self.p_star_exact), float(self.q_star_exact),
+            postprocess=postprocess, confidence=confidence, items=self.items,
+        )
+
+
+class DistinctValueGuard:
+    """Client-side enforcement of a series' ``max_values``: remembers which distinct values each
+    user key has reported (a salted hash of the key, never the key) and refuses a new one beyond
+    the limit. Keep it where the key lives (on the device)."""
+
+    def __init__(self) -> None:
+        self._seen: dict[bytes, set] = {}
+
+    def observe(self, codes: Any, user_keys: Sequence[bytes], max_values: int) -> None:
+        codes = np.asarray(codes).tolist()
+        keys = _check_keys(user_keys, len(codes))
+        pending: dict[bytes, set] = {}
+        for i, (k, c) in enumerate(zip(keys, codes)):
+            tag = hashlib.blake2b(bytes(k), person=b"ldp-memo-guard", digest_size=16).digest()
+            seen = pending.setdefault(tag, set(self._seen.get(tag, ())))
+            seen.add(c)
+            if len(seen) > max_values:
+                raise LDPInputError(f"the user at position {i} would report more than max_values={max_values} distinct values in this series")
+        for tag, s in pending.items():
+            self._seen[tag] = s
