@@ -252,6 +252,10 @@ def privatize(
     unknown: str = "error",
     other: Any = "other",
     sink: Optional[str | Path] = None,
+    accountant: Any = None,
+    query_id: Optional[str] = None,
+    budget_cohorts: Optional[Sequence[int]] = None,
+    keep_reports: bool = False,
 ) -> pl.DataFrame | pl.LazyFrame:
     """Randomize ``column`` (one value or one set per user) with ``mechanism`` → a reports frame.
 
@@ -262,11 +266,33 @@ def privatize(
     :param seed: ``None`` for the OS CSPRNG; an integer for reproducible, *non-secure* reports.
     :param unknown: ``"error"`` or ``"other"`` (unknown items become ``other``, a declared category).
     :param sink: a directory: write the reports as Parquet parts there and return a scan of them.
+    :param accountant: a :class:`ldp_plugin.Accountant`: the mechanism's ε is spent under
+        ``query_id`` on ``budget_cohorts`` (the population's cohorts this frame covers; all by
+        default) after the frame's schema and user ids are validated and **before** any report is
+        produced. A refused query raises :class:`ldp_plugin.BudgetExceededError` and randomizes
+        nothing. A retried ``query_id`` is not charged again and returns the kept reports
+        (``keep_reports=True``), or is refused if they were not kept. Errors found while streaming
+        (e.g. an unknown item in a later chunk) come after the spend: budget is lost, privacy never.
     """
     p = _Privatizer(mechanism, column, user_id=user_id, cohorts=cohorts, keep_user_id=keep_user_id, unknown=unknown, other=other, rng=seed)
     lf = frame.lazy() if isinstance(frame, pl.DataFrame) else frame
     p.check_schema(lf.collect_schema())
     p.check_users(lf)
+    if accountant is not None:
+        if not query_id:
+            raise LDPParameterError("spending from an accountant needs a query_id")
+        rec = accountant.spend(query_id, mechanism, cohorts=budget_cohorts)
+        if rec.retried:
+            kept = accountant.kept_reports(query_id)
+            if kept is None:
+                raise LDPParameterError(
+                    f"query id {query_id!r} was already released and its reports were not kept: a new release needs a new query id"
+                )
+            return kept
+    elif query_id is not None or keep_reports:
+        raise LDPParameterError("query_id/keep_reports need an accountant=")
+    if keep_reports and sink is not None:
+        raise LDPParameterError("keep_reports stores the reports in the ledger; it cannot be combined with sink=")
     cols = [column] + ([user_id] if user_id is not None and user_id != column else [])
     if isinstance(frame, pl.DataFrame):
         batches: Iterator[pl.DataFrame] = iter([frame.select(cols)])
@@ -288,7 +314,10 @@ def privatize(
             parts.append(out)
     if sink is not None:
         return pl.scan_parquet(out_dir / "part-*.parquet")
-    return pl.concat(parts, rechunk=True)
+    out = pl.concat(parts, rechunk=True)
+    if keep_reports:
+        accountant.keep(query_id, out)
+    return out
 
 
 # -- estimate ---------------------------------------------------------------------------------------------

@@ -247,7 +247,8 @@ def _cost_of(measurement: Any, d_in: int) -> tuple[Fraction, str, dict]:
         eps = measurement.map(d_in)
         return as_fraction(float(eps)), "opendp-measurement", {"input_metric": str(measurement.input_metric)}
     if hasattr(measurement, "epsilon") and hasattr(measurement, "params"):  # an ldp_plugin mechanism
-        return as_fraction(float(measurement.epsilon)) * d_in, measurement.params().get("mechanism", "mechanism"), measurement.params()
+        name = getattr(measurement, "name", None) or measurement.params().get("mechanism", "mechanism")
+        return as_fraction(float(measurement.epsilon)) * d_in, str(name), measurement.params()
     return as_fraction(measurement) * d_in, "epsilon", {}
 
 

@@ -1,4 +1,4 @@
-"""The ``ldp`` command line: ``mechanisms``, ``simulate``, ``collect``, ``demo``. Every command takes ``--json``
+"""The ``ldp`` command line: ``mechanisms``, ``simulate``, ``collect``, ``budget``, ``demo``. Every command takes ``--json``
 (one JSON document on stdout)."""
 
 from __future__ import annotations
@@ -123,6 +123,58 @@ def cmd_collect(args) -> int:
     return 0
 
 
+def cmd_budget(args) -> int:
+    """``ldp budget init|show|history|spend-check``: the persistent ledger of a population."""
+    from .accountant import Accountant, BudgetExceededError, Population
+
+    def frac(f):
+        return {"value": float(f), "exact": f"{f.numerator}/{f.denominator}"}
+
+    if args.budget_command == "init":
+        pop = Population(
+            name=args.population, lifetime_cap=args.lifetime_cap, period_cap=args.period_cap, period=args.period, cohorts=args.cohorts
+        )
+        acc = Accountant.create(args.ledger, pop, exist_ok=args.exist_ok)
+        out = {"ledger": str(acc.path), "population": pop.definition(), "fingerprint": pop.fingerprint()}
+    else:
+        acc = Accountant(args.ledger)
+        cohorts = None if not getattr(args, "cohorts", None) else [int(c) for c in args.cohorts.split(",")]
+        if args.budget_command == "show":
+            C = acc.population.cohorts
+            per = [{"cohort": c, "spent": frac(acc.spent([c])), "remaining": frac(acc.remaining([c]))} for c in range(min(C, 64))]
+            out = {
+                "ledger": str(acc.path),
+                "population": acc.population.definition(),
+                "queries": len(acc.history()),
+                "spent_max": frac(acc.spent()),
+                "remaining": frac(acc.remaining()),
+                "cohorts": per,
+            }
+        elif args.budget_command == "history":
+            out = {"ledger": str(acc.path), "history": [r.to_dict() for r in acc.history()]}
+        else:  # spend-check
+            try:
+                after = acc.check(args.epsilon, cohorts=cohorts)
+                out = {"fits": True, "requested": args.epsilon, "remaining_after": frac(after)}
+            except BudgetExceededError as e:
+                out = {"fits": False, "requested": args.epsilon, "remaining": frac(e.remaining), "cap": e.cap}
+    if args.json:
+        print(json.dumps(out, indent=2))
+    else:
+        for k, v in out.items():
+            if k == "history":
+                for r in v:
+                    print(f"{r['seq']:>5} {r['time']} {r['query_id']:<24} {r['mechanism']:<20} eps={r['epsilon']:<10g} cohorts={r['cohorts']}")
+            elif k == "cohorts":
+                for r in v:
+                    print(f"  cohort {r['cohort']:>3}: spent {r['spent']['value']:.6g}, remaining {r['remaining']['value']:.6g}")
+            else:
+                print(f"{k}: {v}")
+    if args.budget_command == "spend-check" and not out["fits"]:
+        return 1
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="ldp", description="Local differential privacy for OpenDP.")
     sub = p.add_subparsers(dest="command", required=True)
@@ -151,6 +203,30 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--json", action="store_true")
     c.set_defaults(func=cmd_collect)
 
+    b = sub.add_parser("budget", help="the privacy budget ledger of a population (SQLite)")
+    bsub = b.add_subparsers(dest="budget_command", required=True)
+    bi = bsub.add_parser("init", help="create a ledger for a population")
+    bi.add_argument("ledger")
+    bi.add_argument("--population", required=True, help="the population's name")
+    bi.add_argument("--lifetime-cap", required=True, help="lifetime epsilon cap (exact: '1', '0.5', '1/3')")
+    bi.add_argument("--period-cap", default=None, help="optional per-period cap (never above the lifetime cap)")
+    bi.add_argument("--period", default=None, choices=["day", "hour", "week"])
+    bi.add_argument("--cohorts", type=int, default=1, help="data-independent cohorts (parallel composition)")
+    bi.add_argument("--exist-ok", action="store_true", help="open an existing ledger with the same definition")
+    bi.add_argument("--json", action="store_true")
+    bs = bsub.add_parser("show", help="spent and remaining budget per cohort")
+    bs.add_argument("ledger")
+    bs.add_argument("--json", action="store_true")
+    bh = bsub.add_parser("history", help="every spend, in order (the audit trail)")
+    bh.add_argument("ledger")
+    bh.add_argument("--json", action="store_true")
+    bc = bsub.add_parser("spend-check", help="would a query of EPSILON fit? (spends nothing; exit 1 if not)")
+    bc.add_argument("ledger")
+    bc.add_argument("--epsilon", required=True, type=float)
+    bc.add_argument("--cohorts", default=None, help="comma-separated cohorts (default: all)")
+    bc.add_argument("--json", action="store_true")
+    b.set_defaults(func=cmd_budget)
+
     d = sub.add_parser("demo", help="a simulated collection with an estimate table (standard errors, CIs, truth)")
     d.add_argument("--mechanism", default="k-subset")
     d.add_argument("--epsilon", type=float, default=1.0)
@@ -165,7 +241,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return int(args.func(args))
-    except (LDPParameterError, LDPInputError, PrivacyVerificationError) as exc:
+    except (LDPParameterError, LDPInputError, PrivacyVerificationError, ValueError) as exc:
         if getattr(args, "json", False):
             print(json.dumps({"error": type(exc).__name__, "message": str(exc)}))
         else:

@@ -32,6 +32,11 @@ A job file (paths are relative to the job file)::
     plot = "out/estimates.png"              # optional (needs ldp-plugin[plot])
     reports = "out/reports"                 # optional: keep the reports as Parquet parts
 
+    [budget]                     # optional: spend from a ledger (`ldp budget init`) first
+    ledger = "app-users.ledger"
+    query_id = "apps-2026-11-22" # a retry of the same id is not charged twice
+    cohorts = [0, 1]             # the population cohorts this file covers (default: all)
+
 The reports are released once (streamed from the input); the estimates, plot and summary are
 post-processing and cost no privacy.
 """
@@ -58,6 +63,7 @@ _SECTIONS = {
     "mechanism": {"name", "epsilon", "categories", "d", "m", "on_long", "params"},
     "collection": {"cohort_salt", "seed", "unknown", "candidates", "postprocess", "confidence"},
     "output": {"estimates", "plot", "reports"},
+    "budget": {"ledger", "query_id", "cohorts"},
 }
 
 
@@ -68,6 +74,7 @@ class Job:
     mechanism: dict
     collection: dict
     output: dict
+    budget: Optional[dict] = None
 
     def path(self, rel: str) -> Path:
         p = Path(rel)
@@ -95,7 +102,7 @@ def load_job(path: str | Path) -> Job:
         for key in req:
             if key not in raw.get(sec, {}):
                 raise LDPParameterError(f"job file needs [{sec}] {key}")
-    return Job(path.resolve().parent, raw["input"], raw["mechanism"], raw.get("collection", {}), raw["output"])
+    return Job(path.resolve().parent, raw["input"], raw["mechanism"], raw.get("collection", {}), raw["output"], raw.get("budget"))
 
 
 def build_mechanism(spec: dict, n_hint: int) -> Any:
@@ -202,6 +209,14 @@ def run_job(job: Job) -> dict:
     coll = job.collection
     spec = dict(job.mechanism, _candidates=coll.get("candidates"))
     mech = build_mechanism(spec, max(n_hint, 1))
+    accountant = None
+    budget = getattr(job, "budget", None) or {}
+    if budget:
+        from .accountant import Accountant
+
+        if "ledger" not in budget or "query_id" not in budget:
+            raise LDPParameterError("[budget] needs ledger and query_id")
+        accountant = Accountant(job.path(budget["ledger"]))
     t0 = time.perf_counter()
     reports_dir = job.output.get("reports")
     reports = privatize(
@@ -213,6 +228,10 @@ def run_job(job: Job) -> dict:
         seed=coll.get("seed"),
         unknown=coll.get("unknown", "error"),
         sink=None if reports_dir is None else job.path(reports_dir),
+        accountant=accountant,
+        query_id=budget.get("query_id"),
+        budget_cohorts=budget.get("cohorts"),
+        keep_reports=accountant is not None and reports_dir is None,
     )
     t1 = time.perf_counter()
     est = estimate_reports(
@@ -237,6 +256,9 @@ def run_job(job: Job) -> dict:
         "estimates": str(out_path),
         "plot": None if plot_path is None else str(plot_path),
         "reports": None if reports_dir is None else str(job.path(reports_dir)),
+        "budget": None if accountant is None else {
+            "ledger": str(accountant.path), "query_id": budget["query_id"], "remaining": float(accountant.remaining(budget.get("cohorts")))
+        },
         "privatize_seconds": round(t1 - t0, 3),
         "estimate_seconds": round(t2 - t1, 3),
         "top": est.sort("estimate", descending=True).head(10).to_dicts(),

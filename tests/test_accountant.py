@@ -258,3 +258,51 @@ def test_sigkill_never_undercounts(tmp_path):
         spent = {r.query_id for r in Accountant(acc.path).history()}
         assert released <= spent  # every released query was charged
     assert len(released) > 10
+
+
+def test_polars_privatize_spends_first_and_retries(tmp_path):
+    import polars as pl
+
+    acc = _new(tmp_path)
+    df = pl.DataFrame({"uid": range(100), "app": ["a", "b"] * 50})
+    mech = ldp.KRR(epsilon=0.6, categories=["a", "b"])
+    r1 = df.ldp.privatize("app", mech, user_id="uid", accountant=acc, query_id="day1", keep_reports=True)
+    r2 = df.ldp.privatize("app", mech, user_id="uid", accountant=acc, query_id="day1", keep_reports=True)
+    assert r1.equals(r2) and acc.spent() == Fraction(0.6)
+    before = _ledger_bytes(acc.path)
+    with pytest.raises(BudgetExceededError):
+        df.ldp.privatize("app", mech, user_id="uid", accountant=acc, query_id="day2")
+    assert _ledger_bytes(acc.path) == before
+    # validation happens before the spend: a bad frame costs nothing
+    with pytest.raises(ldp.LDPInputError):
+        df.with_columns(uid=pl.lit(1)).ldp.privatize("app", ldp.KRR(epsilon=0.1, categories=["a", "b"]), user_id="uid", accountant=acc, query_id="bad")
+    assert [r.query_id for r in acc.history()] == ["day1"]
+    with pytest.raises(ldp.LDPParameterError, match="query_id"):
+        df.ldp.privatize("app", mech, accountant=acc)
+
+
+def test_budget_cli(tmp_path, capsys):
+    import json
+
+    from ldp_plugin.cli import main
+
+    led = str(tmp_path / "b.sqlite")
+    assert main(["budget", "init", led, "--population", "p", "--lifetime-cap", "1", "--cohorts", "2", "--json"]) == 0
+    capsys.readouterr()
+    acc = Accountant(led)
+    acc.spend("q", 0.75, cohorts=[0])
+    assert main(["budget", "spend-check", led, "--epsilon", "0.5", "--cohorts", "0", "--json"]) == 1
+    out = json.loads(capsys.readouterr().out)
+    assert out["fits"] is False and out["remaining"]["exact"] == "1/4"
+    assert main(["budget", "spend-check", led, "--epsilon", "0.5", "--cohorts", "1", "--json"]) == 0
+    capsys.readouterr()
+    assert main(["budget", "history", led, "--json"]) == 0
+    hist = json.loads(capsys.readouterr().out)["history"]
+    assert [h["query_id"] for h in hist] == ["q"] and hist[0]["cohorts"] == [0]
+    assert main(["budget", "show", led, "--json"]) == 0
+    show = json.loads(capsys.readouterr().out)
+    assert show["cohorts"][1]["remaining"]["value"] == 1.0
+    assert main(["budget", "show", str(tmp_path / "missing.sqlite"), "--json"]) == 2
+    assert "does not exist" in json.loads(capsys.readouterr().out)["message"]
+    assert main(["budget", "init", led, "--population", "p", "--lifetime-cap", "2", "--exist-ok", "--json"]) == 2
+    assert "another definition" in json.loads(capsys.readouterr().out)["message"]

@@ -79,7 +79,7 @@ def test_subpackages_are_namespaced(tmp_path):
         assert origin == "None" or "ldp" not in origin
 
 
-@pytest.mark.parametrize("script", ["quickstart.py", "opendp_measurements.py", "app_usage.py", "survey.py"])
+@pytest.mark.parametrize("script", ["quickstart.py", "opendp_measurements.py", "app_usage.py", "survey.py", "daily_budget.py"])
 def test_examples_run(script):
     from pathlib import Path
 
