@@ -213,7 +213,7 @@ def test_concurrent_processes_never_overspend(tmp_path):
     acc = Accountant.create(tmp_path / "c.sqlite", Population(name="p", lifetime_cap="3", cohorts=4))
     ctx = mp.get_context("fork")
     q = ctx.Queue()
-    procs = [ctx.Process(target=_worker, args=(str(acc.path), s, 25, q)) for s in range(16)]
+    procs = [ctx.Process(target=_worker, args=(str(acc.path), s, 20, q)) for s in range(32)]
     for p in procs:
         p.start()
     results = [q.get(timeout=120) for _ in procs]
