@@ -5,9 +5,36 @@ with types and ranges, the declared privacy map, the privacy unit, a citation an
 small instances. :func:`load_registry` validates every declaration and refuses duplicate names;
 :func:`verify_exact` runs the exact layer of verification (full channel enumeration of every
 canonical instance: rows sum to one, equal supports, worst-case ratio ``<= e^ε`` with zero
-tolerance, and agreement with the ratio the constructor computed).
+tolerance, and agreement with the ratio the constructor computed); :func:`verify` runs all three
+layers (exact, goodness of fit, black-box audit: :mod:`ldp_plugin.verification`).
+``names.lock`` pins what every name means; :func:`register` adds a user mechanism after it passes
+verification.
 """
 
-from ._loader import Declaration, VerificationResult, build, load_registry, verify_exact
+from ._loader import (
+    Declaration,
+    VerificationResult,
+    build,
+    fingerprint,
+    load_registry,
+    parse_declaration,
+    register,
+    unregister_all,
+    verify,
+    verify_exact,
+    verify_instance,
+)
 
-__all__ = ["Declaration", "VerificationResult", "build", "load_registry", "verify_exact"]
+__all__ = [
+    "Declaration",
+    "VerificationResult",
+    "build",
+    "fingerprint",
+    "load_registry",
+    "parse_declaration",
+    "register",
+    "unregister_all",
+    "verify",
+    "verify_exact",
+    "verify_instance",
+]

@@ -14,7 +14,18 @@ else:  # pragma: no cover
 from ldp_plugin._errors import LDPParameterError
 from ldp_plugin.exact import epsilon_of_ratio, ratio_within_exp
 
-__all__ = ["Declaration", "VerificationResult", "load_registry", "build", "verify_exact"]
+__all__ = [
+    "Declaration",
+    "VerificationResult",
+    "load_registry",
+    "build",
+    "verify_exact",
+    "verify",
+    "register",
+    "unregister_all",
+    "fingerprint",
+    "parse_declaration",
+]
 
 _REQUIRED = ("name", "summary", "constructor", "measurement", "privacy_unit", "privacy_map", "citation", "parameters", "canonical")
 _HERE = Path(__file__).resolve().parent
@@ -54,9 +65,39 @@ class Declaration:
         }
 
 
+def fingerprint(decl: "Declaration") -> str:
+    """What a name means: constructor, measurement, privacy map, privacy unit, parameter names."""
+    import hashlib
+    import json
+
+    meaning = {
+        "constructor": decl.constructor,
+        "measurement": decl.measurement,
+        "privacy_map": decl.privacy_map,
+        "privacy_unit": decl.privacy_unit,
+        "parameters": sorted(decl.parameters),
+    }
+    return hashlib.sha256(json.dumps(meaning, sort_keys=True).encode()).hexdigest()[:32]
+
+
+def _lock() -> dict:
+    with (_HERE / "names.lock").open("rb") as f:
+        return tomllib.load(f)
+
+
 def _parse(path: Path) -> Declaration:
     with path.open("rb") as f:
         raw = tomllib.load(f)
+    return parse_declaration(raw, path.name)
+
+
+def parse_declaration(raw: Mapping[str, Any], origin: str = "<declaration>") -> Declaration:
+    """Validate a declaration (a TOML table as a dict) and return it."""
+
+    class _P:  # keeps the error messages' "path.name" wording for both files and dicts
+        name = origin
+
+    path = _P
     missing = [k for k in _REQUIRED if k not in raw]
     if missing:
         raise LDPParameterError(f"registry declaration {path.name} lacks {missing}")
@@ -64,6 +105,16 @@ def _parse(path: Path) -> Declaration:
         raise LDPParameterError(f"registry declaration {path.name}: privacy_unit must be 'user'")
     if not raw["canonical"]:
         raise LDPParameterError(f"registry declaration {path.name} needs at least one canonical instance")
+    for key in ("name", "summary", "constructor", "measurement", "privacy_map", "citation"):
+        if not isinstance(raw[key], str) or not raw[key].strip():
+            raise LDPParameterError(f"registry declaration {path.name}: {key} must be a non-empty string")
+    if ":" not in raw["constructor"] or ":" not in raw["measurement"]:
+        raise LDPParameterError(f"registry declaration {path.name}: constructor and measurement are 'module:attribute' paths")
+    if "epsilon" not in raw["parameters"]:
+        raise LDPParameterError(f"registry declaration {path.name}: parameters must declare epsilon")
+    for pname, spec in raw["parameters"].items():
+        if not isinstance(spec, Mapping) or "type" not in spec or "range" not in spec:
+            raise LDPParameterError(f"registry declaration {path.name}: parameter {pname!r} needs a type and a range")
     for inst in raw["canonical"]:
         unknown = set(inst) - set(raw["parameters"])
         if unknown:
@@ -84,16 +135,112 @@ def _parse(path: Path) -> Declaration:
     )
 
 
-def load_registry(directory: Path | None = None) -> dict[str, Declaration]:
-    """Load and validate every ``*.toml`` declaration; duplicate names are refused."""
+_USER: dict[str, Declaration] = {}
+
+
+def load_registry(directory: Path | None = None, *, include_user: bool = True) -> dict[str, Declaration]:
+    """Load and validate every ``*.toml`` declaration; duplicate names are refused, and so is a
+    built-in declaration whose meaning differs from its line in ``names.lock`` (a name never
+    changes meaning). Mechanisms added with :func:`register` are included."""
+    builtin = directory is None
     directory = Path(directory) if directory is not None else _HERE
+    lock = _lock() if builtin else {}
     out: dict[str, Declaration] = {}
     for path in sorted(directory.glob("*.toml")):
         decl = _parse(path)
         if decl.name in out:
             raise LDPParameterError(f"duplicate mechanism name {decl.name!r} in the registry ({path.name})")
+        if builtin:
+            if decl.name not in lock:
+                raise LDPParameterError(f"mechanism {decl.name!r} ({path.name}) is not in registry/names.lock: add its line")
+            if lock[decl.name] != fingerprint(decl):
+                raise LDPParameterError(f"mechanism {decl.name!r} changed meaning (its fingerprint differs from names.lock); use a new name")
         out[decl.name] = decl
+    if include_user:
+        for name, decl in _USER.items():
+            if name in out:
+                raise LDPParameterError(f"duplicate mechanism name {name!r}")
+            out[name] = decl
     return out
+
+
+def verify(
+    decl: Declaration,
+    *,
+    seed: int = 0,
+    quick: bool = False,
+    alpha: float | None = None,
+    layers: tuple = ("exact", "goodness-of-fit", "audit"),
+) -> list[dict]:
+    """All three verification layers on every canonical instance of ``decl``; one row each with
+    ``name, instance, declared_epsilon, realized_epsilon, audit_epsilon_lower_bound,
+    audit_samples, passed`` and the per-layer details. ``alpha`` is this declaration's share of
+    the family-wise false-alarm rate (default ``10⁻⁶`` split over its instances)."""
+    from ldp_plugin.verification.layers import FAMILY_ALPHA, audit_layer, exact_layer, gof_layer
+
+    cls = decl.mechanism_class()
+    a = (alpha if alpha is not None else FAMILY_ALPHA) / len(decl.canonical)
+    rows = []
+    for i, inst in enumerate(decl.canonical):
+        mech = cls(**inst)
+        rows.append(verify_instance(mech, name=decl.name, instance=dict(inst), seed=seed + 7919 * i, quick=quick, alpha=a, layers=layers))
+    return rows
+
+
+def verify_instance(mech, *, name: str, instance: dict, seed: int = 0, quick: bool = False, alpha: float = 1e-6, layers=("exact", "goodness-of-fit", "audit")) -> dict:
+    """The verification layers on one mechanism instance (also used for the seeded bugs)."""
+    from ldp_plugin.verification.layers import audit_layer, exact_layer, gof_layer
+
+    out = {"name": name, "instance": instance, "declared_epsilon": float(mech.epsilon)}
+    passed = True
+    if "exact" in layers:
+        e = exact_layer(mech)
+        out["realized_epsilon"] = e["realized_epsilon"]
+        out["exact"] = e
+        passed &= e["passed"]
+    if "goodness-of-fit" in layers:
+        g = gof_layer(mech, n_per_input=5_000 if quick else 20_000, alpha=alpha / 2, seed=seed)
+        out["goodness_of_fit"] = g
+        passed &= g["passed"]
+    if "audit" in layers:
+        a = audit_layer(
+            mech, alpha=alpha / 2, seed=seed + 1, n_pilot=5_000 if quick else 20_000, max_samples=200_000 if quick else 20_000_000
+        )
+        out["audit_epsilon_lower_bound"] = a["audit_epsilon_lower_bound"]
+        out["audit_samples"] = a["audit_samples"]
+        out["audit"] = a
+        passed &= a["passed"]
+    out["passed"] = bool(passed)
+    return out
+
+
+def register(declaration: Mapping[str, Any] | str | Path, *, seed: int = 0, quick: bool = True) -> Declaration:
+    """Register a user mechanism: validate the declaration, refuse a taken name, run all three
+    verification layers on every canonical instance, and refuse it if any fails
+    (:class:`ldp_plugin.PrivacyVerificationError`). Registered mechanisms then appear in
+    :func:`load_registry`, ``ldp mechanisms``, ``build`` and ``ldp verify`` (this process)."""
+    from ldp_plugin._errors import PrivacyVerificationError
+
+    if isinstance(declaration, (str, Path)):
+        decl = _parse(Path(declaration))
+    else:
+        decl = parse_declaration(declaration)
+    taken = load_registry()
+    if decl.name in taken or decl.name in _lock():
+        raise LDPParameterError(f"mechanism name {decl.name!r} is taken; a name never changes meaning")
+    rows = verify(decl, seed=seed, quick=quick)
+    failed = [r for r in rows if not r["passed"]]
+    if failed:
+        raise PrivacyVerificationError(
+            f"mechanism {decl.name!r} failed verification on {len(failed)} canonical instance(s), e.g. {failed[0]['instance']}"
+        )
+    _USER[decl.name] = decl
+    return decl
+
+
+def unregister_all() -> None:
+    """Forget the mechanisms registered in this process (tests)."""
+    _USER.clear()
 
 
 def build(name: str, *, epsilon: float, d: int | None = None, registry: Mapping[str, Declaration] | None = None, **params: Any):

@@ -168,6 +168,9 @@ class FrequencyOracle(abc.ABC):
     name: ClassVar[str] = "abstract"
     supports_em: ClassVar[bool] = False
     channel_max_outputs: ClassVar[int] = 4096
+    # only the deliberately broken mechanisms of ldp_plugin.verification.seeded_bugs set this:
+    # they must be constructible so that the verification layers can be shown to catch them
+    _construction_check_disabled: ClassVar[bool] = False
 
     epsilon: float
     d: Optional[int] = None
@@ -194,7 +197,7 @@ class FrequencyOracle(abc.ABC):
             )
         if p <= q:
             raise LDPParameterError(f"{self.name}: epsilon={eps} is too small to separate p* from q* at 64-bit precision")
-        if not ratio_within_exp(ratio, eps):
+        if not ratio_within_exp(ratio, eps) and not self._construction_check_disabled:
             raise PrivacyVerificationError(
                 f"{self.name}: the realized likelihood ratio exceeds e**epsilon for epsilon={eps}"
             )

@@ -283,6 +283,16 @@ class _CohortMechanism(abc.ABC):
             raise LDPParameterError("channel enumeration is limited to 65536 outputs")
         return Channel(outputs=tuple(outputs), matrix=tuple(tuple(r) for r in rows))
 
+    def output_index(self, reports: CohortReports) -> np.ndarray:
+        """Column of each report in :meth:`channel` (cohort-major, then the value's index)."""
+        r = self.validate_reports(reports)
+        width, y = self._value_index(r.value)
+        return r.cohort.astype(np.int64) * width + y
+
+    @abc.abstractmethod
+    def _value_index(self, value: np.ndarray) -> tuple[int, np.ndarray]:
+        """(number of values per cohort, index of each value in ``_cell_channel`` order)."""
+
     # -- theory ----------------------------------------------------------------------------------
     def predicted_mse(self, n: int, S: Optional[int] = None) -> float:
         """Predicted ``E‖θ̂ − θ‖²`` of the least-squares decoder for ``n`` users over ``S``
@@ -401,6 +411,9 @@ class ORR(_CohortMechanism):
         flat = reports.cohort.astype(np.int64) * self.k + reports.value.astype(np.int64)
         return np.bincount(flat, minlength=self.cohorts * self.k).reshape(self.cohorts, self.k)
 
+    def _value_index(self, value):
+        return self.k, value.astype(np.int64)
+
     def _cell_channel(self, cells):
         (x,) = cells
         p, q = self.p_exact, self.q_exact
@@ -479,6 +492,12 @@ class ORAPPOR(_CohortMechanism):
         for c in np.flatnonzero(np.diff(bounds)):
             out[c] = packed_column_counts(reports.value[order[bounds[c] : bounds[c + 1]]], self.k)
         return out
+
+    def _value_index(self, value):
+        if self.k > 20:
+            raise LDPParameterError("output_index of orappor is limited to k <= 20 bits")
+        bits = np.unpackbits(value, axis=1, count=self.k, bitorder="little").astype(np.int64)
+        return 1 << self.k, bits @ (1 << np.arange(self.k - 1, -1, -1, dtype=np.int64))
 
     def _cell_channel(self, cells):
         p = self.p_exact

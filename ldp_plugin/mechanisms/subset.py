@@ -141,8 +141,18 @@ class KSubset(FrequencyOracle):
         return Channel(outputs=outputs, matrix=rows)
 
     def output_index(self, reports: np.ndarray) -> np.ndarray:
-        index = {z: i for i, z in enumerate(itertools.combinations(range(self.d), self.k))}
-        return np.array([index[tuple(int(v) for v in row)] for row in np.asarray(reports)], dtype=np.int64)
+        """Rank of each sorted report in ``itertools.combinations(range(d), k)`` order (vectorized:
+        ``Σ_i Σ_{prev_i < j < c_i} C(d−1−j, k−1−i)``, from a cumulative table)."""
+        d, k = self.d, self.k
+        if comb(d, k) >= 1 << 62:
+            raise LDPParameterError("output_index is limited to fewer than 2**62 subsets")
+        cum = np.zeros((k, d + 1), dtype=np.int64)
+        for i in range(k):
+            cum[i, 1:] = np.cumsum([comb(d - 1 - j, k - 1 - i) for j in range(d)])
+        r = np.asarray(reports, dtype=np.int64)
+        prev = np.concatenate([np.full((r.shape[0], 1), -1, dtype=np.int64), r[:, :-1]], axis=1)
+        rows = np.arange(k)[None, :]
+        return (cum[rows, r] - cum[rows, prev + 1]).sum(axis=1)
 
     def _report_of_one(self, reports):
         codes = tuple(int(v) for v in reports[0])

@@ -1,0 +1,77 @@
+"""Verification of the privacy guarantee: the exact, goodness-of-fit and black-box audit layers
+(:mod:`.layers`), the seeded-bug suite they must catch (:mod:`.seeded_bugs`), and the record of
+the last verification run that ``ldp mechanisms`` shows."""
+
+from __future__ import annotations
+
+import json
+import os
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Optional
+
+from .layers import FAMILY_ALPHA, audit_layer, audit_sample_size, clopper_pearson, exact_layer, gof_layer
+
+__all__ = [
+    "FAMILY_ALPHA",
+    "exact_layer",
+    "gof_layer",
+    "audit_layer",
+    "audit_sample_size",
+    "clopper_pearson",
+    "self_test",
+    "status_path",
+    "save_status",
+    "load_status",
+]
+
+
+def self_test(*, seed: int = 0, quick: bool = False) -> list[dict]:
+    """Run every layer on every seeded bug: each row says whether it was caught, and by which
+    layers (a bug counts as caught when at least one layer fails it)."""
+    from ldp_plugin.registry import verify_instance
+
+    from .seeded_bugs import seeded_bugs
+
+    bugs = seeded_bugs()
+    rows = []
+    for i, (name, mech, expected) in enumerate(bugs):
+        r = verify_instance(mech, name=name, instance=mech.params(), seed=seed + 104729 * i, quick=quick, alpha=FAMILY_ALPHA / len(bugs))
+        caught_by = [layer for layer, key in (("exact", "exact"), ("goodness-of-fit", "goodness_of_fit"), ("audit", "audit")) if not r[key]["passed"]]
+        r.update({"seeded_bug": True, "caught": bool(caught_by), "caught_by": caught_by, "expected_layers": list(expected)})
+        rows.append(r)
+    return rows
+
+
+def status_path() -> Path:
+    """Where ``ldp verify`` records its last run (``$LDP_PLUGIN_STATE`` or ``~/.cache/ldp-plugin``)."""
+    base = os.environ.get("LDP_PLUGIN_STATE") or os.path.join(os.path.expanduser("~"), ".cache", "ldp-plugin")
+    return Path(base) / "verification.json"
+
+
+def save_status(rows: list[dict], *, quick: bool, seed: int) -> Optional[Path]:
+    path = status_path()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        old = load_status()
+        for r in rows:
+            old[r["name"]] = {
+                "time": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                "quick": quick,
+                "seed": seed,
+                "passed": all(x["passed"] for x in rows if x["name"] == r["name"]),
+                "instances": sum(1 for x in rows if x["name"] == r["name"]),
+            }
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(old, indent=1))
+        os.replace(tmp, path)
+        return path
+    except OSError:  # a read-only home: the run itself is still reported
+        return None
+
+
+def load_status() -> dict:
+    try:
+        return json.loads(status_path().read_text())
+    except (OSError, ValueError):
+        return {}

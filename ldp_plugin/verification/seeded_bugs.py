@@ -1,0 +1,144 @@
+"""Deliberately broken mechanisms: the verification layers must catch every one of them.
+
+Each is a small subclass of a correct mechanism with one realistic mistake. They are constructible
+(``_construction_check_disabled``) so the *verification* — not the constructor — has to find the
+flaw. :func:`seeded_bugs` returns canonical instances; ``ldp verify --self-test`` and the test
+suite run the layers on them.
+
+| bug | what is wrong | true ε | caught by |
+|---|---|---|---|
+| ``SwappedUE`` | a unary encoding with SUE's ``p`` and OUE's ``q`` | 1.5 ε | exact, audit |
+| ``MissedHalfRAPPOR`` | per-bit budget ε instead of ε/2 | 2 ε | exact, audit |
+| ``StickyRAPPOR`` | never clears the true bit (pure-ldp's RAPPOR defect) | ∞ | goodness of fit, audit |
+| ``NoPredecessorSubset`` | k-subset that can never output ``x − 1`` | ∞ | goodness of fit, audit |
+| ``Quantized32KRR`` | k-RR probabilities quantized to a 32-bit uniform, ε = 20 | > 20 | exact |
+| ``UnderDeclaredKRR`` | declares ε 10% below the ε its thresholds realize | 1.1 ε | exact, audit |
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import ClassVar
+
+import numpy as np
+
+from ..exact import TWO64, exp_lower_bound
+from ..mechanisms import KRR, RAPPOR, KSubset
+from ..mechanisms._base import floor_threshold
+from ..mechanisms.unary import UnaryEncoding
+
+__all__ = [
+    "SwappedUE",
+    "MissedHalfRAPPOR",
+    "StickyRAPPOR",
+    "NoPredecessorSubset",
+    "Quantized32KRR",
+    "UnderDeclaredKRR",
+    "seeded_bugs",
+]
+
+
+@dataclass(frozen=True, kw_only=True)
+class SwappedUE(UnaryEncoding):
+    name = "bug-swapped-ue"
+    _construction_check_disabled: ClassVar[bool] = True
+
+    def _thresholds(self):
+        Lh = exp_lower_bound(self.epsilon / 2)
+        L = exp_lower_bound(self.epsilon)
+        return floor_threshold(Lh / (Lh + 1)), floor_threshold(1 / (L + 1))  # SUE's p, OUE's q
+
+
+@dataclass(frozen=True, kw_only=True)
+class MissedHalfRAPPOR(RAPPOR):
+    name = "bug-missed-half-rappor"
+    _construction_check_disabled: ClassVar[bool] = True
+
+    def _thresholds(self):
+        L = exp_lower_bound(self.epsilon)  # should be ε/2 per bit: two bits change
+        tp = floor_threshold(L / (L + 1))
+        return tp, TWO64 - tp
+
+
+@dataclass(frozen=True, kw_only=True)
+class StickyRAPPOR(RAPPOR):
+    """Declares RAPPOR's channel but never clears the user's own bit."""
+
+    name = "bug-sticky-rappor"
+
+    def _randomize_codes(self, codes, source):
+        out = super()._randomize_codes(codes, source)
+        out[np.arange(codes.size), codes >> 3] |= (np.uint8(1) << (codes & 7).astype(np.uint8))
+        return out
+
+
+@dataclass(frozen=True, kw_only=True)
+class NoPredecessorSubset(KSubset):
+    """Declares the k-subset channel, but replaces ``x − 1`` (mod d) by another item."""
+
+    name = "bug-no-predecessor-subset"
+
+    def _randomize_codes(self, codes, source):
+        out = super()._randomize_codes(codes, source).astype(np.int64)
+        pred = (codes - 1) % self.d
+        for i in np.flatnonzero((out == pred[:, None]).any(axis=1)):
+            row = set(out[i].tolist())
+            row.discard(int(pred[i]))
+            row.add(next(v for v in range(self.d) if v not in row and v != pred[i]))
+            out[i] = sorted(row)
+        return out.astype(self._report_dtype())
+
+
+@dataclass(frozen=True, kw_only=True)
+class Quantized32KRR(KRR):
+    """k-RR sampled by inverse CDF on a 32-bit uniform: each other item gets
+    ``floor(q·2**32)/2**32`` and the true item the rest — q is rounded *down*."""
+
+    name = "bug-quantized32-krr"
+    _construction_check_disabled: ClassVar[bool] = True
+
+    def _realize(self):
+        L = exp_lower_bound(self.epsilon)
+        q32 = floor_threshold(1 / (L + self.d - 1)) >> 32  # floor(q · 2**32)
+        object.__setattr__(self, "_q32", q32)
+        q = Fraction(q32, 1 << 32)
+        p = 1 - (self.d - 1) * q
+        object.__setattr__(self, "keep_threshold", floor_threshold(p))
+        return p, q, p / q
+
+    def _randomize_codes(self, codes, source):
+        u = source.words(codes.size, bits=32).astype(np.int64)
+        other = u // max(self._q32, 1)  # the j-th block of q32 values → the j-th other item
+        keep = other >= self.d - 1
+        other = np.minimum(other, self.d - 2)
+        other += other >= codes
+        return np.where(keep, codes, other).astype(np.uint16)
+
+
+@dataclass(frozen=True, kw_only=True)
+class UnderDeclaredKRR(KRR):
+    """Thresholds for ``1.1 ε`` while declaring ``ε``."""
+
+    name = "bug-under-declared-krr"
+    _construction_check_disabled: ClassVar[bool] = True
+
+    def _realize(self):
+        L = exp_lower_bound(self.epsilon * 1.1)
+        T = floor_threshold(L / (L + self.d - 1))
+        object.__setattr__(self, "keep_threshold", T)
+        p = Fraction(T, TWO64)
+        q = (1 - p) / (self.d - 1)
+        return p, q, Fraction(T * (self.d - 1), TWO64 - T)
+
+
+def seeded_bugs() -> list:
+    """``(name, instance, layers expected to catch it)`` for the seeded-bug suite."""
+    return [
+        ("swapped-ue", SwappedUE(epsilon=1.0, d=4), ("exact", "audit")),
+        ("missed-half-rappor", MissedHalfRAPPOR(epsilon=1.0, d=4), ("exact", "audit")),
+        ("sticky-rappor", StickyRAPPOR(epsilon=1.0, d=4), ("goodness-of-fit", "audit")),
+        ("no-predecessor-subset", NoPredecessorSubset(epsilon=1.0, d=5, k=2), ("goodness-of-fit", "audit")),
+        ("quantized32-krr", Quantized32KRR(epsilon=20.0, d=2), ("exact",)),
+        ("under-declared-krr", UnderDeclaredKRR(epsilon=1.0, d=4), ("exact", "audit")),
+    ]

@@ -1,0 +1,113 @@
+"""Verification layers, the seeded-bug suite (every bug caught, no correct mechanism flagged),
+the name lock, user registration and `ldp verify`."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from ldp_plugin import PrivacyVerificationError
+from ldp_plugin._errors import LDPParameterError
+from ldp_plugin.cli import main
+from ldp_plugin.registry import _loader, load_registry, register, unregister_all, verify
+from ldp_plugin.verification import audit_layer, audit_sample_size, self_test
+from ldp_plugin.verification.seeded_bugs import UnderDeclaredKRR
+
+
+@pytest.fixture(autouse=True)
+def _state(tmp_path, monkeypatch):
+    monkeypatch.setenv("LDP_PLUGIN_STATE", str(tmp_path / "state"))
+    yield
+    unregister_all()
+
+
+def test_every_seeded_bug_is_caught_by_the_expected_layers():
+    rows = self_test(seed=11, quick=True)
+    assert len(rows) == 6
+    for r in rows:
+        assert r["caught"], r["name"]
+        assert set(r["expected_layers"]) <= set(r["caught_by"]) | ({"audit"} if r["name"] == "quantized32-krr" else set()), r
+
+
+def test_no_registered_mechanism_is_flagged_quick():
+    for name, decl in load_registry().items():
+        for r in verify(decl, seed=5, quick=True):
+            assert r["passed"], (name, r["instance"])
+            assert r["realized_epsilon"] <= r["declared_epsilon"]
+            assert r["audit_epsilon_lower_bound"] <= r["declared_epsilon"]
+
+
+def test_audit_detects_ten_percent_with_its_computed_sample_size():
+    # the audit's own n (power 0.99 at 1.1 ε) catches a mechanism whose true ε is 10% above the claim
+    for seed in (1, 2, 3):
+        a = audit_layer(UnderDeclaredKRR(epsilon=1.0, d=4), seed=seed, declared_channel=False)
+        assert a["power_guaranteed"] and not a["passed"]
+    # and the sample size grows as the event gets rarer and as ε shrinks
+    assert audit_sample_size(0.5, 1.0, 1e-7) < audit_sample_size(0.05, 1.0, 1e-7) < audit_sample_size(0.05, 0.5, 1e-7)
+    assert math.isfinite(audit_sample_size(0.9, 0.1, 1e-9))
+
+
+def test_name_lock_refuses_a_name_that_changes_meaning(monkeypatch):
+    lock = dict(_loader._lock())
+    lock["krr"] = "0" * 32
+    monkeypatch.setattr(_loader, "_lock", lambda: lock)
+    with pytest.raises(LDPParameterError, match="changed meaning"):
+        load_registry()
+    del lock["krr"]
+    with pytest.raises(LDPParameterError, match="names.lock"):
+        load_registry()
+
+
+def _decl(name, constructor):
+    return {
+        "name": name,
+        "summary": "test mechanism",
+        "constructor": constructor,
+        "measurement": "ldp_plugin.measurements:make_krr",
+        "privacy_unit": "user",
+        "privacy_map": "0 if d_in == 0 else epsilon",
+        "citation": "tests",
+        "parameters": {"epsilon": {"type": "float", "range": "(0, inf)"}, "d": {"type": "int", "range": "[2, 2^31]"}},
+        "canonical": [{"epsilon": 1.0, "d": 4}, {"epsilon": 2.0, "d": 3}],
+    }
+
+
+def test_user_registration_verifies_and_refuses(capsys):
+    decl = register(_decl("my-krr", "ldp_plugin.mechanisms:KRR"))
+    assert "my-krr" in load_registry()
+    with pytest.raises(LDPParameterError, match="taken"):
+        register(_decl("my-krr", "ldp_plugin.mechanisms:KRR"))
+    with pytest.raises(LDPParameterError, match="taken"):
+        register(_decl("krr", "ldp_plugin.mechanisms:KRR"))
+    with pytest.raises(PrivacyVerificationError, match="failed verification"):
+        register(_decl("sneaky-krr", "ldp_plugin.verification.seeded_bugs:UnderDeclaredKRR"))
+    assert "sneaky-krr" not in load_registry()
+    bad = _decl("x", "ldp_plugin.mechanisms:KRR")
+    del bad["parameters"]["epsilon"]
+    with pytest.raises(LDPParameterError, match="epsilon"):
+        register(bad)
+    assert decl.name == "my-krr"
+
+
+def test_ldp_verify_cli_json_report_and_exit_status(tmp_path, capsys):
+    report = tmp_path / "audit.md"
+    assert main(["verify", "krr", "orr", "--quick", "--self-test", "--report", str(report), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["passed"] and {r["name"] for r in out["results"]} == {"krr", "orr"}
+    for r in out["results"]:
+        for key in ("name", "declared_epsilon", "realized_epsilon", "audit_epsilon_lower_bound", "audit_samples", "passed"):
+            assert key in r
+    assert all(b["caught"] for b in out["seeded_bugs"])
+    text = report.read_text()
+    assert "| krr |" in text and "seeded bug: caught by" in text
+    # `ldp mechanisms` shows the last verification status
+    assert main(["mechanisms", "--json"]) == 0
+    mechs = {m["name"]: m for m in json.loads(capsys.readouterr().out)["mechanisms"]}
+    assert mechs["krr"]["verification"]["last_full_verification"]["passed"] is True
+    # a failing mechanism makes the exit status non-zero
+    _loader._USER["broken"] = _loader.parse_declaration(_decl("broken", "ldp_plugin.verification.seeded_bugs:UnderDeclaredKRR"))
+    assert main(["verify", "broken", "--quick", "--json"]) == 1
+    assert json.loads(capsys.readouterr().out)["passed"] is False
+    assert main(["verify", "nope", "--json"]) == 2
