@@ -41,6 +41,7 @@ import polars as pl
 
 from ldp_plugin._errors import LDPInputError, LDPParameterError
 from ldp_plugin.hashing import assign_cohorts, item_keys
+from ldp_plugin.persist import write_reports
 from ldp_plugin.mechanisms import OLH, CohortReports, FrequencyOracle, WarnerRR
 from ldp_plugin.mechanisms.cohort import _CohortMechanism
 from ldp_plugin.sampling import RNGLike, chunk_source
@@ -189,8 +190,8 @@ class _Privatizer:
             pl.when(pl.col(name).is_in(cats)).then(pl.col(name)).otherwise(pl.lit(self.other)).alias(name)
         ).to_series()
 
-    def process(self, chunk: pl.DataFrame, index: int, offset: int) -> pl.DataFrame:
-        source = chunk_source(self.rng, index)
+    def process(self, chunk: pl.DataFrame, index: int, offset: int, partition: Optional[int] = None) -> pl.DataFrame:
+        source = chunk_source(self.rng, index, partition)
         series = chunk[self.column]
         if series.null_count():
             pos = offset + int(series.is_null().arg_true()[0])
@@ -256,6 +257,7 @@ def privatize(
     query_id: Optional[str] = None,
     budget_cohorts: Optional[Sequence[int]] = None,
     keep_reports: bool = False,
+    partition: Optional[int] = None,
 ) -> pl.DataFrame | pl.LazyFrame:
     """Randomize ``column`` (one value or one set per user) with ``mechanism`` → a reports frame.
 
@@ -265,7 +267,10 @@ def privatize(
         collections, independent of the data).
     :param seed: ``None`` for the OS CSPRNG; an integer for reproducible, *non-secure* reports.
     :param unknown: ``"error"`` or ``"other"`` (unknown items become ``other``, a declared category).
-    :param sink: a directory: write the reports as Parquet parts there and return a scan of them.
+    :param sink: a directory: write the reports as Parquet parts there (with the mechanism in
+        their metadata, :mod:`ldp_plugin.persist`) and return a scan of them.
+    :param partition: the index of this frame in a partitioned job: with a ``seed``, chunk ``j``
+        of partition ``i`` uses the stream ``(seed, i, j)`` — never the same stream twice.
     :param accountant: a :class:`ldp_plugin.Accountant`: the mechanism's ε is spent under
         ``query_id`` on ``budget_cohorts`` (the population's cohorts this frame covers; all by
         default) after the frame's schema and user ids are validated and **before** any report is
@@ -306,10 +311,10 @@ def privatize(
     parts = []
     offset = 0
     for i, chunk in enumerate(_rechunk(batches, ROWS_PER_CHUNK)):
-        out = p.process(chunk, i, offset)
+        out = p.process(chunk, i, offset, partition)
         offset += chunk.height
         if sink is not None:
-            out.write_parquet(out_dir / f"part-{i:06d}.parquet")
+            write_reports(out, out_dir / f"part-{i:06d}.parquet", mechanism)
         else:
             parts.append(out)
     if sink is not None:

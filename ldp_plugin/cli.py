@@ -1,4 +1,4 @@
-"""The ``ldp`` command line: ``mechanisms``, ``verify``, ``simulate``, ``collect``, ``budget``, ``demo``. Every command takes ``--json``
+"""The ``ldp`` command line: ``mechanisms``, ``verify``, ``simulate``, ``collect``, ``aggregate``, ``budget``, ``demo``. Every command takes ``--json``
 (one JSON document on stdout)."""
 
 from __future__ import annotations
@@ -119,7 +119,7 @@ def cmd_collect(args) -> int:
     """Run a collection job described in TOML (see :mod:`ldp_plugin.collect`)."""
     from .collect import load_job, run_job
 
-    summary = run_job(load_job(args.job))
+    summary = run_job(load_job(args.job), executor=args.executor, address=args.address)
     if args.json:
         print(json.dumps(summary, indent=2, default=str))
     else:
@@ -247,6 +247,39 @@ def cmd_verify(args) -> int:
     return 0 if ok else 1
 
 
+def cmd_aggregate(args) -> int:
+    """Aggregate Parquet report files (mechanism from their metadata), incrementally with --state."""
+    import os
+
+    from .executors import aggregate, make_executor
+    from .persist import AccumulatorState
+
+    if not args.mechanism_from_metadata:
+        raise LDPParameterError("pass --mechanism-from-metadata: the mechanism and its parameters are read from the report files")
+    state = AccumulatorState.load(args.state) if args.state and os.path.exists(args.state) else None
+    before = 0 if state is None else len(state.ingested)
+    executor = make_executor(args.executor, args.address)
+    try:
+        result = aggregate(args.reports, executor=executor, state=state)
+    finally:
+        if hasattr(executor, "close"):
+            executor.close()
+    if args.state:
+        result.save(args.state)
+    cands = None if args.candidates is None else [c for c in args.candidates.split(",") if c]
+    est = result.estimate(candidates=cands, postprocess=args.postprocess) if cands else result.estimate(postprocess=args.postprocess)
+    rows = est.to_polars().to_dicts()
+    out = {"mechanism": result.spec, "fingerprint": result.fingerprint, "n": result.n, "files": len(result.ingested),
+           "files_added": len(result.ingested) - before, "executor": args.executor, "estimates": rows}
+    if args.json:
+        print(json.dumps(out, indent=1, default=str))
+    else:
+        print(f"ldp aggregate: {result.n:,} reports from {len(result.ingested)} file(s) ({out['files_added']} new), {result.spec.get('name', result.spec)}")
+        for r in rows:
+            print(f"  {str(r['item']):<20} {r['estimate']:.4f}  ± {r['std_error']:.4f}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="ldp", description="Local differential privacy for OpenDP.")
     sub = p.add_subparsers(dest="command", required=True)
@@ -272,6 +305,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     c = sub.add_parser("collect", help="privatize a Parquet/CSV file and estimate frequencies, as described in a TOML job")
     c.add_argument("job", help="the job file (see `python -m pydoc ldp_plugin.collect`)")
+    c.add_argument("--executor", choices=["local", "dask"], default=None, help="partitioned job: input glob = partitions")
+    c.add_argument("--address", default=None, help="Dask scheduler address (default: $DASK_SCHEDULER_ADDRESS or a local cluster)")
     c.add_argument("--json", action="store_true")
     c.set_defaults(func=cmd_collect)
 
@@ -283,6 +318,17 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--report", default=None, metavar="PATH", help="write a markdown audit report")
     v.add_argument("--json", action="store_true")
     v.set_defaults(func=cmd_verify)
+
+    a = sub.add_parser("aggregate", help="aggregate Parquet report files (mechanism from their metadata), locally or on Dask")
+    a.add_argument("reports", help="a glob, a directory, or a file of reports")
+    a.add_argument("--mechanism-from-metadata", action="store_true", help="read the mechanism and its parameters from the files (required)")
+    a.add_argument("--executor", choices=["local", "dask"], default="local")
+    a.add_argument("--address", default=None, help="Dask scheduler address (default: $DASK_SCHEDULER_ADDRESS or a local cluster)")
+    a.add_argument("--state", default=None, metavar="PATH", help="accumulator state: read if present, new files merged in, saved back")
+    a.add_argument("--candidates", default=None, help="comma-separated candidates (open-alphabet mechanisms)")
+    a.add_argument("--postprocess", choices=POSTPROCESS_CHOICES, default="projection")
+    a.add_argument("--json", action="store_true")
+    a.set_defaults(func=cmd_aggregate)
 
     b = sub.add_parser("budget", help="the privacy budget ledger of a population (SQLite)")
     bsub = b.add_subparsers(dest="budget_command", required=True)

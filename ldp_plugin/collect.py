@@ -197,13 +197,19 @@ def plot_estimates(frame, path: Path, *, title: str, max_items: int = 40) -> Non
     plt.close(fig)
 
 
-def run_job(job: Job) -> dict:
-    """Run a job: stream the input, privatize once, estimate, write outputs; return a summary."""
+def run_job(job: Job, *, executor: Optional[str] = None, address: Optional[str] = None) -> dict:
+    """Run a job: stream the input, privatize once, estimate, write outputs; return a summary.
+
+    With ``executor`` (``"local"`` or ``"dask"``) the input may be a glob of files: each file is a
+    partition randomized by the executor into ``[output] reports`` (required), then aggregated by
+    the same executor (:mod:`ldp_plugin.executors`)."""
     import polars as pl
 
     from ldp_plugin.adapters import estimate as estimate_reports
     from ldp_plugin.adapters import privatize
 
+    if executor is not None:
+        return _run_partitioned(job, executor, address)
     lf = _read_input(job)
     n_hint = int(lf.select(pl.len()).collect(engine="streaming").item())
     coll = job.collection
@@ -261,5 +267,58 @@ def run_job(job: Job) -> dict:
         },
         "privatize_seconds": round(t1 - t0, 3),
         "estimate_seconds": round(t2 - t1, 3),
+        "top": est.sort("estimate", descending=True).head(10).to_dicts(),
+    }
+
+
+def _run_partitioned(job: Job, kind: str, address: Optional[str]) -> dict:
+    import polars as pl
+
+    from .executors import aggregate, make_executor, privatize_files, resolve_paths
+
+    if "reports" not in job.output:
+        raise LDPParameterError("a partitioned job (--executor) writes its reports: set [output] reports = DIR")
+    if job.input.get("list_separator") is not None:
+        raise LDPParameterError("--executor reads Parquet partitions; list_separator applies to single CSV inputs")
+    paths = resolve_paths(str(job.path(job.input["path"])))
+    n_hint = int(pl.scan_parquet(paths).select(pl.len()).collect(engine="streaming").item())
+    coll = job.collection
+    mech = build_mechanism(dict(job.mechanism, _candidates=coll.get("candidates")), max(n_hint, 1))
+    budget = job.budget or {}
+    if budget:
+        from .accountant import Accountant
+
+        acc = Accountant(job.path(budget["ledger"]))
+        rec = acc.spend(budget["query_id"], mech, cohorts=budget.get("cohorts"))
+        if rec.retried:
+            raise LDPParameterError(f"query id {budget['query_id']!r} was already released: a partitioned job cannot be re-released")
+    ex = make_executor(kind, address)
+    t0 = time.perf_counter()
+    try:
+        files = privatize_files(
+            paths, job.input["column"], mech, job.path(job.output["reports"]), executor=ex, seed=coll.get("seed"),
+            user_id=job.input.get("user_id"), cohorts=coll.get("cohort_salt"), unknown=coll.get("unknown", "error"),
+        )
+        t1 = time.perf_counter()
+        state = aggregate(files, executor=ex)
+    finally:
+        if hasattr(ex, "close"):
+            ex.close()
+    kw = dict(postprocess=coll.get("postprocess", "projection"), confidence=float(coll.get("confidence", 0.95)))
+    if coll.get("candidates") is not None:
+        kw["candidates"] = coll["candidates"]
+    est = state.estimate(**kw).to_polars()
+    t2 = time.perf_counter()
+    out_path = job.path(job.output["estimates"])
+    _write_table(est, out_path)
+    plot_path = None
+    if "plot" in job.output:
+        plot_path = job.path(job.output["plot"])
+        plot_estimates(est, plot_path, title=f"{mech.name}, epsilon={mech.epsilon}, n={n_hint:,}")
+    return {
+        "mechanism": mech.params(), "epsilon": mech.epsilon, "users": n_hint, "executor": kind, "partitions": len(files),
+        "secure_randomness": coll.get("seed") is None, "estimates": str(out_path), "plot": None if plot_path is None else str(plot_path),
+        "reports": str(job.path(job.output["reports"])), "privatize_seconds": round(t1 - t0, 3), "estimate_seconds": round(t2 - t1, 3),
+        "budget": None if not budget else {"ledger": str(job.path(budget["ledger"])), "query_id": budget["query_id"]},
         "top": est.sort("estimate", descending=True).head(10).to_dicts(),
     }

@@ -253,15 +253,16 @@ class SeededRandomSource(RandomSource):
 
     secure = False
 
-    def __init__(self, seed: int, stream: Optional[int] = None):
+    def __init__(self, seed: int, stream: Union[int, tuple, None] = None):
         if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
             raise LDPParameterError("seed must be a non-negative integer")
         self.seed = int(seed)
-        self.stream = None if stream is None else int(stream)
+        self.stream = None if stream is None else (tuple(int(s) for s in stream) if isinstance(stream, tuple) else int(stream))
         if self.stream is None:
             self._bitgen = np.random.PCG64DXSM(self.seed)
-        else:  # an independent stream per partition/chunk: SeedSequence spawn key (seed, stream)
-            self._bitgen = np.random.PCG64DXSM(np.random.SeedSequence(self.seed, spawn_key=(self.stream,)))
+        else:  # an independent stream per partition/chunk: SeedSequence spawn key (seed, *stream)
+            key = self.stream if isinstance(self.stream, tuple) else (self.stream,)
+            self._bitgen = np.random.PCG64DXSM(np.random.SeedSequence(self.seed, spawn_key=key))
 
     def random_bytes(self, n: int) -> np.ndarray:
         if n == 0:
@@ -274,16 +275,17 @@ class SeededRandomSource(RandomSource):
         return f"SeededRandomSource(seed={self.seed}{stream})  # not secure: simulations and tests only"
 
 
-def chunk_source(rng: RNGLike, chunk: int) -> RandomSource:
+def chunk_source(rng: RNGLike, chunk: int, partition: Optional[int] = None) -> RandomSource:
     """The source for chunk/partition ``chunk`` of a job: the OS CSPRNG, or — for an integer
     seed — an independent seeded stream per chunk (never the same stream twice), so results do
     not depend on how an engine batches the rows."""
     if rng is None or (isinstance(rng, RandomSource) and rng.secure):
         return SecureRandomSource() if rng is None else rng
+    stream = chunk if partition is None else (int(partition), int(chunk))
     if isinstance(rng, SeededRandomSource):
-        return SeededRandomSource(rng.seed, stream=chunk)
+        return SeededRandomSource(rng.seed, stream=stream)
     if isinstance(rng, (int, np.integer)) and not isinstance(rng, bool):
-        return SeededRandomSource(int(rng), stream=chunk)
+        return SeededRandomSource(int(rng), stream=stream)
     raise LDPParameterError("rng must be None (secure), an integer seed, or a RandomSource")
 
 

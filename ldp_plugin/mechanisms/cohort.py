@@ -411,6 +411,12 @@ class ORR(_CohortMechanism):
         flat = reports.cohort.astype(np.int64) * self.k + reports.value.astype(np.int64)
         return np.bincount(flat, minlength=self.cohorts * self.k).reshape(self.cohorts, self.k)
 
+    def histogram_cell_counts(self, cohort: np.ndarray, value: np.ndarray, weights: np.ndarray) -> np.ndarray:
+        """``(C, k)`` cell counts from a histogram of distinct (cohort, value) pairs."""
+        out = np.zeros(self.cohorts * self.k, dtype=np.int64)
+        np.add.at(out, np.asarray(cohort, dtype=np.int64) * self.k + np.asarray(value, dtype=np.int64), np.asarray(weights, dtype=np.int64))
+        return out.reshape(self.cohorts, self.k)
+
     def _value_index(self, value):
         return self.k, value.astype(np.int64)
 

@@ -103,6 +103,12 @@ class HadamardResponse(FrequencyOracle):
         t = fast_walsh_hadamard(hist)
         return ((reports.size + t[1 : self.d + 1]) // 2).astype(np.int64)
 
+    def histogram_support_counts(self, values: np.ndarray, weights: np.ndarray) -> np.ndarray:
+        hist = np.zeros(self.K, dtype=np.int64)
+        np.add.at(hist, np.asarray(values, dtype=np.int64), np.asarray(weights, dtype=np.int64))
+        t = fast_walsh_hadamard(hist)
+        return ((int(hist.sum()) + t[1 : self.d + 1]) // 2).astype(np.int64)
+
     def output_alphabet_size(self) -> int:
         return self.K
 
@@ -168,10 +174,15 @@ class HadamardMechanism(FrequencyOracle):
         return int(reports.shape[0])
 
     def support_counts(self, reports: np.ndarray) -> np.ndarray:
-        r = reports.astype(np.int64)
-        signed = np.bincount(r >> 1, weights=2 * (r & 1) - 1, minlength=self.K).astype(np.int64)
+        return self.histogram_support_counts(reports, np.ones(reports.size, dtype=np.int64))
+
+    def histogram_support_counts(self, values: np.ndarray, weights: np.ndarray) -> np.ndarray:
+        r = np.asarray(values, dtype=np.int64)
+        w = np.asarray(weights, dtype=np.int64)
+        signed = np.zeros(self.K, dtype=np.int64)
+        np.add.at(signed, r >> 1, (2 * (r & 1) - 1) * w)
         t = fast_walsh_hadamard(signed)
-        return ((reports.size + t[1 : self.d + 1]) // 2).astype(np.int64)
+        return ((int(w.sum()) + t[1 : self.d + 1]) // 2).astype(np.int64)
 
     def output_alphabet_size(self) -> int:
         return 2 * self.K

@@ -87,6 +87,12 @@ class KRR(FrequencyOracle):
     def n_reports(self, reports: np.ndarray) -> int:
         return int(reports.shape[0])
 
+    def histogram_support_counts(self, values: np.ndarray, weights: np.ndarray) -> np.ndarray:
+        """Support counts from a histogram of distinct report values (``weights`` int64 counts)."""
+        out = np.zeros(self.d, dtype=np.int64)
+        np.add.at(out, np.asarray(values, dtype=np.int64), np.asarray(weights, dtype=np.int64))
+        return out
+
     def output_alphabet_size(self) -> int:
         return self.d
 

@@ -1,0 +1,253 @@
+"""Mechanisms, report batches and accumulator state as data.
+
+* **Mechanism spec**: a JSON-able description ``{"name": <registry name>, "params": {...}}`` (or
+  ``{"set": "sample-one", "m": ..., "on_long": ..., "mechanism": <spec>}`` for sets) from which the
+  same frozen mechanism is rebuilt — only registered constructors are ever imported from a spec.
+  Its **fingerprint** (SHA-256 of the canonical JSON and the report format version) identifies the
+  mechanism *and its parameters*: merging or aggregating across different fingerprints is refused.
+* **Reports on disk**: Parquet files whose columns are those of
+  :func:`ldp_plugin.adapters.reports_to_frame` (``cohort`` UInt32 for cohort mechanisms, ``seed``
+  UInt64 for OLH, ``report``: UInt32 / Boolean / Array(UInt8) packed bits / Array(UInt32) subsets)
+  with the spec in the file's key-value metadata under ``ldp_plugin.mechanism`` and the fingerprint
+  under ``ldp_plugin.fingerprint``.
+* **Accumulator state**: a small JSON file — format, spec, fingerprint, ``n``, the int64 counts
+  (and per-cohort sizes), and the report files already ingested (absolute path, size, mtime), so
+  new files merge in without re-reading old ones. Written atomically (temporary file + rename).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+from pathlib import Path
+from typing import Any, Iterable, Optional
+
+import numpy as np
+
+from ._errors import LDPInputError, LDPParameterError
+
+__all__ = [
+    "REPORT_FORMAT",
+    "mechanism_spec",
+    "mechanism_from_spec",
+    "spec_fingerprint",
+    "write_reports",
+    "read_report_spec",
+    "AccumulatorState",
+]
+
+REPORT_FORMAT = "ldp-plugin-reports/1"
+STATE_FORMAT = "ldp-plugin-accumulator/1"
+META_SPEC = "ldp_plugin.mechanism"
+META_FP = "ldp_plugin.fingerprint"
+
+
+def _json_value(v: Any) -> Any:
+    if isinstance(v, tuple):
+        return [_json_value(x) for x in v]
+    if isinstance(v, (np.integer,)):
+        return int(v)
+    if isinstance(v, (np.floating,)):
+        return float(v)
+    if v is None or isinstance(v, (str, int, float, bool, list)):
+        return v
+    raise LDPParameterError(f"mechanism parameter of type {type(v).__name__} cannot be stored as data")
+
+
+def mechanism_spec(mechanism: Any) -> dict:
+    """The JSON-able spec of a registered mechanism (or of a SampleOne around one)."""
+    from ldp_plugin.registry import load_registry
+
+    from .sets import SampleOne
+
+    if isinstance(mechanism, SampleOne):
+        return {"set": "sample-one", "m": mechanism.m, "on_long": mechanism.on_long, "mechanism": mechanism_spec(mechanism.mechanism)}
+    names = [n for n, d in load_registry().items() if d.mechanism_class() is type(mechanism)]
+    if not names:
+        raise LDPParameterError(f"{type(mechanism).__name__} is not a registered mechanism: only registered mechanisms can be stored")
+    params = {f.name: _json_value(getattr(mechanism, f.name)) for f in dataclasses.fields(mechanism) if f.init}
+    decl = load_registry()[names[0]]
+    if decl.fixed_d is not None:
+        params.pop("d", None)
+        params.pop("categories", None)
+    return {"name": names[0], "params": params}
+
+
+def mechanism_from_spec(spec: Any) -> Any:
+    """Rebuild the mechanism of a spec (a dict or its JSON text); only registered constructors."""
+    from ldp_plugin.registry import load_registry
+
+    from .sets import SampleOne
+
+    if isinstance(spec, (str, bytes)):
+        try:
+            spec = json.loads(spec)
+        except ValueError:
+            raise LDPInputError("the mechanism spec is not valid JSON") from None
+    if not isinstance(spec, dict):
+        raise LDPInputError("a mechanism spec is a JSON object")
+    if spec.get("set") == "sample-one":
+        return SampleOne(mechanism=mechanism_from_spec(spec["mechanism"]), m=spec["m"], on_long=spec.get("on_long", "error"))
+    reg = load_registry()
+    name = spec.get("name")
+    if name not in reg:
+        raise LDPInputError(f"the mechanism spec names {name!r}, which is not registered here")
+    params = dict(spec.get("params", {}))
+    if params.get("categories") is not None:
+        params["categories"] = tuple(params["categories"])
+    return reg[name].mechanism_class()(**params)
+
+
+def spec_fingerprint(spec: dict) -> str:
+    text = json.dumps({"format": REPORT_FORMAT, "spec": spec}, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def write_reports(frame: Any, path: str | Path, mechanism: Any) -> Path:
+    """Write a reports frame as Parquet with the mechanism spec and fingerprint in its metadata."""
+    spec = mechanism_spec(mechanism)
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    frame.write_parquet(tmp, metadata={META_SPEC: json.dumps(spec, sort_keys=True), META_FP: spec_fingerprint(spec)})
+    os.replace(tmp, path)  # a partially written file never looks like a finished partition
+    return path
+
+
+def read_report_spec(path: str | Path) -> tuple[dict, str]:
+    """The (spec, fingerprint) stored in a report file's metadata."""
+    import polars as pl
+
+    try:
+        meta = pl.read_parquet_metadata(str(path))
+    except Exception as e:
+        raise LDPInputError(f"{str(path)!r} is not a readable Parquet file ({type(e).__name__})") from None
+    if META_SPEC not in meta:
+        raise LDPInputError(f"{str(path)!r} has no ldp-plugin mechanism metadata (write reports with write_reports or sink=)")
+    spec = json.loads(meta[META_SPEC])
+    fp = meta.get(META_FP, "")
+    if fp != spec_fingerprint(spec):
+        raise LDPInputError(f"{str(path)!r} has inconsistent mechanism metadata (fingerprint mismatch)")
+    return spec, fp
+
+
+def file_identity(path: str | Path) -> dict:
+    st = os.stat(path)
+    return {"path": str(Path(path).resolve()), "size": st.st_size, "mtime_ns": st.st_mtime_ns}
+
+
+@dataclasses.dataclass
+class AccumulatorState:
+    """Counts of one mechanism (by fingerprint) as data: mergeable, savable, incremental."""
+
+    spec: dict
+    fingerprint: str
+    counts: np.ndarray
+    n: int
+    n_c: Optional[np.ndarray] = None
+    ingested: list = dataclasses.field(default_factory=list)
+
+    @classmethod
+    def empty(cls, mechanism: Any) -> "AccumulatorState":
+        spec = mechanism_spec(mechanism)
+        acc = _base(mechanism).accumulator()
+        n_c = np.zeros_like(acc.n_c) if hasattr(acc, "n_c") else None
+        return cls(spec, spec_fingerprint(spec), np.zeros_like(acc.counts), 0, n_c, [])
+
+    @classmethod
+    def from_accumulator(cls, mechanism: Any, acc: Any, ingested: Iterable = ()) -> "AccumulatorState":
+        spec = mechanism_spec(mechanism)
+        return cls(spec, spec_fingerprint(spec), acc.counts.copy(), int(acc.n), acc.n_c.copy() if hasattr(acc, "n_c") else None, list(ingested))
+
+    def mechanism(self) -> Any:
+        return mechanism_from_spec(self.spec)
+
+    def accumulator(self) -> Any:
+        acc = _base(self.mechanism()).accumulator()
+        acc.counts = self.counts.astype(np.int64).copy()
+        if self.n_c is not None:
+            acc.n_c = self.n_c.astype(np.int64).copy()
+        else:
+            acc.n = int(self.n)
+        return acc
+
+    def estimate(self, **kw) -> Any:
+        from .sets import SampleOne
+
+        mech = self.mechanism()
+        acc = self.accumulator()
+        if isinstance(mech, SampleOne):
+            return mech.estimate_from(acc, **kw)
+        return acc.estimate(**kw)
+
+    def __add__(self, other: "AccumulatorState") -> "AccumulatorState":
+        return self.merge(other)
+
+    def merge(self, other: "AccumulatorState") -> "AccumulatorState":
+        if not isinstance(other, AccumulatorState):
+            raise LDPParameterError("can only merge accumulator states")
+        if other.fingerprint != self.fingerprint:
+            raise LDPParameterError(
+                "can only merge accumulators of the same mechanism and parameters "
+                f"(fingerprints {self.fingerprint[:12]}… and {other.fingerprint[:12]}… differ)"
+            )
+        seen = {i["path"] for i in self.ingested}
+        dup = [i["path"] for i in other.ingested if i["path"] in seen]
+        if dup:
+            raise LDPParameterError(f"refusing to count a report file twice: {dup[0]!r}")
+        return AccumulatorState(
+            self.spec,
+            self.fingerprint,
+            self.counts + other.counts,
+            self.n + other.n,
+            None if self.n_c is None else self.n_c + other.n_c,
+            self.ingested + other.ingested,
+        )
+
+    # -- files ---------------------------------------------------------------------------------------
+    def save(self, path: str | Path) -> Path:
+        path = Path(path)
+        doc = {
+            "format": STATE_FORMAT,
+            "fingerprint": self.fingerprint,
+            "mechanism": self.spec,
+            "n": int(self.n),
+            "counts": [int(c) for c in self.counts.ravel()],
+            "shape": list(self.counts.shape),
+            "n_c": None if self.n_c is None else [int(c) for c in self.n_c],
+            "ingested": self.ingested,
+        }
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text(json.dumps(doc))
+        os.replace(tmp, path)
+        return path
+
+    @classmethod
+    def load(cls, path: str | Path) -> "AccumulatorState":
+        path = Path(path)
+        try:
+            doc = json.loads(path.read_text())
+        except FileNotFoundError:
+            raise LDPInputError(f"accumulator state {str(path)!r} does not exist") from None
+        except ValueError:
+            raise LDPInputError(f"accumulator state {str(path)!r} is not valid JSON") from None
+        if doc.get("format") != STATE_FORMAT:
+            raise LDPInputError(f"{str(path)!r} is not an ldp-plugin accumulator state")
+        spec = doc["mechanism"]
+        if spec_fingerprint(spec) != doc.get("fingerprint"):
+            raise LDPInputError(f"accumulator state {str(path)!r} is corrupted (fingerprint mismatch)")
+        counts = np.array(doc["counts"], dtype=np.int64).reshape(doc["shape"])
+        n_c = None if doc.get("n_c") is None else np.array(doc["n_c"], dtype=np.int64)
+        n = int(doc["n"])
+        if n_c is not None and int(n_c.sum()) != n:
+            raise LDPInputError(f"accumulator state {str(path)!r} is corrupted (cohort sizes do not add up)")
+        return cls(spec, doc["fingerprint"], counts, n, n_c, list(doc.get("ingested", [])))
+
+
+def _base(mechanism: Any) -> Any:
+    from .sets import SampleOne
+
+    return mechanism.padded if isinstance(mechanism, SampleOne) else mechanism
