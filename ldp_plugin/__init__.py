@@ -18,7 +18,10 @@ from .measurements import (
     category_domain,
     enable_ldp_features,
     make_hadamard,
+    make_binary,
+    make_geometric,
     make_hadamard_mechanism,
+    make_staircase,
     make_the,
     make_k_subset,
     make_olh,
@@ -33,7 +36,10 @@ from .measurements import (
     make_randomized_response_warner,
     make_rappor,
     then_hadamard,
+    then_binary,
+    then_geometric,
     then_hadamard_mechanism,
+    then_staircase,
     then_the,
     then_k_subset,
     then_olh,
@@ -45,7 +51,7 @@ from .measurements import (
     then_randomized_response_warner,
     then_rappor,
 )
-from .mechanisms import THE, KRR, OLH, ORAPPOR, ORR, OUE, CohortAccumulator, CohortReports, HadamardMechanism, HadamardResponse, RAPPOR, Channel, FrequencyAccumulator, FrequencyOracle, KSubset, WarnerRR
+from .mechanisms import THE, BinaryMechanism, FiniteChannel, GeometricMechanism, StaircaseMechanism, KRR, OLH, ORAPPOR, ORR, OUE, CohortAccumulator, CohortReports, HadamardMechanism, HadamardResponse, RAPPOR, Channel, FrequencyAccumulator, FrequencyOracle, KSubset, WarnerRR
 from .sampling import RandomSource, SecureRandomSource, SeededRandomSource
 from .sets import PAD, SampleOne, SetBatch, as_set_batch
 from .accountant import Accountant, BudgetExceededError, LedgerError, Population
@@ -81,6 +87,12 @@ __all__ = [
     "then_olh",
     "make_hadamard",
     "then_hadamard",
+    "make_binary",
+    "then_binary",
+    "make_staircase",
+    "then_staircase",
+    "make_geometric",
+    "then_geometric",
     "make_hadamard_mechanism",
     "then_hadamard_mechanism",
     "make_the",
@@ -101,6 +113,10 @@ __all__ = [
     "HadamardResponse",
     "HadamardMechanism",
     "THE",
+    "BinaryMechanism",
+    "FiniteChannel",
+    "GeometricMechanism",
+    "StaircaseMechanism",
     "ORR",
     "ORAPPOR",
     "CohortReports",

@@ -25,7 +25,7 @@ from opendp.mod import _PartialConstructor as PartialConstructor
 
 from ._errors import LDPParameterError
 from .exact import scale_epsilon_up
-from .mechanisms import KRR, OLH, ORAPPOR, ORR, OUE, RAPPOR, THE, FrequencyOracle, HadamardMechanism, HadamardResponse, KSubset, WarnerRR
+from .mechanisms import KRR, OLH, ORAPPOR, ORR, OUE, RAPPOR, THE, BinaryMechanism, GeometricMechanism, StaircaseMechanism, FrequencyOracle, HadamardMechanism, HadamardResponse, KSubset, WarnerRR
 from .sets import SampleOne
 from .sampling import RNGLike, as_source
 
@@ -60,6 +60,12 @@ __all__ = [
     "then_the",
     "make_hadamard_mechanism",
     "then_hadamard_mechanism",
+    "make_binary",
+    "then_binary",
+    "make_staircase",
+    "then_staircase",
+    "make_geometric",
+    "then_geometric",
 ]
 
 UNITS = ("user", "population")
@@ -320,3 +326,30 @@ def make_hadamard_mechanism(*, epsilon: float, d: Optional[int] = None, categori
 
 def then_hadamard_mechanism(*, epsilon: float, d: Optional[int] = None, categories: Optional[Sequence] = None, unit: str = "user", rng: RNGLike = None):
     return then_ldp(HadamardMechanism(epsilon=epsilon, d=d, categories=categories), unit=unit, rng=rng)
+
+
+def make_binary(*, epsilon: float, d: Optional[int] = None, subset: Any = None, p0: Any = None, p1: Any = None, categories: Optional[Sequence] = None, unit: str = "user", rng: RNGLike = None) -> dp.Measurement:
+    """The binary mechanism (paper 003 eq. 14) for ``T = subset`` or ``T = {x: P₀(x) >= P₁(x)}``. ``ε``-LDP per user."""
+    return make_ldp(BinaryMechanism(epsilon=epsilon, d=d, subset=subset, p0=p0, p1=p1, categories=categories), unit=unit, rng=rng)
+
+
+def then_binary(*, epsilon: float, d: Optional[int] = None, subset: Any = None, p0: Any = None, p1: Any = None, categories: Optional[Sequence] = None, unit: str = "user", rng: RNGLike = None):
+    return then_ldp(BinaryMechanism(epsilon=epsilon, d=d, subset=subset, p0=p0, p1=p1, categories=categories), unit=unit, rng=rng)
+
+
+def make_staircase(*, epsilon: float, utility: str = "mutual_information", d: Optional[int] = None, prior: Any = None, p0: Any = None, p1: Any = None, categories: Optional[Sequence] = None, unit: str = "user", rng: RNGLike = None) -> dp.Measurement:
+    """The optimal staircase mechanism for ``utility`` (paper 003 Thm 4, LP with HiGHS). ``ε``-LDP per user."""
+    return make_ldp(StaircaseMechanism(epsilon=epsilon, utility=utility, d=d, prior=prior, p0=p0, p1=p1, categories=categories), unit=unit, rng=rng)
+
+
+def then_staircase(*, epsilon: float, utility: str = "mutual_information", d: Optional[int] = None, prior: Any = None, p0: Any = None, p1: Any = None, categories: Optional[Sequence] = None, unit: str = "user", rng: RNGLike = None):
+    return then_ldp(StaircaseMechanism(epsilon=epsilon, utility=utility, d=d, prior=prior, p0=p0, p1=p1, categories=categories), unit=unit, rng=rng)
+
+
+def make_geometric(*, epsilon: float, d: int, unit: str = "user", rng: RNGLike = None) -> dp.Measurement:
+    """The truncated geometric mechanism on ``0..d−1`` (paper 003 §3.4). ``ε``-LDP per user."""
+    return make_ldp(GeometricMechanism(epsilon=epsilon, d=d), unit=unit, rng=rng)
+
+
+def then_geometric(*, epsilon: float, d: int, unit: str = "user", rng: RNGLike = None):
+    return then_ldp(GeometricMechanism(epsilon=epsilon, d=d), unit=unit, rng=rng)
