@@ -56,6 +56,7 @@ from .sampling import RandomSource, SecureRandomSource, SeededRandomSource
 from .sets import PAD, SampleOne, SetBatch, as_set_batch
 from .accountant import Accountant, BudgetExceededError, LedgerError, Population
 from .memo import DistinctValueGuard, Memoized, new_user_key
+from .choose import make_auto, rank_mechanisms
 
 __version__ = "0.1.0"
 
@@ -138,4 +139,6 @@ __all__ = [
     "Memoized",
     "DistinctValueGuard",
     "new_user_key",
+    "make_auto",
+    "rank_mechanisms",
 ]

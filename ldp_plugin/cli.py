@@ -280,6 +280,24 @@ def cmd_aggregate(args) -> int:
     return 0
 
 
+def cmd_choose(args) -> int:
+    """Rank the applicable mechanisms by predicted error and recommend one."""
+    from .choose import rank_mechanisms
+
+    ranked = rank_mechanisms(args.d, args.epsilon, n=args.n, m=args.m, metric=args.metric)
+    rows = [c.to_dict() for c in ranked]
+    out = {"d": args.d, "epsilon": args.epsilon, "m": args.m, "n": args.n, "metric": args.metric, "recommended": rows[0], "ranking": rows}
+    if args.json:
+        print(json.dumps(out, indent=1))
+    else:
+        print(f"ldp choose: d={args.d}, epsilon={args.epsilon}, m={args.m}, n={args.n:,}, metric={args.metric}")
+        for i, r in enumerate(rows):
+            mark = "->" if i == 0 else "  "
+            print(f"{mark} {r['mechanism']:<32} {str(r['params']):<28} predicted {args.metric} {r['predicted_error']:.4g}"
+                  f"   report {r['report_bits']} bits, client {r['client_cost']}, server {r['server_cost']}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="ldp", description="Local differential privacy for OpenDP.")
     sub = p.add_subparsers(dest="command", required=True)
@@ -309,6 +327,15 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--address", default=None, help="Dask scheduler address (default: $DASK_SCHEDULER_ADDRESS or a local cluster)")
     c.add_argument("--json", action="store_true")
     c.set_defaults(func=cmd_collect)
+
+    ch = sub.add_parser("choose", help="rank the applicable mechanisms by predicted error; recommend one")
+    ch.add_argument("--d", type=int, required=True)
+    ch.add_argument("--epsilon", type=float, required=True)
+    ch.add_argument("--m", type=int, default=1, help="items per user (sets: pad-and-sample)")
+    ch.add_argument("--n", type=int, default=100_000, help="users (the prediction scales as 1/n)")
+    ch.add_argument("--metric", choices=["l2", "l1", "linf"], default="l2")
+    ch.add_argument("--json", action="store_true")
+    ch.set_defaults(func=cmd_choose)
 
     v = sub.add_parser("verify", help="exact, goodness-of-fit and black-box audit verification of registered mechanisms")
     v.add_argument("names", nargs="*", help="mechanism names (default: all registered)")

@@ -1,0 +1,152 @@
+"""Choosing the mechanism: rank every applicable registered frequency oracle (and its parameter
+choices) by predicted error, with client cost and report size beside it (``ldp choose``).
+
+Prediction: the per-item variance of each mechanism's raw estimator for ``n`` users at a uniform
+θ (``θ_i = 1/d``; sets: every user holds ``m`` items, ``f_i = m/d``), from the formulas the
+estimators themselves use — the pure-oracle variance ``[θp*(1−p*) + (1−θ)q*(1−q*)]/(n(p*−q*)²)``
+with each mechanism's *realized* ``(p*, q*)``, ``m²·`` that of the padded mechanism for
+pad-and-sample, and :func:`ldp_plugin.theory.mse_cohort` for O-RR. Metrics: ``l2`` =
+``E‖θ̂−θ‖²`` (sum of variances), ``l1`` = ``Σ √(2v_i/π)`` (normal errors), ``linf`` ≈
+``√(2 v_max ln(2d))``. ``benchmarks/choose_grid.py`` checks the pick against simulation.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Callable, Optional, Sequence
+
+import numpy as np
+
+from ._errors import LDPParameterError
+from .mechanisms import KRR, OLH, ORR, OUE, RAPPOR, THE, HadamardMechanism, HadamardResponse, KSubset
+from .mechanisms._base import check_epsilon
+from .sets import SampleOne
+from .theory import choose_orr
+
+__all__ = ["Candidate", "rank_mechanisms", "make_auto", "METRICS"]
+
+METRICS = ("l2", "l1", "linf")
+
+
+@dataclass(frozen=True)
+class Candidate:
+    label: str
+    params: dict
+    predicted_error: float
+    predicted_l2: float
+    report_bits: int
+    client_cost: str
+    server_cost: str
+    build: Callable[[], Any]
+
+    def to_dict(self) -> dict:
+        return {
+            "mechanism": self.label,
+            "params": self.params,
+            "predicted_error": self.predicted_error,
+            "predicted_l2": self.predicted_l2,
+            "report_bits": self.report_bits,
+            "client_cost": self.client_cost,
+            "server_cost": self.server_cost,
+        }
+
+
+def _bits(x: int) -> int:
+    return max(1, math.ceil(math.log2(max(x, 2))))
+
+
+def _pure_item_variances(mech, d_pad: int, n: int, m: int) -> np.ndarray:
+    """Per-item variances of the (set) frequencies over the d real items at the uniform θ."""
+    d = d_pad - (1 if m > 1 else 0)
+    theta = np.full(d_pad, 1.0 / d)
+    if m > 1:
+        theta[-1] = 0.0  # every set holds exactly m items: no padding
+    v = mech.variance(theta, n)
+    return (m * m) * v[:d] if m > 1 else v
+
+
+def _specs(d: int, epsilon: float, n: int, m: int):
+    """(label, params, factory over the (padded) domain size, report bits, client, server)."""
+    dp = d + 1 if m > 1 else d
+    out = [
+        ("krr", {}, lambda D: KRR(epsilon=epsilon, d=D), _bits(dp), "O(1)", "O(n + d)"),
+        ("rappor", {}, lambda D: RAPPOR(epsilon=epsilon, d=D), dp, "O(d)", "O(n·d/64)"),
+        ("oue", {}, lambda D: OUE(epsilon=epsilon, d=D), dp, "O(d)", "O(n·d/64)"),
+        ("the", {}, lambda D: THE(epsilon=epsilon, d=D), dp, "O(d)", "O(n·d/64)"),
+        ("hadamard", {}, lambda D: HadamardResponse(epsilon=epsilon, d=D), dp.bit_length(), "O(1)", "O(n + d log d)"),
+        ("hadamard-mechanism", {}, lambda D: HadamardMechanism(epsilon=epsilon, d=D), (dp).bit_length() + 1, "O(1)", "O(n + d log d)"),
+        ("olh", {"g": "auto"}, lambda D: OLH(epsilon=epsilon, d=D), 64 + _bits(OLH(epsilon=epsilon, d=2).g), "O(1)", "O(n·d)"),
+        ("olh", {"g": 2}, lambda D: OLH(epsilon=epsilon, d=D, g=2), 65, "O(1)", "O(n·d)"),
+    ]
+    if dp >= 3:
+        ks = KSubset(epsilon=epsilon, d=dp)
+        out.append(("k-subset", {"k": ks.k}, lambda D, k=ks.k: KSubset(epsilon=epsilon, d=D, k=k), ks.k * _bits(dp), "O(k)", "O(n·k + d)"))
+    try:
+        c = choose_orr(dp, epsilon, n)
+        out.append(
+            ("orr", {"k": c["k"], "cohorts": c["cohorts"]}, lambda D, c=c: ORR(epsilon=epsilon, k=c["k"], cohorts=c["cohorts"], d=D),
+             _bits(c["cohorts"]) + _bits(c["k"]), "O(1)", "O(n + d²·C)")
+        )
+    except LDPParameterError:
+        pass
+    return out
+
+
+def _summarize(v: np.ndarray, metric: str) -> float:
+    if metric == "l2":
+        return float(v.sum())
+    if metric == "l1":
+        return float(np.sqrt(2 * v / math.pi).sum())
+    return float(math.sqrt(2 * v.max() * math.log(2 * v.size)))
+
+
+def rank_mechanisms(d: int, epsilon: float, *, n: int = 100_000, m: int = 1, metric: str = "l2") -> list[Candidate]:
+    """Every applicable candidate, best (lowest predicted error) first."""
+    eps = check_epsilon(epsilon)
+    if isinstance(d, bool) or not isinstance(d, (int, np.integer)) or not 2 <= int(d) <= 1 << 20:
+        raise LDPParameterError(f"d must be an integer in [2, 2**20] (got {d!r})")
+    if isinstance(m, bool) or not isinstance(m, (int, np.integer)) or not 1 <= int(m) <= int(d):
+        raise LDPParameterError(f"m must be an integer in [1, d] (got {m!r})")
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
+        raise LDPParameterError("n must be a positive integer")
+    if metric not in METRICS:
+        raise LDPParameterError(f"metric must be one of {METRICS} (got {metric!r})")
+    d, m, n = int(d), int(m), int(n)
+    dp = d + 1 if m > 1 else d
+    out = []
+    for label, params, factory, bits, client, server in _specs(d, eps, n, m):
+        try:
+            inner = factory(dp)
+        except (LDPParameterError, ValueError):
+            continue
+        if isinstance(inner, ORR):
+            per = inner.predicted_mse(n) / dp
+            v = np.full(d, per * (m * m if m > 1 else 1))
+        else:
+            v = _pure_item_variances(inner, dp, n, m)
+        build = (lambda f=factory: SampleOne(mechanism=f(d), m=m)) if m > 1 else (lambda f=factory: f(d))
+        out.append(Candidate(
+            label if m == 1 else f"sample-one({label})", dict(params, **({"m": m} if m > 1 else {})),
+            _summarize(v, metric), float(v.sum()), bits, client, server, build,
+        ))
+    out.sort(key=lambda c: (c.predicted_error, c.report_bits))
+    return out
+
+
+def make_auto(d: Optional[int] = None, epsilon: float = 1.0, *, categories: Optional[Sequence] = None, n: int = 100_000, m: int = 1, metric: str = "l2"):
+    """The recommended mechanism of :func:`rank_mechanisms`, built (over ``categories`` if given)."""
+    import dataclasses
+
+    if categories is not None:
+        d = len(categories)
+    if d is None:
+        raise LDPParameterError("give d or categories")
+    best = rank_mechanisms(d, epsilon, n=n, m=m, metric=metric)[0]
+    mech = best.build()
+    if categories is not None:
+        if isinstance(mech, SampleOne):
+            mech = SampleOne(mechanism=dataclasses.replace(mech.mechanism, d=None, categories=tuple(categories)), m=m)
+        else:
+            mech = dataclasses.replace(mech, d=None, categories=tuple(categories))
+    return mech
