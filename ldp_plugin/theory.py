@@ -151,8 +151,12 @@ def mse_cohort(S: int, n: int, k: int, C: int, p: float, q: float, *, h: int = 1
     over ``S`` candidates, at a uniform θ, equal cohorts of ``n/C`` users.
 
     Derivation (``θ̂ = M⁺ Σ_c n_c B_cᵀ b_c``, ``M = Σ_c n_c B_cᵀ B_c``): with every cell reported
-    with probability ``π = 1/k``, ``tr Cov θ̂ = [π tr M⁺ − π² n ‖M⁺1‖²]/(p−q)²`` (O-RR,
-    multinomial) or ``π(1−π) tr M⁺/(p−q)²`` (O-RAPPOR, independent bits). For random balanced
+    with probability ``π = 1/k``, ``tr Cov θ̂ = [π tr M⁺ − π² n ‖M⁺1‖²]/(p−q)²`` for users drawn
+    i.i.d. (O-RR, multinomial) or ``π(1−π) tr M⁺/(p−q)²`` (O-RAPPOR, independent bits). Those
+    are errors against the generating θ; against the users' own (empirical) frequencies — the
+    fixed population used everywhere here — the estimator being unbiased given the population,
+    the sampling term ``E‖θ_emp − θ‖² = (1 − 1/S)/n`` is subtracted (exact for ``C = 1``; with
+    random cohorts each cohort's composition still varies, which the multinomial model keeps). For random balanced
     partitions ``E M = n[(1−ρ) I + ρ 11ᵀ]`` with ``ρ = (S/k − 1)/(S − 1)``, giving
     ``(S−1)²/(S (k−1) n (p−q)²)`` for O-RR; the spread of ``M`` around its mean with ``C``
     cohorts inflates the trace by ``N/(N − (S−1))``, ``N = C(k−1)`` (a Wishart approximation;
@@ -162,20 +166,20 @@ def mse_cohort(S: int, n: int, k: int, C: int, p: float, q: float, *, h: int = 1
     an approximation with ``k`` replaced by ``k/h`` cells per item.
     """
     delta2 = (p - q) ** 2
-    if closed and k >= S:
-        pi = q + (p - q) / S
-        return S * pi * (1 - pi) / (n * delta2)
+    if closed and k >= S:  # every cohort separates all items: k-RR's fixed-population MSE
+        return (p * (1 - p) + (S - 1) * q * (1 - q)) / (n * delta2)
     k_eff = max(2.0, k / h)
     N, D = C * (k_eff - 1), S - 1
     if N <= D:
         return math.inf
     infl = N / (N - D)
+    sampling = (1 - 1 / S) / n  # E‖θ_emp − θ‖² of n i.i.d. users at the uniform θ
     if covariance == "multinomial":
         base = (S - 1) ** 2 / (S * (k_eff - 1))
-        return base * infl / (n * delta2)
+        return max(base * infl / (n * delta2) - sampling, 0.0)
     pi = h / k
     trace = (k_eff * (S - 1) ** 2 / (S * (k_eff - 1)) * infl + k_eff / S) / n
-    return pi * (1 - pi) * trace / delta2
+    return max(pi * (1 - pi) * trace / delta2 - sampling, 0.0)
 
 
 def choose_orr(S: int, epsilon: float, n: int, *, closed: bool = True, max_cohorts: int = 1024, tolerance: float = 0.02) -> dict:
@@ -185,7 +189,7 @@ def choose_orr(S: int, epsilon: float, n: int, *, closed: bool = True, max_cohor
     ``20·k`` expected users so the plug-in standard errors stay meaningful.
 
     >>> choose_orr(256, 2.0, 10**6)
-    {'k': 9, 'cohorts': 1024, 'predicted_mse': 0.00019012294575560483}
+    {'k': 9, 'cohorts': 1024, 'predicted_mse': 0.00018912685200560484}
     """
     _check(S, epsilon)
     e = math.exp(epsilon)

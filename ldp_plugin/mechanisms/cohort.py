@@ -302,7 +302,40 @@ class _CohortMechanism(abc.ABC):
         S = self.d if S is None and self.closed else S
         if S is None:
             raise LDPParameterError("predicted_mse of an open-alphabet mechanism needs S (the number of candidates)")
+        if self.closed and S == self.d and self.covariance == "multinomial" and S * S * self.cohorts <= 2 * 10**8:
+            return self._exact_uniform_mse(n)
         return mse_cohort(S, n, self.k, self.cohorts, self.p, self.q, h=self.hashes_per_item, covariance=self.covariance, closed=self.closed)
+
+    def _exact_uniform_mse(self, n: int) -> float:
+        """``E‖θ̂ − θ_emp‖²`` of the least-squares decoder for a uniform population of ``n`` users
+        spread evenly over the cohorts, computed on this instance's actual partitions:
+        ``Σ_c n_c Σ_s g_{c,s}ᵀ [diag(π_c) − π_cπ_cᵀ] g_{c,s} / δ² − (1 − 1/S)/n`` with
+        ``g = B_c M⁺ e_s``, ``w_c`` the cells' shares of items and ``π_c = q + δ w_c`` (each
+        cohort an i.i.d. sample; the last term removes the population's own sampling error)."""
+        S, C, k = self.d, self.cohorts, self.k
+        pos = np.asarray(self._table[:, 0, :], dtype=np.int64)
+        nc = n / C
+        delta = self.p - self.q
+        M = np.zeros((S, S))
+        batch = max(1, (1 << 23) // (S * S))
+        for i in range(0, C, batch):
+            p_ = pos[i : i + batch]
+            M += nc * (p_[:, :, None] == p_[:, None, :]).sum(axis=0)
+        lam, V = np.linalg.eigh(M)
+        keep = lam > lam.max() * S * np.finfo(np.float64).eps
+        Mp = (V[:, keep] / lam[keep]) @ V[:, keep].T
+        total = 0.0
+        for c in range(C):
+            w = np.bincount(pos[c], minlength=k) / S
+            pi = self.q + delta * w
+            order = np.argsort(pos[c], kind="stable")
+            sp = pos[c][order]
+            starts = np.flatnonzero(np.r_[True, sp[1:] != sp[:-1]])
+            G = np.zeros((k, S))
+            G[sp[starts]] = np.add.reduceat(Mp[order], starts, axis=0)
+            term = (G * G * pi[:, None]).sum() - ((pi @ G) ** 2).sum()
+            total += nc * term
+        return float(max(total / (delta * delta) - (1 - 1 / S) / n, 0.0))
 
 
 class CohortAccumulator:
