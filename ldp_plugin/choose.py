@@ -79,7 +79,7 @@ def _specs(d: int, epsilon: float, n: int, m: int):
         ("olh", {"g": "auto"}, lambda D: OLH(epsilon=epsilon, d=D), 64 + _bits(OLH(epsilon=epsilon, d=2).g), "O(1)", "O(n·d)"),
         ("olh", {"g": 2}, lambda D: OLH(epsilon=epsilon, d=D, g=2), 65, "O(1)", "O(n·d)"),
     ]
-    if dp >= 3:
+    if dp >= 3 and KSubset(epsilon=epsilon, d=dp).k > 1:  # k = 1 is k-RR itself
         ks = KSubset(epsilon=epsilon, d=dp)
         out.append(("k-subset", {"k": ks.k}, lambda D, k=ks.k: KSubset(epsilon=epsilon, d=D, k=k), ks.k * _bits(dp), "O(k)", "O(n·k + d)"))
     try:
