@@ -111,7 +111,8 @@ def write_reports(frame: Any, path: str | Path, mechanism: Any) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
-    frame.write_parquet(tmp, metadata={META_SPEC: json.dumps(spec, sort_keys=True), META_FP: spec_fingerprint(spec)})
+    meta = {META_SPEC: json.dumps(spec, sort_keys=True), META_FP: spec_fingerprint(spec)}
+    frame.lazy().sink_parquet(tmp, metadata=meta)  # Polars' streaming writer
     os.replace(tmp, path)  # a partially written file never looks like a finished partition
     return path
 
