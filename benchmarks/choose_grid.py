@@ -50,10 +50,11 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--n", type=int, default=20_000)
     ap.add_argument("--json", default=None)
+    ap.add_argument("--m", type=int, nargs="*", default=[1, 4])
     args = ap.parse_args()
     rng = np.random.default_rng(0)
     rows = []
-    for m in (1, 4):
+    for m in args.m:
         for d in (4, 16, 64, 256, 1024):
             n = 4000 if d <= 16 else args.n - args.n % d  # the relative noise depends on R and d, not n
             data, truth = population(d, n, m, rng)

@@ -57,13 +57,19 @@ def _bits(x: int) -> int:
 
 
 def _pure_item_variances(mech, d_pad: int, n: int, m: int) -> np.ndarray:
-    """Per-item variances of the (set) frequencies over the d real items at the uniform θ."""
-    d = d_pad - (1 if m > 1 else 0)
-    theta = np.full(d_pad, 1.0 / d)
-    if m > 1:
-        theta[-1] = 0.0  # every set holds exactly m items: no padding
-    v = mech.variance(theta, n)
-    return (m * m) * v[:d] if m > 1 else v
+    """Per-item variances of the (set) frequencies over the d real items at the uniform θ.
+
+    Sets (every user holds m items, ``f = m/d``): the sampled item is itself random, so a user
+    holding ``i`` supports it with probability ``π₁ = q* + (p*−q*)/m`` (not ``p*``):
+    ``Var f̂_i = m² [f π₁(1−π₁) + (1−f) q*(1−q*)] / (n (p*−q*)²)``."""
+    if m == 1:
+        return mech.variance(np.full(d_pad, 1.0 / d_pad), n)
+    d = d_pad - 1
+    p, q = mech.p_star, mech.q_star
+    delta = p - q
+    f = m / d
+    pi1 = q + delta / m
+    return np.full(d, m * m * (f * pi1 * (1 - pi1) + (1 - f) * q * (1 - q)) / (n * delta * delta))
 
 
 def _specs(d: int, epsilon: float, n: int, m: int):
@@ -121,8 +127,12 @@ def rank_mechanisms(d: int, epsilon: float, *, n: int = 100_000, m: int = 1, met
         except (LDPParameterError, ValueError):
             continue
         if isinstance(inner, ORR):
-            per = inner.predicted_mse(n) / dp
-            v = np.full(d, per * (m * m if m > 1 else 1))
+            if m == 1:
+                v = np.full(d, inner.predicted_mse(n) / dp)
+            else:  # i.i.d.-user (multinomial) trace, minus what fixed sets of m items remove
+                iid = inner.predicted_mse(n) + (1 - 1 / dp) / n
+                f = m / d
+                v = np.full(d, m * m * iid / dp - f * (1 - f) / n)
         else:
             v = _pure_item_variances(inner, dp, n, m)
         build = (lambda f=factory: SampleOne(mechanism=f(d), m=m)) if m > 1 else (lambda f=factory: f(d))

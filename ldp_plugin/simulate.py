@@ -182,11 +182,16 @@ def _analytic_mse(mechanism, n: int, theta: np.ndarray, f: Optional[np.ndarray],
 
     if isinstance(mechanism, SampleOne):
         m, padded = mechanism.m, mechanism.padded
-        th = np.append(f / m, max(0.0, 1 - f.sum() / m))
         if hasattr(padded, "variance"):
-            return float(m * m * padded.variance(th, n)[:-1].sum())
-        d = th.size
-        return float(m * m * padded.predicted_mse(n, S=d) * (d - 1) / d)
+            # every user holds exactly m items and the sampled one is random: a holder of i
+            # supports it with probability π₁ = q* + (p*−q*)/m
+            p, q = padded.p_star, padded.q_star
+            pi1 = q + (p - q) / m
+            var = (f * pi1 * (1 - pi1) + (1 - f) * q * (1 - q)) / (n * (p - q) ** 2)
+            return float(m * m * var.sum())
+        d = f.size + 1
+        iid = padded.predicted_mse(n, S=d) + (1 - 1 / d) / n
+        return float(m * m * iid * (d - 1) / d - float(np.sum(f * (1 - f))) / n)
     if hasattr(mechanism, "mse"):
         return mechanism.mse(n, theta, sampling="fixed" if truth == "empirical" else "iid")
     extra = 0.0 if truth == "empirical" else (1 - float(np.sum(theta**2))) / n
