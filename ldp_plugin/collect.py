@@ -38,7 +38,9 @@ A job file (paths are relative to the job file)::
     cohorts = [0, 1]             # the population cohorts this file covers (default: all)
 
 The reports are released once (streamed from the input); the estimates, plot and summary are
-post-processing and cost no privacy.
+post-processing and cost no privacy. ``ldp collect JOB.toml --executor local|dask [--address A]``
+treats ``[input] path`` as a glob of Parquet partitions: each is randomized with its own streams
+into ``[output] reports`` and the parts are aggregated by the executor (:mod:`ldp_plugin.executors`).
 """
 
 from __future__ import annotations
