@@ -22,6 +22,9 @@ from .measurements import (
     make_geometric,
     make_hadamard_mechanism,
     make_staircase,
+    make_wheel,
+    make_rappor_set,
+    make_privset,
     make_the,
     make_k_subset,
     make_olh,
@@ -40,6 +43,7 @@ from .measurements import (
     then_geometric,
     then_hadamard_mechanism,
     then_staircase,
+    then_wheel,
     then_the,
     then_k_subset,
     then_olh,
@@ -51,7 +55,7 @@ from .measurements import (
     then_randomized_response_warner,
     then_rappor,
 )
-from .mechanisms import THE, BinaryMechanism, FiniteChannel, GeometricMechanism, StaircaseMechanism, KRR, OLH, ORAPPOR, ORR, OUE, CohortAccumulator, CohortReports, HadamardMechanism, HadamardResponse, RAPPOR, Channel, FrequencyAccumulator, FrequencyOracle, KSubset, WarnerRR
+from .mechanisms import THE, PrivSet, RapporSet, Wheel, BinaryMechanism, FiniteChannel, GeometricMechanism, StaircaseMechanism, KRR, OLH, ORAPPOR, ORR, OUE, CohortAccumulator, CohortReports, HadamardMechanism, HadamardResponse, RAPPOR, Channel, FrequencyAccumulator, FrequencyOracle, KSubset, WarnerRR
 from .sampling import RandomSource, SecureRandomSource, SeededRandomSource
 from .sets import PAD, SampleOne, SetBatch, as_set_batch
 from .accountant import Accountant, BudgetExceededError, LedgerError, Population
@@ -94,6 +98,10 @@ __all__ = [
     "then_staircase",
     "make_geometric",
     "then_geometric",
+    "make_wheel",
+    "make_rappor_set",
+    "make_privset",
+    "then_wheel",
     "make_hadamard_mechanism",
     "then_hadamard_mechanism",
     "make_the",
@@ -118,6 +126,9 @@ __all__ = [
     "FiniteChannel",
     "GeometricMechanism",
     "StaircaseMechanism",
+    "Wheel",
+    "RapporSet",
+    "PrivSet",
     "ORR",
     "ORAPPOR",
     "CohortReports",

@@ -58,6 +58,16 @@ def _build(args):
 
     params = dict(parse_params(args.param))
     m = getattr(args, "m", None)
+    name = args.mechanism
+    reg = _registry()
+    if name.startswith("sample-") and name[len("sample-"):] in reg:  # pad-and-sample + that mechanism
+        name = name[len("sample-"):]
+        m = m or 1
+    elif name in reg and "m" in reg[name].parameters:  # a native set mechanism takes m itself
+        if m is not None:
+            params["m"] = m
+        return build(name, epsilon=args.epsilon, d=args.d, registry=reg, **params)
+    args = argparse.Namespace(**{**vars(args), "mechanism": name})
     if args.mechanism == "orr" and "k" not in params and args.d is not None:
         chosen = choose_orr(args.d + (1 if m else 0), args.epsilon, args.n)
         params.setdefault("k", chosen["k"])

@@ -25,7 +25,7 @@ from opendp.mod import _PartialConstructor as PartialConstructor
 
 from ._errors import LDPParameterError
 from .exact import scale_epsilon_up
-from .mechanisms import KRR, OLH, ORAPPOR, ORR, OUE, RAPPOR, THE, BinaryMechanism, GeometricMechanism, StaircaseMechanism, FrequencyOracle, HadamardMechanism, HadamardResponse, KSubset, WarnerRR
+from .mechanisms import KRR, OLH, ORAPPOR, ORR, OUE, RAPPOR, THE, PrivSet, RapporSet, Wheel, BinaryMechanism, GeometricMechanism, StaircaseMechanism, FrequencyOracle, HadamardMechanism, HadamardResponse, KSubset, WarnerRR
 from .sets import SampleOne
 from .sampling import RNGLike, as_source
 
@@ -66,6 +66,10 @@ __all__ = [
     "then_staircase",
     "make_geometric",
     "then_geometric",
+    "make_wheel",
+    "then_wheel",
+    "make_rappor_set",
+    "make_privset",
 ]
 
 UNITS = ("user", "population")
@@ -353,3 +357,23 @@ def make_geometric(*, epsilon: float, d: int, unit: str = "user", rng: RNGLike =
 
 def then_geometric(*, epsilon: float, d: int, unit: str = "user", rng: RNGLike = None):
     return then_ldp(GeometricMechanism(epsilon=epsilon, d=d), unit=unit, rng=rng)
+
+
+def make_wheel(*, epsilon: float, m: int = 1, d: Optional[int] = None, categories: Optional[Sequence] = None, p: Any = "optimal", unit: str = "user", rng: RNGLike = None) -> dp.Measurement:
+    """The wheel mechanism (paper 004) for a set of at most ``m`` items (``m = 1``: one item),
+    on an exact grid. ``ε``-LDP per user (the whole set); the report is ``(seed, cell)``."""
+    return make_ldp(Wheel(epsilon=epsilon, m=m, d=d, categories=categories, p=p), unit=unit, rng=rng)
+
+
+def then_wheel(*, epsilon: float, m: int = 1, d: Optional[int] = None, categories: Optional[Sequence] = None, p: Any = "optimal", unit: str = "user", rng: RNGLike = None):
+    return then_ldp(Wheel(epsilon=epsilon, m=m, d=d, categories=categories, p=p), unit=unit, rng=rng)
+
+
+def make_rappor_set(*, epsilon: float, m: int, d: Optional[int] = None, categories: Optional[Sequence] = None, unit: str = "user", rng: RNGLike = None) -> dp.Measurement:
+    """RAPPOR for sets of at most ``m`` items (per-bit ε/(2m)). ``ε``-LDP per user (the whole set)."""
+    return make_ldp(RapporSet(epsilon=epsilon, m=m, d=d, categories=categories), unit=unit, rng=rng)
+
+
+def make_privset(*, epsilon: float, m: int, d: Optional[int] = None, categories: Optional[Sequence] = None, k: Any = "optimal", unit: str = "user", rng: RNGLike = None) -> dp.Measurement:
+    """PrivSet for sets of at most ``m`` items. ``ε``-LDP per user (the whole set)."""
+    return make_ldp(PrivSet(epsilon=epsilon, m=m, d=d, categories=categories, k=k), unit=unit, rng=rng)

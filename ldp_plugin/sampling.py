@@ -162,6 +162,28 @@ class RandomSource(abc.ABC):
             todo = todo[bad]
         return out
 
+    def bernoulli_each(self, thresholds: np.ndarray) -> np.ndarray:
+        """Booleans with *per-element* probabilities ``thresholds[i] / 2**64`` (``uint64``
+        thresholds below ``2**64``): one uniform 64-bit word each, ``W < T`` — exact."""
+        t = np.asarray(thresholds, dtype=np.uint64)
+        return self.words(t.size) < t
+
+    def uniform_int_each(self, r: np.ndarray) -> np.ndarray:
+        """Integers exactly uniform on ``[0, r[i])`` for per-element ranges ``1 <= r[i] <= 2**32``
+        (Lemire's method on 32-bit words, rejected draws redrawn), as ``int64``."""
+        r = np.asarray(r, dtype=np.uint64)
+        if r.size and (int(r.min()) < 1 or int(r.max()) > 1 << 32):
+            raise LDPParameterError("ranges must be in [1, 2**32]")
+        out = np.zeros(r.size, dtype=np.int64)
+        todo = np.flatnonzero(r > 1)
+        reject_below = (np.uint64(1 << 32) - r) % r  # 2**32 mod r, elementwise
+        while todo.size:
+            m = self.words(todo.size, 32).astype(np.uint64) * r[todo]
+            ok = (m & np.uint64(0xFFFFFFFF)) >= reject_below[todo]
+            out[todo[ok]] = (m[ok] >> np.uint64(32)).astype(np.int64)
+            todo = todo[~ok]
+        return out
+
     def _lemire_round(self, r: int, size: int, bits: int, mask: int, reject_below: int):
         """One round of Lemire's method: values and the indices of rejected draws."""
         m = self.words(size, bits).astype(np.uint64)

@@ -32,7 +32,7 @@ from .estimation import FrequencyEstimate, finalize_estimate, project_simplex
 from .hashing import item_keys
 from .sampling import RNGLike, as_source
 
-__all__ = ["PAD", "SetBatch", "as_set_batch", "SampleOne"]
+__all__ = ["PAD", "SetBatch", "as_set_batch", "SampleOne", "set_codes", "limit_sets"]
 
 #: The dummy item (reserved: a user item equal to it is refused).
 PAD = "\x00ldp-plugin:pad\x00"
@@ -320,3 +320,50 @@ class SampleOne:
         post = np.minimum(post, 1.0)
         post.setflags(write=False)
         return dataclasses.replace(est, estimate=post, postprocess=postprocess)
+
+
+def set_codes(sets: Any, mechanism: Any) -> tuple[np.ndarray, np.ndarray]:
+    """Item codes and CSR offsets for a set mechanism: a batch of sets (lists, CSR, a Polars List
+    column) or of single items (a 1-d array / Series of values: sets of one). Duplicates inside a
+    set are an error."""
+    scalar = False
+    if isinstance(sets, SetBatch) or (isinstance(sets, tuple) and len(sets) == 2 and isinstance(sets[1], np.ndarray)):
+        scalar = False
+    elif _is_series(sets):
+        scalar = not isinstance(sets.dtype, (_pl().List, _pl().Array))
+    elif isinstance(sets, np.ndarray):
+        scalar = sets.ndim == 1 and not (sets.dtype == object and sets.size and isinstance(sets[0], (list, tuple, set, np.ndarray)))
+    elif isinstance(sets, (list, tuple)):
+        scalar = len(sets) > 0 and not isinstance(sets[0], (list, tuple, set, frozenset, np.ndarray))
+    if scalar:
+        codes = encode_items(sets if _is_series(sets) else np.asarray(sets), mechanism)
+        return codes, np.arange(codes.size + 1, dtype=np.int64)
+    batch = as_set_batch([list(x) for x in sets] if isinstance(sets, (list, tuple)) and sets and isinstance(sets[0], (set, frozenset)) else sets)
+    codes = encode_items(batch.values, mechanism) if len(batch.values) else np.empty(0, dtype=np.int64)
+    _check_duplicates(batch, codes.astype(np.int64))
+    return codes, batch.offsets
+
+
+def limit_sets(codes: np.ndarray, offsets: np.ndarray, m: int, on_long: str, source) -> tuple:
+    """Sets longer than ``m``: an error (``on_long="error"``) or a uniform sample of ``m`` of their
+    items (``"sample"``, exact partial Fisher–Yates). Returns ``(codes, offsets, lengths)``."""
+    lengths = np.diff(offsets)
+    long = lengths > m
+    if not long.any():
+        return codes, offsets, lengths
+    if on_long == "error":
+        raise LDPInputError(
+            f"{int(long.sum())} set(s) have more than m={m} items (first at position {int(np.flatnonzero(long)[0])}); "
+            "raise m or pass on_long='sample'"
+        )
+    rows = []
+    for i in range(lengths.size):  # only the long rows are touched
+        row = codes[offsets[i] : offsets[i + 1]]
+        if row.size > m:
+            pick = source.partial_shuffle_prefix(1, row.size, m)[0].astype(np.int64)
+            row = row[np.sort(pick)]
+        rows.append(row)
+    new_len = np.array([r.size for r in rows], dtype=np.int64)
+    new_off = np.zeros(new_len.size + 1, dtype=np.int64)
+    np.cumsum(new_len, out=new_off[1:])
+    return (np.concatenate(rows) if rows else codes[:0]), new_off, new_len

@@ -123,23 +123,27 @@ def simulate(
     gen = np.random.default_rng(seed)
     source = SeededRandomSource(int(gen.integers(0, 2**63))) if seed is not None else SecureRandomSource()
     is_set = isinstance(mechanism, SampleOne)
+    native_set = hasattr(mechanism, "verification_inputs") and hasattr(mechanism, "_randomize_csr")
     base = mechanism.mechanism if is_set else mechanism
     d = base.d
     if d is None:
         raise LDPParameterError("simulate needs a closed-alphabet mechanism (give d)")
-    m = mechanism.m if is_set else 1
+    m = mechanism.m if (is_set or native_set) else 1
     l2 = l1 = linf = l2raw = mse = 0.0
     t_rand = t_agg = 0.0
     for _ in range(repeats):
         theta = true_distribution(distribution, d, gen)
-        if is_set:
+        if native_set:
+            data, f = draw_sets(theta, int(n), m, gen) if m > 1 else draw_users(theta, int(n), gen)
+            target = f if m > 1 else f / n
+        elif is_set:
             data, f = draw_sets(theta, int(n), m, gen)
             target = f  # the true frequencies; the padded mechanism sees θ = f/m
         else:
             data, counts = draw_users(theta, int(n), gen)
             target = counts / n if truth == "empirical" else theta
         t0 = time.perf_counter()
-        reports = mechanism.randomize(data, rng=source) if is_set else (
+        reports = mechanism.randomize(data, rng=source) if (is_set or native_set) else (
             mechanism._randomize_codes(data, source) if hasattr(mechanism, "_randomize_codes") else mechanism.randomize_encoded(data, rng=source)
         )
         t1 = time.perf_counter()
@@ -154,7 +158,10 @@ def simulate(
         linf += float(np.abs(err).max())
         rerr = est.raw - target
         l2raw += float(rerr @ rerr)
-        mse += _analytic_mse(mechanism, int(n), theta, target if is_set else None, truth)
+        if native_set:
+            mse += mechanism.mse(int(n), target)
+        else:
+            mse += _analytic_mse(mechanism, int(n), theta, target if is_set else None, truth)
     r = float(repeats)
     return SimulationResult(
         mechanism=mechanism.params(),

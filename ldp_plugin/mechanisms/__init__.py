@@ -4,9 +4,11 @@ from ._base import Channel, FrequencyAccumulator, FrequencyOracle
 from .cohort import ORAPPOR, ORR, CohortAccumulator, CohortReports
 from .extremal import BinaryMechanism, FiniteChannel, GeometricMechanism, StaircaseMechanism
 from .hadamard import HadamardMechanism, HadamardResponse
+from .set_baselines import PrivSet, RapporSet, SetAccumulator
+from .wheel import Wheel
 from .local_hashing import OLH
 from .randomized_response import KRR, WarnerRR
 from .subset import KSubset
 from .unary import OUE, RAPPOR, THE, UnaryEncoding
 
-__all__ = ["Channel", "FrequencyAccumulator", "FrequencyOracle", "KRR", "WarnerRR", "KSubset", "OLH", "HadamardResponse", "HadamardMechanism", "THE", "BinaryMechanism", "FiniteChannel", "GeometricMechanism", "StaircaseMechanism", "ORR", "ORAPPOR", "CohortReports", "CohortAccumulator", "OUE", "RAPPOR", "UnaryEncoding"]
+__all__ = ["Channel", "FrequencyAccumulator", "FrequencyOracle", "KRR", "WarnerRR", "KSubset", "OLH", "HadamardResponse", "HadamardMechanism", "THE", "BinaryMechanism", "FiniteChannel", "GeometricMechanism", "StaircaseMechanism", "Wheel", "RapporSet", "PrivSet", "SetAccumulator", "ORR", "ORAPPOR", "CohortReports", "CohortAccumulator", "OUE", "RAPPOR", "UnaryEncoding"]

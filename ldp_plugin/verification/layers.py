@@ -81,6 +81,8 @@ def audit_sample_size(p1: float, epsilon: float, alpha: float, *, factor: float 
 
 # -- the mechanism interface the layers need -------------------------------------------------------
 def _inputs(mech) -> int:
+    if hasattr(mech, "verification_inputs"):  # set mechanisms: every set of up to m items
+        return len(mech.verification_inputs())
     d = getattr(mech, "d", None)
     if d is None:
         raise LDPParameterError("verification needs a closed-domain instance (give d)")
