@@ -42,7 +42,7 @@ import polars as pl
 from ldp_plugin._errors import LDPInputError, LDPParameterError
 from ldp_plugin.hashing import assign_cohorts, item_keys
 from ldp_plugin.persist import write_reports
-from ldp_plugin.mechanisms import OLH, CohortReports, FrequencyOracle, WarnerRR
+from ldp_plugin.mechanisms import OLH, CohortReports, FrequencyOracle, PrivSet, RapporSet, WarnerRR, Wheel
 from ldp_plugin.mechanisms.cohort import _CohortMechanism
 from ldp_plugin.sampling import RNGLike, chunk_source
 from ldp_plugin.sets import SampleOne, as_set_batch, encode_items
@@ -60,8 +60,12 @@ def _base(mechanism: Any):
     return mechanism.padded if isinstance(mechanism, SampleOne) else mechanism
 
 
+_NATIVE_SETS = (Wheel, RapporSet, PrivSet)
+_SEEDED = (OLH, Wheel)  # reports carry a per-user seed column
+
+
 def _check_mechanism(mechanism: Any) -> None:
-    if not isinstance(mechanism, (FrequencyOracle, _CohortMechanism, SampleOne)):
+    if not isinstance(mechanism, (FrequencyOracle, _CohortMechanism, SampleOne, *_NATIVE_SETS)):
         raise LDPParameterError("mechanism must be an ldp_plugin mechanism (e.g. KRR(...), ORR(...), SampleOne(...))")
 
 
@@ -73,7 +77,7 @@ def reports_to_frame(mechanism: Any, reports: Any) -> pl.DataFrame:
         value = reports.value
         rep = pl.Series("report", value.astype(np.uint32)) if value.ndim == 1 else pl.Series("report", value)
         return pl.DataFrame([pl.Series("cohort", reports.cohort.astype(np.uint32)), rep])
-    if isinstance(base, OLH):
+    if isinstance(base, _SEEDED):
         return pl.DataFrame([pl.Series("seed", reports[:, 0]), pl.Series("report", reports[:, 1].astype(np.uint32))])
     if reports.ndim == 2:
         arr = reports if reports.dtype == np.uint8 else reports.astype(np.uint32)
@@ -86,7 +90,7 @@ def reports_to_frame(mechanism: Any, reports: Any) -> pl.DataFrame:
 def frame_to_reports(mechanism: Any, frame: pl.DataFrame) -> Any:
     """The native report batch of ``mechanism`` from a reports frame."""
     base = _base(mechanism)
-    need = ["cohort", "report"] if isinstance(base, _CohortMechanism) else (["seed", "report"] if isinstance(base, OLH) else ["report"])
+    need = ["cohort", "report"] if isinstance(base, _CohortMechanism) else (["seed", "report"] if isinstance(base, _SEEDED) else ["report"])
     missing = [c for c in need if c not in frame.columns]
     if missing:
         raise LDPInputError(f"the reports frame lacks column(s) {missing} for mechanism {base.name}")
@@ -96,7 +100,7 @@ def frame_to_reports(mechanism: Any, frame: pl.DataFrame) -> Any:
     rep = frame["report"].to_numpy()
     if isinstance(base, _CohortMechanism):
         return CohortReports(frame["cohort"].to_numpy(), rep)
-    if isinstance(base, OLH):
+    if isinstance(base, _SEEDED):
         out = np.empty((frame.height, 2), dtype=np.uint64)
         out[:, 0] = frame["seed"].to_numpy()
         out[:, 1] = rep
@@ -116,7 +120,8 @@ class _Privatizer:
             raise LDPParameterError(f"unknown must be one of {UNKNOWN} (got {unknown!r})")
         self.mechanism = mechanism
         self.base = _base(mechanism)
-        self.is_set = isinstance(mechanism, SampleOne)
+        self.is_set = isinstance(mechanism, (SampleOne, *_NATIVE_SETS))
+        self.native_set = isinstance(mechanism, _NATIVE_SETS)
         self.column = column
         self.user_id = user_id
         self.keep_user_id = keep_user_id
@@ -134,7 +139,7 @@ class _Privatizer:
         self.cohort_salt = cohorts
         if keep_user_id and user_id is None:
             raise LDPParameterError("keep_user_id=True needs user_id=")
-        categories = getattr(mechanism.mechanism if self.is_set else mechanism, "categories", None)
+        categories = getattr(mechanism.mechanism if isinstance(mechanism, SampleOne) else mechanism, "categories", None)
         if unknown == "other":
             if categories is None or other not in categories:
                 raise LDPParameterError(f"unknown='other' needs a mechanism whose categories include {other!r}")
@@ -147,7 +152,7 @@ class _Privatizer:
         is_list = isinstance(dtype, (pl.List, pl.Array))
         if is_list and not self.is_set:
             raise LDPInputError(f"column {self.column!r} holds sets (dtype {dtype}): wrap the mechanism as SampleOne(mechanism=..., m=...)")
-        if self.is_set and not is_list:
+        if isinstance(self.mechanism, SampleOne) and not is_list:
             raise LDPInputError(f"a SampleOne mechanism needs a List column of per-user sets (column {self.column!r} has dtype {dtype})")
         inner = dtype.inner if is_list else dtype
         if not (inner.is_integer() or inner in (pl.String, pl.Categorical, pl.Enum, pl.Boolean) or isinstance(inner, (pl.Categorical, pl.Enum))):
@@ -201,6 +206,14 @@ class _Privatizer:
         if series.dtype == pl.Boolean and not isinstance(self.base, WarnerRR):
             raise LDPInputError(f"column {self.column!r} holds booleans: use WarnerRR or integer codes")
         try:
+            if self.native_set:
+                from ldp_plugin.sets import limit_sets, set_codes
+
+                codes, offsets = set_codes(series, self.mechanism)
+                codes, offsets, lengths = limit_sets(codes, offsets, self.mechanism.m, self.mechanism.on_long, source)
+                reports = self.mechanism._randomize_csr(codes, offsets, lengths, source) if not isinstance(self.mechanism, Wheel) else self.mechanism._randomize_csr(codes, offsets, source)
+                out = reports_to_frame(self.mechanism, reports)
+                return out.insert_column(0, chunk[self.user_id]) if self.keep_user_id else out
             if self.is_set:
                 encoded, _ = self.mechanism.sample(as_set_batch(series), rng=source)
             elif isinstance(self.base, WarnerRR):
@@ -338,7 +351,7 @@ def estimate(
     _check_mechanism(mechanism)
     base = _base(mechanism)
     acc = base.accumulator()
-    cols = ["cohort", "report"] if isinstance(base, _CohortMechanism) else (["seed", "report"] if isinstance(base, OLH) else ["report"])
+    cols = ["cohort", "report"] if isinstance(base, _CohortMechanism) else (["seed", "report"] if isinstance(base, _SEEDED) else ["report"])
     if isinstance(reports, pl.LazyFrame):
         schema = reports.collect_schema()
         missing = [c for c in cols if c not in schema]

@@ -142,3 +142,18 @@ def test_opendp_measurements_for_sets():
     p = ldp.make_privset(epsilon=1.0, m=2, d=20, rng=1)
     assert len(p([1, 2])) == PrivSet(epsilon=1.0, m=2, d=20).k
     assert ldp.make_rappor_set(epsilon=1.0, m=2, d=20, rng=1)([3]).shape == (3,)
+
+
+@pytest.mark.parametrize("make", [lambda: Wheel(epsilon=2.0, m=2, categories=list("abcd")),
+                                  lambda: RapporSet(epsilon=2.0, m=2, categories=list("abcd")),
+                                  lambda: PrivSet(epsilon=2.0, m=2, categories=list("abcd"))], ids=["wheel", "rappor-set", "privset"])
+def test_polars_namespace_with_native_set_mechanisms(make):
+    mech = make()
+    df = pl.DataFrame({"uid": range(6000), "apps": [["a", "b"], ["c"], []] * 2000})
+    r = df.ldp.privatize("apps", mech, user_id="uid", seed=1)
+    assert r.equals(df.lazy().ldp.privatize("apps", mech, user_id="uid", seed=1))
+    e = r.ldp.estimate(mech, postprocess="none")
+    truth = np.array([1 / 3, 1 / 3, 1 / 3, 0.0])
+    assert np.all(np.abs(e["estimate"].to_numpy() - truth) < 5 * e["std_error"].to_numpy())
+    proj = r.ldp.estimate(mech)["estimate"].to_numpy()
+    assert abs(proj.sum() - 1.0) < 0.15  # scaled to the estimated average set size (1), not to m = 2

@@ -42,8 +42,11 @@ __all__ = ["RapporSet", "PrivSet", "SetAccumulator"]
 
 
 class SetAccumulator:
-    """Mergeable server state of a set mechanism: int64 support counts per item and ``n``;
-    estimates are projected onto the simplex scaled to ``m``."""
+    """Mergeable server state of a set mechanism: int64 support counts per item and ``n``.
+
+    Post-processed estimates are projected onto the simplex scaled to the *estimated* average
+    set size ``Σ f̂`` (unbiased; clipped to ``[0, m]``) — equal to ``m`` when every user holds m
+    items, as in paper 004 §6, and not biased upward when sets are smaller."""
 
     def __init__(self, mechanism: Any):
         self.mechanism = mechanism
@@ -64,8 +67,13 @@ class SetAccumulator:
         return out
 
     def estimate(self, *, postprocess: str = "projection", confidence: float = 0.95) -> FrequencyEstimate:
+        from ..estimation import debias
+
         m = self.mechanism
-        return estimate_pure(self.counts, self.n, m.p_star, m.q_star, total=float(m.m), postprocess=postprocess, confidence=confidence, items=m.items)
+        if self.n == 0:
+            raise LDPParameterError("an estimate needs at least one report (n >= 1)")
+        total = float(np.clip(debias(self.counts, self.n, m.p_star, m.q_star).sum(), 0.0, m.m))
+        return estimate_pure(self.counts, self.n, m.p_star, m.q_star, total=total, postprocess=postprocess, confidence=confidence, items=m.items)
 
 
 @dataclass(frozen=True, kw_only=True)
