@@ -36,7 +36,7 @@ def simulate(mech, data, truth, repeats, seed):
     src = SeededRandomSource(seed)
     errs = []
     for _ in range(repeats):
-        if isinstance(mech, SampleOne):
+        if isinstance(mech, SampleOne) or hasattr(mech, "verification_inputs"):
             est = mech.estimate(mech.randomize(data, rng=src), postprocess="none")
         elif hasattr(mech, "randomize_encoded"):
             est = mech.accumulator().add(mech.randomize_encoded(data, rng=src)).estimate(postprocess="none")

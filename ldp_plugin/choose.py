@@ -19,7 +19,7 @@ from typing import Any, Callable, Optional, Sequence
 import numpy as np
 
 from ._errors import LDPParameterError
-from .mechanisms import KRR, OLH, ORR, OUE, RAPPOR, THE, HadamardMechanism, HadamardResponse, KSubset
+from .mechanisms import KRR, OLH, ORR, OUE, RAPPOR, THE, HadamardMechanism, HadamardResponse, KSubset, PrivSet, RapporSet, Wheel
 from .mechanisms._base import check_epsilon
 from .sets import SampleOne
 from .theory import choose_orr
@@ -140,6 +140,23 @@ def rank_mechanisms(d: int, epsilon: float, *, n: int = 100_000, m: int = 1, met
             label if m == 1 else f"sample-one({label})", dict(params, **({"m": m} if m > 1 else {})),
             _summarize(v, metric), float(v.sum()), bits, client, server, build,
         ))
+    # native set mechanisms (paper 004): the wheel (any m) and, for sets, RAPPOR-for-sets and PrivSet;
+    # their estimators' variance is exact at f = m/d (every user holds m items)
+    natives = [("wheel", lambda: Wheel(epsilon=eps, d=d, m=m), "O(m log m)", "O(n·d)")]
+    if 1 < m < d:
+        natives += [("rappor-set", lambda: RapporSet(epsilon=eps, d=d, m=m), "O(d)", "O(n·d/64)"),
+                    ("privset", lambda: PrivSet(epsilon=eps, d=d, m=m), "O(d)", "O(n·k + d)")]
+    for label, factory, client, server in natives:
+        try:
+            mech = factory()
+        except (LDPParameterError, ValueError):
+            continue
+        v = mech.variance(np.full(d, m / d), n)
+        bits = 64 + mech.grid_bits if isinstance(mech, Wheel) else (d if isinstance(mech, RapporSet) else mech.k * _bits(d + m))
+        params = {"m": m} if not isinstance(mech, Wheel) else {"m": m, "p": round(mech.p, 6), "grid_bits": mech.grid_bits}
+        if isinstance(mech, PrivSet):
+            params["k"] = mech.k
+        out.append(Candidate(label, params, _summarize(v, metric), float(v.sum()), bits, client, server, lambda f=factory: f()))
     out.sort(key=lambda c: (c.predicted_error, c.report_bits))
     return out
 
@@ -155,7 +172,9 @@ def make_auto(d: Optional[int] = None, epsilon: float = 1.0, *, categories: Opti
     best = rank_mechanisms(d, epsilon, n=n, m=m, metric=metric)[0]
     mech = best.build()
     if categories is not None:
-        if isinstance(mech, SampleOne):
+        if isinstance(mech, (Wheel, RapporSet, PrivSet)):
+            mech = dataclasses.replace(mech, d=None, categories=tuple(categories))
+        elif isinstance(mech, SampleOne):
             mech = SampleOne(mechanism=dataclasses.replace(mech.mechanism, d=None, categories=tuple(categories)), m=m)
         else:
             mech = dataclasses.replace(mech, d=None, categories=tuple(categories))

@@ -22,7 +22,9 @@ def test_ranking_is_sorted_and_covers_the_families():
     labels = {c.label for c in ranked}
     assert {"krr", "rappor", "oue", "the", "hadamard", "olh", "k-subset", "orr"} <= labels
     sets = rank_mechanisms(64, 2.0, n=50_000, m=4)
-    assert all(c.label.startswith("sample-one(") for c in sets)
+    set_labels = {c.label for c in sets}
+    assert {"wheel", "rappor-set", "privset"} <= set_labels
+    assert all(c.label.startswith("sample-one(") for c in sets if c.label not in ("wheel", "rappor-set", "privset"))
     for bad in (dict(d=1), dict(m=0), dict(m=100), dict(metric="l3"), dict(n=0)):
         with pytest.raises(LDPParameterError):
             rank_mechanisms(**{**dict(d=64, epsilon=1.0), **bad})
@@ -38,7 +40,7 @@ def test_predictions_match_simulation(d, eps, m):
         data = ldp.as_set_batch([[int(v), int((v + 1) % d)] for v in vals])  # every user holds two items
         truth = np.full(d, m / d)
     zcrit = 4.5
-    for c in rank_mechanisms(d, eps, n=n, m=m)[:5]:
+    for c in rank_mechanisms(d, eps, n=n, m=m)[:6]:
         mech = c.build()
         src = SeededRandomSource(17)
         errs = []
@@ -57,7 +59,9 @@ def test_make_auto_and_cli(capsys):
     mech = ldp.make_auto(categories=["a", "b", "c", "d"], epsilon=1.0)
     assert mech.items == ("a", "b", "c", "d")
     s = ldp.make_auto(d=32, epsilon=3.0, m=3)
-    assert isinstance(s, ldp.SampleOne) and s.m == 3
+    assert s.m == 3 and isinstance(s, (ldp.SampleOne, ldp.Wheel, ldp.RapporSet, ldp.PrivSet))
+    w = ldp.make_auto(categories=[f"app{i}" for i in range(32)], epsilon=1.0, m=4)
+    assert w.m == 4 and len(w.items) == 32
     assert main(["choose", "--d", "64", "--epsilon", "1", "--n", "100000", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["recommended"] == out["ranking"][0]
