@@ -206,13 +206,8 @@ class _Privatizer:
         if series.dtype == pl.Boolean and not isinstance(self.base, WarnerRR):
             raise LDPInputError(f"column {self.column!r} holds booleans: use WarnerRR or integer codes")
         try:
-            if self.native_set:
-                from ldp_plugin.sets import limit_sets, set_codes
-
-                codes, offsets = set_codes(series, self.mechanism)
-                codes, offsets, lengths = limit_sets(codes, offsets, self.mechanism.m, self.mechanism.on_long, source)
-                reports = self.mechanism._randomize_csr(codes, offsets, lengths, source) if not isinstance(self.mechanism, Wheel) else self.mechanism._randomize_csr(codes, offsets, source)
-                out = reports_to_frame(self.mechanism, reports)
+            if self.native_set:  # the set mechanism reads the List column itself
+                out = reports_to_frame(self.mechanism, self.mechanism.randomize(series, rng=source))
                 return out.insert_column(0, chunk[self.user_id]) if self.keep_user_id else out
             if self.is_set:
                 encoded, _ = self.mechanism.sample(as_set_batch(series), rng=source)

@@ -356,14 +356,14 @@ def limit_sets(codes: np.ndarray, offsets: np.ndarray, m: int, on_long: str, sou
             f"{int(long.sum())} set(s) have more than m={m} items (first at position {int(np.flatnonzero(long)[0])}); "
             "raise m or pass on_long='sample'"
         )
-    rows = []
-    for i in range(lengths.size):  # only the long rows are touched
-        row = codes[offsets[i] : offsets[i + 1]]
-        if row.size > m:
-            pick = source.partial_shuffle_prefix(1, row.size, m)[0].astype(np.int64)
-            row = row[np.sort(pick)]
-        rows.append(row)
-    new_len = np.array([r.size for r in rows], dtype=np.int64)
+    keep = np.ones(codes.size, dtype=bool)
+    for L in np.unique(lengths[long]):  # per distinct long length, vectorized over its users
+        users = np.flatnonzero(lengths == L)
+        picks = source.partial_shuffle_prefix(users.size, int(L), m).astype(np.int64)
+        drop = np.ones((users.size, int(L)), dtype=bool)
+        drop[np.arange(users.size)[:, None], picks] = False
+        keep[(offsets[users][:, None] + np.arange(int(L))[None, :])[drop]] = False
+    new_len = np.minimum(lengths, m)
     new_off = np.zeros(new_len.size + 1, dtype=np.int64)
     np.cumsum(new_len, out=new_off[1:])
-    return (np.concatenate(rows) if rows else codes[:0]), new_off, new_len
+    return codes[keep], new_off, new_len

@@ -157,3 +157,21 @@ def test_polars_namespace_with_native_set_mechanisms(make):
     assert np.all(np.abs(e["estimate"].to_numpy() - truth) < 5 * e["std_error"].to_numpy())
     proj = r.ldp.estimate(mech)["estimate"].to_numpy()
     assert abs(proj.sum() - 1.0) < 0.15  # scaled to the estimated average set size (1), not to m = 2
+
+
+def test_limit_sets_samples_down_uniformly_and_keeps_short_sets():
+    from ldp_plugin.sets import limit_sets
+
+    n = 30_000
+    codes = np.tile(np.array([0, 1, 2, 7]), n)
+    codes = np.r_[codes, [5]]  # plus one short set, untouched
+    offsets = np.r_[np.arange(0, 4 * n + 1, 4), 4 * n + 1]
+    kept, off, lengths = limit_sets(codes, offsets, 2, "sample", SeededRandomSource(3))
+    assert lengths.tolist()[-1] == 1 and kept[-1] == 5 and (lengths[:-1] == 2).all()
+    pairs = kept[:-1].reshape(n, 2)
+    assert (pairs[:, 0] < pairs[:, 1]).all()  # the set's order is kept
+    idx = {(a, b): i for i, (a, b) in enumerate([(0, 1), (0, 2), (0, 7), (1, 2), (1, 7), (2, 7)])}
+    counts = np.bincount([idx[(a, b)] for a, b in pairs.tolist()], minlength=6)
+    assert stats.chisquare(counts).pvalue > ALPHA  # each 2-subset equally likely
+    with pytest.raises(LDPInputError, match="more than m=2"):
+        limit_sets(codes, offsets, 2, "error", SeededRandomSource(3))

@@ -17,6 +17,7 @@ The OpenDP measurements are built from these in :mod:`ldp_plugin.measurements`.
 from __future__ import annotations
 
 import abc
+import functools
 import math
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -30,7 +31,7 @@ from ..exact import TWO64, epsilon_of_ratio, ratio_within_exp
 from ..theory import mse_pure
 from ..sampling import RNGLike, as_source
 
-__all__ = ["Channel", "FrequencyOracle", "FrequencyAccumulator", "check_epsilon", "check_domain", "encode_values"]
+__all__ = ["Channel", "RealizedChannel", "RealizedRates", "FrequencyOracle", "FrequencyAccumulator", "check_epsilon", "check_domain", "encode_values"]
 
 MAX_D = 1 << 31
 
@@ -161,8 +162,44 @@ def _as_array(values: Any) -> np.ndarray:
     return arr
 
 
+class RealizedChannel:
+    """Shared by every closed-domain mechanism: the realized ε (rounded up) of its exact
+    worst-case ratio, the item labels and the encoding of values to codes."""
+
+    @property
+    def realized_epsilon(self) -> float:
+        """``ln`` of the realized worst-case likelihood ratio, rounded up (always ``<= epsilon``)."""
+        return epsilon_of_ratio(self.realized_ratio)
+
+    @property
+    def items(self) -> tuple:
+        return self.categories if self.categories is not None else tuple(range(self.d))
+
+    def encode(self, values: Any) -> np.ndarray:
+        """Validate a batch of user values and return their integer codes (see :func:`encode_values`)."""
+        index = None if self.categories is None else _category_index(self.categories)
+        return encode_values(values, self.d, self.categories, index)
+
+
+class RealizedRates(RealizedChannel):
+    """A realized channel with exact support rates ``p*``, ``q*`` (the pure frequency oracles)."""
+
+    @property
+    def p_star(self) -> float:
+        return float(self.p_star_exact)
+
+    @property
+    def q_star(self) -> float:
+        return float(self.q_star_exact)
+
+
+@functools.lru_cache(maxsize=256)
+def _category_index(categories: tuple) -> dict:
+    return {c: i for i, c in enumerate(categories)}
+
+
 @dataclass(frozen=True, kw_only=True)
-class FrequencyOracle(abc.ABC):
+class FrequencyOracle(RealizedRates, abc.ABC):
     """Base of every pure frequency oracle (frozen, validated, keyword-only parameters)."""
 
     name: ClassVar[str] = "abstract"
@@ -241,23 +278,6 @@ class FrequencyOracle(abc.ABC):
         """Check a report batch has this mechanism's format (shape, dtype, range)."""
 
     # -- shared behaviour -----------------------------------------------------------------------
-    @property
-    def p_star(self) -> float:
-        return float(self.p_star_exact)
-
-    @property
-    def q_star(self) -> float:
-        return float(self.q_star_exact)
-
-    @property
-    def realized_epsilon(self) -> float:
-        """``ln`` of the realized worst-case likelihood ratio, rounded up (always ``<= epsilon``)."""
-        return epsilon_of_ratio(self.realized_ratio)
-
-    @property
-    def items(self) -> tuple:
-        return self.categories if self.categories is not None else tuple(range(self.d))
-
     def params(self) -> dict:
         """Public parameters as plain JSON-able values."""
         out = {"mechanism": self.name, "epsilon": self.epsilon, "d": self.d}
@@ -366,24 +386,31 @@ class FrequencyAccumulator:
     def merge(self, other: "FrequencyAccumulator") -> "FrequencyAccumulator":
         if not isinstance(other, FrequencyAccumulator) or other.mechanism != self.mechanism:
             raise LDPParameterError("can only merge accumulators of the same mechanism and parameters")
-        out = FrequencyAccumulator(self.mechanism)
+        out = type(self)(self.mechanism)
         out.counts = self.counts + other.counts
         out.n = self.n + other.n
         return out
 
+    def _total(self) -> float:
+        """What post-processed estimates sum to (1: a distribution)."""
+        return 1.0
+
     def estimate(self, *, postprocess: str = "projection", confidence: float = 0.95) -> FrequencyEstimate:
         m = self.mechanism
+        if self.n == 0:
+            raise LDPParameterError("an estimate needs at least one report (n >= 1)")
         return estimate_pure(
             self.counts,
             self.n,
             m.p_star,
             m.q_star,
+            total=self._total(),
             postprocess=postprocess,
             confidence=confidence,
             items=m.items,
-            em_allowed=m.supports_em,
+            em_allowed=getattr(m, "supports_em", False),
         )
 
     def __repr__(self) -> str:
-        return f"FrequencyAccumulator({self.mechanism.name}, d={self.mechanism.d}, n={self.n})"
+        return f"{type(self).__name__}({self.mechanism.name}, d={self.mechanism.d}, n={self.n})"
 

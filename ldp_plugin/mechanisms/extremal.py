@@ -27,7 +27,7 @@ rounded to thresholds by largest remainders, and the exact check decides. Probab
 
 from __future__ import annotations
 
-import itertools
+import abc
 import math
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -38,7 +38,7 @@ import numpy as np
 from .._errors import LDPInputError, LDPParameterError, PrivacyVerificationError
 from ..estimation import FrequencyEstimate, finalize_estimate
 from ..exact import TWO64, epsilon_of_ratio, exp_lower_bound, ratio_within_exp
-from ._base import Channel, check_domain, check_epsilon, encode_values
+from ._base import Channel, RealizedChannel, check_domain, check_epsilon, encode_values
 
 __all__ = [
     "FiniteChannel",
@@ -73,7 +73,7 @@ def _thresholds_from_rows(P: np.ndarray) -> np.ndarray:
 
 
 @dataclass(frozen=True, kw_only=True)
-class FiniteChannel:
+class FiniteChannel(RealizedChannel, abc.ABC):
     """Base of the extremal mechanisms: a realized finite channel with exact integer thresholds.
 
     Subclasses provide :meth:`_ideal_matrix` (floats, rows summing to 1, ratios at most ``L``)."""
@@ -123,21 +123,14 @@ class FiniteChannel:
     def _validate_extra(self) -> None:
         pass
 
+    @abc.abstractmethod
     def _ideal_matrix(self, L: float) -> np.ndarray:
-        raise NotImplementedError
+        """The ideal channel (floats, rows summing to 1) whose column ratios are at most ``L``."""
 
     # -- description -------------------------------------------------------------------------------
     @property
     def outputs(self) -> int:
         return len(self.thresholds[0])
-
-    @property
-    def realized_epsilon(self) -> float:
-        return epsilon_of_ratio(self.realized_ratio)
-
-    @property
-    def items(self) -> tuple:
-        return self.categories if self.categories is not None else tuple(range(self.d))
 
     def matrix(self) -> np.ndarray:
         """The realized channel as floats (``d × ℓ``)."""
@@ -156,9 +149,6 @@ class FiniteChannel:
         return Channel(outputs=tuple(range(self.outputs)), matrix=rows)
 
     # -- client ------------------------------------------------------------------------------------------
-    def encode(self, values: Any) -> np.ndarray:
-        return encode_values(values, self.d, self.categories, self._index)
-
     def _randomize_codes(self, codes: np.ndarray, source) -> np.ndarray:
         w = source.words(codes.size)
         out = np.empty(codes.size, dtype=np.uint16 if self.outputs <= 1 << 16 else np.uint32)

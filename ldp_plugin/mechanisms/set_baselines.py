@@ -35,49 +35,27 @@ from .._errors import LDPInputError, LDPParameterError
 from ..estimation import FrequencyEstimate, estimate_pure, pure_variance
 from ..exact import TWO64, epsilon_of_ratio, exp_lower_bound, ratio_within_exp
 from ..sampling import RNGLike, as_source
-from ._base import Channel, check_domain, check_epsilon, encode_values, floor_threshold
+from ._base import Channel, FrequencyAccumulator, RealizedRates, check_domain, check_epsilon, encode_values, floor_threshold
 from .unary import packed_column_counts, randomize_bit_rows
 
 __all__ = ["RapporSet", "PrivSet", "SetAccumulator"]
 
 
-class SetAccumulator:
-    """Mergeable server state of a set mechanism: int64 support counts per item and ``n``.
+class SetAccumulator(FrequencyAccumulator):
+    """The pure-oracle accumulator for set mechanisms: post-processed estimates are projected
+    onto the simplex scaled to the *estimated* average set size ``Σ f̂`` (unbiased; clipped to
+    ``[0, m]``) — equal to ``m`` when every user holds m items, as in paper 004 §6, and not biased
+    upward when sets are smaller."""
 
-    Post-processed estimates are projected onto the simplex scaled to the *estimated* average
-    set size ``Σ f̂`` (unbiased; clipped to ``[0, m]``) — equal to ``m`` when every user holds m
-    items, as in paper 004 §6, and not biased upward when sets are smaller."""
-
-    def __init__(self, mechanism: Any):
-        self.mechanism = mechanism
-        self.counts = np.zeros(mechanism.d, dtype=np.int64)
-        self.n = 0
-
-    def add(self, reports: Any) -> "SetAccumulator":
-        r = self.mechanism.validate_reports(reports)
-        self.counts += self.mechanism.support_counts(r)
-        self.n += int(r.shape[0])
-        return self
-
-    def merge(self, other: "SetAccumulator") -> "SetAccumulator":
-        if not isinstance(other, SetAccumulator) or other.mechanism != self.mechanism:
-            raise LDPParameterError("can only merge accumulators of the same mechanism and parameters")
-        out = SetAccumulator(self.mechanism)
-        out.counts, out.n = self.counts + other.counts, self.n + other.n
-        return out
-
-    def estimate(self, *, postprocess: str = "projection", confidence: float = 0.95) -> FrequencyEstimate:
+    def _total(self) -> float:
         from ..estimation import debias
 
         m = self.mechanism
-        if self.n == 0:
-            raise LDPParameterError("an estimate needs at least one report (n >= 1)")
-        total = float(np.clip(debias(self.counts, self.n, m.p_star, m.q_star).sum(), 0.0, m.m))
-        return estimate_pure(self.counts, self.n, m.p_star, m.q_star, total=total, postprocess=postprocess, confidence=confidence, items=m.items)
+        return float(np.clip(debias(self.counts, self.n, m.p_star, m.q_star).sum(), 0.0, m.m))
 
 
 @dataclass(frozen=True, kw_only=True)
-class _SetMechanism:
+class _SetMechanism(RealizedRates):
     name: ClassVar[str] = "set-mechanism"
     epsilon: float
     m: int = 1
@@ -107,25 +85,6 @@ class _SetMechanism:
         object.__setattr__(self, "p_star_exact", p)
         object.__setattr__(self, "q_star_exact", q)
         object.__setattr__(self, "realized_ratio", ratio)
-
-    @property
-    def p_star(self) -> float:
-        return float(self.p_star_exact)
-
-    @property
-    def q_star(self) -> float:
-        return float(self.q_star_exact)
-
-    @property
-    def realized_epsilon(self) -> float:
-        return epsilon_of_ratio(self.realized_ratio)
-
-    @property
-    def items(self) -> tuple:
-        return self.categories if self.categories is not None else tuple(range(self.d))
-
-    def encode(self, values: Any) -> np.ndarray:
-        return encode_values(values, self.d, self.categories, {c: i for i, c in enumerate(self.categories)} if self.categories is not None else None)
 
     def randomize(self, sets: Any, *, rng: RNGLike = None) -> np.ndarray:
         from ..sets import limit_sets, set_codes

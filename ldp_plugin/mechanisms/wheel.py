@@ -46,7 +46,7 @@ from ..estimation import FrequencyEstimate, estimate_pure, pure_variance
 from ..exact import TWO64, epsilon_of_ratio, exp_lower_bound, ratio_within_exp
 from ..hashing import item_keys, keys_of_items, mix64, seed_multipliers, seeded_hash
 from ..sampling import RNGLike, as_source
-from ._base import Channel, check_domain, check_epsilon, floor_threshold
+from ._base import Channel, RealizedRates, check_domain, check_epsilon, floor_threshold
 
 __all__ = ["Wheel", "wheel_optimal_p", "arc_union"]
 
@@ -91,7 +91,7 @@ def wheel_optimal_p(epsilon: float, m: int = 1) -> float:
 
 
 @dataclass(frozen=True, kw_only=True)
-class Wheel:
+class Wheel(RealizedRates):
     """The wheel mechanism for sets of at most ``m`` items (``m = 1``: categorical), ``epsilon``-LDP
     per user (the whole set). See the module docstring for the grid, sampler and estimator.
 
@@ -174,22 +174,6 @@ class Wheel:
         object.__setattr__(self, "q_star_exact", Fraction(L, N))
 
     # -- description -------------------------------------------------------------------------------
-    @property
-    def p_star(self) -> float:
-        return float(self.p_star_exact)
-
-    @property
-    def q_star(self) -> float:
-        return float(self.q_star_exact)
-
-    @property
-    def realized_epsilon(self) -> float:
-        return epsilon_of_ratio(self.realized_ratio)
-
-    @property
-    def items(self) -> tuple:
-        return self.categories if self.categories is not None else tuple(range(self.d))
-
     def params(self) -> dict:
         return {"mechanism": self.name, "epsilon": self.epsilon, "m": self.m, "d": self.d, "p": self.p, "grid_bits": self.grid_bits, "L": self.L}
 
@@ -204,16 +188,14 @@ class Wheel:
 
         return set_codes(sets, self)
 
-    def encode(self, values: Any) -> np.ndarray:
-        from ._base import encode_values
-
-        return encode_values(values, self.d, self.categories, {c: i for i, c in enumerate(self.categories)} if self.categories is not None else None)
-
     def randomize(self, sets: Any, *, rng: RNGLike = None, seeds: Optional[np.ndarray] = None) -> np.ndarray:
         """Reports ``(n, 2)`` ``uint64``: the user's seed and the output cell."""
+        from ..sets import limit_sets
+
         source = as_source(rng)
         codes, offsets = self._sets(sets)
-        return self._randomize_csr(codes, offsets, source, seeds)
+        codes, offsets, lengths = limit_sets(codes, offsets, self.m, self.on_long, source)
+        return self._randomize_csr(codes, offsets, lengths, source, seeds)
 
     def randomize_one(self, items: Any, *, rng: RNGLike = None) -> tuple:
         """One user's report ``(seed, cell)`` for a set (or a single item)."""
@@ -223,13 +205,12 @@ class Wheel:
 
     def _randomize_codes(self, codes: np.ndarray, source) -> np.ndarray:
         """Single items (sets of one) given as codes."""
-        return self._randomize_csr(np.asarray(codes, dtype=np.int64), np.arange(codes.size + 1, dtype=np.int64), source)
+        codes = np.asarray(codes, dtype=np.int64)
+        return self._randomize_csr(codes, np.arange(codes.size + 1, dtype=np.int64), np.ones(codes.size, dtype=np.int64), source)
 
-    def _randomize_csr(self, codes, offsets, source, seeds=None) -> np.ndarray:
+    def _randomize_csr(self, codes, offsets, lengths, source, seeds=None) -> np.ndarray:
+        """The client on CSR sets already limited to ``m`` items (``lengths = diff(offsets)``)."""
         n = offsets.size - 1
-        from ..sets import limit_sets
-
-        codes, offsets, lengths = limit_sets(codes, offsets, self.m, self.on_long, source)
         seeds = source.words(n) if seeds is None else np.asarray(seeds, dtype=np.uint64)
         N, L, m = self.N, self.L, self.m
         keys = self.item_keys()[codes] if codes.size else np.empty(0, dtype=np.uint64)
@@ -259,6 +240,9 @@ class Wheel:
         return out
 
     # -- server ------------------------------------------------------------------------------------------
+    def n_reports(self, reports: np.ndarray) -> int:
+        return int(reports.shape[0])
+
     def validate_reports(self, reports: Any) -> np.ndarray:
         arr = np.asarray(reports)
         if arr.ndim != 2 or arr.shape[1] != 2 or arr.dtype != np.uint64:
@@ -346,7 +330,7 @@ class Wheel:
         np.cumsum(lengths, out=offsets[1:])
         flat = np.array([i for s in sets for i in s], dtype=np.int64)
         idx = source.uniform_int(len(VERIFICATION_SEEDS), len(sets))
-        return self._randomize_csr(flat, offsets, source, np.asarray(VERIFICATION_SEEDS, dtype=np.uint64)[idx])
+        return self._randomize_csr(flat, offsets, lengths, source, np.asarray(VERIFICATION_SEEDS, dtype=np.uint64)[idx])
 
     def output_index(self, reports: np.ndarray) -> np.ndarray:
         seeds = np.asarray(VERIFICATION_SEEDS, dtype=np.uint64)
