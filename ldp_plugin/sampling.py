@@ -21,6 +21,8 @@ The global ``random``/``numpy.random`` state is never touched.
 from __future__ import annotations
 
 import abc
+import functools
+import math
 import os
 from typing import Optional, Union
 
@@ -80,43 +82,29 @@ class RandomSource(abc.ABC):
         """``(n_rows, ceil(n_bits/8))`` bytes whose bits (LSB first) are independent events of
         probability exactly ``threshold / 2**64``; padding bits beyond ``n_bits`` are 0.
 
-        ``W < T`` is decided nibble by nibble (most significant first) for eight output bits at
-        once, SWAR-style: the eight lanes of a 64-bit word each hold one random nibble, and two
-        word additions give the per-lane ``nibble < t`` and ``nibble == t`` flags, which one
-        multiplication gathers into a byte. Level 1 uses a fresh 64-bit word per two output
-        bytes; bits that tie (probability 1/16) are decided at the next nibble of ``T`` with four
-        fresh bytes per tied output byte, and so on for up to 16 levels (a tie at all 16 means
-        ``W == T``: False). About 0.7 random bytes and 2 word operations per output bit.
+        **Geometric-run decoding.** ``W < T`` for a uniform 64-bit ``W`` is decided at the first
+        bit (most significant first) where ``W`` and ``T`` differ, and that position ``g`` is
+        geometric: ``P(g) = 2**-(g+1)``, because ``W XOR T`` is uniform. So an event is
+        ``bit g of T`` (counted from the top; 0 if ``g >= 64``, i.e. ``W == T``), where ``g`` is
+        the number of zeros before the next 1 in a stream of fair random bits — and its
+        probability is ``sum over set bits g of T of 2**-(g+1) = T / 2**64`` exactly. Each event
+        uses 2 random bits on average (0.25 bytes, against 8 for a whole word).
+
+        The stream is decoded one random byte at a time by a 65×256 table (:func:`run_table`:
+        zeros carried in × byte → events completed, their bits, zeros carried out), with a
+        compiled kernel when numba is installed and an equivalent numpy scan otherwise (the same
+        bytes give the same bits). Work is cut into fixed segments of rows, each decoding its own
+        block of the stream, so segments run on several cores and the output does not depend
+        on the number of threads.
         """
         if not 0 <= threshold <= TWO64:
             raise LDPParameterError("threshold must be in [0, 2**64]")
         nb = (n_bits + 7) // 8
-        total = n_rows * nb
-        if threshold in (0, TWO64):
-            out = np.full(total, 0 if threshold == 0 else 0xFF, dtype=np.uint8)
+        if threshold in (0, TWO64) or n_rows == 0 or n_bits == 0:
+            out = np.full((n_rows, nb), 0 if threshold == 0 else 0xFF, dtype=np.uint8)
         else:
-            nw = (total + 1) // 2
-            w = self.random_bytes(8 * nw).view(np.uint64)
-            t0 = threshold >> 60
-            lt_lo, eq_lo = _swar_nibble_compare(w & _LANE_NIBBLE, t0)
-            lt_hi, eq_hi = _swar_nibble_compare((w >> np.uint64(4)) & _LANE_NIBBLE, t0)
-            out = np.stack([lt_lo, lt_hi], axis=1).ravel()[:total]
-            tie = np.stack([eq_lo, eq_hi], axis=1).ravel()[:total]
-            idx = np.flatnonzero(tie)
-            level = 1
-            while idx.size and level < 16:
-                t = (threshold >> (60 - 4 * level)) & 15
-                r = self.random_bytes(4 * idx.size).view(np.uint32).astype(np.uint64)
-                lanes = (r & np.uint64(0x0F0F0F0F)) | (((r >> np.uint64(4)) & np.uint64(0x0F0F0F0F)) << np.uint64(32))
-                lt, eq = _swar_nibble_compare(lanes, t)
-                tb = tie[idx]
-                out[idx] |= tb & lt
-                still = tb & eq
-                tie[idx] = still
-                idx = idx[still != 0]
-                level += 1
-        out = out.reshape(n_rows, nb)
-        if n_bits % 8:
+            out = _bernoulli_runs(self, threshold, n_rows, n_bits)
+        if n_bits % 8 and n_rows:
             out[:, -1] &= (1 << (n_bits % 8)) - 1
         return out
 
@@ -221,25 +209,153 @@ def _thread_pool(workers: int):
 
     pool = _POOLS.get(workers)
     if pool is None:
-        pool = _POOLS[workers] = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="ldp-urandom")
+        pool = _POOLS[workers] = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="ldp-sampling")
     return pool
 
 
-_LANE_NIBBLE = np.uint64(0x0F0F0F0F0F0F0F0F)
-_LANE_ONE = 0x0101010101010101
-_GATHER = np.uint64(0x0102040810204080)  # moves bit 0 of byte lane k to bit 56 + k
+# -- geometric-run decoding (RandomSource.bernoulli_packed) -------------------------------------
+
+#: events per segment: a segment decodes its own block of random bytes (≈ 2 MiB), on its own core
+_SEG_EVENTS = 1 << 23
+#: segments drawn before decoding in parallel; a constant, so the output never depends on the
+#: number of cores (a seeded stream is consumed in the same order everywhere)
+_ROUND = 4
+#: bytes of each extra block when a segment's block runs out (about 1 segment in 10**30)
+_TOPUP_BYTES = 4096
 
 
-def _swar_nibble_compare(lanes: np.ndarray, t: int) -> tuple[np.ndarray, np.ndarray]:
-    """For eight byte lanes holding values x_k in [0, 16): bytes whose bit k is [x_k < t] and
-    [x_k == t]. ``x + 16 − t`` has bit 4 set iff ``x >= t``; ``(x ^ t) + 15`` has bit 4 set iff
-    ``x != t`` (no lane overflows: both stay below 32)."""
-    one = np.uint64(_LANE_ONE)
-    ge = (lanes + np.uint64((16 - t) * _LANE_ONE)) >> np.uint64(4)
-    ne = ((lanes ^ np.uint64(t * _LANE_ONE)) + np.uint64(15 * _LANE_ONE)) >> np.uint64(4)
-    lt = (~ge) & one
-    eq = (~ne) & one
-    return ((lt * _GATHER) >> np.uint64(56)).astype(np.uint8), ((eq * _GATHER) >> np.uint64(56)).astype(np.uint8)
+@functools.lru_cache(maxsize=64)
+def run_table(threshold: int) -> np.ndarray:
+    """The decoding table of :meth:`RandomSource.bernoulli_packed` for ``0 < threshold < 2**64``:
+    ``table[s * 256 + v]`` for ``s`` zeros already seen in the current run (capped at 64) and a
+    random byte ``v`` read LSB first. Bits 0–7: the events completed in ``v``, in order (event =
+    bit ``g`` of the threshold from the top, 0 for ``g >= 64``); bits 8–11: how many; bits 12–18:
+    the zeros carried into the next byte."""
+    tb = np.array([(threshold >> (63 - g)) & 1 for g in range(64)] + [0], dtype=np.uint32)
+    s = np.repeat(np.arange(65, dtype=np.uint32), 256)
+    v = np.tile(np.arange(256, dtype=np.uint32), 65)
+    bits = np.zeros_like(v)
+    cnt = np.zeros_like(v)
+    for k in range(8):
+        one = (v >> np.uint32(k)) & np.uint32(1)
+        bits |= (tb[s] & one) << cnt
+        cnt += one
+        s = np.where(one == 1, 0, np.minimum(s + 1, 64)).astype(np.uint32)
+    table = bits | (cnt << np.uint32(8)) | (s << np.uint32(12))
+    table.setflags(write=False)
+    return table
+
+
+# zeros above the highest set bit of a byte (LSB-first reading: the zeros carried out of it)
+_HIGH_ZEROS = np.array([8] + [7 - int(v).bit_length() + 1 for v in range(1, 256)], dtype=np.int64)
+
+
+def _decode_runs_numpy(v: np.ndarray, s0: int, table: np.ndarray, need: int) -> tuple[np.ndarray, int]:
+    """The numpy twin of the compiled decoder: the first ``min(need, available)`` events of the
+    byte block ``v`` (as 0/1 bytes) starting with ``s0`` carried zeros, and the zeros carried
+    out of the last byte read (meaningful only when the block was used up)."""
+    L = v.size
+    nz = v != 0
+    carry_out = _HIGH_ZEROS[v]  # exact for non-zero bytes
+    if not nz.all():  # a zero byte carries all zeros since the last non-zero byte (or s0) on
+        idx = np.arange(L)
+        zi = np.flatnonzero(~nz)
+        last = np.maximum.accumulate(np.where(nz, idx, -1))[zi]
+        base = np.where(last >= 0, carry_out[np.maximum(last, 0)], s0)
+        carry_out[zi] = base + 8 * (zi - last)
+    np.minimum(carry_out, 64, out=carry_out)
+    carry_in = np.empty(L, dtype=np.int64)
+    carry_in[0] = s0
+    carry_in[1:] = carry_out[:-1]
+    e = table[carry_in * 256 + v]
+    cnt = (e >> np.uint32(8)) & np.uint32(15)
+    cum = np.cumsum(cnt, dtype=np.int64)
+    used = L if L == 0 or cum[-1] < need else int(np.searchsorted(cum, need)) + 1
+    bits = np.unpackbits((e[:used] & np.uint32(255)).astype(np.uint8)[:, None], axis=1, bitorder="little")
+    events = bits[np.arange(8) < cnt[:used, None]][:need]
+    return events, int(carry_out[used - 1]) if used else s0
+
+
+class _RunSegment:
+    """One segment's decoder state across its random blocks (either backend)."""
+
+    def __init__(self, n_events: int, table: np.ndarray, kernel):
+        self.need, self.table, self.kernel = n_events, table, kernel
+        self.s = 0
+        if kernel is not None:
+            self.out = np.zeros((n_events + 7) // 8, dtype=np.uint8)
+            self.pos = self.acc = self.nacc = 0
+        else:
+            self.parts: list = []
+            self.have = 0
+
+    @property
+    def done(self) -> bool:
+        return (self.pos * 8 + self.nacc if self.kernel is not None else self.have) >= self.need
+
+    def feed(self, block: np.ndarray) -> None:
+        if self.kernel is not None:
+            _, self.s, self.acc, self.nacc, self.pos = self.kernel(
+                block, 0, self.table, self.out, self.pos, self.acc, self.nacc, self.s, self.need
+            )
+        else:
+            ev, self.s = _decode_runs_numpy(block, self.s, self.table, self.need - self.have)
+            self.parts.append(ev)
+            self.have += ev.size
+
+    def result(self) -> np.ndarray:
+        """The events, packed LSB first (bits past ``need`` are 0)."""
+        if self.kernel is not None:
+            out = self.out
+            if self.need % 8:
+                out[-1] &= (1 << (self.need % 8)) - 1
+            return out
+        return np.packbits(np.concatenate(self.parts), bitorder="little")
+
+
+def _block_bytes(n_events: int) -> int:
+    """Random bytes drawn for a segment of ``n_events`` events: the mean (2 bits per event) plus
+    12 standard deviations (the bits per event are 1 + geometric: variance 2), in whole words."""
+    bits = 2 * n_events + 12 * math.isqrt(2 * n_events + 1) + 128
+    return 8 * ((bits + 63) // 64)
+
+
+def _bernoulli_runs(source: "RandomSource", threshold: int, n_rows: int, n_bits: int) -> np.ndarray:
+    from ._kernels import kernel_backend, run_decoder
+
+    kernel = run_decoder() if kernel_backend() == "numba" else None
+    table = run_table(int(threshold))
+    nb = (n_bits + 7) // 8
+    out = np.empty((n_rows, nb), dtype=np.uint8)
+    rows_per_seg = max(1, _SEG_EVENTS // n_bits)
+    bounds = list(range(0, n_rows, rows_per_seg)) + [n_rows]
+    segs = list(zip(bounds[:-1], bounds[1:]))
+    workers = min(_ROUND, os.cpu_count() or 1)
+    for r in range(0, len(segs), _ROUND):
+        group = segs[r : r + _ROUND]
+        decoders = [_RunSegment((b - a) * n_bits, table, kernel) for a, b in group]
+        parallel = workers > 1 and len(group) > 1
+        if parallel and isinstance(source, SecureRandomSource):
+            # the OS CSPRNG is thread-safe and not reproducible anyway: each worker draws its own
+            # block and decodes it, so drawing and decoding overlap across cores
+            list(_thread_pool(workers).map(lambda dec: dec.feed(source._urandom(_block_bytes(dec.need), writable=False)), decoders))
+        else:  # a seeded stream is consumed in segment order, then decoded in parallel
+            blocks = [source.random_bytes(_block_bytes(dec.need)) for dec in decoders]
+            if parallel:
+                list(_thread_pool(workers).map(lambda pair: pair[0].feed(pair[1]), zip(decoders, blocks)))
+            else:
+                for dec, block in zip(decoders, blocks):
+                    dec.feed(block)
+        for (a, b), dec in zip(group, decoders):
+            while not dec.done:  # in segment order: the stream is consumed deterministically
+                dec.feed(source.random_bytes(_TOPUP_BYTES))
+            flat = dec.result()
+            if n_bits % 8 == 0:
+                out[a:b] = flat.reshape(b - a, nb)
+            else:
+                bits = np.unpackbits(flat, count=(b - a) * n_bits, bitorder="little").reshape(b - a, n_bits)
+                out[a:b] = np.packbits(bits, axis=1, bitorder="little")
+    return out
 
 
 class SecureRandomSource(RandomSource):
@@ -255,7 +371,7 @@ class SecureRandomSource(RandomSource):
             return np.empty(0, np.uint8)
         workers = min(4, os.cpu_count() or 1)
         if n < self._PARALLEL_MIN or workers < 2:
-            return np.frombuffer(os.urandom(n), dtype=np.uint8).copy()
+            return self._urandom(n)
         out = np.empty(n, dtype=np.uint8)
         bounds = np.linspace(0, n, workers + 1).astype(np.int64)
 
@@ -265,6 +381,12 @@ class SecureRandomSource(RandomSource):
 
         list(_thread_pool(workers).map(fill, range(workers)))
         return out
+
+    @staticmethod
+    def _urandom(n: int, writable: bool = True) -> np.ndarray:
+        """``n`` bytes from one ``os.urandom`` call (safe to call from any thread)."""
+        out = np.frombuffer(os.urandom(n), dtype=np.uint8)
+        return out.copy() if writable else out
 
     def __repr__(self) -> str:
         return "SecureRandomSource()"

@@ -132,30 +132,116 @@ def test_packed_column_counts_equals_unpack_and_sum(n, d):
     assert np.array_equal(packed_column_counts(packed, d), bits.sum(axis=0))
 
 
-@pytest.mark.parametrize("T", [(7 << 60) + (0xA5 << 52) + 99, (1 << 60) + (0x10 << 52), 2**64 - 1, 5 << 60])
-def test_bernoulli_packed_is_the_nibble_comparison(T):
-    """One output byte: bit k is decided by the low nibble of random byte k against T's top
-    nibble; a tied bit k by its level-2 nibble (low nibble of byte k of the next four bytes for
-    k < 4, high nibble of byte k − 4 otherwise) against T's second nibble."""
-    t0, t1 = T >> 60, (T >> 56) & 15
-    rng = np.random.default_rng(T % 1000)
-    checked_ties = 0
-    for _ in range(400):
-        head = rng.integers(0, 256, 8, dtype=np.uint8)
-        nibs = [int(b) & 15 for b in head]
-        ties = [k for k in range(8) if nibs[k] == t0]
-        while True:  # level-2 nibbles that decide every tie (no level-3 draws needed)
-            nxt = rng.integers(0, 256, 4, dtype=np.uint8)
-            lvl2 = [int(nxt[k]) & 15 if k < 4 else int(nxt[k - 4]) >> 4 for k in range(8)]
-            if all(lvl2[k] != t1 for k in ties):
-                break
-        data = head.tobytes() + (nxt.tobytes() if ties else b"")
-        out = ReplaySource(data).bernoulli_packed(T, 1, 8)[0, 0]
+def _reference_runs(data: bytes, T: int, n: int) -> list:
+    """Bit-by-bit definition: read fair bits LSB first; an event ends at each 1 and is bit g
+    (from the top) of T, g = zeros before it (0 when g >= 64, i.e. W == T)."""
+    out, g = [], 0
+    for byte in data:
         for k in range(8):
-            expect = nibs[k] < t0 or (nibs[k] == t0 and lvl2[k] < t1)
-            assert bool((out >> k) & 1) == expect
-        checked_ties += len(ties)
-    assert checked_ties > 50
+            if (byte >> k) & 1:
+                out.append((T >> (63 - g)) & 1 if g < 64 else 0)
+                g = 0
+                if len(out) == n:
+                    return out
+            else:
+                g += 1
+    return out
+
+
+@pytest.mark.parametrize("T", [1, 0x2E3F_0000_0000_0001, 5 << 60, 2**63, 2**64 - 1, 0x9E37_79B9_7F4A_7C15])
+def test_geometric_run_event_probability_is_exact(T):
+    """P(event) = sum over set bits g of T of 2**-(g+1) = T / 2**64: the first differing bit of a
+    uniform W and T is geometric, and W < T iff T has a 1 there."""
+    assert sum(Fraction((T >> (63 - g)) & 1, 2 ** (g + 1)) for g in range(64)) == Fraction(T, 2**64)
+    # every 16-bit W prefix decides like the full comparison whenever it differs from T's prefix
+    for w in range(0, 1 << 16, 97):
+        W = w << 48
+        bits = [(w >> (15 - i)) & 1 for i in range(16)]
+        diff = [i for i in range(16) if bits[i] != (T >> (63 - i)) & 1]
+        if diff:  # runs of the stream W XOR T, MSB first: g = first differing position
+            g = diff[0]
+            assert ((T >> (63 - g)) & 1) == (W < (T >> 48 << 48))
+
+
+@pytest.mark.parametrize("backend", ["numpy", "numba"])
+@pytest.mark.parametrize("T", [1, 0x2E3F_0000_0000_0001, 2**63 + 12345, 2**64 - 1, (1 << 57) + 3])
+def test_run_decoder_matches_the_bitwise_definition(T, backend, monkeypatch):
+    """Both decoders (table-driven, numpy scan and compiled kernel) give the reference events on
+    the same bytes — including zero bytes (runs carried across bytes) and runs of 64+ zeros."""
+    monkeypatch.setenv("LDP_PLUGIN_KERNELS", backend)
+    from ldp_plugin import _kernels
+    from ldp_plugin.sampling import _RunSegment, run_table
+
+    if backend == "numba":
+        pytest.importorskip("numba")
+    kernel = _kernels.run_decoder() if backend == "numba" else None
+    rng = np.random.default_rng(T % 997)
+    data = rng.integers(0, 256, 3000, dtype=np.uint8)
+    data[100:103] = 0  # 24+ carried zeros
+    data[700:710] = 0  # >= 64 zeros: the event is 0 (W == T)
+    data[1500] = 0
+    ref = _reference_runs(data.tobytes(), T, 10**9)
+    for need in (len(ref), len(ref) - 5, 1, 37):
+        dec = _RunSegment(need, run_table(T), kernel)
+        for piece in np.array_split(data, 7):  # fed in blocks: the carried state crosses blocks
+            if not dec.done:
+                dec.feed(np.ascontiguousarray(piece))
+        got = np.unpackbits(dec.result(), bitorder="little")
+        assert np.array_equal(got[:need], ref[:need]) and not got[need:].any()
+
+
+def test_bernoulli_packed_same_output_on_both_backends_and_segments(monkeypatch):
+    """The compiled kernel and the numpy scan give the same reports from the same seeded stream,
+    across several segments, with top-up blocks, and for widths that are not whole bytes."""
+    pytest.importorskip("numba")
+    import ldp_plugin.sampling as sampling
+
+    monkeypatch.setattr(sampling, "_SEG_EVENTS", 5000)
+    T = 0x2E3F_0000_0000_0001
+    results = {}
+    for backend in ("numpy", "numba"):
+        monkeypatch.setenv("LDP_PLUGIN_KERNELS", backend)
+        for topup in (4096, 8):
+            monkeypatch.setattr(sampling, "_TOPUP_BYTES", topup)
+            results[backend, topup] = [SeededRandomSource(9).bernoulli_packed(T, n, d) for n, d in [(3000, 64), (999, 13), (1, 5)]]
+    base = results["numpy", 4096]
+    for key, got in results.items():
+        assert all(np.array_equal(x, y) for x, y in zip(got, base)), key
+
+
+@pytest.mark.parametrize("backend", ["numpy", "numba"])
+def test_bernoulli_packed_secure_parallel_segments(backend, monkeypatch):
+    """The OS-CSPRNG path (each worker draws and decodes its own block): right rate, and the
+    segments are independent (no block reused)."""
+    import ldp_plugin.sampling as sampling
+
+    if backend == "numba":
+        pytest.importorskip("numba")
+    monkeypatch.setenv("LDP_PLUGIN_KERNELS", backend)
+    monkeypatch.setattr(sampling, "_SEG_EVENTS", 64 * 500)
+    T = 0x4000_0000_0000_0001  # p = 1/4 + 2**-64
+    out = SecureRandomSource().bernoulli_packed(T, 4000, 64)  # 8 segments, 2 rounds
+    n, p = out.size * 8, T / 2**64
+    ones = int(np.unpackbits(out).sum())
+    assert abs((ones - n * p) / math.sqrt(n * p * (1 - p))) < 5.3
+    segs = out.reshape(8, 500 * 8)
+    assert len({seg.tobytes() for seg in segs}) == 8
+
+
+def test_bernoulli_packed_top_up_blocks(monkeypatch):
+    """A segment whose block runs out is continued on extra blocks (forced here by a tiny block
+    size), and the result is still the same stream decoded end to end."""
+    import ldp_plugin.sampling as sampling
+
+    T = 0x6A09_E667_F3BC_C908
+    data = np.random.default_rng(2).integers(0, 256, 1 << 16, dtype=np.uint8).tobytes()
+    ref = _reference_runs(data, T, 4000)
+    monkeypatch.setattr(sampling, "_block_bytes", lambda n: 64)
+    monkeypatch.setattr(sampling, "_TOPUP_BYTES", 16)
+    src = ReplaySource(data)
+    out = src.bernoulli_packed(T, 50, 80)
+    assert np.array_equal(np.unpackbits(out, axis=1, bitorder="little").ravel(), ref)
+    assert 64 < src.pos < 2000  # mean 2 bits per event: ~1000 bytes, drawn 64 + 16·k
 
 
 def test_bernoulli_packed_rate_and_padding():
