@@ -14,14 +14,16 @@ when numba is installed (``pip install "ldp-plugin[fast]"``) unless the environm
 from __future__ import annotations
 
 import os
+import threading
 import warnings
 from typing import Optional
 
 import numpy as np
 
-__all__ = ["kernel_backend", "run_decoder"]
+__all__ = ["kernel_backend", "compiled", "run_decoder"]
 
 _STATE: dict = {}
+_LOCK = threading.Lock()
 
 
 def kernel_backend() -> str:
@@ -37,6 +39,13 @@ def kernel_backend() -> str:
     return "numba" if ok else "numpy"
 
 
+def compiled(name: str):
+    """The compiled kernel ``name`` when the numba backend is selected, else None."""
+    if kernel_backend() != "numba":
+        return None
+    return _load()[name]
+
+
 def run_decoder():
     """The compiled geometric-run decoder (see :func:`ldp_plugin.sampling.run_table`), or None."""
     k = _load()
@@ -46,19 +55,35 @@ def run_decoder():
 def _load() -> Optional[dict]:
     if "kernels" in _STATE:
         return _STATE["kernels"]
+    with _LOCK:  # the sampling layer calls in from worker threads: compile (or load) once
+        if "kernels" not in _STATE:
+            _STATE["kernels"] = _import_and_compile()
+    return _STATE["kernels"]
+
+
+def _import_and_compile() -> Optional[dict]:
     try:
         import numba  # noqa: F401
     except Exception:  # not installed, or broken against this numpy: fall back to numpy
-        _STATE["kernels"] = None
         return None
     with warnings.catch_warnings():  # an unwritable cache directory must not turn into an error
         warnings.simplefilter("ignore")
-        _STATE["kernels"] = _compile()
-    return _STATE["kernels"]
+        return _compile()
 
 
 def _compile() -> dict:
     import numba as nb
+    from llvmlite import ir
+    from numba.extending import intrinsic
+
+    @intrinsic
+    def cttz(typingctx, x):  # count trailing zeros of a uint64 (LLVM's cttz)
+        sig = nb.types.uint64(nb.types.uint64)
+
+        def codegen(context, builder, signature, args):
+            return builder.cttz(args[0], ir.Constant(ir.IntType(1), 0))
+
+        return sig, codegen
 
     @nb.njit(
         nb.types.UniTuple(nb.int64, 5)(
@@ -94,4 +119,69 @@ def _compile() -> dict:
             out[pos] = np.uint8(acc & 255)
         return i, s, acc, nacc, pos
 
-    return {"decode_runs": decode_runs}
+    word_types = [nb.types.Array(t, 2, "C", readonly=True) for t in (nb.uint16, nb.uint32)]
+    out_types = [nb.types.Array(t, 2, "C") for t in (nb.uint16, nb.uint32)]
+    x_type = nb.types.Array(nb.int64, 1, "C", readonly=True)
+
+    @nb.njit([nb.int64(w, nb.int64, nb.int64, nb.int64[::1]) for w in word_types], nogil=True, cache=True)
+    def lemire_rejects(words, base, bits, out):  # pragma: no cover - compiled
+        # Flat (row-major) indices of the words Lemire's method rejects: column j draws on
+        # [0, base + j + 1) and rejects when (w * r) mod 2**bits < 2**bits mod r. Returns the
+        # count (> out.size means the buffer was too small: the caller scans with numpy).
+        m, s = words.shape
+        mask = (np.uint64(1) << np.uint64(bits)) - np.uint64(1)
+        full = np.uint64(1) << np.uint64(bits)
+        rs = np.empty(s, dtype=np.uint64)
+        thr = np.empty(s, dtype=np.uint64)
+        for j in range(s):
+            rs[j] = np.uint64(base + j + 1)
+            thr[j] = full % rs[j]
+        cnt = 0
+        for i in range(m):
+            for j in range(s):
+                if (np.uint64(words[i, j]) * rs[j]) & mask < thr[j]:
+                    if cnt < out.shape[0]:
+                        out[cnt] = i * s + j
+                    cnt += 1
+        return cnt
+
+    @nb.njit([nb.void(w, nb.int64, nb.int64, x_type, nb.boolean, o) for w in word_types for o in out_types], nogil=True, cache=True)
+    def floyd_sorted(words, base, bits, x, include, out):  # pragma: no cover - compiled
+        # Row i: Floyd's algorithm for a uniform s-subset of [0, N), N = base + s, with step j
+        # drawing t = Lemire(words[i, j]) on [0, base + j] (every word already accepted) and
+        # adding base + j instead when t is taken; then the subset, mapped onto the items other
+        # than x[i] (v -> v + [v >= x[i]]) and with x[i] inserted when `include`, is written in
+        # increasing order.
+        m, s = words.shape
+        nw = (base + s + 63) // 64
+        bm = np.zeros(nw, dtype=np.uint64)
+        one = np.uint64(1)
+        for i in range(m):
+            bm[:] = 0
+            for j in range(s):
+                r = np.uint64(base + j + 1)
+                t = np.int64((np.uint64(words[i, j]) * r) >> np.uint64(bits))
+                if (bm[t >> 6] >> np.uint64(t & 63)) & one:
+                    t = base + j
+                bm[t >> 6] |= one << np.uint64(t & 63)
+            xi = x[i]
+            pending = include
+            c = 0
+            for w in range(nw):
+                word = bm[w]
+                while word:
+                    v = w * 64 + np.int64(cttz(word))
+                    word &= word - one
+                    if v >= xi:
+                        v += 1
+                        if pending:
+                            out[i, c] = xi
+                            c += 1
+                            pending = False
+                    out[i, c] = v
+                    c += 1
+            if pending:
+                out[i, c] = xi
+        return
+
+    return {"decode_runs": decode_runs, "lemire_rejects": lemire_rejects, "floyd_sorted": floyd_sorted}

@@ -180,6 +180,42 @@ class RandomSource(abc.ABC):
         m >>= np.uint64(bits)
         return m.astype(np.int64), rejected
 
+    def sorted_subsets(self, x: np.ndarray, include: np.ndarray, d: int, k: int) -> np.ndarray:
+        """Row ``i``: a ``k``-subset of ``[0, d)``, sorted, uniform among the subsets that contain
+        ``x[i]`` if ``include[i]`` and among those that do not otherwise (``1 <= k <= d − 1``).
+
+        The ``s = k − [include]`` items besides ``x`` are a uniform ``s``-subset of the other
+        ``d − 1`` items by Floyd's algorithm (``s`` exact uniform draws, each on
+        ``[0, d − 1 − s + j]`` by Lemire's method with rejected words redrawn; a draw that hits
+        an item already taken takes ``d − 1 − s + j`` instead), so a row costs O(k) draws and
+        O(d/64) words of bitmap. Rows run in fixed segments on all cores, with a compiled kernel
+        when numba is installed and the same result from numpy otherwise.
+        """
+        x = np.ascontiguousarray(x, dtype=np.int64)
+        include = np.asarray(include, dtype=bool)
+        if not 1 <= k <= d - 1:
+            raise LDPParameterError(f"subset size k must be in [1, d-1] = [1, {d - 1}]")
+        dtype = np.uint16 if d <= 1 << 16 else np.uint32
+        out = np.empty((x.size, k), dtype=dtype)
+        tasks, where = [], []
+        for inc in (True, False):
+            rows = np.flatnonzero(include == inc)
+            s = k - inc
+            if rows.size == 0:
+                continue
+            if s == 0:
+                out[rows, 0] = x[rows]
+                continue
+            per = max(1, _SUBSET_SEG_DRAWS // s)
+            for a in range(0, rows.size, per):
+                part = rows[a : a + per]
+                tasks.append(_SubsetSegment(x[part], inc, d, s, dtype))
+                where.append(part)
+        _run_segments(self, tasks)
+        for task, part in zip(tasks, where):
+            out[part] = task.out
+        return out
+
     def partial_shuffle_prefix(self, n_rows: int, population: int, s: int) -> np.ndarray:
         """For each of ``n_rows`` rows, a uniform ``s``-subset of ``[0, population)``, as an
         ``(n_rows, s)`` array in random order (partial Fisher–Yates; exactly uniform).
@@ -290,6 +326,20 @@ class _RunSegment:
             self.have = 0
 
     @property
+    def first_bytes(self) -> int:
+        return _block_bytes(self.need)
+
+    def first(self, block: np.ndarray) -> None:
+        self.feed(block)
+
+    def settle(self, draw) -> None:
+        while not self.done:  # a block that ran out is continued on extra blocks, in order
+            self.feed(draw(_TOPUP_BYTES))
+
+    def finish(self) -> None:
+        pass
+
+    @property
     def done(self) -> bool:
         return (self.pos * 8 + self.nacc if self.kernel is not None else self.have) >= self.need
 
@@ -321,41 +371,129 @@ def _block_bytes(n_events: int) -> int:
 
 
 def _bernoulli_runs(source: "RandomSource", threshold: int, n_rows: int, n_bits: int) -> np.ndarray:
-    from ._kernels import kernel_backend, run_decoder
+    from ._kernels import compiled
 
-    kernel = run_decoder() if kernel_backend() == "numba" else None
+    kernel = compiled("decode_runs")
     table = run_table(int(threshold))
     nb = (n_bits + 7) // 8
     out = np.empty((n_rows, nb), dtype=np.uint8)
     rows_per_seg = max(1, _SEG_EVENTS // n_bits)
     bounds = list(range(0, n_rows, rows_per_seg)) + [n_rows]
-    segs = list(zip(bounds[:-1], bounds[1:]))
-    workers = min(_ROUND, os.cpu_count() or 1)
-    for r in range(0, len(segs), _ROUND):
-        group = segs[r : r + _ROUND]
-        decoders = [_RunSegment((b - a) * n_bits, table, kernel) for a, b in group]
-        parallel = workers > 1 and len(group) > 1
-        if parallel and isinstance(source, SecureRandomSource):
-            # the OS CSPRNG is thread-safe and not reproducible anyway: each worker draws its own
-            # block and decodes it, so drawing and decoding overlap across cores
-            list(_thread_pool(workers).map(lambda dec: dec.feed(source._urandom(_block_bytes(dec.need), writable=False)), decoders))
-        else:  # a seeded stream is consumed in segment order, then decoded in parallel
-            blocks = [source.random_bytes(_block_bytes(dec.need)) for dec in decoders]
-            if parallel:
-                list(_thread_pool(workers).map(lambda pair: pair[0].feed(pair[1]), zip(decoders, blocks)))
-            else:
-                for dec, block in zip(decoders, blocks):
-                    dec.feed(block)
-        for (a, b), dec in zip(group, decoders):
-            while not dec.done:  # in segment order: the stream is consumed deterministically
-                dec.feed(source.random_bytes(_TOPUP_BYTES))
-            flat = dec.result()
-            if n_bits % 8 == 0:
-                out[a:b] = flat.reshape(b - a, nb)
-            else:
-                bits = np.unpackbits(flat, count=(b - a) * n_bits, bitorder="little").reshape(b - a, n_bits)
-                out[a:b] = np.packbits(bits, axis=1, bitorder="little")
+    tasks = [_RunSegment((b - a) * n_bits, table, kernel) for a, b in zip(bounds[:-1], bounds[1:])]
+    _run_segments(source, tasks)
+    for a, b, task in zip(bounds[:-1], bounds[1:], tasks):
+        flat = task.result()
+        if n_bits % 8 == 0:
+            out[a:b] = flat.reshape(b - a, nb)
+        else:
+            bits = np.unpackbits(flat, count=(b - a) * n_bits, bitorder="little").reshape(b - a, n_bits)
+            out[a:b] = np.packbits(bits, axis=1, bitorder="little")
     return out
+
+
+def _run_segments(source: "RandomSource", tasks: list) -> None:
+    """Run segment tasks in rounds of ``_ROUND``: each task takes one first block of random bytes
+    (``task.first_bytes``; ``task.first(block)``), then draws what else it needs in order
+    (``task.settle(draw)``), then computes (``task.finish()``). A seeded stream is consumed in
+    task order whatever the number of cores; the OS CSPRNG (thread-safe, not reproducible) is
+    drawn by each worker itself, so drawing and computing overlap on all cores."""
+    workers = min(_ROUND, os.cpu_count() or 1)
+    for r in range(0, len(tasks), _ROUND):
+        group = tasks[r : r + _ROUND]
+        pool = _thread_pool(workers) if workers > 1 and len(group) > 1 else None
+        if pool is not None and isinstance(source, SecureRandomSource):
+
+            def whole(task):
+                task.first(source._urandom(task.first_bytes, writable=False))
+                task.settle(lambda n: source._urandom(n, writable=False))
+                task.finish()
+
+            list(pool.map(whole, group))
+            continue
+        blocks = [source.random_bytes(task.first_bytes) for task in group]
+        if pool is not None:
+            list(pool.map(lambda tb: tb[0].first(tb[1]), zip(group, blocks)))
+        else:
+            for task, block in zip(group, blocks):
+                task.first(block)
+        for task in group:
+            task.settle(source.random_bytes)
+        if pool is not None:
+            list(pool.map(lambda task: task.finish(), group))
+        else:
+            for task in group:
+                task.finish()
+
+
+# -- uniform subsets (RandomSource.sorted_subsets) -------------------------------------------------
+
+#: uniform draws per subset segment (4 MiB of 16-bit words)
+_SUBSET_SEG_DRAWS = 1 << 21
+
+
+class _SubsetSegment:
+    """Rows of :meth:`RandomSource.sorted_subsets` with the same subset size ``s``: one word per
+    Floyd step, Lemire rejections redrawn, then Floyd's algorithm (either backend)."""
+
+    def __init__(self, x: np.ndarray, include: bool, d: int, s: int, out_dtype):
+        self.x, self.include, self.d, self.s = x, include, d, s
+        self.base = d - 1 - s  # Floyd on [0, N), N = d − 1: step j draws on [0, base + j]
+        self.bits = 16 if d - 1 <= 1 << 10 else 32
+        self.wdtype = np.uint16 if self.bits == 16 else np.uint32
+        self.first_bytes = x.size * s * (self.bits // 8)
+        self.out = np.empty((x.size, s + include), dtype=out_dtype)
+
+    def _rejected(self, flat_idx: np.ndarray, w: np.ndarray) -> np.ndarray:
+        """Which of the words ``w`` at flat positions ``flat_idx`` Lemire's method rejects."""
+        r = (self.base + 1 + flat_idx % self.s).astype(np.uint64)
+        low = (w.astype(np.uint64) * r) & np.uint64((1 << self.bits) - 1)
+        return low < (np.uint64(1 << self.bits) % r)
+
+    def first(self, block: np.ndarray) -> None:
+        words = block.view(self.wdtype).reshape(self.x.size, self.s)
+        self.words = words if words.flags.writeable else words.copy()
+        scan = _kernel("lemire_rejects")
+        if scan is not None:
+            buf = np.empty(self.words.size // 32 + 1024, dtype=np.int64)
+            cnt = scan(self.words, self.base, self.bits, buf)
+            if cnt <= buf.size:
+                self.rej = np.sort(buf[:cnt])
+                return
+        flat = self.words.reshape(-1)
+        self.rej = np.flatnonzero(self._rejected(np.arange(flat.size), flat))
+
+    def settle(self, draw) -> None:
+        flat = self.words.reshape(-1)
+        rej = self.rej
+        while rej.size:  # rejected words are replaced in row-major order, until all are accepted
+            new = draw(rej.size * (self.bits // 8)).view(self.wdtype)
+            flat[rej] = new
+            rej = rej[self._rejected(rej, new)]
+
+    def finish(self) -> None:
+        m, s = self.x.size, self.s
+        floyd = _kernel("floyd_sorted")
+        if floyd is not None:
+            floyd(self.words, self.base, self.bits, self.x, self.include, self.out)
+            return
+        bm = np.zeros((m, self.d - 1), dtype=bool)
+        rows = np.arange(m)
+        for j in range(s):
+            r = self.base + j + 1
+            t = ((self.words[:, j].astype(np.uint64) * np.uint64(r)) >> np.uint64(self.bits)).astype(np.int64)
+            t[bm[rows, t]] = self.base + j
+            bm[rows, t] = True
+        v = np.nonzero(bm)[1].reshape(m, s)
+        v += v >= self.x[:, None]
+        if self.include:
+            v = np.sort(np.concatenate([v, self.x[:, None]], axis=1), axis=1)
+        self.out[:] = v
+
+
+def _kernel(name: str):
+    from ._kernels import compiled
+
+    return compiled(name)
 
 
 class SecureRandomSource(RandomSource):

@@ -255,3 +255,60 @@ def test_bernoulli_packed_rate_and_padding():
     assert not src.bernoulli_packed(0, 3, 9).any()
     full = src.bernoulli_packed(2**64, 3, 9)
     assert (full[:, 0] == 0xFF).all() and (full[:, 1] == 1).all()
+
+
+@pytest.mark.parametrize("backend", ["numpy", "numba"])
+@pytest.mark.parametrize("d,k", [(5, 2), (6, 3), (4, 1), (5, 4)])
+def test_sorted_subsets_are_exactly_uniform(d, k, backend, monkeypatch):
+    """Rows that must contain x are uniform over the C(d−1, k−1) such subsets, rows that must
+    not over the C(d−1, k) others (chi-square at α = 1e-6, with a power check: the same test
+    rejects the subsets of a sampler that never picks the largest item)."""
+    if backend == "numba":
+        pytest.importorskip("numba")
+    monkeypatch.setenv("LDP_PLUGIN_KERNELS", backend)
+    src = SeededRandomSource(11)
+    n = 24_000
+    x = (np.arange(n) // 2) % d
+    include = np.arange(n) % 2 == 0
+    out = src.sorted_subsets(x, include, d, k)
+    assert out.shape == (n, k) and (np.diff(out.astype(int), axis=1) > 0).all()
+    assert (((out == x[:, None]).any(axis=1)) == include).all()
+    for xv in range(d):
+        for inc in (True, False):
+            rows = out[(x == xv) & (include == inc)]
+            support = [c for c in itertools.combinations(range(d), k) if (xv in c) == inc]
+            index = {c: i for i, c in enumerate(support)}
+            counts = np.bincount([index[tuple(int(v) for v in r)] for r in rows], minlength=len(support))
+            if len(support) > 1:
+                assert stats.chisquare(counts).pvalue > ALPHA
+                if inc and k < d - 1 and xv != d - 1:  # power: drop the subsets containing d − 1
+                    biased = np.array([0 if d - 1 in c else cnt for c, cnt in zip(support, counts)])
+                    assert stats.chisquare(biased, np.full(len(support), biased.sum() / len(support))).pvalue < ALPHA
+
+
+def test_sorted_subsets_same_on_both_backends_with_rejections(monkeypatch):
+    """The compiled kernels and the numpy twin give identical subsets from the same stream,
+    across segments, including Lemire rejections (words that Lemire's method rejects are
+    forced into the stream) replaced in row-major order."""
+    pytest.importorskip("numba")
+    import ldp_plugin.sampling as sampling
+
+    monkeypatch.setattr(sampling, "_SUBSET_SEG_DRAWS", 3000)
+    d, k, n = 1000, 300, 40  # 16-bit words, ranges up to 999: reject w when (w·r) mod 2**16 < 2**16 mod r
+    bad = [w for w in range(1 << 16) if (w * (d - 1 - k + 1)) % (1 << 16) < (1 << 16) % (d - 1 - k + 1)]
+    assert bad
+    rng = np.random.default_rng(4)
+    words = rng.integers(0, 1 << 16, 4 * n * k, dtype=np.uint16)
+    words[0 : 40 * k : k] = bad[0]  # column 0 of many rows: rejected, then redrawn
+    words[n * k : n * k + 5] = bad[0]  # some replacement words rejected again
+    data = words.tobytes()
+    x = rng.integers(0, d, n)
+    include = rng.random(n) < 0.5
+    got = {}
+    for backend in ("numpy", "numba"):
+        monkeypatch.setenv("LDP_PLUGIN_KERNELS", backend)
+        got[backend] = ReplaySource(data).sorted_subsets(x, include, d, k)
+    assert np.array_equal(got["numpy"], got["numba"])
+    assert (((got["numpy"] == x[:, None]).any(axis=1)) == include).all()
+    big = SeededRandomSource(1).sorted_subsets(np.arange(7) * 9000, np.ones(7, bool), 70_000, 3)
+    assert big.dtype == np.uint32 and (np.diff(big.astype(np.int64), axis=1) > 0).all()

@@ -20,8 +20,8 @@ Estimation (Alg. 2): count the reports containing each item; the shared pure est
 (§3.3). Sizes: ``k = "l2"`` (default, ``k#`` of Thm 3.1), ``k = "mi"`` (``k*`` of Thm 2.1), or any
 integer in ``[1, d − 1]``.
 
-Runtime: client O(d) memory copy + O(k) exact draws per user (vectorized over the batch);
-server O(n·k + d). Report: ``k`` sorted item codes.
+Runtime: client O(k) exact draws and O(d/64) bitmap words per user (Floyd's algorithm,
+:meth:`~ldp_plugin.sampling.RandomSource.sorted_subsets`); server O(n·k + d). Report: ``k`` sorted item codes.
 """
 
 from __future__ import annotations
@@ -40,9 +40,6 @@ from ..theory import k_sharp, k_star
 from ._base import Channel, FrequencyOracle, floor_threshold
 
 __all__ = ["KSubset"]
-
-_CHUNK_CELLS = 1 << 20  # rows × (d − 1) entries per Fisher–Yates chunk (2 MB as uint16: cache-friendly)
-
 
 @dataclass(frozen=True, kw_only=True)
 class KSubset(FrequencyOracle):
@@ -95,22 +92,8 @@ class KSubset(FrequencyOracle):
         return np.uint16 if self.d <= 1 << 16 else np.uint32
 
     def _randomize_codes(self, codes: np.ndarray, source) -> np.ndarray:
-        n, d, k = codes.size, self.d, self.k
-        out = np.empty((n, k), dtype=self._report_dtype())
-        include = source.bernoulli(self.include_threshold, n)
-        rows_per_chunk = max(1, _CHUNK_CELLS // (d - 1))
-        for inc, s in ((True, k - 1), (False, k)):
-            idx = np.flatnonzero(include == inc)
-            for start in range(0, idx.size, rows_per_chunk):
-                rows = idx[start : start + rows_per_chunk]
-                x = codes[rows]
-                others = source.partial_shuffle_prefix(rows.size, d - 1, s).astype(np.int64)
-                others += others >= x[:, None]  # map [0, d−1) onto the items other than x
-                if inc:
-                    others = np.concatenate([x[:, None], others], axis=1)
-                others.sort(axis=1)
-                out[rows] = others
-        return out
+        include = source.bernoulli(self.include_threshold, codes.size)
+        return source.sorted_subsets(codes, include, self.d, self.k)
 
     def validate_reports(self, reports: Any) -> np.ndarray:
         arr = np.asarray(reports)

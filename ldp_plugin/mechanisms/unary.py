@@ -26,18 +26,19 @@ import itertools
 from dataclasses import dataclass, field
 from fractions import Fraction
 import math
+import os
 from typing import Any, ClassVar, Optional
 
 import numpy as np
 
 from .._errors import LDPInputError, LDPParameterError
 from ..exact import TWO64, exp_lower_bound
+from ..sampling import _thread_pool
 from ._base import Channel, FrequencyOracle, ceil_threshold, floor_threshold
 
 __all__ = ["UnaryEncoding", "RAPPOR", "OUE", "THE", "the_optimal_threshold", "randomize_bit_rows", "packed_column_counts"]
 
 # bits per randomization chunk: bounds peak memory at a few tens of MB whatever n and d are
-_CHUNK_BITS = 1 << 21
 
 _COUNT_CHUNK_ROWS = 1 << 15
 
@@ -53,32 +54,42 @@ def packed_column_counts(packed: np.ndarray, d: int) -> np.ndarray:
     """
     n, nb = packed.shape
     words = (nb + 7) // 8
-    counts = np.zeros(words * 64, dtype=np.int64)
-    for start in range(0, n, _COUNT_CHUNK_ROWS):
-        block = packed[start : start + _COUNT_CHUNK_ROWS]
-        m = block.shape[0]
-        levels = max(1, (m - 1).bit_length())
-        buf = np.zeros((1 << levels, words * 8), dtype=np.uint8)
-        buf[:m, :nb] = block
-        planes = [buf.view(np.uint64)]
-        while planes[0].shape[0] > 1:
-            out = []
-            carry = None
-            for p in planes:
-                x, y = p[0::2], p[1::2]
-                t = x ^ y
-                if carry is None:
-                    out.append(t)
-                    carry = x & y
-                else:
-                    out.append(t ^ carry)
-                    carry = (x & y) | (carry & t)
-            out.append(carry)
-            planes = out
-        for weight, plane in enumerate(planes):
-            bits = np.unpackbits(plane.view(np.uint8), bitorder="little")
-            counts += bits.astype(np.int64) << weight
+    starts = range(0, n, _COUNT_CHUNK_ROWS)
+    workers = min(4, os.cpu_count() or 1, len(starts))
+    if workers > 1:  # numpy releases the GIL on these word operations: chunks run on all cores
+        parts = list(_thread_pool(workers).map(lambda a: _chunk_column_counts(packed[a : a + _COUNT_CHUNK_ROWS], nb, words), starts))
+    else:
+        parts = [_chunk_column_counts(packed[a : a + _COUNT_CHUNK_ROWS], nb, words) for a in starts]
+    counts = np.sum(parts, axis=0) if parts else np.zeros(words * 64, dtype=np.int64)
     return counts[:d]
+
+
+def _chunk_column_counts(block: np.ndarray, nb: int, words: int) -> np.ndarray:
+    """Column counts of one chunk of packed rows by the bit-sliced adder tree."""
+    counts = np.zeros(words * 64, dtype=np.int64)
+    m = block.shape[0]
+    levels = max(1, (m - 1).bit_length())
+    buf = np.zeros((1 << levels, words * 8), dtype=np.uint8)
+    buf[:m, :nb] = block
+    planes = [buf.view(np.uint64)]
+    while planes[0].shape[0] > 1:
+        out = []
+        carry = None
+        for p in planes:
+            x, y = p[0::2], p[1::2]
+            t = x ^ y
+            if carry is None:
+                out.append(t)
+                carry = x & y
+            else:
+                out.append(t ^ carry)
+                carry = (x & y) | (carry & t)
+        out.append(carry)
+        planes = out
+    for weight, plane in enumerate(planes):
+        bits = np.unpackbits(plane.view(np.uint8), bitorder="little")
+        counts += bits.astype(np.int64) << weight
+    return counts
 
 
 def randomize_bit_rows(positions: np.ndarray, n_bits: int, p_threshold: int, q_threshold: int, source) -> np.ndarray:
@@ -90,21 +101,15 @@ def randomize_bit_rows(positions: np.ndarray, n_bits: int, p_threshold: int, q_t
     position listed twice is redrawn twice: still exactly Bernoulli(``p``)).
     """
     n, h = positions.shape
-    out = np.empty((n, (n_bits + 7) // 8), dtype=np.uint8)
-    rows_per_chunk = max(1, _CHUNK_BITS // n_bits)
-    for start in range(0, n, rows_per_chunk):
-        pos = positions[start : start + rows_per_chunk]
-        m = pos.shape[0]
-        bits = source.bernoulli_packed(q_threshold, m, n_bits)  # every bit ~ q ...
-        rows = np.arange(m)
-        for t in range(h):  # ... then the listed bits ~ p
-            own = source.bernoulli(p_threshold, m).astype(np.uint8)
-            c = pos[:, t]
-            byte, shift = c >> 3, (c & 7).astype(np.uint8)
-            cur = bits[rows, byte]
-            bits[rows, byte] = (cur & ~(np.uint8(1) << shift)) | (own << shift)
-        out[start : start + m] = bits
-    return out
+    bits = source.bernoulli_packed(q_threshold, n, n_bits)  # every bit ~ q (parallel segments) ...
+    rows = np.arange(n)
+    for t in range(h):  # ... then the listed bits ~ p
+        own = source.bernoulli(p_threshold, n).astype(np.uint8)
+        c = np.asarray(positions[:, t], dtype=np.int64)
+        byte, shift = c >> 3, (c & 7).astype(np.uint8)
+        cur = bits[rows, byte]
+        bits[rows, byte] = (cur & ~(np.uint8(1) << shift)) | (own << shift)
+    return bits
 
 
 @dataclass(frozen=True, kw_only=True)
