@@ -7,10 +7,20 @@ is an exact rational number that the mechanism can check at construction:
   threshold ``T``: a uniform 64-bit word ``W`` is compared with ``T`` most-significant digits
   first, drawing further random digits only where the prefix ties (about 0.56 random bytes per
   event instead of 8);
+* :meth:`RandomSource.bernoulli_packed` draws whole bit matrices of such events by
+  geometric-run decoding (``W < T`` is decided at the first bit where ``W`` and ``T`` differ,
+  a geometric position: 2 random bits per event on average), one table step per random byte;
 * :meth:`RandomSource.uniform_int` draws integers exactly uniform on ``[0, r)`` by Lemire's
   multiply-and-reject method on 16- or 32-bit words (no modulo bias);
+* :meth:`RandomSource.sorted_subsets` draws uniform ``k``-subsets with or without a given item
+  (Floyd's algorithm on exact Lemire draws, O(k) per row);
 * :meth:`RandomSource.partial_shuffle_prefix` draws uniform ``s``-subsets without replacement of
-  ``[0, N)`` for a whole batch (partial Fisher–Yates, exactly uniform).
+  ``[0, N)`` in random order (partial Fisher–Yates, exactly uniform).
+
+The two batch samplers have compiled kernels (numba, the ``fast`` extra) and numpy twins that
+turn the same random bytes into the same output (:mod:`ldp_plugin._kernels`); work is cut into
+fixed segments that run on all cores, and a seeded stream is consumed in the same order
+whatever the number of cores or the backend.
 
 Randomness comes from one injectable source: by default the operating system's CSPRNG
 (``os.urandom``). A seeded PCG64-DXSM generator is used only when the caller passes a seed,
@@ -283,33 +293,75 @@ def run_table(threshold: int) -> np.ndarray:
 
 
 # zeros above the highest set bit of a byte (LSB-first reading: the zeros carried out of it)
-_HIGH_ZEROS = np.array([8] + [7 - int(v).bit_length() + 1 for v in range(1, 256)], dtype=np.int64)
+_HIGH_ZEROS = np.array([8] + [7 - int(v).bit_length() + 1 for v in range(1, 256)], dtype=np.int32)
 
 
-def _decode_runs_numpy(v: np.ndarray, s0: int, table: np.ndarray, need: int) -> tuple[np.ndarray, int]:
+def _decode_runs_numpy(v: np.ndarray, s0: int, table: np.ndarray, need: int) -> tuple[np.ndarray, int, int]:
     """The numpy twin of the compiled decoder: the first ``min(need, available)`` events of the
-    byte block ``v`` (as 0/1 bytes) starting with ``s0`` carried zeros, and the zeros carried
-    out of the last byte read (meaningful only when the block was used up)."""
+    byte block ``v`` (packed LSB first) starting with ``s0`` carried zeros, their number, and the
+    zeros carried out of the last byte read (meaningful only when the block was used up)."""
     L = v.size
     nz = v != 0
     carry_out = _HIGH_ZEROS[v]  # exact for non-zero bytes
-    if not nz.all():  # a zero byte carries all zeros since the last non-zero byte (or s0) on
-        idx = np.arange(L)
-        zi = np.flatnonzero(~nz)
-        last = np.maximum.accumulate(np.where(nz, idx, -1))[zi]
-        base = np.where(last >= 0, carry_out[np.maximum(last, 0)], s0)
-        carry_out[zi] = base + 8 * (zi - last)
+    zi = np.flatnonzero(~nz)
+    if zi.size:  # a zero byte (1 in 256) carries its predecessor's zeros + 8 on: settle the runs
+        prev = zi - 1
+        while True:
+            before = np.where(prev >= 0, carry_out[np.maximum(prev, 0)], s0)
+            new = np.minimum(before + 8, 64)
+            if np.array_equal(new, carry_out[zi]):
+                break
+            carry_out[zi] = new
     np.minimum(carry_out, 64, out=carry_out)
-    carry_in = np.empty(L, dtype=np.int64)
-    carry_in[0] = s0
+    carry_in = np.empty(L, dtype=np.int32)
+    carry_in[:1] = s0
     carry_in[1:] = carry_out[:-1]
-    e = table[carry_in * 256 + v]
-    cnt = (e >> np.uint32(8)) & np.uint32(15)
-    cum = np.cumsum(cnt, dtype=np.int64)
+    carry_in <<= 8
+    carry_in |= v
+    e = table[carry_in]
+    cnt = (e >> np.uint32(8)).astype(np.uint8)
+    cnt &= 15
+    cum = np.cumsum(cnt, dtype=np.uint32)
     used = L if L == 0 or cum[-1] < need else int(np.searchsorted(cum, need)) + 1
-    bits = np.unpackbits((e[:used] & np.uint32(255)).astype(np.uint8)[:, None], axis=1, bitorder="little")
-    events = bits[np.arange(8) < cnt[:used, None]][:need]
-    return events, int(carry_out[used - 1]) if used else s0
+    n_ev = min(need, int(cum[used - 1])) if used else 0
+    return _concat_bits(e[:used].astype(np.uint8), cnt[:used], n_ev), n_ev, int(carry_out[used - 1]) if used else s0
+
+
+def _concat_bits(o: np.ndarray, cnt: np.ndarray, n_ev: int) -> np.ndarray:
+    """Concatenate the right-aligned bit fields ``o[i] & (2**cnt[i] − 1)`` (``cnt <= 8``) into one
+    LSB-first bit string, packed, keeping its first ``n_ev`` bits. Neighbouring fields are merged
+    pairwise three times (8, 16, 32 → 64-bit words: eight fields, at most 64 bits), and each
+    group's word lands on at most two output words, OR-reduced per target word (fields never
+    overlap, so OR is concatenation)."""
+    L = o.size
+    if L == 0:
+        return np.zeros(0, dtype=np.uint8)
+    G = (L + 7) // 8
+    word = np.zeros(G * 8, dtype=np.uint8)
+    word[:L] = o
+    bits = np.zeros(G * 8, dtype=np.uint8)
+    bits[:L] = cnt
+    for dtype in (np.uint16, np.uint32, np.uint64):  # merge neighbours: a | b << len(a), 3 times
+        a, b = word[0::2].astype(dtype), word[1::2].astype(dtype)
+        b <<= bits[0::2].astype(dtype)
+        a |= b
+        word = a
+        bits = bits[0::2] + bits[1::2]
+    group_bits = bits.astype(np.int64)
+    off = np.cumsum(group_bits) - group_bits
+    tgt = off >> 6
+    sh = (off & 63).astype(np.uint64)
+    out = np.zeros(int(off[-1] + group_bits[-1]) // 64 + 2, dtype=np.uint64)
+    lo = word << sh
+    hi = np.where(sh > 0, word >> (np.uint64(64) - np.maximum(sh, np.uint64(1))), np.uint64(0))
+    starts = np.flatnonzero(np.concatenate([[True], tgt[1:] != tgt[:-1]]))
+    first = tgt[starts]
+    out[first] |= np.bitwise_or.reduceat(lo, starts)
+    out[first + 1] |= np.bitwise_or.reduceat(hi, starts)
+    packed = out.view(np.uint8)[: (n_ev + 7) // 8].copy()
+    if n_ev % 8:
+        packed[-1] &= (1 << (n_ev % 8)) - 1
+    return packed
 
 
 class _RunSegment:
@@ -349,9 +401,9 @@ class _RunSegment:
                 block, 0, self.table, self.out, self.pos, self.acc, self.nacc, self.s, self.need
             )
         else:
-            ev, self.s = _decode_runs_numpy(block, self.s, self.table, self.need - self.have)
-            self.parts.append(ev)
-            self.have += ev.size
+            packed, count, self.s = _decode_runs_numpy(block, self.s, self.table, self.need - self.have)
+            self.parts.append((packed, count))
+            self.have += count
 
     def result(self) -> np.ndarray:
         """The events, packed LSB first (bits past ``need`` are 0)."""
@@ -360,7 +412,10 @@ class _RunSegment:
             if self.need % 8:
                 out[-1] &= (1 << (self.need % 8)) - 1
             return out
-        return np.packbits(np.concatenate(self.parts), bitorder="little")
+        if len(self.parts) == 1:
+            return self.parts[0][0]
+        bits = [np.unpackbits(p, count=c, bitorder="little") for p, c in self.parts]  # top-ups: rare
+        return np.packbits(np.concatenate(bits), bitorder="little")
 
 
 def _block_bytes(n_events: int) -> int:
