@@ -123,65 +123,78 @@ def _compile() -> dict:
     out_types = [nb.types.Array(t, 2, "C") for t in (nb.uint16, nb.uint32)]
     x_type = nb.types.Array(nb.int64, 1, "C", readonly=True)
 
-    @nb.njit([nb.int64(w, nb.int64, nb.int64, nb.int64[::1]) for w in word_types], nogil=True, cache=True)
-    def lemire_rejects(words, base, bits, out):  # pragma: no cover - compiled
-        # Flat (row-major) indices of the words Lemire's method rejects: column j draws on
-        # [0, base + j + 1) and rejects when (w * r) mod 2**bits < 2**bits mod r. Returns the
+    inc_type = nb.types.Array(nb.uint8, 1, "C", readonly=True)
+
+    @nb.njit([nb.int64(w, nb.int64, nb.int64, inc_type, nb.int64[::1]) for w in word_types], nogil=True, cache=True)
+    def lemire_rejects(words, n_other, bits, inc, out):  # pragma: no cover - compiled
+        # Flat (row-major) indices of the words Lemire's method rejects: in row i, column j < s
+        # (s = k - inc[i]) draws on [0, r), r = n_other - s + j + 1, and is rejected when
+        # (w * r) mod 2**bits < 2**bits mod r; an unused column (range 1) never is. Returns the
         # count (> out.size means the buffer was too small: the caller scans with numpy).
-        m, s = words.shape
+        m, k = words.shape
         mask = (np.uint64(1) << np.uint64(bits)) - np.uint64(1)
         full = np.uint64(1) << np.uint64(bits)
-        rs = np.empty(s, dtype=np.uint64)
-        thr = np.empty(s, dtype=np.uint64)
-        for j in range(s):
-            rs[j] = np.uint64(base + j + 1)
-            thr[j] = full % rs[j]
+        rs = np.empty((2, k), dtype=np.uint64)
+        thr = np.empty((2, k), dtype=np.uint64)
+        for a in range(2):
+            s = k - a
+            for j in range(k):
+                rs[a, j] = np.uint64(n_other - s + j + 1) if j < s else np.uint64(1)
+                thr[a, j] = full % rs[a, j]
         cnt = 0
         for i in range(m):
-            for j in range(s):
-                if (np.uint64(words[i, j]) * rs[j]) & mask < thr[j]:
+            a = inc[i]
+            for j in range(k):
+                if ((np.uint64(words[i, j]) * rs[a, j]) & mask) < thr[a, j]:
                     if cnt < out.shape[0]:
-                        out[cnt] = i * s + j
+                        out[cnt] = i * k + j
                     cnt += 1
         return cnt
 
-    @nb.njit([nb.void(w, nb.int64, nb.int64, x_type, nb.boolean, o) for w in word_types for o in out_types], nogil=True, cache=True)
-    def floyd_sorted(words, base, bits, x, include, out):  # pragma: no cover - compiled
-        # Row i: Floyd's algorithm for a uniform s-subset of [0, N), N = base + s, with step j
-        # drawing t = Lemire(words[i, j]) on [0, base + j] (every word already accepted) and
-        # adding base + j instead when t is taken; then the subset, mapped onto the items other
-        # than x[i] (v -> v + [v >= x[i]]) and with x[i] inserted when `include`, is written in
+    @nb.njit([nb.void(w, nb.int64, nb.int64, x_type, inc_type, o) for w in word_types for o in out_types], nogil=True, cache=True)
+    def floyd_sorted(words, n_other, bits, x, inc, out):  # pragma: no cover - compiled
+        # Row i: Floyd's algorithm for a uniform s-subset of [0, N), N = n_other, s = k - inc[i]:
+        # step j draws t = Lemire(words[i, j]) on [0, N - s + j] (every word already accepted)
+        # and adds N - s + j instead when t is taken; then the subset, mapped onto the items
+        # other than x[i] (v -> v + [v >= x[i]]) and with x[i] added when inc[i], is written in
         # increasing order.
-        m, s = words.shape
-        nw = (base + s + 63) // 64
+        m, k = words.shape
+        nw = (n_other + 1 + 63) // 64  # words of a bitmap over the d = N + 1 items
+        mark = np.zeros(n_other, dtype=np.uint8)  # byte marks: the fastest membership test
         bm = np.zeros(nw, dtype=np.uint64)
         one = np.uint64(1)
         for i in range(m):
+            mark[:] = 0
             bm[:] = 0
+            s = k - np.int64(inc[i])
+            base = n_other - s
             for j in range(s):
                 r = np.uint64(base + j + 1)
                 t = np.int64((np.uint64(words[i, j]) * r) >> np.uint64(bits))
-                if (bm[t >> 6] >> np.uint64(t & 63)) & one:
-                    t = base + j
+                t += np.int64(mark[t]) * (base + j - t)  # branch-free: base + j if t is taken
+                mark[t] = 1
                 bm[t >> 6] |= one << np.uint64(t & 63)
+            # to item space: values >= x move up by one (a one-bit shift of the upper part), x
+            # itself is set when included; then the set bits, in order, are the report
             xi = x[i]
-            pending = include
+            xw, xb = xi >> 6, np.uint64(xi & 63)
+            carry = np.uint64(0)
+            for w in range(nw):
+                cur = bm[w]
+                up = (cur << one) | carry
+                carry = cur >> np.uint64(63)
+                if w > xw:
+                    bm[w] = up
+                elif w == xw:
+                    below = (one << xb) - one
+                    above = ~(((one << xb) << one) - one)
+                    bm[w] = (cur & below) | (up & above) | ((one << xb) if inc[i] else np.uint64(0))
             c = 0
             for w in range(nw):
                 word = bm[w]
                 while word:
-                    v = w * 64 + np.int64(cttz(word))
+                    out[i, c] = w * 64 + np.int64(cttz(word))
                     word &= word - one
-                    if v >= xi:
-                        v += 1
-                        if pending:
-                            out[i, c] = xi
-                            c += 1
-                            pending = False
-                    out[i, c] = v
                     c += 1
-            if pending:
-                out[i, c] = xi
-        return
 
     return {"decode_runs": decode_runs, "lemire_rejects": lemire_rejects, "floyd_sorted": floyd_sorted}

@@ -207,23 +207,10 @@ class RandomSource(abc.ABC):
             raise LDPParameterError(f"subset size k must be in [1, d-1] = [1, {d - 1}]")
         dtype = np.uint16 if d <= 1 << 16 else np.uint32
         out = np.empty((x.size, k), dtype=dtype)
-        tasks, where = [], []
-        for inc in (True, False):
-            rows = np.flatnonzero(include == inc)
-            s = k - inc
-            if rows.size == 0:
-                continue
-            if s == 0:
-                out[rows, 0] = x[rows]
-                continue
-            per = max(1, _SUBSET_SEG_DRAWS // s)
-            for a in range(0, rows.size, per):
-                part = rows[a : a + per]
-                tasks.append(_SubsetSegment(x[part], inc, d, s, dtype))
-                where.append(part)
+        per = max(1, _SUBSET_SEG_DRAWS // k)
+        bounds = list(range(0, x.size, per)) + [x.size]
+        tasks = [_SubsetSegment(x[a:b], include[a:b], d, k, out[a:b]) for a, b in zip(bounds[:-1], bounds[1:])]
         _run_segments(self, tasks)
-        for task, part in zip(tasks, where):
-            out[part] = task.out
         return out
 
     def partial_shuffle_prefix(self, n_rows: int, population: int, s: int) -> np.ndarray:
@@ -487,32 +474,37 @@ _SUBSET_SEG_DRAWS = 1 << 21
 
 
 class _SubsetSegment:
-    """Rows of :meth:`RandomSource.sorted_subsets` with the same subset size ``s``: one word per
-    Floyd step, Lemire rejections redrawn, then Floyd's algorithm (either backend)."""
+    """Consecutive rows of :meth:`RandomSource.sorted_subsets`: one word per Floyd step (``k``
+    words per row; the last is unused, with range 1, in rows that include ``x``), Lemire
+    rejections redrawn, then Floyd's algorithm writing the rows in place (either backend)."""
 
-    def __init__(self, x: np.ndarray, include: bool, d: int, s: int, out_dtype):
-        self.x, self.include, self.d, self.s = x, include, d, s
-        self.base = d - 1 - s  # Floyd on [0, N), N = d − 1: step j draws on [0, base + j]
+    def __init__(self, x: np.ndarray, include: np.ndarray, d: int, k: int, out: np.ndarray):
+        self.x, self.inc, self.d, self.k, self.out = x, include.astype(np.uint8), d, k, out
+        self.n_other = d - 1  # Floyd on [0, N), N = d − 1, for s = k − inc items
         self.bits = 16 if d - 1 <= 1 << 10 else 32
         self.wdtype = np.uint16 if self.bits == 16 else np.uint32
-        self.first_bytes = x.size * s * (self.bits // 8)
-        self.out = np.empty((x.size, s + include), dtype=out_dtype)
+        self.first_bytes = x.size * k * (self.bits // 8)
+
+    def _ranges(self, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
+        """Range of the draw at (row, column): ``N − s + j + 1`` for step ``j < s``, else 1."""
+        s = self.k - self.inc[rows].astype(np.int64)
+        return np.where(cols < s, self.n_other - s + cols + 1, 1).astype(np.uint64)
 
     def _rejected(self, flat_idx: np.ndarray, w: np.ndarray) -> np.ndarray:
         """Which of the words ``w`` at flat positions ``flat_idx`` Lemire's method rejects."""
-        r = (self.base + 1 + flat_idx % self.s).astype(np.uint64)
+        r = self._ranges(flat_idx // self.k, flat_idx % self.k)
         low = (w.astype(np.uint64) * r) & np.uint64((1 << self.bits) - 1)
         return low < (np.uint64(1 << self.bits) % r)
 
     def first(self, block: np.ndarray) -> None:
-        words = block.view(self.wdtype).reshape(self.x.size, self.s)
+        words = block.view(self.wdtype).reshape(self.x.size, self.k)
         self.words = words if words.flags.writeable else words.copy()
         scan = _kernel("lemire_rejects")
         if scan is not None:
             buf = np.empty(self.words.size // 32 + 1024, dtype=np.int64)
-            cnt = scan(self.words, self.base, self.bits, buf)
+            cnt = scan(self.words, self.n_other, self.bits, self.inc, buf)
             if cnt <= buf.size:
-                self.rej = np.sort(buf[:cnt])
+                self.rej = buf[:cnt].copy()
                 return
         flat = self.words.reshape(-1)
         self.rej = np.flatnonzero(self._rejected(np.arange(flat.size), flat))
@@ -526,23 +518,26 @@ class _SubsetSegment:
             rej = rej[self._rejected(rej, new)]
 
     def finish(self) -> None:
-        m, s = self.x.size, self.s
         floyd = _kernel("floyd_sorted")
         if floyd is not None:
-            floyd(self.words, self.base, self.bits, self.x, self.include, self.out)
+            floyd(self.words, self.n_other, self.bits, self.x, self.inc, self.out)
             return
-        bm = np.zeros((m, self.d - 1), dtype=bool)
+        m, k, N = self.x.size, self.k, self.n_other
+        s = k - self.inc.astype(np.int64)
+        taken = np.zeros((m, N), dtype=bool)
         rows = np.arange(m)
-        for j in range(s):
-            r = self.base + j + 1
-            t = ((self.words[:, j].astype(np.uint64) * np.uint64(r)) >> np.uint64(self.bits)).astype(np.int64)
-            t[bm[rows, t]] = self.base + j
-            bm[rows, t] = True
-        v = np.nonzero(bm)[1].reshape(m, s)
-        v += v >= self.x[:, None]
-        if self.include:
-            v = np.sort(np.concatenate([v, self.x[:, None]], axis=1), axis=1)
-        self.out[:] = v
+        for j in range(k):
+            live = rows[j < s[rows]] if j >= k - 1 else rows
+            base_j = N - s[live] + j  # step j draws on [0, N − s + j]
+            t = ((self.words[live, j].astype(np.uint64) * (base_j + 1).astype(np.uint64)) >> np.uint64(self.bits)).astype(np.int64)
+            hit = taken[live, t]
+            t[hit] = base_j[hit]
+            taken[live, t] = True
+        items = np.zeros((m, self.d), dtype=bool)  # to item space: v -> v + [v >= x], plus x
+        r, v = np.nonzero(taken)
+        items[r, v + (v >= self.x[r])] = True
+        items[rows[self.inc == 1], self.x[self.inc == 1]] = True
+        self.out[:] = np.nonzero(items)[1].reshape(m, k)
 
 
 def _kernel(name: str):
