@@ -119,46 +119,47 @@ def _compile() -> dict:
             out[pos] = np.uint8(acc & 255)
         return i, s, acc, nacc, pos
 
-    word_types = [nb.types.Array(t, 2, "C", readonly=True) for t in (nb.uint16, nb.uint32)]
     out_types = [nb.types.Array(t, 2, "C") for t in (nb.uint16, nb.uint32)]
     x_type = nb.types.Array(nb.int64, 1, "C", readonly=True)
 
     inc_type = nb.types.Array(nb.uint8, 1, "C", readonly=True)
+    u64_2d = nb.types.Array(nb.uint64, 2, "C", readonly=True)
 
-    @nb.njit([nb.int64(w, nb.int64, nb.int64, inc_type, nb.int64[::1]) for w in word_types], nogil=True, cache=True)
-    def lemire_rejects(words, n_other, bits, inc, out):  # pragma: no cover - compiled
-        # Flat (row-major) indices of the words Lemire's method rejects: in row i, column j < s
-        # (s = k - inc[i]) draws on [0, r), r = n_other - s + j + 1, and is rejected when
-        # (w * r) mod 2**bits < 2**bits mod r; an unused column (range 1) never is. Returns the
-        # count (> out.size means the buffer was too small: the caller scans with numpy).
-        m, k = words.shape
-        mask = (np.uint64(1) << np.uint64(bits)) - np.uint64(1)
-        full = np.uint64(1) << np.uint64(bits)
-        rs = np.empty((2, k), dtype=np.uint64)
-        thr = np.empty((2, k), dtype=np.uint64)
-        for a in range(2):
-            s = k - a
-            for j in range(k):
-                rs[a, j] = np.uint64(n_other - s + j + 1) if j < s else np.uint64(1)
-                thr[a, j] = full % rs[a, j]
+    @intrinsic
+    def umulhi(typingctx, a, b):  # high 64 bits of a 64×64-bit product (one mul on x86-64)
+        sig = nb.types.uint64(nb.types.uint64, nb.types.uint64)
+
+        def codegen(context, builder, signature, args):
+            i128 = ir.IntType(128)
+            p = builder.mul(builder.zext(args[0], i128), builder.zext(args[1], i128))
+            return builder.trunc(builder.lshr(p, ir.Constant(i128, 64)), ir.IntType(64))
+
+        return sig, codegen
+
+    @nb.njit(nb.int64(u64_2d, u64_2d, u64_2d, inc_type, nb.int64[::1]), nogil=True, cache=True)
+    def batched_rejects(words, P, thr, inc, out):  # pragma: no cover - compiled
+        # Flat (row-major) indices of the rejected words: w·P mod 2**64 < 2**64 mod P for the
+        # product P of the word's ranges (P[inc[i], g]). Returns the count (> out.size means
+        # the buffer was too small: the caller scans with numpy).
+        m, G = words.shape
         cnt = 0
         for i in range(m):
             a = inc[i]
-            for j in range(k):
-                if ((np.uint64(words[i, j]) * rs[a, j]) & mask) < thr[a, j]:
+            for g in range(G):
+                if words[i, g] * P[a, g] < thr[a, g]:
                     if cnt < out.shape[0]:
-                        out[cnt] = i * k + j
+                        out[cnt] = i * G + g
                     cnt += 1
         return cnt
 
-    @nb.njit([nb.void(w, nb.int64, nb.int64, x_type, inc_type, o) for w in word_types for o in out_types], nogil=True, cache=True)
-    def floyd_sorted(words, n_other, bits, x, inc, out):  # pragma: no cover - compiled
+    @nb.njit([nb.void(u64_2d, nb.int64, nb.int64, x_type, inc_type, o) for o in out_types], nogil=True, cache=True)
+    def floyd_sorted(words, n_other, c, x, inc, out):  # pragma: no cover - compiled
         # Row i: Floyd's algorithm for a uniform s-subset of [0, N), N = n_other, s = k - inc[i]:
-        # step j draws t = Lemire(words[i, j]) on [0, N - s + j] (every word already accepted)
-        # and adds N - s + j instead when t is taken; then the subset, mapped onto the items
-        # other than x[i] (v -> v + [v >= x[i]]) and with x[i] added when inc[i], is written in
-        # increasing order.
-        m, k = words.shape
+        # step j takes the next digit t of the row's words (c digits per word, peeled off by
+        # multiplication with the ranges N - s + j + 1) and adds N - s + j instead when t is
+        # taken; then the subset, mapped onto the items other than x[i] (v -> v + [v >= x[i]])
+        # and with x[i] added when inc[i], is written in increasing order.
+        m, k = out.shape
         nw = (n_other + 1 + 63) // 64  # words of a bitmap over the d = N + 1 items
         mark = np.zeros(n_other, dtype=np.uint8)  # byte marks: the fastest membership test
         bm = np.zeros(nw, dtype=np.uint64)
@@ -168,9 +169,13 @@ def _compile() -> dict:
             bm[:] = 0
             s = k - np.int64(inc[i])
             base = n_other - s
+            acc = np.uint64(0)
             for j in range(s):
+                if j % c == 0:
+                    acc = words[i, j // c]
                 r = np.uint64(base + j + 1)
-                t = np.int64((np.uint64(words[i, j]) * r) >> np.uint64(bits))
+                t = np.int64(umulhi(acc, r))
+                acc = acc * r
                 t += np.int64(mark[t]) * (base + j - t)  # branch-free: base + j if t is taken
                 mark[t] = 1
                 bm[t >> 6] |= one << np.uint64(t & 63)
@@ -189,12 +194,12 @@ def _compile() -> dict:
                     below = (one << xb) - one
                     above = ~(((one << xb) << one) - one)
                     bm[w] = (cur & below) | (up & above) | ((one << xb) if inc[i] else np.uint64(0))
-            c = 0
+            c2 = 0
             for w in range(nw):
                 word = bm[w]
                 while word:
-                    out[i, c] = w * 64 + np.int64(cttz(word))
+                    out[i, c2] = w * 64 + np.int64(cttz(word))
                     word &= word - one
-                    c += 1
+                    c2 += 1
 
-    return {"decode_runs": decode_runs, "lemire_rejects": lemire_rejects, "floyd_sorted": floyd_sorted}
+    return {"decode_runs": decode_runs, "batched_rejects": batched_rejects, "floyd_sorted": floyd_sorted}

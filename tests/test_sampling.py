@@ -288,19 +288,18 @@ def test_sorted_subsets_are_exactly_uniform(d, k, backend, monkeypatch):
 
 def test_sorted_subsets_same_on_both_backends_with_rejections(monkeypatch):
     """The compiled kernels and the numpy twin give identical subsets from the same stream,
-    across segments, including Lemire rejections (words that Lemire's method rejects are
-    forced into the stream) replaced in row-major order."""
+    across segments, including rejected words (the word 0 is rejected for every product of
+    ranges that is not a power of two: 0·P mod 2**64 = 0 < 2**64 mod P), replaced in row-major
+    order, round by round."""
     pytest.importorskip("numba")
     import ldp_plugin.sampling as sampling
 
     monkeypatch.setattr(sampling, "_SUBSET_SEG_DRAWS", 3000)
-    d, k, n = 1000, 300, 40  # 16-bit words, ranges up to 999: reject w when (w·r) mod 2**16 < 2**16 mod r
-    bad = [w for w in range(1 << 16) if (w * (d - 1 - k + 1)) % (1 << 16) < (1 << 16) % (d - 1 - k + 1)]
-    assert bad
+    d, k, n = 1000, 300, 40  # 6 draws per 64-bit word: 50 words per row
     rng = np.random.default_rng(4)
-    words = rng.integers(0, 1 << 16, 4 * n * k, dtype=np.uint16)
-    words[0 : 40 * k : k] = bad[0]  # column 0 of many rows: rejected, then redrawn
-    words[n * k : n * k + 5] = bad[0]  # some replacement words rejected again
+    words = rng.integers(0, 2**64 - 1, 4 * n * 50, dtype=np.uint64)
+    words[0 : 40 * 50 : 50] = 0  # the first word of many rows: rejected, then redrawn
+    words[n * 50 : n * 50 + 5] = 0  # some replacement words rejected again
     data = words.tobytes()
     x = rng.integers(0, d, n)
     include = rng.random(n) < 0.5
