@@ -9,6 +9,8 @@ Server: ours = accumulate (support counts) + estimate with projection; peers = t
 of the same number of reports + estimate.
 
 Usage: python benchmarks/throughput.py [--n 1000000] [--n-peer 20000] [--json OUT]
+       [--mechanisms krr,rappor,oue,k-subset] [--no-peers]
+(`LDP_PLUGIN_KERNELS=numpy` measures the numpy path of the samplers, without the compiled kernels)
 Needs: pip install -e ".[benchmark]"
 """
 
@@ -101,18 +103,28 @@ def main() -> None:
     ap.add_argument("--n-peer", type=int, default=20_000)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--json", default=None)
+    ap.add_argument("--mechanisms", default="krr,rappor,oue,k-subset", help="comma-separated subset to run")
+    ap.add_argument("--no-peers", action="store_true", help="measure ours only (e.g. LDP_PLUGIN_KERNELS=numpy)")
     args = ap.parse_args()
+    wanted = set(args.mechanisms.split(","))
     gen = np.random.default_rng(0)
     rows = []
     for d in (64, 1024):
         for eps in (1.0, 4.0):
             values = gen.integers(0, d, args.n)
             for kind, mech in (("krr", KRR(epsilon=eps, d=d)), ("rappor", RAPPOR(epsilon=eps, d=d)), ("oue", OUE(epsilon=eps, d=d)), ("k-subset", KSubset(epsilon=eps, d=d))):
+                if kind not in wanted:
+                    continue
                 n_peer = args.n_peer if kind == "krr" or d == 64 else max(2000, args.n_peer // 4)
                 row = {"mechanism": kind, "d": d, "epsilon": eps, "n": args.n, "n_peer": n_peer}
                 if kind == "k-subset":
                     row["k"] = mech.k
                 row["ours"] = ours(mech, values, args.repeats)
+                if args.no_peers:
+                    rows.append(row)
+                    o = row["ours"]
+                    print(f"{kind:<9} d={d:<5} eps={eps:<4} ours client secure {o['client_secure']:>12,.0f}/s seeded {o['client_seeded']:>12,.0f}/s server {o['server']:>12,.0f}/s", flush=True)
+                    continue
                 row["pure_ldp"] = peer_pure_ldp(kind, d, eps, values[:n_peer])
                 row["multi_freq_ldpy"] = peer_mfl(kind, d, eps, values[:n_peer])
                 peers = [p for p in (row["pure_ldp"], row["multi_freq_ldpy"]) if p]
@@ -128,7 +140,9 @@ def main() -> None:
                     f"x{row['ratio_client_secure']:,.0f} client, x{row['ratio_server']:,.0f} server",
                     flush=True,
                 )
-    meta = {"python": platform.python_version(), "machine": platform.machine(), "processor": platform.processor(), "cpus": __import__("os").cpu_count()}
+    from ldp_plugin._kernels import kernel_backend
+
+    meta = {"python": platform.python_version(), "machine": platform.machine(), "processor": platform.processor(), "cpus": __import__("os").cpu_count(), "kernels": kernel_backend()}
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"meta": meta, "rows": rows}, f, indent=1)

@@ -548,7 +548,9 @@ class _SubsetSegment:
             return
         m, k, N, c = self.x.size, self.k, self.n_other, self.c
         s = k - self.inc.astype(np.int64)
-        taken = np.zeros((m, N), dtype=bool)
+        small = k <= 32  # few picks: compare with the earlier picks; else a membership matrix
+        picks = np.full((m, k), -1, dtype=np.int64) if small else None
+        taken = None if small else np.zeros((m, N), dtype=bool)
         rows = np.arange(m)
         acc = np.zeros(m, dtype=np.uint64)
         for j in range(k):
@@ -559,9 +561,17 @@ class _SubsetSegment:
             live = j < s
             t = t.astype(np.int64)[live]
             lr = rows[live]
-            hit = taken[lr, t]
+            hit = (picks[lr, :j] == t[:, None]).any(axis=1) if small else taken[lr, t]
             t[hit] = (N - s[lr] + j)[hit]  # Floyd: N − s + j when t is already taken
-            taken[lr, t] = True
+            if small:
+                picks[lr, j] = t
+            else:
+                taken[lr, t] = True
+        if small:  # to item space: v -> v + [v >= x]; the unused slot of an including row is x
+            v = picks + (picks >= self.x[:, None])
+            v[:, -1] = np.where(self.inc == 1, self.x, v[:, -1])
+            self.out[:] = np.sort(v, axis=1)
+            return
         items = np.zeros((m, self.d), dtype=bool)  # to item space: v -> v + [v >= x], plus x
         r, v = np.nonzero(taken)
         items[r, v + (v >= self.x[r])] = True

@@ -303,11 +303,13 @@ def test_sorted_subsets_same_on_both_backends_with_rejections(monkeypatch):
     data = words.tobytes()
     x = rng.integers(0, d, n)
     include = rng.random(n) < 0.5
-    got = {}
-    for backend in ("numpy", "numba"):
-        monkeypatch.setenv("LDP_PLUGIN_KERNELS", backend)
-        got[backend] = ReplaySource(data).sorted_subsets(x, include, d, k)
-    assert np.array_equal(got["numpy"], got["numba"])
-    assert (((got["numpy"] == x[:, None]).any(axis=1)) == include).all()
+    for dd, kk in ((d, k), (200, 5), (200, 40)):  # numpy: a membership matrix / pairwise checks
+        xx = x % dd
+        got = {}
+        for backend in ("numpy", "numba"):
+            monkeypatch.setenv("LDP_PLUGIN_KERNELS", backend)
+            got[backend] = ReplaySource(data).sorted_subsets(xx, include, dd, kk)
+        assert np.array_equal(got["numpy"], got["numba"]), (dd, kk)
+        assert (((got["numpy"] == xx[:, None]).any(axis=1)) == include).all()
     big = SeededRandomSource(1).sorted_subsets(np.arange(7) * 9000, np.ones(7, bool), 70_000, 3)
     assert big.dtype == np.uint32 and (np.diff(big.astype(np.int64), axis=1) > 0).all()
