@@ -8,7 +8,9 @@ Sampler (Alg. 1): with probability ``g = k e^ε/(k e^ε + d − k)`` the report 
 ``k − 1`` items drawn uniformly without replacement from the other ``d − 1``; otherwise ``k``
 items from the other ``d − 1``. The inclusion event is a 64-bit integer threshold
 ``T = floor(2**64 · k L/(k L + d − k))`` (``L`` a certain lower bound of ``e^ε``), and the
-subsets come from an exactly uniform partial Fisher–Yates shuffle, so the realized channel is
+subsets come from Floyd's algorithm on exact uniform draws
+(:meth:`~ldp_plugin.sampling.RandomSource.sorted_subsets`: exactly uniform, O(k) per user
+instead of Alg. 1's O(d)), so the realized channel is
 
     Q(Z | x) = ĝ / C(d−1, k−1) if x ∈ Z,  (1 − ĝ) / C(d−1, k) otherwise,   ĝ = T / 2**64,
 

@@ -10,7 +10,10 @@ reported independently:
 
 Changing the input changes two bits, so the worst-case likelihood ratio is
 ``p(1 − q) / ((1 − p) q)``. Each probability is an integer threshold over ``2**64`` chosen so the
-realized ratio is at most ``e^ε`` (checked exactly at construction).
+realized ratio is at most ``e^ε`` (checked exactly at construction). The client draws the whole
+``n × d`` bit matrix with ``q`` by geometric-run decoding
+(:meth:`~ldp_plugin.sampling.RandomSource.bernoulli_packed`: exact, 2 random bits per bit on
+average, all cores) and then redraws each user's own bit with ``p``.
 
 Report: the ``d`` bits packed into ``ceil(d/8)`` bytes, least-significant bit first (bit ``j`` is
 ``(byte[j // 8] >> (j % 8)) & 1``, the order OpenDP's ``debias_randomized_response_bitvec``
