@@ -163,22 +163,41 @@ def _compile() -> dict:
         nw = (n_other + 1 + 63) // 64  # words of a bitmap over the d = N + 1 items
         mark = np.zeros(n_other, dtype=np.uint8)  # byte marks: the fastest membership test
         bm = np.zeros(nw, dtype=np.uint64)
+        G = words.shape[1]
+        digits = np.empty(G * c, dtype=np.int64)
         one = np.uint64(1)
         for i in range(m):
-            mark[:] = 0
-            bm[:] = 0
+            bm[:] = 0  # O(d/64) words; the byte marks are cleared pick by pick below: O(k)
             s = k - np.int64(inc[i])
             base = n_other - s
-            acc = np.uint64(0)
+            # the digits first, two words at a time (two independent multiply chains); digits
+            # of unused slots (j >= s, the last in their word) are computed and ignored
+            for g in range(0, G - 1, 2):
+                a, b = words[i, g], words[i, g + 1]
+                ja, jb = g * c, g * c + c
+                for jj in range(c):
+                    ra = np.uint64(base + ja + jj + 1)
+                    rb = np.uint64(base + jb + jj + 1)
+                    digits[ja + jj] = np.int64(umulhi(a, ra))
+                    digits[jb + jj] = np.int64(umulhi(b, rb))
+                    a = a * ra
+                    b = b * rb
+            if G % 2:
+                a = words[i, G - 1]
+                for jj in range(c):
+                    ra = np.uint64(base + (G - 1) * c + jj + 1)
+                    digits[(G - 1) * c + jj] = np.int64(umulhi(a, ra))
+                    a = a * ra
             for j in range(s):
-                if j % c == 0:
-                    acc = words[i, j // c]
-                r = np.uint64(base + j + 1)
-                t = np.int64(umulhi(acc, r))
-                acc = acc * r
+                t = digits[j]
                 t += np.int64(mark[t]) * (base + j - t)  # branch-free: base + j if t is taken
                 mark[t] = 1
                 bm[t >> 6] |= one << np.uint64(t & 63)
+            for w in range(nw):  # clear this row's marks: one store per pick
+                word = bm[w]
+                while word:
+                    mark[w * 64 + np.int64(cttz(word))] = 0
+                    word &= word - one
             # to item space: values >= x move up by one (a one-bit shift of the upper part), x
             # itself is set when included; then the set bits, in order, are the report
             xi = x[i]
