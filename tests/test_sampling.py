@@ -313,3 +313,45 @@ def test_sorted_subsets_same_on_both_backends_with_rejections(monkeypatch):
         assert (((got["numpy"] == xx[:, None]).any(axis=1)) == include).all()
     big = SeededRandomSource(1).sorted_subsets(np.arange(7) * 9000, np.ones(7, bool), 70_000, 3)
     assert big.dtype == np.uint32 and (np.diff(big.astype(np.int64), axis=1) > 0).all()
+
+
+def test_batched_lemire_digits_are_the_mixed_radix_of_w_times_p():
+    """The multiply chain used by sorted_subsets peels off the digits of floor(w·P / 2**64) in
+    the mixed radix of the ranges, and leaves w·P mod 2**64 (checked against Python integers)."""
+    from ldp_plugin.sampling import _mul_hi_lo
+
+    rng = np.random.default_rng(8)
+    ranges = [1023, 1000, 777, 2, 1, 999]
+    P = math.prod(ranges)
+    w = rng.integers(0, 2**64 - 1, 2000, dtype=np.uint64, endpoint=True)
+    w[:3] = [0, 2**64 - 1, 2**63]
+    acc, digits = w.copy(), []
+    for r in ranges:
+        hi, acc = _mul_hi_lo(acc, np.uint64(r))
+        digits.append(hi)
+    for i in range(w.size):
+        V, left = divmod(int(w[i]) * P, 2**64)
+        expect = []
+        for r in reversed(ranges):
+            V, dgt = divmod(V, r)
+            expect.append(dgt)
+        assert [int(d[i]) for d in digits] == expect[::-1] and int(acc[i]) == left
+
+
+@pytest.mark.parametrize("ranges", [(3, 5), (7, 2, 3), (10, 10, 10), (1, 6)])
+def test_batched_lemire_acceptance_is_exactly_uniform(ranges):
+    """The acceptance rule, exhaustively on 12-bit words (the same algebra as 64-bit words):
+    accepting w iff w·P mod 2**b >= 2**b mod P leaves exactly floor(2**b / P) words for every
+    value of floor(w·P / 2**b) — every tuple of digits equally likely."""
+    b = 12
+    P = math.prod(ranges)
+    thr = (1 << b) % P
+    counts = np.zeros(P, dtype=np.int64)
+    for w in range(1 << b):
+        V, left = divmod(w * P, 1 << b)
+        if left >= thr:
+            counts[V] += 1
+    assert (counts == (1 << b) // P).all()
+    if thr:  # power: without the rejection the values are not equally likely
+        naive = np.bincount([(w * P) >> b for w in range(1 << b)], minlength=P)
+        assert not (naive == naive[0]).all()
