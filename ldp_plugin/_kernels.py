@@ -68,10 +68,15 @@ def _import_and_compile() -> Optional[dict]:
         return None
     with warnings.catch_warnings():  # an unwritable cache directory must not turn into an error
         warnings.simplefilter("ignore")
-        return _compile()
+        for cache in (True, False):  # no usable cache directory: compile in memory instead
+            try:
+                return _compile(cache)
+            except Exception:
+                continue
+    return None  # numba cannot compile here: the numpy twins give the same results
 
 
-def _compile() -> dict:
+def _compile(cache: bool = True) -> dict:
     import numba as nb
     from llvmlite import ir
     from numba.extending import intrinsic
@@ -93,7 +98,7 @@ def _compile() -> dict:
             nb.uint8[::1], nb.int64, nb.int64, nb.int64, nb.int64, nb.int64
         ),
         nogil=True,
-        cache=True,
+        cache=cache,
     )
     def decode_runs(v, i, table, out, pos, acc, nacc, s, need):  # pragma: no cover - compiled
         # One table step per random byte: state s (zeros of the current run, capped at 64) and
@@ -136,7 +141,7 @@ def _compile() -> dict:
 
         return sig, codegen
 
-    @nb.njit(nb.int64(u64_2d, u64_2d, u64_2d, inc_type, nb.int64[::1]), nogil=True, cache=True)
+    @nb.njit(nb.int64(u64_2d, u64_2d, u64_2d, inc_type, nb.int64[::1]), nogil=True, cache=cache)
     def batched_rejects(words, P, thr, inc, out):  # pragma: no cover - compiled
         # Flat (row-major) indices of the rejected words: w·P mod 2**64 < 2**64 mod P for the
         # product P of the word's ranges (P[inc[i], g]). Returns the count (> out.size means
@@ -152,7 +157,7 @@ def _compile() -> dict:
                     cnt += 1
         return cnt
 
-    @nb.njit([nb.void(u64_2d, nb.int64, nb.int64, x_type, inc_type, o) for o in out_types], nogil=True, cache=True)
+    @nb.njit([nb.void(u64_2d, nb.int64, nb.int64, x_type, inc_type, o) for o in out_types], nogil=True, cache=cache)
     def floyd_sorted(words, n_other, c, x, inc, out):  # pragma: no cover - compiled
         # Row i: Floyd's algorithm for a uniform s-subset of [0, N), N = n_other, s = k - inc[i]:
         # step j takes the next digit t of the row's words (c digits per word, peeled off by

@@ -355,3 +355,26 @@ def test_batched_lemire_acceptance_is_exactly_uniform(ranges):
     if thr:  # power: without the rejection the values are not equally likely
         naive = np.bincount([(w * P) >> b for w in range(1 << b)], minlength=P)
         assert not (naive == naive[0]).all()
+
+
+def test_kernel_backend_selection(monkeypatch):
+    """LDP_PLUGIN_KERNELS picks the backend; a bad value is an error naming the variable; a
+    kernel that cannot be compiled falls back to the numpy twins (same results)."""
+    from ldp_plugin import _kernels
+
+    monkeypatch.setenv("LDP_PLUGIN_KERNELS", "numpy")
+    assert _kernels.kernel_backend() == "numpy" and _kernels.compiled("decode_runs") is None
+    monkeypatch.setenv("LDP_PLUGIN_KERNELS", "fortran")
+    with pytest.raises(ValueError, match="LDP_PLUGIN_KERNELS"):
+        _kernels.kernel_backend()
+    monkeypatch.setenv("LDP_PLUGIN_KERNELS", "auto")
+    monkeypatch.setattr(_kernels, "_STATE", {})
+
+    def broken(cache=True):
+        raise RuntimeError("cannot cache function: no locator available")
+
+    monkeypatch.setattr(_kernels, "_compile", broken)
+    assert _kernels.kernel_backend() == "numpy"
+    monkeypatch.setenv("LDP_PLUGIN_KERNELS", "numba")
+    with pytest.raises(ImportError, match="fast"):
+        _kernels.kernel_backend()
