@@ -40,10 +40,8 @@ import hashlib
 import io
 import json
 import math
-import os
 import sqlite3
-import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from fractions import Fraction
 from pathlib import Path
@@ -51,7 +49,7 @@ from typing import Any, Iterable, Optional, Sequence
 
 import numpy as np
 
-from ._errors import LDPInputError, LDPParameterError
+from ._errors import LDPParameterError
 
 __all__ = [
     "BudgetExceededError",

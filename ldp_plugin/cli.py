@@ -243,7 +243,6 @@ def cmd_verify(args) -> int:
         from pathlib import Path
 
         Path(args.report).write_text(_markdown_report(rows + bugs, quick=args.quick, seed=args.seed, seconds=seconds))
-    keys = ("name", "instance", "declared_epsilon", "realized_epsilon", "audit_epsilon_lower_bound", "audit_samples", "passed")
     if args.json:
         out = {"passed": ok, "seconds": round(seconds, 2), "quick": args.quick, "seed": args.seed, "results": rows}
         if bugs:

@@ -28,7 +28,7 @@ import operator
 import os
 import uuid
 from pathlib import Path
-from typing import Any, Callable, Iterable, Optional, Sequence
+from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
 

@@ -15,7 +15,6 @@ import numpy as np
 
 from ._errors import LDPParameterError
 from .estimation import POSTPROCESS_CHOICES
-from .mechanisms import FrequencyOracle
 from .sampling import SecureRandomSource, SeededRandomSource
 
 __all__ = ["DISTRIBUTIONS", "true_distribution", "draw_users", "draw_sets", "simulate", "SimulationResult"]

@@ -31,14 +31,14 @@ import abc
 import math
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any, ClassVar, Optional, Sequence
+from typing import Any, ClassVar, Optional
 
 import numpy as np
 
 from .._errors import LDPInputError, LDPParameterError, PrivacyVerificationError
 from ..estimation import FrequencyEstimate, finalize_estimate
-from ..exact import TWO64, epsilon_of_ratio, exp_lower_bound, ratio_within_exp
-from ._base import Channel, RealizedChannel, check_domain, check_epsilon, encode_values
+from ..exact import TWO64, exp_lower_bound, ratio_within_exp
+from ._base import Channel, RealizedChannel, check_domain, check_epsilon
 
 __all__ = [
     "FiniteChannel",

@@ -27,14 +27,12 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from dataclasses import dataclass, field
-from fractions import Fraction
 from statistics import NormalDist
-from typing import Any, Optional
+from typing import Optional
 
 import numpy as np
 
-from .._errors import LDPParameterError, PrivacyVerificationError
+from .._errors import LDPParameterError
 from ..exact import epsilon_of_ratio, ratio_within_exp
 from ..sampling import SeededRandomSource
 
