@@ -63,7 +63,7 @@ def _load() -> Optional[dict]:
 
 def _import_and_compile() -> Optional[dict]:
     try:
-        import numba  # noqa: F401
+        import numba  # noqa: F401  (only: is it installed and importable?)
     except Exception:  # not installed, or broken against this numpy: fall back to numpy
         return None
     with warnings.catch_warnings():  # an unwritable cache directory must not turn into an error

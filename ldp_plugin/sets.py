@@ -21,6 +21,8 @@ item there (or ``PAD``) goes through the categorical mechanism, whose domain gai
 
 from __future__ import annotations
 
+import itertools
+
 import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Optional
@@ -32,7 +34,7 @@ from .estimation import FrequencyEstimate, finalize_estimate, project_simplex
 from .hashing import item_keys
 from .sampling import RNGLike, as_source
 
-__all__ = ["PAD", "SetBatch", "as_set_batch", "SampleOne", "set_codes", "limit_sets"]
+__all__ = ["PAD", "SetBatch", "as_set_batch", "SampleOne", "set_codes", "limit_sets", "subsets_up_to", "gather_sets"]
 
 #: The dummy item (reserved: a user item equal to it is refused).
 PAD = "\x00ldp-plugin:pad\x00"
@@ -93,6 +95,27 @@ def as_set_batch(sets: Any) -> SetBatch:
     flat = [v for r in rows for v in r]
     arr = np.asarray(flat) if flat and all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in flat) else np.asarray(flat, dtype=object)
     return SetBatch(arr, offsets)
+
+
+def subsets_up_to(d: int, m: int) -> list:
+    """All sets of 0..``m`` items of ``range(d)``, as sorted tuples (smallest first): the inputs
+    of an enumerated set-valued channel."""
+    return [c for k in range(m + 1) for c in itertools.combinations(range(d), k)]
+
+
+def gather_sets(sets: list, codes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The sets ``sets[codes[i]]`` as CSR ``(flat, offsets, lengths)`` (int64), vectorized over
+    ``codes``: the candidate sets are laid out once and gathered by index."""
+    lens = np.fromiter((len(c) for c in sets), dtype=np.int64, count=len(sets))
+    starts = np.zeros(len(sets) + 1, dtype=np.int64)
+    np.cumsum(lens, out=starts[1:])
+    pool = np.fromiter((v for c in sets for v in c), dtype=np.int64, count=int(starts[-1]))
+    codes = np.asarray(codes, dtype=np.int64)
+    lengths = lens[codes]
+    offsets = np.zeros(codes.size + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    idx = np.repeat(starts[codes] - offsets[:-1], lengths) + np.arange(int(offsets[-1]))
+    return pool[idx], offsets, lengths
 
 
 def _pl():

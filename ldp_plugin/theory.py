@@ -15,6 +15,7 @@ import numpy as np
 from ._errors import LDPParameterError
 
 __all__ = [
+    "golden_section_min",
     "subset_hit_rates",
     "mutual_information_k_subset",
     "k_star",
@@ -31,6 +32,21 @@ __all__ = [
     "mse_cohort",
     "choose_orr",
 ]
+
+
+def golden_section_min(f, lo: float, hi: float, iterations: int = 100) -> float:
+    """The minimiser of a unimodal ``f`` on ``[lo, hi]`` by golden-section search (the interval
+    shrinks by 0.618 per iteration; used for the THE threshold and the wheel's coverage)."""
+    g = (math.sqrt(5) - 1) / 2
+    a, b = hi - g * (hi - lo), lo + g * (hi - lo)
+    for _ in range(iterations):
+        if f(a) < f(b):
+            hi, b = b, a
+            a = hi - g * (hi - lo)
+        else:
+            lo, a = a, b
+            b = lo + g * (hi - lo)
+    return (lo + hi) / 2
 
 
 def _check(d: int, epsilon: float) -> None:

@@ -30,11 +30,9 @@ the candidate set.
 from __future__ import annotations
 
 import abc
-import itertools
-import math
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any, ClassVar, Optional, Sequence
+from typing import Any, ClassVar, Optional
 
 import numpy as np
 
@@ -45,7 +43,7 @@ from ..hashing import check_seed, cohort_seeds, item_keys, keys_of_items, seeded
 from ..sampling import RNGLike, as_source
 from ._base import Channel, check_domain, check_epsilon, encode_values, floor_threshold
 from .randomized_response import KRR
-from .unary import packed_column_counts, randomize_bit_rows
+from .unary import bit_vector_outputs, bit_vector_row, packed_column_counts, randomize_bit_rows
 
 __all__ = ["CohortReports", "CohortAccumulator", "ORR", "ORAPPOR", "OTHER"]
 
@@ -539,14 +537,5 @@ class ORAPPOR(_CohortMechanism):
         return 1 << self.k, bits @ (1 << np.arange(self.k - 1, -1, -1, dtype=np.int64))
 
     def _cell_channel(self, cells):
-        p = self.p_exact
-        outs = tuple(itertools.product((0, 1), repeat=self.k))
-        own = set(cells)
-        probs = []
-        for y in outs:
-            pr = Fraction(1)
-            for j, bit in enumerate(y):
-                b = p if j in own else 1 - p
-                pr *= b if bit else 1 - b
-            probs.append(pr)
-        return outs, tuple(probs)
+        outs = bit_vector_outputs(self.k)
+        return outs, bit_vector_row(outs, set(cells), self.p_exact, 1 - self.p_exact)

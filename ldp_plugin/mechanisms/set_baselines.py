@@ -32,11 +32,12 @@ from typing import Any, ClassVar, Optional, Union
 import numpy as np
 
 from .._errors import LDPInputError, LDPParameterError
-from ..estimation import FrequencyEstimate, estimate_pure, pure_variance
-from ..exact import TWO64, epsilon_of_ratio, exp_lower_bound, ratio_within_exp
+from ..estimation import FrequencyEstimate, pure_variance
+from ..exact import TWO64, exp_lower_bound, ratio_within_exp
 from ..sampling import RNGLike, as_source
-from ._base import Channel, FrequencyAccumulator, RealizedRates, check_domain, check_epsilon, encode_values, floor_threshold
-from .unary import packed_column_counts, randomize_bit_rows
+from ..sets import gather_sets, subsets_up_to
+from ._base import Channel, FrequencyAccumulator, RealizedRates, check_domain, check_epsilon, floor_threshold
+from .unary import bit_vector_outputs, bit_vector_row, packed_column_counts, randomize_bit_rows
 
 __all__ = ["RapporSet", "PrivSet", "SetAccumulator"]
 
@@ -121,18 +122,10 @@ class _SetMechanism(RealizedRates):
 
     # -- verification on tiny instances ------------------------------------------------------------
     def verification_inputs(self) -> list:
-        import itertools
-
-        return [s for k in range(0, self.m + 1) for s in itertools.combinations(range(self.d), k)]
+        return subsets_up_to(self.d, self.m)
 
     def _verification_randomize(self, codes: np.ndarray, source) -> np.ndarray:
-        inputs = self.verification_inputs()
-        sets = [inputs[int(c)] for c in codes]
-        lengths = np.array([len(s) for s in sets], dtype=np.int64)
-        offsets = np.zeros(len(sets) + 1, dtype=np.int64)
-        np.cumsum(lengths, out=offsets[1:])
-        flat = np.array([i for s in sets for i in s], dtype=np.int64)
-        return self._randomize_csr(flat, offsets, lengths, source)
+        return self._randomize_csr(*gather_sets(self.verification_inputs(), codes), source)
 
     def variance(self, f: Any, n: int) -> np.ndarray:
         return pure_variance(np.asarray(f, dtype=np.float64), n, self.p_star, self.q_star)
@@ -193,23 +186,11 @@ class RapporSet(_SetMechanism):
         return packed_column_counts(reports, self.d)
 
     def channel(self) -> Channel:
-        import itertools
-
         if self.d > 8:
             raise LDPParameterError("channel enumeration of rappor-set is limited to d <= 8")
         p = self.p_star_exact
-        outs = tuple(itertools.product((0, 1), repeat=self.d))
-        rows = []
-        for X in self.verification_inputs():
-            row = []
-            for y in outs:
-                pr = Fraction(1)
-                for j, bit in enumerate(y):
-                    b = p if j in X else 1 - p
-                    pr *= b if bit else 1 - b
-                row.append(pr)
-            rows.append(tuple(row))
-        return Channel(outputs=outs, matrix=tuple(rows))
+        outs = bit_vector_outputs(self.d)
+        return Channel(outputs=outs, matrix=tuple(bit_vector_row(outs, set(X), p, 1 - p) for X in self.verification_inputs()))
 
     def output_index(self, reports: np.ndarray) -> np.ndarray:
         bits = np.unpackbits(reports, axis=1, count=self.d, bitorder="little").astype(np.int64)

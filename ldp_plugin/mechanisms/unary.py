@@ -37,6 +37,7 @@ import numpy as np
 from .._errors import LDPInputError, LDPParameterError
 from ..exact import TWO64, exp_lower_bound
 from ..sampling import _thread_pool
+from ..theory import golden_section_min
 from ._base import Channel, FrequencyOracle, ceil_threshold, floor_threshold
 
 __all__ = ["UnaryEncoding", "RAPPOR", "OUE", "THE", "the_optimal_threshold", "randomize_bit_rows", "packed_column_counts"]
@@ -93,6 +94,25 @@ def _chunk_column_counts(block: np.ndarray, nb: int, words: int) -> np.ndarray:
         bits = np.unpackbits(plane.view(np.uint8), bitorder="little")
         counts += bits.astype(np.int64) << weight
     return counts
+
+
+def bit_vector_outputs(n_bits: int) -> tuple:
+    """Every ``n_bits``-bit report as a 0/1 tuple, in ``itertools.product`` order."""
+    return tuple(itertools.product((0, 1), repeat=n_bits))
+
+
+def bit_vector_row(outputs: tuple, ones, p_on: Fraction, p_off: Fraction) -> tuple:
+    """Exact probabilities of ``outputs`` (from :func:`bit_vector_outputs`) when bit ``j`` is 1
+    with probability ``p_on`` if ``j`` is in ``ones`` and ``p_off`` otherwise, independently —
+    the channel row of every unary-encoding sampler (:func:`randomize_bit_rows`)."""
+    probs = []
+    for y in outputs:
+        pr = Fraction(1)
+        for j, bit in enumerate(y):
+            b = p_on if j in ones else p_off
+            pr *= b if bit else 1 - b
+        probs.append(pr)
+    return tuple(probs)
 
 
 def randomize_bit_rows(positions: np.ndarray, n_bits: int, p_threshold: int, q_threshold: int, source) -> np.ndarray:
@@ -164,18 +184,8 @@ class UnaryEncoding(FrequencyOracle):
 
     def _enumerate_channel(self) -> Channel:
         p, q = self.p_star_exact, self.q_star_exact
-        outputs = tuple(itertools.product((0, 1), repeat=self.d))
-        rows = []
-        for x in range(self.d):
-            row = []
-            for y in outputs:
-                prob = Fraction(1)
-                for j, bit in enumerate(y):
-                    b = p if j == x else q
-                    prob *= b if bit else (1 - b)
-                row.append(prob)
-            rows.append(tuple(row))
-        return Channel(outputs=outputs, matrix=tuple(rows))
+        outputs = bit_vector_outputs(self.d)
+        return Channel(outputs=outputs, matrix=tuple(bit_vector_row(outputs, {x}, p, q) for x in range(self.d)))
 
     def output_index(self, reports: np.ndarray) -> np.ndarray:
         bits = np.unpackbits(reports, axis=1, count=self.d, bitorder="little").astype(np.int64)
@@ -239,17 +249,7 @@ def the_optimal_threshold(epsilon: float) -> float:
         p, q = _the_probs(epsilon, t)
         return q * (1 - q) / (p - q) ** 2
 
-    lo, hi = 0.5, 1.0
-    g = (math.sqrt(5) - 1) / 2
-    a, b = hi - g * (hi - lo), lo + g * (hi - lo)
-    for _ in range(100):
-        if var(a) < var(b):
-            hi, b = b, a
-            a = hi - g * (hi - lo)
-        else:
-            lo, a = a, b
-            b = lo + g * (hi - lo)
-    return (lo + hi) / 2
+    return golden_section_min(var, 0.5, 1.0, iterations=100)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -33,7 +33,6 @@ number. Grid: the smallest ``b >= 10`` with ``L = round(pN) >= 256`` (p quantize
 
 from __future__ import annotations
 
-import itertools
 import math
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -42,10 +41,12 @@ from typing import Any, ClassVar, Optional, Union
 import numpy as np
 
 from .._errors import LDPInputError, LDPParameterError, PrivacyVerificationError
-from ..estimation import FrequencyEstimate, estimate_pure, pure_variance
-from ..exact import TWO64, epsilon_of_ratio, exp_lower_bound, ratio_within_exp
-from ..hashing import item_keys, keys_of_items, mix64, seed_multipliers, seeded_hash
+from ..estimation import FrequencyEstimate, pure_variance
+from ..exact import TWO64, exp_lower_bound, ratio_within_exp
+from ..hashing import keys_of_items, mix64, seed_multipliers, seeded_hash
 from ..sampling import RNGLike, as_source
+from ..sets import gather_sets, subsets_up_to
+from ..theory import golden_section_min
 from ._base import Channel, RealizedRates, check_domain, check_epsilon, floor_threshold
 
 __all__ = ["Wheel", "wheel_optimal_p", "arc_union"]
@@ -77,17 +78,7 @@ def _rare_variance(p: float, eps: float, m: int) -> float:
 
 def wheel_optimal_p(epsilon: float, m: int = 1) -> float:
     """The coverage length minimizing the rare-item variance (golden-section search on (0, 1/m))."""
-    lo, hi = 1e-9, 1.0 / m - 1e-9
-    g = (math.sqrt(5) - 1) / 2
-    a, b = hi - g * (hi - lo), lo + g * (hi - lo)
-    for _ in range(200):
-        if _rare_variance(a, epsilon, m) < _rare_variance(b, epsilon, m):
-            hi, b = b, a
-            a = hi - g * (hi - lo)
-        else:
-            lo, a = a, b
-            b = lo + g * (hi - lo)
-    return (lo + hi) / 2
+    return golden_section_min(lambda p: _rare_variance(p, epsilon, m), 1e-9, 1.0 / m - 1e-9, iterations=200)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -212,7 +203,7 @@ class Wheel(RealizedRates):
         """The client on CSR sets already limited to ``m`` items (``lengths = diff(offsets)``)."""
         n = offsets.size - 1
         seeds = source.words(n) if seeds is None else np.asarray(seeds, dtype=np.uint64)
-        N, L, m = self.N, self.L, self.m
+        N, L = self.N, self.L
         keys = self.item_keys()[codes] if codes.size else np.empty(0, dtype=np.uint64)
         user = np.repeat(np.arange(n), lengths)
         pos_flat = seeded_hash(keys, seeds[user], N) if codes.size else np.empty(0, dtype=np.int64)
@@ -296,7 +287,7 @@ class Wheel(RealizedRates):
     # -- channel (verification) -----------------------------------------------------------------------
     def verification_inputs(self) -> list:
         """All sets of 0..m items of the domain (the inputs of the enumerated channel)."""
-        return [s for k in range(0, self.m + 1) for s in itertools.combinations(range(self.d), k)]
+        return subsets_up_to(self.d, self.m)
 
     def channel(self) -> Channel:
         """The exact channel conditional on the seed being one of :data:`VERIFICATION_SEEDS`
@@ -323,13 +314,8 @@ class Wheel(RealizedRates):
         return Channel(outputs=outputs, matrix=tuple(rows))
 
     def _verification_randomize(self, codes: np.ndarray, source) -> np.ndarray:
-        inputs = self.verification_inputs()
-        sets = [inputs[int(c)] for c in codes]
-        lengths = np.array([len(s) for s in sets], dtype=np.int64)
-        offsets = np.zeros(len(sets) + 1, dtype=np.int64)
-        np.cumsum(lengths, out=offsets[1:])
-        flat = np.array([i for s in sets for i in s], dtype=np.int64)
-        idx = source.uniform_int(len(VERIFICATION_SEEDS), len(sets))
+        flat, offsets, lengths = gather_sets(self.verification_inputs(), codes)
+        idx = source.uniform_int(len(VERIFICATION_SEEDS), lengths.size)
         return self._randomize_csr(flat, offsets, lengths, source, np.asarray(VERIFICATION_SEEDS, dtype=np.uint64)[idx])
 
     def output_index(self, reports: np.ndarray) -> np.ndarray:
