@@ -4,23 +4,19 @@
 Usage: python benchmarks/hashing_speed.py
 """
 
-import time
 
 import numpy as np
 import polars as pl
 
 from ldp_plugin.hashing import item_keys, seeded_hash
 
+from _common import best_of
+
 N = 10**7
 
 
-def best(f, r=3):
-    out = float("inf")
-    for _ in range(r):
-        t = time.perf_counter()
-        f()
-        out = min(out, time.perf_counter() - t)
-    return out
+def best(f):
+    return best_of(f)[0]
 
 
 ints = np.arange(N, dtype=np.int64)

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import time
 
 import numpy as np
 
@@ -22,14 +21,7 @@ from ldp_plugin import PrivSet, RapporSet, Wheel
 from ldp_plugin.sampling import SecureRandomSource, SeededRandomSource
 from ldp_plugin.simulate import draw_sets, true_distribution
 
-
-def best(f, r=3):
-    out, res = float("inf"), None
-    for _ in range(r):
-        t = time.perf_counter()
-        res = f()
-        out = min(out, time.perf_counter() - t)
-    return out, res
+from _common import best_of
 
 
 def main() -> None:
@@ -42,8 +34,8 @@ def main() -> None:
         for d in (512, 1024, 2048):
             data, _ = draw_sets(np.full(d, 1 / d), 20_000, m, gen)
             for mech in (Wheel(epsilon=1.0, d=d, m=m), RapporSet(epsilon=1.0, d=d, m=m), PrivSet(epsilon=1.0, d=d, m=m)):
-                tc, rep = best(lambda: mech.randomize(data, rng=SecureRandomSource()))
-                ts, _ = best(lambda: mech.accumulator().add(rep), 1)
+                tc, rep = best_of(lambda: mech.randomize(data, rng=SecureRandomSource()))
+                ts, _ = best_of(lambda: mech.accumulator().add(rep), 1)
                 row = {"mechanism": mech.name, "d": d, "m": m, "client_us_per_user": 1e6 * tc / 20_000, "server_reports_per_s": 20_000 / ts,
                        "server_checks_per_s": 20_000 * d / ts}
                 if mech.name == "privset":

@@ -26,15 +26,7 @@ import numpy as np
 from ldp_plugin import KRR, OUE, RAPPOR, KSubset
 from ldp_plugin.sampling import SecureRandomSource, SeededRandomSource
 
-
-def best_of(f, repeats=3):
-    best = float("inf")
-    out = None
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        out = f()
-        best = min(best, time.perf_counter() - t0)
-    return best, out
+from _common import best_of, time_pure_ldp
 
 
 def ours(mech, values, repeats):
@@ -55,16 +47,7 @@ def peer_pure_ldp(kind, d, eps, values):
         client, server = UEClient(epsilon=eps, d=d, use_oue=kind == "oue"), UEServer(epsilon=eps, d=d, use_oue=kind == "oue")
     else:
         return None
-    items = (values + 1).tolist()  # pure-ldp items are 1..d
-    t0 = time.perf_counter()
-    reports = [client.privatise(v) for v in items]
-    t1 = time.perf_counter()
-    for r in reports:
-        server.aggregate(r)
-    server.estimate(1, suppress_warnings=True)
-    t2 = time.perf_counter()
-    n = len(items)
-    return {"client": n / (t1 - t0), "server": n / (t2 - t1)}
+    return time_pure_ldp(client, server, values)
 
 
 def peer_mfl(kind, d, eps, values):

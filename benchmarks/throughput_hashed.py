@@ -28,14 +28,7 @@ from ldp_plugin import OLH, ORR, THE, HadamardMechanism, HadamardResponse
 from ldp_plugin.sampling import SecureRandomSource, SeededRandomSource
 from ldp_plugin.theory import choose_orr
 
-
-def best_of(f, repeats=3):
-    best, out = float("inf"), None
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        out = f()
-        best = min(best, time.perf_counter() - t0)
-    return best, out
+from _common import best_of, time_pure_ldp
 
 
 def ours(mech, values, repeats, n_server=None):
@@ -70,15 +63,7 @@ def peer_pure_ldp(kind, d, eps, values, n_server):
         client, server = HEClient(epsilon=eps, d=d), HEServer(epsilon=eps, d=d, use_the=True)
     else:
         return None
-    items = (values + 1).tolist()  # pure-ldp items are 1..d
-    t0 = time.perf_counter()
-    reports = [client.privatise(v) for v in items]
-    t1 = time.perf_counter()
-    for r in reports[:n_server]:
-        server.aggregate(r)
-    server.estimate(1, suppress_warnings=True)
-    t2 = time.perf_counter()
-    return {"client": len(items) / (t1 - t0), "server": min(n_server, len(items)) / (t2 - t1)}
+    return time_pure_ldp(client, server, values, n_server)
 
 
 def peer_mfl(kind, d, eps, values, n_server):

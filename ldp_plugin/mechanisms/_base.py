@@ -164,7 +164,8 @@ def _as_array(values: Any) -> np.ndarray:
 
 class RealizedChannel:
     """Shared by every closed-domain mechanism: the realized ε (rounded up) of its exact
-    worst-case ratio, the item labels and the encoding of values to codes."""
+    worst-case ratio, the item labels, the encoding of values to codes and the public
+    parameters (``params``; a mechanism adds its own in ``_extra_params``)."""
 
     @property
     def realized_epsilon(self) -> float:
@@ -174,6 +175,13 @@ class RealizedChannel:
     @property
     def items(self) -> tuple:
         return self.categories if self.categories is not None else tuple(range(self.d))
+
+    def params(self) -> dict:
+        """Public parameters as plain JSON-able values."""
+        return {"mechanism": self.name, "epsilon": self.epsilon, "d": self.d, **self._extra_params()}
+
+    def _extra_params(self) -> dict:
+        return {}
 
     def encode(self, values: Any) -> np.ndarray:
         """Validate a batch of user values and return their integer codes (see :func:`encode_values`)."""
@@ -278,15 +286,6 @@ class FrequencyOracle(RealizedRates, abc.ABC):
         """Check a report batch has this mechanism's format (shape, dtype, range)."""
 
     # -- shared behaviour -----------------------------------------------------------------------
-    def params(self) -> dict:
-        """Public parameters as plain JSON-able values."""
-        out = {"mechanism": self.name, "epsilon": self.epsilon, "d": self.d}
-        out.update(self._extra_params())
-        return out
-
-    def _extra_params(self) -> dict:
-        return {}
-
     def encode(self, values: Any) -> np.ndarray:
         """Validate a batch of user values and return their integer codes (``int64``).
 

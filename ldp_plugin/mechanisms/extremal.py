@@ -136,14 +136,6 @@ class FiniteChannel(RealizedChannel, abc.ABC):
         """The realized channel as floats (``d × ℓ``)."""
         return np.array([[t / 2.0**64 for t in row] for row in self.thresholds])
 
-    def params(self) -> dict:
-        out = {"mechanism": self.name, "epsilon": self.epsilon, "d": self.d}
-        out.update(self._extra_params())
-        return out
-
-    def _extra_params(self) -> dict:
-        return {}
-
     def channel(self) -> Channel:
         rows = tuple(tuple(Fraction(t, TWO64) for t in row) for row in self.thresholds)
         return Channel(outputs=tuple(range(self.outputs)), matrix=rows)

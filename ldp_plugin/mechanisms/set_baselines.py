@@ -138,10 +138,7 @@ class _SetMechanism(RealizedRates):
         return int(reports.shape[0])
 
     def params(self) -> dict:
-        return {"mechanism": self.name, "epsilon": self.epsilon, "m": self.m, "d": self.d, **self._extra_params()}
-
-    def _extra_params(self) -> dict:
-        return {}
+        return {**super().params(), "m": self.m}
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -165,8 +165,8 @@ class Wheel(RealizedRates):
         object.__setattr__(self, "q_star_exact", Fraction(L, N))
 
     # -- description -------------------------------------------------------------------------------
-    def params(self) -> dict:
-        return {"mechanism": self.name, "epsilon": self.epsilon, "m": self.m, "d": self.d, "p": self.p, "grid_bits": self.grid_bits, "L": self.L}
+    def _extra_params(self) -> dict:
+        return {"m": self.m, "p": self.p, "grid_bits": self.grid_bits, "L": self.L}
 
     def item_keys(self) -> np.ndarray:
         if self._keys_cache is None:

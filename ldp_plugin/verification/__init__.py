@@ -10,20 +10,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Optional
 
-from .layers import FAMILY_ALPHA, audit_layer, audit_sample_size, clopper_pearson, exact_layer, gof_layer
+from . import layers as _layers
+from .layers import FAMILY_ALPHA, audit_layer, audit_sample_size, clopper_pearson, exact_layer, gof_layer, sample_outputs  # noqa: F401
 
-__all__ = [
-    "FAMILY_ALPHA",
-    "exact_layer",
-    "gof_layer",
-    "audit_layer",
-    "audit_sample_size",
-    "clopper_pearson",
-    "self_test",
-    "status_path",
-    "save_status",
-    "load_status",
-]
+__all__ = [*_layers.__all__, "self_test", "status_path", "save_status", "load_status"]
 
 
 def self_test(*, seed: int = 0, quick: bool = False) -> list[dict]:
