@@ -20,7 +20,7 @@ from typing import Optional
 
 import numpy as np
 
-__all__ = ["kernel_backend", "compiled", "run_decoder"]
+__all__ = ["kernel_backend", "compiled"]
 
 _STATE: dict = {}
 _LOCK = threading.Lock()
@@ -40,16 +40,11 @@ def kernel_backend() -> str:
 
 
 def compiled(name: str):
-    """The compiled kernel ``name`` when the numba backend is selected, else None."""
+    """The compiled kernel ``name`` (``decode_runs``, ``batched_rejects``, ``floyd_sorted``) when
+    the numba backend is selected, else None (the caller runs its numpy twin)."""
     if kernel_backend() != "numba":
         return None
     return _load()[name]
-
-
-def run_decoder():
-    """The compiled geometric-run decoder (see :func:`ldp_plugin.sampling.run_table`), or None."""
-    k = _load()
-    return None if k is None else k["decode_runs"]
 
 
 def _load() -> Optional[dict]:

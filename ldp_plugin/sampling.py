@@ -48,10 +48,19 @@ class RandomSource(abc.ABC):
     """A stream of uniform random bytes with exact samplers built on it."""
 
     secure: bool = False
+    #: True when independent draws may be taken from several threads at once, in any order (a
+    #: CSPRNG such as the OS's); the batch samplers then let each worker draw its own blocks.
+    #: A seeded stream is False: it is consumed in one fixed order.
+    concurrent_draws: bool = False
 
     @abc.abstractmethod
     def random_bytes(self, n: int) -> np.ndarray:
         """``n`` independent uniform bytes as a ``uint8`` array."""
+
+    def _worker_bytes(self, n: int) -> np.ndarray:
+        """``n`` bytes drawn from a worker thread (only used when ``concurrent_draws``; may be
+        read-only)."""
+        return self.random_bytes(n)
 
     # -- derived samplers ------------------------------------------------------------------------
     def words(self, n: int, bits: int = 64) -> np.ndarray:
@@ -437,17 +446,18 @@ def _run_segments(source: "RandomSource", tasks: list) -> None:
     """Run segment tasks in rounds of ``_ROUND``: each task takes one first block of random bytes
     (``task.first_bytes``; ``task.first(block)``), then draws what else it needs in order
     (``task.settle(draw)``), then computes (``task.finish()``). A seeded stream is consumed in
-    task order whatever the number of cores; the OS CSPRNG (thread-safe, not reproducible) is
-    drawn by each worker itself, so drawing and computing overlap on all cores."""
+    task order whatever the number of cores; a source with ``concurrent_draws`` (the OS CSPRNG:
+    thread-safe, not reproducible) is drawn by each worker itself, so drawing and computing
+    overlap on all cores."""
     workers = min(_ROUND, os.cpu_count() or 1)
     for r in range(0, len(tasks), _ROUND):
         group = tasks[r : r + _ROUND]
         pool = _thread_pool(workers) if workers > 1 and len(group) > 1 else None
-        if pool is not None and isinstance(source, SecureRandomSource):
+        if pool is not None and source.concurrent_draws:
 
             def whole(task):
-                task.first(source._urandom(task.first_bytes, writable=False))
-                task.settle(lambda n: source._urandom(n, writable=False))
+                task.first(source._worker_bytes(task.first_bytes))
+                task.settle(source._worker_bytes)
                 task.finish()
 
             list(pool.map(whole, group))
@@ -590,6 +600,7 @@ class SecureRandomSource(RandomSource):
     """The operating system's CSPRNG (``os.urandom``): the default for every release."""
 
     secure = True
+    concurrent_draws = True
     # os.urandom releases the GIL: large requests are split across threads (one per core, at
     # most 4), which raises the kernel CSPRNG's throughput on multi-core machines
     _PARALLEL_MIN = 1 << 20
@@ -615,6 +626,9 @@ class SecureRandomSource(RandomSource):
         """``n`` bytes from one ``os.urandom`` call (safe to call from any thread)."""
         out = np.frombuffer(os.urandom(n), dtype=np.uint8)
         return out.copy() if writable else out
+
+    def _worker_bytes(self, n: int) -> np.ndarray:
+        return self._urandom(n, writable=False)  # one call, no nested thread pool
 
     def __repr__(self) -> str:
         return "SecureRandomSource()"

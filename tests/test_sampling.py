@@ -174,7 +174,7 @@ def test_run_decoder_matches_the_bitwise_definition(T, backend, monkeypatch):
 
     if backend == "numba":
         pytest.importorskip("numba")
-    kernel = _kernels.run_decoder() if backend == "numba" else None
+    kernel = _kernels.compiled("decode_runs")
     rng = np.random.default_rng(T % 997)
     data = rng.integers(0, 256, 3000, dtype=np.uint8)
     data[100:103] = 0  # 24+ carried zeros
