@@ -118,6 +118,8 @@ class RandomSource(abc.ABC):
         """
         if not 0 <= threshold <= TWO64:
             raise LDPParameterError("threshold must be in [0, 2**64]")
+        if n_rows < 0 or n_bits < 0:
+            raise LDPParameterError("n_rows and n_bits must be non-negative")
         nb = (n_bits + 7) // 8
         if threshold in (0, TWO64) or n_rows == 0 or n_bits == 0:
             out = np.full((n_rows, nb), 0 if threshold == 0 else 0xFF, dtype=np.uint8)
@@ -214,6 +216,10 @@ class RandomSource(abc.ABC):
         include = np.asarray(include, dtype=bool)
         if not 1 <= k <= d - 1:
             raise LDPParameterError(f"subset size k must be in [1, d-1] = [1, {d - 1}]")
+        if x.ndim != 1 or include.shape != x.shape:
+            raise LDPParameterError("x and include must be 1-d arrays of the same length")
+        if x.size and (int(x.min()) < 0 or int(x.max()) >= d):
+            raise LDPParameterError(f"items x must be codes in [0, d) = [0, {d})")
         dtype = np.uint16 if d <= 1 << 16 else np.uint32
         out = np.empty((x.size, k), dtype=dtype)
         per = max(1, _SUBSET_SEG_DRAWS // k)

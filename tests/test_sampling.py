@@ -378,3 +378,15 @@ def test_kernel_backend_selection(monkeypatch):
     monkeypatch.setenv("LDP_PLUGIN_KERNELS", "numba")
     with pytest.raises(ImportError, match="fast"):
         _kernels.kernel_backend()
+
+
+def test_batch_sampler_arguments_are_checked():
+    src = SeededRandomSource(0)
+    with pytest.raises(LDPParameterError, match=r"k must be in \[1, d-1\]"):
+        src.sorted_subsets(np.array([0]), np.array([True]), 5, 5)
+    with pytest.raises(LDPParameterError, match=r"codes in \[0, d\)"):
+        src.sorted_subsets(np.array([7]), np.array([True]), 5, 2)
+    with pytest.raises(LDPParameterError, match="same length"):
+        src.sorted_subsets(np.array([1, 2]), np.array([True]), 5, 2)
+    with pytest.raises(LDPParameterError, match="non-negative"):
+        src.bernoulli_packed(2**63, -1, 8)
