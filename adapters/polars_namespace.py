@@ -42,10 +42,8 @@ import polars as pl
 from ldp_plugin._errors import LDPInputError, LDPParameterError
 from ldp_plugin.hashing import assign_cohorts, item_keys
 from ldp_plugin.persist import write_reports
-from ldp_plugin.mechanisms import OLH, CohortReports, FrequencyOracle, PrivSet, RapporSet, WarnerRR, Wheel
-from ldp_plugin.mechanisms.cohort import _CohortMechanism
+from ldp_plugin.mechanisms import Mechanism
 from ldp_plugin.sampling import RNGLike, chunk_source
-from ldp_plugin.sets import SampleOne, as_set_batch, encode_items
 
 from .polars_frames import estimate_frame
 
@@ -55,61 +53,22 @@ ROWS_PER_CHUNK = 1 << 17
 UNKNOWN = ("error", "other")
 
 
-def _base(mechanism: Any):
-    """The mechanism that produces the reports (the padded one for sets)."""
-    return mechanism.padded if isinstance(mechanism, SampleOne) else mechanism
-
-
-_NATIVE_SETS = (Wheel, RapporSet, PrivSet)
-_SEEDED = (OLH, Wheel)  # reports carry a per-user seed column
-
-
 def _check_mechanism(mechanism: Any) -> None:
-    if not isinstance(mechanism, (FrequencyOracle, _CohortMechanism, SampleOne, *_NATIVE_SETS)):
+    if not isinstance(mechanism, Mechanism):
         raise LDPParameterError("mechanism must be an ldp_plugin mechanism (e.g. KRR(...), ORR(...), SampleOne(...))")
 
 
-# -- report batches <-> frames ----------------------------------------------------------------------
+# -- report batches <-> frames (the layout is the mechanism's: Mechanism.report_schema) -------------
 def reports_to_frame(mechanism: Any, reports: Any) -> pl.DataFrame:
     """A report batch of ``mechanism`` as Polars columns (see the module docstring)."""
-    base = _base(mechanism)
-    if isinstance(reports, CohortReports):
-        value = reports.value
-        rep = pl.Series("report", value.astype(np.uint32)) if value.ndim == 1 else pl.Series("report", value)
-        return pl.DataFrame([pl.Series("cohort", reports.cohort.astype(np.uint32)), rep])
-    if isinstance(base, _SEEDED):
-        return pl.DataFrame([pl.Series("seed", reports[:, 0]), pl.Series("report", reports[:, 1].astype(np.uint32))])
-    if reports.ndim == 2:
-        arr = reports if reports.dtype == np.uint8 else reports.astype(np.uint32)
-        return pl.DataFrame([pl.Series("report", arr)])
-    if reports.dtype == np.bool_:
-        return pl.DataFrame([pl.Series("report", reports)])
-    return pl.DataFrame([pl.Series("report", reports.astype(np.uint32))])
+    _check_mechanism(mechanism)
+    return mechanism.reports_to_frame(reports)
 
 
 def frame_to_reports(mechanism: Any, frame: pl.DataFrame) -> Any:
     """The native report batch of ``mechanism`` from a reports frame."""
-    base = _base(mechanism)
-    need = ["cohort", "report"] if isinstance(base, _CohortMechanism) else (["seed", "report"] if isinstance(base, _SEEDED) else ["report"])
-    missing = [c for c in need if c not in frame.columns]
-    if missing:
-        raise LDPInputError(f"the reports frame lacks column(s) {missing} for mechanism {base.name}")
-    for c in need:
-        if frame[c].null_count():
-            raise LDPInputError(f"the reports frame has nulls in column {c!r}")
-    rep = frame["report"].to_numpy()
-    if isinstance(base, _CohortMechanism):
-        return CohortReports(frame["cohort"].to_numpy(), rep)
-    if isinstance(base, _SEEDED):
-        out = np.empty((frame.height, 2), dtype=np.uint64)
-        out[:, 0] = frame["seed"].to_numpy()
-        out[:, 1] = rep
-        return out
-    if isinstance(base, WarnerRR):
-        return rep
-    if rep.ndim == 2 and rep.dtype != np.uint8:
-        return rep.astype(np.int64)
-    return rep
+    _check_mechanism(mechanism)
+    return mechanism.frame_to_reports(frame)
 
 
 # -- privatize ------------------------------------------------------------------------------------------
@@ -119,16 +78,15 @@ class _Privatizer:
         if unknown not in UNKNOWN:
             raise LDPParameterError(f"unknown must be one of {UNKNOWN} (got {unknown!r})")
         self.mechanism = mechanism
-        self.base = _base(mechanism)
-        self.is_set = isinstance(mechanism, (SampleOne, *_NATIVE_SETS))
-        self.native_set = isinstance(mechanism, _NATIVE_SETS)
+        self.base = mechanism.base
+        self.is_set = mechanism.input_kind == "set"
         self.column = column
         self.user_id = user_id
         self.keep_user_id = keep_user_id
         self.unknown = unknown
         self.other = other
         self.rng = rng
-        self.is_cohort = isinstance(self.base, _CohortMechanism)
+        self.is_cohort = mechanism.takes_cohorts
         if cohorts is not None:
             if not self.is_cohort:
                 raise LDPParameterError("cohorts= applies only to cohort mechanisms (orr, orappor)")
@@ -139,7 +97,7 @@ class _Privatizer:
         self.cohort_salt = cohorts
         if keep_user_id and user_id is None:
             raise LDPParameterError("keep_user_id=True needs user_id=")
-        categories = getattr(mechanism.mechanism if isinstance(mechanism, SampleOne) else mechanism, "categories", None)
+        categories = mechanism.categories
         if unknown == "other":
             if categories is None or other not in categories:
                 raise LDPParameterError(f"unknown='other' needs a mechanism whose categories include {other!r}")
@@ -152,8 +110,6 @@ class _Privatizer:
         is_list = isinstance(dtype, (pl.List, pl.Array))
         if is_list and not self.is_set:
             raise LDPInputError(f"column {self.column!r} holds sets (dtype {dtype}): wrap the mechanism as SampleOne(mechanism=..., m=...)")
-        if isinstance(self.mechanism, SampleOne) and not is_list:
-            raise LDPInputError(f"a SampleOne mechanism needs a List column of per-user sets (column {self.column!r} has dtype {dtype})")
         inner = dtype.inner if is_list else dtype
         if not (inner.is_integer() or inner in (pl.String, pl.Categorical, pl.Enum, pl.Boolean) or isinstance(inner, (pl.Categorical, pl.Enum))):
             raise LDPInputError(f"column {self.column!r} must hold integers, strings or booleans (got {dtype})")
@@ -203,29 +159,15 @@ class _Privatizer:
             raise LDPInputError(f"column {self.column!r} has a null {'set' if self.is_set else 'value'} at row {pos}")
         if self.unknown == "other":
             series = self._map_other(series)
-        if series.dtype == pl.Boolean and not isinstance(self.base, WarnerRR):
-            raise LDPInputError(f"column {self.column!r} holds booleans: use WarnerRR or integer codes")
+        if series.dtype == pl.Categorical:
+            series = series.cast(pl.String)
+        coh = None
+        if self.is_cohort and self.cohort_salt is not None:
+            coh = assign_cohorts(chunk[self.user_id], self.base.cohorts, int(self.cohort_salt))
         try:
-            if self.native_set:  # the set mechanism reads the List column itself
-                out = reports_to_frame(self.mechanism, self.mechanism.randomize(series, rng=source))
-                return out.insert_column(0, chunk[self.user_id]) if self.keep_user_id else out
-            if self.is_set:
-                encoded, _ = self.mechanism.sample(as_set_batch(series), rng=source)
-            elif isinstance(self.base, WarnerRR):
-                encoded = self.base.encode(series.to_numpy())
-            elif getattr(self.base, "closed", True):
-                encoded = encode_items(series if series.dtype != pl.Categorical else series.cast(pl.String), self.base)
-            else:
-                encoded = item_keys(series)
+            reports = self.mechanism.randomize(series, rng=source, cohorts=coh)
         except LDPInputError as e:
             raise LDPInputError(f"{e} [rows {offset}..{offset + chunk.height - 1} of the frame]") from None
-        if self.is_cohort:
-            coh = None
-            if self.cohort_salt is not None:
-                coh = assign_cohorts(chunk[self.user_id], self.base.cohorts, int(self.cohort_salt))
-            reports = self.base.randomize_encoded(encoded, cohorts=coh, rng=source)
-        else:
-            reports = self.base._randomize_codes(encoded, source)
         out = reports_to_frame(self.mechanism, reports)
         if self.keep_user_id:
             out = out.insert_column(0, chunk[self.user_id])
@@ -344,14 +286,13 @@ def estimate(
 ) -> pl.DataFrame:
     """Aggregate a reports frame (streamed if lazy) → ``item, estimate, std_error, ci_lower, ci_upper``."""
     _check_mechanism(mechanism)
-    base = _base(mechanism)
-    acc = base.accumulator()
-    cols = ["cohort", "report"] if isinstance(base, _CohortMechanism) else (["seed", "report"] if isinstance(base, _SEEDED) else ["report"])
+    acc = mechanism.accumulator()
+    cols = list(mechanism.report_schema.names())
     if isinstance(reports, pl.LazyFrame):
         schema = reports.collect_schema()
         missing = [c for c in cols if c not in schema]
         if missing:
-            raise LDPInputError(f"the reports frame lacks column(s) {missing} for mechanism {base.name}")
+            raise LDPInputError(f"the reports frame lacks column(s) {missing} for mechanism {mechanism.name}")
         for batch in reports.select(cols).collect_batches(chunk_size=ROWS_PER_CHUNK, engine="streaming"):
             acc.add(frame_to_reports(mechanism, batch))
     else:
@@ -359,14 +300,7 @@ def estimate(
             acc.add(frame_to_reports(mechanism, reports))
     if acc.n == 0:
         raise LDPInputError("the reports frame is empty: nothing to estimate")
-    if isinstance(mechanism, SampleOne):
-        est = mechanism.estimate_from(acc, candidates=candidates, postprocess=postprocess, confidence=confidence)
-    elif isinstance(base, _CohortMechanism):
-        est = acc.estimate(candidates=candidates, postprocess=postprocess, confidence=confidence)
-    else:
-        if candidates is not None:
-            raise LDPParameterError(f"{base.name} decodes over its own domain; candidates= applies to open-alphabet mechanisms")
-        est = acc.estimate(postprocess=postprocess, confidence=confidence)
+    est = mechanism.estimate_from(acc, candidates=candidates, postprocess=postprocess, confidence=confidence)
     return estimate_frame(est)
 
 

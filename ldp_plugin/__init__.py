@@ -17,7 +17,8 @@ from . import measurements as _measurements
 from .measurements import *  # noqa: F401,F403  (the OpenDP constructors: make_*/then_*, domains)
 from .mechanisms import THE, PrivSet, RapporSet, Wheel, BinaryMechanism, FiniteChannel, GeometricMechanism, StaircaseMechanism, KRR, OLH, ORAPPOR, ORR, OUE, CohortAccumulator, CohortReports, HadamardMechanism, HadamardResponse, RAPPOR, Channel, FrequencyAccumulator, FrequencyOracle, KSubset, WarnerRR
 from .sampling import RandomSource, SecureRandomSource, SeededRandomSource
-from .sets import PAD, SampleOne, SetBatch, as_set_batch
+from .sets import PAD, SetBatch, as_set_batch
+from .mechanisms import SampleOne
 from .accountant import Accountant, BudgetExceededError, LedgerError, Population
 from .memo import DistinctValueGuard, Memoized, new_user_key
 from .choose import make_auto, rank_mechanisms

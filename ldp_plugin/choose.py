@@ -21,7 +21,7 @@ import numpy as np
 from ._errors import LDPParameterError
 from .mechanisms import KRR, OLH, ORR, OUE, RAPPOR, THE, HadamardMechanism, HadamardResponse, KSubset, PrivSet, RapporSet, Wheel
 from .mechanisms._base import check_epsilon
-from .sets import SampleOne
+from .mechanisms import SampleOne
 from .theory import choose_orr
 
 __all__ = ["Candidate", "rank_mechanisms", "make_auto", "METRICS"]

@@ -57,28 +57,12 @@ def cmd_mechanisms(args) -> int:
 
 
 def _build(args):
+    """The mechanism of ``--mechanism`` / ``--d`` / ``--epsilon`` / ``--m`` / ``--param`` (the
+    registry is the only builder: missing parameters are named there)."""
     from ldp_plugin.registry import build
-    from ldp_plugin.sets import SampleOne
-    from ldp_plugin.theory import choose_orr
 
     params = dict(parse_params(args.param))
-    m = getattr(args, "m", None)
-    name = args.mechanism
-    reg = _registry()
-    if name.startswith("sample-") and name[len("sample-"):] in reg:  # pad-and-sample + that mechanism
-        name = name[len("sample-"):]
-        m = m or 1
-    elif name in reg and "m" in reg[name].parameters:  # a native set mechanism takes m itself
-        if m is not None:
-            params["m"] = m
-        return build(name, epsilon=args.epsilon, d=args.d, registry=reg, **params)
-    args = argparse.Namespace(**{**vars(args), "mechanism": name})
-    if args.mechanism == "orr" and "k" not in params and args.d is not None:
-        chosen = choose_orr(args.d + (1 if m else 0), args.epsilon, args.n)
-        params.setdefault("k", chosen["k"])
-        params.setdefault("cohorts", chosen["cohorts"])
-    mech = build(args.mechanism, epsilon=args.epsilon, d=args.d, registry=_registry(), **params)
-    return SampleOne(mechanism=mech, m=m) if m else mech
+    return build(args.mechanism, epsilon=args.epsilon, d=args.d, m=getattr(args, "m", None), n=getattr(args, "n", None), **params)
 
 
 def cmd_simulate(args) -> int:
@@ -108,11 +92,11 @@ def cmd_demo(args) -> int:
     from ldp_plugin.registry import build
 
     categories = ["search", "mail", "maps", "video", "news", "music", "photos", "shopping"]
-    mech = build(args.mechanism, epsilon=args.epsilon, d=len(categories), registry=_registry())
+    mech = build(args.mechanism, epsilon=args.epsilon, d=len(categories), n=args.n, registry=_registry())
     gen = np.random.default_rng(args.seed)
     theta = true_distribution("zipf", len(categories), gen)
     codes, counts = draw_users(theta, args.n, gen)
-    reports = mech._randomize_codes(codes, as_source(args.seed))
+    reports = mech.randomize_encoded(codes, rng=as_source(args.seed))
     est = mech.accumulator().add(reports).estimate(postprocess="projection", confidence=0.95)
     truth = counts / args.n
     frame = estimate_frame(est, truth=truth).with_columns(item=np.array(categories))

@@ -108,37 +108,23 @@ def load_job(path: str | Path) -> Job:
 
 
 def build_mechanism(spec: dict, n_hint: int) -> Any:
-    """The mechanism of a job's ``[mechanism]`` section (wrapped in SampleOne if ``m`` is set)."""
-    from ldp_plugin.registry import load_registry
-
-    from .sets import SampleOne
-    from .theory import choose_orr
+    """The mechanism of a job's ``[mechanism]`` section (wrapped in SampleOne if ``m`` is set),
+    built by the registry (the one builder; missing parameters are named there)."""
+    from ldp_plugin.registry import build, load_registry
 
     reg = load_registry()
     name = spec["name"]
-    if name not in reg:
-        raise LDPParameterError(f"unknown mechanism {name!r}; registered: {sorted(reg)}")
-    decl = reg[name]
     params = dict(spec.get("params", {}))
-    bad = set(params) - set(decl.parameters) - {"categories"}
-    if bad:
-        raise LDPParameterError(f"mechanism {name!r} has no parameter(s) {sorted(bad)}; it takes {sorted(decl.parameters)}")
-    cats, d = spec.get("categories"), spec.get("d")
-    m = spec.get("m")
-    if name == "orr" and "k" not in params:
-        S = (len(cats) if cats is not None else d) or len(spec.get("_candidates") or []) or None
-        if S is None:
-            raise LDPParameterError("O-RR needs params.k (and cohorts), or categories/d/candidates to choose them")
-        chosen = choose_orr(S + (1 if m else 0), float(spec["epsilon"]), n_hint, closed=cats is not None or d is not None)
+    cats, d = params.pop("categories", spec.get("categories")), spec.get("d")
+    if name == "orr" and "k" not in params and cats is None and d is None and spec.get("_candidates"):
+        d = len(spec["_candidates"])  # open alphabet: size the cohorts for the candidates
+        from .theory import choose_orr
+
+        chosen = choose_orr(d + (1 if spec.get("m") else 0), float(spec["epsilon"]), n_hint, closed=False)
         params.setdefault("k", chosen["k"])
         params.setdefault("cohorts", chosen["cohorts"])
-    kwargs = dict(epsilon=spec["epsilon"], **params)
-    if decl.fixed_d is None:
-        kwargs.update(d=d, categories=cats)
-    mech = decl.mechanism_class()(**kwargs)
-    if m is not None:
-        return SampleOne(mechanism=mech, m=m, on_long=spec.get("on_long", "error"))
-    return mech
+        d = None
+    return build(name, epsilon=spec["epsilon"], d=d, categories=cats, m=spec.get("m"), on_long=spec.get("on_long", "error"), n=n_hint, registry=reg, **params)
 
 
 def _read_input(job: Job):

@@ -122,42 +122,27 @@ def resolve_paths(sources: Any) -> list[str]:
     return paths
 
 
-def _base(mech):
-    from .sets import SampleOne
-
-    return mech.padded if isinstance(mech, SampleOne) else mech
-
-
 def aggregate_file(path: str, *, spec: dict, fingerprint: str) -> AccumulatorState:
     """The map: one report file → its accumulator state (the file's mechanism must match)."""
     import polars as pl
-
-    from ldp_plugin.adapters import frame_to_reports
 
     _, fp = read_report_spec(path)
     if fp != fingerprint:
         raise LDPInputError(f"{path!r} holds reports of another mechanism or parameters (fingerprint {fp[:12]}…, expected {fingerprint[:12]}…)")
     mech = mechanism_from_spec(spec)
-    base = _base(mech)
-    acc = base.accumulator()
+    base = mech.base
+    acc = mech.accumulator()
     lf = pl.scan_parquet(path)
-    if hasattr(base, "histogram_support_counts"):
-        h = lf.group_by("report").len().collect(engine="streaming")
-        values = h["report"].cast(pl.Int64).to_numpy() if h["report"].dtype != pl.Boolean else h["report"].cast(pl.Int64).to_numpy()
-        weights = h["len"].cast(pl.Int64).to_numpy()
-        acc.counts += base.histogram_support_counts(values, weights)
-        acc.n += int(weights.sum())
-    elif hasattr(base, "histogram_cell_counts"):
-        h = lf.group_by("cohort", "report").len().collect(engine="streaming")
-        cohort = h["cohort"].cast(pl.Int64).to_numpy()
-        weights = h["len"].cast(pl.Int64).to_numpy()
-        if cohort.size and (cohort.min() < 0 or cohort.max() >= base.cohorts or h["report"].max() >= base.k):
-            raise LDPInputError(f"{path!r} has reports outside the mechanism's cohorts or cells")
-        acc.counts += base.histogram_cell_counts(cohort, h["report"].cast(pl.Int64).to_numpy(), weights)
-        acc.n_c += np.bincount(cohort, weights=weights, minlength=base.cohorts).astype(np.int64)
+    cols = base.histogram_columns
+    if cols:  # few distinct reports: a grouped scan, then counts from the histogram
+        h = lf.group_by(*cols).len().collect(engine="streaming")
+        try:
+            acc.add_histogram({c: h[c].cast(pl.Int64).to_numpy() for c in cols}, h["len"].cast(pl.Int64).to_numpy())
+        except LDPInputError:
+            raise LDPInputError(f"{path!r} has reports outside the mechanism's range") from None
     else:
         for batch in lf.collect_batches(chunk_size=1 << 17, engine="streaming"):
-            acc.add(frame_to_reports(mech, batch))
+            acc.add(mech.frame_to_reports(batch))
     return AccumulatorState.from_accumulator(mech, acc, [file_identity(path)])
 
 

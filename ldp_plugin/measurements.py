@@ -26,7 +26,7 @@ from opendp.mod import _PartialConstructor as PartialConstructor
 from ._errors import LDPParameterError
 from .exact import scale_epsilon_up
 from .mechanisms import KRR, OLH, ORAPPOR, ORR, OUE, RAPPOR, THE, PrivSet, RapporSet, Wheel, BinaryMechanism, GeometricMechanism, StaircaseMechanism, FrequencyOracle, HadamardMechanism, HadamardResponse, KSubset, WarnerRR
-from .sets import SampleOne
+from .mechanisms import SampleOne
 from .sampling import RNGLike, as_source
 
 __all__ = [

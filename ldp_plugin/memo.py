@@ -39,7 +39,7 @@ import numpy as np
 
 from ._errors import LDPInputError, LDPParameterError
 from .estimation import FrequencyEstimate, estimate_pure
-from .mechanisms import KRR
+from .mechanisms import KRR, FrequencyAccumulator, Mechanism
 from .mechanisms._base import check_epsilon
 from .sampling import RNGLike, as_source
 
@@ -66,7 +66,7 @@ def _check_keys(user_keys: Sequence[bytes], n: int) -> list:
 
 
 @dataclass(frozen=True, kw_only=True)
-class Memoized:
+class Memoized(Mechanism):
     """Permanent k-RR (``epsilon_permanent``, memoized by a keyed PRF) + instantaneous k-RR
     (``epsilon_instantaneous``, fresh) over ``d`` categories, for series of at most
     ``max_values`` distinct values per user.
@@ -106,9 +106,25 @@ class Memoized:
         object.__setattr__(self, "permanent_mechanism", perm)
         object.__setattr__(self, "instantaneous_mechanism", inst)
 
+    name = "memoized-krr"
+
     @property
-    def name(self) -> str:
-        return "memoized-krr"
+    def base(self):
+        """Reports are the instantaneous k-RR's item codes."""
+        return self.instantaneous_mechanism
+
+    @property
+    def realized_ratio(self):
+        return self.instantaneous_mechanism.realized_ratio
+
+    def spec(self) -> dict:
+        return {"name": self.name, "params": {
+            "epsilon_permanent": self.epsilon_permanent, "epsilon_instantaneous": self.epsilon_instantaneous,
+            "max_values": self.max_values, "d": self.d,
+            "categories": None if self.categories is None else list(self.categories)}}
+
+    def encode(self, values: Any) -> np.ndarray:
+        return self.permanent_mechanism.encode(values)
 
     @property
     def epsilon(self) -> float:
@@ -188,7 +204,24 @@ class Memoized:
         if guard is not None:
             guard.observe(values if self.categories is None else self.permanent_mechanism.encode(values), user_keys, self.max_values)
         perm = self.permanent(values, user_keys)
-        return self.instantaneous_mechanism._randomize_codes(perm, as_source(rng))
+        return self.instantaneous_mechanism.randomize_encoded(perm, rng=rng)
+
+    def randomize_encoded(self, codes: Any, *, rng: RNGLike = None, cohorts: Any = None, user_keys: Optional[Sequence[bytes]] = None) -> np.ndarray:
+        """One collection on item codes; ``user_keys`` (one secret per user) is required."""
+        self._check_no_cohorts(cohorts)
+        if user_keys is None:
+            raise LDPParameterError("Memoized needs user_keys= (one secret key per user) to memoize the permanent reports")
+        codes = np.asarray(codes, dtype=np.int64)
+        return self.randomize(codes if self.categories is None else np.array([self.categories[c] for c in codes.tolist()], dtype=object), user_keys, rng=rng)
+
+    def analytic_mse(self, n: int, *, theta: Any = None, f: Any = None, sampling: str = "fixed") -> float:
+        from .theory import mse_pure
+
+        extra = 0.0 if sampling == "fixed" else (1 - float(np.sum(np.asarray(theta) ** 2))) / n
+        return float(mse_pure(self.d, n, float(self.p_star_exact), float(self.q_star_exact))) + extra
+
+    def accumulator(self) -> "MemoAccumulator":
+        return MemoAccumulator(self)
 
     # -- server ------------------------------------------------------------------------------------------
     @property
@@ -202,11 +235,33 @@ class Memoized:
         return a.q_star_exact * b.p_star_exact + (1 - a.q_star_exact) * b.q_star_exact
 
     def estimate(self, reports: Any, *, postprocess: str = "projection", confidence: float = 0.95) -> FrequencyEstimate:
-        r = self.instantaneous_mechanism.validate_reports(reports)
-        counts = np.bincount(np.asarray(r, dtype=np.int64), minlength=self.d)
+        return self.accumulator().add(reports).estimate(postprocess=postprocess, confidence=confidence)
+
+
+class MemoAccumulator(FrequencyAccumulator):
+    """Counts of the instantaneous reports; estimated with the composed rates ``p*``, ``q*``."""
+
+    def __init__(self, memo: "Memoized"):
+        super().__init__(memo.instantaneous_mechanism)
+        self.memo = memo
+
+    def merge(self, other: "MemoAccumulator") -> "MemoAccumulator":
+        if not isinstance(other, MemoAccumulator) or other.memo != self.memo:
+            raise LDPParameterError("can only merge accumulators of the same mechanism and parameters")
+        out = MemoAccumulator(self.memo)
+        out.counts = self.counts + other.counts
+        out.n = self.n + other.n
+        return out
+
+    def estimate(self, *, candidates: Any = None, postprocess: str = "projection", confidence: float = 0.95) -> FrequencyEstimate:
+        if candidates is not None:
+            raise LDPParameterError("memoized-krr decodes over its own domain; candidates= applies to open-alphabet mechanisms")
+        if self.n == 0:
+            raise LDPParameterError("an estimate needs at least one report (n >= 1)")
+        memo = self.memo
         return estimate_pure(
-            counts, int(r.shape[0]), float(self.p_star_exact), float(self.q_star_exact),
-            postprocess=postprocess, confidence=confidence, items=self.items,
+            self.counts, self.n, float(memo.p_star_exact), float(memo.q_star_exact),
+            postprocess=postprocess, confidence=confidence, items=memo.items,
         )
 
 

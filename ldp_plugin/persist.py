@@ -44,60 +44,27 @@ META_SPEC = "ldp_plugin.mechanism"
 META_FP = "ldp_plugin.fingerprint"
 
 
-def _json_value(v: Any) -> Any:
-    if isinstance(v, tuple):
-        return [_json_value(x) for x in v]
-    if isinstance(v, (np.integer,)):
-        return int(v)
-    if isinstance(v, (np.floating,)):
-        return float(v)
-    if v is None or isinstance(v, (str, int, float, bool, list)):
-        return v
-    raise LDPParameterError(f"mechanism parameter of type {type(v).__name__} cannot be stored as data")
-
-
 def mechanism_spec(mechanism: Any) -> dict:
-    """The JSON-able spec of a registered mechanism (or of a SampleOne around one)."""
-    from ldp_plugin.registry import load_registry
+    """The JSON-able spec of a mechanism (its :meth:`~ldp_plugin.mechanisms.Mechanism.spec`)."""
+    from .mechanisms import Mechanism
 
-    from .sets import SampleOne
+    if not isinstance(mechanism, Mechanism):
+        raise LDPParameterError(f"{type(mechanism).__name__} is not an ldp_plugin mechanism: only mechanisms can be stored")
+    spec = mechanism.spec()
+    if "set" not in spec and spec.get("name") != "memoized-krr":
+        from ldp_plugin.registry import load_registry
 
-    if isinstance(mechanism, SampleOne):
-        return {"set": "sample-one", "m": mechanism.m, "on_long": mechanism.on_long, "mechanism": mechanism_spec(mechanism.mechanism)}
-    names = [n for n, d in load_registry().items() if d.mechanism_class() is type(mechanism)]
-    if not names:
-        raise LDPParameterError(f"{type(mechanism).__name__} is not a registered mechanism: only registered mechanisms can be stored")
-    params = {f.name: _json_value(getattr(mechanism, f.name)) for f in dataclasses.fields(mechanism) if f.init}
-    decl = load_registry()[names[0]]
-    if decl.fixed_d is not None:
-        params.pop("d", None)
-        params.pop("categories", None)
-    return {"name": names[0], "params": params}
+        if spec.get("name") not in load_registry():
+            raise LDPParameterError(f"{type(mechanism).__name__} is not a registered mechanism: only registered mechanisms can be stored")
+    return spec
 
 
 def mechanism_from_spec(spec: Any) -> Any:
-    """Rebuild the mechanism of a spec (a dict or its JSON text); only registered constructors."""
-    from ldp_plugin.registry import load_registry
+    """Rebuild the mechanism of a spec (a dict or its JSON text); only registered constructors
+    (:func:`ldp_plugin.registry.from_spec`)."""
+    from ldp_plugin.registry import from_spec
 
-    from .sets import SampleOne
-
-    if isinstance(spec, (str, bytes)):
-        try:
-            spec = json.loads(spec)
-        except ValueError:
-            raise LDPInputError("the mechanism spec is not valid JSON") from None
-    if not isinstance(spec, dict):
-        raise LDPInputError("a mechanism spec is a JSON object")
-    if spec.get("set") == "sample-one":
-        return SampleOne(mechanism=mechanism_from_spec(spec["mechanism"]), m=spec["m"], on_long=spec.get("on_long", "error"))
-    reg = load_registry()
-    name = spec.get("name")
-    if name not in reg:
-        raise LDPInputError(f"the mechanism spec names {name!r}, which is not registered here")
-    params = dict(spec.get("params", {}))
-    if params.get("categories") is not None:
-        params["categories"] = tuple(params["categories"])
-    return reg[name].mechanism_class()(**params)
+    return from_spec(spec)
 
 
 def spec_fingerprint(spec: dict) -> str:
@@ -153,7 +120,7 @@ class AccumulatorState:
     @classmethod
     def empty(cls, mechanism: Any) -> "AccumulatorState":
         spec = mechanism_spec(mechanism)
-        acc = _base(mechanism).accumulator()
+        acc = mechanism.accumulator()
         n_c = np.zeros_like(acc.n_c) if hasattr(acc, "n_c") else None
         return cls(spec, spec_fingerprint(spec), np.zeros_like(acc.counts), 0, n_c, [])
 
@@ -166,7 +133,7 @@ class AccumulatorState:
         return mechanism_from_spec(self.spec)
 
     def accumulator(self) -> Any:
-        acc = _base(self.mechanism()).accumulator()
+        acc = self.mechanism().accumulator()
         acc.counts = self.counts.astype(np.int64).copy()
         if self.n_c is not None:
             acc.n_c = self.n_c.astype(np.int64).copy()
@@ -175,13 +142,8 @@ class AccumulatorState:
         return acc
 
     def estimate(self, **kw) -> Any:
-        from .sets import SampleOne
-
         mech = self.mechanism()
-        acc = self.accumulator()
-        if isinstance(mech, SampleOne):
-            return mech.estimate_from(acc, **kw)
-        return acc.estimate(**kw)
+        return mech.estimate_from(self.accumulator(), **kw)
 
     def __add__(self, other: "AccumulatorState") -> "AccumulatorState":
         return self.merge(other)
@@ -246,9 +208,3 @@ class AccumulatorState:
         if n_c is not None and int(n_c.sum()) != n:
             raise LDPInputError(f"accumulator state {str(path)!r} is corrupted (cohort sizes do not add up)")
         return cls(spec, doc["fingerprint"], counts, n, n_c, list(doc.get("ingested", [])))
-
-
-def _base(mechanism: Any) -> Any:
-    from .sets import SampleOne
-
-    return mechanism.padded if isinstance(mechanism, SampleOne) else mechanism

@@ -34,7 +34,7 @@ from .estimation import FrequencyEstimate, finalize_estimate, project_simplex
 from .hashing import item_keys
 from .sampling import RNGLike, as_source
 
-__all__ = ["PAD", "SetBatch", "as_set_batch", "SampleOne", "set_codes", "limit_sets", "subsets_up_to", "gather_sets"]
+__all__ = ["PAD", "SetBatch", "as_set_batch", "SampleOne", "set_codes", "limit_sets", "subsets_up_to", "gather_sets", "is_item_batch"]
 
 #: The dummy item (reserved: a user item equal to it is refused).
 PAD = "\x00ldp-plugin:pad\x00"
@@ -130,22 +130,7 @@ def _is_series(values: Any) -> bool:
 
 def encode_items(values: Any, mechanism: Any) -> np.ndarray:
     """Codes of a closed-domain mechanism's items (numpy or Polars), errors by position only."""
-    if not _is_series(values):
-        return mechanism.encode(values)
-    pl = _pl()
-    if mechanism.categories is None:
-        if not values.dtype.is_integer():
-            raise LDPInputError(f"values must be integer codes in [0, {mechanism.d}) (got Polars dtype {values.dtype})")
-        return mechanism.encode(values.to_numpy())
-    cats = list(mechanism.categories)
-    try:
-        codes = values.replace_strict(cats, list(range(len(cats))), default=None, return_dtype=pl.Int64)
-    except Exception:
-        raise LDPInputError("values must have the dtype of the declared categories") from None
-    if codes.null_count():
-        pos = int(codes.is_null().arg_true()[0])
-        raise LDPInputError(f"values contains an item that is not one of the declared categories (at position {pos})")
-    return codes.to_numpy()
+    return mechanism.encode(values)
 
 
 def _check_duplicates(batch: SetBatch, keys: np.ndarray) -> None:
@@ -175,189 +160,11 @@ def _check_duplicates(batch: SetBatch, keys: np.ndarray) -> None:
         raise LDPInputError(f"sets must not repeat an item (user at position {int(user[order][1:][dup][0])})")
 
 
-@dataclass(frozen=True, kw_only=True)
-class SampleOne:
-    """Padding-and-sampling in front of a categorical mechanism: ε-LDP per user for sets of at
-    most ``m`` items (the privacy unit is the whole set).
-
-    >>> import ldp_plugin as ldp
-    >>> s = ldp.SampleOne(mechanism=ldp.KRR(epsilon=2.0, categories=["a", "b", "c"]), m=2)
-    >>> r = s.randomize([["a", "b"], ["c"], []], rng=0)
-    >>> s.estimate(r).items
-    ('a', 'b', 'c')
-    """
-
-    mechanism: Any
-    m: int
-    on_long: str = "error"
-    padded: Any = field(init=False, repr=False, compare=False)
-
-    def __post_init__(self) -> None:
-        m = self.m
-        if isinstance(m, bool) or not isinstance(m, (int, np.integer)) or not 1 <= int(m) <= 1 << 20:
-            raise LDPParameterError(f"m (the maximum set size) must be an integer in [1, 2**20] (got {m!r})")
-        object.__setattr__(self, "m", int(m))
-        if self.on_long not in ON_LONG:
-            raise LDPParameterError(f"on_long must be one of {ON_LONG} (got {self.on_long!r})")
-        mech = self.mechanism
-        if getattr(mech, "closed", True) is False:
-            padded = mech  # open alphabet: PAD is one more string
-        elif mech.categories is not None:
-            if PAD in mech.categories:
-                raise LDPParameterError("the categories already contain the reserved PAD item")
-            padded = dataclasses.replace(mech, categories=(*mech.categories, PAD), d=None)
-        else:
-            padded = dataclasses.replace(mech, d=mech.d + 1)  # code d is PAD
-        object.__setattr__(self, "padded", padded)
-
-    @property
-    def epsilon(self) -> float:
-        return self.padded.epsilon
-
-    @property
-    def name(self) -> str:
-        return f"sample-one({self.padded.name}, m={self.m})"
-
-    @property
-    def closed(self) -> bool:
-        return getattr(self.padded, "closed", True)
-
-    @property
-    def items(self) -> Optional[tuple]:
-        if not self.closed:
-            return None
-        return self.padded.items[:-1]
-
-    def params(self) -> dict:
-        return {**self.padded.params(), "set_mechanism": "sample-one", "m": self.m, "on_long": self.on_long}
-
-    # -- client ----------------------------------------------------------------------------------
-    def _encode_flat(self, batch: SetBatch) -> tuple[np.ndarray, Any]:
-        """Per-item codes (closed) or keys (open), and the encoding of PAD."""
-        values = batch.values
-        if len(values) == 0:
-            enc = np.empty(0, dtype=np.int64 if self.closed else np.uint64)
-        elif self.closed:
-            enc = encode_items(values, self.mechanism)
-        else:
-            if _is_series(values):
-                has_pad = values.dtype == _pl().String and bool((values == PAD).any())
-            else:
-                has_pad = values.dtype.kind in "OU" and any(isinstance(v, str) and v == PAD for v in values.tolist())
-            if has_pad:
-                raise LDPInputError("sets contain the reserved PAD item")
-            enc = item_keys(values)
-        pad = self.mechanism.d if self.closed else item_keys(np.array([PAD], dtype=object))[0]
-        return enc, pad
-
-    def sample(self, sets: Any, *, rng: RNGLike = None) -> tuple[np.ndarray, int]:
-        """The sampled item encoding of each user, and how many users were sampled down."""
-        source = as_source(rng)
-        batch = as_set_batch(sets)
-        n = len(batch)
-        enc, pad = self._encode_flat(batch)
-        _check_duplicates(batch, enc.astype(np.int64) if enc.dtype != np.uint64 else enc.view(np.int64))
-        lengths = batch.lengths
-        long = lengths > self.m
-        if long.any() and self.on_long == "error":
-            raise LDPInputError(
-                f"{int(long.sum())} set(s) have more than m={self.m} items (first at position {int(np.flatnonzero(long)[0])}); "
-                "raise m or pass on_long='sample'"
-            )
-        out = np.full(n, pad, dtype=enc.dtype)
-        j = source.uniform_int(self.m, n).astype(np.int64)
-        for L in np.unique(lengths[long]):  # long sets: a uniform item of the set (exact, per length)
-            users = np.flatnonzero(lengths == L)
-            j[users] = source.uniform_int(int(L), users.size)
-        hit = j < lengths
-        out[hit] = enc[batch.offsets[:-1][hit] + j[hit]]
-        return out, int(long.sum())
-
-    def sample_labels(self, sets: Any, *, rng: RNGLike = None) -> list:
-        """The sampled *item* of each user (``PAD`` for an empty slot), for chaining in OpenDP."""
-        batch = as_set_batch(sets)
-        sampled, _ = self.sample(batch, rng=rng)
-        if self.closed:
-            items = self.padded.items
-            return [items[int(c)] for c in sampled]
-        # open alphabet: recover the item at the drawn slot (keys are not invertible)
-        flat = batch.values.to_list() if _is_series(batch.values) else batch.values.tolist()
-        keys = item_keys(batch.values) if len(flat) else np.empty(0, dtype=np.uint64)
-        out = []
-        for i, key in enumerate(sampled):
-            lo, hi = int(batch.offsets[i]), int(batch.offsets[i + 1])
-            hit = np.flatnonzero(keys[lo:hi] == key)
-            out.append(flat[lo + int(hit[0])] if hit.size else PAD)
-        return out
-
-    def randomize(self, sets: Any, *, cohorts: Any = None, rng: RNGLike = None):
-        """Reports of the padded mechanism, one per user."""
-        source = as_source(rng)
-        sampled, _ = self.sample(sets, rng=source)
-        if hasattr(self.padded, "randomize_encoded"):
-            return self.padded.randomize_encoded(sampled, cohorts=cohorts, rng=source)
-        if cohorts is not None:
-            raise LDPParameterError("cohorts apply only to cohort mechanisms (orr, orappor)")
-        return self.padded._randomize_codes(sampled, source)
-
-    def randomize_one(self, items: Any, *, rng: RNGLike = None):
-        reports = self.randomize([list(items)], rng=rng)
-        return self.padded._report_of_one(reports) if hasattr(self.padded, "_report_of_one") else reports
-
-    # -- server ------------------------------------------------------------------------------------
-    def accumulator(self):
-        return self.padded.accumulator()
-
-    def estimate(self, reports: Any, *, candidates: Any = None, postprocess: str = "projection", confidence: float = 0.95) -> FrequencyEstimate:
-        return self.estimate_from(self.accumulator().add(reports), candidates=candidates, postprocess=postprocess, confidence=confidence)
-
-    def estimate_from(self, acc, *, candidates: Any = None, postprocess: str = "projection", confidence: float = 0.95) -> FrequencyEstimate:
-        """Set-item frequencies ``f̂ = m·θ̂`` from an accumulator of the padded mechanism."""
-        if postprocess == "em":
-            raise LDPParameterError("postprocess='em' is not available for sets")
-        if self.closed:
-            inner = acc.estimate(postprocess="none", confidence=confidence)
-        else:
-            if candidates is None:
-                raise LDPParameterError("an open-alphabet mechanism needs candidates= (the items to estimate)")
-            cands = list(candidates.to_list() if hasattr(candidates, "to_list") else candidates)
-            inner = acc.estimate(candidates=[*cands, PAD], postprocess="none", confidence=confidence)
-        m = self.m
-        raw_all = np.asarray(inner.raw)
-        # PAD is decoded, never reported: the last code of a closed padded domain, or the PAD
-        # candidate of an open one
-        pad_at = len(inner.items) - 1 if self.closed else inner.items.index(PAD)
-        keep = np.arange(len(inner.items)) != pad_at
-        raw_padded = np.r_[raw_all[keep], raw_all[~keep]]  # PAD last, for the projection below
-        raw = m * raw_all[keep]
-        se = m * np.asarray(inner.std_error)[keep]
-        items = tuple(it for i, it in enumerate(inner.items) if i != pad_at)
-        est = finalize_estimate(raw, se, inner.n, postprocess="none", confidence=confidence, items=items, total=m)
-        if postprocess == "none":
-            return est
-        if postprocess == "projection":
-            post = m * project_simplex(raw_padded)[:-1]
-        else:  # normalize
-            clipped = np.clip(raw_padded, 0.0, None)
-            post = m * clipped[:-1] / clipped.sum() if clipped.sum() > 0 else np.zeros(raw.size)
-        post = np.minimum(post, 1.0)
-        post.setflags(write=False)
-        return dataclasses.replace(est, estimate=post, postprocess=postprocess)
-
-
 def set_codes(sets: Any, mechanism: Any) -> tuple[np.ndarray, np.ndarray]:
     """Item codes and CSR offsets for a set mechanism: a batch of sets (lists, CSR, a Polars List
     column) or of single items (a 1-d array / Series of values: sets of one). Duplicates inside a
     set are an error."""
-    scalar = False
-    if isinstance(sets, SetBatch) or (isinstance(sets, tuple) and len(sets) == 2 and isinstance(sets[1], np.ndarray)):
-        scalar = False
-    elif _is_series(sets):
-        scalar = not isinstance(sets.dtype, (_pl().List, _pl().Array))
-    elif isinstance(sets, np.ndarray):
-        scalar = sets.ndim == 1 and not (sets.dtype == object and sets.size and isinstance(sets[0], (list, tuple, set, np.ndarray)))
-    elif isinstance(sets, (list, tuple)):
-        scalar = len(sets) > 0 and not isinstance(sets[0], (list, tuple, set, frozenset, np.ndarray))
+    scalar = is_item_batch(sets)
     if scalar:
         codes = encode_items(sets if _is_series(sets) else np.asarray(sets), mechanism)
         return codes, np.arange(codes.size + 1, dtype=np.int64)
@@ -390,3 +197,25 @@ def limit_sets(codes: np.ndarray, offsets: np.ndarray, m: int, on_long: str, sou
     new_off = np.zeros(new_len.size + 1, dtype=np.int64)
     np.cumsum(new_len, out=new_off[1:])
     return codes[keep], new_off, new_len
+
+
+def is_item_batch(values: Any) -> bool:
+    """True for a 1-d batch of single items (each user holds one item: a set of one), False for a
+    batch of sets. A plain string is one item, never a set of characters."""
+    if isinstance(values, SetBatch) or (isinstance(values, tuple) and len(values) == 2 and isinstance(values[1], np.ndarray)):
+        return False
+    if _is_series(values):
+        return not isinstance(values.dtype, (_pl().List, _pl().Array))
+    if isinstance(values, np.ndarray):
+        return values.ndim == 1 and not (values.dtype == object and values.size and isinstance(values[0], (list, tuple, set, frozenset, np.ndarray)))
+    if isinstance(values, (list, tuple)):
+        return len(values) > 0 and not isinstance(values[0], (list, tuple, set, frozenset, np.ndarray))
+    return False
+
+
+def __getattr__(name: str):  # SampleOne lives in mechanisms/ (imported lazily: no import cycle)
+    if name == "SampleOne":
+        from .mechanisms.sample_one import SampleOne
+
+        return SampleOne
+    raise AttributeError(name)

@@ -117,37 +117,28 @@ def simulate(
         raise LDPParameterError(f"truth must be one of {TRUTHS} (got {truth!r})")
     if distribution not in DISTRIBUTIONS:
         raise LDPParameterError(f"distribution must be one of {DISTRIBUTIONS} (got {distribution!r})")
-    from .sets import SampleOne
-
     gen = np.random.default_rng(seed)
     source = SeededRandomSource(int(gen.integers(0, 2**63))) if seed is not None else SecureRandomSource()
-    is_set = isinstance(mechanism, SampleOne)
-    native_set = hasattr(mechanism, "verification_inputs") and hasattr(mechanism, "_randomize_csr")
-    base = mechanism.mechanism if is_set else mechanism
-    d = base.d
+    is_set = mechanism.input_kind == "set"
+    d = mechanism.domain_size
     if d is None:
         raise LDPParameterError("simulate needs a closed-alphabet mechanism (give d)")
-    m = mechanism.m if (is_set or native_set) else 1
+    check_simulation_memory(mechanism, int(n))
+    m = mechanism.m if is_set else 1
     l2 = l1 = linf = l2raw = mse = 0.0
     t_rand = t_agg = 0.0
     for _ in range(repeats):
         theta = true_distribution(distribution, d, gen)
-        if native_set:
-            data, f = draw_sets(theta, int(n), m, gen) if m > 1 else draw_users(theta, int(n), gen)
-            target = f if m > 1 else f / n
-        elif is_set:
-            data, f = draw_sets(theta, int(n), m, gen)
-            target = f  # the true frequencies; the padded mechanism sees θ = f/m
+        if is_set and m > 1:
+            data, target = draw_sets(theta, int(n), m, gen)
         else:
             data, counts = draw_users(theta, int(n), gen)
-            target = counts / n if truth == "empirical" else theta
+            target = counts / n if (truth == "empirical" or is_set) else theta
         t0 = time.perf_counter()
-        reports = mechanism.randomize(data, rng=source) if (is_set or native_set) else (
-            mechanism._randomize_codes(data, source) if hasattr(mechanism, "_randomize_codes") else mechanism.randomize_encoded(data, rng=source)
-        )
+        reports = mechanism.randomize(data, rng=source) if is_set else mechanism.randomize_encoded(data, rng=source)
         t1 = time.perf_counter()
         acc = mechanism.accumulator().add(reports)
-        est = mechanism.estimate_from(acc, postprocess=postprocess) if is_set else acc.estimate(postprocess=postprocess)
+        est = mechanism.estimate_from(acc, postprocess=postprocess)
         t2 = time.perf_counter()
         t_rand += t1 - t0
         t_agg += t2 - t1
@@ -157,10 +148,7 @@ def simulate(
         linf += float(np.abs(err).max())
         rerr = est.raw - target
         l2raw += float(rerr @ rerr)
-        if native_set:
-            mse += mechanism.mse(int(n), target)
-        else:
-            mse += _analytic_mse(mechanism, int(n), theta, target if is_set else None, truth)
+        mse += mechanism.analytic_mse(int(n), theta=theta, f=target if is_set else None, sampling="fixed" if (truth == "empirical" or is_set) else "iid")
     r = float(repeats)
     return SimulationResult(
         mechanism=mechanism.params(),
@@ -181,36 +169,35 @@ def simulate(
     )
 
 
-def _analytic_mse(mechanism, n: int, theta: np.ndarray, f: Optional[np.ndarray], truth: str) -> float:
-    """The raw estimator's expected squared l2 error (fixed population; sets: ``m² ·`` the padded
-    mechanism's per-item variances at ``θ = f/m``; cohort mechanisms: their prediction)."""
-    from .sets import SampleOne
-
-    if isinstance(mechanism, SampleOne):
-        m, padded = mechanism.m, mechanism.padded
-        if hasattr(padded, "variance"):
-            # every user holds exactly m items and the sampled one is random: a holder of i
-            # supports it with probability π₁ = q* + (p*−q*)/m
-            p, q = padded.p_star, padded.q_star
-            pi1 = q + (p - q) / m
-            var = (f * pi1 * (1 - pi1) + (1 - f) * q * (1 - q)) / (n * (p - q) ** 2)
-            return float(m * m * var.sum())
-        d = f.size + 1
-        iid = padded.predicted_mse(n, S=d) + (1 - 1 / d) / n
-        return float(m * m * iid * (d - 1) / d - float(np.sum(f * (1 - f))) / n)
-    if hasattr(mechanism, "mse"):
-        return mechanism.mse(n, theta, sampling="fixed" if truth == "empirical" else "iid")
-    extra = 0.0 if truth == "empirical" else (1 - float(np.sum(theta**2))) / n
-    return mechanism.predicted_mse(n) + extra
+def check_simulation_memory(mechanism: Any, n: int, limit_bytes: int = 8 << 30) -> None:
+    """Refuse, before allocating, a simulation whose per-item arrays or reports would not fit
+    (d and n are checked against ``limit_bytes``; a clear error instead of being OOM-killed)."""
+    d = mechanism.domain_size or 0
+    report_bytes = mechanism.wire_size(n) if n else 0
+    need = 48 * d + 2 * report_bytes + 24 * n
+    if need > limit_bytes:
+        raise LDPParameterError(
+            f"this simulation needs about {need / 2**30:.1f} GiB (d={d}, n={n}); the limit is {limit_bytes / 2**30:.0f} GiB: "
+            "use a smaller --d or --n"
+        )
 
 
 def parse_params(pairs: list[str]) -> Mapping[str, Any]:
-    """``KEY=VALUE`` strings → dict (integers parsed as ints, floats as floats)."""
+    """``KEY=VALUE`` strings → dict (integers as ints, floats as floats, ``[a, b]`` as a JSON
+    list, anything else as text)."""
+    import json
+
     out: dict[str, Any] = {}
     for pair in pairs or []:
         key, sep, value = pair.partition("=")
         if not sep or not key:
             raise LDPParameterError(f"--param takes KEY=VALUE (got {pair!r})")
+        if value.strip().startswith("["):
+            try:
+                out[key] = json.loads(value)
+            except ValueError:
+                raise LDPParameterError(f"--param {key}=[...] must be a JSON list, e.g. {key}=[0.5,0.3,0.2]") from None
+            continue
         for conv in (int, float):
             try:
                 out[key] = conv(value)

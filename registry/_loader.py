@@ -19,6 +19,8 @@ __all__ = [
     "VerificationResult",
     "load_registry",
     "build",
+    "from_spec",
+    "required_parameters",
     "verify_exact",
     "verify",
     "register",
@@ -243,21 +245,151 @@ def unregister_all() -> None:
     _USER.clear()
 
 
-def build(name: str, *, epsilon: float, d: int | None = None, registry: Mapping[str, Declaration] | None = None, **params: Any):
-    """Construct the mechanism registered under ``name``."""
+def _param_hint(decl: "Declaration", pname: str) -> str:
+    spec = decl.parameters.get(pname, {})
+    return f"{pname} ({spec.get('type', '?')} in {spec.get('range', '?')})"
+
+
+def required_parameters(decl: "Declaration") -> list:
+    """Constructor parameters without a default (besides epsilon and the domain)."""
+    import dataclasses
+
+    cls = decl.mechanism_class()
+    return [
+        f.name
+        for f in dataclasses.fields(cls)
+        if f.init and f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING and f.name not in ("epsilon", "d", "categories")
+    ]
+
+
+def takes_open_alphabet(decl: "Declaration") -> bool:
+    return "d" in decl.parameters and "none" in str(decl.parameters["d"].get("type", ""))
+
+
+def build(
+    name: str,
+    *,
+    epsilon: Any = None,
+    d: Any = None,
+    categories: Any = None,
+    m: Any = None,
+    on_long: str = "error",
+    n: Any = None,
+    registry: Mapping[str, Declaration] | None = None,
+    **params: Any,
+):
+    """Construct the mechanism registered under ``name`` — the one builder every layer uses (the
+    CLI, collect jobs, Parquet metadata, verification, the federated runtime).
+
+    Checks the parameters against the declaration before constructing: an unknown or missing
+    parameter raises :class:`LDPParameterError` naming it, its type and range, and how to give it
+    on the command line (``--param k=...``). ``m`` wraps a categorical mechanism in
+    :class:`ldp_plugin.SampleOne` (a native set mechanism takes ``m`` itself); ``sample-NAME`` is
+    NAME wrapped in SampleOne. O-RR without ``k`` picks ``(k, cohorts)`` with
+    :func:`ldp_plugin.theory.choose_orr` for the domain size and ``n`` (default 10^5) — the one
+    place that default lives."""
     reg = registry if registry is not None else load_registry()
+    wrap = False
+    if isinstance(name, str) and name.startswith("sample-") and name[len("sample-"):] in reg:
+        name, wrap = name[len("sample-"):], True
     if name not in reg:
-        raise LDPParameterError(f"unknown mechanism {name!r}; registered: {sorted(reg)}")
+        raise LDPParameterError(f"unknown mechanism {name!r}; registered: {', '.join(sorted(reg))}")
     decl = reg[name]
+    if epsilon is None:
+        raise LDPParameterError(f"mechanism {name!r} needs epsilon (a number > 0; on the command line: --epsilon E)")
     unknown = set(params) - set(decl.parameters)
     if unknown:
         raise LDPParameterError(f"mechanism {name!r} has no parameter(s) {sorted(unknown)}; it takes {sorted(decl.parameters)}")
-    cls = decl.mechanism_class()
+    native_set = "m" in decl.parameters
+    if native_set:
+        if m is not None:
+            params["m"] = m
+        if on_long != "error":
+            params["on_long"] = on_long
+        wrap = False
+    elif m is not None:
+        wrap = True
+    if wrap and m is None:
+        m = 1
+    if categories is not None:
+        if isinstance(categories, (str, bytes)):
+            raise LDPParameterError("categories must be a list of labels, not a single string")
+        categories = tuple(categories)
+    if name == "orr" and "k" not in params:
+        S = len(categories) if categories is not None else d
+        if S is None:
+            raise LDPParameterError(
+                "mechanism 'orr' needs k (int in [2, 2^24]) and cohorts, or the domain size d/categories to choose them "
+                "(on the command line: --d D, or --param k=K --param cohorts=C)"
+            )
+        from ldp_plugin.theory import choose_orr
+
+        chosen = choose_orr(int(S) + (1 if wrap else 0), float(epsilon), int(n) if n else 100_000)
+        params.setdefault("k", chosen["k"])
+        params.setdefault("cohorts", chosen["cohorts"])
+    missing = [p for p in required_parameters(decl) if p not in params]
+    if missing:
+        hints = ", ".join(_param_hint(decl, p) for p in missing)
+        cli = " ".join(f"--param {p}=VALUE" for p in missing)
+        raise LDPParameterError(f"mechanism {name!r} needs {hints}; on the command line: {cli}")
+    kwargs = dict(epsilon=epsilon, **params)
     if decl.fixed_d is not None:
         if d is not None and d != decl.fixed_d:
-            raise LDPParameterError(f"mechanism {name!r} has d fixed at {decl.fixed_d}")
-        return cls(epsilon=epsilon, **params)
-    return cls(epsilon=epsilon, d=d, **params)
+            raise LDPParameterError(f"mechanism {name!r} has d fixed at {decl.fixed_d} (got d={d})")
+        if categories is not None:
+            kwargs["categories"] = categories
+    elif "d" in decl.parameters or categories is not None:
+        kwargs.update(d=d, categories=categories)
+    cls = decl.mechanism_class()
+    try:
+        mech = cls(**kwargs)
+    except TypeError as exc:  # a wrong type reaching the constructor: name it, never a traceback
+        raise LDPParameterError(f"mechanism {name!r}: invalid parameters ({exc})") from None
+    except LDPParameterError as exc:
+        if str(exc).startswith("give the domain size d"):
+            rng = decl.parameters.get("d", {}).get("range", "?")
+            raise LDPParameterError(f"mechanism {name!r} needs the domain: d (int in {rng}; on the command line: --d D) or categories") from None
+        raise
+    if wrap:
+        from ldp_plugin.mechanisms import SampleOne
+
+        return SampleOne(mechanism=mech, m=m, on_long=on_long)
+    return mech
+
+
+def from_spec(spec: Any):
+    """Rebuild a mechanism from its :meth:`spec` (a dict or its JSON text) — only registered
+    constructors (and the SampleOne / memoized wrappers around them) are ever built."""
+    import json
+
+    from ldp_plugin._errors import LDPInputError
+
+    if isinstance(spec, (str, bytes)):
+        try:
+            spec = json.loads(spec)
+        except ValueError:
+            raise LDPInputError("the mechanism spec is not valid JSON") from None
+    if not isinstance(spec, dict):
+        raise LDPInputError("a mechanism spec is a JSON object")
+    if spec.get("set") == "sample-one":
+        from ldp_plugin.mechanisms import SampleOne
+
+        return SampleOne(mechanism=from_spec(spec.get("mechanism")), m=spec.get("m"), on_long=spec.get("on_long", "error"))
+    params = dict(spec.get("params") or {})
+    if params.get("categories") is not None:
+        params["categories"] = tuple(params["categories"])
+    name = spec.get("name")
+    if name == "memoized-krr":
+        from ldp_plugin.memo import Memoized
+
+        return Memoized(**params)
+    reg = load_registry()
+    if name not in reg:
+        raise LDPInputError(f"the mechanism spec names {name!r}, which is not registered here")
+    try:
+        return reg[name].mechanism_class()(**params)
+    except TypeError:
+        raise LDPInputError(f"the mechanism spec of {name!r} has parameters its constructor does not take") from None
 
 
 @dataclass(frozen=True)

@@ -83,8 +83,17 @@ def test_set_validation():
         s.randomize([["a"], ["zzz-secret"]])
     with pytest.raises(LDPInputError, match="null"):
         s.randomize(pl.Series([["a", None]]))
-    with pytest.raises(LDPInputError, match="List"):
-        s.randomize(pl.Series(["a", "b"]))
+    # a batch of single items is a batch of sets of one (a string is one item, never its characters)
+    assert s.randomize(pl.Series(["a", "b"]), rng=3).tolist() == s.randomize([["a"], ["b"]], rng=3).tolist()
+
+
+def test_sample_one_takes_a_plain_string_as_one_item():
+    """Issue 21: with categories A, B, AB, O the input "AB" is the item AB, not A and B."""
+    s = SampleOne(mechanism=ldp.KRR(epsilon=8.0, categories=["A", "B", "AB", "O"]), m=1)
+    est = s.estimate(s.randomize(["AB"] * 4000, rng=0), postprocess="none")
+    assert est.estimate[2] > 0.95 and abs(est.estimate[0]) < 0.05 and abs(est.estimate[1]) < 0.05
+    assert s.randomize_one("AB", rng=1) in ("A", "B", "AB", "O", ldp.PAD)
+    assert s.sample_labels(["AB", "O"], rng=2) in (["AB", "O"], ["AB", ldp.PAD], [ldp.PAD, "O"], [ldp.PAD, ldp.PAD])
     o = SampleOne(mechanism=ldp.ORR(epsilon=1.0, k=4), m=2)
     with pytest.raises(LDPInputError, match="PAD"):
         o.randomize([[ldp.PAD]])

@@ -6,9 +6,11 @@ from .extremal import BinaryMechanism, FiniteChannel, GeometricMechanism, Stairc
 from .hadamard import HadamardMechanism, HadamardResponse
 from .set_baselines import PrivSet, RapporSet, SetAccumulator
 from .wheel import Wheel
+from .protocol import Mechanism, ReportField
+from .sample_one import SampleOne
 from .local_hashing import OLH
 from .randomized_response import KRR, WarnerRR
 from .subset import KSubset
 from .unary import OUE, RAPPOR, THE, UnaryEncoding
 
-__all__ = ["Channel", "FrequencyAccumulator", "FrequencyOracle", "KRR", "WarnerRR", "KSubset", "OLH", "HadamardResponse", "HadamardMechanism", "THE", "BinaryMechanism", "FiniteChannel", "GeometricMechanism", "StaircaseMechanism", "Wheel", "RapporSet", "PrivSet", "SetAccumulator", "ORR", "ORAPPOR", "CohortReports", "CohortAccumulator", "OUE", "RAPPOR", "UnaryEncoding"]
+__all__ = ["Mechanism", "ReportField", "SampleOne", "Channel", "FrequencyAccumulator", "FrequencyOracle", "KRR", "WarnerRR", "KSubset", "OLH", "HadamardResponse", "HadamardMechanism", "THE", "BinaryMechanism", "FiniteChannel", "GeometricMechanism", "StaircaseMechanism", "Wheel", "RapporSet", "PrivSet", "SetAccumulator", "ORR", "ORAPPOR", "CohortReports", "CohortAccumulator", "OUE", "RAPPOR", "UnaryEncoding"]

@@ -30,6 +30,7 @@ from ..estimation import FrequencyEstimate, estimate_pure, pure_variance
 from ..exact import TWO64, epsilon_of_ratio, ratio_within_exp
 from ..theory import mse_pure
 from ..sampling import RNGLike, as_source
+from .protocol import Mechanism, ReportField
 
 __all__ = ["Channel", "RealizedChannel", "RealizedRates", "FrequencyOracle", "FrequencyAccumulator", "check_epsilon", "check_domain", "encode_values"]
 
@@ -81,6 +82,8 @@ def encode_values(values: Any, d: int, categories: Optional[tuple], index: Optio
     Without ``categories`` values must be integer codes in ``[0, d)``; with them, labels. Errors
     give the position of the first bad value, never the value.
     """
+    if _is_polars_series(values):
+        return _encode_series(values, d, categories)
     arr = _as_array(values)
     if index is None:
         if arr.dtype == object and all(isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_)) for v in arr.tolist()):
@@ -110,6 +113,34 @@ def encode_values(values: Any, d: int, categories: Optional[tuple], index: Optio
             raise LDPInputError(f"values contains an item that is not one of the declared categories (at position {pos})")
         codes_u[j] = code
     return codes_u[inv.reshape(-1)]
+
+
+def _is_polars_series(values: Any) -> bool:
+    return type(values).__module__.startswith("polars") and type(values).__name__ == "Series"
+
+
+def _encode_series(values: Any, d: int, categories: Optional[tuple]) -> np.ndarray:
+    """Vectorized dictionary encoding of a Polars Series (String, Categorical, Enum, integer)."""
+    import polars as pl
+
+    if values.null_count():
+        pos = int(values.is_null().arg_true()[0])
+        raise LDPInputError(f"values has a null at position {pos}")
+    if categories is None:
+        if not values.dtype.is_integer():
+            raise LDPInputError(f"values must be integer codes in [0, {d}) (got Polars dtype {values.dtype}); pass categories= to randomize labels")
+        return encode_values(values.to_numpy(), d, None, None)
+    if values.dtype == pl.Categorical or isinstance(values.dtype, pl.Enum):
+        values = values.cast(pl.String)
+    cats = list(categories)
+    try:
+        codes = values.replace_strict(cats, list(range(len(cats))), default=None, return_dtype=pl.Int64)
+    except Exception:
+        raise LDPInputError("values must have the dtype of the declared categories") from None
+    if codes.null_count():
+        pos = int(codes.is_null().arg_true()[0])
+        raise LDPInputError(f"values contains an item that is not one of the declared categories (at position {pos})")
+    return codes.to_numpy()
 
 
 def floor_threshold(p: Fraction) -> int:
@@ -162,7 +193,7 @@ def _as_array(values: Any) -> np.ndarray:
     return arr
 
 
-class RealizedChannel:
+class RealizedChannel(Mechanism):
     """Shared by every closed-domain mechanism: the realized ε (rounded up) of its exact
     worst-case ratio, the item labels, the encoding of values to codes and the public
     parameters (``params``; a mechanism adds its own in ``_extra_params``)."""
@@ -212,6 +243,8 @@ class FrequencyOracle(RealizedRates, abc.ABC):
 
     name: ClassVar[str] = "abstract"
     supports_em: ClassVar[bool] = False
+    # report columns a grouped (histogram) aggregation may use; None: aggregate batch by batch
+    histogram_columns: ClassVar[Optional[tuple]] = None
     channel_max_outputs: ClassVar[int] = 4096
     # only the deliberately broken mechanisms of ldp_plugin.verification.seeded_bugs set this:
     # they must be constructible so that the verification layers can be shown to catch them
@@ -294,13 +327,17 @@ class FrequencyOracle(RealizedRates, abc.ABC):
         """
         return encode_values(values, self.d, self.categories, self._index)
 
-    def randomize(self, values: Any, *, rng: RNGLike = None) -> np.ndarray:
+    def randomize(self, values: Any, *, rng: RNGLike = None, cohorts: Any = None) -> np.ndarray:
         """Randomize a batch: element ``i`` of the result is user ``i``'s report.
 
         ``rng=None`` (default) uses the OS CSPRNG; an integer seeds a reproducible, *non-secure*
         generator for simulations and tests.
         """
+        self._check_no_cohorts(cohorts)
         return self._randomize_codes(self.encode(values), as_source(rng))
+
+    def report_fields(self) -> tuple:
+        return (ReportField("report", "uint32", kind="int", bound=self.output_alphabet_size()),)
 
     def randomize_one(self, value: Any, *, rng: RNGLike = None):
         """Randomize one user's value (the same exact sampler, batch of one).
@@ -344,6 +381,9 @@ class FrequencyOracle(RealizedRates, abc.ABC):
         """Per-item variance of the raw estimator (empirical distribution ``theta`` of n users)."""
         return pure_variance(np.asarray(theta, dtype=np.float64), n, self.p_star, self.q_star)
 
+    def analytic_mse(self, n: int, *, theta: Any = None, f: Any = None, sampling: str = "fixed") -> float:
+        return self.mse(n, theta, sampling=sampling)
+
     def mse(self, n: int, theta: Any = None, *, sampling: str = "fixed") -> float:
         """Expected squared l2 error of the raw estimator, ``E||θ̂ − θ||²``.
 
@@ -382,6 +422,17 @@ class FrequencyAccumulator:
         self.n += self.mechanism.n_reports(reports)
         return self
 
+    def add_histogram(self, columns: dict, weights: Any) -> "FrequencyAccumulator":
+        """Add reports given as distinct values of the mechanism's ``histogram_columns`` with
+        their counts (a grouped Parquet scan); only for mechanisms that declare them."""
+        values = np.asarray(columns["report"]).astype(np.int64)
+        w = np.asarray(weights, dtype=np.int64)
+        if values.size and (values.min() < 0 or values.max() >= self.mechanism.output_alphabet_size()):
+            raise LDPInputError("reports outside the mechanism's output range")
+        self.counts += self.mechanism.histogram_support_counts(values, w)
+        self.n += int(w.sum())
+        return self
+
     def merge(self, other: "FrequencyAccumulator") -> "FrequencyAccumulator":
         if not isinstance(other, FrequencyAccumulator) or other.mechanism != self.mechanism:
             raise LDPParameterError("can only merge accumulators of the same mechanism and parameters")
@@ -394,8 +445,10 @@ class FrequencyAccumulator:
         """What post-processed estimates sum to (1: a distribution)."""
         return 1.0
 
-    def estimate(self, *, postprocess: str = "projection", confidence: float = 0.95) -> FrequencyEstimate:
+    def estimate(self, *, candidates: Any = None, postprocess: str = "projection", confidence: float = 0.95) -> FrequencyEstimate:
         m = self.mechanism
+        if candidates is not None:
+            raise LDPParameterError(f"{m.name} decodes over its own domain; candidates= applies to open-alphabet mechanisms")
         if self.n == 0:
             raise LDPParameterError("an estimate needs at least one report (n >= 1)")
         return estimate_pure(

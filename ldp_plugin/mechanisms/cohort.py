@@ -36,6 +36,7 @@ from typing import Any, ClassVar, Optional
 
 import numpy as np
 
+from .protocol import Mechanism, ReportField
 from .._errors import LDPInputError, LDPParameterError
 from ..estimation import FrequencyEstimate, finalize_estimate, least_squares_decode, check_postprocess
 from ..exact import TWO64, epsilon_of_ratio, exp_lower_bound, ratio_within_exp
@@ -70,8 +71,10 @@ class CohortReports:
 
 
 @dataclass(frozen=True, kw_only=True)
-class _CohortMechanism(abc.ABC):
+class _CohortMechanism(Mechanism, abc.ABC):
     name: ClassVar[str] = "abstract-cohort"
+    takes_cohorts: ClassVar[bool] = True
+    histogram_columns: ClassVar[Optional[tuple]] = None
     covariance: ClassVar[str] = "multinomial"
     hashes_per_item: ClassVar[int] = 1
 
@@ -215,6 +218,15 @@ class _CohortMechanism(abc.ABC):
         v = r.value[0]
         return int(r.cohort[0]), (int(v) if np.ndim(v) == 0 else bytes(v))
 
+    # -- reports -------------------------------------------------------------------------------------
+    def _to_columns(self, reports: Any) -> dict:
+        if not isinstance(reports, CohortReports):
+            raise LDPInputError(f"{self.name} reports must be a CohortReports batch (cohort, value)")
+        return {"cohort": np.asarray(reports.cohort), "report": np.asarray(reports.value)}
+
+    def _from_columns(self, cols: dict) -> CohortReports:
+        return CohortReports(np.asarray(cols["cohort"]), np.asarray(cols["report"]))
+
     # -- server ------------------------------------------------------------------------------------
     @abc.abstractmethod
     def validate_reports(self, reports: Any) -> CohortReports:
@@ -292,6 +304,10 @@ class _CohortMechanism(abc.ABC):
         """(number of values per cohort, index of each value in ``_cell_channel`` order)."""
 
     # -- theory ----------------------------------------------------------------------------------
+    def analytic_mse(self, n: int, *, theta: Any = None, f: Any = None, sampling: str = "fixed") -> float:
+        extra = 0.0 if sampling == "fixed" else (1 - float(np.sum(np.asarray(theta) ** 2))) / n
+        return self.predicted_mse(n) + extra
+
     def predicted_mse(self, n: int, S: Optional[int] = None) -> float:
         """Predicted ``E‖θ̂ − θ‖²`` of the least-squares decoder for ``n`` users over ``S``
         candidates (uniform-θ approximation; see :func:`ldp_plugin.theory.mse_cohort`)."""
@@ -347,6 +363,18 @@ class CohortAccumulator:
     @property
     def n(self) -> int:
         return int(self.n_c.sum())
+
+    def add_histogram(self, columns: dict, weights: Any) -> "CohortAccumulator":
+        """Add reports given as distinct (cohort, report) pairs with their counts."""
+        m = self.mechanism
+        cohort = np.asarray(columns["cohort"]).astype(np.int64)
+        value = np.asarray(columns["report"]).astype(np.int64)
+        w = np.asarray(weights, dtype=np.int64)
+        if cohort.size and (cohort.min() < 0 or cohort.max() >= m.cohorts or value.min() < 0 or value.max() >= m.k):
+            raise LDPInputError("reports outside the mechanism's cohorts or cells")
+        self.counts += m.histogram_cell_counts(cohort, value, w)
+        self.n_c += np.bincount(cohort, weights=w, minlength=m.cohorts).astype(np.int64)
+        return self
 
     def add(self, reports: Any) -> "CohortAccumulator":
         r = self.mechanism.validate_reports(reports)
@@ -417,6 +445,10 @@ class ORR(_CohortMechanism):
 
     name = "orr"
     covariance = "multinomial"
+    histogram_columns = ("cohort", "report")
+
+    def report_fields(self) -> tuple:
+        return (ReportField("cohort", "uint32", bound=self.cohorts), ReportField("report", "uint32", bound=self.k))
     _krr: KRR = field(init=False, repr=False, compare=False)
 
     def _realize(self):
@@ -508,6 +540,9 @@ class ORAPPOR(_CohortMechanism):
 
     def _randomize_positions(self, positions, source):
         return randomize_bit_rows(positions, self.k, self.p_threshold, TWO64 - self.p_threshold, source)
+
+    def report_fields(self) -> tuple:
+        return (ReportField("cohort", "uint32", bound=self.cohorts), ReportField("report", "uint8", self.n_bytes, "bits", self.k))
 
     def validate_reports(self, reports: Any) -> CohortReports:
         if not isinstance(reports, CohortReports):

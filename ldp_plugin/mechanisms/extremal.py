@@ -35,6 +35,7 @@ from typing import Any, ClassVar, Optional
 
 import numpy as np
 
+from .protocol import ReportField, SeededReports
 from .._errors import LDPInputError, LDPParameterError, PrivacyVerificationError
 from ..estimation import FrequencyEstimate, finalize_estimate
 from ..exact import TWO64, exp_lower_bound, ratio_within_exp
@@ -149,9 +150,10 @@ class FiniteChannel(RealizedChannel, abc.ABC):
             out[sel] = np.searchsorted(self._cum[x], w[sel], side="right") - 1  # exact: P = T(x, y)/2**64
         return out
 
-    def randomize(self, values: Any, *, rng=None) -> np.ndarray:
+    def randomize(self, values: Any, *, rng=None, cohorts: Any = None) -> np.ndarray:
         from ..sampling import as_source
 
+        self._check_no_cohorts(cohorts)
         return self._randomize_codes(self.encode(values), as_source(rng))
 
     def randomize_one(self, value: Any, *, rng=None) -> int:
@@ -161,6 +163,9 @@ class FiniteChannel(RealizedChannel, abc.ABC):
         return np.asarray(reports, dtype=np.int64)
 
     # -- server ------------------------------------------------------------------------------------------
+    def report_fields(self) -> tuple:
+        return (ReportField("report", "uint32", bound=self.outputs),)
+
     def validate_reports(self, reports: Any) -> np.ndarray:
         arr = np.asarray(reports)
         if arr.ndim != 1 or arr.dtype.kind not in "iu":
@@ -170,22 +175,62 @@ class FiniteChannel(RealizedChannel, abc.ABC):
         return arr
 
     def estimate(self, reports: Any, *, postprocess: str = "projection", confidence: float = 0.95) -> FrequencyEstimate:
+        """Least squares on the channel (see :class:`ChannelAccumulator`)."""
+        return self.accumulator().add(reports).estimate(postprocess=postprocess, confidence=confidence)
+
+    def analytic_mse(self, n: int, *, theta: Any = None, f: Any = None, sampling: str = "fixed") -> float:
+        """Exact: the raw estimator ``A m̂`` is linear in the multinomial output frequencies
+        ``m̂`` (mean ``Qᵀθ``), so ``E||θ̂ − θ||² = tr(A Σ Aᵀ)`` with ``Σ = (diag(μ) − μμᵀ)/n``
+        (full-rank channels; a rank-deficient one adds its bias, not counted here)."""
+        th = np.asarray(theta, dtype=np.float64)
+        mu = self.matrix().T @ th
+        A = np.linalg.pinv(self.matrix().T)
+        cov = (np.diag(mu) - np.outer(mu, mu)) / n
+        extra = 0.0 if sampling == "fixed" else (1 - float(np.sum(th**2))) / n
+        return float(np.trace(A @ cov @ A.T)) + extra
+
+    def accumulator(self) -> "ChannelAccumulator":
+        return ChannelAccumulator(self)
+
+
+class ChannelAccumulator:
+    """Mergeable server state of a finite channel: int64 counts of each output and ``n``."""
+
+    def __init__(self, mechanism: FiniteChannel):
+        self.mechanism = mechanism
+        self.counts = np.zeros(mechanism.outputs, dtype=np.int64)
+        self.n = 0
+
+    def add(self, reports: Any) -> "ChannelAccumulator":
+        r = self.mechanism.validate_reports(reports)
+        self.counts += np.bincount(r.astype(np.int64), minlength=self.mechanism.outputs)
+        self.n += int(r.size)
+        return self
+
+    def merge(self, other: "ChannelAccumulator") -> "ChannelAccumulator":
+        if not isinstance(other, ChannelAccumulator) or other.mechanism != self.mechanism:
+            raise LDPParameterError("can only merge accumulators of the same mechanism and parameters")
+        out = ChannelAccumulator(self.mechanism)
+        out.counts = self.counts + other.counts
+        out.n = self.n + other.n
+        return out
+
+    def estimate(self, *, candidates: Any = None, postprocess: str = "projection", confidence: float = 0.95) -> FrequencyEstimate:
         """Least squares on the channel: ``θ̂ = (Qᵀ)⁺ m̂`` (unbiased when ``Q`` has rank ``d``; the
         minimum-norm solution otherwise, e.g. for the two-output binary mechanism), with
         multinomial plug-in standard errors."""
-        r = self.validate_reports(reports)
-        n = int(r.size)
+        mech = self.mechanism
+        if candidates is not None:
+            raise LDPParameterError(f"{mech.name} decodes over its own domain; candidates= applies to open-alphabet mechanisms")
+        n = self.n
         if n == 0:
             raise LDPParameterError("an estimate needs at least one report (n >= 1)")
-        m_hat = np.bincount(r.astype(np.int64), minlength=self.outputs) / n
-        A = np.linalg.pinv(self.matrix().T)  # d × ℓ
+        m_hat = self.counts / n
+        A = np.linalg.pinv(mech.matrix().T)  # d × ℓ
         raw = A @ m_hat
         cov = (np.diag(m_hat) - np.outer(m_hat, m_hat)) / n
         se = np.sqrt(np.maximum(np.einsum("ij,jk,ik->i", A, cov, A), 0.0))
-        return finalize_estimate(raw, se, n, postprocess=postprocess, confidence=confidence, items=self.items)
-
-    def accumulator(self):
-        raise LDPParameterError(f"{self.name} is estimated with estimate(reports); it has no pure-oracle accumulator")
+        return finalize_estimate(raw, se, n, postprocess=postprocess, confidence=confidence, items=mech.items)
 
 
 def _check_prior(p: Any, d: int, name: str) -> np.ndarray:

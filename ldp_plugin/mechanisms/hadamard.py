@@ -70,6 +70,8 @@ class HadamardResponse(FrequencyOracle):
     in_threshold: int = field(init=False, repr=False, compare=False)
     K: int = field(init=False, compare=False)
 
+    histogram_columns = ("report",)
+
     def _realize(self):
         object.__setattr__(self, "K", 1 << self.d.bit_length())  # smallest power of 2 > d
         L = exp_lower_bound(self.epsilon)
@@ -147,6 +149,8 @@ class HadamardMechanism(FrequencyOracle):
     name = "hadamard-mechanism"
     keep_threshold: int = field(init=False, repr=False, compare=False)
     K: int = field(init=False, compare=False)
+
+    histogram_columns = ("report",)
 
     def _realize(self):
         object.__setattr__(self, "K", 1 << self.d.bit_length())

@@ -28,6 +28,7 @@ from typing import Any, ClassVar, Optional, Union
 
 import numpy as np
 
+from .protocol import ReportField, SeededReports
 from .._errors import LDPInputError, LDPParameterError
 from ..hashing import hash_interval, item_keys, keys_of_items, mix64, seed_multipliers, seeded_hash
 from ._base import Channel, FrequencyOracle
@@ -49,7 +50,7 @@ def olh_default_g(epsilon: float) -> int:
 
 
 @dataclass(frozen=True, kw_only=True)
-class OLH(FrequencyOracle):
+class OLH(SeededReports, FrequencyOracle):
     """Optimized local hashing over ``d`` categories, ``epsilon``-LDP per user.
 
     Privacy: ``max_divergence``, ``ε`` per user; conditional on the (data-independent) seed the
@@ -122,6 +123,9 @@ class OLH(FrequencyOracle):
         return (int(reports[0, 0]), int(reports[0, 1]))
 
     # -- server ----------------------------------------------------------------------------------
+    def report_fields(self) -> tuple:
+        return (ReportField("seed", "uint64"), ReportField("report", "uint32", bound=self.g))
+
     def validate_reports(self, reports: Any) -> np.ndarray:
         arr = np.asarray(reports)
         if arr.ndim != 2 or arr.shape[1] != 2 or arr.dtype != np.uint64:

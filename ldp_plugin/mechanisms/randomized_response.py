@@ -26,6 +26,7 @@ import numpy as np
 
 from .._errors import LDPInputError
 from ..exact import TWO64, exp_lower_bound
+from .protocol import ReportField
 from ._base import Channel, FrequencyOracle, floor_threshold
 
 __all__ = ["KRR", "WarnerRR"]
@@ -65,6 +66,8 @@ class KRR(FrequencyOracle):
         q = (1 - p) / (self.d - 1)
         ratio = Fraction(T * (self.d - 1), TWO64 - T) if T < TWO64 else Fraction(10**400)
         return p, q, ratio
+
+    histogram_columns = ("report",)
 
     def _randomize_codes(self, codes: np.ndarray, source) -> np.ndarray:
         n = codes.size
@@ -144,6 +147,11 @@ class WarnerRR(KRR):
 
     def _randomize_codes(self, codes: np.ndarray, source) -> np.ndarray:
         return super()._randomize_codes(codes, source).astype(bool)
+
+    spec_omits = ("d", "categories")
+
+    def report_fields(self) -> tuple:
+        return (ReportField("report", "bool", kind="bool"),)
 
     def validate_reports(self, reports: Any) -> np.ndarray:
         arr = np.asarray(reports)

@@ -31,6 +31,7 @@ from typing import Any, ClassVar, Optional, Union
 
 import numpy as np
 
+from .protocol import ReportField, SetInput
 from .._errors import LDPInputError, LDPParameterError
 from ..estimation import FrequencyEstimate, pure_variance
 from ..exact import TWO64, exp_lower_bound, ratio_within_exp
@@ -56,8 +57,9 @@ class SetAccumulator(FrequencyAccumulator):
 
 
 @dataclass(frozen=True, kw_only=True)
-class _SetMechanism(RealizedRates):
+class _SetMechanism(SetInput, RealizedRates):
     name: ClassVar[str] = "set-mechanism"
+    input_kind: ClassVar[str] = "set"
     epsilon: float
     m: int = 1
     d: Optional[int] = None
@@ -86,18 +88,6 @@ class _SetMechanism(RealizedRates):
         object.__setattr__(self, "p_star_exact", p)
         object.__setattr__(self, "q_star_exact", q)
         object.__setattr__(self, "realized_ratio", ratio)
-
-    def randomize(self, sets: Any, *, rng: RNGLike = None) -> np.ndarray:
-        from ..sets import limit_sets, set_codes
-
-        source = as_source(rng)
-        codes, offsets = set_codes(sets, self)
-        codes, offsets, lengths = limit_sets(codes, offsets, self.m, self.on_long, source)
-        return self._randomize_csr(codes, offsets, lengths, source)
-
-    def randomize_one(self, items: Any, *, rng: RNGLike = None):
-        one = list(items) if isinstance(items, (list, tuple, set, frozenset)) else [items]
-        return self.randomize([one], rng=rng)[0]
 
     def _randomize_codes(self, codes: np.ndarray, source) -> np.ndarray:
         codes = np.asarray(codes, dtype=np.int64)
@@ -129,6 +119,9 @@ class _SetMechanism(RealizedRates):
 
     def variance(self, f: Any, n: int) -> np.ndarray:
         return pure_variance(np.asarray(f, dtype=np.float64), n, self.p_star, self.q_star)
+
+    def analytic_mse(self, n: int, *, theta: Any = None, f: Any = None, sampling: str = "fixed") -> float:
+        return self.mse(n, f)
 
     def mse(self, n: int, f: Any = None) -> float:
         f = np.full(self.d, self.m / self.d) if f is None else np.asarray(f, dtype=np.float64)
@@ -172,11 +165,16 @@ class RapporSet(_SetMechanism):
             out[empty] = source.bernoulli_packed(TWO64 - self.p_threshold, int(empty.sum()), self.d)
         return out
 
+    def report_fields(self) -> tuple:
+        return (ReportField("report", "uint8", (self.d + 7) // 8, "bits", self.d),)
+
     def validate_reports(self, reports: Any) -> np.ndarray:
         arr = np.asarray(reports)
         nb = (self.d + 7) // 8
         if arr.ndim != 2 or arr.dtype != np.uint8 or arr.shape[1] != nb:
             raise LDPInputError(f"rappor-set reports must be an (n, {nb}) uint8 array of packed bits")
+        if self.d % 8 and arr.size and (arr[:, -1] >> (self.d % 8)).any():
+            raise LDPInputError(f"rappor-set reports have padding bits set beyond d={self.d}")
         return arr
 
     def support_counts(self, reports: np.ndarray) -> np.ndarray:
@@ -277,6 +275,9 @@ class PrivSet(_SetMechanism):
             out[miss] = S
         out.sort(axis=1)
         return out.astype(np.uint32)
+
+    def report_fields(self) -> tuple:
+        return (ReportField("report", "uint32", self.k, "sorted", self.d + self.m),)
 
     def validate_reports(self, reports: Any) -> np.ndarray:
         arr = np.asarray(reports)

@@ -36,6 +36,7 @@ from typing import Any, Union
 
 import numpy as np
 
+from .protocol import ReportField, SeededReports
 from .._errors import LDPInputError, LDPParameterError
 from ..exact import TWO64, exp_lower_bound
 from ..theory import k_sharp, k_star
@@ -96,6 +97,12 @@ class KSubset(FrequencyOracle):
     def _randomize_codes(self, codes: np.ndarray, source) -> np.ndarray:
         include = source.bernoulli(self.include_threshold, codes.size)
         return source.sorted_subsets(codes, include, self.d, self.k)
+
+    def report_fields(self) -> tuple:
+        return (ReportField("report", "uint32", self.k, "sorted", self.d),)
+
+    def _from_columns(self, cols: dict):
+        return np.asarray(cols["report"]).astype(np.int64)
 
     def validate_reports(self, reports: Any) -> np.ndarray:
         arr = np.asarray(reports)

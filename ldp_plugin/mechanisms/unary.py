@@ -34,6 +34,7 @@ from typing import Any, ClassVar, Optional
 
 import numpy as np
 
+from .protocol import ReportField, SeededReports
 from .._errors import LDPInputError, LDPParameterError
 from ..exact import TWO64, exp_lower_bound
 from ..sampling import _thread_pool
@@ -163,6 +164,9 @@ class UnaryEncoding(FrequencyOracle):
 
     def _randomize_codes(self, codes: np.ndarray, source) -> np.ndarray:
         return randomize_bit_rows(codes[:, None], self.d, self.p_threshold, self.q_threshold, source)
+
+    def report_fields(self) -> tuple:
+        return (ReportField("report", "uint8", self.n_bytes, "bits", self.d),)
 
     def validate_reports(self, reports: Any) -> np.ndarray:
         arr = np.asarray(reports)

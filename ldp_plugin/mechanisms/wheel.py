@@ -40,6 +40,7 @@ from typing import Any, ClassVar, Optional, Union
 
 import numpy as np
 
+from .protocol import ReportField, SeededReports, SetInput
 from .._errors import LDPInputError, LDPParameterError, PrivacyVerificationError
 from ..estimation import FrequencyEstimate, pure_variance
 from ..exact import TWO64, exp_lower_bound, ratio_within_exp
@@ -82,7 +83,7 @@ def wheel_optimal_p(epsilon: float, m: int = 1) -> float:
 
 
 @dataclass(frozen=True, kw_only=True)
-class Wheel(RealizedRates):
+class Wheel(SetInput, SeededReports, RealizedRates):
     """The wheel mechanism for sets of at most ``m`` items (``m = 1``: categorical), ``epsilon``-LDP
     per user (the whole set). See the module docstring for the grid, sampler and estimator.
 
@@ -174,25 +175,18 @@ class Wheel(RealizedRates):
         return self._keys_cache
 
     # -- client ------------------------------------------------------------------------------------------
-    def _sets(self, sets: Any):
-        from ..sets import set_codes
-
-        return set_codes(sets, self)
-
-    def randomize(self, sets: Any, *, rng: RNGLike = None, seeds: Optional[np.ndarray] = None) -> np.ndarray:
+    def randomize(self, sets: Any, *, rng: RNGLike = None, cohorts: Any = None, seeds: Optional[np.ndarray] = None) -> np.ndarray:
         """Reports ``(n, 2)`` ``uint64``: the user's seed and the output cell."""
         from ..sets import limit_sets
 
+        self._check_no_cohorts(cohorts)
         source = as_source(rng)
-        codes, offsets = self._sets(sets)
+        codes, offsets = self.encode_sets(sets)
         codes, offsets, lengths = limit_sets(codes, offsets, self.m, self.on_long, source)
         return self._randomize_csr(codes, offsets, lengths, source, seeds)
 
-    def randomize_one(self, items: Any, *, rng: RNGLike = None) -> tuple:
-        """One user's report ``(seed, cell)`` for a set (or a single item)."""
-        one = list(items) if isinstance(items, (list, tuple, set, frozenset)) else [items]
-        r = self.randomize([one], rng=rng)
-        return int(r[0, 0]), int(r[0, 1])
+    def _report_of_one(self, reports) -> tuple:
+        return int(reports[0, 0]), int(reports[0, 1])
 
     def _randomize_codes(self, codes: np.ndarray, source) -> np.ndarray:
         """Single items (sets of one) given as codes."""
@@ -233,6 +227,9 @@ class Wheel(RealizedRates):
     # -- server ------------------------------------------------------------------------------------------
     def n_reports(self, reports: np.ndarray) -> int:
         return int(reports.shape[0])
+
+    def report_fields(self) -> tuple:
+        return (ReportField("seed", "uint64"), ReportField("report", "uint32", bound=self.N))
 
     def validate_reports(self, reports: Any) -> np.ndarray:
         arr = np.asarray(reports)
@@ -278,6 +275,9 @@ class Wheel(RealizedRates):
 
     def variance(self, f: Any, n: int) -> np.ndarray:
         return pure_variance(np.asarray(f, dtype=np.float64), n, self.p_star, self.q_star)
+
+    def analytic_mse(self, n: int, *, theta: Any = None, f: Any = None, sampling: str = "fixed") -> float:
+        return self.mse(n, f)
 
     def mse(self, n: int, f: Any = None) -> float:
         """``Σ_i Var f̂_i`` (paper 004 Thm 6), at ``f`` (default: uniform with Σ f = m)."""

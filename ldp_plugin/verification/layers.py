@@ -79,21 +79,12 @@ def audit_sample_size(p1: float, epsilon: float, alpha: float, *, factor: float 
 
 # -- the mechanism interface the layers need -------------------------------------------------------
 def _inputs(mech) -> int:
-    if hasattr(mech, "verification_inputs"):  # set mechanisms: every set of up to m items
-        return len(mech.verification_inputs())
-    d = getattr(mech, "d", None)
-    if d is None:
-        raise LDPParameterError("verification needs a closed-domain instance (give d)")
-    return int(d)
+    return mech.verification_input_count()
 
 
 def sample_outputs(mech, x: int, n: int, source) -> np.ndarray:
     """``n`` outputs of the real randomizer on input code ``x``, as channel column indices."""
-    codes = np.full(n, x, dtype=np.int64)
-    if hasattr(mech, "randomize_encoded"):  # cohort mechanisms: cohorts drawn inside
-        return mech.output_index(mech.randomize_encoded(codes, rng=source))
-    randomize = getattr(mech, "_verification_randomize", mech._randomize_codes)
-    return mech.output_index(randomize(codes, source))
+    return mech.sample_verification_outputs(x, n, source)
 
 
 # -- layer 1 ------------------------------------------------------------------------------------------

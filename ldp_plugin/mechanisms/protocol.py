@@ -1,0 +1,381 @@
+"""The one mechanism protocol: what every layer above ``mechanisms/`` may ask of a mechanism.
+
+Every mechanism and wrapper (frequency oracles, cohort mechanisms, finite channels, native set
+mechanisms, :class:`SampleOne`, :class:`Memoized`) implements :class:`Mechanism`:
+
+* ``input_kind`` (``"value"`` or ``"set"``), ``takes_cohorts``, ``closed`` (closed alphabet);
+* the client: ``encode``, ``randomize(values, rng=None, cohorts=None)``,
+  ``randomize_encoded(codes, rng=None, cohorts=None)`` and ``randomize_one(value, rng=None)``;
+* reports: ``report_fields()`` (the columns, their dtype, width and allowed range) from which the
+  Polars ``report_schema``, ``reports_to_frame`` / ``frame_to_reports``, the versioned **wire
+  encoding** (``to_wire`` / ``from_wire``) and row-wise validation (``check_reports``: accepted
+  reports and rejected counts by reason) are all derived — one description, no copies;
+* ``spec()`` (the JSON-able ``{"name", "params"}`` the registry, Parquet metadata and ledgers
+  store; rebuilt with :func:`ldp_plugin.registry.from_spec`) and ``wire_fingerprint()``;
+* the server: ``accumulator()`` and ``estimate_from(acc, candidates=None, postprocess=...,
+  confidence=..., target=...)``.
+
+Wire format (version 1), a batch of ``n`` reports (one report is a batch of one)::
+
+    b"LDPW" | version u8 | flags u8 | tag length u16 LE | tag | fingerprint (16 bytes) | n u32 LE
+    | each report field in order: n · width · itemsize bytes, little-endian
+
+The fingerprint binds the bytes to the mechanism and its parameters; the tag (e.g. a query's
+content hash, at most 255 bytes) binds them to one query. Decoding never raises on hostile input:
+a bad header rejects the blob (reason ``malformed``, ``wrong_tag`` or ``wrong_mechanism``), a bad
+row is dropped and counted (``out_of_range``, ``padding_bits``, ``not_sorted``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import struct
+from dataclasses import dataclass
+from typing import Any, ClassVar, Optional
+
+import numpy as np
+
+from .._errors import LDPInputError, LDPParameterError
+
+__all__ = ["Mechanism", "ReportField", "SeededReports", "SetInput", "WIRE_MAGIC", "WIRE_VERSION", "REJECT_REASONS", "json_value"]
+
+WIRE_MAGIC = b"LDPW"
+WIRE_VERSION = 1
+_HEADER = struct.Struct("<4sBBH")
+REJECT_REASONS = ("malformed", "wrong_tag", "wrong_mechanism", "out_of_range", "padding_bits", "not_sorted")
+
+
+@dataclass(frozen=True)
+class ReportField:
+    """One column of a report batch.
+
+    ``kind``: ``"int"`` (``0 <= v < bound``; no bound: any value of the dtype), ``"bits"`` (packed
+    bits, ``bound`` of them; padding bits must be 0), ``"sorted"`` (strictly increasing codes
+    ``< bound``), ``"bool"``. ``width`` 0 is one value per report, else a fixed-width row."""
+
+    name: str
+    dtype: str
+    width: int = 0
+    kind: str = "int"
+    bound: Optional[int] = None
+
+    def polars_dtype(self):
+        import polars as pl
+
+        inner = {"uint8": pl.UInt8, "uint16": pl.UInt16, "uint32": pl.UInt32, "uint64": pl.UInt64, "bool": pl.Boolean}[self.dtype]
+        return pl.Array(inner, self.width) if self.width else inner
+
+    def row_problems(self, arr: np.ndarray) -> dict:
+        """Boolean masks (one entry per report) of the rows this field makes invalid."""
+        out = {}
+        if self.kind in ("int", "sorted") and self.bound is not None:
+            bad = arr >= self.bound
+            out["out_of_range"] = bad.any(axis=1) if arr.ndim == 2 else bad
+        if self.kind == "sorted" and arr.ndim == 2 and arr.shape[1] > 1:
+            out["not_sorted"] = (np.diff(arr.astype(np.int64), axis=1) <= 0).any(axis=1)
+        if self.kind == "bits" and self.bound is not None and self.bound % 8 and arr.size:
+            out["padding_bits"] = (arr[:, -1] >> (self.bound % 8)) != 0
+        return out
+
+
+def json_value(v: Any) -> Any:
+    """A parameter as plain JSON (tuples → lists, numpy scalars → Python)."""
+    if isinstance(v, tuple):
+        return [json_value(x) for x in v]
+    if isinstance(v, np.integer):
+        return int(v)
+    if isinstance(v, np.floating):
+        return float(v)
+    if v is None or isinstance(v, (str, int, float, bool, list)):
+        return v
+    raise LDPParameterError(f"mechanism parameter of type {type(v).__name__} cannot be stored as data")
+
+
+class Mechanism:
+    """Mixin base of every mechanism (see the module docstring). Subclasses supply
+    ``report_fields`` and, if their native batch is not one array, ``_to_columns`` /
+    ``_from_columns``."""
+
+    name: ClassVar[str] = "abstract"
+    input_kind: ClassVar[str] = "value"
+    takes_cohorts: ClassVar[bool] = False
+    # report columns a grouped (histogram) aggregation may use; None: aggregate batch by batch
+    histogram_columns: ClassVar[Optional[tuple]] = None
+    # fields left out of spec() (e.g. warner's fixed domain)
+    spec_omits: ClassVar[tuple] = ()
+
+    # -- description ---------------------------------------------------------------------------
+    @property
+    def base(self) -> "Mechanism":
+        """The mechanism that produces the reports (a wrapper's inner, padded mechanism)."""
+        return self
+
+    categories: Optional[tuple] = None  # the declared item labels (a dataclass field where declared)
+
+    @property
+    def closed(self) -> bool:
+        return True
+
+    @property
+    def domain_size(self) -> Optional[int]:
+        """Number of items of a closed alphabet (None for an open one)."""
+        return getattr(self, "d", None)
+
+    def analytic_mse(self, n: int, *, theta: Any = None, f: Any = None, sampling: str = "fixed") -> float:
+        """Expected squared l2 error of the raw estimator for ``n`` users: ``theta`` is the item
+        distribution, ``f`` the set-item frequencies of set mechanisms; ``sampling="fixed"``
+        measures against the users' own values, ``"iid"`` against a population they are drawn from."""
+        raise LDPParameterError(f"{self.name} has no analytic error formula")
+
+    def spec(self) -> dict:
+        """``{"name": registry name, "params": {...}}``: enough to rebuild this exact mechanism."""
+        params = {f.name: json_value(getattr(self, f.name)) for f in dataclasses.fields(self) if f.init and f.name not in self.spec_omits}
+        return {"name": self.name, "params": params}
+
+    def wire_fingerprint(self) -> bytes:
+        """16 bytes: SHA-256 of the canonical spec JSON (what the wire format carries)."""
+        text = json.dumps(self.spec(), sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(text.encode()).digest()[:16]
+
+    # -- client ------------------------------------------------------------------------------------
+    def _check_no_cohorts(self, cohorts: Any) -> None:
+        if cohorts is not None and not self.takes_cohorts:
+            raise LDPParameterError(f"cohorts= applies only to cohort mechanisms (orr, orappor), not {self.name}")
+
+    def randomize_encoded(self, codes: Any, *, rng: Any = None, cohorts: Any = None):
+        """The client on already encoded values (:meth:`encode`); the path every caller uses."""
+        from ..sampling import as_source
+
+        self._check_no_cohorts(cohorts)
+        return self._randomize_codes(np.asarray(codes), as_source(rng))
+
+    # -- verification (ldp_plugin.verification drives the real client through these) ----------------
+    def verification_input_count(self) -> int:
+        """How many inputs the exact channel has (items; every set of up to ``m`` for sets)."""
+        inputs = getattr(self, "verification_inputs", None)
+        if inputs is not None:
+            return len(inputs())
+        d = self.domain_size
+        if d is None:
+            raise LDPParameterError("verification needs a closed-domain instance (give d)")
+        return int(d)
+
+    def sample_verification_outputs(self, x: int, n: int, source: Any) -> np.ndarray:
+        """``n`` outputs of the real client on input ``x``, as column indices of :meth:`channel`
+        (mechanisms with per-user seeds draw them from their verification seed set)."""
+        codes = np.full(n, x, dtype=np.int64)
+        hook = getattr(self, "_verification_randomize", None)
+        reports = hook(codes, source) if hook is not None else self.randomize_encoded(codes, rng=source)
+        return self.output_index(reports)
+
+    # -- reports -----------------------------------------------------------------------------------
+    def report_fields(self) -> tuple:
+        raise NotImplementedError  # pragma: no cover - every concrete mechanism declares its fields
+
+    @property
+    def report_schema(self):
+        """The Polars schema of a report batch (cohort/seed columns included)."""
+        import polars as pl
+
+        return pl.Schema({f.name: f.polars_dtype() for f in self.base.report_fields()})
+
+    def _to_columns(self, reports: Any) -> dict:
+        return {"report": np.asarray(reports)}
+
+    def _from_columns(self, cols: dict) -> Any:
+        return cols["report"]
+
+    def report_count(self, reports: Any) -> int:
+        cols = self.base._to_columns(reports)
+        return int(next(iter(cols.values())).shape[0])
+
+    def reports_to_frame(self, reports: Any):
+        """A report batch as a Polars DataFrame with :attr:`report_schema`."""
+        import polars as pl
+
+        base = self.base
+        cols = base._to_columns(reports)
+        series = []
+        for f in base.report_fields():
+            a = np.asarray(cols[f.name])
+            if f.dtype == "bool":
+                a = a.astype(np.bool_, copy=False)
+            else:
+                a = a.astype(np.dtype(f.dtype), copy=False)
+            series.append(pl.Series(f.name, a, dtype=f.polars_dtype()))
+        return pl.DataFrame(series)
+
+    def frame_to_reports(self, frame: Any) -> Any:
+        """The native report batch from a reports frame (columns checked, nulls refused)."""
+        base = self.base
+        fields = base.report_fields()
+        missing = [f.name for f in fields if f.name not in frame.columns]
+        if missing:
+            raise LDPInputError(f"the reports frame lacks column(s) {missing} for mechanism {base.name}")
+        cols = {}
+        for f in fields:
+            s = frame[f.name]
+            if s.null_count():
+                raise LDPInputError(f"the reports frame has nulls in column {f.name!r}")
+            a = s.to_numpy()
+            if a.dtype == object or (f.width and a.ndim != 2):
+                raise LDPInputError(f"the reports frame's column {f.name!r} does not have the mechanism's layout ({f.polars_dtype()})")
+            cols[f.name] = a
+        return base._from_columns(cols)
+
+    def check_reports(self, reports: Any) -> tuple[Any, dict]:
+        """Row-wise validation: ``(accepted reports, {reason: rejected count})``. A report batch
+        with the wrong shape or dtype raises :class:`LDPInputError`; a bad row is dropped and
+        counted, never estimated."""
+        base = self.base
+        cols = base._to_columns(reports)
+        fields = base.report_fields()
+        n = int(np.asarray(cols[fields[0].name]).shape[0])
+        bad = np.zeros(n, dtype=bool)
+        counts: dict = {}
+        for f in fields:
+            a = np.asarray(cols[f.name])
+            if a.shape[0] != n or (a.ndim != (2 if f.width else 1)) or (f.width and a.shape[1] != f.width):
+                raise LDPInputError(f"report column {f.name!r} does not have the mechanism's shape")
+            if f.dtype == "bool":
+                if a.dtype != np.bool_:
+                    raise LDPInputError(f"report column {f.name!r} must be boolean")
+            elif a.dtype.kind not in "iu":
+                raise LDPInputError(f"report column {f.name!r} must hold integers")
+            elif a.dtype.kind == "i" and a.size and int(a.min()) < 0:
+                neg = (a < 0).any(axis=1) if a.ndim == 2 else a < 0
+                counts["out_of_range"] = counts.get("out_of_range", 0) + int((neg & ~bad).sum())
+                bad |= neg
+            for reason, mask in f.row_problems(a).items():
+                new = mask & ~bad
+                if new.any():
+                    counts[reason] = counts.get(reason, 0) + int(new.sum())
+                    bad |= mask
+        if not bad.any():
+            return reports, counts
+        keep = ~bad
+        return base._from_columns({k: np.asarray(v)[keep] for k, v in cols.items()}), counts
+
+    # -- wire ----------------------------------------------------------------------------------------
+    def to_wire(self, reports: Any, *, tag: bytes = b"") -> bytes:
+        """The versioned binary encoding of a report batch (see the module docstring)."""
+        base = self.base
+        if len(tag) > 255:
+            raise LDPParameterError("a wire tag is at most 255 bytes")
+        cols = base._to_columns(reports)
+        fields = base.report_fields()
+        n = int(np.asarray(cols[fields[0].name]).shape[0])
+        parts = [_HEADER.pack(WIRE_MAGIC, WIRE_VERSION, 0, len(tag)), bytes(tag), self.wire_fingerprint(), struct.pack("<I", n)]
+        for f in fields:
+            a = np.asarray(cols[f.name]).astype(np.dtype(f.dtype).newbyteorder("<"), copy=False)
+            parts.append(np.ascontiguousarray(a).tobytes())
+        return b"".join(parts)
+
+    def wire_size(self, n: int, *, tag: bytes = b"") -> int:
+        """Bytes of a wire batch of ``n`` reports."""
+        per = sum(np.dtype(f.dtype).itemsize * max(f.width, 1) for f in self.base.report_fields())
+        return _HEADER.size + len(tag) + 16 + 4 + n * per
+
+    def from_wire(self, data: bytes, *, tag: Optional[bytes] = None) -> tuple[Any, dict]:
+        """Decode a wire batch → ``(accepted reports, {reason: rejected count})``. Never raises on
+        malformed bytes: a bad header or length rejects the whole blob as one ``malformed``
+        (or ``wrong_tag`` / ``wrong_mechanism``) report; bad rows are counted by reason."""
+        base = self.base
+        empty = base._from_columns(self._empty_columns())
+        try:
+            data = bytes(data)
+            magic, version, _flags, tlen = _HEADER.unpack_from(data, 0)
+        except (struct.error, TypeError, ValueError):
+            return empty, {"malformed": 1}
+        if magic != WIRE_MAGIC or version != WIRE_VERSION:
+            return empty, {"malformed": 1}
+        pos = _HEADER.size
+        got_tag = data[pos:pos + tlen]
+        pos += tlen
+        fp = data[pos:pos + 16]
+        pos += 16
+        if len(data) < pos + 4:
+            return empty, {"malformed": 1}
+        (n,) = struct.unpack_from("<I", data, pos)
+        pos += 4
+        if tag is not None and got_tag != bytes(tag):
+            return empty, {"wrong_tag": max(n, 1)}
+        if fp != self.wire_fingerprint():
+            return empty, {"wrong_mechanism": max(n, 1)}
+        if len(data) != self.wire_size(n, tag=got_tag):
+            return empty, {"malformed": max(n, 1)}
+        cols = {}
+        for f in base.report_fields():
+            dt = np.dtype(f.dtype).newbyteorder("<")
+            count = n * max(f.width, 1)
+            a = np.frombuffer(data, dtype=dt, count=count, offset=pos).astype(np.dtype(f.dtype))
+            pos += count * dt.itemsize
+            cols[f.name] = a.reshape(n, f.width) if f.width else a
+        return self.check_reports(base._from_columns(cols))
+
+    def _empty_columns(self) -> dict:
+        return {
+            f.name: np.empty((0, f.width) if f.width else 0, dtype=np.dtype(f.dtype)) for f in self.base.report_fields()
+        }
+
+    # -- server --------------------------------------------------------------------------------------
+    def estimate_from(self, acc: Any, *, candidates: Any = None, postprocess: str = "projection", confidence: float = 0.95):
+        """The estimate of an accumulator of this mechanism's reports (one signature everywhere)."""
+        return acc.estimate(candidates=candidates, postprocess=postprocess, confidence=confidence)
+
+
+class SetInput:
+    """Native set mechanisms: the encoded input is CSR (item codes + offsets), sets of one when
+    ``offsets`` is omitted; sets longer than ``m`` follow the mechanism's ``on_long`` policy."""
+
+    input_kind: ClassVar[str] = "set"
+
+    def encode_sets(self, sets: Any) -> tuple:
+        """``(codes, offsets)`` of a batch of sets (validated: known items, no repeats)."""
+        from ..sets import set_codes
+
+        return set_codes(sets, self)
+
+    def randomize(self, sets: Any, *, rng: Any = None, cohorts: Any = None):
+        """Randomize a batch of per-user sets (lists of items; a Polars List column)."""
+        codes, offsets = self.encode_sets(sets)
+        return self.randomize_encoded(codes, offsets=offsets, rng=rng, cohorts=cohorts)
+
+    def randomize_one(self, items: Any, *, rng: Any = None):
+        """One user's report for a set (or a single item)."""
+        one = list(items) if isinstance(items, (list, tuple, set, frozenset)) else [items]
+        return self._report_of_one(self.randomize([one], rng=rng))
+
+    def _report_of_one(self, reports):
+        return reports[0]
+
+    def randomize_encoded(self, codes: Any, *, rng: Any = None, cohorts: Any = None, offsets: Any = None):
+        from ..sampling import as_source
+        from ..sets import limit_sets
+
+        self._check_no_cohorts(cohorts)
+        source = as_source(rng)
+        codes = np.asarray(codes, dtype=np.int64)
+        if offsets is None:
+            offsets = np.arange(codes.size + 1, dtype=np.int64)
+        codes, offsets, lengths = limit_sets(codes, np.asarray(offsets, dtype=np.int64), self.m, self.on_long, source)
+        return self._randomize_csr(codes, offsets, lengths, source)
+
+
+class SeededReports:
+    """Reports stored natively as an ``(n, 2)`` ``uint64`` array ``(seed, value)`` (OLH, wheel)."""
+
+    def _to_columns(self, reports: Any) -> dict:
+        a = np.asarray(reports)
+        if a.ndim != 2 or a.shape[1] != 2:
+            raise LDPInputError(f"{self.name} reports must be an (n, 2) array of (seed, value)")
+        return {"seed": a[:, 0], "report": a[:, 1]}
+
+    def _from_columns(self, cols: dict) -> Any:
+        seed = np.asarray(cols["seed"])
+        out = np.empty((seed.shape[0], 2), dtype=np.uint64)
+        out[:, 0] = seed
+        out[:, 1] = cols["report"]
+        return out
