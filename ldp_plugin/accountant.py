@@ -576,15 +576,17 @@ class PrecheckedFilter:
 
 
 def _serialize(obj: Any) -> tuple[str, bytes]:
-    from .mechanisms import CohortReports
+    from .mechanisms.protocol import report_batch_arrays
 
     buf = io.BytesIO()
     if type(obj).__module__.startswith("polars") and type(obj).__name__ == "DataFrame":
         obj.write_parquet(buf)
         return "polars", buf.getvalue()
-    if isinstance(obj, CohortReports):
-        np.savez(buf, cohort=obj.cohort, value=obj.value)
-        return "cohort", buf.getvalue()
+    arrays = report_batch_arrays(obj)
+    if arrays is not None:
+        kind = arrays.pop("__kind__")
+        np.savez(buf, **arrays)
+        return kind, buf.getvalue()
     if isinstance(obj, np.ndarray) and obj.dtype != object:
         np.save(buf, obj, allow_pickle=False)
         return "numpy", buf.getvalue()
@@ -598,10 +600,9 @@ def _deserialize(kind: str, blob: bytes) -> Any:
 
         return pl.read_parquet(buf)
     if kind == "cohort":
-        from .mechanisms import CohortReports
+        from .mechanisms.protocol import report_batch_from_arrays
 
-        z = np.load(buf, allow_pickle=False)
-        return CohortReports(z["cohort"], z["value"])
+        return report_batch_from_arrays(kind, np.load(buf, allow_pickle=False))
     if kind == "numpy":
         return np.load(buf, allow_pickle=False)
     return json.loads(blob.decode())

@@ -126,7 +126,7 @@ def rank_mechanisms(d: int, epsilon: float, *, n: int = 100_000, m: int = 1, met
             inner = factory(dp)
         except (LDPParameterError, ValueError):
             continue
-        if isinstance(inner, ORR):
+        if inner.takes_cohorts:
             if m == 1:
                 v = np.full(d, inner.predicted_mse(n) / dp)
             else:  # i.i.d.-user (multinomial) trace, minus what fixed sets of m items remove
@@ -152,10 +152,8 @@ def rank_mechanisms(d: int, epsilon: float, *, n: int = 100_000, m: int = 1, met
         except (LDPParameterError, ValueError):
             continue
         v = mech.variance(np.full(d, m / d), n)
-        bits = 64 + mech.grid_bits if isinstance(mech, Wheel) else (d if isinstance(mech, RapporSet) else mech.k * _bits(d + m))
-        params = {"m": m} if not isinstance(mech, Wheel) else {"m": m, "p": round(mech.p, 6), "grid_bits": mech.grid_bits}
-        if isinstance(mech, PrivSet):
-            params["k"] = mech.k
+        bits = mech.report_bits()
+        params = {k: (round(v, 6) if isinstance(v, float) else v) for k, v in mech.spec()["params"].items() if k in ("m", "p", "grid_bits", "k")}
         out.append(Candidate(label, params, _summarize(v, metric), float(v.sum()), bits, client, server, lambda f=factory: f()))
     out.sort(key=lambda c: (c.predicted_error, c.report_bits))
     return out
@@ -163,7 +161,6 @@ def rank_mechanisms(d: int, epsilon: float, *, n: int = 100_000, m: int = 1, met
 
 def make_auto(d: Optional[int] = None, epsilon: float = 1.0, *, categories: Optional[Sequence] = None, n: int = 100_000, m: int = 1, metric: str = "l2"):
     """The recommended mechanism of :func:`rank_mechanisms`, built (over ``categories`` if given)."""
-    import dataclasses
 
     if categories is not None:
         d = len(categories)
@@ -172,10 +169,5 @@ def make_auto(d: Optional[int] = None, epsilon: float = 1.0, *, categories: Opti
     best = rank_mechanisms(d, epsilon, n=n, m=m, metric=metric)[0]
     mech = best.build()
     if categories is not None:
-        if isinstance(mech, (Wheel, RapporSet, PrivSet)):
-            mech = dataclasses.replace(mech, d=None, categories=tuple(categories))
-        elif isinstance(mech, SampleOne):
-            mech = SampleOne(mechanism=dataclasses.replace(mech.mechanism, d=None, categories=tuple(categories)), m=m)
-        else:
-            mech = dataclasses.replace(mech, d=None, categories=tuple(categories))
+        mech = mech.with_categories(categories)
     return mech

@@ -71,6 +71,8 @@ def project_simplex(v: np.ndarray, total: float = 1.0) -> np.ndarray:
     v = np.asarray(v, dtype=np.float64)
     if v.ndim != 1 or v.size == 0:
         raise LDPParameterError("projection needs a non-empty 1-d vector")
+    if total <= 0:  # the simplex of total 0 is the single point 0 (e.g. a set total estimated at 0)
+        return np.zeros(v.size)
     u = np.sort(v)[::-1]
     css = np.cumsum(u)
     ks = np.arange(1, v.size + 1)

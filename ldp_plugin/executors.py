@@ -30,7 +30,6 @@ import uuid
 from pathlib import Path
 from typing import Any, Callable, Optional, Sequence
 
-import numpy as np
 
 from ._errors import LDPInputError, LDPParameterError
 from .persist import AccumulatorState, file_identity, mechanism_from_spec, mechanism_spec, read_report_spec, spec_fingerprint, write_reports

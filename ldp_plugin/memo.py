@@ -41,7 +41,7 @@ from ._errors import LDPInputError, LDPParameterError
 from .estimation import FrequencyEstimate, estimate_pure
 from .mechanisms import KRR, FrequencyAccumulator, Mechanism
 from .mechanisms._base import check_epsilon
-from .sampling import RNGLike, as_source
+from .sampling import RNGLike
 
 __all__ = ["Memoized", "DistinctValueGuard", "new_user_key"]
 

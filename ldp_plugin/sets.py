@@ -23,16 +23,12 @@ from __future__ import annotations
 
 import itertools
 
-import dataclasses
-from dataclasses import dataclass, field
-from typing import Any, Optional
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
-from ._errors import LDPInputError, LDPParameterError
-from .estimation import FrequencyEstimate, finalize_estimate, project_simplex
-from .hashing import item_keys
-from .sampling import RNGLike, as_source
+from ._errors import LDPInputError
 
 __all__ = ["PAD", "SetBatch", "as_set_batch", "SampleOne", "set_codes", "limit_sets", "subsets_up_to", "gather_sets", "is_item_batch"]
 

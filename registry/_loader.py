@@ -357,6 +357,10 @@ def build(
     return mech
 
 
+def _tuples(v: Any) -> Any:
+    return tuple(_tuples(x) for x in v) if isinstance(v, list) else v
+
+
 def from_spec(spec: Any):
     """Rebuild a mechanism from its :meth:`spec` (a dict or its JSON text) — only registered
     constructors (and the SampleOne / memoized wrappers around them) are ever built."""
@@ -375,9 +379,7 @@ def from_spec(spec: Any):
         from ldp_plugin.mechanisms import SampleOne
 
         return SampleOne(mechanism=from_spec(spec.get("mechanism")), m=spec.get("m"), on_long=spec.get("on_long", "error"))
-    params = dict(spec.get("params") or {})
-    if params.get("categories") is not None:
-        params["categories"] = tuple(params["categories"])
+    params = {k: _tuples(v) for k, v in dict(spec.get("params") or {}).items()}  # JSON lists -> the tuples mechanisms hold
     name = spec.get("name")
     if name == "memoized-krr":
         from ldp_plugin.memo import Memoized

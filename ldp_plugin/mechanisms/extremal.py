@@ -35,7 +35,7 @@ from typing import Any, ClassVar, Optional
 
 import numpy as np
 
-from .protocol import ReportField, SeededReports
+from .protocol import ReportField
 from .._errors import LDPInputError, LDPParameterError, PrivacyVerificationError
 from ..estimation import FrequencyEstimate, finalize_estimate
 from ..exact import TWO64, exp_lower_bound, ratio_within_exp
@@ -237,7 +237,15 @@ def _check_prior(p: Any, d: int, name: str) -> np.ndarray:
     arr = np.asarray(p, dtype=np.float64)
     if arr.shape != (d,) or not np.all(np.isfinite(arr)) or (arr <= 0).any() or abs(arr.sum() - 1) > 1e-9:
         raise LDPParameterError(f"{name} must be a positive distribution over the {d} inputs (summing to 1)")
-    return arr / arr.sum()
+    for _ in range(8):  # normalize to a fixed point, so that rebuilding from a spec gives the same floats
+        s = arr.sum()
+        if s == 1.0:
+            break
+        nxt = arr / s
+        if np.array_equal(nxt, arr):
+            break
+        arr = nxt
+    return arr
 
 
 @dataclass(frozen=True, kw_only=True)

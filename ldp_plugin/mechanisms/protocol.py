@@ -151,6 +151,24 @@ class Mechanism:
         self._check_no_cohorts(cohorts)
         return self._randomize_codes(np.asarray(codes), as_source(rng))
 
+    def with_categories(self, categories: Any) -> "Mechanism":
+        """The same mechanism over the labels ``categories`` (instead of codes ``0..d-1``)."""
+        return dataclasses.replace(self, d=None, categories=tuple(categories))
+
+    def report_bits(self) -> int:
+        """Information bits of one report (what ``ldp choose`` shows; the wire uses whole bytes)."""
+        bits = 0
+        for f in self.base.report_fields():
+            if f.kind == "bits":
+                bits += f.bound
+            elif f.kind == "bool":
+                bits += 1
+            elif f.bound is None:
+                bits += 8 * np.dtype(f.dtype).itemsize * max(f.width, 1)
+            else:
+                bits += max(1, (int(f.bound) - 1).bit_length()) * max(f.width, 1)
+        return bits
+
     # -- verification (ldp_plugin.verification drives the real client through these) ----------------
     def verification_input_count(self) -> int:
         """How many inputs the exact channel has (items; every set of up to ``m`` for sets)."""
@@ -324,6 +342,24 @@ class Mechanism:
     def estimate_from(self, acc: Any, *, candidates: Any = None, postprocess: str = "projection", confidence: float = 0.95):
         """The estimate of an accumulator of this mechanism's reports (one signature everywhere)."""
         return acc.estimate(candidates=candidates, postprocess=postprocess, confidence=confidence)
+
+
+def report_batch_arrays(reports: Any) -> Optional[dict]:
+    """A native report batch that is not one array (cohort reports) as named arrays, with its
+    kind under ``"__kind__"``; None for a plain array. Used to store kept reports as data."""
+    from .cohort import CohortReports
+
+    if isinstance(reports, CohortReports):
+        return {"__kind__": "cohort", "cohort": np.asarray(reports.cohort), "value": np.asarray(reports.value)}
+    return None
+
+
+def report_batch_from_arrays(kind: str, arrays: Any) -> Any:
+    from .cohort import CohortReports
+
+    if kind == "cohort":
+        return CohortReports(arrays["cohort"], arrays["value"])
+    raise LDPInputError(f"unknown kept report kind {kind!r}")
 
 
 class SetInput:

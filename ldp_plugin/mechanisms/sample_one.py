@@ -132,6 +132,9 @@ class SampleOne(Mechanism):
         iid = padded.predicted_mse(n, S=d) + (1 - 1 / d) / n
         return float(m * m * iid * (d - 1) / d - float(np.sum(f * (1 - f))) / n)
 
+    def with_categories(self, categories: Any) -> "SampleOne":
+        return SampleOne(mechanism=self.mechanism.with_categories(categories), m=self.m, on_long=self.on_long)
+
     def params(self) -> dict:
         return {**self.padded.params(), "set_mechanism": "sample-one", "m": self.m, "on_long": self.on_long}
 

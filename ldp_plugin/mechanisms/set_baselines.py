@@ -35,7 +35,6 @@ from .protocol import ReportField, SetInput
 from .._errors import LDPInputError, LDPParameterError
 from ..estimation import FrequencyEstimate, pure_variance
 from ..exact import TWO64, exp_lower_bound, ratio_within_exp
-from ..sampling import RNGLike, as_source
 from ..sets import gather_sets, subsets_up_to
 from ._base import Channel, FrequencyAccumulator, RealizedRates, check_domain, check_epsilon, floor_threshold
 from .unary import bit_vector_outputs, bit_vector_row, packed_column_counts, randomize_bit_rows

@@ -36,7 +36,7 @@ from typing import Any, Union
 
 import numpy as np
 
-from .protocol import ReportField, SeededReports
+from .protocol import ReportField
 from .._errors import LDPInputError, LDPParameterError
 from ..exact import TWO64, exp_lower_bound
 from ..theory import k_sharp, k_star

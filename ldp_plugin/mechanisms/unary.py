@@ -34,7 +34,7 @@ from typing import Any, ClassVar, Optional
 
 import numpy as np
 
-from .protocol import ReportField, SeededReports
+from .protocol import ReportField
 from .._errors import LDPInputError, LDPParameterError
 from ..exact import TWO64, exp_lower_bound
 from ..sampling import _thread_pool
