@@ -33,6 +33,7 @@ the user id only with ``keep_user_id=True``. Counts are int64 throughout.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any, Iterator, Optional, Sequence
 
@@ -141,6 +142,37 @@ class _Privatizer:
             raise LDPInputError("the frame has no rows: nothing to privatize")
         return n
 
+    def check_values(self, lf: pl.LazyFrame) -> None:
+        """Closed alphabets: one streamed scan for items outside the categories (nulls too), so a
+        bad value anywhere in the input is refused before any budget is spent; the error gives
+        the absolute row number, never the value."""
+        col = self.column
+        if self.unknown == "other" or not self.mechanism.closed:
+            return
+        expr = pl.col(col)
+        if self.is_set:
+            schema = lf.collect_schema()
+            if isinstance(schema[col], (pl.List, pl.Array)):
+                expr = pl.col(col).list.eval(pl.element().is_null()).list.any()
+                bad_null = lf.select(pl.int_range(pl.len()).alias("_row"), expr.alias("_bad")).filter(pl.col("_bad")).select("_row").head(1).collect(engine="streaming")
+                if bad_null.height:
+                    raise LDPInputError(f"column {col!r} has a null item in the set at row {int(bad_null.item())}")
+                expr = pl.col(col).explode()
+        cats = self.categories
+        if cats is None:  # integer codes in [0, d)
+            d = self.mechanism.domain_size
+            test = lambda e: e.is_null() | (e.cast(pl.Int64, strict=False) < 0) | (e.cast(pl.Int64, strict=False) >= d) | e.cast(pl.Int64, strict=False).is_null()  # noqa: E731
+        else:
+            allowed = pl.Series(list(cats))
+            test = lambda e: e.is_null() | ~e.cast(pl.String, strict=False).is_in(allowed.cast(pl.String, strict=False))  # noqa: E731
+        if self.is_set and isinstance(lf.collect_schema()[col], (pl.List, pl.Array)):
+            bad = lf.select(pl.int_range(pl.len()).alias("_row"), pl.col(col).list.eval(test(pl.element())).list.any().alias("_bad"))
+        else:
+            bad = lf.select(pl.int_range(pl.len()).alias("_row"), test(pl.col(col)).alias("_bad"))
+        first = bad.filter(pl.col("_bad")).select("_row").head(1).collect(engine="streaming")
+        if first.height:
+            raise LDPInputError(f"column {col!r} holds an item that is not one of the mechanism's categories (or a null) at row {int(first.item())}; nothing was spent")
+
     def _map_other(self, series: pl.Series) -> pl.Series:
         cats = pl.Series(list(self.categories))
         if self.is_set:
@@ -233,21 +265,40 @@ def privatize(
     lf = frame.lazy() if isinstance(frame, pl.DataFrame) else frame
     p.check_schema(lf.collect_schema())
     p.check_users(lf)
+    if accountant is None and (query_id is not None or keep_reports):
+        raise LDPParameterError("query_id/keep_reports need an accountant=")
+    if keep_reports and sink is not None:
+        raise LDPParameterError("keep_reports stores the reports in the ledger; it cannot be combined with sink=")
+    if sink is not None:  # every cheap check before any spend
+        out_dir = Path(sink)
+        if out_dir.exists() and any(out_dir.glob("part-*.parquet")):
+            raise LDPParameterError(f"sink directory {str(out_dir)!r} already holds report parts: use a new directory")
+        if out_dir.exists() and not os.access(out_dir, os.W_OK):
+            raise LDPParameterError(f"sink directory {str(out_dir)!r} is not writable")
     if accountant is not None:
         if not query_id:
             raise LDPParameterError("spending from an accountant needs a query_id")
+        p.check_values(lf)  # one streamed scan: an unknown item late in the file costs no budget
         rec = accountant.spend(query_id, mechanism, cohorts=budget_cohorts)
         if rec.retried:
             kept = accountant.kept_reports(query_id)
             if kept is None:
-                raise LDPParameterError(
-                    f"query id {query_id!r} was already released and its reports were not kept: a new release needs a new query id"
-                )
+                raise LDPParameterError(accountant.retry_refusal(query_id))
             return kept
-    elif query_id is not None or keep_reports:
-        raise LDPParameterError("query_id/keep_reports need an accountant=")
-    if keep_reports and sink is not None:
-        raise LDPParameterError("keep_reports stores the reports in the ledger; it cannot be combined with sink=")
+        accountant.mark_release(query_id, "started")
+        try:
+            out = _release(p, frame, lf, column, user_id, sink, partition, mechanism)
+        except BaseException as e:
+            accountant.mark_release(query_id, "partial", type(e).__name__)
+            raise
+        if keep_reports:
+            accountant.keep(query_id, out)
+        accountant.mark_release(query_id, "released")
+        return out
+    return _release(p, frame, lf, column, user_id, sink, partition, mechanism)
+
+
+def _release(p, frame, lf, column, user_id, sink, partition, mechanism):
     cols = [column] + ([user_id] if user_id is not None and user_id != column else [])
     if isinstance(frame, pl.DataFrame):
         batches: Iterator[pl.DataFrame] = iter([frame.select(cols)])
@@ -256,8 +307,6 @@ def privatize(
     if sink is not None:
         out_dir = Path(sink)
         out_dir.mkdir(parents=True, exist_ok=True)
-        if any(out_dir.glob("part-*.parquet")):
-            raise LDPParameterError(f"sink directory {str(out_dir)!r} already holds report parts: use a new directory")
     parts = []
     offset = 0
     for i, chunk in enumerate(_rechunk(batches, ROWS_PER_CHUNK)):
@@ -269,10 +318,7 @@ def privatize(
             parts.append(out)
     if sink is not None:
         return pl.scan_parquet(out_dir / "part-*.parquet")
-    out = pl.concat(parts, rechunk=True)
-    if keep_reports:
-        accountant.keep(query_id, out)
-    return out
+    return pl.concat(parts, rechunk=True)
 
 
 # -- estimate ---------------------------------------------------------------------------------------------

@@ -40,6 +40,8 @@ import hashlib
 import io
 import json
 import math
+import os
+import secrets
 import sqlite3
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -226,15 +228,27 @@ CREATE TABLE IF NOT EXISTS cohort_total (cohort INTEGER PRIMARY KEY, total TEXT 
 CREATE TABLE IF NOT EXISTS period_total (period TEXT NOT NULL, cohort INTEGER NOT NULL, total TEXT NOT NULL,
     PRIMARY KEY (period, cohort));
 CREATE TABLE IF NOT EXISTS kept_reports (query_id TEXT PRIMARY KEY, kind TEXT NOT NULL, data BLOB NOT NULL);
+CREATE TABLE IF NOT EXISTS release_status (query_id TEXT PRIMARY KEY, status TEXT NOT NULL, detail TEXT);
 """
 
 
 def _connect(path: Path) -> sqlite3.Connection:
     con = sqlite3.connect(str(path), timeout=60.0, isolation_level=None, check_same_thread=False)
     con.execute("PRAGMA busy_timeout = 60000")
-    con.execute("PRAGMA journal_mode = WAL")
+    # a rollback journal (not WAL): every committed spend is in the main file, so a copy of the
+    # ledger file alone holds every spend (a WAL copy would hand the budget back)
+    con.execute("PRAGMA journal_mode = DELETE")
     con.execute("PRAGMA synchronous = FULL")
     return con
+
+
+def _read_meta(path: Path) -> dict:
+    ro = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=60.0)
+    try:
+        has_meta = ro.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'").fetchone()
+        return dict(ro.execute("SELECT key, value FROM meta").fetchall()) if has_meta else {}
+    finally:
+        ro.close()
 
 
 def _cost_of(measurement: Any, d_in: int) -> tuple[Fraction, str, dict]:
@@ -244,9 +258,10 @@ def _cost_of(measurement: Any, d_in: int) -> tuple[Fraction, str, dict]:
             raise LDPParameterError(f"the accountant composes pure-ε measurements (max_divergence); got {measurement.output_measure}")
         eps = measurement.map(d_in)
         return as_fraction(float(eps)), "opendp-measurement", {"input_metric": str(measurement.input_metric)}
-    if hasattr(measurement, "epsilon") and hasattr(measurement, "params"):  # an ldp_plugin mechanism
-        name = getattr(measurement, "name", None) or measurement.params().get("mechanism", "mechanism")
-        return as_fraction(float(measurement.epsilon)) * d_in, str(name), measurement.params()
+    from .mechanisms import Mechanism
+
+    if isinstance(measurement, Mechanism):  # its spec (categories and their order included)
+        return as_fraction(float(measurement.epsilon)) * d_in, str(measurement.name), measurement.spec()
     return as_fraction(measurement) * d_in, "epsilon", {}
 
 
@@ -271,14 +286,21 @@ class Accountant:
         if not path.is_file():
             raise LedgerError(f"ledger {str(path)!r} does not exist (create it with Accountant.create or `ldp budget init`)")
         self.path = path
-        # validate read-only first: never touch (e.g. switch to WAL) a file that is not our ledger
+        # validate read-only first: never touch a file that is not our ledger
         try:
-            ro = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=60.0)
             try:
-                has_meta = ro.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'").fetchone()
-                rows = dict(ro.execute("SELECT key, value FROM meta").fetchall()) if has_meta else {}
-            finally:
-                ro.close()
+                rows = _read_meta(path)
+            except sqlite3.OperationalError:
+                if not path.with_name(path.name + "-journal").exists():
+                    raise
+                # a writer was killed mid-transaction: its hot journal is rolled back by the first
+                # read-write connection (SQLite's own recovery), then we validate read-only again
+                rw = sqlite3.connect(str(path), timeout=60.0)
+                try:
+                    rw.execute("SELECT count(*) FROM sqlite_master").fetchone()
+                finally:
+                    rw.close()
+                rows = _read_meta(path)
         except sqlite3.DatabaseError as e:
             raise LedgerError(f"ledger {str(path)!r} is not a readable SQLite ledger ({e})") from None
         if rows.get("schema") != str(SCHEMA_VERSION) or "population" not in rows:
@@ -306,8 +328,17 @@ class Accountant:
             if exist_ok:
                 return cls(path, population)
             raise LedgerError(f"ledger {str(path)!r} already exists")
-        path.parent.mkdir(parents=True, exist_ok=True)
-        con = _connect(path)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise LedgerError(f"cannot create the ledger's directory for {str(path)!r} ({e.strerror})") from None
+        # build the complete ledger in a private file, then link it into place atomically: a
+        # concurrent create/open never sees a half-initialized ledger, and exactly one wins
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+        try:
+            con = _connect(tmp)
+        except sqlite3.Error as e:
+            raise LedgerError(f"cannot create the ledger {str(path)!r} ({e})") from None
         try:
             con.executescript(_SCHEMA)
             con.execute("BEGIN IMMEDIATE")
@@ -323,6 +354,17 @@ class Accountant:
             con.execute("COMMIT")
         finally:
             con.close()
+        try:
+            os.link(tmp, path)
+        except FileExistsError:
+            if not exist_ok:
+                raise LedgerError(f"ledger {str(path)!r} already exists") from None
+        finally:
+            for leftover in (tmp, tmp.with_name(tmp.name + "-journal")):
+                try:
+                    os.unlink(leftover)
+                except FileNotFoundError:
+                    pass
         return cls(path, population)
 
     def _check_integrity(self) -> None:
@@ -332,6 +374,30 @@ class Accountant:
             raise LedgerError(f"ledger {str(self.path)!r} is corrupted ({e})") from None
         if ok != "ok":
             raise LedgerError(f"ledger {str(self.path)!r} is corrupted ({ok})")
+        # the totals must equal what the audit rows add up to (an edited total never restores budget)
+        con = self._con
+        con.execute("BEGIN")  # one read snapshot: rows and totals of the same commits
+        try:
+            spends = con.execute("SELECT epsilon, cohorts, period FROM spend").fetchall()
+            stored = {c: _text_frac(t) for c, t in con.execute("SELECT cohort, total FROM cohort_total")}
+            stored_p = {(p, c): _text_frac(t) for p, c, t in con.execute("SELECT period, cohort, total FROM period_total")}
+        finally:
+            con.execute("COMMIT")
+        life: dict = {}
+        per: dict = {}
+        for eps_text, cohorts_json, period in spends:
+            eps = _text_frac(eps_text)
+            if eps == 0:
+                continue
+            for c in json.loads(cohorts_json):
+                life[c] = life.get(c, Fraction(0)) + eps
+                if period is not None:
+                    per[(period, c)] = per.get((period, c), Fraction(0)) + eps
+        if stored != life or stored_p != per:
+            raise LedgerError(
+                f"ledger {str(self.path)!r} is inconsistent: its budget totals differ from the sum of its audit rows "
+                "(edited or corrupted); refusing to use it"
+            )
 
     def close(self) -> None:
         self._con.close()
@@ -348,9 +414,12 @@ class Accountant:
         if cohorts is None:
             return tuple(range(C))
         try:
-            cs = sorted({int(c) for c in cohorts})
-        except (TypeError, ValueError):
-            raise LDPParameterError("cohorts must be integers") from None
+            raw = list(cohorts)
+        except TypeError:
+            raise LDPParameterError("cohorts must be a list of integers") from None
+        if any(isinstance(c, bool) or not isinstance(c, (int, np.integer)) for c in raw):
+            raise LDPParameterError(f"cohorts must be integers in [0, {C}) (got a value of type {type(next(c for c in raw if isinstance(c, bool) or not isinstance(c, (int, np.integer)))).__name__})")
+        cs = sorted({int(c) for c in raw})
         if not cs:
             raise LDPParameterError("a query must touch at least one cohort")
         if cs[0] < 0 or cs[-1] >= C:
@@ -416,7 +485,7 @@ class Accountant:
             prem = pop.period_cap - self._max_total("period_total", cs, key)
             if eps > prem:
                 raise BudgetExceededError(
-                    f"query needs epsilon={float(eps)!r} but only {float(max(prem, 0))!r} of the {pop.period}ly budget "
+                    f"query needs epsilon={float(eps)!r} but only {float(max(prem, 0))!r} of the per-{pop.period} budget "
                     f"{float(pop.period_cap)!r} remains in period {key}",
                     requested=eps, remaining=max(min(prem, rem), Fraction(0)), cap=pop.period,
                 )
@@ -459,6 +528,11 @@ class Accountant:
                 rec = self._record(row, retried=True)
                 if rec.epsilon != eps or rec.cohorts != cs or rec.mechanism != mech_name:
                     raise LDPParameterError(f"query id {query_id!r} was already used for a different query (epsilon, cohorts or mechanism differ)")
+                if json.loads(row[5]) != json.loads(params_json):
+                    raise LDPParameterError(
+                        f"query id {query_id!r} was already used with other mechanism parameters (e.g. other categories or "
+                        "their order): a new query needs a new query id"
+                    )
                 con.execute("ROLLBACK")
                 return rec
             key = self._fits(eps, cs, when)
@@ -508,13 +582,50 @@ class Accountant:
             kept = self.kept_reports(query_id)
             if kept is not None:
                 return kept
-            raise LDPParameterError(
-                f"query id {query_id!r} was already spent and its reports were not kept: a new release needs a new query id (and budget)"
-            )
-        out = measurement(data)
+            raise LDPParameterError(self.retry_refusal(query_id))
+        self.mark_release(query_id, "started")
+        try:
+            out = measurement(data)
+        except BaseException as e:
+            self.mark_release(query_id, "partial", type(e).__name__)
+            raise
         if keep_reports:
             self.keep(query_id, out)
+        self.mark_release(query_id, "released")
         return out
+
+    def mark_release(self, query_id: str, status: str, detail: Optional[str] = None) -> None:
+        """Record what became of a spent query: ``"started"`` (set before the first report),
+        ``"released"`` or ``"partial"`` (failed after the spend; nothing may be trusted as complete)."""
+        if status not in ("started", "released", "partial"):
+            raise LDPParameterError("status must be 'started', 'released' or 'partial'")
+        self._con.execute("INSERT OR REPLACE INTO release_status(query_id, status, detail) VALUES (?, ?, ?)", (query_id, status, detail))
+
+    def release_status(self, query_id: str) -> Optional[str]:
+        row = self._con.execute("SELECT status FROM release_status WHERE query_id = ?", (query_id,)).fetchone()
+        return None if row is None else row[0]
+
+    def retry_refusal(self, query_id: str) -> str:
+        """The message for a retried query whose reports were not kept (says if it never finished)."""
+        status = self.release_status(query_id)
+        if status in ("started", "partial"):
+            return (
+                f"query id {query_id!r} was charged but its release did not complete ({'crashed' if status == 'started' else 'failed'} "
+                "after the spend): the budget is lost, nothing complete was released; a new release needs a new query id"
+            )
+        return f"query id {query_id!r} was already released and its reports were not kept: a new release needs a new query id"
+
+    def backup(self, destination: str | Path) -> Path:
+        """A consistent copy of the ledger (SQLite's online backup API, safe while in use)."""
+        dst = Path(destination)
+        if dst.exists():
+            raise LedgerError(f"backup destination {str(dst)!r} already exists")
+        out = sqlite3.connect(str(dst))
+        try:
+            self._con.backup(out)
+        finally:
+            out.close()
+        return dst
 
     def keep(self, query_id: str, reports: Any) -> None:
         """Store a released batch under its (spent) query id."""

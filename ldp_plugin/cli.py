@@ -131,7 +131,7 @@ def cmd_collect(args) -> int:
 
 def cmd_budget(args) -> int:
     """``ldp budget init|show|history|spend-check``: the persistent ledger of a population."""
-    from .accountant import Accountant, BudgetExceededError, Population
+    from .accountant import Accountant, BudgetExceededError, Population, as_fraction
 
     def frac(f):
         return {"value": float(f), "exact": f"{f.numerator}/{f.denominator}"}
@@ -144,8 +144,15 @@ def cmd_budget(args) -> int:
         out = {"ledger": str(acc.path), "population": pop.definition(), "fingerprint": pop.fingerprint()}
     else:
         acc = Accountant(args.ledger)
-        cohorts = None if not getattr(args, "cohorts", None) else [int(c) for c in args.cohorts.split(",")]
-        if args.budget_command == "show":
+        cohorts = None
+        if getattr(args, "cohorts", None):
+            try:
+                cohorts = [int(c) for c in args.cohorts.split(",")]
+            except ValueError:
+                raise LDPParameterError(f"--cohorts takes comma-separated integers in [0, {acc.population.cohorts})") from None
+        if args.budget_command == "backup":
+            out = {"ledger": str(acc.path), "backup": str(acc.backup(args.destination))}
+        elif args.budget_command == "show":
             C = acc.population.cohorts
             per = [{"cohort": c, "spent": frac(acc.spent([c])), "remaining": frac(acc.remaining([c]))} for c in range(min(C, 64))]
             out = {
@@ -159,11 +166,12 @@ def cmd_budget(args) -> int:
         elif args.budget_command == "history":
             out = {"ledger": str(acc.path), "history": [r.to_dict() for r in acc.history()]}
         else:  # spend-check
+            eps = as_fraction(args.epsilon, "--epsilon")  # decimal text, exactly
             try:
-                after = acc.check(args.epsilon, cohorts=cohorts)
-                out = {"fits": True, "requested": args.epsilon, "remaining_after": frac(after)}
+                after = acc.check(eps, cohorts=cohorts)
+                out = {"fits": True, "requested": frac(eps), "remaining_after": frac(after)}
             except BudgetExceededError as e:
-                out = {"fits": False, "requested": args.epsilon, "remaining": frac(e.remaining), "cap": e.cap}
+                out = {"fits": False, "requested": frac(eps), "remaining": frac(e.remaining), "cap": e.cap}
     if args.json:
         print(json.dumps(out, indent=2))
     else:
@@ -374,9 +382,13 @@ def build_parser() -> argparse.ArgumentParser:
     bh.add_argument("--json", action="store_true")
     bc = bsub.add_parser("spend-check", help="would a query of EPSILON fit? (spends nothing; exit 1 if not)")
     bc.add_argument("ledger")
-    bc.add_argument("--epsilon", required=True, type=float)
+    bc.add_argument("--epsilon", required=True, help="epsilon as exact decimal text ('0.1' is 1/10) or a fraction ('1/3')")
     bc.add_argument("--cohorts", default=None, help="comma-separated cohorts (default: all)")
     bc.add_argument("--json", action="store_true")
+    bb = bsub.add_parser("backup", help="a consistent copy of a ledger (SQLite's backup API; safe while in use)")
+    bb.add_argument("ledger")
+    bb.add_argument("destination")
+    bb.add_argument("--json", action="store_true")
     b.set_defaults(func=cmd_budget)
 
     d = sub.add_parser("demo", help="a simulated collection with an estimate table (standard errors, CIs, truth)")
