@@ -279,22 +279,10 @@ def privatize(
         if not query_id:
             raise LDPParameterError("spending from an accountant needs a query_id")
         p.check_values(lf)  # one streamed scan: an unknown item late in the file costs no budget
-        rec = accountant.spend(query_id, mechanism, cohorts=budget_cohorts)
-        if rec.retried:
-            kept = accountant.kept_reports(query_id)
-            if kept is None:
-                raise LDPParameterError(accountant.retry_refusal(query_id))
-            return kept
-        accountant.mark_release(query_id, "started")
-        try:
-            out = _release(p, frame, lf, column, user_id, sink, partition, mechanism)
-        except BaseException as e:
-            accountant.mark_release(query_id, "partial", type(e).__name__)
-            raise
-        if keep_reports:
-            accountant.keep(query_id, out)
-        accountant.mark_release(query_id, "released")
-        return out
+        return accountant.release(
+            query_id, mechanism, lambda: _release(p, frame, lf, column, user_id, sink, partition, mechanism),
+            cohorts=budget_cohorts, keep_reports=keep_reports,
+        )
     return _release(p, frame, lf, column, user_id, sink, partition, mechanism)
 
 
@@ -305,8 +293,12 @@ def _release(p, frame, lf, column, user_id, sink, partition, mechanism):
     else:
         batches = iter(lf.select(cols).collect_batches(chunk_size=ROWS_PER_CHUNK, maintain_order=True, engine="streaming"))
     if sink is not None:
+        from ldp_plugin.executors import INCOMPLETE_MARKER
+
         out_dir = Path(sink)
         out_dir.mkdir(parents=True, exist_ok=True)
+        marker = out_dir / INCOMPLETE_MARKER
+        marker.write_text("this release has not completed; its parts are not the whole population\n")
     parts = []
     offset = 0
     for i, chunk in enumerate(_rechunk(batches, ROWS_PER_CHUNK)):
@@ -317,6 +309,7 @@ def _release(p, frame, lf, column, user_id, sink, partition, mechanism):
         else:
             parts.append(out)
     if sink is not None:
+        marker.unlink()  # complete: every part is written
         return pl.scan_parquet(out_dir / "part-*.parquet")
     return pl.concat(parts, rechunk=True)
 

@@ -577,7 +577,15 @@ class Accountant:
         """Spend, then run ``measurement(data)`` (an OpenDP measurement or a callable) and return
         its release. With ``keep_reports=True`` the release is stored, and a retry of the same
         query id returns it without running (and without charging) again."""
-        rec = self.spend(query_id, measurement, cohorts=cohorts, **kw)
+        return self.release(query_id, measurement, lambda: measurement(data), cohorts=cohorts, keep_reports=keep_reports, **kw)
+
+    def release(self, query_id: str, cost: Any, produce: Any, *, cohorts: Optional[Iterable[int]] = None, keep_reports: bool = False, **kw):
+        """The one release path (``run`` and the Polars namespace use it): spend ``cost`` under
+        ``query_id`` (atomic check-then-spend), then call ``produce()`` for the reports, marking the
+        release ``started`` → ``released`` (or ``partial`` if it fails after the spend). A retried
+        query id (same spec) is charged once and returns the kept reports, or is refused with a
+        message that says whether the first release completed."""
+        rec = self.spend(query_id, cost, cohorts=cohorts, **kw)
         if rec.retried:
             kept = self.kept_reports(query_id)
             if kept is not None:
@@ -585,7 +593,7 @@ class Accountant:
             raise LDPParameterError(self.retry_refusal(query_id))
         self.mark_release(query_id, "started")
         try:
-            out = measurement(data)
+            out = produce()
         except BaseException as e:
             self.mark_release(query_id, "partial", type(e).__name__)
             raise

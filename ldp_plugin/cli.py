@@ -266,7 +266,7 @@ def cmd_aggregate(args) -> int:
     before = 0 if state is None else len(state.ingested)
     executor = make_executor(args.executor, args.address)
     try:
-        result = aggregate(args.reports, executor=executor, state=state)
+        result = aggregate(args.reports, executor=executor, state=state, allow_partial=args.allow_partial)
     finally:
         if hasattr(executor, "close"):
             executor.close()
@@ -360,6 +360,7 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("--state", default=None, metavar="PATH", help="accumulator state: read if present, new files merged in, saved back")
     a.add_argument("--candidates", default=None, help="comma-separated candidates (open-alphabet mechanisms)")
     a.add_argument("--postprocess", choices=POSTPROCESS_CHOICES, default="projection")
+    a.add_argument("--allow-partial", action="store_true", help="also aggregate reports of a release that did not complete")
     a.add_argument("--json", action="store_true")
     a.set_defaults(func=cmd_aggregate)
 

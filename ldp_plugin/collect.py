@@ -185,6 +185,22 @@ def plot_estimates(frame, path: Path, *, title: str, max_items: int = 40) -> Non
     plt.close(fig)
 
 
+def _check_outputs(job: Job) -> None:
+    """Every output path must be creatable and writable (checked before the spend)."""
+    import os
+
+    for key in ("estimates", "plot", "reports"):
+        if key not in job.output:
+            continue
+        p = job.path(job.output[key])
+        parent = p if key == "reports" else p.parent
+        probe = parent
+        while not probe.exists() and probe != probe.parent:
+            probe = probe.parent
+        if not probe.is_dir() or not os.access(probe, os.W_OK) or (p.exists() and key != "reports" and not os.access(p, os.W_OK)):
+            raise LDPParameterError(f"[output] {key} = {str(job.output[key])!r} is not writable")
+
+
 def run_job(job: Job, *, executor: Optional[str] = None, address: Optional[str] = None) -> dict:
     """Run a job: stream the input, privatize once, estimate, write outputs; return a summary.
 
@@ -211,6 +227,8 @@ def run_job(job: Job, *, executor: Optional[str] = None, address: Optional[str] 
         if "ledger" not in budget or "query_id" not in budget:
             raise LDPParameterError("[budget] needs ledger and query_id")
         accountant = Accountant(job.path(budget["ledger"]))
+    _check_outputs(job)  # before any spend: an unwritable output must not cost budget
+    prior = None if accountant is None else accountant.release_status(budget["query_id"])
     t0 = time.perf_counter()
     reports_dir = job.output.get("reports")
     reports = privatize(
@@ -251,7 +269,9 @@ def run_job(job: Job, *, executor: Optional[str] = None, address: Optional[str] 
         "plot": None if plot_path is None else str(plot_path),
         "reports": None if reports_dir is None else str(job.path(reports_dir)),
         "budget": None if accountant is None else {
-            "ledger": str(accountant.path), "query_id": budget["query_id"], "remaining": float(accountant.remaining(budget.get("cohorts")))
+            "ledger": str(accountant.path), "query_id": budget["query_id"], "remaining": float(accountant.remaining(budget.get("cohorts"))),
+            "charged": prior is None,
+            "note": "retry: no new spend; kept reports returned" if prior is not None else f"charged epsilon={mech.epsilon}",
         },
         "privatize_seconds": round(t1 - t0, 3),
         "estimate_seconds": round(t2 - t1, 3),
@@ -276,17 +296,25 @@ def _run_partitioned(job: Job, kind: str, address: Optional[str]) -> dict:
     if budget:
         from .accountant import Accountant
 
-        acc = Accountant(job.path(budget["ledger"]))
-        rec = acc.spend(budget["query_id"], mech, cohorts=budget.get("cohorts"))
-        if rec.retried:
-            raise LDPParameterError(f"query id {budget['query_id']!r} was already released: a partitioned job cannot be re-released")
+    _check_outputs(job)
     ex = make_executor(kind, address)
     t0 = time.perf_counter()
     try:
-        files = privatize_files(
-            paths, job.input["column"], mech, job.path(job.output["reports"]), executor=ex, seed=coll.get("seed"),
-            user_id=job.input.get("user_id"), cohorts=coll.get("cohort_salt"), unknown=coll.get("unknown", "error"),
-        )
+        def produce():
+            return privatize_files(
+                paths, job.input["column"], mech, job.path(job.output["reports"]), executor=ex, seed=coll.get("seed"),
+                user_id=job.input.get("user_id"), cohorts=coll.get("cohort_salt"), unknown=coll.get("unknown", "error"),
+            )
+
+        if budget:
+            from .accountant import Accountant
+
+            acc = Accountant(job.path(budget["ledger"]))
+            if acc.release_status(budget["query_id"]) is not None:
+                raise LDPParameterError(acc.retry_refusal(budget["query_id"]) + " (a partitioned job keeps no reports)")
+            files = acc.release(budget["query_id"], mech, produce, cohorts=budget.get("cohorts"))
+        else:
+            files = produce()
         t1 = time.perf_counter()
         state = aggregate(files, executor=ex)
     finally:

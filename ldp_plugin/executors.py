@@ -145,12 +145,30 @@ def aggregate_file(path: str, *, spec: dict, fingerprint: str) -> AccumulatorSta
     return AccumulatorState.from_accumulator(mech, acc, [file_identity(path)])
 
 
+#: a release writes this file into its reports directory first and removes it when complete
+INCOMPLETE_MARKER = ".ldp-release-incomplete"
+
+
+def check_complete(paths: list, allow_partial: bool = False) -> None:
+    """Refuse report files from a release that did not complete (its directory still holds
+    :data:`INCOMPLETE_MARKER`) unless ``allow_partial``: a partial release is not the population."""
+    if allow_partial:
+        return
+    for d in sorted({os.path.dirname(os.path.abspath(p)) for p in paths}):
+        if os.path.exists(os.path.join(d, INCOMPLETE_MARKER)):
+            raise LDPInputError(
+                f"the reports in {d!r} are from a release that did not complete (it failed or was killed after the spend); "
+                "aggregate them anyway with allow_partial=True (`ldp aggregate --allow-partial`)"
+            )
+
+
 def aggregate(
     sources: Any,
     *,
     mechanism: Any = None,
     executor: Any = None,
     state: Optional[AccumulatorState] = None,
+    allow_partial: bool = False,
 ) -> AccumulatorState:
     """Aggregate report files (a glob, directory or list) into an accumulator state.
 
@@ -159,6 +177,7 @@ def aggregate(
     changed since is an error — and the new ones are added: incremental aggregation.
     """
     paths = resolve_paths(sources)
+    check_complete(paths, allow_partial)
     specs = {}
     for p in paths:
         spec, fp = read_report_spec(p)

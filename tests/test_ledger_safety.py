@@ -192,3 +192,50 @@ def test_period_error_wording(tmp_path):
     with pytest.raises(ldp.BudgetExceededError) as e:
         acc.spend("b", 1)
     assert "per-day budget" in str(e.value) and "dayly" not in str(e.value)
+
+
+def test_a_failed_release_is_partial_and_aggregate_refuses_it(tmp_path):
+    from ldp_plugin.executors import aggregate
+
+    acc = _acc(tmp_path)
+    mech = ldp.KRR(epsilon=1.0, categories=["a", "b"])
+    n = 300_000  # three chunks: the first is written before the bad one is reached
+    df = pl.DataFrame({"uid": range(n), "app": ["a", "b"] * (n // 2)})
+    bad = df.with_columns(app=pl.when(pl.col("uid") == n - 1).then(pl.lit("c")).otherwise(pl.col("app")))
+    # without an accountant there is no pre-scan: the error comes after parts were written
+    with pytest.raises(LDPInputError):
+        bad.ldp.privatize("app", mech, sink=tmp_path / "part", seed=1)
+    assert any((tmp_path / "part").glob("part-*.parquet"))
+    with pytest.raises(LDPInputError, match="did not complete"):
+        aggregate(str(tmp_path / "part"))
+    assert aggregate(str(tmp_path / "part"), allow_partial=True).n > 0
+    # a complete release aggregates normally
+    df.ldp.privatize("app", mech, sink=tmp_path / "full", seed=1)
+    assert aggregate(str(tmp_path / "full")).n == n
+    assert acc.spent() == 0
+
+
+def test_collect_refuses_unwritable_output_before_spending(tmp_path):
+    from ldp_plugin.collect import load_job, run_job
+
+    pl.DataFrame({"uid": range(100), "app": ["a", "b"] * 50}).write_parquet(tmp_path / "in.parquet")
+    acc = _acc(tmp_path)
+    (tmp_path / "blocker").write_text("a file where the output directory should be")
+
+    def job(out):
+        path = tmp_path / "job.toml"
+        path.write_text(
+            '[input]\npath = "in.parquet"\ncolumn = "app"\nuser_id = "uid"\n'
+            '[mechanism]\nname = "krr"\nepsilon = 1.0\ncategories = ["a", "b"]\n'
+            f'[collection]\nseed = 1\n[output]\nestimates = "{out}"\n'
+            '[budget]\nledger = "l.sqlite"\nquery_id = "q1"\n'
+        )
+        return load_job(path)
+
+    with pytest.raises(LDPParameterError, match="not writable"):
+        run_job(job("blocker/sub/est.parquet"))
+    assert acc.spent() == 0
+    first = run_job(job("est.parquet"))
+    assert first["budget"]["charged"] is True and acc.spent() == 1
+    again = run_job(job("est.parquet"))  # the same job again: a retry, no new spend, said so
+    assert again["budget"]["charged"] is False and "retry" in again["budget"]["note"] and acc.spent() == 1
