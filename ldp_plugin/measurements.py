@@ -81,11 +81,12 @@ def enable_ldp_features() -> None:
 
 
 def _domain_id(mechanism: FrequencyOracle) -> str:
-    if getattr(mechanism, "closed", True) is False:
-        return f"open alphabet, {mechanism.name}"
+    kind = "sets of at most m={}, ".format(mechanism.m) if mechanism.input_kind == "set" else ""
+    if not mechanism.closed:
+        return f"{kind}open alphabet, {mechanism.name}"
     if mechanism.categories is None:
-        return f"d={mechanism.d}"
-    return f"categories={list(mechanism.categories)!r}"
+        return f"{kind}d={mechanism.domain_size}"
+    return f"{kind}categories={list(mechanism.categories)!r}"
 
 
 def category_domain(mechanism: FrequencyOracle) -> dp.Domain:
@@ -106,7 +107,45 @@ def _check_d_in(d_in: Any) -> int:
     return d_in
 
 
-def make_ldp(
+def _unit_of_metric(metric: Any) -> str:
+    if metric == dp.discrete_distance():
+        return "user"
+    if metric == dp.hamming_distance():
+        return "population"
+    raise LDPParameterError(
+        f"input_metric must be discrete_distance() (one user's value) or hamming_distance() (a batch of users); got {metric}"
+    )
+
+
+def make_ldp(*args: Any, unit: Optional[str] = None, rng: RNGLike = None, input_domain: Optional[dp.Domain] = None, input_metric: Optional[dp.Metric] = None) -> dp.Measurement:
+    """Wrap a mechanism as an OpenDP ``Measurement``.
+
+    OpenDP's parameter order: ``make_ldp(input_domain, input_metric, mechanism, rng=None)`` — the
+    unit follows from the metric (``discrete_distance()``: one user; ``hamming_distance()``: a
+    batch). The mechanism-first form ``make_ldp(mechanism, unit="user")`` keeps working.
+
+    >>> import opendp.prelude as dp, ldp_plugin as ldp
+    >>> mech = ldp.KRR(epsilon=1.0, d=4)
+    >>> m = ldp.make_ldp(ldp.category_domain(mech), dp.discrete_distance(), mech)
+    >>> m.map(1), m.check(1, 1.0)
+    (1.0, True)
+    """
+    if len(args) == 3:
+        input_domain, input_metric, mechanism = args
+        inferred = _unit_of_metric(input_metric)
+        if unit is not None and unit != inferred:
+            raise LDPParameterError(f"unit={unit!r} contradicts input_metric {input_metric} (unit {inferred!r})")
+        unit = inferred
+    elif len(args) == 1:
+        (mechanism,) = args
+        if unit is None:
+            unit = _unit_of_metric(input_metric) if input_metric is not None else "user"
+    else:
+        raise LDPParameterError("make_ldp takes (input_domain, input_metric, mechanism) or (mechanism)")
+    return _make_ldp(mechanism, unit=unit, rng=rng, input_domain=input_domain, input_metric=input_metric)
+
+
+def _make_ldp(
     mechanism: FrequencyOracle,
     *,
     unit: str = "user",
@@ -114,7 +153,7 @@ def make_ldp(
     input_domain: Optional[dp.Domain] = None,
     input_metric: Optional[dp.Metric] = None,
 ) -> dp.Measurement:
-    """Wrap a mechanism as an OpenDP ``Measurement``.
+    """The measurement (see :func:`make_ldp`).
 
     :param mechanism: a validated mechanism object (its constructor verified the realized ratio).
     :param unit: ``"user"`` (one value; ``discrete_distance``; map ``0 if d_in == 0 else ε``) or
@@ -160,13 +199,11 @@ def make_ldp(
     return dp.m.make_user_measurement(domain, metric, dp.max_divergence(), function, privacy_map)
 
 
-def then_ldp(mechanism: FrequencyOracle, *, unit: str = "user", rng: RNGLike = None) -> PartialConstructor:
-    """Partial of :func:`make_ldp` for chaining: ``transformation >> then_ldp(mech)``."""
-    return PartialConstructor(
-        lambda input_domain, input_metric: make_ldp(
-            mechanism, unit=unit, rng=rng, input_domain=input_domain, input_metric=input_metric
-        )
-    )
+def then_ldp(mechanism: FrequencyOracle, *, unit: Optional[str] = None, rng: RNGLike = None) -> PartialConstructor:
+    """Partial of :func:`make_ldp` for chaining (as OpenDP's ``then_*``): the input domain and
+    metric come from the transformation before it, ``transformation >> then_ldp(mech)``; the unit
+    follows from that metric."""
+    return PartialConstructor(lambda input_domain, input_metric: make_ldp(input_domain, input_metric, mechanism, unit=unit, rng=rng))
 
 
 def make_krr(

@@ -198,3 +198,20 @@ def test_polars_namespace_uses_only_the_protocol():
         rep = df.ldp.privatize(col, mech, seed=0)
         assert rep.schema == mech.report_schema
         assert rep.ldp.estimate(mech).height == len(mech.categories)
+
+
+def test_opendp_map_at_its_edge(mech):
+    """make_ldp in OpenDP's order, unit from the metric: ``check(1, ε)`` holds and
+    ``check(1, ε·(1−1e−9))`` fails (the map is ε, never rounded down)."""
+    import opendp.prelude as dp
+
+    if isinstance(mech, ldp.Memoized):
+        pytest.skip("a memoized series is charged by its collection_cost, not one measurement")
+    meas = ldp.make_ldp(ldp.category_domain(mech), dp.discrete_distance(), mech)
+    eps = mech.epsilon
+    assert meas.check(1, eps) and not meas.check(1, eps * (1 - 1e-9))
+    assert meas.map(0) == 0
+    pop = ldp.make_ldp(ldp.batch_domain(mech), dp.hamming_distance(), mech)
+    assert pop.check(3, 3 * eps * (1 + 1e-12)) and not pop.check(3, 3 * eps * (1 - 1e-9))
+    with pytest.raises(LDPParameterError, match="input_metric"):
+        ldp.make_ldp(ldp.category_domain(mech), dp.symmetric_distance(), mech)

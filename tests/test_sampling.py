@@ -194,7 +194,7 @@ def test_bernoulli_packed_same_output_on_both_backends_and_segments(monkeypatch)
     """The compiled kernel and the numpy scan give the same reports from the same seeded stream,
     across several segments, with top-up blocks, and for widths that are not whole bytes."""
     pytest.importorskip("numba")
-    import ldp_plugin.sampling as sampling
+    import ldp_plugin.sampling.bernoulli as sampling
 
     monkeypatch.setattr(sampling, "_SEG_EVENTS", 5000)
     T = 0x2E3F_0000_0000_0001
@@ -213,7 +213,7 @@ def test_bernoulli_packed_same_output_on_both_backends_and_segments(monkeypatch)
 def test_bernoulli_packed_secure_parallel_segments(backend, monkeypatch):
     """The OS-CSPRNG path (each worker draws and decodes its own block): right rate, and the
     segments are independent (no block reused)."""
-    import ldp_plugin.sampling as sampling
+    import ldp_plugin.sampling.bernoulli as sampling
 
     if backend == "numba":
         pytest.importorskip("numba")
@@ -231,7 +231,7 @@ def test_bernoulli_packed_secure_parallel_segments(backend, monkeypatch):
 def test_bernoulli_packed_top_up_blocks(monkeypatch):
     """A segment whose block runs out is continued on extra blocks (forced here by a tiny block
     size), and the result is still the same stream decoded end to end."""
-    import ldp_plugin.sampling as sampling
+    import ldp_plugin.sampling.bernoulli as sampling
 
     T = 0x6A09_E667_F3BC_C908
     data = np.random.default_rng(2).integers(0, 256, 1 << 16, dtype=np.uint8).tobytes()
@@ -292,7 +292,7 @@ def test_sorted_subsets_same_on_both_backends_with_rejections(monkeypatch):
     ranges that is not a power of two: 0·P mod 2**64 = 0 < 2**64 mod P), replaced in row-major
     order, round by round."""
     pytest.importorskip("numba")
-    import ldp_plugin.sampling as sampling
+    import ldp_plugin.sampling.subsets as sampling
 
     monkeypatch.setattr(sampling, "_SUBSET_SEG_DRAWS", 3000)
     d, k, n = 1000, 300, 40  # 6 draws per 64-bit word: 50 words per row

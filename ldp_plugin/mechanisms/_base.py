@@ -17,11 +17,9 @@ The OpenDP measurements are built from these in :mod:`ldp_plugin.measurements`.
 from __future__ import annotations
 
 import abc
-import functools
-import math
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any, ClassVar, Optional, Sequence
+from typing import Any, ClassVar, Optional
 
 import numpy as np
 
@@ -34,113 +32,7 @@ from .protocol import Mechanism, ReportField
 
 __all__ = ["Channel", "RealizedChannel", "RealizedRates", "FrequencyOracle", "FrequencyAccumulator", "check_epsilon", "check_domain", "encode_values"]
 
-MAX_D = 1 << 31
-
-
-def check_epsilon(epsilon: Any, name: str = "epsilon") -> float:
-    """A finite float > 0, or :class:`LDPParameterError` naming the parameter."""
-    if isinstance(epsilon, bool) or not isinstance(epsilon, (int, float, np.integer, np.floating)):
-        raise LDPParameterError(f"{name} must be a real number > 0 (got type {type(epsilon).__name__})")
-    eps = float(epsilon)
-    if not math.isfinite(eps) or eps <= 0:
-        raise LDPParameterError(f"{name} must be a finite number > 0 (got {eps!r})")
-    return eps
-
-
-def check_domain(d: Any, categories: Optional[Sequence]) -> tuple[int, Optional[tuple]]:
-    """Validate the domain: ``d`` in ``[2, 2**31]`` and/or unique, hashable ``categories``."""
-    if categories is not None:
-        if isinstance(categories, (str, bytes)):
-            raise LDPParameterError("categories must be a sequence of labels, not a single string")
-        cats = tuple(categories)
-        if len(cats) == 0:
-            raise LDPParameterError("categories must not be empty")
-        try:
-            distinct = len(set(cats))
-        except TypeError:
-            raise LDPParameterError("categories must be hashable labels") from None
-        if distinct != len(cats):
-            raise LDPParameterError(f"categories must be unique ({len(cats) - distinct} duplicate(s) found)")
-        if d is not None and int(d) != len(cats):
-            raise LDPParameterError(f"d must equal len(categories) (d={d}, len(categories)={len(cats)})")
-        d = len(cats)
-    else:
-        cats = None
-    if d is None:
-        raise LDPParameterError("give the domain size d or the categories")
-    if isinstance(d, bool) or not isinstance(d, (int, np.integer)):
-        raise LDPParameterError(f"d must be an integer in [2, 2**31] (got type {type(d).__name__})")
-    d = int(d)
-    if not 2 <= d <= MAX_D:
-        raise LDPParameterError(f"d must be an integer in [2, 2**31] (got {d})")
-    return d, cats
-
-
-def encode_values(values: Any, d: int, categories: Optional[tuple], index: Optional[dict]) -> np.ndarray:
-    """Validate a batch of user values against a closed domain and return ``int64`` codes.
-
-    Without ``categories`` values must be integer codes in ``[0, d)``; with them, labels. Errors
-    give the position of the first bad value, never the value.
-    """
-    if _is_polars_series(values):
-        return _encode_series(values, d, categories)
-    arr = _as_array(values)
-    if index is None:
-        if arr.dtype == object and all(isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_)) for v in arr.tolist()):
-            arr = arr.astype(np.int64) if arr.size else np.empty(0, dtype=np.int64)
-        if arr.dtype.kind not in "iu" or arr.dtype == np.bool_:
-            raise LDPInputError(
-                f"values must be integer codes in [0, {d}) (got dtype {arr.dtype}); "
-                "pass categories= to randomize labels"
-            )
-        if arr.size:
-            bad = (arr < 0) | (arr >= d)
-            if bad.any():
-                pos = int(np.flatnonzero(bad)[0])
-                raise LDPInputError(f"values must be integer codes in [0, {d}): the value at position {pos} is out of range")
-        return arr.astype(np.int64, copy=False)
-    if arr.size == 0:
-        return np.empty(0, dtype=np.int64)
-    try:
-        uniq, inv = np.unique(arr, return_inverse=True)
-    except TypeError:
-        raise LDPInputError("values must be labels of one comparable type") from None
-    codes_u = np.empty(uniq.size, dtype=np.int64)
-    for j, u in enumerate(uniq.tolist()):
-        code = index.get(u)
-        if code is None or (isinstance(u, bool) != isinstance(categories[code], bool)):
-            pos = int(np.flatnonzero(inv == j)[0])
-            raise LDPInputError(f"values contains an item that is not one of the declared categories (at position {pos})")
-        codes_u[j] = code
-    return codes_u[inv.reshape(-1)]
-
-
-def _is_polars_series(values: Any) -> bool:
-    return type(values).__module__.startswith("polars") and type(values).__name__ == "Series"
-
-
-def _encode_series(values: Any, d: int, categories: Optional[tuple]) -> np.ndarray:
-    """Vectorized dictionary encoding of a Polars Series (String, Categorical, Enum, integer)."""
-    import polars as pl
-
-    if values.null_count():
-        pos = int(values.is_null().arg_true()[0])
-        raise LDPInputError(f"values has a null at position {pos}")
-    if categories is None:
-        if not values.dtype.is_integer():
-            raise LDPInputError(f"values must be integer codes in [0, {d}) (got Polars dtype {values.dtype}); pass categories= to randomize labels")
-        return encode_values(values.to_numpy(), d, None, None)
-    if values.dtype == pl.Categorical or isinstance(values.dtype, pl.Enum):
-        values = values.cast(pl.String)
-    cats = list(categories)
-    try:
-        codes = values.replace_strict(cats, list(range(len(cats))), default=None, return_dtype=pl.Int64)
-    except Exception:
-        raise LDPInputError("values must have the dtype of the declared categories") from None
-    if codes.null_count():
-        pos = int(codes.is_null().arg_true()[0])
-        raise LDPInputError(f"values contains an item that is not one of the declared categories (at position {pos})")
-    return codes.to_numpy()
+from .domain import MAX_D, _as_array, _category_index, check_domain, check_epsilon, encode_values  # noqa: F401 (re-exported)
 
 
 def floor_threshold(p: Fraction) -> int:
@@ -184,15 +76,6 @@ class Channel:
         return np.array([[float(p) for p in row] for row in self.matrix])
 
 
-def _as_array(values: Any) -> np.ndarray:
-    if hasattr(values, "to_numpy") and not isinstance(values, np.ndarray):
-        values = values.to_numpy()
-    arr = np.asarray(values)
-    if arr.ndim != 1:
-        raise LDPInputError(f"values must be a 1-d batch (got an array with {arr.ndim} dimensions)")
-    return arr
-
-
 class RealizedChannel(Mechanism):
     """Shared by every closed-domain mechanism: the realized ε (rounded up) of its exact
     worst-case ratio, the item labels, the encoding of values to codes and the public
@@ -230,11 +113,6 @@ class RealizedRates(RealizedChannel):
     @property
     def q_star(self) -> float:
         return float(self.q_star_exact)
-
-
-@functools.lru_cache(maxsize=256)
-def _category_index(categories: tuple) -> dict:
-    return {c: i for i, c in enumerate(categories)}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -465,4 +343,3 @@ class FrequencyAccumulator:
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.mechanism.name}, d={self.mechanism.d}, n={self.n})"
-

@@ -1,0 +1,397 @@
+"""The shape of cohort mechanisms (O-RR, O-RAPPOR; paper 002 §5): data-independent hash cohorts,
+cohort reports, the mergeable cohort accumulator with the least-squares decoder."""
+
+from __future__ import annotations
+
+import abc
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any, ClassVar, Optional
+
+import numpy as np
+
+from .protocol import Mechanism
+from .._errors import LDPInputError, LDPParameterError
+from ..estimation import FrequencyEstimate, finalize_estimate, least_squares_decode, check_postprocess
+from ..exact import epsilon_of_ratio, ratio_within_exp
+from ..hashing import check_seed, cohort_seeds, item_keys, keys_of_items, seeded_hash, seeded_permutation
+from ..sampling import RNGLike, as_source
+from ._base import Channel, check_domain, check_epsilon, encode_values
+
+__all__ = ["CohortReports", "CohortAccumulator", "OTHER", "MAX_K", "MAX_COHORTS", "MAX_TABLE"]
+
+#: The label of the estimated total mass of items outside an open alphabet's candidates.
+OTHER = "<other>"
+
+MAX_K = 1 << 24
+MAX_COHORTS = 1 << 20
+MAX_TABLE = 1 << 28  # entries of a closed-alphabet position table (C · h · S)
+
+
+@dataclass(frozen=True)
+class CohortReports:
+    """A batch of cohort reports: ``cohort[i]`` and ``value[i]`` are user ``i``'s report.
+
+    ``value`` is a ``uint32`` vector (O-RR: the randomized cell) or an ``(n, ceil(k/8))`` ``uint8``
+    matrix of LSB-first packed bits (O-RAPPOR)."""
+
+    cohort: np.ndarray
+    value: np.ndarray
+
+    def __len__(self) -> int:
+        return int(self.cohort.shape[0])
+
+
+@dataclass(frozen=True, kw_only=True)
+class _CohortMechanism(Mechanism, abc.ABC):
+    name: ClassVar[str] = "abstract-cohort"
+    takes_cohorts: ClassVar[bool] = True
+    histogram_columns: ClassVar[Optional[tuple]] = None
+    covariance: ClassVar[str] = "multinomial"
+    hashes_per_item: ClassVar[int] = 1
+
+    epsilon: float
+    k: int
+    cohorts: int = 1
+    hash_seed: int = 0
+    d: Optional[int] = None
+    categories: Optional[tuple] = None
+    p_exact: Fraction = field(init=False, repr=False, compare=False)
+    q_exact: Fraction = field(init=False, repr=False, compare=False)
+    realized_ratio: Fraction = field(init=False, repr=False, compare=False)
+    _index: Optional[dict] = field(init=False, repr=False, compare=False)
+    _table: Optional[np.ndarray] = field(init=False, repr=False, compare=False)
+    _seeds: np.ndarray = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        eps = check_epsilon(self.epsilon)
+        object.__setattr__(self, "epsilon", eps)
+        k, C = self.k, self.cohorts
+        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 2 <= int(k) <= MAX_K:
+            raise LDPParameterError(f"k must be an integer in [2, 2**24] (got {k!r})")
+        if isinstance(C, bool) or not isinstance(C, (int, np.integer)) or not 1 <= int(C) <= MAX_COHORTS:
+            raise LDPParameterError(f"cohorts must be an integer in [1, 2**20] (got {C!r})")
+        object.__setattr__(self, "k", int(k))
+        object.__setattr__(self, "cohorts", int(C))
+        object.__setattr__(self, "hash_seed", check_seed(self.hash_seed))
+        self._validate_extra()
+        h = self.hashes_per_item
+        object.__setattr__(self, "_seeds", cohort_seeds(self.hash_seed, self.cohorts * h).reshape(self.cohorts, h))
+        if self.d is not None or self.categories is not None:
+            d, cats = check_domain(self.d, self.categories)
+            if self.cohorts * h * d > MAX_TABLE:
+                raise LDPParameterError("closed alphabet: cohorts · hashes · d must be at most 2**28")
+            object.__setattr__(self, "d", d)
+            object.__setattr__(self, "categories", cats)
+            object.__setattr__(self, "_index", None if cats is None else {c: i for i, c in enumerate(cats)})
+            keys = keys_of_items(cats if cats is not None else range(d))
+            table = np.empty((self.cohorts, h, d), dtype=np.int32)
+            for c in range(self.cohorts):
+                for t in range(h):
+                    table[c, t] = seeded_permutation(keys, int(self._seeds[c, t])) % self.k
+            table.setflags(write=False)
+            object.__setattr__(self, "_table", table)
+        else:
+            object.__setattr__(self, "_index", None)
+            object.__setattr__(self, "_table", None)
+        p, q, ratio = self._realize()
+        if not (0 < q < p < 1):
+            raise LDPParameterError(f"{self.name}: epsilon={eps} gives probabilities that round to 0 or 1 in 64-bit thresholds")
+        if not ratio_within_exp(ratio, eps):  # pragma: no cover - the thresholds are chosen to pass
+            raise LDPParameterError(f"{self.name}: the realized likelihood ratio exceeds e**epsilon")
+        object.__setattr__(self, "p_exact", p)
+        object.__setattr__(self, "q_exact", q)
+        object.__setattr__(self, "realized_ratio", ratio)
+
+    def _validate_extra(self) -> None:
+        pass
+
+    @abc.abstractmethod
+    def _realize(self) -> tuple[Fraction, Fraction, Fraction]:
+        """Exact (P[cell reported | own], P[cell reported | not own], worst-case ratio)."""
+
+    @abc.abstractmethod
+    def _randomize_positions(self, positions: np.ndarray, source) -> np.ndarray:
+        """Client on the users' cells (``(n, h)``)."""
+
+    # -- description -------------------------------------------------------------------------------
+    @property
+    def closed(self) -> bool:
+        return self._table is not None
+
+    @property
+    def p(self) -> float:
+        return float(self.p_exact)
+
+    @property
+    def q(self) -> float:
+        return float(self.q_exact)
+
+    @property
+    def realized_epsilon(self) -> float:
+        return epsilon_of_ratio(self.realized_ratio)
+
+    @property
+    def items(self) -> Optional[tuple]:
+        if not self.closed:
+            return None
+        return self.categories if self.categories is not None else tuple(range(self.d))
+
+    def params(self) -> dict:
+        out = {"mechanism": self.name, "epsilon": self.epsilon, "k": self.k, "cohorts": self.cohorts, "hash_seed": self.hash_seed}
+        if self.closed:
+            out["d"] = self.d
+        out.update(self._extra_params())
+        return out
+
+    def _extra_params(self) -> dict:
+        return {}
+
+    # -- client ----------------------------------------------------------------------------------
+    def encode(self, values: Any) -> np.ndarray:
+        """Closed alphabet: item codes (``int64``); open alphabet: 64-bit item keys."""
+        if self.closed:
+            return encode_values(values, self.d, self.categories, self._index)
+        return item_keys(values)
+
+    def positions(self, encoded: np.ndarray, cohort: np.ndarray) -> np.ndarray:
+        """``(n, h)`` cells of each user's item in their cohort."""
+        if self.closed:
+            return np.stack([self._table[cohort, t, encoded] for t in range(self.hashes_per_item)], axis=1).astype(np.int64)
+        return np.stack(
+            [seeded_hash(encoded, self._seeds[cohort, t], self.k) for t in range(self.hashes_per_item)], axis=1
+        )
+
+    def check_cohorts(self, cohorts: Any, n: int) -> np.ndarray:
+        arr = np.asarray(cohorts.to_numpy() if hasattr(cohorts, "to_numpy") else cohorts)
+        if arr.ndim != 1 or arr.shape[0] != n or arr.dtype.kind not in "iu" or arr.dtype == np.bool_:
+            raise LDPInputError(f"cohorts must be a 1-d integer array with one cohort per value ({n})")
+        if arr.size and (int(arr.min()) < 0 or int(arr.max()) >= self.cohorts):
+            raise LDPInputError(f"cohorts must be integers in [0, {self.cohorts})")
+        return arr.astype(np.int64, copy=False)
+
+    def randomize(self, values: Any, *, cohorts: Any = None, rng: RNGLike = None) -> CohortReports:
+        """Randomize a batch. ``cohorts``: one data-independent cohort per user (e.g. from
+        :func:`ldp_plugin.hashing.assign_cohorts`); ``None`` draws them uniformly at random."""
+        return self.randomize_encoded(self.encode(values), cohorts=cohorts, rng=rng)
+
+    def randomize_encoded(self, encoded: np.ndarray, *, cohorts: Any = None, rng: RNGLike = None) -> CohortReports:
+        """:meth:`randomize` on already encoded items (codes, or keys for an open alphabet)."""
+        source = as_source(rng)
+        n = encoded.shape[0]
+        coh = source.uniform_int(self.cohorts, n).astype(np.int64) if cohorts is None else self.check_cohorts(cohorts, n)
+        value = self._randomize_positions(self.positions(encoded, coh), source)
+        return CohortReports(coh.astype(np.uint32), value)
+
+    def randomize_one(self, value: Any, *, cohort: Optional[int] = None, rng: RNGLike = None):
+        """One user's report ``(cohort, value)``."""
+        arr = np.array([value], dtype=object if isinstance(value, str) or self._index is not None else None)
+        r = self.randomize(arr, cohorts=None if cohort is None else [cohort], rng=rng)
+        v = r.value[0]
+        return int(r.cohort[0]), (int(v) if np.ndim(v) == 0 else bytes(v))
+
+    # -- reports -------------------------------------------------------------------------------------
+    def _to_columns(self, reports: Any) -> dict:
+        if not isinstance(reports, CohortReports):
+            raise LDPInputError(f"{self.name} reports must be a CohortReports batch (cohort, value)")
+        return {"cohort": np.asarray(reports.cohort), "report": np.asarray(reports.value)}
+
+    def _from_columns(self, cols: dict) -> CohortReports:
+        return CohortReports(np.asarray(cols["cohort"]), np.asarray(cols["report"]))
+
+    # -- server ------------------------------------------------------------------------------------
+    @abc.abstractmethod
+    def validate_reports(self, reports: Any) -> CohortReports:
+        """Check a report batch has this mechanism's format."""
+
+    @abc.abstractmethod
+    def cell_counts(self, reports: CohortReports) -> np.ndarray:
+        """``(C, k)`` int64 counts of reported cells per cohort."""
+
+    def accumulator(self) -> "CohortAccumulator":
+        return CohortAccumulator(self)
+
+    def candidate_positions(self, candidates: Any = None) -> tuple[np.ndarray, tuple]:
+        """``(C, h, S)`` cells of each candidate in each cohort (duplicates within an item: -1)."""
+        if self.closed:
+            if candidates is not None:
+                raise LDPParameterError("a closed-alphabet mechanism decodes over its whole domain; do not pass candidates")
+            pos = np.asarray(self._table, dtype=np.int64)
+            items = self.items
+        else:
+            if candidates is None:
+                raise LDPParameterError("an open-alphabet mechanism needs candidates= (the items to estimate)")
+            if isinstance(candidates, (str, bytes)):
+                raise LDPParameterError("candidates must be a sequence of items, not a single string")
+            items = tuple(candidates.to_list() if hasattr(candidates, "to_list") else candidates)
+            if len(items) == 0:
+                raise LDPParameterError("candidates must not be empty")
+            if len(set(items)) != len(items):
+                raise LDPParameterError("candidates must be unique")
+            keys = item_keys(np.asarray(items, dtype=object))
+            pos = np.stack(
+                [np.stack([seeded_hash(keys, self._seeds[c, t], self.k) for t in range(self.hashes_per_item)]) for c in range(self.cohorts)]
+            )
+        pos = pos.copy()
+        for t in range(1, pos.shape[1]):  # a cell hit twice by one item counts once
+            dup = (pos[:, t : t + 1, :] == pos[:, :t, :]).any(axis=1)
+            pos[:, t, :][dup] = -1
+        return pos, items
+
+    def estimate(
+        self, reports: Any, *, candidates: Any = None, other: bool = True, postprocess: str = "projection", confidence: float = 0.95
+    ) -> FrequencyEstimate:
+        return self.accumulator().add(reports).estimate(candidates=candidates, other=other, postprocess=postprocess, confidence=confidence)
+
+    # -- channel -----------------------------------------------------------------------------------
+    @abc.abstractmethod
+    def _cell_channel(self, cells: tuple) -> tuple:
+        """(outputs, P(output | the item covers `cells`)) for one cohort."""
+
+    def channel(self, candidates: Any = None) -> Channel:
+        """The exact channel over outputs ``(cohort, value)`` with uniformly drawn cohorts, for the
+        closed domain or the given open-alphabet candidates (small instances only)."""
+        pos, items = self.candidate_positions(candidates)
+        outputs, rows = [], [[] for _ in items]
+        for c in range(self.cohorts):
+            outs = None
+            for s in range(len(items)):
+                cells = tuple(int(j) for j in pos[c, :, s] if j >= 0)
+                o, probs = self._cell_channel(cells)
+                outs = o
+                rows[s].extend(pr / self.cohorts for pr in probs)
+            outputs.extend((c, y) for y in outs)
+        if len(outputs) > 1 << 16:
+            raise LDPParameterError("channel enumeration is limited to 65536 outputs")
+        return Channel(outputs=tuple(outputs), matrix=tuple(tuple(r) for r in rows))
+
+    def output_index(self, reports: CohortReports) -> np.ndarray:
+        """Column of each report in :meth:`channel` (cohort-major, then the value's index)."""
+        r = self.validate_reports(reports)
+        width, y = self._value_index(r.value)
+        return r.cohort.astype(np.int64) * width + y
+
+    @abc.abstractmethod
+    def _value_index(self, value: np.ndarray) -> tuple[int, np.ndarray]:
+        """(number of values per cohort, index of each value in ``_cell_channel`` order)."""
+
+    # -- theory ----------------------------------------------------------------------------------
+    def analytic_mse(self, n: int, *, theta: Any = None, f: Any = None, sampling: str = "fixed") -> float:
+        extra = 0.0 if sampling == "fixed" else (1 - float(np.sum(np.asarray(theta) ** 2))) / n
+        return self.predicted_mse(n) + extra
+
+    def predicted_mse(self, n: int, S: Optional[int] = None) -> float:
+        """Predicted ``E‖θ̂ − θ‖²`` of the least-squares decoder for ``n`` users over ``S``
+        candidates (uniform-θ approximation; see :func:`ldp_plugin.theory.mse_cohort`)."""
+        from ..theory import mse_cohort
+
+        S = self.d if S is None and self.closed else S
+        if S is None:
+            raise LDPParameterError("predicted_mse of an open-alphabet mechanism needs S (the number of candidates)")
+        if self.closed and S == self.d and self.covariance == "multinomial" and S * S * self.cohorts <= 2 * 10**8:
+            return self._exact_uniform_mse(n)
+        return mse_cohort(S, n, self.k, self.cohorts, self.p, self.q, h=self.hashes_per_item, covariance=self.covariance, closed=self.closed)
+
+    def _exact_uniform_mse(self, n: int) -> float:
+        """``E‖θ̂ − θ_emp‖²`` of the least-squares decoder for a uniform population of ``n`` users
+        spread evenly over the cohorts, computed on this instance's actual partitions:
+        ``Σ_c n_c Σ_s g_{c,s}ᵀ [diag(π_c) − π_cπ_cᵀ] g_{c,s} / δ² − (1 − 1/S)/n`` with
+        ``g = B_c M⁺ e_s``, ``w_c`` the cells' shares of items and ``π_c = q + δ w_c`` (each
+        cohort an i.i.d. sample; the last term removes the population's own sampling error)."""
+        S, C, k = self.d, self.cohorts, self.k
+        pos = np.asarray(self._table[:, 0, :], dtype=np.int64)
+        nc = n / C
+        delta = self.p - self.q
+        M = np.zeros((S, S))
+        batch = max(1, (1 << 23) // (S * S))
+        for i in range(0, C, batch):
+            p_ = pos[i : i + batch]
+            M += nc * (p_[:, :, None] == p_[:, None, :]).sum(axis=0)
+        lam, V = np.linalg.eigh(M)
+        keep = lam > lam.max() * S * np.finfo(np.float64).eps
+        Mp = (V[:, keep] / lam[keep]) @ V[:, keep].T
+        total = 0.0
+        for c in range(C):
+            w = np.bincount(pos[c], minlength=k) / S
+            pi = self.q + delta * w
+            order = np.argsort(pos[c], kind="stable")
+            sp = pos[c][order]
+            starts = np.flatnonzero(np.r_[True, sp[1:] != sp[:-1]])
+            G = np.zeros((k, S))
+            G[sp[starts]] = np.add.reduceat(Mp[order], starts, axis=0)
+            term = (G * G * pi[:, None]).sum() - ((pi @ G) ** 2).sum()
+            total += nc * term
+        return float(max(total / (delta * delta) - (1 - 1 / S) / n, 0.0))
+
+
+class CohortAccumulator:
+    """Mergeable server state of a cohort mechanism: ``(C, k)`` int64 cell counts and cohort sizes."""
+
+    def __init__(self, mechanism: _CohortMechanism):
+        self.mechanism = mechanism
+        self.counts = np.zeros((mechanism.cohorts, mechanism.k), dtype=np.int64)
+        self.n_c = np.zeros(mechanism.cohorts, dtype=np.int64)
+
+    @property
+    def n(self) -> int:
+        return int(self.n_c.sum())
+
+    def add_histogram(self, columns: dict, weights: Any) -> "CohortAccumulator":
+        """Add reports given as distinct (cohort, report) pairs with their counts."""
+        m = self.mechanism
+        cohort = np.asarray(columns["cohort"]).astype(np.int64)
+        value = np.asarray(columns["report"]).astype(np.int64)
+        w = np.asarray(weights, dtype=np.int64)
+        if cohort.size and (cohort.min() < 0 or cohort.max() >= m.cohorts or value.min() < 0 or value.max() >= m.k):
+            raise LDPInputError("reports outside the mechanism's cohorts or cells")
+        self.counts += m.histogram_cell_counts(cohort, value, w)
+        self.n_c += np.bincount(cohort, weights=w, minlength=m.cohorts).astype(np.int64)
+        return self
+
+    def add(self, reports: Any) -> "CohortAccumulator":
+        r = self.mechanism.validate_reports(reports)
+        self.counts += self.mechanism.cell_counts(r)
+        self.n_c += np.bincount(r.cohort.astype(np.int64), minlength=self.mechanism.cohorts)
+        return self
+
+    def merge(self, other: "CohortAccumulator") -> "CohortAccumulator":
+        if not isinstance(other, CohortAccumulator) or other.mechanism != self.mechanism:
+            raise LDPParameterError("can only merge accumulators of the same mechanism and parameters")
+        out = CohortAccumulator(self.mechanism)
+        out.counts = self.counts + other.counts
+        out.n_c = self.n_c + other.n_c
+        return out
+
+    def estimate(
+        self, *, candidates: Any = None, other: bool = True, postprocess: str = "projection", confidence: float = 0.95, total: float = 1.0
+    ) -> FrequencyEstimate:
+        """Least-squares estimate over the closed domain, or over ``candidates`` (open alphabet).
+
+        Open alphabets also estimate :data:`OTHER`, the total frequency of all non-candidate
+        items (``other=True``, the default): without it their mass biases the candidates
+        that share hash cells with them."""
+        check_postprocess(postprocess, confidence)
+        if self.n == 0:
+            raise LDPParameterError("an estimate needs at least one report (n >= 1)")
+        m = self.mechanism
+        pos, items = m.candidate_positions(candidates)
+        uniform = None
+        if not m.closed and other:
+            if OTHER in items:
+                raise LDPParameterError(f"candidates must not contain the reserved label {OTHER!r}")
+            uniform = m.hashes_per_item / m.k
+            items = (*items, OTHER)
+        raw, se, _rank = least_squares_decode(self.counts, self.n_c, m.p, m.q, pos, covariance=m.covariance, uniform_weight=uniform)
+        return finalize_estimate(raw, se, self.n, postprocess=postprocess, confidence=confidence, items=items, total=total)
+
+    def __repr__(self) -> str:
+        return f"CohortAccumulator({self.mechanism.name}, k={self.mechanism.k}, cohorts={self.mechanism.cohorts}, n={self.n})"
+
+
+def _check_cohort_column(cohort: Any, n: int, C: int) -> np.ndarray:
+    c = np.asarray(cohort)
+    if c.ndim != 1 or c.shape[0] != n or c.dtype.kind not in "iu":
+        raise LDPInputError("report cohorts must be a 1-d integer array, one per report")
+    if c.size and (int(c.min()) < 0 or int(c.max()) >= C):
+        raise LDPInputError(f"report cohorts must be in [0, {C})")
+    return c
