@@ -41,7 +41,7 @@ def simulate(mech, data, truth, repeats, seed):
         elif hasattr(mech, "randomize_encoded"):
             est = mech.accumulator().add(mech.randomize_encoded(data, rng=src)).estimate(postprocess="none")
         else:
-            est = mech.accumulator().add(mech._randomize_codes(data, src)).estimate(postprocess="none")
+            est = mech.accumulator().add(mech.randomize_encoded(data, rng=src)).estimate(postprocess="none")
         errs.append(float(((est.raw[: truth.size] - truth) ** 2).sum()))
     return float(np.mean(errs)), float(np.std(errs, ddof=1) / np.sqrt(repeats))
 

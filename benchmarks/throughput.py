@@ -30,8 +30,8 @@ from _common import best_of, time_pure_ldp
 
 
 def ours(mech, values, repeats):
-    secure_t, _ = best_of(lambda: mech._randomize_codes(values, SecureRandomSource()), repeats)
-    seeded_t, reports = best_of(lambda: mech._randomize_codes(values, SeededRandomSource(1)), repeats)
+    secure_t, _ = best_of(lambda: mech.randomize_encoded(values, rng=SecureRandomSource()), repeats)
+    seeded_t, reports = best_of(lambda: mech.randomize_encoded(values, rng=SeededRandomSource(1)), repeats)
     server_t, _ = best_of(lambda: mech.accumulator().add(reports).estimate(postprocess="projection"), repeats)
     n = values.size
     return {"client_secure": n / secure_t, "client_seeded": n / seeded_t, "server": n / server_t}

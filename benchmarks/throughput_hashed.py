@@ -32,7 +32,7 @@ from _common import best_of, time_pure_ldp
 
 
 def ours(mech, values, repeats, n_server=None):
-    rand = (lambda src: mech._randomize_codes(values, src)) if hasattr(mech, "_randomize_codes") else (lambda src: mech.randomize_encoded(values, rng=src))
+    rand = lambda src: mech.randomize_encoded(values, rng=src)  # noqa: E731
     secure_t, _ = best_of(lambda: rand(SecureRandomSource()), repeats)
     seeded_t, reports = best_of(lambda: rand(SeededRandomSource(1)), repeats)
     if n_server is not None:
