@@ -322,8 +322,14 @@ def estimate(
     candidates: Optional[Sequence] = None,
     postprocess: str = "projection",
     confidence: float = 0.95,
+    target: str = "sample",
 ) -> pl.DataFrame:
-    """Aggregate a reports frame (streamed if lazy) → ``item, estimate, std_error, ci_lower, ci_upper``."""
+    """Aggregate a reports frame (streamed if lazy) → ``item, estimate, std_error, ci_lower, ci_upper``.
+
+    ``target="sample"`` (default): the intervals cover the frequencies of the users who reported;
+    ``"population"``: of a population they are an i.i.d. sample of (wider: the sampling variance
+    ``θ(1−θ)/n`` is added). A Polars frame carries no metadata: keep the target with the frame
+    (``mechanism.estimate(...)`` returns a :class:`FrequencyEstimate` whose ``target`` says it)."""
     _check_mechanism(mechanism)
     acc = mechanism.accumulator()
     cols = list(mechanism.report_schema.names())
@@ -339,7 +345,7 @@ def estimate(
             acc.add(frame_to_reports(mechanism, reports))
     if acc.n == 0:
         raise LDPInputError("the reports frame is empty: nothing to estimate")
-    est = mechanism.estimate_from(acc, candidates=candidates, postprocess=postprocess, confidence=confidence)
+    est = mechanism.estimate_from(acc, candidates=candidates, postprocess=postprocess, confidence=confidence, target=target)
     return estimate_frame(est)
 
 

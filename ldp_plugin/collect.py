@@ -293,9 +293,6 @@ def _run_partitioned(job: Job, kind: str, address: Optional[str]) -> dict:
     coll = job.collection
     mech = build_mechanism(dict(job.mechanism, _candidates=coll.get("candidates")), max(n_hint, 1))
     budget = job.budget or {}
-    if budget:
-        from .accountant import Accountant
-
     _check_outputs(job)
     ex = make_executor(kind, address)
     t0 = time.perf_counter()

@@ -25,6 +25,7 @@ i.e. k-RR; paper 002 §4.4).
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from statistics import NormalDist
 from typing import Optional, Sequence
@@ -122,6 +123,11 @@ class FrequencyEstimate:
     ``estimate`` is the post-processed estimate; ``raw`` the unbiased one. ``std_error`` is the
     plug-in analytic standard error of the raw estimator; ``ci_lower``/``ci_upper`` the two-sided
     normal interval at ``confidence`` around ``raw``, intersected with ``[0, 1]``.
+
+    ``target`` says what the intervals cover: ``"sample"`` (default) the frequencies of the users
+    who reported (paper 001's θ: the randomization is the only noise); ``"population"`` the
+    frequencies of a population the users are an i.i.d. sample of (the multinomial sampling
+    variance ``θ(1−θ)/n`` is added; see :func:`retarget`).
     """
 
     estimate: np.ndarray
@@ -133,6 +139,7 @@ class FrequencyEstimate:
     postprocess: str
     confidence: float
     items: tuple
+    target: str = "sample"
 
     def to_polars(self, truth: Optional[Sequence[float]] = None):
         """A tidy Polars frame ``item, estimate, std_error, ci_lower, ci_upper`` (``truth`` optional)."""
@@ -152,6 +159,7 @@ class FrequencyEstimate:
     def to_dict(self) -> dict:
         return {
             "n": self.n,
+            "target": self.target,
             "postprocess": self.postprocess,
             "confidence": self.confidence,
             "items": [i if isinstance(i, (int, str, float, bool)) else str(i) for i in self.items],
@@ -229,6 +237,32 @@ def finalize_estimate(
     for arr in (est, raw, se, lo, hi):
         arr.setflags(write=False)
     return FrequencyEstimate(est, raw, se, lo, hi, int(n), postprocess, confidence, items_t)
+
+
+TARGETS = ("sample", "population")
+
+
+def retarget(est: "FrequencyEstimate", target: str) -> "FrequencyEstimate":
+    """The same estimate with intervals for ``target`` (see :class:`FrequencyEstimate`).
+
+    ``"population"``: users are i.i.d. draws from θ, so ``Var(θ̂_i − θ_i) = Var(θ̂_i − θ̂ᵉᵐᵖ_i) +
+    θ_i(1−θ_i)/n`` (the two parts are uncorrelated: the randomization is unbiased given the
+    users); the plug-in uses ``clip(raw, 0, 1)``. For set-valued data ``θ_i`` is the fraction of
+    users holding ``i`` and the same formula holds per item."""
+    if target not in TARGETS:
+        raise LDPParameterError(f"target must be one of {TARGETS} (got {target!r})")
+    if target == est.target:
+        return est
+    if est.target != "sample":
+        raise LDPParameterError("retarget starts from a sample-target estimate")
+    f = np.clip(np.asarray(est.raw), 0.0, 1.0)
+    se = np.sqrt(np.asarray(est.std_error) ** 2 + f * (1 - f) / est.n)
+    z = NormalDist().inv_cdf(0.5 + est.confidence / 2)
+    lo = np.clip(est.raw - z * se, 0.0, 1.0)
+    hi = np.clip(est.raw + z * se, 0.0, 1.0)
+    for arr in (se, lo, hi):
+        arr.setflags(write=False)
+    return dataclasses.replace(est, std_error=se, ci_lower=lo, ci_upper=hi, target=target)
 
 
 def least_squares_decode(

@@ -234,9 +234,6 @@ class Memoized(Mechanism):
         a, b = self.permanent_mechanism, self.instantaneous_mechanism
         return a.q_star_exact * b.p_star_exact + (1 - a.q_star_exact) * b.q_star_exact
 
-    def estimate(self, reports: Any, *, postprocess: str = "projection", confidence: float = 0.95) -> FrequencyEstimate:
-        return self.accumulator().add(reports).estimate(postprocess=postprocess, confidence=confidence)
-
 
 class MemoAccumulator(FrequencyAccumulator):
     """Counts of the instantaneous reports; estimated with the composed rates ``p*``, ``q*``."""

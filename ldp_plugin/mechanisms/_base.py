@@ -249,11 +249,6 @@ class FrequencyOracle(RealizedRates, abc.ABC):
     def accumulator(self) -> "FrequencyAccumulator":
         return FrequencyAccumulator(self)
 
-    def estimate(self, reports: Any, *, postprocess: str = "projection", confidence: float = 0.95) -> FrequencyEstimate:
-        acc = self.accumulator()
-        acc.add(reports)
-        return acc.estimate(postprocess=postprocess, confidence=confidence)
-
     # -- theory ---------------------------------------------------------------------------------
     def variance(self, theta: Any, n: int) -> np.ndarray:
         """Per-item variance of the raw estimator (empirical distribution ``theta`` of n users)."""

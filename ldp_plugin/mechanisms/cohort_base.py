@@ -239,9 +239,12 @@ class _CohortMechanism(Mechanism, abc.ABC):
         return pos, items
 
     def estimate(
-        self, reports: Any, *, candidates: Any = None, other: bool = True, postprocess: str = "projection", confidence: float = 0.95
+        self, reports: Any, *, candidates: Any = None, other: bool = True, postprocess: str = "projection", confidence: float = 0.95, target: str = "sample"
     ) -> FrequencyEstimate:
-        return self.accumulator().add(reports).estimate(candidates=candidates, other=other, postprocess=postprocess, confidence=confidence)
+        from ..estimation import retarget
+
+        est = self.accumulator().add(reports).estimate(candidates=candidates, other=other, postprocess=postprocess, confidence=confidence)
+        return retarget(est, target)
 
     # -- channel -----------------------------------------------------------------------------------
     @abc.abstractmethod
@@ -281,45 +284,59 @@ class _CohortMechanism(Mechanism, abc.ABC):
         return self.predicted_mse(n) + extra
 
     def predicted_mse(self, n: int, S: Optional[int] = None) -> float:
-        """Predicted ``E‖θ̂ − θ‖²`` of the least-squares decoder for ``n`` users over ``S``
-        candidates (uniform-θ approximation; see :func:`ldp_plugin.theory.mse_cohort`)."""
+        """Predicted ``E‖θ̂ − θ_emp‖²`` of the least-squares decoder for ``n`` users over ``S``
+        candidates at a uniform θ: the exact trace on this instance's own hash partitions for a
+        closed alphabet (any ``h``, O-RR and O-RAPPOR; :meth:`_exact_uniform_mse`), else the
+        random-partition approximation :func:`ldp_plugin.theory.mse_cohort`."""
         from ..theory import mse_cohort
 
         S = self.d if S is None and self.closed else S
         if S is None:
             raise LDPParameterError("predicted_mse of an open-alphabet mechanism needs S (the number of candidates)")
-        if self.closed and S == self.d and self.covariance == "multinomial" and S * S * self.cohorts <= 2 * 10**8:
+        if self.closed and S == self.d and S * S * self.cohorts <= 2 * 10**8 and self.k * max(self.k, S) * self.cohorts <= 2 * 10**8:
             return self._exact_uniform_mse(n)
         return mse_cohort(S, n, self.k, self.cohorts, self.p, self.q, h=self.hashes_per_item, covariance=self.covariance, closed=self.closed)
 
     def _exact_uniform_mse(self, n: int) -> float:
-        """``E‖θ̂ − θ_emp‖²`` of the least-squares decoder for a uniform population of ``n`` users
-        spread evenly over the cohorts, computed on this instance's actual partitions:
-        ``Σ_c n_c Σ_s g_{c,s}ᵀ [diag(π_c) − π_cπ_cᵀ] g_{c,s} / δ² − (1 − 1/S)/n`` with
-        ``g = B_c M⁺ e_s``, ``w_c`` the cells' shares of items and ``π_c = q + δ w_c`` (each
-        cohort an i.i.d. sample; the last term removes the population's own sampling error)."""
-        S, C, k = self.d, self.cohorts, self.k
-        pos = np.asarray(self._table[:, 0, :], dtype=np.int64)
+        """``E‖θ̂ − θ_emp‖²`` for a uniform population of ``n`` users spread evenly over the
+        cohorts, on this instance's actual partitions, for any number ``h`` of hashes per item.
+
+        Cohort ``c``: ``B_c[j, s] = 1`` iff ``j`` is one of item ``s``'s ``h`` cells;
+        ``M = Σ_c n_c B_cᵀB_c``, ``G_c = B_c M⁺``, ``θ̂ = Σ_c n_c G_cᵀ b_c``. Each user (value ``x``
+        uniform) reports ``r`` with ``E r = π_c = q + δ μ_c``, ``μ_c = B_c 1/S``; its covariance is
+        ``diag π − ππᵀ`` for one cell per report (O-RR) and, for independent bits given ``x``
+        (O-RAPPOR), ``diag π(1−π) + δ²(Cov_x B_c[:, x] − diag Var_x B_c[:, x])`` (bits share the
+        user's value). So ``E‖θ̂ − θ‖² = Σ_c n_c tr(G_cᵀ Σ_c G_c)/δ²`` for i.i.d. users, and the
+        population's own sampling error ``(1 − 1/S)/n`` is subtracted (the fixed-population MSE
+        used everywhere here)."""
+        S, C, k, h = self.d, self.cohorts, self.k, self.hashes_per_item
+        table = np.asarray(self._table, dtype=np.int64)  # (C, h, S)
         nc = n / C
         delta = self.p - self.q
+        cols = np.arange(S)
+        Bs = []
         M = np.zeros((S, S))
-        batch = max(1, (1 << 23) // (S * S))
-        for i in range(0, C, batch):
-            p_ = pos[i : i + batch]
-            M += nc * (p_[:, :, None] == p_[:, None, :]).sum(axis=0)
+        for c in range(C):
+            B = np.zeros((k, S))
+            for t in range(h):
+                B[table[c, t], cols] = 1.0  # a cell hit twice by one item counts once (as the decoder and the report)
+            Bs.append(B)
+            M += nc * (B.T @ B)
         lam, V = np.linalg.eigh(M)
         keep = lam > lam.max() * S * np.finfo(np.float64).eps
         Mp = (V[:, keep] / lam[keep]) @ V[:, keep].T
         total = 0.0
-        for c in range(C):
-            w = np.bincount(pos[c], minlength=k) / S
-            pi = self.q + delta * w
-            order = np.argsort(pos[c], kind="stable")
-            sp = pos[c][order]
-            starts = np.flatnonzero(np.r_[True, sp[1:] != sp[:-1]])
-            G = np.zeros((k, S))
-            G[sp[starts]] = np.add.reduceat(Mp[order], starts, axis=0)
-            term = (G * G * pi[:, None]).sum() - ((pi @ G) ** 2).sum()
+        for B in Bs:
+            mu = B.sum(axis=1) / S
+            pi = self.q + delta * mu
+            G = B @ Mp  # (k, S)
+            if self.covariance == "multinomial":
+                term = float((G * G * pi[:, None]).sum() - ((pi @ G) ** 2).sum())
+            else:
+                cov_x = (B @ B.T) / S - np.outer(mu, mu)
+                sigma = delta * delta * (cov_x - np.diag(np.diag(cov_x)))
+                sigma[np.diag_indices(k)] = pi * (1 - pi)
+                term = float((G * (sigma @ G)).sum())
             total += nc * term
         return float(max(total / (delta * delta) - (1 - 1 / S) / n, 0.0))
 

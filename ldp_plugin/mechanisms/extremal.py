@@ -174,10 +174,6 @@ class FiniteChannel(RealizedChannel, abc.ABC):
             raise LDPInputError(f"{self.name} reports must be outputs in [0, {self.outputs})")
         return arr
 
-    def estimate(self, reports: Any, *, postprocess: str = "projection", confidence: float = 0.95) -> FrequencyEstimate:
-        """Least squares on the channel (see :class:`ChannelAccumulator`)."""
-        return self.accumulator().add(reports).estimate(postprocess=postprocess, confidence=confidence)
-
     def analytic_mse(self, n: int, *, theta: Any = None, f: Any = None, sampling: str = "fixed") -> float:
         """Exact: the raw estimator ``A m̂`` is linear in the multinomial output frequencies
         ``m̂`` (mean ``Qᵀθ``), so ``E||θ̂ − θ||² = tr(A Σ Aᵀ)`` with ``Σ = (diag(μ) − μμᵀ)/n``

@@ -339,9 +339,17 @@ class Mechanism:
         }
 
     # -- server --------------------------------------------------------------------------------------
-    def estimate_from(self, acc: Any, *, candidates: Any = None, postprocess: str = "projection", confidence: float = 0.95):
-        """The estimate of an accumulator of this mechanism's reports (one signature everywhere)."""
-        return acc.estimate(candidates=candidates, postprocess=postprocess, confidence=confidence)
+    def estimate(self, reports: Any, *, candidates: Any = None, postprocess: str = "projection", confidence: float = 0.95, target: str = "sample"):
+        """Aggregate a report batch and estimate (see :meth:`estimate_from`)."""
+        return self.estimate_from(self.accumulator().add(reports), candidates=candidates, postprocess=postprocess, confidence=confidence, target=target)
+
+    def estimate_from(self, acc: Any, *, candidates: Any = None, postprocess: str = "projection", confidence: float = 0.95, target: str = "sample"):
+        """The estimate of an accumulator of this mechanism's reports (one signature everywhere).
+        ``target="population"`` widens the intervals to cover the frequencies of a population the
+        users are an i.i.d. sample of (:func:`ldp_plugin.estimation.retarget`)."""
+        from ..estimation import retarget
+
+        return retarget(acc.estimate(candidates=candidates, postprocess=postprocess, confidence=confidence), target)
 
 
 def report_batch_arrays(reports: Any) -> Optional[dict]:

@@ -233,11 +233,19 @@ class SampleOne(Mechanism):
     def accumulator(self):
         return self.padded.accumulator()
 
-    def estimate(self, reports: Any, *, candidates: Any = None, postprocess: str = "projection", confidence: float = 0.95) -> FrequencyEstimate:
-        return self.estimate_from(self.accumulator().add(reports), candidates=candidates, postprocess=postprocess, confidence=confidence)
+    def estimate(self, reports: Any, *, candidates: Any = None, postprocess: str = "projection", confidence: float = 0.95, target: str = "sample") -> FrequencyEstimate:
+        return self.estimate_from(self.accumulator().add(reports), candidates=candidates, postprocess=postprocess, confidence=confidence, target=target)
 
-    def estimate_from(self, acc, *, candidates: Any = None, postprocess: str = "projection", confidence: float = 0.95) -> FrequencyEstimate:
-        """Set-item frequencies ``f̂ = m·θ̂`` from an accumulator of the padded mechanism."""
+    def estimate_from(self, acc, *, candidates: Any = None, postprocess: str = "projection", confidence: float = 0.95, target: str = "sample") -> FrequencyEstimate:
+        """Set-item frequencies ``f̂ = m·θ̂`` from an accumulator of the padded mechanism.
+
+        Standard errors include the randomness of the sampled slot: a holder of ``i`` supports
+        it with probability ``π₁ = q* + (p*−q*)/m`` (not ``p*`` for a fixed fraction ``1/m`` of
+        the holders), which adds ``f(m−1)/n`` to the variance of ``f̂ᵢ`` for pure oracles
+        (``Var = m²[f π₁(1−π₁) + (1−f) q*(1−q*)]/(n(p*−q*)²)``; the cohort decoders' multinomial
+        plug-in already treats each report as a draw from the users' mixture)."""
+        from ..estimation import retarget
+
         if postprocess == "em":
             raise LDPParameterError("postprocess='em' is not available for sets")
         if self.closed:
@@ -256,10 +264,12 @@ class SampleOne(Mechanism):
         raw_padded = np.r_[raw_all[keep], raw_all[~keep]]  # PAD last, for the projection below
         raw = m * raw_all[keep]
         se = m * np.asarray(inner.std_error)[keep]
+        if not self.padded.takes_cohorts:  # the sampled slot is random: + f(m−1)/n (see above)
+            se = np.sqrt(se * se + np.clip(raw, 0.0, 1.0) * (m - 1) / inner.n)
         items = tuple(it for i, it in enumerate(inner.items) if i != pad_at)
         est = finalize_estimate(raw, se, inner.n, postprocess="none", confidence=confidence, items=items, total=m)
         if postprocess == "none":
-            return est
+            return retarget(est, target)
         if postprocess == "projection":
             post = m * project_simplex(raw_padded)[:-1]
         else:  # normalize
@@ -267,4 +277,4 @@ class SampleOne(Mechanism):
             post = m * clipped[:-1] / clipped.sum() if clipped.sum() > 0 else np.zeros(raw.size)
         post = np.minimum(post, 1.0)
         post.setflags(write=False)
-        return dataclasses.replace(est, estimate=post, postprocess=postprocess)
+        return retarget(dataclasses.replace(est, estimate=post, postprocess=postprocess), target)

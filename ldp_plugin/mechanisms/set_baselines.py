@@ -33,7 +33,7 @@ import numpy as np
 
 from .protocol import ReportField, SetInput
 from .._errors import LDPInputError, LDPParameterError
-from ..estimation import FrequencyEstimate, pure_variance
+from ..estimation import pure_variance
 from ..exact import TWO64, exp_lower_bound, ratio_within_exp
 from ..sets import gather_sets, subsets_up_to
 from ._base import Channel, FrequencyAccumulator, RealizedRates, check_domain, check_epsilon, floor_threshold
@@ -105,9 +105,6 @@ class _SetMechanism(SetInput, RealizedRates):
 
     def accumulator(self) -> SetAccumulator:
         return SetAccumulator(self)
-
-    def estimate(self, reports: Any, *, postprocess: str = "projection", confidence: float = 0.95) -> FrequencyEstimate:
-        return self.accumulator().add(reports).estimate(postprocess=postprocess, confidence=confidence)
 
     # -- verification on tiny instances ------------------------------------------------------------
     def verification_inputs(self) -> list:

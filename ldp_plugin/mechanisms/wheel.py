@@ -42,7 +42,7 @@ import numpy as np
 
 from .protocol import ReportField, SeededReports, SetInput
 from .._errors import LDPInputError, LDPParameterError, PrivacyVerificationError
-from ..estimation import FrequencyEstimate, pure_variance
+from ..estimation import pure_variance
 from ..exact import TWO64, exp_lower_bound, ratio_within_exp
 from ..hashing import keys_of_items, mix64, seed_multipliers, seeded_hash
 from ..sampling import RNGLike, as_source
@@ -269,9 +269,6 @@ class Wheel(SetInput, SeededReports, RealizedRates):
         from .set_baselines import SetAccumulator
 
         return SetAccumulator(self)
-
-    def estimate(self, reports: Any, *, postprocess: str = "projection", confidence: float = 0.95) -> FrequencyEstimate:
-        return self.accumulator().add(reports).estimate(postprocess=postprocess, confidence=confidence)
 
     def variance(self, f: Any, n: int) -> np.ndarray:
         return pure_variance(np.asarray(f, dtype=np.float64), n, self.p_star, self.q_star)
