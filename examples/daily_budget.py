@@ -18,7 +18,8 @@ rng = np.random.default_rng(0)  # the example's *data* only
 values = rng.choice(apps, size=n, p=[0.4, 0.25, 0.15, 0.12, 0.08])
 user_keys = [ldp.new_user_key() for _ in range(n)]  # each user's secret, kept on the device
 start = datetime(2026, 11, 23, 9, tzinfo=timezone.utc)
-ledger_dir = tempfile.mkdtemp()
+tmp = tempfile.TemporaryDirectory()  # the example's ledgers; removed when it ends
+ledger_dir = tmp.name
 
 print("Fresh randomization every day, epsilon = 1 per day, lifetime cap 4:")
 acc = ldp.Accountant.create(os.path.join(ledger_dir, "fresh.sqlite"), ldp.Population(name="app-users", lifetime_cap="4"))
@@ -45,4 +46,7 @@ for day in range(7):
     est = memo.estimate(reports)
     print(f"  day {day + 1}: released; chat ≈ {est.estimate[0]:.3f} ± {est.std_error[0]:.3f}; "
           f"charged {float(memo.collection_cost(day + 1))}, remaining {float(acc2.remaining())}")
-print(f"\naudit trail: {len(acc2.history())} rows in {acc2.path}")
+print(f"\naudit trail: {len(acc2.history())} rows in the ledger file {acc2.path.name} (`ldp budget history LEDGER`)")
+acc.close()
+acc2.close()
+tmp.cleanup()

@@ -22,6 +22,7 @@ from ._errors import LDPParameterError
 from .mechanisms import KRR, OLH, ORR, OUE, RAPPOR, THE, HadamardMechanism, HadamardResponse, KSubset, PrivSet, RapporSet, Wheel
 from .mechanisms._base import check_epsilon
 from .mechanisms import SampleOne
+from .mechanisms.local_hashing import olh_default_g
 from .theory import choose_orr
 
 __all__ = ["Candidate", "rank_mechanisms", "make_auto", "METRICS"]
@@ -82,7 +83,7 @@ def _specs(d: int, epsilon: float, n: int, m: int):
         ("the", {}, lambda D: THE(epsilon=epsilon, d=D), dp, "O(d)", "O(n·d/64)"),
         ("hadamard", {}, lambda D: HadamardResponse(epsilon=epsilon, d=D), dp.bit_length(), "O(1)", "O(n + d log d)"),
         ("hadamard-mechanism", {}, lambda D: HadamardMechanism(epsilon=epsilon, d=D), (dp).bit_length() + 1, "O(1)", "O(n + d log d)"),
-        ("olh", {"g": "auto"}, lambda D: OLH(epsilon=epsilon, d=D), 64 + _bits(OLH(epsilon=epsilon, d=2).g), "O(1)", "O(n·d)"),
+        ("olh", {"g": "auto"}, lambda D: OLH(epsilon=epsilon, d=D), 64 + _bits(olh_default_g(epsilon)), "O(1)", "O(n·d)"),
         ("olh", {"g": 2}, lambda D: OLH(epsilon=epsilon, d=D, g=2), 65, "O(1)", "O(n·d)"),
     ]
     if dp >= 3 and KSubset(epsilon=epsilon, d=dp).k > 1:  # k = 1 is k-RR itself

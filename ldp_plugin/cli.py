@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import sqlite3
 import sys
 from typing import Optional, Sequence
 
@@ -101,16 +103,31 @@ def cmd_demo(args) -> int:
     truth = counts / args.n
     frame = estimate_frame(est, truth=truth).with_columns(item=np.array(categories))
     covered = int(frame["covered"].sum())
+    small = args.n < 100
+    warning = (
+        f"only {args.n} users: the normal-approximation intervals are not meaningful below about 100 users" if small else None
+    )
+    params = {k: v for k, v in mech.spec()["params"].items() if k not in ("epsilon", "d", "categories")}
     if args.json:
-        print(json.dumps({"mechanism": mech.params(), "n": args.n, "confidence": 0.95, "rows": frame.to_dicts(), "covered": covered}, indent=2))
+        doc = {"mechanism": mech.params(), "n": args.n, "confidence": 0.95, "truth": "the simulated users' own (empirical) frequencies",
+               "intervals": "around the unbiased (raw) estimate; the estimate column is projected onto the simplex",
+               "rows": frame.to_dicts(), "covered": covered}
+        if warning:
+            doc["warning"] = warning
+        print(json.dumps(doc, indent=2))
         return 0
     import polars as pl
 
-    print(f"ldp demo: {args.n:,} simulated users, {mech.name} with epsilon={mech.epsilon} (per user, max-divergence),")
-    print(f"randomness: {'OS CSPRNG' if args.seed is None else 'seeded (not secure; reproducible demo)'}; estimates projected onto the simplex.")
+    extra = ", ".join(f"{k}={v}" for k, v in params.items())
+    print(f"ldp demo: {args.n:,} simulated users, {mech.name}{f' ({extra})' if extra else ''} with epsilon={mech.epsilon} per user (max-divergence).")
+    print(f"randomness: {'OS CSPRNG' if args.seed is None else 'seeded (not secure; reproducible demo)'}.")
+    print("estimate: projected onto the simplex; std_error and the 95% intervals are those of the unbiased (raw) estimate;")
+    print("truth: the simulated users' own frequencies (what the intervals cover).")
     with pl.Config(tbl_rows=50, float_precision=4, tbl_hide_dataframe_shape=True, tbl_hide_column_data_types=True):
         print(frame)
     print(f"{covered}/{len(categories)} true frequencies inside their 95% confidence intervals.")
+    if warning:
+        print(f"warning: {warning}")
     return 0
 
 
@@ -224,6 +241,12 @@ def cmd_verify(args) -> int:
     unknown = [n for n in names if n not in reg]
     if unknown:
         raise LDPParameterError(f"unknown mechanism(s) {unknown}; registered: {sorted(reg)}")
+    if args.report:  # before the run, not after it: the report's directory must exist and be writable
+        from pathlib import Path
+
+        parent = Path(args.report).resolve().parent
+        if not parent.is_dir() or not os.access(parent, os.W_OK):
+            raise LDPParameterError(f"--report {args.report!r}: the directory {str(parent)!r} does not exist or is not writable")
     t0 = time.perf_counter()
     share = FAMILY_ALPHA / len(names)
     rows = [r for i, n in enumerate(names) for r in verify(reg[n], seed=args.seed + 1_000_003 * i, quick=args.quick, alpha=share)]
@@ -280,7 +303,8 @@ def cmd_aggregate(args) -> int:
     if args.json:
         print(json.dumps(out, indent=1, default=str))
     else:
-        print(f"ldp aggregate: {result.n:,} reports from {len(result.ingested)} file(s) ({out['files_added']} new), {result.spec.get('name', result.spec)}")
+        mech = result.mechanism()
+        print(f"ldp aggregate: {result.n:,} reports from {len(result.ingested)} file(s) ({out['files_added']} new); mechanism {mech.name}, epsilon={mech.epsilon}")
         for r in rows:
             print(f"  {str(r['item']):<20} {r['estimate']:.4f}  ± {r['std_error']:.4f}")
     return 0
@@ -304,118 +328,200 @@ def cmd_choose(args) -> int:
     return 0
 
 
+_JSON_ERRORS = False  # set by main(): argparse errors as JSON when --json was given
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with one error path: exit 2 and a message naming the option (JSON under --json)."""
+
+    def error(self, message: str):  # type: ignore[override]
+        if _JSON_ERRORS:
+            print(json.dumps({"error": "UsageError", "message": f"{self.prog}: {message}"}))
+        else:
+            self.print_usage(sys.stderr)
+            print(f"{self.prog}: error: {message}", file=sys.stderr)
+        raise SystemExit(2)
+
+
+def _int_in(lo: int, hi: Optional[int] = None, what: str = "an integer"):
+    def parse(text: str) -> int:
+        try:
+            v = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"must be {what} (got {text!r})") from None
+        if v < lo or (hi is not None and v > hi):
+            rng = f">= {lo}" if hi is None else f"in [{lo}, {hi}]"
+            raise argparse.ArgumentTypeError(f"must be {what} {rng} (got {v})")
+        return v
+
+    return parse
+
+
+def _epsilon(text: str) -> float:
+    import math
+
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number > 0 (got {text!r})") from None
+    if not math.isfinite(v) or v <= 0:
+        raise argparse.ArgumentTypeError(f"must be a finite number > 0 (got {text!r})")
+    if v > 700:
+        raise argparse.ArgumentTypeError(f"must be at most 700 (e**epsilon must be a finite float; got {text!r})")
+    return v
+
+
+def _mechanism_help() -> str:
+    try:
+        from ldp_plugin.registry import load_registry, required_parameters
+
+        reg = load_registry()
+        parts = []
+        for name, decl in sorted(reg.items()):
+            req = required_parameters(decl)
+            parts.append(name + (" (needs " + ", ".join(f"--param {r}=..." for r in req) + ")" if req else ""))
+        return "a registered mechanism: " + "; ".join(parts) + "; sample-NAME wraps NAME in pad-and-sample for sets (with --m)"
+    except Exception:  # pragma: no cover - help text only
+        return "a registered mechanism (see `ldp mechanisms`)"
+
+
+SEED = _int_in(0, 2**63 - 1, "an integer seed")
+POSITIVE = _int_in(1, None, "an integer")
+DOMAIN = _int_in(2, 2**31, "an integer domain size")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="ldp", description="Local differential privacy for OpenDP.")
-    sub = p.add_subparsers(dest="command", required=True)
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        ver = version("ldp-plugin")
+    except PackageNotFoundError:  # pragma: no cover - running from a source tree
+        ver = "unknown"
+    p = _Parser(prog="ldp", description="Local differential privacy for OpenDP: verified LDP mechanisms, estimates with error bars, a budget ledger.")
+    p.add_argument("--version", action="version", version=f"ldp-plugin {ver}")
+    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     m = sub.add_parser("mechanisms", help="list registered mechanisms, their privacy maps and verification status")
-    m.add_argument("--json", action="store_true")
+    m.add_argument("--json", action="store_true", help="one JSON document on stdout")
     m.set_defaults(func=cmd_mechanisms)
 
     s = sub.add_parser("simulate", help="simulated collections: error of the estimate against the truth")
-    s.add_argument("--mechanism", required=True)
-    s.add_argument("--d", type=int, default=None)
-    s.add_argument("--epsilon", type=float, required=True)
-    s.add_argument("--n", type=int, required=True)
-    s.add_argument("--repeats", type=int, default=1)
-    s.add_argument("--distribution", choices=DISTRIBUTIONS, default="dirichlet")
-    s.add_argument("--postprocess", choices=POSTPROCESS_CHOICES, default="projection")
+    s.add_argument("--mechanism", required=True, help=_mechanism_help())
+    s.add_argument("--d", type=DOMAIN, default=None, help="domain size (number of items), in [2, 2^31]")
+    s.add_argument("--epsilon", type=_epsilon, required=True, help="epsilon per user (> 0)")
+    s.add_argument("--n", type=POSITIVE, required=True, help="simulated users per collection (>= 1)")
+    s.add_argument("--repeats", type=POSITIVE, default=1, help="collections to average over (>= 1)")
+    s.add_argument("--distribution", choices=DISTRIBUTIONS, default="dirichlet", help="how the users' values are generated")
+    s.add_argument("--postprocess", choices=POSTPROCESS_CHOICES, default="projection", help="post-processing of the estimate (free: no budget)")
     s.add_argument("--truth", choices=TRUTHS, default="empirical", help="error against the users' empirical distribution (default) or the generating one")
-    s.add_argument("--param", action="append", default=[], metavar="KEY=VALUE")
-    s.add_argument("--m", type=int, default=None, help="per-user sets of M items through pad-and-sample (errors vs the item frequencies)")
-    s.add_argument("--seed", type=int, default=None, help="seed data and randomization (reproducible; not secure)")
-    s.add_argument("--json", action="store_true")
+    s.add_argument("--param", action="append", default=[], metavar="KEY=VALUE", help="a mechanism parameter (repeatable); lists as JSON, e.g. p0=[0.6,0.3,0.1]")
+    s.add_argument("--m", type=POSITIVE, default=None, help="per-user sets of M >= 1 items (native set mechanisms, or pad-and-sample)")
+    s.add_argument("--seed", type=SEED, default=None, help="seed data and randomization (reproducible; not secure), in [0, 2^63)")
+    s.add_argument("--json", action="store_true", help="one JSON document on stdout")
     s.set_defaults(func=cmd_simulate)
 
     c = sub.add_parser("collect", help="privatize a Parquet/CSV file and estimate frequencies, as described in a TOML job")
     c.add_argument("job", help="the job file (see `python -m pydoc ldp_plugin.collect`)")
     c.add_argument("--executor", choices=["local", "dask"], default=None, help="partitioned job: input glob = partitions")
     c.add_argument("--address", default=None, help="Dask scheduler address (default: $DASK_SCHEDULER_ADDRESS or a local cluster)")
-    c.add_argument("--json", action="store_true")
+    c.add_argument("--json", action="store_true", help="one JSON document on stdout")
     c.set_defaults(func=cmd_collect)
 
     ch = sub.add_parser("choose", help="rank the applicable mechanisms by predicted error; recommend one")
-    ch.add_argument("--d", type=int, required=True)
-    ch.add_argument("--epsilon", type=float, required=True)
-    ch.add_argument("--m", type=int, default=1, help="items per user (sets: pad-and-sample)")
-    ch.add_argument("--n", type=int, default=100_000, help="users (the prediction scales as 1/n)")
-    ch.add_argument("--metric", choices=["l2", "l1", "linf"], default="l2")
-    ch.add_argument("--json", action="store_true")
+    ch.add_argument("--d", type=_int_in(2, 2**20, "an integer domain size"), required=True, help="domain size, in [2, 2^20] (predictions hold per-item arrays)")
+    ch.add_argument("--epsilon", type=_epsilon, required=True, help="epsilon per user (> 0)")
+    ch.add_argument("--m", type=POSITIVE, default=1, help="items per user (sets: pad-and-sample or native set mechanisms), >= 1")
+    ch.add_argument("--n", type=POSITIVE, default=100_000, help="users (the prediction scales as 1/n)")
+    ch.add_argument("--metric", choices=["l2", "l1", "linf"], default="l2", help="error to rank by")
+    ch.add_argument("--json", action="store_true", help="one JSON document on stdout")
     ch.set_defaults(func=cmd_choose)
 
     v = sub.add_parser("verify", help="exact, goodness-of-fit and black-box audit verification of registered mechanisms")
     v.add_argument("names", nargs="*", help="mechanism names (default: all registered)")
     v.add_argument("--quick", action="store_true", help="fewer samples (no power guarantee): a smoke test in seconds")
-    v.add_argument("--seed", type=int, default=0)
+    v.add_argument("--seed", type=SEED, default=0, help="seed of the verification samples (reproducible runs)")
     v.add_argument("--self-test", action="store_true", help="also run the seeded-bug suite: every bug must be caught")
     v.add_argument("--report", default=None, metavar="PATH", help="write a markdown audit report")
-    v.add_argument("--json", action="store_true")
+    v.add_argument("--json", action="store_true", help="one JSON document on stdout (no progress bar)")
     v.set_defaults(func=cmd_verify)
 
     a = sub.add_parser("aggregate", help="aggregate Parquet report files (mechanism from their metadata), locally or on Dask")
     a.add_argument("reports", help="a glob, a directory, or a file of reports")
     a.add_argument("--mechanism-from-metadata", action="store_true", help="read the mechanism and its parameters from the files (required)")
-    a.add_argument("--executor", choices=["local", "dask"], default="local")
+    a.add_argument("--executor", choices=["local", "dask"], default="local", help="where the map-reduce runs")
     a.add_argument("--address", default=None, help="Dask scheduler address (default: $DASK_SCHEDULER_ADDRESS or a local cluster)")
     a.add_argument("--state", default=None, metavar="PATH", help="accumulator state: read if present, new files merged in, saved back")
     a.add_argument("--candidates", default=None, help="comma-separated candidates (open-alphabet mechanisms)")
-    a.add_argument("--postprocess", choices=POSTPROCESS_CHOICES, default="projection")
+    a.add_argument("--postprocess", choices=POSTPROCESS_CHOICES, default="projection", help="post-processing of the estimate")
     a.add_argument("--allow-partial", action="store_true", help="also aggregate reports of a release that did not complete")
-    a.add_argument("--json", action="store_true")
+    a.add_argument("--json", action="store_true", help="one JSON document on stdout")
     a.set_defaults(func=cmd_aggregate)
 
     b = sub.add_parser("budget", help="the privacy budget ledger of a population (SQLite)")
     bsub = b.add_subparsers(dest="budget_command", required=True)
     bi = bsub.add_parser("init", help="create a ledger for a population")
-    bi.add_argument("ledger")
+    bi.add_argument("ledger", help="the ledger file (SQLite) to create")
     bi.add_argument("--population", required=True, help="the population's name")
     bi.add_argument("--lifetime-cap", required=True, help="lifetime epsilon cap (exact: '1', '0.5', '1/3')")
     bi.add_argument("--period-cap", default=None, help="optional per-period cap (never above the lifetime cap)")
-    bi.add_argument("--period", default=None, choices=["day", "hour", "week"])
-    bi.add_argument("--cohorts", type=int, default=1, help="data-independent cohorts (parallel composition)")
+    bi.add_argument("--period", default=None, choices=["day", "hour", "week"], help="the period of --period-cap (UTC)")
+    bi.add_argument("--cohorts", type=_int_in(1, 1 << 20, "an integer"), default=1, help="data-independent cohorts (parallel composition), in [1, 2^20]")
     bi.add_argument("--exist-ok", action="store_true", help="open an existing ledger with the same definition")
-    bi.add_argument("--json", action="store_true")
+    bi.add_argument("--json", action="store_true", help="one JSON document on stdout")
     bs = bsub.add_parser("show", help="spent and remaining budget per cohort")
-    bs.add_argument("ledger")
-    bs.add_argument("--json", action="store_true")
+    bs.add_argument("ledger", help="the ledger file")
+    bs.add_argument("--json", action="store_true", help="one JSON document on stdout")
     bh = bsub.add_parser("history", help="every spend, in order (the audit trail)")
-    bh.add_argument("ledger")
-    bh.add_argument("--json", action="store_true")
+    bh.add_argument("ledger", help="the ledger file")
+    bh.add_argument("--json", action="store_true", help="one JSON document on stdout")
     bc = bsub.add_parser("spend-check", help="would a query of EPSILON fit? (spends nothing; exit 1 if not)")
-    bc.add_argument("ledger")
+    bc.add_argument("ledger", help="the ledger file")
     bc.add_argument("--epsilon", required=True, help="epsilon as exact decimal text ('0.1' is 1/10) or a fraction ('1/3')")
     bc.add_argument("--cohorts", default=None, help="comma-separated cohorts (default: all)")
-    bc.add_argument("--json", action="store_true")
+    bc.add_argument("--json", action="store_true", help="one JSON document on stdout")
     bb = bsub.add_parser("backup", help="a consistent copy of a ledger (SQLite's backup API; safe while in use)")
-    bb.add_argument("ledger")
-    bb.add_argument("destination")
-    bb.add_argument("--json", action="store_true")
+    bb.add_argument("ledger", help="the ledger file")
+    bb.add_argument("destination", help="the copy to write (must not exist)")
+    bb.add_argument("--json", action="store_true", help="one JSON document on stdout")
     b.set_defaults(func=cmd_budget)
 
     d = sub.add_parser("demo", help="a simulated collection with an estimate table (standard errors, CIs, truth)")
-    d.add_argument("--mechanism", default="k-subset")
-    d.add_argument("--epsilon", type=float, default=1.0)
-    d.add_argument("--n", type=int, default=100_000)
-    d.add_argument("--seed", type=int, default=None)
-    d.add_argument("--json", action="store_true")
+    d.add_argument("--mechanism", default="k-subset", help=_mechanism_help())
+    d.add_argument("--epsilon", type=_epsilon, default=1.0, help="epsilon per user (> 0)")
+    d.add_argument("--n", type=POSITIVE, default=100_000, help="simulated users (>= 1)")
+    d.add_argument("--seed", type=SEED, default=None, help="reproducible (not secure) data and randomization")
+    d.add_argument("--json", action="store_true", help="one JSON document on stdout")
     d.set_defaults(func=cmd_demo)
     return p
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    args = build_parser().parse_args(argv)
+    global _JSON_ERRORS
+    argv = list(sys.argv[1:] if argv is None else argv)
+    _JSON_ERRORS = "--json" in argv
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as e:  # usage errors (exit 2, message printed) and --help/--version (exit 0)
+        return int(e.code or 0) if not isinstance(e.code, str) else 2
     try:
         return int(args.func(args))
     except BrokenPipeError:  # `ldp ... | head`: the reader went away; not an error of ours
-        import os
-
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
-    except (LDPParameterError, LDPInputError, PrivacyVerificationError, ValueError) as exc:
+    except KeyboardInterrupt:
+        print("ldp: interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:  # one error path: every library error is exit 2 and a message, never a traceback
+        if os.environ.get("LDP_PLUGIN_DEBUG"):
+            raise
+        known = isinstance(exc, (LDPParameterError, LDPInputError, PrivacyVerificationError, ValueError))
+        msg = str(exc) if known else f"{type(exc).__name__}: {exc}"
+        if isinstance(exc, (OSError, sqlite3.Error)):
+            msg = f"{type(exc).__name__}: {getattr(exc, 'strerror', None) or exc}" + (f" ({exc.filename})" if getattr(exc, "filename", None) else "")
         if getattr(args, "json", False):
-            print(json.dumps({"error": type(exc).__name__, "message": str(exc)}))
+            print(json.dumps({"error": type(exc).__name__, "message": msg}))
         else:
-            print(f"ldp: error: {exc}", file=sys.stderr)
+            print(f"ldp: error: {msg}", file=sys.stderr)
         return 2
 
 

@@ -43,10 +43,10 @@ VERIFICATION_SEEDS = tuple(int(s) for s in mix64(np.arange(1, 5, dtype=np.uint64
 
 
 def olh_default_g(epsilon: float) -> int:
-    """OLH's hash range ``round(e^ε + 1)`` (at least 2, at most ``2**32``)."""
+    """OLH's hash range ``round(e^ε + 1)`` (at least 2, at most ``2**31``, k-RR's largest domain)."""
     if epsilon > 22:
-        return 1 << 32
-    return int(min(1 << 32, max(2, math.floor(math.exp(epsilon) + 1.5))))
+        return 1 << 31
+    return int(min(1 << 31, max(2, math.floor(math.exp(epsilon) + 1.5))))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -76,12 +76,18 @@ class OLH(SeededReports, FrequencyOracle):
         g = self.g
         if g is None or g == "auto":
             g = olh_default_g(self.epsilon)
-        elif isinstance(g, bool) or not isinstance(g, (int, np.integer)) or not 2 <= int(g) <= 1 << 32:
-            raise LDPParameterError(f"g must be 'auto' or an integer in [2, 2**32] (got {g!r})")
+        elif isinstance(g, bool) or not isinstance(g, (int, np.integer)) or not 2 <= int(g) <= 1 << 31:
+            raise LDPParameterError(f"g must be 'auto' or an integer in [2, 2**31] (got {g!r})")
         object.__setattr__(self, "g", int(g))
 
     def _realize(self):
-        krr = KRR(epsilon=self.epsilon, d=self.g)
+        try:
+            krr = KRR(epsilon=self.epsilon, d=self.g)
+        except LDPParameterError:
+            raise LDPParameterError(
+                f"olh: epsilon={self.epsilon} with hash range g={self.g} cannot be realized at 64-bit precision; "
+                "use a smaller epsilon (OLH's g = e^epsilon + 1 is capped at 2**31)"
+            ) from None
         object.__setattr__(self, "_krr", krr)
         return krr.p_star_exact, Fraction(1, self.g), krr.realized_ratio
 
