@@ -124,6 +124,9 @@ def simulate(
     if d is None:
         raise LDPParameterError("simulate needs a closed-alphabet mechanism (give d)")
     check_simulation_memory(mechanism, int(n))
+    from ._kernels import preload
+
+    preload(int(n) * int(d))  # load the optional kernels now if they will be used: never counted in randomize_seconds
     m = mechanism.m if is_set else 1
     l2 = l1 = linf = l2raw = mse = 0.0
     t_rand = t_agg = 0.0

@@ -373,11 +373,27 @@ def test_kernel_backend_selection(monkeypatch):
     def broken(cache=True):
         raise RuntimeError("cannot cache function: no locator available")
 
-    monkeypatch.setattr(_kernels, "_compile", broken)
+    monkeypatch.setattr(_kernels, "_import_kernels", broken)
     assert _kernels.kernel_backend() == "numpy"
     monkeypatch.setenv("LDP_PLUGIN_KERNELS", "numba")
     with pytest.raises(ImportError, match="fast"):
         _kernels.kernel_backend()
+
+
+def test_small_calls_do_not_load_numba_in_auto_mode(monkeypatch):
+    """Issue 21: a small one-shot call must not pay numba's import; forced numba always loads."""
+    from ldp_plugin import _kernels
+
+    pytest.importorskip("numba")
+    monkeypatch.setattr(_kernels, "_STATE", {})
+    monkeypatch.setenv("LDP_PLUGIN_KERNELS", "auto")
+    assert _kernels.compiled("decode_runs", work=_kernels.LAZY_WORK - 1) is None and "kernels" not in _kernels._STATE
+    assert _kernels.preload(1000) == "numpy" and "kernels" not in _kernels._STATE
+    assert _kernels.compiled("decode_runs", work=_kernels.LAZY_WORK) is not None  # a big call loads them ...
+    assert _kernels.compiled("decode_runs", work=10) is not None  # ... and then every call uses them
+    monkeypatch.setattr(_kernels, "_STATE", {})
+    monkeypatch.setenv("LDP_PLUGIN_KERNELS", "numba")
+    assert _kernels.compiled("decode_runs", work=10) is not None
 
 
 def test_batch_sampler_arguments_are_checked():

@@ -181,7 +181,7 @@ def _block_bytes(n_events: int) -> int:
 def _bernoulli_runs(source: "RandomSource", threshold: int, n_rows: int, n_bits: int) -> np.ndarray:
     from .._kernels import compiled
 
-    kernel = compiled("decode_runs")
+    kernel = compiled("decode_runs", work=n_rows * n_bits)
     table = run_table(int(threshold))
     nb = (n_bits + 7) // 8
     out = np.empty((n_rows, nb), dtype=np.uint8)

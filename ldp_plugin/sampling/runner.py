@@ -22,10 +22,10 @@ def _thread_pool(workers: int):
     return pool
 
 
-def _kernel(name: str):
+def _kernel(name: str, work=None):
     from .._kernels import compiled
 
-    return compiled(name)
+    return compiled(name, work)
 
 
 #: segments drawn before decoding in parallel; a constant, so the output never depends on the

@@ -199,7 +199,7 @@ class RandomSource(abc.ABC):
         out = np.empty((x.size, k), dtype=dtype)
         per = max(1, _subsets._SUBSET_SEG_DRAWS // k)
         bounds = list(range(0, x.size, per)) + [x.size]
-        tasks = [_SubsetSegment(x[a:b], include[a:b], d, k, out[a:b]) for a, b in zip(bounds[:-1], bounds[1:])]
+        tasks = [_SubsetSegment(x[a:b], include[a:b], d, k, out[a:b], work=x.size * k) for a, b in zip(bounds[:-1], bounds[1:])]
         _run_segments(self, tasks)
         return out
 

@@ -36,8 +36,9 @@ class _SubsetSegment:
     (compiled kernel, or its numpy twin: the same words give the same rows).
     """
 
-    def __init__(self, x: np.ndarray, include: np.ndarray, d: int, k: int, out: np.ndarray):
+    def __init__(self, x: np.ndarray, include: np.ndarray, d: int, k: int, out: np.ndarray, work: int | None = None):
         self.x, self.inc, self.d, self.k, self.out = x, include.astype(np.uint8), d, k, out
+        self.work = work  # the whole call's draws (the lazy kernel rule), not this segment's
         self.n_other = N = d - 1
         if not N < 1 << 32:
             raise LDPParameterError("subset sampling needs d <= 2**32")
@@ -64,7 +65,7 @@ class _SubsetSegment:
     def first(self, block: np.ndarray) -> None:
         words = block.view(np.uint64).reshape(self.x.size, self.groups)
         self.words = words if words.flags.writeable else words.copy()
-        scan = _kernel("batched_rejects")
+        scan = _kernel("batched_rejects", self.work)
         if scan is not None:
             buf = np.empty(self.words.size // 8 + 1024, dtype=np.int64)
             cnt = scan(self.words, self.P, self.thr, self.inc, buf)
@@ -83,7 +84,7 @@ class _SubsetSegment:
             rej = rej[self._rejected(rej, new)]
 
     def finish(self) -> None:
-        floyd = _kernel("floyd_sorted")
+        floyd = _kernel("floyd_sorted", self.work)
         if floyd is not None:
             floyd(self.words, self.n_other, self.c, self.x, self.inc, self.out)
             return
