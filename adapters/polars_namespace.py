@@ -301,7 +301,9 @@ def _release(p, frame, lf, column, user_id, sink, partition, mechanism):
         marker.write_text("this release has not completed; its parts are not the whole population\n")
     parts = []
     offset = 0
-    for i, chunk in enumerate(_rechunk(batches, ROWS_PER_CHUNK)):
+    from ldp_plugin.progress import progress
+
+    for i, chunk in enumerate(progress(_rechunk(batches, ROWS_PER_CHUNK), desc="privatize", unit="chunk")):
         out = p.process(chunk, i, offset, partition)
         offset += chunk.height
         if sink is not None:

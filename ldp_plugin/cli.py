@@ -249,7 +249,10 @@ def cmd_verify(args) -> int:
             raise LDPParameterError(f"--report {args.report!r}: the directory {str(parent)!r} does not exist or is not writable")
     t0 = time.perf_counter()
     share = FAMILY_ALPHA / len(names)
-    rows = [r for i, n in enumerate(names) for r in verify(reg[n], seed=args.seed + 1_000_003 * i, quick=args.quick, alpha=share)]
+    from .progress import progress
+
+    rows = [r for i, n in enumerate(progress(names, total=len(names), desc="ldp verify", unit="mechanism"))
+            for r in verify(reg[n], seed=args.seed + 1_000_003 * i, quick=args.quick, alpha=share)]
     save_status(rows, quick=args.quick, seed=args.seed)
     bugs = self_test(seed=args.seed, quick=args.quick) if args.self_test else []
     seconds = time.perf_counter() - t0
@@ -503,6 +506,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         args = build_parser().parse_args(argv)
     except SystemExit as e:  # usage errors (exit 2, message printed) and --help/--version (exit 0)
         return int(e.code or 0) if not isinstance(e.code, str) else 2
+    from .progress import enable
+
+    enable(not getattr(args, "json", False))  # bars on a terminal, never under --json
     try:
         return int(args.func(args))
     except BrokenPipeError:  # `ldp ... | head`: the reader went away; not an error of ours

@@ -43,7 +43,9 @@ class LocalExecutor:
     name = "local"
 
     def map_reduce(self, fn: Callable, sources: Sequence, combine: Callable = operator.add) -> Any:
-        results = [fn(s) for s in sources]
+        from .progress import progress
+
+        results = [fn(s) for s in progress(sources, total=len(sources), desc="ldp", unit="file")]
         if not results:
             raise LDPInputError("no sources to process")
         return functools.reduce(combine, results)

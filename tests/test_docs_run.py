@@ -92,3 +92,29 @@ def test_malformed_csv_and_unopenable_ledger_exit_2(tmp_path):
     assert out.returncode in (0, 2) and "Traceback" not in out.stderr
     out = subprocess.run([sys.executable, "-m", "ldp_plugin.cli", "budget", "show", str(d)], capture_output=True, text=True, timeout=60)
     assert out.returncode == 2 and "Traceback" not in out.stderr
+
+
+def test_progress_bars_only_on_a_terminal_and_never_under_json(monkeypatch):
+    import io
+
+    from ldp_plugin import progress as prog
+
+    class TTY(io.StringIO):
+        def isatty(self):
+            return True
+
+    tty = TTY()
+    monkeypatch.setattr(sys, "stderr", tty)
+    prog.enable(True)
+    try:
+        assert list(prog.progress(range(3), total=3, desc="ldp verify")) == [0, 1, 2]
+        assert "ldp verify" in tty.getvalue()
+        prog.enable(False)  # what the CLI does under --json
+        before = tty.getvalue()
+        assert list(prog.progress(range(3), desc="ldp verify")) == [0, 1, 2] and tty.getvalue() == before
+        prog.enable(True)
+        plain = io.StringIO()  # not a terminal: no bar
+        monkeypatch.setattr(sys, "stderr", plain)
+        assert list(prog.progress(range(3), desc="x")) == [0, 1, 2] and plain.getvalue() == ""
+    finally:
+        prog.enable(False)
