@@ -313,6 +313,31 @@ def cmd_aggregate(args) -> int:
     return 0
 
 
+def cmd_amplify(args) -> int:
+    """The central (ε, δ) of a shuffled batch of n reports (see :mod:`ldp_plugin.amplification`)."""
+    import time
+
+    from ldp_plugin.registry import build
+
+    from .amplification import amplify
+
+    mech = build(args.mechanism, epsilon=args.epsilon, d=args.d, **dict(parse_params(args.param)))
+    t0 = time.perf_counter()
+    out = amplify(mech, args.n, args.delta)
+    out["seconds"] = round(time.perf_counter() - t0, 3)
+    out["mechanism"] = mech.params()
+    if args.json:
+        print(json.dumps(out, indent=1))
+    else:
+        low = "n/a" if out["epsilon_lower"] is None else f"{out['epsilon_lower']:.6g}"
+        print(f"ldp amplify: {mech.name}, local epsilon {mech.epsilon}, n = {args.n:,} shuffled reports, delta = {args.delta:g}")
+        print(f"  central epsilon <= {out['epsilon']:.6g} (upper bound; generic {out['epsilon_generic']:.6g}, mechanism-specific {out['epsilon_specific']:.6g})")
+        print(f"  exact lower bound for a neighbouring pair: {low}")
+        print(f"  parameters p={out['p']:.6g}, beta={out['beta']:.6g}, q={out['q']:.6g} ({out['method']})")
+        print(f"  assumption: {out['assumption']}")
+    return 0
+
+
 def cmd_choose(args) -> int:
     """Rank the applicable mechanisms by predicted error and recommend one."""
     from .choose import rank_mechanisms
@@ -438,6 +463,16 @@ def build_parser() -> argparse.ArgumentParser:
     ch.add_argument("--metric", choices=["l2", "l1", "linf"], default="l2", help="error to rank by")
     ch.add_argument("--json", action="store_true", help="one JSON document on stdout")
     ch.set_defaults(func=cmd_choose)
+
+    am = sub.add_parser("amplify", help="central (epsilon, delta) of n shuffled reports (a trusted shuffler; variation-ratio upper bound)")
+    am.add_argument("--mechanism", required=True, help=_mechanism_help())
+    am.add_argument("--d", type=DOMAIN, default=None, help="domain size, in [2, 2^31]")
+    am.add_argument("--epsilon", type=_epsilon, required=True, help="the local epsilon per report (> 0)")
+    am.add_argument("--n", type=_int_in(2, 10**9, "an integer batch size"), required=True, help="guaranteed minimum batch after dropouts, in [2, 10^9]")
+    am.add_argument("--delta", type=float, required=True, help="delta of the central guarantee, in (0, 1)")
+    am.add_argument("--param", action="append", default=[], metavar="KEY=VALUE", help="a mechanism parameter (repeatable)")
+    am.add_argument("--json", action="store_true", help="one JSON document on stdout")
+    am.set_defaults(func=cmd_amplify)
 
     v = sub.add_parser("verify", help="exact, goodness-of-fit and black-box audit verification of registered mechanisms")
     v.add_argument("names", nargs="*", help="mechanism names (default: all registered)")

@@ -69,6 +69,17 @@ class KRR(FrequencyOracle):
 
     histogram_columns = ("report",)
 
+    def variation_parameters(self):
+        """Shuffle-amplification parameters in closed form (:mod:`ldp_plugin.amplification`):
+        ``p`` the realized ratio, ``β = p* − q*`` (two rows differ in two outputs by ``p* − q*``),
+        ``q = p(p* − q*)/((p−1) q*)``; the distinguishing parts are single outputs."""
+        from ..amplification import VariationParameters, _up
+
+        p = float(self.realized_ratio)
+        beta = self.p_star_exact - self.q_star_exact
+        q = self.realized_ratio * beta / ((self.realized_ratio - 1) * self.q_star_exact)
+        return VariationParameters(_up(p), _up(float(beta)), _up(float(q)), "closed form (k-RR)", point_masses=self.d >= 3)
+
     def _randomize_codes(self, codes: np.ndarray, source) -> np.ndarray:
         n = codes.size
         keep = source.bernoulli(self.keep_threshold, n)

@@ -168,6 +168,20 @@ class UnaryEncoding(FrequencyOracle):
     def report_fields(self) -> tuple:
         return (ReportField("report", "uint8", self.n_bytes, "bits", self.d),)
 
+    def variation_parameters(self):
+        """Shuffle-amplification parameters in closed form: two inputs' bit vectors differ in
+        two independent bits, so ``β = p* − q*``; the largest variation ratio is at the output
+        whose two bits read (1, 0) and whose bit of a third input is 0:
+        ``(p* − q*)/(q*(1 − p*))``, so ``q = p(p* − q*)/((p−1) q*(1 − p*))`` (``d >= 3``)."""
+        from ..amplification import VariationParameters, _up
+
+        if self.d < 3:
+            return None  # the exact channel decides
+        r = self.realized_ratio
+        p_, q_ = self.p_star_exact, self.q_star_exact
+        q = r * (p_ - q_) / ((r - 1) * q_ * (1 - p_))
+        return VariationParameters(_up(float(r)), _up(float(p_ - q_)), _up(float(q)), f"closed form ({self.name})")
+
     def validate_reports(self, reports: Any) -> np.ndarray:
         arr = np.asarray(reports)
         if arr.ndim != 2 or arr.dtype != np.uint8 or arr.shape[1] != self.n_bytes:
