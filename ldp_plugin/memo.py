@@ -220,6 +220,30 @@ class Memoized(Mechanism):
         extra = 0.0 if sampling == "fixed" else (1 - float(np.sum(np.asarray(theta) ** 2))) / n
         return float(mse_pure(self.d, n, float(self.p_star_exact), float(self.q_star_exact))) + extra
 
+    # -- verification: one report's exact channel, driven through the real client --------------
+    def output_alphabet_size(self) -> int:
+        return self.d
+
+    def channel(self):
+        """Exact channel of one report: the permanent k-RR (a keyed PRF of a random user key:
+        exactly k-RR for a uniformly random key) followed by the instantaneous k-RR."""
+        from .mechanisms import Channel
+
+        A, B = self.permanent_mechanism.channel().matrix, self.instantaneous_mechanism.channel().matrix
+        d = self.d
+        rows = tuple(tuple(sum(A[x][z] * B[z][y] for z in range(d)) for y in range(d)) for x in range(d))
+        return Channel(tuple(range(d)), rows)
+
+    def output_index(self, reports) -> np.ndarray:
+        return np.asarray(reports, dtype=np.int64)
+
+    def _verification_randomize(self, codes, source):
+        """Fresh random user keys (from the source) per report, then the real client."""
+        codes = np.asarray(codes, dtype=np.int64)
+        raw = np.asarray(source.random_bytes(32 * codes.size), dtype=np.uint8).reshape(codes.size, 32)
+        keys = [bytes(r) for r in raw]
+        return self.randomize_encoded(codes, rng=source, user_keys=keys)
+
     def accumulator(self) -> "MemoAccumulator":
         return MemoAccumulator(self)
 

@@ -31,6 +31,8 @@ __all__ = [
 
 _REQUIRED = ("name", "summary", "constructor", "measurement", "privacy_unit", "privacy_map", "citation", "parameters", "canonical")
 _HERE = Path(__file__).resolve().parent
+#: the verification layers: the declared channel, the code that samples, and the black box
+ALL_LAYERS = ("exact", "sampling-path", "goodness-of-fit", "rates", "joint", "audit")
 
 
 @dataclass(frozen=True)
@@ -172,7 +174,7 @@ def verify(
     seed: int = 0,
     quick: bool = False,
     alpha: float | None = None,
-    layers: tuple = ("exact", "goodness-of-fit", "audit"),
+    layers: tuple = ALL_LAYERS,
 ) -> list[dict]:
     """All three verification layers on every canonical instance of ``decl``; one row each with
     ``name, instance, declared_epsilon, realized_epsilon, audit_epsilon_lower_bound,
@@ -189,9 +191,12 @@ def verify(
     return rows
 
 
-def verify_instance(mech, *, name: str, instance: dict, seed: int = 0, quick: bool = False, alpha: float = 1e-6, layers=("exact", "goodness-of-fit", "audit")) -> dict:
-    """The verification layers on one mechanism instance (also used for the seeded bugs)."""
+def verify_instance(mech, *, name: str, instance: dict, seed: int = 0, quick: bool = False, alpha: float = 1e-6, layers=ALL_LAYERS) -> dict:
+    """The verification layers on one mechanism instance (also used for the seeded bugs):
+    the declared channel (exact), the code that samples (sampling path, rates, joint) and the
+    black-box layers (goodness of fit, audit)."""
     from ldp_plugin.verification.layers import audit_layer, exact_layer, gof_layer
+    from ldp_plugin.verification.sampling_path import joint_layer, rate_layer, sampling_path_layer
 
     out = {"name": name, "instance": instance, "declared_epsilon": float(mech.epsilon)}
     passed = True
@@ -200,13 +205,25 @@ def verify_instance(mech, *, name: str, instance: dict, seed: int = 0, quick: bo
         out["realized_epsilon"] = e["realized_epsilon"]
         out["exact"] = e
         passed &= e["passed"]
+    if "sampling-path" in layers:
+        sp = sampling_path_layer(mech, seed=seed + 3)
+        out["sampling_path"] = sp
+        passed &= sp["passed"]
+    if "rates" in layers:
+        rt = rate_layer(mech, quick=quick, alpha=alpha / 6, seed=seed + 5)
+        out["rates"] = rt
+        passed &= rt["passed"]
+    if "joint" in layers:
+        jt = joint_layer(mech, n_pairs=5_000 if quick else 20_000, alpha=alpha / 6, seed=seed + 7)
+        out["joint"] = jt
+        passed &= jt["passed"]
     if "goodness-of-fit" in layers:
-        g = gof_layer(mech, n_per_input=5_000 if quick else 20_000, alpha=alpha / 2, seed=seed)
+        g = gof_layer(mech, n_per_input=5_000 if quick else 20_000, alpha=alpha / 3, seed=seed)
         out["goodness_of_fit"] = g
         passed &= g["passed"]
     if "audit" in layers:
         a = audit_layer(
-            mech, alpha=alpha / 2, seed=seed + 1, n_pilot=5_000 if quick else 20_000, max_samples=200_000 if quick else 20_000_000
+            mech, alpha=alpha / 3, seed=seed + 1, n_pilot=5_000 if quick else 20_000, max_samples=200_000 if quick else 20_000_000
         )
         out["audit_epsilon_lower_bound"] = a["audit_epsilon_lower_bound"]
         out["audit_samples"] = a["audit_samples"]

@@ -132,6 +132,40 @@ class SampleOne(Mechanism):
         iid = padded.predicted_mse(n, S=d) + (1 - 1 / d) / n
         return float(m * m * iid * (d - 1) / d - float(np.sum(f * (1 - f))) / n)
 
+    # -- verification: the exact channel over sets, driven through the real client --------------
+    def verification_inputs(self) -> list:
+        """Every set of at most ``m`` item codes (small closed domains)."""
+        from ..sets import subsets_up_to
+
+        if not self.closed:
+            raise LDPParameterError("verification needs a closed-alphabet SampleOne")
+        return subsets_up_to(self.mechanism.d, self.m)
+
+    def output_alphabet_size(self) -> int:
+        return self.padded.output_alphabet_size()
+
+    def channel(self):
+        """Exact: the row of a set ``X`` is the average of the padded mechanism's rows over the
+        ``m`` slots (``X``'s items, then ``PAD`` for the empty slots)."""
+        from ._base import Channel
+
+        inner = self.padded.channel()
+        pad = self.mechanism.d
+        rows = []
+        for X in self.verification_inputs():
+            slots = list(X) + [pad] * (self.m - len(X))
+            rows.append(tuple(sum(inner.matrix[s][j] for s in slots) / self.m for j in range(len(inner.outputs))))
+        return Channel(inner.outputs, tuple(rows))
+
+    def output_index(self, reports):
+        return self.padded.output_index(reports)
+
+    def _verification_randomize(self, codes, source):
+        from ..sets import gather_sets
+
+        flat, offsets, _lengths = gather_sets(self.verification_inputs(), np.asarray(codes, dtype=np.int64))
+        return self.randomize_encoded(flat, offsets=offsets, rng=source)
+
     def with_categories(self, categories: Any) -> "SampleOne":
         return SampleOne(mechanism=self.mechanism.with_categories(categories), m=self.m, on_long=self.on_long)
 

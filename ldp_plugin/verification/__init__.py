@@ -13,7 +13,7 @@ from typing import Optional
 from . import layers as _layers
 from .layers import FAMILY_ALPHA, audit_layer, audit_sample_size, clopper_pearson, exact_layer, gof_layer, sample_outputs  # noqa: F401
 
-__all__ = [*_layers.__all__, "self_test", "status_path", "save_status", "load_status"]
+__all__ = [*_layers.__all__, "self_test", "wrapper_instances", "status_path", "save_status", "load_status"]
 
 
 def self_test(*, seed: int = 0, quick: bool = False) -> list[dict]:
@@ -27,10 +27,25 @@ def self_test(*, seed: int = 0, quick: bool = False) -> list[dict]:
     rows = []
     for i, (name, mech, expected) in enumerate(bugs):
         r = verify_instance(mech, name=name, instance=mech.params(), seed=seed + 104729 * i, quick=quick, alpha=FAMILY_ALPHA / len(bugs))
-        caught_by = [layer for layer, key in (("exact", "exact"), ("goodness-of-fit", "goodness_of_fit"), ("audit", "audit")) if not r[key]["passed"]]
+        keys = (("exact", "exact"), ("sampling-path", "sampling_path"), ("goodness-of-fit", "goodness_of_fit"),
+                ("rates", "rates"), ("joint", "joint"), ("audit", "audit"))
+        caught_by = [layer for layer, key in keys if key in r and not r[key]["passed"]]
         r.update({"seeded_bug": True, "caught": bool(caught_by), "caught_by": caught_by, "expected_layers": list(expected)})
         rows.append(r)
     return rows
+
+
+def wrapper_instances() -> list:
+    """Canonical instances of the wrappers that are not registry entries: pad-and-sample and the
+    memoized (longitudinal) k-RR. ``ldp verify`` runs every layer on them."""
+    from ldp_plugin import KRR, OUE, Memoized, SampleOne
+
+    return [
+        ("sample-one", SampleOne(mechanism=KRR(epsilon=1.0, d=4), m=2)),
+        ("sample-one", SampleOne(mechanism=OUE(epsilon=2.0, d=3), m=2)),
+        ("memoized-krr", Memoized(epsilon_permanent=2.0, epsilon_instantaneous=1.0, d=4, max_values=2)),
+        ("memoized-krr", Memoized(epsilon_permanent=8.0, epsilon_instantaneous=4.0, d=3, max_values=1)),
+    ]
 
 
 def status_path() -> Path:

@@ -169,6 +169,18 @@ def _pilot_event(c1: np.ndarray, c2: np.ndarray, spec: Optional[np.ndarray]) -> 
     return event
 
 
+#: reports drawn at a time by the audit (bounded memory: the counts are summed chunk by chunk)
+AUDIT_CHUNK = 1 << 21
+
+
+def _event_count(mech, x: int, n: int, src, event_outputs: np.ndarray) -> int:
+    """How many of ``n`` outputs on input ``x`` fall in the event (drawn in chunks)."""
+    total = 0
+    for start in range(0, n, AUDIT_CHUNK):
+        total += int(np.isin(sample_outputs(mech, x, min(AUDIT_CHUNK, n - start), src), event_outputs).sum())
+    return total
+
+
 def audit_layer(
     mech,
     *,
@@ -213,8 +225,8 @@ def audit_layer(
         n_req = audit_sample_size(p1, eps, a_test)
         n = int(min(max(n_req, 10_000), max_samples))
         n_required = max(n_required, n_req)
-        k1 = int(np.isin(sample_outputs(mech, x, n, src), np.flatnonzero(event)).sum())
-        k2 = int(np.isin(sample_outputs(mech, x2, n, src), np.flatnonzero(event)).sum())
+        k1 = _event_count(mech, x, n, src, np.flatnonzero(event))
+        k2 = _event_count(mech, x2, n, src, np.flatnonzero(event))
         lo, _ = clopper_pearson(k1, n, a_test / 2)
         _, hi = clopper_pearson(k2, n, a_test / 2)
         stat = math.inf if hi == 0 else (-math.inf if lo == 0 else math.log(lo / hi))

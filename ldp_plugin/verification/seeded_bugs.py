@@ -13,6 +13,10 @@ suite run the layers on them.
 | ``NoPredecessorSubset`` | k-subset that can never output ``x − 1`` | ∞ | goodness of fit, audit |
 | ``Quantized32KRR`` | k-RR probabilities quantized to a 32-bit uniform, ε = 20 | > 20 | exact |
 | ``UnderDeclaredKRR`` | declares ε 10% below the ε its thresholds realize | 1.1 ε | exact, audit |
+| ``ThresholdDriftKRR`` | the client compares with a threshold other than the declared one, ε = 20 | 20.0004 | sampling path |
+| ``RateLowOUE`` / ``RateHighOUE`` | the client's 0→1 bit rate is 2% below / above the declared q* | ≈ 1.02 ε | sampling path, rates |
+| ``SharedNoisePairsRAPPOR`` | users 2i and 2i+1 share one randomization (each marginal exact) | ∞ jointly | joint |
+| ``LastBitOUE`` | the last bit is never randomized (OpenDP's bit-vector RR before 0.15) | ∞ | sampling path, goodness of fit |
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ from typing import ClassVar
 import numpy as np
 
 from ..exact import TWO64, exp_lower_bound
-from ..mechanisms import KRR, RAPPOR, KSubset
+from ..mechanisms import KRR, OUE, RAPPOR, KSubset
 from ..mechanisms._base import floor_threshold
 from ..mechanisms.unary import UnaryEncoding
 
@@ -35,6 +39,11 @@ __all__ = [
     "NoPredecessorSubset",
     "Quantized32KRR",
     "UnderDeclaredKRR",
+    "ThresholdDriftKRR",
+    "RateLowOUE",
+    "RateHighOUE",
+    "SharedNoisePairsRAPPOR",
+    "LastBitOUE",
     "seeded_bugs",
 ]
 
@@ -132,6 +141,92 @@ class UnderDeclaredKRR(KRR):
         return p, q, Fraction(T * (self.d - 1), TWO64 - T)
 
 
+@dataclass(frozen=True, kw_only=True)
+class ThresholdDriftKRR(KRR):
+    """Declares k-RR's threshold but keeps the true item with a slightly larger one (a constant
+    that drifted from the derivation: at ε = 20 the realized ε is about 20.0004)."""
+
+    name = "bug-threshold-drift-krr"
+
+    def _randomize_codes(self, codes, source):
+        n = codes.size
+        keep = source.bernoulli(self.keep_threshold + (TWO64 - self.keep_threshold) // 2500, n)
+        other = source.uniform_int(self.d - 1, n).astype(np.int64)
+        other += other >= codes
+        return np.where(keep, codes, other).astype(np.uint16)
+
+
+def _unary_rows(mech, codes, source, q_threshold, n_bits):
+    from ..mechanisms.unary import randomize_bit_rows
+
+    return randomize_bit_rows(codes[:, None], n_bits, mech.p_threshold, q_threshold, source)
+
+
+@dataclass(frozen=True, kw_only=True)
+class RateLowOUE(OUE):
+    """OUE whose client draws the 0→1 bits with a rate 2% below the declared q*."""
+
+    name = "bug-rate-2pct-low"
+
+    def _randomize_codes(self, codes, source):
+        return _unary_rows(self, codes, source, self.q_threshold * 98 // 100, self.d)
+
+
+@dataclass(frozen=True, kw_only=True)
+class RateHighOUE(OUE):
+    """OUE whose client draws the 0→1 bits with a rate 2% above the declared q*."""
+
+    name = "bug-rate-2pct-high"
+
+    def _randomize_codes(self, codes, source):
+        return _unary_rows(self, codes, source, self.q_threshold * 102 // 100, self.d)
+
+
+@dataclass(frozen=True, kw_only=True)
+class SharedNoisePairsRAPPOR(RAPPOR):
+    """Users 2i and 2i+1 get the same noise: each report's marginal is exactly RAPPOR's, but two
+    users' reports are not independent (joint privacy is broken)."""
+
+    name = "bug-shared-noise-pairs"
+
+    def _randomize_codes(self, codes, source):
+        n = codes.size
+        half = (n + 1) // 2
+        noise = super()._randomize_codes(np.zeros(half, dtype=np.int64), source)  # noise of input 0
+        rows = np.repeat(noise, 2, axis=0)[:n]
+        # move each user's own bit to their item: swap bit 0 and bit x (same distribution per row)
+        out = rows.copy()
+        bit0 = (rows[:, 0] & 1).astype(np.uint8)
+        idx = np.arange(n)
+        bx = (rows[idx, codes >> 3] >> (codes & 7).astype(np.uint8)) & 1
+        out[:, 0] = (out[:, 0] & ~np.uint8(1)) | bx.astype(np.uint8)
+        out[idx, codes >> 3] = (out[idx, codes >> 3] & ~(np.uint8(1) << (codes & 7).astype(np.uint8))) | (bit0 << (codes & 7).astype(np.uint8))
+        return out
+
+
+@dataclass(frozen=True, kw_only=True)
+class LastBitOUE(OUE):
+    """OUE whose client randomizes only the first d − 1 bits: the last bit is the user's own."""
+
+    name = "bug-last-bit-unrandomized"
+
+    def _randomize_codes(self, codes, source):
+        n = codes.size
+        rows = _unary_rows(self, np.minimum(codes, self.d - 2), source, self.q_threshold, self.d - 1)
+        own = rows.copy()
+        # the first d − 1 bits as OUE for users not holding the last item; the last bit = [x == d−1]
+        last = codes == self.d - 1
+        if last.any():  # those users' own bit (the last) is set, their other bits are q-noise
+            noise = _unary_rows(self, np.zeros(int(last.sum()), dtype=np.int64), source, self.q_threshold, self.d - 1)
+            own[last] = noise
+        out = np.zeros((n, self.n_bytes), dtype=np.uint8)
+        out[:, : own.shape[1]] = own
+        j = self.d - 1
+        out[last, j >> 3] |= np.uint8(1 << (j & 7))
+        out[:, j >> 3] &= np.uint8(0xFF >> (7 - (j & 7)))  # keep only bits < d (no padding set)
+        return out
+
+
 def seeded_bugs() -> list:
     """``(name, instance, layers expected to catch it)`` for the seeded-bug suite."""
     return [
@@ -141,4 +236,9 @@ def seeded_bugs() -> list:
         ("no-predecessor-subset", NoPredecessorSubset(epsilon=1.0, d=5, k=2), ("goodness-of-fit", "audit")),
         ("quantized32-krr", Quantized32KRR(epsilon=20.0, d=2), ("exact",)),
         ("under-declared-krr", UnderDeclaredKRR(epsilon=1.0, d=4), ("exact", "audit")),
+        ("client-threshold-drift", ThresholdDriftKRR(epsilon=20.0, d=2), ("sampling-path",)),
+        ("rate-2pct-low", RateLowOUE(epsilon=1.0, d=4), ("sampling-path", "rates")),
+        ("rate-2pct-high", RateHighOUE(epsilon=1.0, d=4), ("sampling-path", "rates")),
+        ("shared-noise-pairs", SharedNoisePairsRAPPOR(epsilon=1.0, d=4), ("joint",)),
+        ("last-bit-unrandomized", LastBitOUE(epsilon=1.0, d=4), ("sampling-path", "goodness-of-fit")),
     ]
