@@ -353,6 +353,44 @@ def cmd_amplify(args) -> int:
     return 0
 
 
+def cmd_federated(args) -> int:
+    """``ldp federated simulate``: the device and server apps on Flower's simulation engine."""
+    import tempfile
+
+    from ldp_plugin.registry import build
+
+    try:
+        from .federated.flower import simulate as fed_simulate
+    except ImportError:
+        raise LDPParameterError("the federated runtime needs Flower: pip install 'ldp-plugin[flower]'") from None
+    mech = build(args.mechanism, epsilon=args.epsilon, d=args.d, **dict(parse_params(args.param)))
+    if mech.domain_size is None:
+        raise LDPParameterError("federated simulate needs a closed-alphabet mechanism (give --d)")
+    if args.malformed_nodes > args.nodes:
+        raise LDPParameterError(f"--malformed-nodes must be at most --nodes ({args.nodes})")
+
+    def on_round(row):
+        if not args.json:
+            print(f"round {row['round']}: {row['nodes_asked']} nodes asked, {row['reports_accepted']:,} reports accepted, "
+                  f"{row['reports_rejected']:,} rejected {row['rejected_by_reason']}, {row['devices_refused']:,} devices refused "
+                  f"({row['seconds']} s)", flush=True)
+
+    with tempfile.TemporaryDirectory(prefix="ldp-devices-") as ledgers:
+        out = fed_simulate(nodes=args.nodes, users_per_node=args.users_per_node, mechanism=mech, rounds=args.rounds,
+                           device_cap=args.device_cap, malformed_nodes=args.malformed_nodes, seed=args.seed, ledger_dir=ledgers,
+                           max_epsilon=args.max_epsilon, min_batch=args.min_batch, on_round=on_round)
+    out["mechanism"] = mech.params()
+    if args.json:
+        print(json.dumps(out, indent=1))
+    else:
+        for row in out["rounds"]:
+            if row["estimate"]:
+                covered = sum(e["ci_lower"] <= e["truth"] <= e["ci_upper"] for e in row["estimate"])
+                print(f"round {row['round']}: {covered}/{len(row['estimate'])} true frequencies inside their 95% intervals")
+        print(f"{out['seconds']} s in all (Flower simulation engine, {args.nodes} SuperNodes)")
+    return 0
+
+
 def cmd_choose(args) -> int:
     """Rank the applicable mechanisms by predicted error and recommend one."""
     from .choose import rank_mechanisms
@@ -488,6 +526,24 @@ def build_parser() -> argparse.ArgumentParser:
     am.add_argument("--param", action="append", default=[], metavar="KEY=VALUE", help="a mechanism parameter (repeatable)")
     am.add_argument("--json", action="store_true", help="one JSON document on stdout")
     am.set_defaults(func=cmd_amplify)
+
+    fd = sub.add_parser("federated", help="federated analytics on Flower: devices randomize and enforce their own budget")
+    fsub = fd.add_subparsers(dest="federated_command", required=True, parser_class=_Parser)
+    fs = fsub.add_parser("simulate", help="run the device and server apps on Flower's simulation engine on generated data")
+    fs.add_argument("--nodes", type=_int_in(1, 1000, "an integer"), required=True, help="simulated SuperNodes, in [1, 1000]")
+    fs.add_argument("--users-per-node", type=_int_in(1, 10**6, "an integer"), required=True, help="devices hosted by each node")
+    fs.add_argument("--mechanism", required=True, help=_mechanism_help())
+    fs.add_argument("--d", type=DOMAIN, default=None, help="domain size")
+    fs.add_argument("--epsilon", type=_epsilon, required=True, help="epsilon charged per device per round")
+    fs.add_argument("--rounds", type=_int_in(1, 1000, "an integer"), default=1, help="queries (one per round)")
+    fs.add_argument("--device-cap", required=True, help="each device's lifetime epsilon cap (exact decimal text)")
+    fs.add_argument("--max-epsilon", default="8", help="each device's largest epsilon per query (policy)")
+    fs.add_argument("--malformed-nodes", type=_int_in(0, 1000, "an integer"), default=0, help="nodes that forward malformed reports")
+    fs.add_argument("--min-batch", type=POSITIVE, default=1, help="reports the collector needs before it releases an estimate")
+    fs.add_argument("--param", action="append", default=[], metavar="KEY=VALUE", help="a mechanism parameter (repeatable)")
+    fs.add_argument("--seed", type=SEED, default=0, help="seed of the generated data (the randomization uses the OS CSPRNG)")
+    fs.add_argument("--json", action="store_true", help="one JSON document on stdout")
+    fd.set_defaults(func=cmd_federated)
 
     v = sub.add_parser("verify", help="exact, goodness-of-fit and black-box audit verification of registered mechanisms")
     v.add_argument("names", nargs="*", help="mechanism names (default: all registered)")

@@ -132,7 +132,7 @@ def test_ldp_verify_cli_json_report_and_exit_status(tmp_path, capsys):
             assert key in r
     assert all(b["caught"] for b in out["seeded_bugs"])
     text = report.read_text()
-    assert "| krr |" in text and "seeded bug: caught by" in text
+    assert "| krr |" in text and "CAUGHT by" in text
     # `ldp mechanisms` shows the last verification status
     assert main(["mechanisms", "--json"]) == 0
     mechs = {m["name"]: m for m in json.loads(capsys.readouterr().out)["mechanisms"]}

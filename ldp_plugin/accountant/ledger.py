@@ -250,6 +250,22 @@ class Accountant(_Releases, _OpenDPInterop):
             rem = min(rem, self.population.period_cap - self._max_total("period_total", cs, key))
         return max(rem, Fraction(0))
 
+    def remaining_by_cohort(self, *, when: Optional[datetime] = None) -> list:
+        """Remaining budget of every cohort (exact Fractions, index = cohort), from one read of the
+        totals: what a device fleet checks before randomizing (each device one cohort)."""
+        pop = self.population
+        spent = [Fraction(0)] * pop.cohorts
+        for c, t in self._con.execute("SELECT cohort, total FROM cohort_total"):
+            spent[int(c)] = _text_frac(t)
+        rem = [pop.lifetime_cap - s for s in spent]
+        key = pop.period_key(when or datetime.now(timezone.utc))
+        if key is not None:
+            per = [Fraction(0)] * pop.cohorts
+            for c, t in self._con.execute("SELECT cohort, total FROM period_total WHERE period = ?", (key,)):
+                per[int(c)] = _text_frac(t)
+            rem = [min(r, pop.period_cap - p) for r, p in zip(rem, per)]
+        return rem
+
     def history(self) -> list[SpendRecord]:
         return [self._record(row) for row in self._con.execute("SELECT seq, query_id, time, period, mechanism, params, epsilon, cohorts FROM spend ORDER BY seq")]
 

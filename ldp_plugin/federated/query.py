@@ -1,0 +1,91 @@
+"""A federated query: what the server asks every device, as versioned, hashable JSON."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any, Optional
+
+from .._errors import LDPInputError, LDPParameterError
+
+__all__ = ["QUERY_VERSION", "Query"]
+
+QUERY_VERSION = 1
+COHORT_POLICIES = ("none", "random")
+
+
+@dataclass(frozen=True)
+class Query:
+    """``query_id``, the mechanism ``spec`` (from the registry), the ε charged per device, the
+    cohort policy, an optional budget ``period`` and the minimum batch the collector needs before
+    it releases an estimate. :attr:`content_hash` (16 bytes) is carried by every report."""
+
+    query_id: str
+    spec: dict
+    epsilon: str  # exact decimal text (the device parses it with Fraction)
+    cohort_policy: str = "none"
+    period: Optional[str] = None
+    min_batch: int = 1
+    version: int = QUERY_VERSION
+    _mechanism: Any = field(default=None, init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.query_id, str) or not self.query_id or len(self.query_id) > 200:
+            raise LDPParameterError("query_id must be a non-empty string of at most 200 characters")
+        if self.cohort_policy not in COHORT_POLICIES:
+            raise LDPParameterError(f"cohort_policy must be one of {COHORT_POLICIES} (got {self.cohort_policy!r})")
+        if isinstance(self.min_batch, bool) or not isinstance(self.min_batch, int) or self.min_batch < 1:
+            raise LDPParameterError(f"min_batch must be an integer >= 1 (got {self.min_batch!r})")
+        try:
+            eps = Fraction(str(self.epsilon))
+        except (ValueError, ZeroDivisionError):
+            raise LDPParameterError(f"epsilon must be exact decimal text (got {self.epsilon!r})") from None
+        if eps <= 0:
+            raise LDPParameterError("epsilon must be > 0")
+
+    @classmethod
+    def for_mechanism(cls, query_id: str, mechanism: Any, **kw) -> "Query":
+        return cls(query_id=query_id, spec=mechanism.spec(), epsilon=repr(float(mechanism.epsilon)), **kw)
+
+    @property
+    def epsilon_exact(self) -> Fraction:
+        return Fraction(str(self.epsilon))
+
+    def mechanism(self):
+        """The mechanism, rebuilt from the spec by the registry (only registered constructors)."""
+        if self._mechanism is None:
+            from ldp_plugin.registry import from_spec
+
+            mech = from_spec(self.spec)
+            if Fraction(repr(float(mech.epsilon))) != self.epsilon_exact:
+                raise LDPInputError("the query's epsilon differs from its mechanism's epsilon")
+            object.__setattr__(self, "_mechanism", mech)
+        return self._mechanism
+
+    def to_dict(self) -> dict:
+        return {"version": self.version, "query_id": self.query_id, "spec": self.spec, "epsilon": self.epsilon,
+                "cohort_policy": self.cohort_policy, "period": self.period, "min_batch": self.min_batch}
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"))
+
+    @property
+    def content_hash(self) -> bytes:
+        """16 bytes of SHA-256 over the canonical JSON: the tag every report of this query carries."""
+        return hashlib.sha256(self.to_json().encode()).digest()[:16]
+
+    @classmethod
+    def from_json(cls, text: str) -> "Query":
+        try:
+            doc = json.loads(text)
+        except (TypeError, ValueError):
+            raise LDPInputError("the query is not valid JSON") from None
+        if not isinstance(doc, dict) or doc.get("version") != QUERY_VERSION:
+            raise LDPInputError(f"unsupported query version {doc.get('version') if isinstance(doc, dict) else None!r} (this device speaks {QUERY_VERSION})")
+        try:
+            return cls(query_id=doc["query_id"], spec=doc["spec"], epsilon=doc["epsilon"], cohort_policy=doc.get("cohort_policy", "none"),
+                       period=doc.get("period"), min_batch=doc.get("min_batch", 1), version=doc["version"])
+        except KeyError as e:
+            raise LDPInputError(f"the query lacks {e.args[0]!r}") from None

@@ -1,0 +1,137 @@
+"""Issue 15: the device enforces its own budget and can refuse; the collector validates every
+report; the real Flower simulation engine runs the apps end to end."""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import signal
+import time
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+import ldp_plugin as ldp
+from ldp_plugin.federated import Collector, DeviceFleet, DevicePolicy, Query
+
+
+def _fleet(tmp_path, n=50, cap="4", **kw):
+    return DeviceFleet(tmp_path / "dev.sqlite", np.arange(n) % 4, lifetime_cap=cap, **kw)
+
+
+def test_device_refuses_over_budget_and_charges_a_retry_once(tmp_path):
+    fleet = _fleet(tmp_path)
+    mech = ldp.KRR(epsilon=2.0, d=4)
+    q1, q2, q3 = (Query.for_mechanism(f"q{i}", mech) for i in (1, 2, 3))
+    r1 = fleet.respond(q1.to_json())
+    assert len(r1["reports"]) == 50 and r1["refused"] == {} and not r1["retry"]
+    again = fleet.respond(q1.to_json())  # a retried query: the same reports, no new spend
+    assert again["retry"] and again["reports"] == r1["reports"] and again["ids"] == r1["ids"]
+    assert fleet.ledger.spent() == 2
+    assert len(fleet.respond(q2.to_json())["reports"]) == 50
+    r3 = fleet.respond(q3.to_json())
+    assert r3["reports"] == [] and r3["refused"] == {"budget_exhausted": 50}
+    assert fleet.ledger.spent() == 4  # a refused query spends nothing
+
+
+def test_device_policy_refusals(tmp_path):
+    fleet = _fleet(tmp_path, policy=DevicePolicy(max_epsilon_per_query=Fraction(1), allowed_mechanisms=("krr",)))
+    assert fleet.respond(Query.for_mechanism("a", ldp.KRR(epsilon=2.0, d=4)).to_json())["refused"] == {"epsilon_above_policy": 50}
+    assert fleet.respond(Query.for_mechanism("b", ldp.OUE(epsilon=0.5, d=4)).to_json())["refused"] == {"mechanism_not_allowed": 50}
+    assert fleet.respond("{not json")["refused"] == {"malformed_query": 50}
+    assert fleet.respond('{"version": 99}')["refused"] == {"unsupported_version": 50}
+    assert fleet.ledger.spent() == 0
+
+
+class _SlowKRR(ldp.KRR):
+    def _randomize_codes(self, codes, source):
+        time.sleep(60)
+        return super()._randomize_codes(codes, source)
+
+
+def _respond_slowly(path):
+    fleet = DeviceFleet(path, np.arange(20) % 4, lifetime_cap="4")
+    q = Query.for_mechanism("slow", ldp.KRR(epsilon=1.0, d=4))
+    Query.mechanism = lambda self: _SlowKRR(epsilon=1.0, d=4)  # this (spawned) process only: a client that stalls
+    fleet.respond(q.to_json())
+
+
+def test_a_killed_device_never_under_counts(tmp_path):
+    path = str(tmp_path / "dev.sqlite")
+    p = mp.get_context("spawn").Process(target=_respond_slowly, args=(path,))
+    p.start()
+    from ldp_plugin.accountant import Accountant
+
+    deadline = time.time() + 120
+    while time.time() < deadline:
+        if os.path.exists(path):
+            try:
+                if Accountant(path).spent() > 0:
+                    break
+            except Exception:
+                pass
+        time.sleep(0.05)
+    os.kill(p.pid, signal.SIGKILL)
+    p.join()
+    fleet = DeviceFleet(path, np.arange(20) % 4, lifetime_cap="4")
+    assert fleet.ledger.spent() == 1  # charged before any report existed
+    again = fleet.respond(Query.for_mechanism("slow", ldp.KRR(epsilon=1.0, d=4)).to_json())
+    assert again["reports"] == [] and again["refused"] == {"interrupted": 20}  # never randomized twice
+    assert fleet.ledger.spent() == 1
+
+
+def test_collector_rejects_every_malformed_class_and_never_crashes(tmp_path):
+    fleet = _fleet(tmp_path, n=40)
+    mech = ldp.KRR(epsilon=1.0, d=4)
+    q = Query.for_mechanism("c", mech, min_batch=30)
+    rep = fleet.respond(q.to_json())
+    ids, blobs = rep["ids"], rep["reports"]
+    col = Collector(q)
+    with pytest.raises(ldp.LDPParameterError, match="min_batch"):
+        col.estimate()
+    out_of_range = mech.to_wire_each(np.array([7], dtype=np.uint32), tag=q.content_hash)[0]  # value 7 >= d
+    other = ldp.KRR(epsilon=0.5, d=4).to_wire_each(np.array([1], dtype=np.uint16), tag=q.content_hash)[0]
+    hostile = [
+        (os.urandom(16), blobs[0][:-1]),             # truncated
+        (os.urandom(16), blobs[1][:8] + bytes(16) + blobs[1][24:]),  # wrong query hash
+        (os.urandom(16), other),                     # another mechanism's report
+        (os.urandom(16), out_of_range),              # a value outside the domain
+        (ids[2], blobs[2]),                          # a replayed report id
+        (b"short", blobs[3]),                        # a malformed report id
+        (os.urandom(16), b""), (os.urandom(16), "text"), (os.urandom(16), None), (os.urandom(16), os.urandom(200)),
+    ]
+    first = col.ingest(ids, blobs)
+    assert first == {"accepted": 40, "rejected": {}}
+    before = col.acc.counts.copy()
+    res = col.ingest([h[0] for h in hostile], [h[1] for h in hostile])
+    assert res["accepted"] == 0
+    assert res["rejected"] == {"malformed": 6, "wrong_tag": 1, "wrong_mechanism": 1, "out_of_range": 1, "duplicate": 1}
+    assert np.array_equal(col.acc.counts, before)  # the estimate is unchanged
+    est = col.estimate()
+    assert est.n == 40
+
+
+def test_query_is_versioned_and_hashed():
+    q = Query.for_mechanism("x", ldp.OUE(epsilon=1.0, d=8), min_batch=10)
+    again = Query.from_json(q.to_json())
+    assert again == q and again.content_hash == q.content_hash and len(q.content_hash) == 16
+    assert Query.for_mechanism("y", ldp.OUE(epsilon=1.0, d=8)).content_hash != q.content_hash
+    with pytest.raises(ldp.LDPInputError, match="version"):
+        Query.from_json('{"version": 2}')
+
+
+@pytest.mark.slow
+@pytest.mark.filterwarnings("ignore::ResourceWarning", "ignore::pytest.PytestUnraisableExceptionWarning")  # Ray's /dev/null handles
+def test_flower_simulation_end_to_end(tmp_path):
+    pytest.importorskip("flwr")
+    from ldp_plugin.federated.flower import simulate
+
+    out = simulate(nodes=3, users_per_node=60, mechanism=ldp.OUE(epsilon=2.0, d=8), rounds=3, device_cap="4",
+                   malformed_nodes=1, seed=2, ledger_dir=str(tmp_path))
+    r1, r2, r3 = out["rounds"]
+    for r in (r1, r2):
+        assert r["nodes_asked"] == 3 and r["reports_accepted"] == 120  # the two honest nodes
+        assert r["reports_rejected"] == 60 and set(r["rejected_by_reason"]) <= {"malformed", "wrong_tag", "duplicate"}
+        assert len(r["estimate"]) == 8 and all(e["truth"] is not None for e in r["estimate"])
+    assert r3["reports_accepted"] == 0 and r3["devices_refused"] == 180  # 6 > 4: every device refuses
