@@ -266,13 +266,8 @@ class MemoAccumulator(FrequencyAccumulator):
         super().__init__(memo.instantaneous_mechanism)
         self.memo = memo
 
-    def merge(self, other: "MemoAccumulator") -> "MemoAccumulator":
-        if not isinstance(other, MemoAccumulator) or other.memo != self.memo:
-            raise LDPParameterError("can only merge accumulators of the same mechanism and parameters")
-        out = MemoAccumulator(self.memo)
-        out.counts = self.counts + other.counts
-        out.n = self.n + other.n
-        return out
+    def _identity(self):
+        return self.memo
 
     def estimate(self, *, candidates: Any = None, postprocess: str = "projection", confidence: float = 0.95) -> FrequencyEstimate:
         if candidates is not None:

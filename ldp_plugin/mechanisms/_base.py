@@ -28,7 +28,7 @@ from ..estimation import FrequencyEstimate, estimate_pure, pure_variance
 from ..exact import TWO64, epsilon_of_ratio, ratio_within_exp
 from ..theory import mse_pure
 from ..sampling import RNGLike, as_source
-from .protocol import Mechanism, ReportField
+from .protocol import Mechanism, ReportField, MergeableCounts
 
 __all__ = ["Channel", "RealizedChannel", "RealizedRates", "FrequencyOracle", "FrequencyAccumulator", "check_epsilon", "check_domain", "encode_values"]
 
@@ -277,7 +277,7 @@ class FrequencyOracle(RealizedRates, abc.ABC):
         raise LDPParameterError("sampling must be 'fixed' or 'iid'")
 
 
-class FrequencyAccumulator:
+class FrequencyAccumulator(MergeableCounts):
     """Mergeable server-side state: support counts (``int64``) and the number of reports.
 
     ``add`` a batch at a time, ``merge`` accumulators of the *same* mechanism (partitions,
@@ -305,14 +305,6 @@ class FrequencyAccumulator:
         self.counts += self.mechanism.histogram_support_counts(values, w)
         self.n += int(w.sum())
         return self
-
-    def merge(self, other: "FrequencyAccumulator") -> "FrequencyAccumulator":
-        if not isinstance(other, FrequencyAccumulator) or other.mechanism != self.mechanism:
-            raise LDPParameterError("can only merge accumulators of the same mechanism and parameters")
-        out = type(self)(self.mechanism)
-        out.counts = self.counts + other.counts
-        out.n = self.n + other.n
-        return out
 
     def _total(self) -> float:
         """What post-processed estimates sum to (1: a distribution)."""

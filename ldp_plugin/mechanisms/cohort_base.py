@@ -10,7 +10,7 @@ from typing import Any, ClassVar, Optional
 
 import numpy as np
 
-from .protocol import Mechanism
+from .protocol import Mechanism, MergeableCounts
 from .._errors import LDPInputError, LDPParameterError
 from ..estimation import FrequencyEstimate, finalize_estimate, least_squares_decode, check_postprocess
 from ..exact import epsilon_of_ratio, ratio_within_exp
@@ -341,7 +341,7 @@ class _CohortMechanism(Mechanism, abc.ABC):
         return float(max(total / (delta * delta) - (1 - 1 / S) / n, 0.0))
 
 
-class CohortAccumulator:
+class CohortAccumulator(MergeableCounts):
     """Mergeable server state of a cohort mechanism: ``(C, k)`` int64 cell counts and cohort sizes."""
 
     def __init__(self, mechanism: _CohortMechanism):
@@ -371,13 +371,7 @@ class CohortAccumulator:
         self.n_c += np.bincount(r.cohort.astype(np.int64), minlength=self.mechanism.cohorts)
         return self
 
-    def merge(self, other: "CohortAccumulator") -> "CohortAccumulator":
-        if not isinstance(other, CohortAccumulator) or other.mechanism != self.mechanism:
-            raise LDPParameterError("can only merge accumulators of the same mechanism and parameters")
-        out = CohortAccumulator(self.mechanism)
-        out.counts = self.counts + other.counts
-        out.n_c = self.n_c + other.n_c
-        return out
+    _summed = ("counts", "n_c")
 
     def estimate(
         self, *, candidates: Any = None, other: bool = True, postprocess: str = "projection", confidence: float = 0.95, total: float = 1.0

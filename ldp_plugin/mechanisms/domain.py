@@ -64,6 +64,12 @@ def encode_values(values: Any, d: int, categories: Optional[tuple], index: Optio
     """
     if _is_polars_series(values):
         return _encode_series(values, d, categories)
+    if categories is not None and _all_str(categories) and isinstance(values, (list, tuple, np.ndarray)):
+        # strings: one vectorized dictionary encoding in Polars (no per-value Python loop); any
+        # non-string value falls through to the general path below, which names its position
+        fast = _as_string_series(values)
+        if fast is not None:
+            return _encode_series(fast, d, categories)
     arr = _as_array(values)
     if index is None:
         if arr.dtype == object and all(isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_)) for v in arr.tolist()):
@@ -97,6 +103,24 @@ def encode_values(values: Any, d: int, categories: Optional[tuple], index: Optio
 
 def _is_polars_series(values: Any) -> bool:
     return type(values).__module__.startswith("polars") and type(values).__name__ == "Series"
+
+
+@functools.lru_cache(maxsize=256)
+def _all_str(categories: tuple) -> bool:
+    return all(isinstance(c, str) for c in categories)
+
+
+def _as_string_series(values: Any):
+    """A Polars String Series of ``values`` if they are all strings (else None)."""
+    import polars as pl
+
+    if isinstance(values, np.ndarray):
+        if values.ndim != 1 or values.dtype.kind not in "OU":
+            return None
+    try:
+        return pl.Series("v", values, dtype=pl.String, strict=True)
+    except Exception:  # mixed types, None, bytes...: the general path reports them by position
+        return None
 
 
 def _encode_series(values: Any, d: int, categories: Optional[tuple]) -> np.ndarray:

@@ -35,7 +35,7 @@ from typing import Any, ClassVar, Optional
 
 import numpy as np
 
-from .protocol import ReportField
+from .protocol import ReportField, MergeableCounts
 from .._errors import LDPInputError, LDPParameterError, PrivacyVerificationError
 from ..estimation import FrequencyEstimate, finalize_estimate
 from ..exact import TWO64, exp_lower_bound, ratio_within_exp
@@ -189,7 +189,7 @@ class FiniteChannel(RealizedChannel, abc.ABC):
         return ChannelAccumulator(self)
 
 
-class ChannelAccumulator:
+class ChannelAccumulator(MergeableCounts):
     """Mergeable server state of a finite channel: int64 counts of each output and ``n``."""
 
     def __init__(self, mechanism: FiniteChannel):
@@ -202,14 +202,6 @@ class ChannelAccumulator:
         self.counts += np.bincount(r.astype(np.int64), minlength=self.mechanism.outputs)
         self.n += int(r.size)
         return self
-
-    def merge(self, other: "ChannelAccumulator") -> "ChannelAccumulator":
-        if not isinstance(other, ChannelAccumulator) or other.mechanism != self.mechanism:
-            raise LDPParameterError("can only merge accumulators of the same mechanism and parameters")
-        out = ChannelAccumulator(self.mechanism)
-        out.counts = self.counts + other.counts
-        out.n = self.n + other.n
-        return out
 
     def estimate(self, *, candidates: Any = None, postprocess: str = "projection", confidence: float = 0.95) -> FrequencyEstimate:
         """Least squares on the channel: ``θ̂ = (Qᵀ)⁺ m̂`` (unbiased when ``Q`` has rank ``d``; the

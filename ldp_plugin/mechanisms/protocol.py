@@ -28,6 +28,7 @@ row is dropped and counted (``out_of_range``, ``padding_bits``, ``not_sorted``).
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import hashlib
 import json
@@ -423,6 +424,24 @@ def report_batch_from_arrays(kind: str, arrays: Any) -> Any:
     if kind == "cohort":
         return CohortReports(arrays["cohort"], arrays["value"])
     raise LDPInputError(f"unknown kept report kind {kind!r}")
+
+
+class MergeableCounts:
+    """``merge`` for accumulators whose state is integer arrays/counts that add up (the fields in
+    ``_summed``); two accumulators merge only if they are of the same type and ``_identity()``."""
+
+    _summed: ClassVar[tuple] = ("counts", "n")
+
+    def _identity(self) -> Any:
+        return self.mechanism
+
+    def merge(self, other: Any):
+        if type(other) is not type(self) or other._identity() != self._identity():
+            raise LDPParameterError("can only merge accumulators of the same mechanism and parameters")
+        out = copy.copy(self)
+        for name in self._summed:
+            setattr(out, name, getattr(self, name) + getattr(other, name))
+        return out
 
 
 class SetInput:
