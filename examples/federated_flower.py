@@ -1,6 +1,6 @@
 """Federated analytics on Flower: devices randomize and enforce their own budget.
 
-Runs the device and server apps of ldp_plugin.federated on Flower's simulation engine: 4
+Runs the device and server apps of ldp_plugin.federated on Flower's simulation engine: 3
 SuperNodes, each hosting 200 simulated devices. Every round publishes one query (OUE over 8
 apps, epsilon = 2 per device); each device checks its policy and its own budget ledger (lifetime
 cap 4) *before* randomizing, so the third round is refused by every device. One node forwards
@@ -38,7 +38,7 @@ def show(row):
 
 
 with tempfile.TemporaryDirectory() as ledgers:
-    out = simulate(nodes=4, users_per_node=200, mechanism=ldp.OUE(epsilon=2.0, d=8), rounds=3, device_cap="4",
+    out = simulate(nodes=3, users_per_node=200, mechanism=ldp.OUE(epsilon=2.0, d=8), rounds=3, device_cap="4",
                    malformed_nodes=1, seed=3, ledger_dir=ledgers, on_round=show)
 est = out["rounds"][0]["estimate"]
 print("\nround 1 estimate (item, estimate, 95% CI, truth):")

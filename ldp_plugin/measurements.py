@@ -69,7 +69,9 @@ __all__ = [
     "make_wheel",
     "then_wheel",
     "make_rappor_set",
+    "then_rappor_set",
     "make_privset",
+    "then_privset",
 ]
 
 UNITS = ("user", "population")
@@ -414,3 +416,13 @@ def make_rappor_set(*, epsilon: float, m: int, d: Optional[int] = None, categori
 def make_privset(*, epsilon: float, m: int, d: Optional[int] = None, categories: Optional[Sequence] = None, k: Any = "optimal", unit: str = "user", rng: RNGLike = None) -> dp.Measurement:
     """PrivSet for sets of at most ``m`` items. ``ε``-LDP per user (the whole set)."""
     return make_ldp(PrivSet(epsilon=epsilon, m=m, d=d, categories=categories, k=k), unit=unit, rng=rng)
+
+
+def then_rappor_set(*, epsilon: float, m: int, d: Optional[int] = None, categories: Optional[Sequence] = None, unit: str = "user", rng: RNGLike = None):
+    """Partial of :func:`make_rappor_set` for chaining after a transformation. ``ε``-LDP per user."""
+    return then_ldp(RapporSet(epsilon=epsilon, m=m, d=d, categories=categories), unit=unit, rng=rng)
+
+
+def then_privset(*, epsilon: float, m: int, d: Optional[int] = None, categories: Optional[Sequence] = None, k: Any = "optimal", unit: str = "user", rng: RNGLike = None):
+    """Partial of :func:`make_privset` for chaining after a transformation. ``ε``-LDP per user."""
+    return then_ldp(PrivSet(epsilon=epsilon, m=m, d=d, categories=categories, k=k), unit=unit, rng=rng)

@@ -13,7 +13,6 @@ verification.
 
 from ._loader import (
     Declaration,
-    VerificationResult,
     build,
     from_spec,
     required_parameters,
@@ -22,10 +21,8 @@ from ._loader import (
     parse_declaration,
     register,
     unregister_all,
-    verify,
-    verify_exact,
-    verify_instance,
 )
+from ._verify import VerificationResult, verify, verify_exact, verify_instance
 
 __all__ = [
     "Declaration",

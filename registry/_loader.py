@@ -12,17 +12,13 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 from ldp_plugin._errors import LDPParameterError
-from ldp_plugin.exact import epsilon_of_ratio, ratio_within_exp
 
 __all__ = [
     "Declaration",
-    "VerificationResult",
     "load_registry",
     "build",
     "from_spec",
     "required_parameters",
-    "verify_exact",
-    "verify",
     "register",
     "unregister_all",
     "fingerprint",
@@ -168,71 +164,6 @@ def load_registry(directory: Path | None = None, *, include_user: bool = True) -
     return out
 
 
-def verify(
-    decl: Declaration,
-    *,
-    seed: int = 0,
-    quick: bool = False,
-    alpha: float | None = None,
-    layers: tuple = ALL_LAYERS,
-) -> list[dict]:
-    """All three verification layers on every canonical instance of ``decl``; one row each with
-    ``name, instance, declared_epsilon, realized_epsilon, audit_epsilon_lower_bound,
-    audit_samples, passed`` and the per-layer details. ``alpha`` is this declaration's share of
-    the family-wise false-alarm rate (default ``10⁻⁶`` split over its instances)."""
-    from ldp_plugin.verification.layers import FAMILY_ALPHA, audit_layer, exact_layer, gof_layer
-
-    cls = decl.mechanism_class()
-    a = (alpha if alpha is not None else FAMILY_ALPHA) / len(decl.canonical)
-    rows = []
-    for i, inst in enumerate(decl.canonical):
-        mech = cls(**inst)
-        rows.append(verify_instance(mech, name=decl.name, instance=dict(inst), seed=seed + 7919 * i, quick=quick, alpha=a, layers=layers))
-    return rows
-
-
-def verify_instance(mech, *, name: str, instance: dict, seed: int = 0, quick: bool = False, alpha: float = 1e-6, layers=ALL_LAYERS) -> dict:
-    """The verification layers on one mechanism instance (also used for the seeded bugs):
-    the declared channel (exact), the code that samples (sampling path, rates, joint) and the
-    black-box layers (goodness of fit, audit)."""
-    from ldp_plugin.verification.layers import audit_layer, exact_layer, gof_layer
-    from ldp_plugin.verification.sampling_path import joint_layer, rate_layer, sampling_path_layer
-
-    out = {"name": name, "instance": instance, "declared_epsilon": float(mech.epsilon)}
-    passed = True
-    if "exact" in layers:
-        e = exact_layer(mech)
-        out["realized_epsilon"] = e["realized_epsilon"]
-        out["exact"] = e
-        passed &= e["passed"]
-    if "sampling-path" in layers:
-        sp = sampling_path_layer(mech, seed=seed + 3)
-        out["sampling_path"] = sp
-        passed &= sp["passed"]
-    if "rates" in layers:
-        rt = rate_layer(mech, quick=quick, alpha=alpha / 6, seed=seed + 5)
-        out["rates"] = rt
-        passed &= rt["passed"]
-    if "joint" in layers:
-        jt = joint_layer(mech, n_pairs=5_000 if quick else 20_000, alpha=alpha / 6, seed=seed + 7)
-        out["joint"] = jt
-        passed &= jt["passed"]
-    if "goodness-of-fit" in layers:
-        g = gof_layer(mech, n_per_input=5_000 if quick else 20_000, alpha=alpha / 3, seed=seed)
-        out["goodness_of_fit"] = g
-        passed &= g["passed"]
-    if "audit" in layers:
-        a = audit_layer(
-            mech, alpha=alpha / 3, seed=seed + 1, n_pilot=5_000 if quick else 20_000, max_samples=200_000 if quick else 20_000_000
-        )
-        out["audit_epsilon_lower_bound"] = a["audit_epsilon_lower_bound"]
-        out["audit_samples"] = a["audit_samples"]
-        out["audit"] = a
-        passed &= a["passed"]
-    out["passed"] = bool(passed)
-    return out
-
-
 def register(declaration: Mapping[str, Any] | str | Path, *, seed: int = 0, quick: bool = True) -> Declaration:
     """Register a user mechanism: validate the declaration, refuse a taken name, run all three
     verification layers on every canonical instance, and refuse it if any fails
@@ -247,6 +178,8 @@ def register(declaration: Mapping[str, Any] | str | Path, *, seed: int = 0, quic
     taken = load_registry()
     if decl.name in taken or decl.name in _lock():
         raise LDPParameterError(f"mechanism name {decl.name!r} is taken; a name never changes meaning")
+    from ._verify import verify
+
     rows = verify(decl, seed=seed, quick=quick)
     failed = [r for r in rows if not r["passed"]]
     if failed:
@@ -409,45 +342,3 @@ def from_spec(spec: Any):
         return reg[name].mechanism_class()(**params)
     except TypeError:
         raise LDPInputError(f"the mechanism spec of {name!r} has parameters its constructor does not take") from None
-
-
-@dataclass(frozen=True)
-class VerificationResult:
-    name: str
-    instance: dict
-    declared_epsilon: float
-    realized_epsilon: float
-    rows_sum_to_one: bool
-    equal_supports: bool
-    ratio_matches_constructor: bool
-    passed: bool
-
-    def to_dict(self) -> dict:
-        return dict(self.__dict__)
-
-
-def verify_exact(decl: Declaration) -> list[VerificationResult]:
-    """Exact layer: enumerate each canonical instance's full realized channel."""
-    results = []
-    cls = decl.mechanism_class()
-    for inst in decl.canonical:
-        mech = cls(**inst)
-        ch = mech.channel()
-        rows_ok = ch.rows_sum_to_one()
-        supp_ok = ch.equal_supports()
-        ratio = ch.max_ratio() if supp_ok else None
-        within = ratio is not None and ratio_within_exp(ratio, mech.epsilon)
-        matches = ratio is not None and ratio == mech.realized_ratio
-        results.append(
-            VerificationResult(
-                name=decl.name,
-                instance=dict(inst),
-                declared_epsilon=mech.epsilon,
-                realized_epsilon=epsilon_of_ratio(ratio) if ratio is not None else float("inf"),
-                rows_sum_to_one=rows_ok,
-                equal_supports=supp_ok,
-                ratio_matches_constructor=matches,
-                passed=bool(rows_ok and supp_ok and within and matches),
-            )
-        )
-    return results

@@ -169,5 +169,5 @@ def simulate(*, nodes: int, users_per_node: int, mechanism: Any, rounds: int, de
     os.environ.setdefault("RAY_ACCEL_ENV_VAR_OVERRIDE_ON_ZERO", "0")  # Ray's FutureWarning about GPU env vars
     logging.getLogger("flwr").setLevel(logging.ERROR)
     run_simulation(server_app=server, client_app=make_client_app(), num_supernodes=nodes,
-                   backend_config={"client_resources": {"num_cpus": 1, "num_gpus": 0.0}, "init_args": {"logging_level": logging.ERROR, "log_to_driver": False}})
+                   backend_config={"client_resources": {"num_cpus": 1, "num_gpus": 0.0}, "init_args": {"logging_level": logging.ERROR, "log_to_driver": False, "include_dashboard": False}})
     return {"rounds": results, "nodes": nodes, "users_per_node": users_per_node, "seconds": round(time.perf_counter() - t0, 2)}

@@ -28,7 +28,6 @@ row is dropped and counted (``out_of_range``, ``padding_bits``, ``not_sorted``).
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import hashlib
 import json
@@ -408,92 +407,4 @@ class Mechanism:
         return retarget(acc.estimate(candidates=candidates, postprocess=postprocess, confidence=confidence), target)
 
 
-def report_batch_arrays(reports: Any) -> Optional[dict]:
-    """A native report batch that is not one array (cohort reports) as named arrays, with its
-    kind under ``"__kind__"``; None for a plain array. Used to store kept reports as data."""
-    from .cohort import CohortReports
-
-    if isinstance(reports, CohortReports):
-        return {"__kind__": "cohort", "cohort": np.asarray(reports.cohort), "value": np.asarray(reports.value)}
-    return None
-
-
-def report_batch_from_arrays(kind: str, arrays: Any) -> Any:
-    from .cohort import CohortReports
-
-    if kind == "cohort":
-        return CohortReports(arrays["cohort"], arrays["value"])
-    raise LDPInputError(f"unknown kept report kind {kind!r}")
-
-
-class MergeableCounts:
-    """``merge`` for accumulators whose state is integer arrays/counts that add up (the fields in
-    ``_summed``); two accumulators merge only if they are of the same type and ``_identity()``."""
-
-    _summed: ClassVar[tuple] = ("counts", "n")
-
-    def _identity(self) -> Any:
-        return self.mechanism
-
-    def merge(self, other: Any):
-        if type(other) is not type(self) or other._identity() != self._identity():
-            raise LDPParameterError("can only merge accumulators of the same mechanism and parameters")
-        out = copy.copy(self)
-        for name in self._summed:
-            setattr(out, name, getattr(self, name) + getattr(other, name))
-        return out
-
-
-class SetInput:
-    """Native set mechanisms: the encoded input is CSR (item codes + offsets), sets of one when
-    ``offsets`` is omitted; sets longer than ``m`` follow the mechanism's ``on_long`` policy."""
-
-    input_kind: ClassVar[str] = "set"
-
-    def encode_sets(self, sets: Any) -> tuple:
-        """``(codes, offsets)`` of a batch of sets (validated: known items, no repeats)."""
-        from ..sets import set_codes
-
-        return set_codes(sets, self)
-
-    def randomize(self, sets: Any, *, rng: Any = None, cohorts: Any = None):
-        """Randomize a batch of per-user sets (lists of items; a Polars List column)."""
-        codes, offsets = self.encode_sets(sets)
-        return self.randomize_encoded(codes, offsets=offsets, rng=rng, cohorts=cohorts)
-
-    def randomize_one(self, items: Any, *, rng: Any = None):
-        """One user's report for a set (or a single item)."""
-        one = list(items) if isinstance(items, (list, tuple, set, frozenset)) else [items]
-        return self._report_of_one(self.randomize([one], rng=rng))
-
-    def _report_of_one(self, reports):
-        return reports[0]
-
-    def randomize_encoded(self, codes: Any, *, rng: Any = None, cohorts: Any = None, offsets: Any = None):
-        from ..sampling import as_source
-        from ..sets import limit_sets
-
-        self._check_no_cohorts(cohorts)
-        source = as_source(rng)
-        codes = np.asarray(codes, dtype=np.int64)
-        if offsets is None:
-            offsets = np.arange(codes.size + 1, dtype=np.int64)
-        codes, offsets, lengths = limit_sets(codes, np.asarray(offsets, dtype=np.int64), self.m, self.on_long, source)
-        return self._randomize_csr(codes, offsets, lengths, source)
-
-
-class SeededReports:
-    """Reports stored natively as an ``(n, 2)`` ``uint64`` array ``(seed, value)`` (OLH, wheel)."""
-
-    def _to_columns(self, reports: Any) -> dict:
-        a = np.asarray(reports)
-        if a.ndim != 2 or a.shape[1] != 2:
-            raise LDPInputError(f"{self.name} reports must be an (n, 2) array of (seed, value)")
-        return {"seed": a[:, 0], "report": a[:, 1]}
-
-    def _from_columns(self, cols: dict) -> Any:
-        seed = np.asarray(cols["seed"])
-        out = np.empty((seed.shape[0], 2), dtype=np.uint64)
-        out[:, 0] = seed
-        out[:, 1] = cols["report"]
-        return out
+from .mixins import MergeableCounts, SeededReports, SetInput, report_batch_arrays, report_batch_from_arrays  # noqa: E402,F401  (re-exported)
