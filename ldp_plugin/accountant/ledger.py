@@ -174,15 +174,16 @@ class Accountant(_Releases, _OpenDPInterop):
         con = self._con
         con.execute("BEGIN")  # one read snapshot: rows and totals of the same commits
         try:
-            spends = con.execute("SELECT epsilon, cohorts, period FROM spend").fetchall()
+            # grouped in SQL (exact: the ε texts are summed as Fractions below, times their count)
+            spends = con.execute("SELECT epsilon, cohorts, period, COUNT(*) FROM spend GROUP BY epsilon, cohorts, period").fetchall()
             stored = {c: _text_frac(t) for c, t in con.execute("SELECT cohort, total FROM cohort_total")}
             stored_p = {(p, c): _text_frac(t) for p, c, t in con.execute("SELECT period, cohort, total FROM period_total")}
         finally:
             con.execute("COMMIT")
         life: dict = {}
         per: dict = {}
-        for eps_text, cohorts_json, period in spends:
-            eps = _text_frac(eps_text)
+        for eps_text, cohorts_json, period, count in spends:
+            eps = _text_frac(eps_text) * count
             if eps == 0:
                 continue
             for c in json.loads(cohorts_json):
