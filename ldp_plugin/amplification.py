@@ -114,19 +114,9 @@ def exact_variation_parameters(channel: Any) -> VariationParameters:
 
 
 def variation_parameters(mechanism: Any) -> VariationParameters:
-    """The mechanism's ``(p, β, q)``: its closed form where the family has one, else exact from
-    the realized channel on small domains, else the generic clone parameters (always valid)."""
-    closed = getattr(mechanism, "variation_parameters", None)
-    if closed is not None:
-        vp = closed()
-        if vp is not None:
-            return vp
-    try:
-        if mechanism.base.output_alphabet_size() <= 4096 and (mechanism.domain_size or 0) <= 64:
-            return exact_variation_parameters(mechanism.channel())
-    except (AttributeError, LDPParameterError, NotImplementedError, TypeError):
-        pass
-    return generic_parameters(mechanism.epsilon)
+    """The mechanism's ``(p, β, q)`` (:meth:`~ldp_plugin.mechanisms.Mechanism.variation_parameters`:
+    a closed form, or exact from the realized channel), else the generic parameters (always valid)."""
+    return mechanism.variation_parameters() or generic_parameters(mechanism.epsilon)
 
 
 def _binom_tail_ge(k: np.ndarray, n: np.ndarray, rho: float) -> np.ndarray:

@@ -11,7 +11,6 @@ minimum batch has arrived.
 
 from __future__ import annotations
 
-import hashlib
 from pathlib import Path
 from typing import Iterable, Optional
 
@@ -45,7 +44,7 @@ class Collector:
             if not isinstance(rid, (bytes, bytearray)) or len(rid) != 16:
                 bad_id += 1
                 continue
-            key = hashlib.sha256(bytes(rid)).digest()
+            key = bytes(rid)
             if key in self._seen:
                 dup += 1
                 continue

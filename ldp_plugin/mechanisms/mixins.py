@@ -90,6 +90,8 @@ class SetInput:
 class SeededReports:
     """Reports stored natively as an ``(n, 2)`` ``uint64`` array ``(seed, value)`` (OLH, wheel)."""
 
+    channel_is_client: ClassVar[bool] = False  # channel() enumerates the verification seeds only
+
     def _to_columns(self, reports: Any) -> dict:
         a = np.asarray(reports)
         if a.ndim != 2 or a.shape[1] != 2:

@@ -169,6 +169,25 @@ class Mechanism:
                 bits += max(1, (int(f.bound) - 1).bit_length()) * max(f.width, 1)
         return bits
 
+    # -- shuffle amplification ----------------------------------------------------------------------
+    #: ``channel()`` is the real client's channel (False where it enumerates a fixed set of
+    #: verification seeds instead of the client's random 64-bit seeds)
+    channel_is_client: ClassVar[bool] = True
+
+    def variation_parameters(self):
+        """``(p, β, q)`` for :mod:`ldp_plugin.amplification`: exact from the realized channel on
+        small domains (families with closed forms override); None when neither applies, and the
+        generic parameters (valid for every ε-LDP randomizer) are used instead."""
+        if not self.channel_is_client or (self.domain_size or 1 << 31) > 64 or self.verification_input_count() > 64:
+            return None
+        from ..amplification import exact_variation_parameters
+
+        try:
+            channel = self.channel()
+        except LDPParameterError:  # more outputs than the channel enumeration allows
+            return None
+        return exact_variation_parameters(channel)
+
     # -- verification (ldp_plugin.verification drives the real client through these) ----------------
     def verification_input_count(self) -> int:
         """How many inputs the exact channel has (items; every set of up to ``m`` for sets)."""
@@ -190,7 +209,9 @@ class Mechanism:
 
     # -- reports -----------------------------------------------------------------------------------
     def report_fields(self) -> tuple:
-        raise NotImplementedError  # pragma: no cover - every concrete mechanism declares its fields
+        """The report columns (:class:`ReportField`); every concrete mechanism declares its own
+        (the protocol contract suite checks each registered one)."""
+        raise NotImplementedError(f"{type(self).__name__} must declare report_fields()")  # pragma: no cover
 
     @property
     def report_schema(self):

@@ -176,7 +176,7 @@ class UnaryEncoding(FrequencyOracle):
         from ..amplification import VariationParameters, _up
 
         if self.d < 3:
-            return None  # the exact channel decides
+            return super().variation_parameters()  # no third input: the exact channel decides
         r = self.realized_ratio
         p_, q_ = self.p_star_exact, self.q_star_exact
         q = r * (p_ - q_) / ((r - 1) * q_ * (1 - p_))
