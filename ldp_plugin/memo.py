@@ -107,6 +107,7 @@ class Memoized(Mechanism):
         object.__setattr__(self, "instantaneous_mechanism", inst)
 
     name = "memoized-krr"
+    needs_user_keys = True
 
     @property
     def base(self):

@@ -135,3 +135,16 @@ def test_flower_simulation_end_to_end(tmp_path):
         assert r["reports_rejected"] == 60 and set(r["rejected_by_reason"]) <= {"malformed", "wrong_tag", "duplicate"}
         assert len(r["estimate"]) == 8 and all(e["truth"] is not None for e in r["estimate"])
     assert r3["reports_accepted"] == 0 and r3["devices_refused"] == 180  # 6 > 4: every device refuses
+
+
+def test_memoized_queries_use_each_devices_secret_key(tmp_path):
+    memo = ldp.Memoized(epsilon_permanent=2.0, epsilon_instantaneous=1.0, d=4, max_values=2)
+    fleet = DeviceFleet(tmp_path / "m.sqlite", np.arange(40) % 4, lifetime_cap="4")
+    q = Query(query_id="memo", spec=memo.spec(), epsilon=repr(memo.epsilon))
+    rep = fleet.respond(q.to_json())
+    col = Collector(q)
+    assert col.ingest(rep["ids"], rep["reports"]) == {"accepted": 40, "rejected": {}}
+    # the permanent layer is the keyed PRF of each device's own key: same keys, same permanent reports
+    codes = np.arange(40) % 4
+    assert np.array_equal(memo.permanent(codes, fleet.keys), memo.permanent(codes, fleet.keys))
+    assert not np.array_equal(memo.permanent(codes, fleet.keys), memo.permanent(codes, [os.urandom(32) for _ in range(40)]))

@@ -101,7 +101,7 @@ class DeviceFleet:
             codes = mech.encode(self.values[fit]) if mech.input_kind == "value" else None
             if codes is None:
                 reports = mech.randomize(list(self.values[fit]))
-            elif mech.name == "memoized-krr":
+            elif mech.needs_user_keys:
                 reports = mech.randomize_encoded(codes, user_keys=[self.keys[i] for i in fit])
             else:
                 reports = mech.randomize_encoded(codes)  # the OS CSPRNG

@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import os
 import time
+from fractions import Fraction
 from typing import Any, Callable, Optional
 
 import numpy as np
@@ -48,7 +49,7 @@ def _fleet(pid: int, sim: dict) -> DeviceFleet:
     key = (sim["ledger-dir"], pid)
     if key not in _FLEETS:
         values = node_values(int(sim["seed"]), pid, int(sim["users-per-node"]), _theta(int(sim["seed"]), int(sim["d"])))
-        policy = DevicePolicy(max_epsilon_per_query=__import__("fractions").Fraction(str(sim["max-epsilon"])))
+        policy = DevicePolicy(max_epsilon_per_query=Fraction(str(sim["max-epsilon"])))
         _FLEETS[key] = DeviceFleet(os.path.join(sim["ledger-dir"], f"node-{pid}.sqlite"), values, lifetime_cap=str(sim["device-cap"]), policy=policy)
     return _FLEETS[key]
 

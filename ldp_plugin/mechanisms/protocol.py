@@ -101,6 +101,8 @@ class Mechanism:
     name: ClassVar[str] = "abstract"
     input_kind: ClassVar[str] = "value"
     takes_cohorts: ClassVar[bool] = False
+    # the client needs each user's secret key (memoized mechanisms: ``randomize_encoded(..., user_keys=)``)
+    needs_user_keys: ClassVar[bool] = False
     # report columns a grouped (histogram) aggregation may use; None: aggregate batch by batch
     histogram_columns: ClassVar[Optional[tuple]] = None
     # fields left out of spec() (e.g. warner's fixed domain)
