@@ -275,7 +275,7 @@ def build_parser() -> argparse.ArgumentParser:
     ch.add_argument("--json", action="store_true", help="one JSON document on stdout")
     ch.set_defaults(func=cmd_choose)
 
-    am = sub.add_parser("amplify", help="central (epsilon, delta) of n shuffled reports (a trusted shuffler; variation-ratio upper bound)")
+    am = sub.add_parser("amplify", help="central (epsilon, delta) of n shuffled reports (a trusted shuffler; certified upper bound and exact lower bound)")
     am.add_argument("--mechanism", required=True, help=_mechanism_help())
     am.add_argument("--d", type=DOMAIN, default=None, help="domain size, in [2, 2^31]")
     am.add_argument("--epsilon", type=_epsilon, required=True, help="the local epsilon per report (> 0)")

@@ -216,9 +216,11 @@ def cmd_amplify(args) -> int:
     else:
         low = "n/a" if out["epsilon_lower"] is None else f"{out['epsilon_lower']:.6g}"
         print(f"ldp amplify: {mech.name}, local epsilon {mech.epsilon}, n = {args.n:,} shuffled reports, delta = {args.delta:g}")
-        print(f"  central epsilon <= {out['epsilon']:.6g} (upper bound; generic {out['epsilon_generic']:.6g}, mechanism-specific {out['epsilon_specific']:.6g})")
+        blanket = "" if out["epsilon_blanket"] is None else f", privacy blanket {out['epsilon_blanket']:.6g}"
+        print(f"  central epsilon <= {out['epsilon']:.6g} (upper bound: {out['method']})")
+        print(f"  by analysis: variation-ratio {out['epsilon_specific']:.6g}, generic {out['epsilon_generic']:.6g}{blanket}")
         print(f"  exact lower bound for a neighbouring pair: {low}")
-        print(f"  parameters p={out['p']:.6g}, beta={out['beta']:.6g}, q={out['q']:.6g} ({out['method']})")
+        print(f"  parameters p={out['p']:.6g}, beta={out['beta']:.6g}, q={out['q']:.6g}" + ("" if out["gamma"] is None else f", blanket gamma={out['gamma']:.6g}"))
         print(f"  assumption: {out['assumption']}")
     return 0
 

@@ -10,8 +10,11 @@ import numpy as np
 import pytest
 
 import ldp_plugin as ldp
+from ldp_plugin.amplification.variation import _divergence
 from ldp_plugin.amplification import (
-    _divergence,
+    BlanketParameters,
+    blanket_delta,
+    blanket_epsilon,
     amplify,
     binary_rr_exact_lower,
     exact_variation_parameters,
@@ -94,6 +97,55 @@ def test_mixing_the_common_part_into_the_counts_would_be_unsound():
     assert shuffle_delta(2.0, vp, 25) >= exact  # ... the shipped bound does not
 
 
+@pytest.mark.parametrize("eps0,d,n", [(1.0, 3, 30), (3.0, 4, 25), (2.0, 5, 20), (2.0, 2, 40)])
+def test_blanket_bound_is_never_below_an_exact_neighbouring_pair(eps0, d, n):
+    """The privacy-blanket bound against exact divergences of concrete neighbouring pairs
+    (others all on the victim's value, on the other value, on a third value, or split)."""
+    m = ldp.KRR(epsilon=eps0, d=d)
+    M = m.channel().as_float_array()
+    bp = m.blanket_parameters()
+    assert bp.gamma == pytest.approx(d * float(m.q_star_exact), rel=1e-15) and bp.gamma <= d * m.q_star_exact
+    datasets = [[n - 1] + [0] * (d - 1), [0, n - 1] + [0] * (d - 2), [0] * (d - 1) + [n - 1], [(n - 1) // 2, n - 1 - (n - 1) // 2] + [0] * (d - 2)]
+    for eps in (0.2 * eps0, 0.5 * eps0, 0.7 * eps0):
+        bound = blanket_delta(eps, bp, n)
+        for others in datasets:
+            assert _exact_delta(M, others, 0, 1, eps) <= bound + 1e-12
+
+
+def test_blanket_bound_catches_a_claimed_blanket_too_large():
+    """Power check: the same exact-pair comparison fails for a bound that claims 30% more
+    blanket than the channel has (the d = 4 counterexample pair)."""
+    m = ldp.KRR(epsilon=3.0, d=4)
+    exact = _exact_delta(m.channel().as_float_array(), [0, 0, 0, 24], 0, 1, 2.0)
+    honest = blanket_delta(2.0, m.blanket_parameters(), 25)
+    wrong = blanket_delta(2.0, BlanketParameters(4, min(0.99, 1.3 * m.blanket_parameters().gamma)), 25)
+    assert wrong < exact <= honest
+    assert shuffle_delta(2.0, m.variation_parameters(), 25) >= honest  # both certified; here the blanket is tighter
+
+
+@pytest.mark.parametrize("eps0,d,n", [(1.0, 3, 2000), (4.0, 64, 10**5), (2.0, 1024, 10**5), (6.0, 16, 10**4)])
+def test_blanket_bound_is_above_the_exact_lower_bound_and_close_to_it(eps0, d, n):
+    m = ldp.KRR(epsilon=eps0, d=d)
+    lower = shuffle_epsilon(m.variation_parameters(), n, 1e-8, upper=False)
+    upper = blanket_epsilon(m.blanket_parameters(), n, 1e-8, epsilon0=eps0)
+    assert lower <= upper <= lower * 1.02 + 1e-9  # a sound bound, within 2% of an attained divergence
+
+
+@pytest.mark.parametrize("eps0", [0.5, 1.0, 2.0])
+def test_blanket_binary_rr_never_below_its_exact_lower_bound(eps0):
+    for n in (50, 500, 5000):
+        exact = binary_rr_exact_lower(eps0, n, 1e-4)
+        ub = blanket_epsilon(ldp.KRR(epsilon=eps0, d=2).blanket_parameters(), n, 1e-4, epsilon0=eps0)
+        assert exact - 1e-12 <= ub <= eps0
+
+
+def test_blanket_monotone_in_n_and_eps0():
+    e = [blanket_epsilon(ldp.KRR(epsilon=2.0, d=64).blanket_parameters(), n, 1e-8, epsilon0=2.0) for n in (10**3, 10**4, 10**5)]
+    assert e[0] > e[1] > e[2]
+    by_eps0 = [blanket_epsilon(ldp.KRR(epsilon=x, d=64).blanket_parameters(), 10**4, 1e-8, epsilon0=x) for x in (1.0, 2.0, 4.0, 6.0)]
+    assert by_eps0 == sorted(by_eps0) and len(set(by_eps0)) == 4
+
+
 def test_monotone_in_n_eps0_and_beta():
     base = generic_parameters(2.0)
     e = [shuffle_epsilon(base, n, 1e-6) for n in (10**3, 10**4, 10**5)]
@@ -116,7 +168,8 @@ def test_closed_form_parameters_equal_the_exact_ones(mech):
 
 def test_amplify_reports_both_numbers_and_the_assumption():
     out = amplify(ldp.KRR(epsilon=4.0, d=64), 10**5, 1e-10)
-    assert out["epsilon_lower"] <= out["epsilon"] <= min(out["epsilon_generic"], out["epsilon_specific"], 4.0)
+    assert out["epsilon_lower"] <= out["epsilon"] <= min(out["epsilon_generic"], out["epsilon_specific"], out["epsilon_blanket"], 4.0)
+    assert out["method"].startswith("privacy blanket")
     assert "trusted shuffler" in out["assumption"]
     assert amplify(ldp.OUE(epsilon=2.0, d=16), 10**4, 1e-6)["epsilon_lower"] is None  # no exact pair for unary encodings
 
@@ -141,9 +194,11 @@ def test_cli_amplify_json():
     import subprocess
     import sys
 
-    out = subprocess.run([sys.executable, "-m", "ldp_plugin.cli", "amplify", "--mechanism", "krr", "--d", "64", "--epsilon", "2",
-                          "--n", "100000", "--delta", "1e-8", "--json"], capture_output=True, text=True, timeout=120)
+    # the issue's done-when: k-RR over 1,024 categories at eps0 = 4 among 10^6 users, delta = 1e-8
+    out = subprocess.run([sys.executable, "-m", "ldp_plugin.cli", "amplify", "--mechanism", "krr", "--d", "1024", "--epsilon", "4",
+                          "--n", "1000000", "--delta", "1e-8", "--json"], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     doc = json.loads(out.stdout)
-    assert {"epsilon", "epsilon_lower", "beta", "method"} <= set(doc) and 0 < doc["epsilon"] < 2
+    assert {"epsilon", "epsilon_lower", "beta", "method"} <= set(doc)
+    assert doc["epsilon_lower"] <= doc["epsilon"] <= 0.0103
     assert np.isfinite(doc["seconds"])

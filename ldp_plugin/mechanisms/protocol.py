@@ -190,6 +190,12 @@ class Mechanism:
             return None
         return exact_variation_parameters(channel)
 
+    def blanket_parameters(self):
+        """``(d, γ)`` when the channel is ``R(x)(y) = γ/d + (1 − γ)·[y = x]`` (randomized
+        response: the privacy-blanket bound of :mod:`ldp_plugin.amplification.blanket` applies);
+        None otherwise."""
+        return None
+
     # -- verification (ldp_plugin.verification drives the real client through these) ----------------
     def verification_input_count(self) -> int:
         """How many inputs the exact channel has (items; every set of up to ``m`` for sets)."""

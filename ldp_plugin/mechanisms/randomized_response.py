@@ -80,6 +80,14 @@ class KRR(FrequencyOracle):
         q = self.realized_ratio * beta / ((self.realized_ratio - 1) * self.q_star_exact)
         return VariationParameters(_up(p), _up(float(beta)), _up(float(q)), "closed form (k-RR)", point_masses=self.d >= 3)
 
+    def blanket_parameters(self):
+        """k-RR is ``γ/d + (1 − γ)·[y = x]`` with ``γ = d·q*`` (the realized, exact ``q*``): every
+        report is a uniform draw with probability ``γ`` (the privacy blanket)."""
+        from ..amplification.blanket import BlanketParameters
+
+        gamma = self.d * self.q_star_exact
+        return BlanketParameters.from_exact(self.d, gamma) if 0 < gamma < 1 else None
+
     def _randomize_codes(self, codes: np.ndarray, source) -> np.ndarray:
         n = codes.size
         keep = source.bernoulli(self.keep_threshold, n)

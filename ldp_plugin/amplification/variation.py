@@ -1,10 +1,6 @@
-"""Shuffle-model accounting: the central (ε, δ) of a shuffled batch of n ε0-LDP reports.
+"""The variation-ratio bound for any ε0-LDP randomizer (see :mod:`ldp_plugin.amplification`).
 
-**Trust assumption.** The bound holds only if a shuffler the users trust removes identities and
-order from a batch of at least ``n`` reports (after dropouts) before the analyst sees it; the
-local ε0 stays the enforced budget, the central (ε, δ) is reported beside it.
-
-**The bound** is the variation-ratio analysis of Wang et al., *Privacy Amplification via
+The bound is the variation-ratio analysis of Wang et al., *Privacy Amplification via
 Shuffling: Unified, Simplified, and Tightened* (VLDB 2024). A randomizer ``R`` is described by
 ``(p, β, q)``: ``p`` bounds every likelihood ratio (``p = e^ε0``), ``β`` is the largest
 total-variation distance between ``R(x0)`` and ``R(x1)``, and ``q`` bounds the variation ratio
@@ -54,10 +50,10 @@ from typing import Any, Optional
 
 import numpy as np
 
-from ._errors import LDPParameterError
+from .._errors import LDPParameterError
 
 __all__ = ["VariationParameters", "variation_parameters", "exact_variation_parameters", "generic_parameters",
-           "shuffle_epsilon", "shuffle_delta", "binary_rr_exact_lower", "make_shuffle_amplified", "amplify"]
+           "shuffle_epsilon", "shuffle_delta", "binary_rr_exact_lower"]
 
 
 @dataclass(frozen=True)
@@ -250,81 +246,3 @@ def binary_rr_exact_lower(epsilon0: float, n: int, delta: float, *, iters: int =
         else:
             hi = mid
     return lo
-
-
-def amplify(mechanism: Any, n: int, delta: float) -> dict:
-    """Central (ε, δ) of ``n`` shuffled reports of ``mechanism``: the upper bound (the smaller of
-    the mechanism-specific and the generic analysis, never above ε0), the exact lower bound where
-    it applies, and the parameters."""
-    vp = variation_parameters(mechanism)
-    generic = generic_parameters(mechanism.epsilon)
-    specific_eps = shuffle_epsilon(vp, n, delta)
-    generic_eps = shuffle_epsilon(generic, n, delta)
-    return {
-        "epsilon": min(specific_eps, generic_eps, float(mechanism.epsilon)),  # each an upper bound of its analysis
-        "epsilon_lower": shuffle_epsilon(vp, n, delta, upper=False),
-        "epsilon_specific": specific_eps,
-        "epsilon_generic": generic_eps,
-        "epsilon_local": mechanism.epsilon,
-        "delta": delta,
-        "n": int(n),
-        "p": vp.p,
-        "beta": vp.beta,
-        "q": vp.q,
-        "method": f"variation-ratio (Wang et al., VLDB 2024), parameters {vp.method}",
-        "assumption": f"a trusted shuffler releases batches of at least n={int(n)} reports without identities or order",
-    }
-
-
-def make_shuffle_amplified(mechanism: Any, n: int):
-    """The shuffled batch as an OpenDP measurement: ``n`` users' values in, their reports out
-    in random order; input metric ``symmetric_distance`` (one user's value replaced = distance
-    2 in OpenDP's convention, i.e. ``d_in <= 2``), output measure ``smoothed_max_divergence()``
-    whose map is a privacy profile (ε ↦ certified δ), so ``make_fix_delta`` and OpenDP's
-    compositors apply. The shuffle itself is done with the OS CSPRNG."""
-    import opendp.prelude as dp
-
-    from .measurements import batch_domain, enable_ldp_features
-    from .sampling import as_source
-
-    enable_ldp_features()
-    vp = variation_parameters(mechanism)
-    generic = generic_parameters(mechanism.epsilon)
-    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 2:
-        raise LDPParameterError(f"n (the guaranteed minimum batch) must be an integer >= 2 (got {n!r})")
-    n = int(n)
-    eps0 = float(mechanism.epsilon)
-
-    def function(values):
-        vals = list(values)
-        if len(vals) < n:
-            raise LDPParameterError(f"the shuffled batch has {len(vals)} reports, below the guaranteed minimum n={n}")
-        src = as_source(None)
-        reports = mechanism.randomize(vals)
-        cols = mechanism.base._to_columns(reports)
-        order = np.argsort(src.words(len(vals)))  # a uniformly random permutation (distinct words w.p. ~1)
-        return mechanism.base._from_columns({k: np.asarray(v)[order] for k, v in cols.items()})
-
-    def privacy_map(d_in):
-        if isinstance(d_in, bool) or not isinstance(d_in, int) or d_in < 0:
-            raise LDPParameterError("d_in must be a non-negative Python int")
-        if d_in == 0:
-            return dp.new_privacy_profile(lambda eps: 0.0).curve  # the FFI object OpenDP passes on
-        if d_in > 2:
-            raise LDPParameterError("the shuffle bound covers one user's change (symmetric distance <= 2)")
-
-        def curve(eps: float) -> float:
-            if eps >= eps0:
-                return 0.0  # the shuffled batch is still eps0-DP (each report is)
-            e = max(float(eps), 0.0)
-            return min(shuffle_delta(e, vp, n), shuffle_delta(e, generic, n))  # both certified
-
-        return dp.new_privacy_profile(curve).curve
-
-    return dp.m.make_user_measurement(
-        batch_domain(mechanism),
-        dp.symmetric_distance(),
-        dp.smoothed_max_divergence(),
-        function,
-        privacy_map,
-    )
