@@ -40,9 +40,12 @@ class Candidate:
     client_cost: str
     server_cost: str
     build: Callable[[], Any]
+    #: the central ε of n shuffled reports (``rank_mechanisms(..., delta=...)``), else None
+    central_epsilon: Optional[float] = None
 
     def to_dict(self) -> dict:
         return {
+            "central_epsilon": self.central_epsilon,
             "mechanism": self.label,
             "params": self.params,
             "predicted_error": self.predicted_error,
@@ -108,8 +111,12 @@ def _summarize(v: np.ndarray, metric: str) -> float:
     return float(math.sqrt(2 * v.max() * math.log(2 * v.size)))
 
 
-def rank_mechanisms(d: int, epsilon: float, *, n: int = 100_000, m: int = 1, metric: str = "l2") -> list[Candidate]:
-    """Every applicable candidate, best (lowest predicted error) first."""
+def rank_mechanisms(d: int, epsilon: float, *, n: int = 100_000, m: int = 1, metric: str = "l2", delta: Optional[float] = None) -> list[Candidate]:
+    """Every applicable candidate, best (lowest predicted error) first. With ``delta``, each
+    candidate also carries the central ε of its ``n`` reports through a trusted shuffler
+    (:func:`ldp_plugin.amplification.amplify`: a certified upper bound)."""
+    if delta is not None and (isinstance(delta, bool) or not isinstance(delta, (int, float)) or not 0 < delta < 1):
+        raise LDPParameterError(f"delta must be in (0, 1) (got {delta!r})")
     eps = check_epsilon(epsilon)
     if isinstance(d, bool) or not isinstance(d, (int, np.integer)) or not 2 <= int(d) <= 1 << 20:
         raise LDPParameterError(f"d must be an integer in [2, 2**20] (got {d!r})")
@@ -157,6 +164,12 @@ def rank_mechanisms(d: int, epsilon: float, *, n: int = 100_000, m: int = 1, met
         params = {k: (round(v, 6) if isinstance(v, float) else v) for k, v in mech.spec()["params"].items() if k in ("m", "p", "grid_bits", "k")}
         out.append(Candidate(label, params, _summarize(v, metric), float(v.sum()), bits, client, server, lambda f=factory: f()))
     out.sort(key=lambda c: (c.predicted_error, c.report_bits))
+    if delta is not None and n >= 2:
+        from dataclasses import replace
+
+        from .amplification import amplify
+
+        out = [replace(c, central_epsilon=amplify(c.build(), n, float(delta))["epsilon"]) for c in out]
     return out
 
 

@@ -153,17 +153,21 @@ def cmd_choose(args) -> int:
     """Rank the applicable mechanisms by predicted error and recommend one."""
     from .choose import rank_mechanisms
 
-    ranked = rank_mechanisms(args.d, args.epsilon, n=args.n, m=args.m, metric=args.metric)
+    ranked = rank_mechanisms(args.d, args.epsilon, n=args.n, m=args.m, metric=args.metric, delta=args.delta)
     rows = [c.to_dict() for c in ranked]
-    out = {"d": args.d, "epsilon": args.epsilon, "m": args.m, "n": args.n, "metric": args.metric, "recommended": rows[0], "ranking": rows}
+    out = {"d": args.d, "epsilon": args.epsilon, "m": args.m, "n": args.n, "metric": args.metric, "delta": args.delta,
+           "recommended": rows[0], "ranking": rows}
     if args.json:
         print(json.dumps(out, indent=1))
     else:
         print(f"ldp choose: d={args.d}, epsilon={args.epsilon}, m={args.m}, n={args.n:,}, metric={args.metric}")
         for i, r in enumerate(rows):
             mark = "->" if i == 0 else "  "
+            central = "" if r["central_epsilon"] is None else f"   shuffled: central eps {r['central_epsilon']:.4g}"
             print(f"{mark} {r['mechanism']:<32} {str(r['params']):<28} predicted {args.metric} {r['predicted_error']:.4g}"
-                  f"   report {r['report_bits']} bits, client {r['client_cost']}, server {r['server_cost']}")
+                  f"   report {r['report_bits']} bits, client {r['client_cost']}, server {r['server_cost']}{central}")
+        if args.delta is not None:
+            print(f"   central eps: {args.n:,} reports through a trusted shuffler, delta = {args.delta:g} (certified upper bound; `ldp amplify`)")
     return 0
 
 
@@ -194,6 +198,16 @@ def _int_in(lo: int, hi: Optional[int] = None, what: str = "an integer"):
         return v
 
     return parse
+
+
+def _unit_open(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number in (0, 1) (got {text!r})") from None
+    if not 0 < v < 1:
+        raise argparse.ArgumentTypeError(f"must be a number in (0, 1) (got {text!r})")
+    return v
 
 
 def _epsilon(text: str) -> float:
@@ -272,6 +286,8 @@ def build_parser() -> argparse.ArgumentParser:
     ch.add_argument("--m", type=POSITIVE, default=1, help="items per user (sets: pad-and-sample or native set mechanisms), >= 1")
     ch.add_argument("--n", type=POSITIVE, default=100_000, help="users (the prediction scales as 1/n)")
     ch.add_argument("--metric", choices=["l2", "l1", "linf"], default="l2", help="error to rank by")
+    ch.add_argument("--delta", type=_unit_open, default=None,
+                    help="with a trusted shuffler of the n reports: show each candidate's central epsilon at this delta, in (0, 1)")
     ch.add_argument("--json", action="store_true", help="one JSON document on stdout")
     ch.set_defaults(func=cmd_choose)
 
@@ -280,7 +296,7 @@ def build_parser() -> argparse.ArgumentParser:
     am.add_argument("--d", type=DOMAIN, default=None, help="domain size, in [2, 2^31]")
     am.add_argument("--epsilon", type=_epsilon, required=True, help="the local epsilon per report (> 0)")
     am.add_argument("--n", type=_int_in(2, 10**9, "an integer batch size"), required=True, help="guaranteed minimum batch after dropouts, in [2, 10^9]")
-    am.add_argument("--delta", type=float, required=True, help="delta of the central guarantee, in (0, 1)")
+    am.add_argument("--delta", type=_unit_open, required=True, help="delta of the central guarantee, in (0, 1)")
     am.add_argument("--param", action="append", default=[], metavar="KEY=VALUE", help="a mechanism parameter (repeatable)")
     am.add_argument("--json", action="store_true", help="one JSON document on stdout")
     am.set_defaults(func=cmd_amplify)
@@ -346,6 +362,11 @@ def build_parser() -> argparse.ArgumentParser:
     bc.add_argument("--epsilon", required=True, help="epsilon as exact decimal text ('0.1' is 1/10) or a fraction ('1/3')")
     bc.add_argument("--cohorts", default=None, help="comma-separated cohorts (default: all)")
     bc.add_argument("--json", action="store_true", help="one JSON document on stdout")
+    bx = bsub.add_parser("central", help="central epsilon at DELTA of everything charged, with recorded shuffled batches (dp_accounting PLD)")
+    bx.add_argument("ledger", help="the ledger file")
+    bx.add_argument("--delta", type=_unit_open, required=True, help="delta of the composed central guarantee, in (0, 1)")
+    bx.add_argument("--cohorts", default=None, help="comma-separated cohorts (default: all)")
+    bx.add_argument("--json", action="store_true", help="one JSON document on stdout")
     bb = bsub.add_parser("backup", help="a consistent copy of a ledger (SQLite's backup API; safe while in use)")
     bb.add_argument("ledger", help="the ledger file")
     bb.add_argument("destination", help="the copy to write (must not exist)")

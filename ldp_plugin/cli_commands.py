@@ -17,7 +17,7 @@ def _registry():
 
 
 def cmd_budget(args) -> int:
-    """``ldp budget init|show|history|spend-check``: the persistent ledger of a population."""
+    """``ldp budget init|show|history|spend-check|central|backup``: the persistent ledger of a population."""
     from .accountant import Accountant, BudgetExceededError, Population, as_fraction
 
     def frac(f):
@@ -50,6 +50,10 @@ def cmd_budget(args) -> int:
                 "remaining": frac(acc.remaining()),
                 "cohorts": per,
             }
+        elif args.budget_command == "central":
+            c = acc.central_epsilon(args.delta, cohorts=cohorts)
+            out = {"ledger": str(acc.path), "central_epsilon": c["epsilon"], "delta": c["delta"], "local_epsilon": c["local_epsilon"],
+                   "shuffled_batches": [r.to_dict() for r in acc.shuffle_records()], "method": c["method"]}
         elif args.budget_command == "history":
             out = {"ledger": str(acc.path), "history": [r.to_dict() for r in acc.history()]}
         else:  # spend-check
@@ -66,6 +70,10 @@ def cmd_budget(args) -> int:
             if k == "history":
                 for r in v:
                     print(f"{r['seq']:>5} {r['time']} {r['query_id']:<24} {r['mechanism']:<20} eps={r['epsilon']:<10g} cohorts={r['cohorts']}")
+            elif k == "shuffled_batches":
+                for r in v:
+                    print(f"  batch {r['batch_id']}: query {r['query_id']}, cohorts {r['cohorts']}, n_min {r['n_min']:,}, "
+                          f"central eps {r['epsilon_central']:.6g} at delta {r['delta']:g}")
             elif k == "cohorts":
                 for r in v:
                     print(f"  cohort {r['cohort']:>3}: spent {r['spent']['value']:.6g}, remaining {r['remaining']['value']:.6g}")

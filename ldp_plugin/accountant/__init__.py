@@ -19,7 +19,7 @@ Model
 Enforcement
 -----------
 :meth:`Accountant.spend` checks and spends in **one** ``BEGIN IMMEDIATE`` SQLite transaction
-(WAL, ``synchronous=FULL``) **before** anything is released; :meth:`Accountant.run` spends, then
+(a rollback journal, ``synchronous=FULL``: the file alone holds every spend) **before** anything is released; :meth:`Accountant.run` spends, then
 runs the measurement. A crash after the commit loses budget, never privacy. A refused query raises
 :class:`BudgetExceededError` (a ``ValueError`` with ``requested`` and ``remaining``) and writes
 nothing. A retried query id is charged once (it must repeat the same ε, cohorts and mechanism) and
@@ -30,7 +30,8 @@ Ledger
 One SQLite file per population: ``population`` (the definition and its fingerprint), ``spend``
 (one auditable row per query: time, period, query id, mechanism, parameters, exact ε, cohorts),
 ``cohort_total`` / ``period_total`` (exact running totals, so a check reads only the touched
-cohorts) and ``kept_reports``. Opening a ledger that is missing, corrupted or defined for another
+cohorts), ``kept_reports``, ``release_status`` and ``shuffle_claim`` (shuffled batches and the
+central (ε, δ) they buy, reported beside the enforced local ε0: :mod:`.shuffle`). Opening a ledger that is missing, corrupted or defined for another
 population is an error.
 """
 
@@ -39,12 +40,14 @@ from .budget import PERIODS, SCHEMA_VERSION, BudgetExceededError, LedgerError, P
 from .interop import PrecheckedFilter, _deserialize, _serialize
 from .budget import _cost_of
 from .ledger import Accountant, _connect
+from .shuffle import ShuffleRecord
 
 __all__ = [
     "BudgetExceededError",
     "LedgerError",
     "Population",
     "SpendRecord",
+    "ShuffleRecord",
     "Accountant",
     "as_fraction",
     "PERIODS",

@@ -19,6 +19,7 @@ from .._errors import LDPParameterError
 from .budget import SCHEMA_VERSION, BudgetExceededError, LedgerError, Population, SpendRecord, _frac_text, _text_frac, _cost_of
 from .interop import _OpenDPInterop
 from .release import _Releases
+from .shuffle import SHUFFLE_SCHEMA, _ShuffleClaims
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -61,7 +62,7 @@ def _read_meta(path: Path) -> dict:
 
 
 
-class Accountant(_Releases, _OpenDPInterop):
+class Accountant(_Releases, _OpenDPInterop, _ShuffleClaims):
     """Budget accountant over one population, backed by a SQLite ledger file.
 
     >>> import tempfile, os, ldp_plugin as ldp
@@ -136,7 +137,7 @@ class Accountant(_Releases, _OpenDPInterop):
         except sqlite3.Error as e:
             raise LedgerError(f"cannot create the ledger {str(path)!r} ({e})") from None
         try:
-            con.executescript(_SCHEMA)
+            con.executescript(_SCHEMA + SHUFFLE_SCHEMA)
             con.execute("BEGIN IMMEDIATE")
             con.executemany(
                 "INSERT OR IGNORE INTO meta(key, value) VALUES (?, ?)",
