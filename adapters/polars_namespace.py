@@ -112,7 +112,10 @@ class _Privatizer:
         if is_list and not self.is_set:
             raise LDPInputError(f"column {self.column!r} holds sets (dtype {dtype}): wrap the mechanism as SampleOne(mechanism=..., m=...)")
         inner = dtype.inner if is_list else dtype
-        if not (inner.is_integer() or inner in (pl.String, pl.Categorical, pl.Enum, pl.Boolean) or isinstance(inner, (pl.Categorical, pl.Enum))):
+        if self.mechanism.input_kind == "number":
+            if not inner.is_numeric() or is_list:
+                raise LDPInputError(f"column {self.column!r} must hold numbers for {self.mechanism.name} (got {dtype})")
+        elif not (inner.is_integer() or inner in (pl.String, pl.Categorical, pl.Enum, pl.Boolean) or isinstance(inner, (pl.Categorical, pl.Enum))):
             raise LDPInputError(f"column {self.column!r} must hold integers, strings or booleans (got {dtype})")
         if self.user_id is not None and self.user_id not in schema:
             raise LDPInputError(f"user id column {self.user_id!r} is not in the frame")
@@ -147,6 +150,15 @@ class _Privatizer:
         bad value anywhere in the input is refused before any budget is spent; the error gives
         the absolute row number, never the value."""
         col = self.column
+        if self.mechanism.input_kind == "number":  # every value present, finite and in [lower, upper]
+            lo, hi = self.mechanism.lower, self.mechanism.upper
+            e = pl.col(col).cast(pl.Float64)
+            bad = lf.select(pl.int_range(pl.len()).alias("_row"), (e.is_null() | e.is_nan() | (e < lo) | (e > hi)).alias("_bad"))
+            first = bad.filter(pl.col("_bad")).select("_row").head(1).collect(engine="streaming")
+            if first.height:
+                raise LDPInputError(f"column {col!r} holds a missing value or one outside [lower, upper] = [{lo!r}, {hi!r}] at row "
+                                    f"{int(first.item())}; nothing was spent")
+            return
         if self.unknown == "other" or not self.mechanism.closed:
             return
         expr = pl.col(col)
@@ -326,7 +338,8 @@ def estimate(
     confidence: float = 0.95,
     target: str = "sample",
 ) -> pl.DataFrame:
-    """Aggregate a reports frame (streamed if lazy) → ``item, estimate, std_error, ci_lower, ci_upper``.
+    """Aggregate a reports frame (streamed if lazy) → ``item, estimate, std_error, ci_lower, ci_upper``
+    (numeric mechanisms: one row ``mean, std_error, ci_lower, ci_upper, n``).
 
     ``target="sample"`` (default): the intervals cover the frequencies of the users who reported;
     ``"population"``: of a population they are an i.i.d. sample of (wider: the sampling variance

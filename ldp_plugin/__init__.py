@@ -19,6 +19,7 @@ from .mechanisms import THE, PrivSet, RapporSet, Wheel, BinaryMechanism, FiniteC
 from .sampling import RandomSource, SecureRandomSource, SeededRandomSource
 from .sets import PAD, SetBatch, as_set_batch
 from .mechanisms import SampleOne
+from .mechanisms import Duchi, Hybrid, MeanEstimate, OneBitMean, Piecewise, LGRR, LOUE, LOSUE, LSUE, LOLOHA, DBitFlipPM, LifetimeTracker
 from .accountant import Accountant, BudgetExceededError, LedgerError, Population
 from .memo import DistinctValueGuard, Memoized, new_user_key
 from .choose import make_auto, rank_mechanisms
@@ -73,5 +74,7 @@ __all__ = [
     "new_user_key",
     "make_auto",
     "rank_mechanisms",
+    "Duchi", "Piecewise", "Hybrid", "OneBitMean", "MeanEstimate",
+    "LGRR", "LOUE", "LOSUE", "LSUE", "LOLOHA", "DBitFlipPM", "LifetimeTracker",
 
 ] + _measurements.__all__

@@ -319,6 +319,9 @@ def build_parser() -> argparse.ArgumentParser:
     fs.add_argument("--json", action="store_true", help="one JSON document on stdout")
     fd.set_defaults(func=cmd_federated)
 
+    from .cli_series import add_parsers as _series_parsers
+
+    _series_parsers(sub, _Parser, _int_in, _epsilon, SEED)
     v = sub.add_parser("verify", help="exact, goodness-of-fit and black-box audit verification of registered mechanisms")
     v.add_argument("names", nargs="*", help="mechanism names (default: all registered)")
     v.add_argument("--quick", action="store_true", help="fewer samples (no power guarantee): a smoke test in seconds")

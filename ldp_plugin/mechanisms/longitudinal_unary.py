@@ -1,0 +1,218 @@
+"""Longitudinal protocols with unary reports: L-OUE, L-OSUE, L-SUE and dBitFlipPM (see
+:mod:`.longitudinal` for the shared memoization, accounting and references)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any, Sequence
+
+import numpy as np
+
+from .._errors import LDPParameterError
+from ..estimation import FrequencyEstimate, estimate_pure, finalize_estimate, pure_variance
+from ..exact import TWO64, exp_lower_bound, ratio_within_exp
+from .longitudinal import LongitudinalMechanism, _check_keys, _floor_t, _prf, _prf_uniform, keys_rows
+from .protocol import ReportField
+
+__all__ = ["LOUE", "LOSUE", "LSUE", "DBitFlipPM"]
+
+
+# ---------------------------------------------------------------------------------------------------
+def _unary_composed(p1: Fraction, q1: Fraction, p2: Fraction, q2: Fraction) -> tuple:
+    return p1 * p2 + (1 - p1) * q2, q1 * p2 + (1 - q1) * q2
+
+
+def _unary_ratio(P1: Fraction, P0: Fraction) -> Fraction:
+    return (P1 * (1 - P0)) / (P0 * (1 - P1))
+
+
+@dataclass(frozen=True, kw_only=True)
+class _LUnary(LongitudinalMechanism):
+    """Permanent unary encoding (OUE or SUE with ε∞), instantaneous per-bit flip (OUE or SUE
+    form) solved so that one report is ε1-LDP: ``P(1 | 1)``, ``P(1 | 0)`` of the composition."""
+
+    perm_form: str = field(init=False, default="oue", repr=False)
+    inst_form: str = field(init=False, default="oue", repr=False)
+    thresholds: tuple = field(init=False, repr=False, compare=False)
+
+    def _realize(self) -> None:
+        A = exp_lower_bound(self.epsilon_perm)
+        if self.perm_form == "oue":
+            T_p1, T_q1 = TWO64 // 2, _floor_t(1 / (A + 1)) + 1  # ratio (1/2·(1−q))/(q·1/2) = (1−q)/q <= e^ε∞
+        else:
+            h = exp_lower_bound(self.epsilon_perm / 2)
+            T_p1 = _floor_t(h / (h + 1))
+            T_q1 = TWO64 - T_p1
+        p1, q1 = Fraction(T_p1, TWO64), Fraction(T_q1, TWO64)
+        if not ratio_within_exp(_unary_ratio(p1, q1), self.epsilon_perm):
+            raise LDPParameterError(f"{self.name}: the permanent layer's realized ratio exceeds e^epsilon_perm")
+
+        def inst(q2f: float) -> tuple:
+            T_q2 = int(q2f * 2.0**64)
+            T_p2 = TWO64 // 2 if self.inst_form == "oue" else TWO64 - T_q2
+            return T_p2, T_q2
+
+        lo, hi = 1e-18, 0.5  # more noise as q2 → 1/2
+        for _ in range(200):
+            mid = (lo + hi) / 2
+            T_p2, T_q2 = inst(mid)
+            P1, P0 = _unary_composed(p1, q1, Fraction(T_p2, TWO64), Fraction(T_q2, TWO64))
+            if ratio_within_exp(_unary_ratio(P1, P0), self.epsilon_1):
+                hi = mid
+            else:
+                lo = mid
+        T_p2, T_q2 = inst(hi)
+        P1, P0 = _unary_composed(p1, q1, Fraction(T_p2, TWO64), Fraction(T_q2, TWO64))
+        if not ratio_within_exp(_unary_ratio(P1, P0), self.epsilon_1):  # pragma: no cover (hi always fits)
+            raise LDPParameterError(f"{self.name}: no instantaneous layer fits epsilon_1={self.epsilon_1!r}")
+        object.__setattr__(self, "thresholds", (T_p1, T_q1, T_p2, T_q2, P1, P0))
+
+    @property
+    def p_star_exact(self) -> Fraction:
+        return self.thresholds[4]
+
+    @property
+    def q_star_exact(self) -> Fraction:
+        return self.thresholds[5]
+
+    def _collect(self, codes: np.ndarray, keys: list, source: Any) -> np.ndarray:
+        T_p1, T_q1, T_p2, T_q2 = self.thresholds[:4]
+        n, d = codes.size, self.d
+        words = _prf(keys, self._fp(), b"prr", codes, d)
+        own = np.zeros((n, d), dtype=bool)
+        own[np.arange(n), codes] = True
+        perm = words < np.where(own, np.uint64(T_p1), np.uint64(T_q1))
+        fresh = source.words(n * d).reshape(n, d)
+        bits = fresh < np.where(perm, np.uint64(T_p2), np.uint64(T_q2))
+        return np.packbits(bits, axis=1, bitorder="little")
+
+    def report_fields(self) -> tuple:
+        return (ReportField("report", "uint8", width=(self.d + 7) // 8, kind="bits", bound=self.d),)
+
+    def estimate(self, reports: Any, *, postprocess: str = "projection", confidence: float = 0.95, **_: Any) -> FrequencyEstimate:  # type: ignore[override]
+        r = np.asarray(reports, dtype=np.uint8)
+        counts = np.unpackbits(r, axis=1, count=self.d, bitorder="little").sum(axis=0, dtype=np.int64)
+        return estimate_pure(counts, r.shape[0], float(self.p_star_exact), float(self.q_star_exact), postprocess=postprocess,
+                             confidence=confidence, items=tuple(range(self.d)))
+
+    def analytic_mse(self, n: int, *, theta: Any = None, **_: Any) -> float:  # type: ignore[override]
+        return float(pure_variance(np.asarray(theta, dtype=np.float64), n, float(self.p_star_exact), float(self.q_star_exact)).sum())
+
+
+@dataclass(frozen=True, kw_only=True)
+class LOUE(_LUnary):
+    """L-OUE: permanent OUE(ε∞), instantaneous OUE-form flip."""
+
+    name = "l-oue"
+
+
+@dataclass(frozen=True, kw_only=True)
+class LOSUE(_LUnary):
+    """L-OSUE: permanent OUE(ε∞), instantaneous SUE-form flip (the paper's best)."""
+
+    name = "l-osue"
+    inst_form: str = field(init=False, default="sue", repr=False)
+
+
+@dataclass(frozen=True, kw_only=True)
+class LSUE(_LUnary):
+    """L-SUE: permanent and instantaneous SUE (basic RAPPOR)."""
+
+    name = "l-sue"
+    perm_form: str = field(init=False, default="sue", repr=False)
+    inst_form: str = field(init=False, default="sue", repr=False)
+
+
+# ---------------------------------------------------------------------------------------------------
+@dataclass(frozen=True, kw_only=True)
+class DBitFlipPM(LongitudinalMechanism):
+    """dBitFlipPM: ``d_bits`` buckets sampled once per user (exact partial Fisher–Yates from the
+    key's PRF), one memoized bit each with ``P(1) = e^{ε/2}/(e^{ε/2} + 1)`` if the value is that
+    bucket, else ``1/(e^{ε/2} + 1)`` (``ε = epsilon_perm``); memoized per pattern."""
+
+    name = "dbitflip"
+    d_bits: int = 1
+    uses_epsilon_1 = False
+    T: int = field(init=False, repr=False, compare=False)
+
+    def _realize(self) -> None:
+        b = self.d_bits
+        if isinstance(b, bool) or not isinstance(b, (int, np.integer)) or not 1 <= int(b) <= self.d:
+            raise LDPParameterError(f"d_bits must be an integer in [1, d] (got {b!r})")
+        object.__setattr__(self, "d_bits", int(b))
+        h = exp_lower_bound(self.epsilon_perm / 2)
+        T = _floor_t(h / (h + 1))
+        object.__setattr__(self, "T", T)
+        ratio = (Fraction(T, TWO64) / Fraction(TWO64 - T, TWO64)) ** 2
+        if not ratio_within_exp(ratio, self.epsilon_perm):
+            raise LDPParameterError(f"dbitflip: the realized ratio exceeds e^epsilon_perm (epsilon_perm={self.epsilon_perm!r})")
+
+    def _extra(self) -> dict:
+        return {"d_bits": self.d_bits}
+
+    def unit_bound(self) -> int:
+        return self.d_bits + 1
+
+    @property
+    def p(self) -> float:
+        return self.T / 2.0**64
+
+    @property
+    def q(self) -> float:
+        return (TWO64 - self.T) / 2.0**64
+
+    def buckets(self, keys: list) -> np.ndarray:
+        """Each user's ``d_bits`` sampled buckets, sorted (fixed per key)."""
+        n, d, fp = len(keys), self.d, self._fp()
+        perm = np.tile(np.arange(d, dtype=np.int64), (n, 1))
+        rows = np.arange(n)
+        for i in range(self.d_bits):
+            r = d - i
+            words = _prf(keys, fp, b"bucket%d" % i, None, 4)
+            j = i + _prf_uniform(words, r, lambda rr, i=i: _prf(keys_rows(keys, rr), fp, b"bucket%d+" % i, None, 4))
+            perm[rows, i], perm[rows, j] = perm[rows, j], perm[rows, i].copy()
+        return np.sort(perm[:, : self.d_bits], axis=1)
+
+    def _patterns(self, codes: np.ndarray, J: np.ndarray) -> np.ndarray:
+        hit = J == codes[:, None]
+        return np.where(hit.any(axis=1), hit.argmax(axis=1), self.d_bits)
+
+    def memo_units(self, codes: Any, user_keys: Sequence[bytes]) -> np.ndarray:
+        keys = _check_keys(user_keys, np.asarray(codes).size)
+        return self._patterns(self._codes(codes), self.buckets(keys))
+
+    def _collect(self, codes: np.ndarray, keys: list, source: Any) -> tuple:
+        J = self.buckets(keys)
+        pat = self._patterns(codes, J)
+        words = _prf(keys, self._fp(), b"bits", pat, self.d_bits)
+        own = np.arange(self.d_bits)[None, :] == pat[:, None]
+        bits = words < np.where(own, np.uint64(self.T), np.uint64(TWO64 - self.T))
+        return J.astype(np.uint32), bits.astype(np.uint8)
+
+    def report_fields(self) -> tuple:
+        return (ReportField("bucket", "uint32", width=self.d_bits, kind="sorted", bound=self.d),
+                ReportField("bit", "uint8", width=self.d_bits, kind="int", bound=2))
+
+    def _to_columns(self, reports: Any) -> dict:
+        return {"bucket": np.asarray(reports[0]), "bit": np.asarray(reports[1])}
+
+    def _from_columns(self, cols: dict) -> Any:
+        return np.asarray(cols["bucket"], dtype=np.uint32), np.asarray(cols["bit"], dtype=np.uint8)
+
+    def estimate(self, reports: Any, *, postprocess: str = "projection", confidence: float = 0.95, **_: Any) -> FrequencyEstimate:  # type: ignore[override]
+        J, bits = np.asarray(reports[0], dtype=np.int64), np.asarray(reports[1], dtype=np.int64)
+        n_j = np.bincount(J.ravel(), minlength=self.d).astype(np.float64)
+        ones = np.bincount(J.ravel(), weights=bits.ravel(), minlength=self.d)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            raw = np.where(n_j > 0, (ones / n_j - self.q) / (self.p - self.q), 0.0)
+        se = np.sqrt(self._variance(np.clip(raw, 0, 1), J.shape[0], np.maximum(n_j, 1)))
+        return finalize_estimate(raw, se, J.shape[0], postprocess=postprocess, confidence=confidence, items=tuple(range(self.d)))
+
+    def _variance(self, f: np.ndarray, n: int, n_j: Any) -> np.ndarray:
+        p, q = self.p, self.q
+        pi = np.asarray(n_j) / n
+        return (f * p * (1 - p) + (1 - f) * q * (1 - q)) / (np.asarray(n_j) * (p - q) ** 2) + f * (1 - f) * (1 - pi) / np.asarray(n_j)
+
+    def analytic_mse(self, n: int, *, theta: Any = None, **_: Any) -> float:  # type: ignore[override]
+        return float(self._variance(np.asarray(theta, dtype=np.float64), n, n * self.d_bits / self.d).sum())
