@@ -33,8 +33,11 @@ Mechanisms (``ε`` per user per report):
   α-point rounding to ``G`` steps.
 
 The estimate is the mean of the decoded values with a normal interval from their sample
-variance (:class:`MeanEstimate`); :meth:`NumericMechanism.analytic_mse` is the exact variance of
-that estimator for a given population (rounding included).
+variance (:class:`MeanEstimate`): it covers the mean of a population the users are an i.i.d.
+sample of, and is conservative for the mean of the users who reported (their own spread,
+``Var(x)/n``, is in the sample variance; for ε <= 4 it is a small part of it).
+:meth:`NumericMechanism.analytic_mse` is the exact variance of the estimate for a given
+population (rounding included).
 """
 
 from __future__ import annotations
@@ -446,6 +449,8 @@ class Hybrid(NumericMechanism):
     def realized_ratio(self) -> Fraction:
         # the component is chosen independently of the input and reported: each output is one
         # component's, so the ratio is the larger of the two components'
+        if self.t_pm == 0:  # ε <= 0.61: Duchi only
+            return self.duchi.realized_ratio
         return max(self.duchi.realized_ratio, self.piecewise.realized_ratio)
 
     @property
