@@ -23,6 +23,7 @@ from .mechanisms import Duchi, Hybrid, MeanEstimate, OneBitMean, Piecewise, LGRR
 from .accountant import Accountant, BudgetExceededError, LedgerError, Population
 from .memo import DistinctValueGuard, Memoized, new_user_key
 from .choose import make_auto, rank_mechanisms
+from .measurements_series import make_duchi, make_hybrid, make_longitudinal, make_one_bit_mean, make_piecewise
 
 __version__ = "0.1.0"
 
@@ -76,5 +77,6 @@ __all__ = [
     "rank_mechanisms",
     "Duchi", "Piecewise", "Hybrid", "OneBitMean", "MeanEstimate",
     "LGRR", "LOUE", "LOSUE", "LSUE", "LOLOHA", "DBitFlipPM", "LifetimeTracker",
+    "make_duchi", "make_piecewise", "make_hybrid", "make_one_bit_mean", "make_longitudinal",
 
 ] + _measurements.__all__

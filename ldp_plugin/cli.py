@@ -18,8 +18,11 @@ from .sampling import as_source
 from .simulate import DISTRIBUTIONS, TRUTHS, draw_users, parse_params, simulate, true_distribution
 
 
-def _registry():
-    from ldp_plugin.registry import load_registry
+def _registry(all_kinds: bool = False):
+    from ldp_plugin.registry import KINDS, load_registry
+
+    if all_kinds:
+        return load_registry(kinds=KINDS)
 
     return load_registry()
 
@@ -30,7 +33,7 @@ def cmd_mechanisms(args) -> int:
 
     last = load_status()
     rows = []
-    for name, decl in _registry().items():
+    for name, decl in _registry(all_kinds=True).items():
         row = decl.to_dict()
         try:
             results = verify_exact(decl)
@@ -152,6 +155,14 @@ from .cli_commands import cmd_aggregate, cmd_amplify, cmd_budget, cmd_federated,
 def cmd_choose(args) -> int:
     """Rank the applicable mechanisms by predicted error and recommend one."""
     from .choose import rank_mechanisms
+
+    if args.family != "frequency":
+        from .cli_series import cmd_choose_series
+
+        return cmd_choose_series(args)
+    for opt, v in (("--d", args.d), ("--epsilon", args.epsilon)):
+        if v is None:
+            raise LDPParameterError(f"ldp choose needs {opt} (frequency oracles)")
 
     ranked = rank_mechanisms(args.d, args.epsilon, n=args.n, m=args.m, metric=args.metric, delta=args.delta)
     rows = [c.to_dict() for c in ranked]
@@ -281,14 +292,17 @@ def build_parser() -> argparse.ArgumentParser:
     c.set_defaults(func=cmd_collect)
 
     ch = sub.add_parser("choose", help="rank the applicable mechanisms by predicted error; recommend one")
-    ch.add_argument("--d", type=_int_in(2, 2**20, "an integer domain size"), required=True, help="domain size, in [2, 2^20] (predictions hold per-item arrays)")
-    ch.add_argument("--epsilon", type=_epsilon, required=True, help="epsilon per user (> 0)")
+    ch.add_argument("--d", type=_int_in(2, 2**20, "an integer domain size"), default=None, help="domain size, in [2, 2^20] (predictions hold per-item arrays)")
+    ch.add_argument("--epsilon", type=_epsilon, default=None, help="epsilon per user (> 0)")
     ch.add_argument("--m", type=POSITIVE, default=1, help="items per user (sets: pad-and-sample or native set mechanisms), >= 1")
     ch.add_argument("--n", type=POSITIVE, default=100_000, help="users (the prediction scales as 1/n)")
     ch.add_argument("--metric", choices=["l2", "l1", "linf"], default="l2", help="error to rank by")
     ch.add_argument("--delta", type=_unit_open, default=None,
                     help="with a trusted shuffler of the n reports: show each candidate's central epsilon at this delta, in (0, 1)")
     ch.add_argument("--json", action="store_true", help="one JSON document on stdout")
+    from .cli_series import add_choose_arguments
+
+    add_choose_arguments(ch, _epsilon, _int_in)
     ch.set_defaults(func=cmd_choose)
 
     am = sub.add_parser("amplify", help="central (epsilon, delta) of n shuffled reports (a trusted shuffler; certified upper bound and exact lower bound)")

@@ -11,9 +11,9 @@ from .simulate import parse_params
 
 
 def _registry():
-    from ldp_plugin.registry import load_registry
+    from ldp_plugin.registry import KINDS, load_registry
 
-    return load_registry()
+    return load_registry(kinds=KINDS)
 
 
 def cmd_budget(args) -> int:

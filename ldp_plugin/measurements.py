@@ -83,6 +83,8 @@ def enable_ldp_features() -> None:
 
 
 def _domain_id(mechanism: FrequencyOracle) -> str:
+    if mechanism.input_kind == "number":
+        return f"numbers in [{mechanism.lower!r}, {mechanism.upper!r}], {mechanism.name}"
     kind = "sets of at most m={}, ".format(mechanism.m) if mechanism.input_kind == "set" else ""
     if not mechanism.closed:
         return f"{kind}open alphabet, {mechanism.name}"

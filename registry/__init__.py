@@ -12,6 +12,8 @@ verification.
 """
 
 from ._loader import (
+    ALL_LAYERS,
+    KINDS,
     Declaration,
     build,
     from_spec,
@@ -25,6 +27,8 @@ from ._loader import (
 from ._verify import VerificationResult, verify, verify_exact, verify_instance
 
 __all__ = [
+    "ALL_LAYERS",
+    "KINDS",
     "Declaration",
     "VerificationResult",
     "build",

@@ -29,6 +29,10 @@ _REQUIRED = ("name", "summary", "constructor", "measurement", "privacy_unit", "p
 _HERE = Path(__file__).resolve().parent
 #: the verification layers: the declared channel, the code that samples, and the black box
 ALL_LAYERS = ("exact", "sampling-path", "goodness-of-fit", "rates", "joint", "audit")
+#: what a declaration's ``kind`` may be: frequency oracles (the default, what ``load_registry()``
+#: returns), numeric means, longitudinal protocols (``epsilon_perm``/``epsilon_1`` instead of
+#: ``epsilon``; their clients need each user's secret key)
+KINDS = ("frequency", "mean", "longitudinal")
 
 
 @dataclass(frozen=True)
@@ -45,6 +49,7 @@ class Declaration:
     parameters: Mapping[str, Mapping[str, str]]
     canonical: tuple
     fixed_d: int | None = None
+    kind: str = "frequency"
 
     def mechanism_class(self):
         module, _, attr = self.constructor.partition(":")
@@ -62,6 +67,7 @@ class Declaration:
             "report": self.report,
             "constructor": self.constructor,
             "measurement": self.measurement,
+            "kind": self.kind,
         }
 
 
@@ -110,8 +116,12 @@ def parse_declaration(raw: Mapping[str, Any], origin: str = "<declaration>") -> 
             raise LDPParameterError(f"registry declaration {path.name}: {key} must be a non-empty string")
     if ":" not in raw["constructor"] or ":" not in raw["measurement"]:
         raise LDPParameterError(f"registry declaration {path.name}: constructor and measurement are 'module:attribute' paths")
-    if "epsilon" not in raw["parameters"]:
-        raise LDPParameterError(f"registry declaration {path.name}: parameters must declare epsilon")
+    kind = raw.get("kind", "frequency")
+    if kind not in KINDS:
+        raise LDPParameterError(f"registry declaration {path.name}: kind must be one of {KINDS} (got {kind!r})")
+    eps_params = ("epsilon_perm", "epsilon_1") if kind == "longitudinal" else ("epsilon",)
+    if any(e not in raw["parameters"] for e in eps_params):
+        raise LDPParameterError(f"registry declaration {path.name}: parameters must declare {' and '.join(eps_params)}")
     for pname, spec in raw["parameters"].items():
         if not isinstance(spec, Mapping) or "type" not in spec or "range" not in spec:
             raise LDPParameterError(f"registry declaration {path.name}: parameter {pname!r} needs a type and a range")
@@ -132,16 +142,18 @@ def parse_declaration(raw: Mapping[str, Any], origin: str = "<declaration>") -> 
         parameters=raw["parameters"],
         canonical=tuple(raw["canonical"]),
         fixed_d=raw.get("fixed_d"),
+        kind=kind,
     )
 
 
 _USER: dict[str, Declaration] = {}
 
 
-def load_registry(directory: Path | None = None, *, include_user: bool = True) -> dict[str, Declaration]:
+def load_registry(directory: Path | None = None, *, include_user: bool = True, kinds: tuple = ("frequency",)) -> dict[str, Declaration]:
     """Load and validate every ``*.toml`` declaration; duplicate names are refused, and so is a
     built-in declaration whose meaning differs from its line in ``names.lock`` (a name never
-    changes meaning). Mechanisms added with :func:`register` are included."""
+    changes meaning). Mechanisms added with :func:`register` are included. ``kinds``: which
+    declarations to return (default the frequency oracles; :data:`KINDS` for all)."""
     builtin = directory is None
     directory = Path(directory) if directory is not None else _HERE
     lock = _lock() if builtin else {}
@@ -156,6 +168,7 @@ def load_registry(directory: Path | None = None, *, include_user: bool = True) -
             if lock[decl.name] != fingerprint(decl):
                 raise LDPParameterError(f"mechanism {decl.name!r} changed meaning (its fingerprint differs from names.lock); use a new name")
         out[decl.name] = decl
+    out = {k: v for k, v in out.items() if v.kind in kinds}
     if include_user:
         for name, decl in _USER.items():
             if name in out:
@@ -238,14 +251,17 @@ def build(
     NAME wrapped in SampleOne. O-RR without ``k`` picks ``(k, cohorts)`` with
     :func:`ldp_plugin.theory.choose_orr` for the domain size and ``n`` (default 10^5) — the one
     place that default lives."""
-    reg = registry if registry is not None else load_registry()
+    reg = registry if registry is not None else load_registry(kinds=KINDS)
     wrap = False
     if isinstance(name, str) and name.startswith("sample-") and name[len("sample-"):] in reg:
         name, wrap = name[len("sample-"):], True
     if name not in reg:
         raise LDPParameterError(f"unknown mechanism {name!r}; registered: {', '.join(sorted(reg))}")
     decl = reg[name]
-    if epsilon is None:
+    if decl.kind == "longitudinal":
+        if epsilon is not None:
+            raise LDPParameterError(f"mechanism {name!r} takes epsilon_perm and epsilon_1, not epsilon")
+    elif epsilon is None:
         raise LDPParameterError(f"mechanism {name!r} needs epsilon (a number > 0; on the command line: --epsilon E)")
     unknown = set(params) - set(decl.parameters)
     if unknown:
@@ -282,14 +298,18 @@ def build(
         hints = ", ".join(_param_hint(decl, p) for p in missing)
         cli = " ".join(f"--param {p}=VALUE" for p in missing)
         raise LDPParameterError(f"mechanism {name!r} needs {hints}; on the command line: {cli}")
-    kwargs = dict(epsilon=epsilon, **params)
+    kwargs = dict(params) if decl.kind == "longitudinal" else dict(epsilon=epsilon, **params)
     if decl.fixed_d is not None:
         if d is not None and d != decl.fixed_d:
             raise LDPParameterError(f"mechanism {name!r} has d fixed at {decl.fixed_d} (got d={d})")
         if categories is not None:
             kwargs["categories"] = categories
     elif "d" in decl.parameters or categories is not None:
-        kwargs.update(d=d, categories=categories)
+        kwargs["d"] = d
+        if categories is not None:
+            kwargs["categories"] = categories
+    elif d is not None:  # never silently dropped
+        raise LDPParameterError(f"mechanism {name!r} has no parameter 'd'; it takes {sorted(decl.parameters)}")
     cls = decl.mechanism_class()
     try:
         mech = cls(**kwargs)
@@ -335,7 +355,7 @@ def from_spec(spec: Any):
         from ldp_plugin.memo import Memoized
 
         return Memoized(**params)
-    reg = load_registry()
+    reg = load_registry(kinds=KINDS)
     if name not in reg:
         raise LDPInputError(f"the mechanism spec names {name!r}, which is not registered here")
     try:

@@ -18,9 +18,10 @@ def test_mechanisms_json(capsys):
     assert code == 0
     doc = json.loads(out)
     names = {m["name"] for m in doc["mechanisms"]}
-    assert {"krr", "warner", "rappor", "oue", "k-subset"} <= names
+    assert {"krr", "warner", "rappor", "oue", "k-subset", "piecewise", "loloha"} <= names
     for m in doc["mechanisms"]:
-        assert m["privacy_map"] == "0 if d_in == 0 else epsilon"
+        one_report = "epsilon_1" if m["kind"] == "longitudinal" else "epsilon"
+        assert m["privacy_map"].startswith(f"0 if d_in == 0 else {one_report}")
         assert m["verification"]["status"].startswith("verified")
 
 

@@ -167,6 +167,15 @@ class LongitudinalMechanism(Mechanism):
             raise LDPParameterError(f"{self.name} needs user_keys= (one secret key per user) to memoize the permanent reports")
         return self.randomize(codes, user_keys, rng=rng)
 
+    # -- verification: one report's channel, the real client with fresh random keys ----------------
+    def _verification_randomize(self, codes: Any, source: Any) -> Any:
+        codes = np.asarray(codes, dtype=np.int64)
+        raw = np.asarray(source.random_bytes(32 * codes.size), dtype=np.uint8).reshape(codes.size, 32)
+        return self.randomize(codes, [bytes(r) for r in raw], rng=source)
+
+    def verification_input_count(self) -> int:
+        return self.d
+
 
 # ---------------------------------------------------------------------------------------------------
 def _grr_layers(k: int, e_inf: float, e_one: float) -> tuple:
@@ -208,12 +217,24 @@ class LGRR(LongitudinalMechanism):
     def _k(self) -> int:
         return self.d
 
+    #: the permanent (compared with PRF words) and instantaneous (the source) keep thresholds
+    prr_threshold: int = field(init=False, repr=False, compare=False)
+    irr_threshold: int = field(init=False, repr=False, compare=False)
+
     def _realize(self) -> None:
-        object.__setattr__(self, "layers", _grr_layers(self._k(), self.epsilon_perm, self.epsilon_1))
+        layers = _grr_layers(self._k(), self.epsilon_perm, self.epsilon_1)
+        object.__setattr__(self, "layers", layers)
+        object.__setattr__(self, "prr_threshold", layers[0])
+        object.__setattr__(self, "irr_threshold", layers[1])
 
     @property
     def p_star_exact(self) -> Fraction:
         return self.layers[6]
+
+    @property
+    def realized_ratio(self) -> Fraction:
+        """The composed one-report channel's worst-case ratio (checked <= e^ε1 exactly)."""
+        return self.layers[6] / self.layers[7]
 
     @property
     def q_star_exact(self) -> Fraction:
@@ -243,6 +264,9 @@ class LGRR(LongitudinalMechanism):
 
     def analytic_mse(self, n: int, *, theta: Any = None, **_: Any) -> float:  # type: ignore[override]
         return float(pure_variance(np.asarray(theta, dtype=np.float64), n, float(self.p_star_exact), float(self.q_star_exact)).sum())
+
+    def output_index(self, reports: Any) -> np.ndarray:
+        return np.asarray(reports, dtype=np.int64)
 
     def channel(self):
         """Exact one-report channel (the permanent layer for a uniformly random key, composed)."""
@@ -314,7 +338,9 @@ class LOLOHA(LGRR):
         return self._hashed(self._codes(codes), self._seeds(keys))
 
     def _collect(self, codes: np.ndarray, keys: list, source: Any) -> np.ndarray:
-        seeds = self._seeds(keys)
+        return self._collect_with_seeds(codes, keys, self._seeds(keys), source)
+
+    def _collect_with_seeds(self, codes: np.ndarray, keys: list, seeds: np.ndarray, source: Any) -> np.ndarray:
         hashed = self._hashed(codes, seeds)
         perm = self._permanent(hashed, keys)
         out = np.empty((codes.size, 2), dtype=np.uint64)
@@ -344,8 +370,37 @@ class LOLOHA(LGRR):
     def analytic_mse(self, n: int, *, theta: Any = None, **_: Any) -> float:  # type: ignore[override]
         return float(pure_variance(np.asarray(theta, dtype=np.float64), n, float(self.p_star_exact), 1.0 / self.g).sum())
 
-    def channel(self):  # the hashed channel depends on the seed: verified per seed in the tests
-        raise LDPParameterError("loloha's one-report channel depends on the user's hash seed")
+    # -- verification: as OLH, conditional on the seed being one of the verification seeds ------
+    channel_is_client = False
+
+    def _verification_randomize(self, codes: Any, source: Any) -> Any:
+        from .local_hashing import VERIFICATION_SEEDS
+
+        codes = np.asarray(codes, dtype=np.int64)
+        raw = np.asarray(source.random_bytes(32 * codes.size), dtype=np.uint8).reshape(codes.size, 32)
+        seeds = np.asarray(VERIFICATION_SEEDS, dtype=np.uint64)[source.uniform_int(len(VERIFICATION_SEEDS), codes.size)]
+        return self._collect_with_seeds(codes, [bytes(r) for r in raw], seeds, source)
+
+    def channel(self):
+        """The exact one-report channel conditional on the hash seed being one of OLH's
+        verification seeds (uniformly): outputs ``(seed index, y)``; the permanent layer for a
+        random key, composed with the instantaneous one (L-GRR over ``g`` of the hashed value)."""
+        from ..hashing import item_keys, seeded_hash
+        from ._base import Channel
+        from .local_hashing import VERIFICATION_SEEDS
+
+        S, ps, qs = len(VERIFICATION_SEEDS), self.p_star_exact, self.q_star_exact
+        hashed = [seeded_hash(item_keys(np.arange(self.d)), np.uint64(s), self.g) for s in VERIFICATION_SEEDS]
+        rows = tuple(tuple((ps if hashed[si][x] == y else qs) / S for si in range(S) for y in range(self.g)) for x in range(self.d))
+        return Channel(tuple((si, y) for si in range(S) for y in range(self.g)), rows)
+
+    def output_index(self, reports: Any) -> np.ndarray:
+        from .local_hashing import VERIFICATION_SEEDS
+
+        r = np.asarray(reports, dtype=np.uint64)
+        index = {s: i for i, s in enumerate(VERIFICATION_SEEDS)}
+        si = np.array([index[int(s)] for s in r[:, 0].tolist()], dtype=np.int64)
+        return si * self.g + r[:, 1].astype(np.int64)
 
 
 class LifetimeTracker:

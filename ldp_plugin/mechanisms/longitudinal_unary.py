@@ -73,6 +73,11 @@ class _LUnary(LongitudinalMechanism):
         return self.thresholds[4]
 
     @property
+    def realized_ratio(self) -> Fraction:
+        """The composed one-report channel's worst-case ratio (two bits differ)."""
+        return _unary_ratio(self.thresholds[4], self.thresholds[5])
+
+    @property
     def q_star_exact(self) -> Fraction:
         return self.thresholds[5]
 
@@ -83,8 +88,7 @@ class _LUnary(LongitudinalMechanism):
         own = np.zeros((n, d), dtype=bool)
         own[np.arange(n), codes] = True
         perm = words < np.where(own, np.uint64(T_p1), np.uint64(T_q1))
-        fresh = source.words(n * d).reshape(n, d)
-        bits = fresh < np.where(perm, np.uint64(T_p2), np.uint64(T_q2))
+        bits = source.bernoulli_each(np.where(perm, np.uint64(T_p2), np.uint64(T_q2)).ravel()).reshape(n, d)
         return np.packbits(bits, axis=1, bitorder="little")
 
     def report_fields(self) -> tuple:
@@ -98,6 +102,31 @@ class _LUnary(LongitudinalMechanism):
 
     def analytic_mse(self, n: int, *, theta: Any = None, **_: Any) -> float:  # type: ignore[override]
         return float(pure_variance(np.asarray(theta, dtype=np.float64), n, float(self.p_star_exact), float(self.q_star_exact)).sum())
+
+    def output_index(self, reports: Any) -> np.ndarray:
+        bits = np.unpackbits(np.asarray(reports, dtype=np.uint8), axis=1, count=self.d, bitorder="little").astype(np.int64)
+        return bits @ (1 << np.arange(self.d, dtype=np.int64))
+
+    def channel(self):
+        """Exact one-report channel over the ``2^d`` bit vectors (``d <= 12``): independent bits,
+        ``P(1) = P(1|1)`` at the own item, ``P(1|0)`` elsewhere (the permanent layer for a random key)."""
+        from ._base import Channel
+
+        if self.d > 12:
+            raise LDPParameterError("the exact channel enumerates 2^d outputs: d <= 12")
+        P1, P0 = self.p_star_exact, self.q_star_exact
+        rows = []
+        for x in range(self.d):
+            row = []
+            for y in range(1 << self.d):
+                pr = Fraction(1)
+                for j in range(self.d):
+                    b = (y >> j) & 1
+                    p = P1 if j == x else P0
+                    pr *= p if b else 1 - p
+                row.append(pr)
+            rows.append(tuple(row))
+        return Channel(tuple(range(1 << self.d)), tuple(rows))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -134,7 +163,7 @@ class DBitFlipPM(LongitudinalMechanism):
     name = "dbitflip"
     d_bits: int = 1
     uses_epsilon_1 = False
-    T: int = field(init=False, repr=False, compare=False)
+    T: int = field(init=False, repr=False, compare=False)  # the bit threshold (compared with PRF words)
 
     def _realize(self) -> None:
         b = self.d_bits
@@ -150,6 +179,12 @@ class DBitFlipPM(LongitudinalMechanism):
 
     def _extra(self) -> dict:
         return {"d_bits": self.d_bits}
+
+    @property
+    def realized_ratio(self) -> Fraction:
+        """Two values differ in at most two sampled buckets' bits (one when ``d_bits = 1``)."""
+        r = Fraction(self.T, TWO64 - self.T)
+        return r ** min(2, self.d_bits)
 
     def unit_bound(self) -> int:
         return self.d_bits + 1
@@ -216,3 +251,35 @@ class DBitFlipPM(LongitudinalMechanism):
 
     def analytic_mse(self, n: int, *, theta: Any = None, **_: Any) -> float:  # type: ignore[override]
         return float(self._variance(np.asarray(theta, dtype=np.float64), n, n * self.d_bits / self.d).sum())
+
+    def _combos(self) -> dict:
+        from itertools import combinations
+
+        return {c: i for i, c in enumerate(combinations(range(self.d), self.d_bits))}
+
+    def output_index(self, reports: Any) -> np.ndarray:
+        combos = self._combos()
+        J, bits = np.asarray(reports[0], dtype=np.int64), np.asarray(reports[1], dtype=np.int64)
+        j_index = np.array([combos[tuple(r)] for r in J.tolist()], dtype=np.int64)
+        return j_index * (1 << self.d_bits) + bits @ (1 << np.arange(self.d_bits, dtype=np.int64))
+
+    def channel(self):
+        """Exact one-report channel over (sampled buckets, bits) for a random key (small d)."""
+        from ._base import Channel
+
+        combos = list(self._combos())
+        if len(combos) * (1 << self.d_bits) > 4096:
+            raise LDPParameterError("the exact channel enumerates C(d, d_bits)·2^d_bits outputs: at most 4096")
+        p = Fraction(self.T, TWO64)
+        rows = []
+        for x in range(self.d):
+            row = []
+            for J in combos:
+                for b in range(1 << self.d_bits):
+                    pr = Fraction(1, len(combos))
+                    for i, j in enumerate(J):
+                        one = p if j == x else 1 - p
+                        pr *= one if (b >> i) & 1 else 1 - one
+                    row.append(pr)
+            rows.append(tuple(row))
+        return Channel(tuple(range(len(rows[0]))), tuple(rows))

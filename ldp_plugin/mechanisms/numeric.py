@@ -201,6 +201,10 @@ class NumericMechanism(Mechanism):
         source = as_source(rng)
         return self._sample(self._round(self._t(values), source), source)
 
+    def randomize_one(self, value: Any, *, rng: RNGLike = None) -> int:
+        """One user's report (the same exact sampler, batch of one)."""
+        return int(self.randomize(np.array([value], dtype=np.float64), rng=rng)[0])
+
     def randomize_encoded(self, codes: Any, *, rng: RNGLike = None, cohorts: Any = None) -> np.ndarray:
         """Reports for grid indices ``k`` in ``[0, grid]``."""
         self._check_no_cohorts(cohorts)
@@ -259,6 +263,8 @@ class Duchi(NumericMechanism):
     name = "duchi"
     t_low: int = field(init=False, repr=False, compare=False)
     step: int = field(init=False, repr=False, compare=False)
+    #: ``T(k) = t_low + k·step`` for every grid input (read by the sampling-path layer)
+    grid_thresholds: tuple = field(init=False, repr=False, compare=False)
 
     def _realize(self) -> None:
         L = exp_lower_bound(self.epsilon)
@@ -270,6 +276,7 @@ class Duchi(NumericMechanism):
             raise LDPParameterError(f"epsilon={self.epsilon!r} is too small for the 2^64 threshold grid")
         object.__setattr__(self, "t_low", TWO64 - t_hi)
         object.__setattr__(self, "step", spread // self.grid)
+        object.__setattr__(self, "grid_thresholds", tuple(self.t_low + k * self.step for k in range(self.grid + 1)))
 
     @property
     def realized_ratio(self) -> Fraction:
@@ -348,7 +355,7 @@ class Piecewise(NumericMechanism):
 
     name = "piecewise"
     window: int = field(init=False, repr=False, compare=False)
-    t_in: int = field(init=False, repr=False, compare=False)
+    window_threshold: int = field(init=False, repr=False, compare=False)
 
     def _realize(self) -> None:
         h = math.exp(self.epsilon / 2)
@@ -358,7 +365,7 @@ class Piecewise(NumericMechanism):
         M = L + self.grid
         E = exp_lower_bound(self.epsilon)
         # P(in window) = L·p_hi with p_hi/p_lo = e^ε (floor: never above)
-        object.__setattr__(self, "t_in", _threshold_floor(L * E / (L * E + (M - L))))
+        object.__setattr__(self, "window_threshold", _threshold_floor(L * E / (L * E + (M - L))))
 
     @property
     def cells(self) -> int:
@@ -366,11 +373,11 @@ class Piecewise(NumericMechanism):
 
     @property
     def p_hi(self) -> Fraction:
-        return Fraction(self.t_in, TWO64) / self.window
+        return Fraction(self.window_threshold, TWO64) / self.window
 
     @property
     def p_lo(self) -> Fraction:
-        return (1 - Fraction(self.t_in, TWO64)) / (self.cells - self.window)
+        return (1 - Fraction(self.window_threshold, TWO64)) / (self.cells - self.window)
 
     @property
     def realized_ratio(self) -> Fraction:
@@ -385,7 +392,7 @@ class Piecewise(NumericMechanism):
 
     def _sample(self, k: np.ndarray, source: Any) -> np.ndarray:
         n = k.size
-        inside = source.bernoulli(self.t_in, n)
+        inside = source.bernoulli(self.window_threshold, n)
         j_in = k + source.uniform_int(self.window, n)
         u = source.uniform_int(self.cells - self.window, n)
         j_out = np.where(u < k, u, u + self.window)  # uniform over the cells outside [k, k + L)
@@ -433,23 +440,23 @@ class Hybrid(NumericMechanism):
     name = "hybrid"
     duchi: Duchi = field(init=False, repr=False, compare=False)
     piecewise: Piecewise = field(init=False, repr=False, compare=False)
-    t_pm: int = field(init=False, repr=False, compare=False)
+    component_threshold: int = field(init=False, repr=False, compare=False)
 
     def _realize(self) -> None:
         object.__setattr__(self, "duchi", Duchi(epsilon=self.epsilon, lower=self.lower, upper=self.upper, grid=self.grid))
         object.__setattr__(self, "piecewise", Piecewise(epsilon=self.epsilon, lower=self.lower, upper=self.upper, grid=self.grid))
         alpha = 1 - math.exp(-self.epsilon / 2) if self.epsilon > 0.61 else 0.0
-        object.__setattr__(self, "t_pm", int(alpha * 2.0**64) if alpha > 0 else 0)
+        object.__setattr__(self, "component_threshold", int(alpha * 2.0**64) if alpha > 0 else 0)
 
     @property
     def alpha(self) -> Fraction:
-        return Fraction(self.t_pm, TWO64)
+        return Fraction(self.component_threshold, TWO64)
 
     @property
     def realized_ratio(self) -> Fraction:
         # the component is chosen independently of the input and reported: each output is one
         # component's, so the ratio is the larger of the two components'
-        if self.t_pm == 0:  # ε <= 0.61: Duchi only
+        if self.component_threshold == 0:  # ε <= 0.61: Duchi only
             return self.duchi.realized_ratio
         return max(self.duchi.realized_ratio, self.piecewise.realized_ratio)
 
@@ -461,7 +468,7 @@ class Hybrid(NumericMechanism):
         return 2 + self.piecewise.cells
 
     def _sample(self, k: np.ndarray, source: Any) -> np.ndarray:
-        use_pm = source.bernoulli(self.t_pm, k.size) if self.t_pm else np.zeros(k.size, dtype=bool)
+        use_pm = source.bernoulli(self.component_threshold, k.size) if self.component_threshold else np.zeros(k.size, dtype=bool)
         out = self.duchi._sample(k, source)
         if use_pm.any():
             out[use_pm] = 2 + self.piecewise._sample(k[use_pm], source)

@@ -71,9 +71,10 @@ def _thresholds_of(obj: Any, seen: set, depth: int = 0) -> set:
         elif name == "thresholds" or name == "_T":
             flat = np.asarray(v, dtype=object).ravel().tolist() if v is not None else []
             out.update(int(t) for t in flat if isinstance(t, (int, np.integer)))
-    for inner in ("_krr", "padded", "mechanism", "instantaneous_mechanism", "permanent_mechanism"):
-        child = getattr(obj, "__dict__", {}).get(inner)
-        if child is not None and hasattr(child, "__dict__"):
+    from ..mechanisms.protocol import Mechanism
+
+    for child in getattr(obj, "__dict__", {}).values():  # the mechanisms it wraps or combines
+        if isinstance(child, Mechanism):
             out |= _thresholds_of(child, seen, depth + 1)
     return out
 
