@@ -97,7 +97,7 @@ def test_mixing_the_common_part_into_the_counts_would_be_unsound():
     assert shuffle_delta(2.0, vp, 25) >= exact  # ... the shipped bound does not
 
 
-@pytest.mark.parametrize("eps0,d,n", [(1.0, 3, 30), (3.0, 4, 25), (2.0, 5, 20), (2.0, 2, 40)])
+@pytest.mark.parametrize("eps0,d,n", [(1.0, 3, 30), (3.0, 4, 25), (2.0, 5, 14), (2.0, 2, 40)])
 def test_blanket_bound_is_never_below_an_exact_neighbouring_pair(eps0, d, n):
     """The privacy-blanket bound against exact divergences of concrete neighbouring pairs
     (others all on the victim's value, on the other value, on a third value, or split)."""
@@ -178,13 +178,13 @@ def test_opendp_profile_composes_with_fix_delta():
     import opendp.prelude as dp
 
     mech = ldp.KRR(epsilon=2.0, d=4)
-    meas = make_shuffle_amplified(mech, 10**4)
+    meas = make_shuffle_amplified(mech, 2000)
     fixed = dp.c.make_fix_delta(meas, 1e-6)
     eps, delta = fixed.map(2)
-    assert delta == 1e-6 and eps == pytest.approx(amplify(mech, 10**4, 1e-6)["epsilon"], rel=1e-6)
+    assert delta == 1e-6 and eps == pytest.approx(amplify(mech, 2000, 1e-6)["epsilon"], rel=1e-6)
     assert dp.c.make_composition([fixed, fixed]).map(2) == pytest.approx((2 * eps, 2e-6))
-    out = meas(list(range(4)) * 2500)
-    assert len(out) == 10**4
+    out = meas(list(range(4)) * 500)
+    assert len(out) == 2000
     with pytest.raises(Exception):
         meas([0, 1])  # below the guaranteed batch size
 

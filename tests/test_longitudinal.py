@@ -152,3 +152,19 @@ def test_cli_longitudinal_simulate():
                           "--epsilon-perm", "1", "--epsilon-1", "2", "--rounds", "3", "--change-prob", "0.2", "--n", "50"],
                          capture_output=True, text=True, timeout=60)
     assert bad.returncode == 2 and "epsilon_1 must be below epsilon_perm" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_ledger_charges_the_worst_case_lifetime(tmp_path):
+    """A server ledger charges collection t its worst-case increment: LOLOHA (g = 2) costs ε∞ for
+    the first two collections and nothing after; over 20 collections the ledger holds exactly
+    the protocol bound, which every simulated user's own charge stays below."""
+    m = ldp.LOLOHA(epsilon_perm=2.0, epsilon_1=1.0, d=64)
+    acc = ldp.Accountant.create(tmp_path / "l.sqlite", ldp.Population(name="p", lifetime_cap="4"))
+    for t in range(1, 21):
+        acc.spend(f"day-{t}", m.collection_cost(t))
+    assert acc.spent() == 4 == m.lifetime_spend(m.unit_bound())
+    with pytest.raises(ldp.BudgetExceededError):
+        acc.spend("other", ldp.KRR(epsilon=0.5, d=4))
+    assert [m.collection_cost(t) for t in (1, 2, 3)] == [2, 2, 0]
+    with pytest.raises(LDPParameterError):
+        m.collection_cost(0)

@@ -130,11 +130,11 @@ def test_cli_budget_central_and_choose_delta(tmp_path):
     text = run("budget", "central", str(path), "--delta", "1e-6")
     assert text.returncode == 0 and "batch b1" in text.stdout
 
-    out = run("choose", "--d", "16", "--epsilon", "2", "--n", str(N), "--delta", "1e-8", "--json")
+    out = run("choose", "--d", "16", "--epsilon", "2", "--n", "2000", "--delta", "1e-8", "--json")
     assert out.returncode == 0, out.stderr
     rows = json.loads(out.stdout)["ranking"]
     krr = next(r for r in rows if r["mechanism"] == "krr")
-    assert krr["central_epsilon"] == pytest.approx(rec.epsilon_central)
+    assert krr["central_epsilon"] == pytest.approx(amplify(MECH, 2000, 1e-8)["epsilon"])
     assert all(0 < r["central_epsilon"] <= 2.0 for r in rows)
     bad = run("choose", "--d", "16", "--epsilon", "2", "--delta", "1.5")
     assert bad.returncode == 2 and "--delta" in bad.stderr and "Traceback" not in bad.stderr

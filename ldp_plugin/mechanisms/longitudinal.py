@@ -151,6 +151,16 @@ class LongitudinalMechanism(Mechanism):
         """Exact lifetime charge of a user who has used ``distinct_units`` memoized units."""
         return min(int(distinct_units), self.unit_bound()) * Fraction(self.epsilon_perm)
 
+    def collection_cost(self, t: int) -> Fraction:
+        """What collection number ``t`` (1-based) adds to the worst case over all users, for a
+        server ledger that cannot see the units: ``min(t, bound)·ε∞ − min(t − 1, bound)·ε∞``
+        (every collection may bring a new unit until the protocol's bound is reached, then none
+        can). ``Accountant.spend(query_id, mech.collection_cost(t))`` charges it; a device that
+        tracks its own units (:class:`LifetimeTracker`) charges ``lifetime_spend`` instead."""
+        if isinstance(t, bool) or not isinstance(t, int) or t < 1:
+            raise LDPParameterError(f"t must be an int >= 1 (got {t!r})")
+        return self.lifetime_spend(t) - self.lifetime_spend(t - 1)
+
     def memo_units(self, codes: Any, user_keys: Sequence[bytes]) -> np.ndarray:
         """The memoized unit each user's value uses (the value itself, by default)."""
         return self._codes(codes)
