@@ -68,7 +68,7 @@ def test_composed_channel_with_fresh_keys_matches_the_declared_rates(name):
     """Fresh keys per report: the report is one draw of the composed channel; the rate of the
     own item's bit (or report) must be p*, another's q* (binomial, 4 sd)."""
     m = build_longitudinal(name, d=8, epsilon_perm=2.0, epsilon_1=1.0)
-    n = 40_000
+    n = 20_000
     keys = [np.random.default_rng(i).bytes(32) for i in range(n)]
     codes = np.zeros(n, dtype=np.int64)
     rep = m.randomize(codes, keys, rng=5)
