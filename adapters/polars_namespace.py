@@ -50,7 +50,7 @@ from .polars_frames import estimate_frame
 
 __all__ = ["ROWS_PER_CHUNK", "privatize", "estimate", "reports_to_frame", "frame_to_reports", "LDPFrame", "LDPLazyFrame"]
 
-ROWS_PER_CHUNK = 1 << 17
+ROWS_PER_CHUNK = 1 << 18
 UNKNOWN = ("error", "other")
 
 
@@ -195,8 +195,10 @@ class _Privatizer:
             pl.when(pl.col(name).is_in(cats)).then(pl.col(name)).otherwise(pl.lit(self.other)).alias(name)
         ).to_series()
 
-    def process(self, chunk: pl.DataFrame, index: int, offset: int, partition: Optional[int] = None) -> pl.DataFrame:
-        source = chunk_source(self.rng, index, partition)
+    def prepare(self, chunk: pl.DataFrame, offset: int) -> tuple:
+        """The cheap, data-checking half of a chunk: nulls, unknown items, cohorts, and (for
+        single-value mechanisms) the dictionary encoding — run one chunk ahead of the
+        randomization, in a helper thread (Polars releases the GIL), by :func:`_release`."""
         series = chunk[self.column]
         if series.null_count():
             pos = offset + int(series.is_null().arg_true()[0])
@@ -208,14 +210,33 @@ class _Privatizer:
         coh = None
         if self.is_cohort and self.cohort_salt is not None:
             coh = assign_cohorts(chunk[self.user_id], self.base.cohorts, int(self.cohort_salt))
+        codes = None
+        if self.mechanism.input_kind == "value" and not self.mechanism.needs_user_keys:
+            try:
+                codes = self.mechanism.encode(series)  # randomize(values) is randomize_encoded(encode(values))
+            except LDPInputError as e:
+                raise LDPInputError(f"{e} [rows {offset}..{offset + chunk.height - 1} of the frame]") from None
+        return series, codes, coh
+
+    def finish(self, chunk: pl.DataFrame, prepared: tuple, index: int, offset: int, partition: Optional[int] = None) -> pl.DataFrame:
+        """The randomizing half of a chunk (its own random stream: results never depend on the
+        pipelining)."""
+        series, codes, coh = prepared
+        source = chunk_source(self.rng, index, partition)
         try:
-            reports = self.mechanism.randomize(series, rng=source, cohorts=coh)
+            if codes is not None:
+                reports = self.mechanism.randomize_encoded(codes, rng=source, cohorts=coh)
+            else:
+                reports = self.mechanism.randomize(series, rng=source, cohorts=coh)
         except LDPInputError as e:
             raise LDPInputError(f"{e} [rows {offset}..{offset + chunk.height - 1} of the frame]") from None
         out = reports_to_frame(self.mechanism, reports)
         if self.keep_user_id:
             out = out.insert_column(0, chunk[self.user_id])
         return out
+
+    def process(self, chunk: pl.DataFrame, index: int, offset: int, partition: Optional[int] = None) -> pl.DataFrame:
+        return self.finish(chunk, self.prepare(chunk, offset), index, offset, partition)
 
 
 def _rechunk(batches: Iterator[pl.DataFrame], rows: int) -> Iterator[pl.DataFrame]:
@@ -315,13 +336,23 @@ def _release(p, frame, lf, column, user_id, sink, partition, mechanism):
     offset = 0
     from ldp_plugin.progress import progress
 
-    for i, chunk in enumerate(progress(_rechunk(batches, ROWS_PER_CHUNK), desc="privatize", unit="chunk")):
-        out = p.process(chunk, i, offset, partition)
-        offset += chunk.height
-        if sink is not None:
-            write_reports(out, out_dir / f"part-{i:06d}.parquet", mechanism)
-        else:
-            parts.append(out)
+    from concurrent.futures import ThreadPoolExecutor
+
+    chunks = enumerate(progress(_rechunk(batches, ROWS_PER_CHUNK), desc="privatize", unit="chunk"))
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="ldp-prepare") as pool:
+        # prepare (encode, check) chunk i + 1 while chunk i is randomized: the two overlap on 2 cores
+        nxt = next(chunks, None)
+        pending = None if nxt is None else (nxt[0], nxt[1], offset, pool.submit(p.prepare, nxt[1], offset))
+        while pending is not None:
+            i, chunk, off, fut = pending
+            prepared = fut.result()  # errors surface in row order
+            nxt = next(chunks, None)
+            pending = None if nxt is None else (nxt[0], nxt[1], off + chunk.height, pool.submit(p.prepare, nxt[1], off + chunk.height))
+            out = p.finish(chunk, prepared, i, off, partition)
+            if sink is not None:
+                write_reports(out, out_dir / f"part-{i:06d}.parquet", mechanism)
+            else:
+                parts.append(out)
     if sink is not None:
         marker.unlink()  # complete: every part is written
         return pl.scan_parquet(out_dir / "part-*.parquet")
