@@ -148,3 +148,29 @@ def test_memoized_queries_use_each_devices_secret_key(tmp_path):
     codes = np.arange(40) % 4
     assert np.array_equal(memo.permanent(codes, fleet.keys), memo.permanent(codes, fleet.keys))
     assert not np.array_equal(memo.permanent(codes, fleet.keys), memo.permanent(codes, [os.urandom(32) for _ in range(40)]))
+
+
+def test_a_longitudinal_series_is_charged_its_lifetime_bound_on_the_device(tmp_path):
+    """LOLOHA (g = 2, ε∞ = 2): every device is charged ε∞ for its first two collections and
+    nothing after (at most g·ε∞ = 4 over its lifetime, whatever its values do), so a cap of 4
+    never refuses it; L-GRR's bound is d·ε∞, so the same cap refuses its third collection. The
+    collector estimates every round from the reports alone."""
+    values = np.arange(60) % 8
+    fleet = DeviceFleet(tmp_path / "lol.sqlite", values, lifetime_cap="4")
+    lol = ldp.LOLOHA(epsilon_perm=2.0, epsilon_1=1.0, d=8)
+    spent = []
+    for day in range(5):
+        fleet.values = np.roll(values, day)  # the devices' values change every day
+        q = Query.for_mechanism(f"day-{day}", lol)
+        rep = fleet.respond(q.to_json())
+        assert len(rep["reports"]) == 60 and rep["refused"] == {}
+        col = Collector(q)
+        col.ingest(rep["ids"], rep["reports"])
+        assert col.accepted == 60 and col.estimate().n == 60
+        spent.append(float(fleet.ledger.spent()))
+    assert spent == [2.0, 4.0, 4.0, 4.0, 4.0]
+    grr_fleet = DeviceFleet(tmp_path / "grr.sqlite", values, lifetime_cap="4")
+    grr = ldp.LGRR(epsilon_perm=2.0, epsilon_1=1.0, d=8)
+    out = [grr_fleet.respond(Query.for_mechanism(f"day-{day}", grr).to_json()) for day in range(3)]
+    assert [len(r["reports"]) for r in out] == [60, 60, 0] and out[2]["refused"] == {"budget_exhausted": 60}
+    assert grr_fleet.ledger.spent() == 4

@@ -12,6 +12,14 @@ version and hash, its mechanism against the local policy (allowed names, a maxim
 and every device's remaining budget; then it spends once (one transaction) for the devices that
 fit, randomizes their values with the OS CSPRNG, and returns one wire report per device or a
 refusal with a reason code. Raw values never leave it.
+
+**Repeated collections** (a longitudinal mechanism: memoized by each device's key): a query of
+the series is charged, on every device, the worst-case increment of the series' lifetime bound
+at the device's collection number ``t`` (``mechanism.collection_cost(t)``: ``ε∞`` until the
+protocol's bound of memoized units is reached, then 0) — never the data-dependent count of the
+device's own units, so a refusal reveals nothing about its values. ``t`` is counted from the
+device's own spends of queries with the same mechanism spec; devices at different ``t`` are
+charged the largest of their increments (over-charging, never under-charging).
 """
 
 from __future__ import annotations
@@ -84,6 +92,10 @@ class DeviceFleet:
         except (LDPInputError, LDPParameterError):
             return {"ids": [], "reports": [], "refused": {"malformed_query": n}, "retry": False}
         qid = query.content_hash.hex()
+        if hasattr(mech, "collection_cost") and self.ledger.release_status(qid) is None:
+            eps = self._series_charge(query, mech)  # the worst-case lifetime increment, not ε of one report
+            if eps > self.policy.max_epsilon_per_query:
+                return {"ids": [], "reports": [], "refused": {"epsilon_above_policy": n}, "retry": False}
         status = self.ledger.release_status(qid)
         if status in ("started", "partial"):  # charged, then killed or failed: never randomize twice
             return {"ids": [], "reports": [], "refused": {"interrupted": n}, "retry": True}
@@ -110,6 +122,15 @@ class DeviceFleet:
 
         kept = self.ledger.release(qid, eps, produce, cohorts=fit, keep_reports=True, mechanism=name, params=query.to_dict())
         return {"ids": [bytes.fromhex(h) for h in kept["ids"]], "reports": [bytes.fromhex(h) for h in kept["reports"]], "refused": kept["refused"], "retry": False}
+
+    def _series_charge(self, query: Query, mech: Any) -> Fraction:
+        """``max_i collection_cost(t_i)`` over the devices, ``t_i`` = 1 + device ``i``'s earlier
+        collections of this series (its spends of a query with the same mechanism spec)."""
+        done = np.zeros(self.n_devices, dtype=np.int64)
+        for rec in self.ledger.history():
+            if isinstance(rec.params, dict) and rec.params.get("spec") == query.spec:
+                done[list(rec.cohorts)] += 1
+        return max(mech.collection_cost(int(t) + 1) for t in np.unique(done))
 
     def close(self) -> None:
         self.ledger.close()

@@ -51,7 +51,7 @@ from ..estimation import FrequencyEstimate, estimate_pure, pure_variance
 from ..exact import TWO64, exp_lower_bound, ratio_within_exp
 from ..sampling import RNGLike, as_source
 from .domain import check_epsilon
-from .protocol import Mechanism, ReportField
+from .protocol import MergeableCounts, Mechanism, ReportField
 
 __all__ = ["LongitudinalMechanism", "LGRR", "LOLOHA", "LifetimeTracker", "loloha_optimal_g"]
 
@@ -177,6 +177,21 @@ class LongitudinalMechanism(Mechanism):
             raise LDPParameterError(f"{self.name} needs user_keys= (one secret key per user) to memoize the permanent reports")
         return self.randomize(codes, user_keys, rng=rng)
 
+    def encode(self, values: Any) -> np.ndarray:
+        """Validated item codes (``int64``) in ``[0, d)``."""
+        return self._codes(values)
+
+    # -- server: additive statistics per family (``_statistics``), merged across batches ---------------
+    def accumulator(self) -> "LongitudinalAccumulator":
+        return LongitudinalAccumulator(self)
+
+    def estimate(self, reports: Any, *, postprocess: str = "projection", confidence: float = 0.95, **_: Any) -> FrequencyEstimate:  # type: ignore[override]
+        """One round's frequencies from its reports (the composed one-report channel)."""
+        return self.accumulator().add(reports).estimate(postprocess=postprocess, confidence=confidence)
+
+    def estimate_from(self, acc: Any, *, postprocess: str = "projection", confidence: float = 0.95, **_: Any) -> FrequencyEstimate:  # type: ignore[override]
+        return acc.estimate(postprocess=postprocess, confidence=confidence)
+
     # -- verification: one report's channel, the real client with fresh random keys ----------------
     def _verification_randomize(self, codes: Any, source: Any) -> Any:
         codes = np.asarray(codes, dtype=np.int64)
@@ -266,10 +281,11 @@ class LGRR(LongitudinalMechanism):
     def report_fields(self) -> tuple:
         return (ReportField("report", "uint32", kind="int", bound=self.d),)
 
-    def estimate(self, reports: Any, *, postprocess: str = "projection", confidence: float = 0.95, **_: Any) -> FrequencyEstimate:  # type: ignore[override]
-        r = np.asarray(reports, dtype=np.int64)
-        counts = np.bincount(r, minlength=self.d)
-        return estimate_pure(counts, r.size, float(self.p_star_exact), float(self.q_star_exact), postprocess=postprocess,
+    def _statistics(self, reports: Any) -> np.ndarray:
+        return np.bincount(np.asarray(reports, dtype=np.int64), minlength=self.d)
+
+    def _estimate_statistics(self, stats: np.ndarray, n: int, postprocess: str, confidence: float) -> FrequencyEstimate:
+        return estimate_pure(stats, n, float(self.p_star_exact), float(self.q_star_exact), postprocess=postprocess,
                              confidence=confidence, items=tuple(range(self.d)))
 
     def analytic_mse(self, n: int, *, theta: Any = None, **_: Any) -> float:  # type: ignore[override]
@@ -368,13 +384,15 @@ class LOLOHA(LGRR):
     def _from_columns(self, cols: dict) -> Any:
         return np.stack([np.asarray(cols["seed"], dtype=np.uint64), np.asarray(cols["report"], dtype=np.uint64)], axis=1)
 
-    def estimate(self, reports: Any, *, postprocess: str = "projection", confidence: float = 0.95, **_: Any) -> FrequencyEstimate:  # type: ignore[override]
+    def _statistics(self, reports: Any) -> np.ndarray:
         from ..hashing import item_keys
         from .local_hashing import olh_support_counts
 
         r = np.asarray(reports, dtype=np.uint64)
-        counts = olh_support_counts(r[:, 0], r[:, 1], self.g, item_keys(np.arange(self.d)))
-        return estimate_pure(counts, r.shape[0], float(self.p_star_exact), 1.0 / self.g, postprocess=postprocess,
+        return olh_support_counts(r[:, 0], r[:, 1], self.g, item_keys(np.arange(self.d)))
+
+    def _estimate_statistics(self, stats: np.ndarray, n: int, postprocess: str, confidence: float) -> FrequencyEstimate:
+        return estimate_pure(stats, n, float(self.p_star_exact), 1.0 / self.g, postprocess=postprocess,
                              confidence=confidence, items=tuple(range(self.d)))
 
     def analytic_mse(self, n: int, *, theta: Any = None, **_: Any) -> float:  # type: ignore[override]
@@ -411,6 +429,27 @@ class LOLOHA(LGRR):
         index = {s: i for i, s in enumerate(VERIFICATION_SEEDS)}
         si = np.array([index[int(s)] for s in r[:, 0].tolist()], dtype=np.int64)
         return si * self.g + r[:, 1].astype(np.int64)
+
+
+class LongitudinalAccumulator(MergeableCounts):
+    """Additive statistics of one round's reports (counts, or dBitFlipPM's ones and samples per
+    bucket) and their number: batches, devices and partitions merge."""
+
+    def __init__(self, mechanism: LongitudinalMechanism):
+        self.mechanism = mechanism
+        self.counts = None
+        self.n = 0
+
+    def add(self, reports: Any) -> "LongitudinalAccumulator":
+        stats = np.asarray(self.mechanism._statistics(reports), dtype=np.float64)
+        self.counts = stats if self.counts is None else self.counts + stats
+        self.n += self.mechanism.report_count(reports)
+        return self
+
+    def estimate(self, *, postprocess: str = "projection", confidence: float = 0.95, **_: Any) -> FrequencyEstimate:
+        if self.n == 0:
+            raise LDPParameterError("an estimate needs at least one report (n >= 1)")
+        return self.mechanism._estimate_statistics(self.counts, self.n, postprocess, confidence)
 
 
 class LifetimeTracker:

@@ -94,10 +94,11 @@ class _LUnary(LongitudinalMechanism):
     def report_fields(self) -> tuple:
         return (ReportField("report", "uint8", width=(self.d + 7) // 8, kind="bits", bound=self.d),)
 
-    def estimate(self, reports: Any, *, postprocess: str = "projection", confidence: float = 0.95, **_: Any) -> FrequencyEstimate:  # type: ignore[override]
-        r = np.asarray(reports, dtype=np.uint8)
-        counts = np.unpackbits(r, axis=1, count=self.d, bitorder="little").sum(axis=0, dtype=np.int64)
-        return estimate_pure(counts, r.shape[0], float(self.p_star_exact), float(self.q_star_exact), postprocess=postprocess,
+    def _statistics(self, reports: Any) -> np.ndarray:
+        return np.unpackbits(np.asarray(reports, dtype=np.uint8), axis=1, count=self.d, bitorder="little").sum(axis=0, dtype=np.int64)
+
+    def _estimate_statistics(self, stats: np.ndarray, n: int, postprocess: str, confidence: float) -> FrequencyEstimate:
+        return estimate_pure(stats, n, float(self.p_star_exact), float(self.q_star_exact), postprocess=postprocess,
                              confidence=confidence, items=tuple(range(self.d)))
 
     def analytic_mse(self, n: int, *, theta: Any = None, **_: Any) -> float:  # type: ignore[override]
@@ -235,14 +236,19 @@ class DBitFlipPM(LongitudinalMechanism):
     def _from_columns(self, cols: dict) -> Any:
         return np.asarray(cols["bucket"], dtype=np.uint32), np.asarray(cols["bit"], dtype=np.uint8)
 
-    def estimate(self, reports: Any, *, postprocess: str = "projection", confidence: float = 0.95, **_: Any) -> FrequencyEstimate:  # type: ignore[override]
+    def _statistics(self, reports: Any) -> np.ndarray:
+        """Ones per bucket, then reports per bucket (one vector of 2d additive counts)."""
         J, bits = np.asarray(reports[0], dtype=np.int64), np.asarray(reports[1], dtype=np.int64)
         n_j = np.bincount(J.ravel(), minlength=self.d).astype(np.float64)
         ones = np.bincount(J.ravel(), weights=bits.ravel(), minlength=self.d)
+        return np.concatenate([ones, n_j])
+
+    def _estimate_statistics(self, stats: np.ndarray, n: int, postprocess: str, confidence: float) -> FrequencyEstimate:
+        ones, n_j = stats[: self.d], stats[self.d:]
         with np.errstate(invalid="ignore", divide="ignore"):
             raw = np.where(n_j > 0, (ones / n_j - self.q) / (self.p - self.q), 0.0)
-        se = np.sqrt(self._variance(np.clip(raw, 0, 1), J.shape[0], np.maximum(n_j, 1)))
-        return finalize_estimate(raw, se, J.shape[0], postprocess=postprocess, confidence=confidence, items=tuple(range(self.d)))
+        se = np.sqrt(self._variance(np.clip(raw, 0, 1), n, np.maximum(n_j, 1)))
+        return finalize_estimate(raw, se, n, postprocess=postprocess, confidence=confidence, items=tuple(range(self.d)))
 
     def _variance(self, f: np.ndarray, n: int, n_j: Any) -> np.ndarray:
         p, q = self.p, self.q
