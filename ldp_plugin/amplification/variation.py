@@ -35,8 +35,10 @@ validated against exact neighbouring-pair divergences on small cases (binary RR,
 a proof that the worst pair is the one of largest β is not given here, and the bound is not
 monotone in β at fixed q — parameters are therefore computed exactly, never bounded.
 
-The generic Feldman–McMillan–Talwar "clones" parameters (``β = (p−1)/(p+1)``, ``q = p``) apply to
-every ε0-LDP randomizer and are the cross-check. :func:`binary_rr_exact_lower` is the exact
+The generic parameters (``β = (p−1)/(p+1)``, the largest total variation of a ``p``-bounded pair,
+as in Feldman–McMillan–Talwar's "clones"; ``q = p + 1``, the largest variation ratio any
+``p``-LDP randomizer can have: :func:`generic_parameters`) apply to every ε0-LDP randomizer and
+are the cross-check. :func:`binary_rr_exact_lower` is the exact
 two-dataset divergence for binary randomized response, which no upper bound may undercut.
 """
 
