@@ -42,10 +42,13 @@ class Candidate:
     build: Callable[[], Any]
     #: the central ε of n shuffled reports (``rank_mechanisms(..., delta=...)``), else None
     central_epsilon: Optional[float] = None
+    #: one report's Bayes attacker success under a uniform prior (``Mechanism.bayes_success``)
+    attacker_success: Optional[float] = None
 
     def to_dict(self) -> dict:
         return {
             "central_epsilon": self.central_epsilon,
+            "attacker_success": self.attacker_success,
             "mechanism": self.label,
             "params": self.params,
             "predicted_error": self.predicted_error,
@@ -164,6 +167,9 @@ def rank_mechanisms(d: int, epsilon: float, *, n: int = 100_000, m: int = 1, met
         params = {k: (round(v, 6) if isinstance(v, float) else v) for k, v in mech.spec()["params"].items() if k in ("m", "p", "grid_bits", "k")}
         out.append(Candidate(label, params, _summarize(v, metric), float(v.sum()), bits, client, server, lambda f=factory: f()))
     out.sort(key=lambda c: (c.predicted_error, c.report_bits))
+    from dataclasses import replace as _replace
+
+    out = [_replace(c, attacker_success=c.build().bayes_success()) for c in out]
     if delta is not None and n >= 2:
         from dataclasses import replace
 

@@ -190,6 +190,15 @@ class Mechanism:
             return None
         return exact_variation_parameters(channel)
 
+    def bayes_success(self):
+        """One report's Bayes attacker success under a uniform prior, ``(1/d)·Σ_y max_x P(y|x)``
+        (``ldp choose``): closed forms where a family has them, else exact from the realized
+        channel on small domains, else None."""
+        if self.channel_is_client and (self.domain_size or 1 << 31) <= 16 and self.verification_input_count() <= 16:
+            M = self.channel().matrix
+            return float(sum(max(M[x][y] for x in range(len(M))) for y in range(len(M[0]))) / len(M))
+        return None
+
     def blanket_parameters(self):
         """``(d, γ)`` when the channel is ``R(x)(y) = γ/d + (1 − γ)·[y = x]`` (randomized
         response: the privacy-blanket bound of :mod:`ldp_plugin.amplification.blanket` applies);

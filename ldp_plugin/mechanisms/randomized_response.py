@@ -80,6 +80,10 @@ class KRR(FrequencyOracle):
         q = self.realized_ratio * beta / ((self.realized_ratio - 1) * self.q_star_exact)
         return VariationParameters(_up(p), _up(float(beta)), _up(float(q)), "closed form (k-RR)", point_masses=self.d >= 3)
 
+    def bayes_success(self) -> float:
+        """One report's Bayes attacker success under a uniform prior: ``p*`` (guess the report)."""
+        return float(self.p_star_exact)
+
     def blanket_parameters(self):
         """k-RR is ``γ/d + (1 − γ)·[y = x]`` with ``γ = d·q*`` (the realized, exact ``q*``): every
         report is a uniform draw with probability ``γ`` (the privacy blanket)."""

@@ -168,6 +168,13 @@ class UnaryEncoding(FrequencyOracle):
     def report_fields(self) -> tuple:
         return (ReportField("report", "uint8", self.n_bytes, "bits", self.d),)
 
+    def bayes_success(self) -> float:
+        """One report's Bayes attacker success under a uniform prior (independent bits, ``p*`` at
+        the own item, ``q*`` elsewhere, ``p* > q*``): guess any item whose bit is 1, else any item:
+        ``[(p*/q*)(1 − (1 − q*)^d) + (1 − p*)(1 − q*)^(d−1)] / d``."""
+        p, q, d = float(self.p_star_exact), float(self.q_star_exact), self.d
+        return ((p / q) * -np.expm1(d * np.log1p(-q)) + (1 - p) * np.exp((d - 1) * np.log1p(-q))) / d
+
     def variation_parameters(self):
         """Shuffle-amplification parameters in closed form: two inputs' bit vectors differ in
         two independent bits, so ``β = p* − q*``; the largest variation ratio is at the output
