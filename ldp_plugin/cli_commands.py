@@ -202,7 +202,10 @@ def cmd_aggregate(args) -> int:
         mech = result.mechanism()
         print(f"ldp aggregate: {result.n:,} reports from {len(result.ingested)} file(s) ({out['files_added']} new); mechanism {mech.name}, epsilon={mech.epsilon}")
         for r in rows:
-            print(f"  {str(r['item']):<20} {r['estimate']:.4f}  ± {r['std_error']:.4f}")
+            if "item" in r:
+                print(f"  {str(r['item']):<20} {r['estimate']:.4f}  ± {r['std_error']:.4f}")
+            else:  # a numeric mechanism: one row with the mean
+                print(f"  mean {r['mean']:.6g}  ± {r['std_error']:.4g}  ({r['ci_lower']:.6g}, {r['ci_upper']:.6g})")
     return 0
 
 

@@ -52,9 +52,9 @@ def mechanism_spec(mechanism: Any) -> dict:
         raise LDPParameterError(f"{type(mechanism).__name__} is not an ldp_plugin mechanism: only mechanisms can be stored")
     spec = mechanism.spec()
     if "set" not in spec and spec.get("name") != "memoized-krr":
-        from ldp_plugin.registry import load_registry
+        from ldp_plugin.registry import KINDS, load_registry
 
-        if spec.get("name") not in load_registry():
+        if spec.get("name") not in load_registry(kinds=KINDS):
             raise LDPParameterError(f"{type(mechanism).__name__} is not a registered mechanism: only registered mechanisms can be stored")
     return spec
 

@@ -54,82 +54,12 @@ from .._errors import LDPInputError, LDPParameterError
 from ..exact import TWO64, epsilon_of_ratio, exp_lower_bound, ratio_within_exp
 from ..sampling import RNGLike, as_source
 from .domain import check_epsilon
+from .numeric_server import MeanAccumulator, MeanEstimate
 from .protocol import Mechanism, ReportField
 
 __all__ = ["MeanEstimate", "MeanAccumulator", "NumericMechanism", "Duchi", "Piecewise", "Hybrid", "OneBitMean"]
 
 _PERSON = b"ldp-mean-v1"
-
-
-@dataclass(frozen=True)
-class MeanEstimate:
-    """The estimated mean on ``[lower, upper]`` with its standard error and a two-sided normal
-    interval at ``confidence`` (from the decoded values' sample variance)."""
-
-    mean: float
-    std_error: float
-    ci_lower: float
-    ci_upper: float
-    n: int
-    confidence: float
-
-    def to_dict(self) -> dict:
-        return dict(self.__dict__)
-
-    def to_polars(self, truth: Optional[float] = None):
-        """One row: ``mean, std_error, ci_lower, ci_upper, n`` (and ``truth``)."""
-        import polars as pl
-
-        row = {"mean": [self.mean], "std_error": [self.std_error], "ci_lower": [self.ci_lower], "ci_upper": [self.ci_upper], "n": [self.n]}
-        if truth is not None:
-            row["truth"] = [float(truth)]
-        return pl.DataFrame(row)
-
-
-class MeanAccumulator:
-    """Mergeable sums of the decoded reports (``n``, ``Σv``, ``Σv²``): batches, partitions and
-    devices aggregate separately and merge; the estimate is the same as on the whole batch."""
-
-    def __init__(self, mechanism: "NumericMechanism"):
-        self.mechanism = mechanism
-        self.n = 0
-        self.s1 = 0.0
-        self.s2 = 0.0
-
-    def add(self, reports: Any) -> "MeanAccumulator":
-        m = self.mechanism
-        r = np.asarray(reports)
-        if r.ndim != 1 or (r.size and (r.dtype.kind not in "iu" or r.min() < 0 or r.max() >= m.output_alphabet_size())):
-            raise LDPInputError(f"{m.name} reports must be a 1-d batch of integers in [0, {m.output_alphabet_size()})")
-        v = m.decode(r.astype(np.int64))
-        self.n += int(v.size)
-        self.s1 += float(v.sum())
-        self.s2 += float((v * v).sum())
-        return self
-
-    def merge(self, other: "MeanAccumulator") -> "MeanAccumulator":
-        if other.mechanism != self.mechanism:
-            raise LDPParameterError("only accumulators of the same mechanism merge")
-        self.n += other.n
-        self.s1 += other.s1
-        self.s2 += other.s2
-        return self
-
-    def estimate(self, *, confidence: float = 0.95, **_: Any) -> MeanEstimate:
-        from statistics import NormalDist
-
-        m = self.mechanism
-        if self.n == 0:
-            raise LDPParameterError("an estimate needs at least one report (n >= 1)")
-        if not isinstance(confidence, float) or not 0 < confidence < 1:
-            raise LDPParameterError(f"confidence must be a float in (0, 1) (got {confidence!r})")
-        n, s = self.n, m._scale()
-        mv = self.s1 / n
-        var = max(self.s2 / n - mv * mv, 0.0) * n / (n - 1) if n > 1 else float("inf")
-        mean = m.lower + s * (mv + 1.0)
-        se = s * math.sqrt(var / n)
-        z = NormalDist().inv_cdf(0.5 + confidence / 2)
-        return MeanEstimate(mean, se, mean - z * se, mean + z * se, n, confidence)
 
 
 def _threshold_floor(p: Fraction) -> int:
@@ -145,6 +75,7 @@ class NumericMechanism(Mechanism):
     upper: float = 1.0
     grid: int = 1024
     input_kind = "number"
+    histogram_columns = ("report",)  # few distinct reports: aggregated by a grouped scan
 
     def __post_init__(self) -> None:
         eps = check_epsilon(self.epsilon)
