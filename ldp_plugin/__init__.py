@@ -15,7 +15,7 @@ from ._errors import LDPInputError, LDPParameterError, PrivacyVerificationError
 from .estimation import FrequencyEstimate, estimate_pure, project_simplex
 from . import measurements as _measurements
 from .measurements import *  # noqa: F401,F403  (the OpenDP constructors: make_*/then_*, domains)
-from .mechanisms import THE, PrivSet, RapporSet, Wheel, BinaryMechanism, FiniteChannel, GeometricMechanism, StaircaseMechanism, KRR, OLH, ORAPPOR, ORR, OUE, CohortAccumulator, CohortReports, HadamardMechanism, HadamardResponse, RAPPOR, Channel, FrequencyAccumulator, FrequencyOracle, KSubset, WarnerRR
+from .mechanisms import RUE, THE, PrivSet, RapporSet, Wheel, BinaryMechanism, FiniteChannel, GeometricMechanism, StaircaseMechanism, KRR, OLH, ORAPPOR, ORR, OUE, CohortAccumulator, CohortReports, HadamardMechanism, HadamardResponse, RAPPOR, Channel, FrequencyAccumulator, FrequencyOracle, KSubset, WarnerRR
 from .sampling import RandomSource, SecureRandomSource, SeededRandomSource
 from .sets import PAD, SetBatch, as_set_batch
 from .mechanisms import SampleOne
@@ -23,7 +23,7 @@ from .mechanisms import Duchi, Hybrid, MeanEstimate, OneBitMean, Piecewise, LGRR
 from .accountant import Accountant, BudgetExceededError, LedgerError, Population
 from .memo import DistinctValueGuard, Memoized, new_user_key
 from .choose import make_auto, rank_mechanisms
-from .measurements_series import make_duchi, make_hybrid, make_longitudinal, make_one_bit_mean, make_piecewise
+from .measurements_series import make_duchi, make_hybrid, make_longitudinal, make_one_bit_mean, make_piecewise, make_rue
 
 __version__ = "0.1.0"
 
@@ -77,6 +77,7 @@ __all__ = [
     "rank_mechanisms",
     "Duchi", "Piecewise", "Hybrid", "OneBitMean", "MeanEstimate",
     "LGRR", "LOUE", "LOSUE", "LSUE", "LOLOHA", "DBitFlipPM", "LifetimeTracker",
+    "RUE", "make_rue",
     "make_duchi", "make_piecewise", "make_hybrid", "make_one_bit_mean", "make_longitudinal",
 
 ] + _measurements.__all__

@@ -19,7 +19,7 @@ from typing import Any, Callable, Optional, Sequence
 import numpy as np
 
 from ._errors import LDPParameterError
-from .mechanisms import KRR, OLH, ORR, OUE, RAPPOR, THE, HadamardMechanism, HadamardResponse, KSubset, PrivSet, RapporSet, Wheel
+from .mechanisms import KRR, OLH, ORR, OUE, RAPPOR, RUE, THE, HadamardMechanism, HadamardResponse, KSubset, PrivSet, RapporSet, Wheel
 from .mechanisms._base import check_epsilon
 from .mechanisms import SampleOne
 from .mechanisms.local_hashing import olh_default_g
@@ -87,6 +87,7 @@ def _specs(d: int, epsilon: float, n: int, m: int):
         ("rappor", {}, lambda D: RAPPOR(epsilon=epsilon, d=D), dp, "O(d)", "O(n·d/64)"),
         ("oue", {}, lambda D: OUE(epsilon=epsilon, d=D), dp, "O(d)", "O(n·d/64)"),
         ("the", {}, lambda D: THE(epsilon=epsilon, d=D), dp, "O(d)", "O(n·d/64)"),
+        ("rue", {}, lambda D: RUE(epsilon=epsilon, d=D), dp, "O(d)", "O(n·d/64)"),
         ("hadamard", {}, lambda D: HadamardResponse(epsilon=epsilon, d=D), dp.bit_length(), "O(1)", "O(n + d log d)"),
         ("hadamard-mechanism", {}, lambda D: HadamardMechanism(epsilon=epsilon, d=D), (dp).bit_length() + 1, "O(1)", "O(n + d log d)"),
         ("olh", {"g": "auto"}, lambda D: OLH(epsilon=epsilon, d=D), 64 + _bits(olh_default_g(epsilon)), "O(1)", "O(n·d)"),

@@ -11,9 +11,9 @@ from .sample_one import SampleOne
 from .local_hashing import OLH
 from .randomized_response import KRR, WarnerRR
 from .subset import KSubset
-from .unary import OUE, RAPPOR, THE, UnaryEncoding
+from .unary import OUE, RAPPOR, RUE, THE, UnaryEncoding
 from .numeric import Duchi, Hybrid, MeanEstimate, OneBitMean, Piecewise
 from .longitudinal import LGRR, LOLOHA, LifetimeTracker
 from .longitudinal_unary import LOSUE, LOUE, LSUE, DBitFlipPM
 
-__all__ = ["Mechanism", "ReportField", "SampleOne", "Channel", "FrequencyAccumulator", "FrequencyOracle", "KRR", "WarnerRR", "KSubset", "OLH", "HadamardResponse", "HadamardMechanism", "THE", "BinaryMechanism", "FiniteChannel", "GeometricMechanism", "StaircaseMechanism", "Wheel", "RapporSet", "PrivSet", "SetAccumulator", "ORR", "ORAPPOR", "CohortReports", "CohortAccumulator", "OUE", "RAPPOR", "UnaryEncoding", "Duchi", "Piecewise", "Hybrid", "OneBitMean", "MeanEstimate", "LGRR", "LOUE", "LOSUE", "LSUE", "LOLOHA", "DBitFlipPM", "LifetimeTracker"]
+__all__ = ["Mechanism", "ReportField", "SampleOne", "Channel", "FrequencyAccumulator", "FrequencyOracle", "KRR", "WarnerRR", "KSubset", "OLH", "HadamardResponse", "HadamardMechanism", "THE", "BinaryMechanism", "FiniteChannel", "GeometricMechanism", "StaircaseMechanism", "Wheel", "RapporSet", "PrivSet", "SetAccumulator", "ORR", "ORAPPOR", "CohortReports", "CohortAccumulator", "OUE", "RAPPOR", "RUE", "UnaryEncoding", "Duchi", "Piecewise", "Hybrid", "OneBitMean", "MeanEstimate", "LGRR", "LOUE", "LOSUE", "LSUE", "LOLOHA", "DBitFlipPM", "LifetimeTracker"]
