@@ -122,6 +122,11 @@ def cmd_verify(args) -> int:
     from ldp_plugin.registry import verify
     from ldp_plugin.verification import FAMILY_ALPHA, save_status, self_test
 
+    import importlib.util
+
+    if importlib.util.find_spec("scipy") is None:  # goodness of fit, rates, joint, audit
+        raise LDPParameterError("ldp verify needs SciPy: pip install 'ldp-plugin[verify]'")
+
     reg = _registry()
     names = args.names or sorted(reg)
     unknown = [n for n in names if n not in reg]

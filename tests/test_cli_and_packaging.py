@@ -81,3 +81,21 @@ def test_subpackages_are_namespaced(tmp_path):
 
 
 # the examples run in tests/test_docs_run.py (each in an empty directory it must leave empty)
+
+
+def test_every_subpackage_is_installed():
+    """A non-editable install ships only the packages pyproject lists: every directory of
+    ldp_plugin with an __init__.py must be among them (a missing one works in the editable dev
+    install and fails on a fresh machine)."""
+    import sys
+    from pathlib import Path
+
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover
+        import tomli as tomllib
+
+    root = Path(__file__).resolve().parent.parent
+    listed = set(tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    found = {".".join(p.parent.relative_to(root).parts) for p in (root / "ldp_plugin").rglob("__init__.py") if "__pycache__" not in p.parts}
+    assert found <= listed, sorted(found - listed)

@@ -43,6 +43,15 @@ __all__ = ["VariationParameters", "variation_parameters", "exact_variation_param
            "blanket_epsilon", "central_delta", "make_shuffle_amplified", "amplify", "_up"]
 
 
+def _require_scipy() -> None:
+    import importlib.util
+
+    if importlib.util.find_spec("scipy") is None:  # the binomial tails of both bounds
+        from .._errors import LDPParameterError
+
+        raise LDPParameterError("shuffle-model accounting needs SciPy: pip install 'ldp-plugin[shuffle]'")
+
+
 def central_delta(mechanism: Any, n: int, epsilon: float) -> float:
     """The smallest certified δ at ``epsilon`` over the analyses that apply (0 at ``ε >= ε0``:
     the shuffled batch stays ε0-DP)."""
@@ -61,6 +70,7 @@ def amplify(mechanism: Any, n: int, delta: float) -> dict:
     """Central (ε, δ) of ``n`` shuffled reports of ``mechanism``: the upper bound (the smallest
     of the analyses that apply, never above ε0), the exact lower bound where it applies, each
     analysis's own ε, and the parameters."""
+    _require_scipy()
     vp = variation_parameters(mechanism)
     generic = generic_parameters(mechanism.epsilon)
     specific_eps = shuffle_epsilon(vp, n, delta)
