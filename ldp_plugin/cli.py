@@ -212,28 +212,7 @@ def _int_in(lo: int, hi: Optional[int] = None, what: str = "an integer"):
     return parse
 
 
-def _unit_open(text: str) -> float:
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a number in (0, 1) (got {text!r})") from None
-    if not 0 < v < 1:
-        raise argparse.ArgumentTypeError(f"must be a number in (0, 1) (got {text!r})")
-    return v
-
-
-def _epsilon(text: str) -> float:
-    import math
-
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a number > 0 (got {text!r})") from None
-    if not math.isfinite(v) or v <= 0:
-        raise argparse.ArgumentTypeError(f"must be a finite number > 0 (got {text!r})")
-    if v > 700:
-        raise argparse.ArgumentTypeError(f"must be at most 700 (e**epsilon must be a finite float; got {text!r})")
-    return v
+from .cli_types import EPSILON as _epsilon, UNIT_OPEN as _unit_open  # noqa: E402  (shared argument types)
 
 
 def _mechanism_help() -> str:

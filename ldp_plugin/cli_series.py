@@ -2,32 +2,12 @@
 
 from __future__ import annotations
 
-import argparse
 import json
 
 from ._errors import LDPParameterError
 
 
-def _prob(text: str) -> float:
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a number in [0, 1] (got {text!r})") from None
-    if not 0 <= v <= 1:
-        raise argparse.ArgumentTypeError(f"must be a number in [0, 1] (got {text!r})")
-    return v
-
-
-def _finite(text: str) -> float:
-    import math
-
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a finite number (got {text!r})") from None
-    if not math.isfinite(v):
-        raise argparse.ArgumentTypeError(f"must be a finite number (got {text!r})")
-    return v
+from .cli_types import FINITE as _finite, PROBABILITY as _prob  # noqa: E402
 
 
 def add_parsers(sub, parser_class, int_in, epsilon, seed) -> None:

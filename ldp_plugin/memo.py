@@ -55,14 +55,7 @@ def new_user_key() -> bytes:
     return os.urandom(32)
 
 
-def _check_keys(user_keys: Sequence[bytes], n: int) -> list:
-    keys = list(user_keys)
-    if len(keys) != n:
-        raise LDPInputError(f"user_keys must have one key per value ({n})")
-    for i, k in enumerate(keys):
-        if not isinstance(k, (bytes, bytearray)) or not 16 <= len(k) <= 64:
-            raise LDPInputError(f"user keys must be 16 to 64 secret bytes (the key at position {i} is not)")
-    return keys
+from .mechanisms.domain import check_user_keys as _check_keys  # noqa: E402  (shared with the longitudinal clients)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -27,7 +27,7 @@ KEYS = [i.to_bytes(4, "little") * 8 for i in range(4000)]
 @pytest.mark.parametrize("d", [2, 8, 64])
 def test_layers_are_exactly_private(e_inf, e_one, d):
     m = ldp.LGRR(epsilon_perm=e_inf, epsilon_1=e_one, d=d)
-    T1, T2, p1, q1, p2, q2, ps, qs = m.layers
+    T1, T2, p1, q1, p2, q2, ps, qs = m.thresholds
     assert ratio_within_exp(p1 / q1, e_inf) and ratio_within_exp(ps / qs, e_one)
     assert ps / qs > Fraction(np.exp(e_one)) * Fraction(99, 100)  # not needlessly noisy
     assert m.channel().max_ratio() == ps / qs
@@ -51,7 +51,7 @@ def test_memoized_by_the_key_and_the_value():
     other = m._permanent(codes, [k[::-1] + b"x" for k in KEYS])
     assert (a != other).any()
     # the permanent layer over random keys is GRR(ε∞): keep rate p1 (binomial, 4 sd)
-    p1 = float(m.layers[2])
+    p1 = float(m.thresholds[2])
     assert abs((a == codes).mean() - p1) <= 4 * np.sqrt(p1 * (1 - p1) / codes.size)
     u = ldp.LOSUE(epsilon_perm=2.0, epsilon_1=1.0, d=16)
     bits1 = u.randomize(codes, KEYS, rng=1)
@@ -130,11 +130,11 @@ def test_the_mse_check_fails_for_a_wrong_estimator():
     class Wrong(ldp.LGRR):
         @property
         def p_star_exact(self):
-            return self.layers[4]
+            return self.thresholds[4]
 
         @property
         def q_star_exact(self):
-            return self.layers[5]
+            return self.thresholds[5]
 
     out = simulate_longitudinal(Wrong(epsilon_perm=2.0, epsilon_1=1.0, d=64), rounds=20, change_prob=0.2, n=2000, seed=0, repeats=5)
     assert abs(out["mse_ratio"] - 1) > 0.15

@@ -159,3 +159,15 @@ def _as_array(values: Any) -> np.ndarray:
 @functools.lru_cache(maxsize=256)
 def _category_index(categories: tuple) -> dict:
     return {c: i for i, c in enumerate(categories)}
+
+
+def check_user_keys(user_keys: Sequence, n: int) -> list:
+    """One secret key (16 to 64 bytes) per value, or :class:`LDPInputError` naming the position
+    (never the key): the memoized clients (``Memoized``, the longitudinal protocols, 1BitMean)."""
+    keys = list(user_keys)
+    if len(keys) != n:
+        raise LDPInputError(f"user_keys must have one key per value ({n})")
+    for i, k in enumerate(keys):
+        if not isinstance(k, (bytes, bytearray)) or not 16 <= len(k) <= 64:
+            raise LDPInputError(f"user keys must be 16 to 64 secret bytes (the key at position {i} is not)")
+    return keys

@@ -51,6 +51,7 @@ from ..estimation import FrequencyEstimate, estimate_pure, pure_variance
 from ..exact import TWO64, exp_lower_bound, ratio_within_exp
 from ..sampling import RNGLike, as_source
 from .domain import check_epsilon
+from .domain import check_user_keys as _check_keys
 from .protocol import MergeableCounts, Mechanism, ReportField
 
 __all__ = ["LongitudinalMechanism", "LGRR", "LOLOHA", "LifetimeTracker", "loloha_optimal_g"]
@@ -60,16 +61,6 @@ _M64 = (1 << 64) - 1
 
 def _floor_t(p: Fraction) -> int:
     return min((p.numerator * TWO64) // p.denominator, TWO64 - 1)
-
-
-def _check_keys(user_keys: Sequence[bytes], n: int) -> list:
-    keys = list(user_keys)
-    if len(keys) != n:
-        raise LDPInputError(f"user_keys must have one secret key per value ({n})")
-    for i, k in enumerate(keys):
-        if not isinstance(k, (bytes, bytearray)) or not 16 <= len(k) <= 64:
-            raise LDPInputError(f"user keys must be 16 to 64 secret bytes (the key at position {i} is not)")
-    return keys
 
 
 def _prf(keys: list, fp: bytes, tag: bytes, units: Any, count: int) -> np.ndarray:
@@ -192,6 +183,20 @@ class LongitudinalMechanism(Mechanism):
     def estimate_from(self, acc: Any, *, postprocess: str = "projection", confidence: float = 0.95, **_: Any) -> FrequencyEstimate:  # type: ignore[override]
         return acc.estimate(postprocess=postprocess, confidence=confidence)
 
+    @property
+    def support_rates(self) -> tuple:
+        """``(p*, q*)`` of the composed one-report channel's support counts: the shared pure-oracle
+        estimator and variance apply (dBitFlipPM, which is not a pure oracle, overrides both)."""
+        return float(self.p_star_exact), float(self.q_star_exact)
+
+    def _estimate_statistics(self, stats: np.ndarray, n: int, postprocess: str, confidence: float) -> FrequencyEstimate:
+        p, q = self.support_rates
+        return estimate_pure(stats, n, p, q, postprocess=postprocess, confidence=confidence, items=tuple(range(self.d)))
+
+    def analytic_mse(self, n: int, *, theta: Any = None, **_: Any) -> float:  # type: ignore[override]
+        p, q = self.support_rates
+        return float(pure_variance(np.asarray(theta, dtype=np.float64), n, p, q).sum())
+
     # -- verification: one report's channel, the real client with fresh random keys ----------------
     def _verification_randomize(self, codes: Any, source: Any) -> Any:
         codes = np.asarray(codes, dtype=np.int64)
@@ -236,37 +241,33 @@ class LGRR(LongitudinalMechanism):
     """L-GRR: permanent GRR(ε∞) memoized per value, instantaneous GRR (one report ε1-LDP)."""
 
     name = "l-grr"
-    layers: tuple = field(init=False, repr=False, compare=False)
+    #: ``(T1, T2, p1, q1, p2, q2, p*, q*)`` of :func:`_grr_layers`: the permanent keep threshold
+    #: (compared with PRF words), the instantaneous one (the source; both read by the sampling-path
+    #: layer, which takes the integers of an attribute named ``thresholds``) and the exact rates
+    thresholds: tuple = field(init=False, repr=False, compare=False)
     histogram_columns = ("report",)
 
     def _k(self) -> int:
         return self.d
 
-    #: the permanent (compared with PRF words) and instantaneous (the source) keep thresholds
-    prr_threshold: int = field(init=False, repr=False, compare=False)
-    irr_threshold: int = field(init=False, repr=False, compare=False)
-
     def _realize(self) -> None:
-        layers = _grr_layers(self._k(), self.epsilon_perm, self.epsilon_1)
-        object.__setattr__(self, "layers", layers)
-        object.__setattr__(self, "prr_threshold", layers[0])
-        object.__setattr__(self, "irr_threshold", layers[1])
+        object.__setattr__(self, "thresholds", _grr_layers(self._k(), self.epsilon_perm, self.epsilon_1))
 
     @property
     def p_star_exact(self) -> Fraction:
-        return self.layers[6]
+        return self.thresholds[6]
 
     @property
     def realized_ratio(self) -> Fraction:
         """The composed one-report channel's worst-case ratio (checked <= e^ε1 exactly)."""
-        return self.layers[6] / self.layers[7]
+        return self.thresholds[6] / self.thresholds[7]
 
     @property
     def q_star_exact(self) -> Fraction:
-        return self.layers[7]
+        return self.thresholds[7]
 
     def _permanent(self, units: np.ndarray, keys: list) -> np.ndarray:
-        k, T1 = self._k(), self.layers[0]
+        k, T1 = self._k(), self.thresholds[0]
         fp = self._fp()
         words = _prf(keys, fp, b"prr", units, 4)
         keep = words[:, 0] < np.uint64(T1)
@@ -276,7 +277,7 @@ class LGRR(LongitudinalMechanism):
 
     def _collect(self, codes: np.ndarray, keys: list, source: Any) -> np.ndarray:
         perm = self._permanent(codes, keys)
-        return _grr_sample(perm, self.d, self.layers[1], source).astype(np.uint32)
+        return _grr_sample(perm, self.d, self.thresholds[1], source).astype(np.uint32)
 
     def report_fields(self) -> tuple:
         return (ReportField("report", "uint32", kind="int", bound=self.d),)
@@ -284,12 +285,6 @@ class LGRR(LongitudinalMechanism):
     def _statistics(self, reports: Any) -> np.ndarray:
         return np.bincount(np.asarray(reports, dtype=np.int64), minlength=self.d)
 
-    def _estimate_statistics(self, stats: np.ndarray, n: int, postprocess: str, confidence: float) -> FrequencyEstimate:
-        return estimate_pure(stats, n, float(self.p_star_exact), float(self.q_star_exact), postprocess=postprocess,
-                             confidence=confidence, items=tuple(range(self.d)))
-
-    def analytic_mse(self, n: int, *, theta: Any = None, **_: Any) -> float:  # type: ignore[override]
-        return float(pure_variance(np.asarray(theta, dtype=np.float64), n, float(self.p_star_exact), float(self.q_star_exact)).sum())
 
     def output_index(self, reports: Any) -> np.ndarray:
         return np.asarray(reports, dtype=np.int64)

@@ -10,7 +10,6 @@ from typing import Any, Sequence
 import numpy as np
 
 from .._errors import LDPParameterError
-from ..estimation import FrequencyEstimate, estimate_pure, pure_variance
 from .longitudinal import LGRR, _check_keys, _grr_layers, _grr_sample, _prf
 from .protocol import ReportField
 
@@ -81,7 +80,7 @@ class LOLOHA(LGRR):
         perm = self._permanent(hashed, keys)
         out = np.empty((codes.size, 2), dtype=np.uint64)
         out[:, 0] = seeds
-        out[:, 1] = _grr_sample(perm, self.g, self.layers[1], source)
+        out[:, 1] = _grr_sample(perm, self.g, self.thresholds[1], source)
         return out
 
     def report_fields(self) -> tuple:
@@ -101,12 +100,10 @@ class LOLOHA(LGRR):
         r = np.asarray(reports, dtype=np.uint64)
         return olh_support_counts(r[:, 0], r[:, 1], self.g, item_keys(np.arange(self.d)))
 
-    def _estimate_statistics(self, stats: np.ndarray, n: int, postprocess: str, confidence: float) -> FrequencyEstimate:
-        return estimate_pure(stats, n, float(self.p_star_exact), 1.0 / self.g, postprocess=postprocess,
-                             confidence=confidence, items=tuple(range(self.d)))
-
-    def analytic_mse(self, n: int, *, theta: Any = None, **_: Any) -> float:  # type: ignore[override]
-        return float(pure_variance(np.asarray(theta, dtype=np.float64), n, float(self.p_star_exact), 1.0 / self.g).sum())
+    @property
+    def support_rates(self) -> tuple:
+        """A report supports the own item with ``p*`` and any other with ``1/g`` (a random hash)."""
+        return float(self.p_star_exact), 1.0 / self.g
 
     # -- verification: as OLH, conditional on the seed being one of the verification seeds ------
     channel_is_client = False

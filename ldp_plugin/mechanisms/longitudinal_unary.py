@@ -10,7 +10,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from .._errors import LDPParameterError
-from ..estimation import FrequencyEstimate, estimate_pure, finalize_estimate, pure_variance
+from ..estimation import FrequencyEstimate, finalize_estimate
 from ..exact import TWO64, exp_lower_bound, ratio_within_exp
 from .longitudinal import LongitudinalMechanism, _check_keys, _floor_t, _prf, _prf_uniform, keys_rows
 from .protocol import ReportField
@@ -97,12 +97,6 @@ class _LUnary(LongitudinalMechanism):
     def _statistics(self, reports: Any) -> np.ndarray:
         return np.unpackbits(np.asarray(reports, dtype=np.uint8), axis=1, count=self.d, bitorder="little").sum(axis=0, dtype=np.int64)
 
-    def _estimate_statistics(self, stats: np.ndarray, n: int, postprocess: str, confidence: float) -> FrequencyEstimate:
-        return estimate_pure(stats, n, float(self.p_star_exact), float(self.q_star_exact), postprocess=postprocess,
-                             confidence=confidence, items=tuple(range(self.d)))
-
-    def analytic_mse(self, n: int, *, theta: Any = None, **_: Any) -> float:  # type: ignore[override]
-        return float(pure_variance(np.asarray(theta, dtype=np.float64), n, float(self.p_star_exact), float(self.q_star_exact)).sum())
 
     def output_index(self, reports: Any) -> np.ndarray:
         bits = np.unpackbits(np.asarray(reports, dtype=np.uint8), axis=1, count=self.d, bitorder="little").astype(np.int64)

@@ -53,7 +53,7 @@ import numpy as np
 from .._errors import LDPInputError, LDPParameterError
 from ..exact import TWO64, epsilon_of_ratio, exp_lower_bound, ratio_within_exp
 from ..sampling import RNGLike, as_source
-from .domain import check_epsilon
+from .domain import check_epsilon, check_user_keys
 from .numeric_server import MeanAccumulator, MeanEstimate
 from .protocol import Mechanism, ReportField
 
@@ -270,9 +270,7 @@ class OneBitMean(Duchi):
         if user_keys is None:
             alpha = source.words(t.size).astype(np.float64) / 2.0**64
             return self._sample(self._round(t, source, alpha), source)
-        keys = list(user_keys)
-        if len(keys) != t.size or any(not isinstance(k, (bytes, bytearray)) or not 16 <= len(k) <= 64 for k in keys):
-            raise LDPInputError(f"user_keys must be one 16-64 byte secret per value ({t.size})")
+        keys = check_user_keys(user_keys, t.size)
         alpha = self._prf_words(keys, b"alpha").astype(np.float64) / 2.0**64
         k = self._round(t, source, alpha)
         # the memoized bit: a PRF word of (key, k) below the threshold (exact for a random key)
