@@ -398,7 +398,8 @@ class Hybrid(NumericMechanism):
 
     def _sample(self, k: np.ndarray, source: Any) -> np.ndarray:
         use_pm = source.bernoulli(self.component_threshold, k.size) if self.component_threshold else np.zeros(k.size, dtype=bool)
-        out = self.duchi._sample(k, source)
+        out = np.empty(k.size, dtype=np.uint32)
+        out[~use_pm] = self.duchi._sample(k[~use_pm], source)  # each user draws from one component only
         if use_pm.any():
             out[use_pm] = 2 + self.piecewise._sample(k[use_pm], source)
         return out
