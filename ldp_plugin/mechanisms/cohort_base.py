@@ -13,6 +13,7 @@ import numpy as np
 from .protocol import Mechanism, MergeableCounts
 from .._errors import LDPInputError, LDPParameterError
 from ..estimation import FrequencyEstimate, finalize_estimate, least_squares_decode, check_postprocess
+from ..estimation_sketch import MIN_COHORTS
 from ..exact import epsilon_of_ratio, ratio_within_exp
 from ..hashing import check_seed, cohort_seeds, item_keys, keys_of_items, seeded_hash, seeded_permutation
 from ..sampling import RNGLike, as_source
@@ -26,6 +27,11 @@ OTHER = "<other>"
 MAX_K = 1 << 24
 MAX_COHORTS = 1 << 20
 MAX_TABLE = 1 << 28  # entries of a closed-alphabet position table (C · h · S)
+#: ``decoder="auto"`` solves least squares up to this many candidates, then streams (sketch decoder).
+DENSE_LIMIT = 1024
+#: The least-squares decoder's ``S × S`` matrix is refused above this many candidates.
+MAX_DENSE = 8192
+DECODERS = ("auto", "least-squares", "sketch")
 
 
 @dataclass(frozen=True)
@@ -211,39 +217,58 @@ class _CohortMechanism(Mechanism, abc.ABC):
     def accumulator(self) -> "CohortAccumulator":
         return CohortAccumulator(self)
 
-    def candidate_positions(self, candidates: Any = None) -> tuple[np.ndarray, tuple]:
-        """``(C, h, S)`` cells of each candidate in each cohort (duplicates within an item: -1)."""
+    def candidate_keys(self, candidates: Any = None) -> tuple[Optional[np.ndarray], tuple]:
+        """``(keys, items)``: the items to decode and their 64-bit keys (``None`` for a closed
+        alphabet, whose items are its codes)."""
         if self.closed:
             if candidates is not None:
                 raise LDPParameterError("a closed-alphabet mechanism decodes over its whole domain; do not pass candidates")
-            pos = np.asarray(self._table, dtype=np.int64)
-            items = self.items
+            return None, self.items
+        if candidates is None:
+            raise LDPParameterError("an open-alphabet mechanism needs candidates= (the items to estimate)")
+        if isinstance(candidates, (str, bytes)):
+            raise LDPParameterError("candidates must be a sequence of items, not a single string")
+        items = tuple(candidates.to_list() if hasattr(candidates, "to_list") else candidates)
+        if len(items) == 0:
+            raise LDPParameterError("candidates must not be empty")
+        if len(set(items)) != len(items):
+            raise LDPParameterError("candidates must be unique")
+        return item_keys(np.asarray(items, dtype=object)), items
+
+    def positions_of(self, keys: Optional[np.ndarray], idx: np.ndarray) -> np.ndarray:
+        """``(C, h, len(idx))`` cells of candidates ``idx`` in every cohort (a cell hit twice by one item: -1)."""
+        if keys is None:
+            pos = np.asarray(self._table[:, :, idx], dtype=np.int64)
         else:
-            if candidates is None:
-                raise LDPParameterError("an open-alphabet mechanism needs candidates= (the items to estimate)")
-            if isinstance(candidates, (str, bytes)):
-                raise LDPParameterError("candidates must be a sequence of items, not a single string")
-            items = tuple(candidates.to_list() if hasattr(candidates, "to_list") else candidates)
-            if len(items) == 0:
-                raise LDPParameterError("candidates must not be empty")
-            if len(set(items)) != len(items):
-                raise LDPParameterError("candidates must be unique")
-            keys = item_keys(np.asarray(items, dtype=object))
-            pos = np.stack(
-                [np.stack([seeded_hash(keys, self._seeds[c, t], self.k) for t in range(self.hashes_per_item)]) for c in range(self.cohorts)]
-            )
-        pos = pos.copy()
+            kk = keys[idx]
+            pos = np.stack([seeded_hash(kk[None, :], self._seeds[:, t, None], self.k) for t in range(self.hashes_per_item)], axis=1)
         for t in range(1, pos.shape[1]):  # a cell hit twice by one item counts once
             dup = (pos[:, t : t + 1, :] == pos[:, :t, :]).any(axis=1)
             pos[:, t, :][dup] = -1
-        return pos, items
+        return pos
+
+    def candidate_positions(self, candidates: Any = None) -> tuple[np.ndarray, tuple]:
+        """``(C, h, S)`` cells of each candidate in each cohort (duplicates within an item: -1)."""
+        keys, items = self.candidate_keys(candidates)
+        return self.positions_of(keys, np.arange(len(items))), items
 
     def estimate(
-        self, reports: Any, *, candidates: Any = None, other: bool = True, postprocess: str = "projection", confidence: float = 0.95, target: str = "sample"
+        self,
+        reports: Any,
+        *,
+        candidates: Any = None,
+        other: bool = True,
+        postprocess: str = "projection",
+        confidence: float = 0.95,
+        target: str = "sample",
+        decoder: str = "auto",
     ) -> FrequencyEstimate:
+        """Decode a report batch (see :meth:`CohortAccumulator.estimate` for ``decoder``)."""
         from ..estimation import retarget
 
-        est = self.accumulator().add(reports).estimate(candidates=candidates, other=other, postprocess=postprocess, confidence=confidence)
+        est = self.accumulator().add(reports).estimate(
+            candidates=candidates, other=other, postprocess=postprocess, confidence=confidence, decoder=decoder
+        )
         return retarget(est, target)
 
     # -- channel -----------------------------------------------------------------------------------
@@ -374,18 +399,52 @@ class CohortAccumulator(MergeableCounts):
     _summed = ("counts", "n_c")
 
     def estimate(
-        self, *, candidates: Any = None, other: bool = True, postprocess: str = "projection", confidence: float = 0.95, total: float = 1.0
+        self,
+        *,
+        candidates: Any = None,
+        other: bool = True,
+        postprocess: str = "projection",
+        confidence: float = 0.95,
+        total: float = 1.0,
+        decoder: str = "auto",
     ) -> FrequencyEstimate:
-        """Least-squares estimate over the closed domain, or over ``candidates`` (open alphabet).
+        """Estimate over the closed domain, or over ``candidates`` (open alphabet).
+
+        ``decoder``: ``"least-squares"`` (the weighted least squares of paper 002 eq. 20–22 with
+        model standard errors; ``S × S`` memory), ``"sketch"`` (streamed, bounded memory, errors
+        from the spread over cohorts: :mod:`ldp_plugin.estimation_sketch`) or ``"auto"``
+        (least squares up to :data:`DENSE_LIMIT` candidates or with fewer than
+        :data:`~ldp_plugin.estimation_sketch.MIN_COHORTS` cohorts, else the sketch decoder).
 
         Open alphabets also estimate :data:`OTHER`, the total frequency of all non-candidate
         items (``other=True``, the default): without it their mass biases the candidates
         that share hash cells with them."""
         check_postprocess(postprocess, confidence)
+        if decoder not in DECODERS:
+            raise LDPParameterError(f"decoder must be one of {DECODERS} (got {decoder!r})")
         if self.n == 0:
             raise LDPParameterError("an estimate needs at least one report (n >= 1)")
         m = self.mechanism
-        pos, items = m.candidate_positions(candidates)
+        keys, items = m.candidate_keys(candidates)
+        S = len(items)
+        if decoder == "auto":
+            decoder = "least-squares" if S <= DENSE_LIMIT or int((self.n_c > 0).sum()) < MIN_COHORTS else "sketch"
+        if decoder == "sketch":
+            from ..estimation_sketch import sketch_decode
+
+            if not m.closed and OTHER in items:
+                raise LDPParameterError(f"candidates must not contain the reserved label {OTHER!r}")
+            raw, se = sketch_decode(m, self.counts, self.n_c, lambda idx: m.positions_of(keys, idx), S)
+            if m.closed or not other:
+                raw, se = raw[:S], se[:S]
+            else:
+                items = (*items, OTHER)
+            return finalize_estimate(raw, se, self.n, postprocess=postprocess, confidence=confidence, items=items, total=total)
+        if S > MAX_DENSE:
+            raise LDPParameterError(
+                f"least-squares decoding holds an S x S matrix: at most {MAX_DENSE} candidates (got {S}); use decoder='sketch'"
+            )
+        pos = m.positions_of(keys, np.arange(S))
         uniform = None
         if not m.closed and other:
             if OTHER in items:

@@ -1,0 +1,11 @@
+"""Discovery of frequent strings over unknown dictionaries (heavy hitters): prefix-tree protocols
+(PEM, TreeHist), the string domain, and the diagnostics of the result."""
+
+from .diagnostics import HeavyHitters, p_values, select
+from .prefix import DEFAULT_ALPHABET, TERM, PrefixCodec
+from .protocol import METHODS, ORACLES, DiscoveryAccumulator, PrefixDiscovery
+
+__all__ = [
+    "HeavyHitters", "p_values", "select", "DEFAULT_ALPHABET", "TERM", "PrefixCodec", "METHODS", "ORACLES",
+    "DiscoveryAccumulator", "PrefixDiscovery",
+]

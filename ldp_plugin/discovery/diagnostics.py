@@ -1,0 +1,147 @@
+"""Diagnostics of heavy-hitter discovery (as google/rappor's decoder states them): per-item
+p-values and intervals, Bonferroni or Benjamini–Hochberg controlled selection, the minimum
+detectable frequency announced before collection, allocated and missing mass, and the result type."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from statistics import NormalDist
+from typing import Any, Optional
+
+import numpy as np
+
+from .._errors import LDPParameterError
+
+__all__ = ["select", "p_values", "HeavyHitters", "SELECTIONS"]
+
+SELECTIONS = ("bh", "bonferroni")
+_N = NormalDist()
+
+
+def p_values(estimate: np.ndarray, std_error: np.ndarray) -> np.ndarray:
+    """One-sided p-values of ``H0: frequency = 0`` against ``> 0`` (normal approximation)."""
+    z = np.asarray(estimate, dtype=np.float64) / np.maximum(np.asarray(std_error, dtype=np.float64), 1e-300)
+    return np.array([1.0 - _N.cdf(float(v)) for v in z])
+
+
+def select(p: np.ndarray, alpha: float, method: str = "bh", tests: Optional[int] = None) -> np.ndarray:
+    """Discoveries among ``p`` at level ``alpha``: ``"bonferroni"`` (family-wise error ≤ α over
+    ``tests`` hypotheses, ``len(p)`` by default) or ``"bh"`` (Benjamini–Hochberg step-up: false
+    discovery rate ≤ α for independent or positively dependent tests)."""
+    if method not in SELECTIONS:
+        raise LDPParameterError(f"selection must be one of {SELECTIONS} (got {method!r})")
+    if not (isinstance(alpha, float) and 0.0 < alpha < 1.0):
+        raise LDPParameterError(f"alpha must be a float in (0, 1) (got {alpha!r})")
+    p = np.asarray(p, dtype=np.float64)
+    m = max(int(tests if tests is not None else p.size), 1)
+    if method == "bonferroni":
+        return p <= alpha / m
+    order = np.argsort(p, kind="stable")
+    ranked = p[order]
+    ok = np.flatnonzero(ranked <= alpha * np.arange(1, p.size + 1) / m)
+    out = np.zeros(p.size, dtype=bool)
+    if ok.size:
+        out[order[: ok[-1] + 1]] = True
+    return out
+
+
+@dataclass(frozen=True)
+class HeavyHitters:
+    """A discovery's result. ``items`` are the returned strings (best first) with ``estimate``
+    (unbiased; may be negative for a weak item), ``std_error``, the normal ``ci_lower``/``ci_upper``
+    at ``confidence`` (clipped to [0, 1]), the one-sided ``p_value`` and ``significant`` (selected
+    by ``selection`` at ``alpha`` among every final candidate).
+
+    ``allocated_mass`` is the estimated total frequency of the significant items, ``missing_mass``
+    ``1 − allocated_mass``; ``min_detectable_frequency`` is the frequency an item needs to be
+    selected with probability ½ at the final level (announced before collection by
+    :meth:`~ldp_plugin.discovery.PrefixDiscovery.min_detectable_frequency`); ``levels`` one row per
+    level (prefix length, users, candidates, survivors, seconds); ``epsilon`` what each user spent."""
+
+    items: tuple
+    estimate: np.ndarray
+    std_error: np.ndarray
+    ci_lower: np.ndarray
+    ci_upper: np.ndarray
+    p_value: np.ndarray
+    significant: np.ndarray
+    n: int
+    epsilon: float
+    method: str
+    confidence: float
+    alpha: float
+    selection: str
+    allocated_mass: float
+    missing_mass: float
+    min_detectable_frequency: float
+    levels: tuple = ()
+    extra: dict = field(default_factory=dict)
+
+    def to_polars(self):
+        import polars as pl
+
+        return pl.DataFrame(
+            {
+                "item": list(self.items),
+                "estimate": self.estimate,
+                "std_error": self.std_error,
+                "ci_lower": self.ci_lower,
+                "ci_upper": self.ci_upper,
+                "p_value": self.p_value,
+                "significant": self.significant,
+            },
+            schema={"item": pl.String, "estimate": pl.Float64, "std_error": pl.Float64, "ci_lower": pl.Float64,
+                    "ci_upper": pl.Float64, "p_value": pl.Float64, "significant": pl.Boolean},
+        )
+
+    def to_dict(self) -> dict:
+        rows = [
+            {
+                "item": it,
+                "estimate": float(e),
+                "std_error": float(s),
+                "ci_lower": float(lo),
+                "ci_upper": float(hi),
+                "p_value": float(p),
+                "significant": bool(sig),
+            }
+            for it, e, s, lo, hi, p, sig in zip(self.items, self.estimate, self.std_error, self.ci_lower, self.ci_upper, self.p_value, self.significant)
+        ]
+        return {
+            "items": rows,
+            "n": self.n,
+            "epsilon_per_user": self.epsilon,
+            "method": self.method,
+            "confidence": self.confidence,
+            "alpha": self.alpha,
+            "selection": self.selection,
+            "allocated_mass": self.allocated_mass,
+            "missing_mass": self.missing_mass,
+            "min_detectable_frequency": self.min_detectable_frequency,
+            "levels": [dict(r) for r in self.levels],
+            **self.extra,
+        }
+
+
+def intervals(estimate: np.ndarray, se: np.ndarray, confidence: float) -> tuple[np.ndarray, np.ndarray]:
+    z = _N.inv_cdf(0.5 + confidence / 2)
+    return np.clip(estimate - z * se, 0.0, 1.0), np.clip(estimate + z * se, 0.0, 1.0)
+
+
+def detectable(sd: float, alpha: float, tests: int, selection: str) -> float:
+    """The frequency selected with probability ½: the Bonferroni critical value ``z_{1−α/M}·sd``
+    (BH selects at least what Bonferroni selects, so this bounds its threshold from above)."""
+    del selection
+    return float(_N.inv_cdf(1.0 - alpha / max(int(tests), 1)) * sd)
+
+
+def pooled(values: list[tuple[float, float]]) -> tuple[float, float]:
+    """Inverse-variance pooling of independent ``(estimate, std_error)`` pairs."""
+    v = np.array(values, dtype=np.float64)
+    w = 1.0 / np.maximum(v[:, 1] ** 2, 1e-300)
+    est = float((w * v[:, 0]).sum() / w.sum())
+    return est, float(np.sqrt(1.0 / w.sum()))
+
+
+def as_result(**kw: Any) -> HeavyHitters:
+    return HeavyHitters(**kw)
