@@ -408,6 +408,12 @@ class LDPFrame:
     def estimate(self, mechanism: Any, **kwargs) -> pl.DataFrame:
         return estimate(self._df, mechanism, **kwargs)
 
+    def heavy_hitters(self, column: str, **kwargs) -> pl.DataFrame:
+        """Discover frequent strings of ``column`` (:func:`ldp_plugin.adapters.polars_discovery.heavy_hitters`)."""
+        from .polars_discovery import heavy_hitters
+
+        return heavy_hitters(self._df, column, **kwargs)
+
 
 @pl.api.register_lazyframe_namespace("ldp")
 class LDPLazyFrame:
@@ -421,3 +427,9 @@ class LDPLazyFrame:
 
     def estimate(self, mechanism: Any, **kwargs) -> pl.DataFrame:
         return estimate(self._lf, mechanism, **kwargs)
+
+    def heavy_hitters(self, column: str, **kwargs) -> pl.DataFrame:
+        """Discover frequent strings of ``column`` (:func:`ldp_plugin.adapters.polars_discovery.heavy_hitters`)."""
+        from .polars_discovery import heavy_hitters
+
+        return heavy_hitters(self._lf, column, **kwargs)

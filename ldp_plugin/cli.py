@@ -316,6 +316,9 @@ def build_parser() -> argparse.ArgumentParser:
     from .cli_series import add_parsers as _series_parsers
 
     _series_parsers(sub, _Parser, _int_in, _epsilon, SEED)
+    from .cli_discovery import add_parsers as _discovery_parsers
+
+    _discovery_parsers(sub, _Parser, _int_in, _epsilon, SEED)
     v = sub.add_parser("verify", help="exact, goodness-of-fit and black-box audit verification of registered mechanisms")
     v.add_argument("names", nargs="*", help="mechanism names (default: all registered)")
     v.add_argument("--quick", action="store_true", help="fewer samples (no power guarantee): a smoke test in seconds")
