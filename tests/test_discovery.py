@@ -260,3 +260,25 @@ def test_cli_heavy_hitters_simulate_json(tmp_path, capsys):
     assert code != 0
     err = capsys.readouterr().err
     assert "--column 'nope'" in err and "Traceback" not in err
+
+
+def test_sfp_joins_fragments_and_splits_epsilon(population):
+    from ldp_plugin.discovery import SFP
+
+    values, freq = population
+    q = SFP(epsilon=8.0, top_k=10, alphabet=ALPHA, max_length=7, fragment=2, cohorts=64, puzzle_bits=6)
+    # both reports together spend epsilon: fragment (1 - word_share)·ε + word word_share·ε
+    assert q.fragment_mechanisms[0].epsilon + q.word_mechanism.epsilon == pytest.approx(8.0)
+    rep = q.privatize(values.head(150_000), rng=2)
+    assert rep.height == 150_000
+    res = q.discover(rep)
+    recall, precision = _recall_precision(res, freq, hi=0.02, lo=0.002)
+    assert recall >= 0.9 and precision >= 0.9
+    # power: a query with other puzzle hashes joins nothing that decodes
+    wrong = SFP(epsilon=8.0, top_k=10, alphabet=ALPHA, max_length=7, fragment=2, cohorts=64, puzzle_bits=6, hash_seed=5)
+    try:
+        recall_wrong, _ = _recall_precision(wrong.discover(rep), freq, hi=0.02)
+    except LDPInputError as e:
+        assert "no fragments could be joined" in str(e)
+    else:
+        assert recall_wrong < 0.5

@@ -4,8 +4,9 @@
 from .diagnostics import HeavyHitters, p_values, select
 from .prefix import DEFAULT_ALPHABET, TERM, PrefixCodec
 from .protocol import METHODS, ORACLES, DiscoveryAccumulator, PrefixDiscovery
+from .sfp import SFP
 
 __all__ = [
     "HeavyHitters", "p_values", "select", "DEFAULT_ALPHABET", "TERM", "PrefixCodec", "METHODS", "ORACLES",
-    "DiscoveryAccumulator", "PrefixDiscovery",
+    "DiscoveryAccumulator", "PrefixDiscovery", "SFP",
 ]

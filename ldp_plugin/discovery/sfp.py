@@ -1,0 +1,203 @@
+"""Apple's Sequence Fragment Puzzle (SFP): discovery from fragments tied together by a small hash
+("Learning with Privacy at Scale", Apple Differential Privacy Team, 2017, §"Sequence Fragment
+Puzzle").
+
+A string ``w`` (padded with terminators to ``max_length``) is cut into fragments of ``fragment``
+symbols. Each user draws a position ``j`` uniformly (data-independent, sent in the clear) and
+sends **two** reports: the item ``r ‖ w[j·f : (j+1)·f]`` through position ``j``'s oracle, where
+``r = h(w) mod 2^puzzle_bits`` is a public hash of the whole string (the puzzle piece that ties
+the fragments of one string together), and the whole string through the word oracle. The server
+decodes every ``(r, fragment)`` pair at every position (streamed sketch decoder), keeps the
+``beam`` largest per position, joins the fragments that share ``r`` across all positions, keeps
+the joins whose own hash is ``r``, and estimates those strings from the word reports.
+
+**Privacy.** The fragment report is ``(1 − word_share)·ε``-LDP and the word report
+``word_share·ε``-LDP (each an O-RR report, exact ratio checked); by basic composition each user
+spends ``epsilon`` per collection (``max_divergence``) — what :meth:`SFP.charge` records.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from .._errors import LDPInputError, LDPParameterError
+from ..hashing import cohort_seed, item_keys, seeded_hash
+from ..mechanisms import ORR
+from ..mechanisms._base import check_epsilon
+from ..progress import status
+from ..sampling import RNGLike, as_source
+from .diagnostics import SELECTIONS, HeavyHitters, detectable, intervals, p_values, select
+from .prefix import DEFAULT_ALPHABET, TERM, PrefixCodec
+from .protocol import _positive_int
+
+__all__ = ["SFP"]
+
+_TAG = 0x736670  # "sfp"
+
+
+@dataclass(frozen=True, kw_only=True)
+class SFP:
+    """The Sequence Fragment Puzzle query (module docstring); ``epsilon``-LDP per user.
+
+    >>> SFP(epsilon=4.0, alphabet="ab", max_length=4, cohorts=32).positions
+    2
+    """
+
+    epsilon: float
+    top_k: int = 20
+    alphabet: str = DEFAULT_ALPHABET
+    max_length: int = 10
+    fragment: int = 2
+    puzzle_bits: int = 8
+    word_share: float = 0.5
+    beam: int = 0
+    cohorts: int = 256
+    hash_seed: int = 0
+    alpha: float = 0.05
+    selection: str = "bh"
+    confidence: float = 0.95
+    method: str = field(default="sfp", init=False)
+    codec: PrefixCodec = field(init=False, repr=False, compare=False)
+    fragment_mechanisms: tuple = field(init=False, repr=False, compare=False)
+    word_mechanism: Any = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        set_ = lambda name, v: object.__setattr__(self, name, v)  # noqa: E731
+        set_("epsilon", check_epsilon(self.epsilon))
+        set_("codec", PrefixCodec(self.alphabet, self.max_length))
+        set_("top_k", _positive_int(self.top_k, "top_k", 1, 10_000))
+        set_("fragment", _positive_int(self.fragment, "fragment", 1, min(4, self.max_length)))
+        set_("puzzle_bits", _positive_int(self.puzzle_bits, "puzzle_bits", 1, 16))
+        set_("beam", _positive_int(self.beam or 8 * self.top_k, "beam", self.top_k, 1 << 16))
+        set_("cohorts", _positive_int(self.cohorts, "cohorts", 1, 1 << 20))
+        if not (isinstance(self.word_share, float) and 0.0 < self.word_share < 1.0):
+            raise LDPParameterError(f"word_share must be a float in (0, 1) (got {self.word_share!r})")
+        if self.selection not in SELECTIONS:
+            raise LDPParameterError(f"selection must be one of {SELECTIONS} (got {self.selection!r})")
+        for name in ("alpha", "confidence"):
+            v = getattr(self, name)
+            if not (isinstance(v, float) and 0.0 < v < 1.0):
+                raise LDPParameterError(f"{name} must be a float in (0, 1) (got {v!r})")
+        cells = (1 << self.puzzle_bits) * self.codec.symbols**self.fragment
+        if cells > 1 << 22:
+            raise LDPParameterError(f"puzzle_bits={self.puzzle_bits} and fragment={self.fragment} give {cells} fragment items per position (at most 2**22)")
+        e_word = self.epsilon * self.word_share
+        e_frag = self.epsilon - e_word
+        mk = lambda e, j: ORR(epsilon=e, k=max(2, round(math.exp(e)) + 1), cohorts=self.cohorts, hash_seed=cohort_seed(self.hash_seed, _TAG + j))  # noqa: E731
+        set_("fragment_mechanisms", tuple(mk(e_frag, j) for j in range(self.positions)))
+        set_("word_mechanism", mk(e_word, 1 << 20))
+
+    @property
+    def positions(self) -> int:
+        return -(-self.max_length // self.fragment)
+
+    @property
+    def epsilon_per_user(self) -> float:
+        return self.epsilon
+
+    def spec(self) -> dict:
+        return {"protocol": "sfp", "epsilon": self.epsilon, "top_k": self.top_k, "alphabet": self.alphabet, "max_length": self.max_length,
+                "fragment": self.fragment, "puzzle_bits": self.puzzle_bits, "word_share": self.word_share, "beam": self.beam,
+                "cohorts": self.cohorts, "hash_seed": self.hash_seed}
+
+    def charge(self, accountant: Any, query_id: str, **kw: Any):
+        """Spend this collection's ε per user (both reports) under ``query_id``."""
+        return accountant.spend(query_id, self.epsilon, mechanism="sfp", params=self.spec(), **kw)
+
+    def _puzzle(self, words: Any) -> np.ndarray:
+        return seeded_hash(item_keys(words), cohort_seed(self.hash_seed, _TAG - 1), 1 << self.puzzle_bits)
+
+    def _padded(self, values: pl.Series) -> pl.Series:
+        return values.str.pad_end(self.positions * self.fragment, TERM)
+
+    def fragment_items(self, values: pl.Series, position: int, puzzle: np.ndarray) -> pl.Series:
+        frag = self._padded(values).str.slice(position * self.fragment, self.fragment)
+        return pl.Series(puzzle.astype(np.int64)).cast(pl.String) + "|" + frag
+
+    def min_detectable_frequency(self, n: int) -> float:
+        """Frequency a string needs for its fragments to be selected with probability ½ at one
+        position (Bonferroni over every ``(r, fragment)`` item): the protocol's bottleneck."""
+        n = _positive_int(n, "n", 1, 1 << 62)
+        m = self.fragment_mechanisms[0]
+        pi = m.q + (m.p - m.q) / m.k
+        sd = math.sqrt(pi * (1 - pi) / (m.p - m.q) ** 2 / (n / self.positions))
+        return detectable(sd, self.alpha, (1 << self.puzzle_bits) * self.codec.symbols**self.fragment, self.selection)
+
+    # -- client ----------------------------------------------------------------------------------
+    def privatize(self, values: Any, *, rng: RNGLike = None) -> pl.DataFrame:
+        """Each user's two reports → ``position, cohort, report, word_cohort, word_report``."""
+        series = self.codec.check(values if isinstance(values, pl.Series) else pl.Series("values", values, dtype=pl.String, strict=False))
+        n = series.len()
+        if n == 0:
+            raise LDPInputError("no values to privatize")
+        source = as_source(rng)
+        pos = source.uniform_int(self.positions, n).astype(np.int64)
+        puzzle = self._puzzle(series)
+        frames = []
+        for j in range(self.positions):
+            idx = np.flatnonzero(pos == j)
+            if idx.size == 0:
+                continue
+            m = self.fragment_mechanisms[j]
+            f = m.reports_to_frame(m.randomize(self.fragment_items(series.gather(idx), j, puzzle[idx]), rng=source))
+            w = self.word_mechanism.reports_to_frame(self.word_mechanism.randomize(series.gather(idx), rng=source))
+            frames.append(pl.concat([f.with_columns(pl.lit(j, dtype=pl.UInt8).alias("position")).select("position", "cohort", "report"),
+                                     w.rename({"cohort": "word_cohort", "report": "word_report"})], how="horizontal"))
+        return pl.concat(frames)
+
+    # -- server ------------------------------------------------------------------------------------
+    def discover(self, reports: pl.DataFrame) -> HeavyHitters:
+        if not isinstance(reports, pl.DataFrame) or not {"position", "word_cohort", "word_report"} <= set(reports.columns):
+            raise LDPInputError("SFP reports must be the frame from SFP.privatize (position, cohort, report, word_cohort, word_report)")
+        symbols = [TERM, *self.alphabet]
+        frags = ["".join(t) for t in itertools.product(symbols, repeat=self.fragment)]
+        pieces = [f"{r}|{f}" for r in range(1 << self.puzzle_bits) for f in frags]
+        kept: list[dict] = []
+        rows = []
+        for j, m in enumerate(self.fragment_mechanisms):
+            part = reports.filter(pl.col("position") == j)
+            if part.height == 0:
+                raise LDPInputError(f"no reports for fragment position {j}")
+            est = m.accumulator().add(m.frame_to_reports(part.select("cohort", "report"))).estimate(candidates=pieces, postprocess="none")
+            raw = np.asarray(est.raw[: len(pieces)])
+            top = np.argsort(-raw, kind="stable")[: self.beam]
+            by_r: dict = {}
+            for i in top[raw[top] > 0]:
+                r, f = pieces[i].split("|", 1)
+                by_r.setdefault(int(r), []).append(f)
+            kept.append(by_r)
+            rows.append({"level": j, "position": j, "users": part.height, "candidates": len(pieces), "kept": int((raw[top] > 0).sum())})
+            status(f"fragment position {j + 1}/{self.positions}: {part.height} users, {len(pieces)} candidates")
+        words = set()
+        for r in set.intersection(*(set(k) for k in kept)):
+            joins = itertools.islice(itertools.product(*(k[r] for k in kept)), 4096)
+            for parts in joins:
+                s = "".join(parts)
+                body = s.rstrip(TERM)
+                if TERM not in body and len(body) <= self.max_length:
+                    words.add((body, r))
+        cands = sorted(w for w, r in words if int(self._puzzle(pl.Series([w], dtype=pl.String))[0]) == r)
+        if not cands:
+            raise LDPInputError("no fragments could be joined into strings: too few users for this epsilon")
+        wm = self.word_mechanism
+        acc = wm.accumulator().add(wm.frame_to_reports(reports.select(pl.col("word_cohort").alias("cohort"), pl.col("word_report").alias("report"))))
+        est = acc.estimate(candidates=cands, postprocess="none")
+        estimate, se = np.asarray(est.raw[: len(cands)]), np.asarray(est.std_error[: len(cands)])
+        p = p_values(estimate, se)
+        sig = select(p, self.alpha, self.selection)
+        top = np.argsort(-estimate, kind="stable")[: self.top_k]
+        lo, hi = intervals(estimate[top], se[top], self.confidence)
+        allocated = float(np.clip(estimate[sig], 0.0, None).sum())
+        return HeavyHitters(
+            items=tuple(cands[i] for i in top), estimate=estimate[top], std_error=se[top], ci_lower=lo, ci_upper=hi, p_value=p[top],
+            significant=sig[top], n=reports.height, epsilon=self.epsilon, method="sfp", confidence=self.confidence, alpha=self.alpha,
+            selection=self.selection, allocated_mass=allocated, missing_mass=1.0 - allocated,
+            min_detectable_frequency=self.min_detectable_frequency(reports.height), levels=tuple(rows),
+            extra={"discoveries": int(sig.sum()), "final_candidates": len(cands)},
+        )
