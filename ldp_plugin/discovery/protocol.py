@@ -77,7 +77,7 @@ class PrefixDiscovery:
         estimates decide the ranking; 1 = PEM's equal split).
     :param alpha, selection: level and method (``"bh"``/``"bonferroni"``) of the selection.
 
-    >>> q = PrefixDiscovery(epsilon=4.0, top_k=2, alphabet="ab", max_length=3, cohorts=32)
+    >>> q = PrefixDiscovery(epsilon=4.0, top_k=2, alphabet="ab", max_length=3, step=2, cohorts=32)
     >>> q.lengths, q.epsilon_per_user
     ((2, 3), 4.0)
     """
