@@ -143,5 +143,36 @@ def pooled(values: list[tuple[float, float]]) -> tuple[float, float]:
     return est, float(np.sqrt(1.0 / w.sum()))
 
 
-def as_result(**kw: Any) -> HeavyHitters:
-    return HeavyHitters(**kw)
+def check_selection(query: Any) -> None:
+    """The selection settings every discovery query shares: ``selection``, ``alpha``, ``confidence``."""
+    if query.selection not in SELECTIONS:
+        raise LDPParameterError(f"selection must be one of {SELECTIONS} (got {query.selection!r})")
+    for name in ("alpha", "confidence"):
+        v = getattr(query, name)
+        if not (isinstance(v, float) and 0.0 < v < 1.0):
+            raise LDPParameterError(f"{name} must be a float in (0, 1) (got {v!r})")
+
+
+def cell_sd(mechanism: Any, n: float) -> float:
+    """Standard error of one light item's read-out from ``n`` reports of a hashed oracle: the
+    single-cell variance ``π(1−π)/(p−q)²`` with ``π = q + (p−q)/k``."""
+    m = mechanism
+    pi = m.q + (m.p - m.q) / m.k
+    return float(np.sqrt(pi * (1 - pi) / (m.p - m.q) ** 2 / n))
+
+
+def result(query: Any, labels: list, estimate: np.ndarray, se: np.ndarray, n: int, levels: list) -> HeavyHitters:
+    """The result of a discovery over its final candidates ``labels`` (selection over all of them,
+    the ``top_k`` largest returned)."""
+    p = p_values(estimate, se)
+    sig = select(p, query.alpha, query.selection)
+    top = np.argsort(-estimate, kind="stable")[: query.top_k]
+    lo, hi = intervals(estimate[top], se[top], query.confidence)
+    allocated = float(np.clip(estimate[sig], 0.0, None).sum())
+    return HeavyHitters(
+        items=tuple(labels[i] for i in top), estimate=estimate[top], std_error=se[top], ci_lower=lo, ci_upper=hi, p_value=p[top],
+        significant=sig[top], n=n, epsilon=query.epsilon, method=query.method, confidence=query.confidence, alpha=query.alpha,
+        selection=query.selection, allocated_mass=allocated, missing_mass=1.0 - allocated,
+        min_detectable_frequency=query.min_detectable_frequency(max(n, 1)), levels=tuple(levels),
+        extra={"discoveries": int(sig.sum()), "final_candidates": len(labels)},
+    )

@@ -44,7 +44,7 @@ from ..mechanisms import ORAPPOR, ORR
 from ..mechanisms._base import check_epsilon
 from ..progress import status
 from ..sampling import RNGLike, as_source
-from .diagnostics import SELECTIONS, HeavyHitters, detectable, intervals, p_values, pooled, select
+from .diagnostics import HeavyHitters, cell_sd, check_selection, detectable, p_values, pooled, result, select
 from .prefix import DEFAULT_ALPHABET, PrefixCodec
 
 __all__ = ["PrefixDiscovery", "DiscoveryAccumulator", "METHODS", "ORACLES"]
@@ -108,12 +108,7 @@ class PrefixDiscovery:
             raise LDPParameterError(f"method must be one of {METHODS} (got {self.method!r})")
         if self.oracle not in ORACLES:
             raise LDPParameterError(f"oracle must be one of {ORACLES} (got {self.oracle!r})")
-        if self.selection not in SELECTIONS:
-            raise LDPParameterError(f"selection must be one of {SELECTIONS} (got {self.selection!r})")
-        for name in ("alpha", "confidence"):
-            v = getattr(self, name)
-            if not (isinstance(v, float) and 0.0 < v < 1.0):
-                raise LDPParameterError(f"{name} must be a float in (0, 1) (got {v!r})")
+        check_selection(self)
         set_("codec", PrefixCodec(self.alphabet, self.max_length))
         set_("top_k", _positive_int(self.top_k, "top_k", 1, 10_000))
         set_("max_candidates", _positive_int(self.max_candidates, "max_candidates", 2, 1 << 22))
@@ -178,10 +173,7 @@ class PrefixDiscovery:
         several levels and need less. Uses the oracle's single-cell variance
         ``π(1−π)/(p−q)²`` with ``π = q + (p−q)/k`` over the final level's expected users."""
         n = _positive_int(n, "n", 1, 1 << 62)
-        m = self.mechanisms[-1]
-        n_final = n * self.shares[-1] / sum(self.shares)
-        pi = m.q + (m.p - m.q) / m.k
-        sd = math.sqrt(pi * (1 - pi) / (m.p - m.q) ** 2 / n_final)
+        sd = cell_sd(self.mechanisms[-1], n * self.shares[-1] / sum(self.shares))
         return detectable(sd, self.alpha, self.final_candidates(), self.selection)
 
     # -- client ------------------------------------------------------------------------------------
@@ -258,18 +250,7 @@ class PrefixDiscovery:
             prev = length
         est_se = np.array([pooled(pool[c]) for c in cands]) if cands else np.zeros((0, 2))
         estimate, se = est_se[:, 0], est_se[:, 1]
-        p = p_values(estimate, se)
-        sig = select(p, self.alpha, self.selection)
-        top = np.argsort(-estimate, kind="stable")[: self.top_k]
-        lo, hi = intervals(estimate[top], se[top], self.confidence)
-        allocated = float(np.clip(estimate[sig], 0.0, None).sum())
-        return HeavyHitters(
-            items=tuple(self.codec.display(cands[i]) for i in top), estimate=estimate[top], std_error=se[top], ci_lower=lo,
-            ci_upper=hi, p_value=p[top], significant=sig[top], n=acc.n, epsilon=self.epsilon, method=self.method,
-            confidence=self.confidence, alpha=self.alpha, selection=self.selection, allocated_mass=allocated,
-            missing_mass=1.0 - allocated, min_detectable_frequency=self.min_detectable_frequency(max(acc.n, 1)), levels=tuple(rows),
-            extra={"discoveries": int(sig.sum()), "final_candidates": len(cands)},
-        )
+        return result(self, [self.codec.display(c) for c in cands], estimate, se, acc.n, rows)
 
     def charge(self, accountant: Any, query_id: str, **kw: Any):
         """Spend this collection's ε per user under ``query_id`` (before any report exists)."""

@@ -32,7 +32,7 @@ from ..mechanisms import ORR
 from ..mechanisms._base import check_epsilon
 from ..progress import status
 from ..sampling import RNGLike, as_source
-from .diagnostics import SELECTIONS, HeavyHitters, detectable, intervals, p_values, select
+from .diagnostics import HeavyHitters, cell_sd, check_selection, detectable, result
 from .prefix import DEFAULT_ALPHABET, TERM, PrefixCodec
 from .protocol import _positive_int
 
@@ -78,12 +78,7 @@ class SFP:
         set_("cohorts", _positive_int(self.cohorts, "cohorts", 1, 1 << 20))
         if not (isinstance(self.word_share, float) and 0.0 < self.word_share < 1.0):
             raise LDPParameterError(f"word_share must be a float in (0, 1) (got {self.word_share!r})")
-        if self.selection not in SELECTIONS:
-            raise LDPParameterError(f"selection must be one of {SELECTIONS} (got {self.selection!r})")
-        for name in ("alpha", "confidence"):
-            v = getattr(self, name)
-            if not (isinstance(v, float) and 0.0 < v < 1.0):
-                raise LDPParameterError(f"{name} must be a float in (0, 1) (got {v!r})")
+        check_selection(self)
         cells = (1 << self.puzzle_bits) * self.codec.symbols**self.fragment
         if cells > 1 << 22:
             raise LDPParameterError(f"puzzle_bits={self.puzzle_bits} and fragment={self.fragment} give {cells} fragment items per position (at most 2**22)")
@@ -124,9 +119,7 @@ class SFP:
         """Frequency a string needs for its fragments to be selected with probability ½ at one
         position (Bonferroni over every ``(r, fragment)`` item): the protocol's bottleneck."""
         n = _positive_int(n, "n", 1, 1 << 62)
-        m = self.fragment_mechanisms[0]
-        pi = m.q + (m.p - m.q) / m.k
-        sd = math.sqrt(pi * (1 - pi) / (m.p - m.q) ** 2 / (n / self.positions))
+        sd = cell_sd(self.fragment_mechanisms[0], n / self.positions)
         return detectable(sd, self.alpha, (1 << self.puzzle_bits) * self.codec.symbols**self.fragment, self.selection)
 
     # -- client ----------------------------------------------------------------------------------
@@ -189,15 +182,4 @@ class SFP:
         acc = wm.accumulator().add(wm.frame_to_reports(reports.select(pl.col("word_cohort").alias("cohort"), pl.col("word_report").alias("report"))))
         est = acc.estimate(candidates=cands, postprocess="none")
         estimate, se = np.asarray(est.raw[: len(cands)]), np.asarray(est.std_error[: len(cands)])
-        p = p_values(estimate, se)
-        sig = select(p, self.alpha, self.selection)
-        top = np.argsort(-estimate, kind="stable")[: self.top_k]
-        lo, hi = intervals(estimate[top], se[top], self.confidence)
-        allocated = float(np.clip(estimate[sig], 0.0, None).sum())
-        return HeavyHitters(
-            items=tuple(cands[i] for i in top), estimate=estimate[top], std_error=se[top], ci_lower=lo, ci_upper=hi, p_value=p[top],
-            significant=sig[top], n=reports.height, epsilon=self.epsilon, method="sfp", confidence=self.confidence, alpha=self.alpha,
-            selection=self.selection, allocated_mass=allocated, missing_mass=1.0 - allocated,
-            min_detectable_frequency=self.min_detectable_frequency(reports.height), levels=tuple(rows),
-            extra={"discoveries": int(sig.sum()), "final_candidates": len(cands)},
-        )
+        return result(self, cands, estimate, se, reports.height, rows)
