@@ -158,4 +158,88 @@ def floyd_sorted(words, n_other, c, x, inc, out):  # pragma: no cover - compiled
                 word &= word - one
                 c2 += 1
 
-KERNELS = {"decode_runs": decode_runs, "batched_rejects": batched_rejects, "floyd_sorted": floyd_sorted}
+
+ro_i16 = nb.types.Array(nb.int16, 1, "C", readonly=True)
+ro_u64 = nb.types.Array(nb.uint64, 1, "C", readonly=True)
+ro_u8 = nb.types.Array(nb.uint8, 1, "C", readonly=True)
+i8 = nb.int64
+
+
+@nb.njit(
+    nb.types.UniTuple(nb.int64, 6)(ro_u8, i8, i8, i8, i8, i8, i8, i8, ro_i16, ro_i16, ro_u64, ro_u8, i8, i8, i8, i8, nb.uint8[:, ::1]),
+    nogil=True,
+    cache=_CACHE,
+)
+def sparse_runs(v, n1, n2, s1, len3, i1, i2, i3, t1, t2, L, frac, M, pos, need, n_bits, out):  # pragma: no cover - compiled
+    # The sparse sampler (ldp_plugin.sampling.sparse): one exact geometric draw per 1 (or per M
+    # zeros), stage 1 from s1 bytes of region 1, stage 2 from one byte of region 2, stage 3 from
+    # len3 bytes of region 3. A table entry e >= 0 advances e >> 1 zeros, then a 1 if e & 1.
+    # Returns (status, i1, i2, i3, pos, u64): 0 done, 1 a region too short for another draw,
+    # 2 a stage-4 tie (u64 = U's first 64 bits; pos not advanced past the tied draw).
+    b3 = n1 + n2
+    n3 = v.shape[0] - b3
+    nb_ = out.shape[1]
+    flat = out.reshape(out.shape[0] * nb_)
+    whole = n_bits == 8 * nb_  # rows are whole bytes: the flat bit index is the event index
+    while pos < need:
+        # draws that fit in every region whatever their stages (each takes <= 1 of each)
+        safe = min((n1 - i1) // s1, n2 - i2, (n3 - i3) // len3)
+        if safe <= 0:
+            return 1, i1, i2, i3, pos, 0
+        e = 0
+        for _ in range(safe):  # the tight loop: stages 1 and 2 only
+            if pos >= need:
+                break
+            if s1 == 2:
+                e = np.int64(t1[(np.int64(v[i1]) << 8) | np.int64(v[i1 + 1])])
+                if e < 0:  # rare with two bytes: a branch
+                    e = np.int64(t2[(-e - 1) * 256 + np.int64(v[n1 + i2])])
+                    i2 += 1
+            else:  # one byte: stage 2 is common, taken without a branch
+                e1 = np.int64(t1[np.int64(v[i1])])
+                neg = e1 >> 63  # -1 if stage 1 left it open, else 0
+                e2 = np.int64(t2[(((-e1 - 1) & neg) << 8) + np.int64(v[n1 + i2])])
+                i2 -= neg
+                e = (e1 & ~neg) | (e2 & neg)
+            i1 += s1
+            if e < 0:
+                break  # stage 3, below
+            pos += e >> 1
+            if e & 1:
+                if pos < need:
+                    if whole:
+                        flat[pos >> 3] |= np.uint8(1 << (pos & 7))
+                    else:
+                        r = pos // n_bits
+                        c = pos - r * n_bits
+                        flat[r * nb_ + (c >> 3)] |= np.uint8(1 << (c & 7))
+                pos += 1
+        if e >= 0:
+            continue
+        # stage 3 of the draw just read: the rest of a 64-bit U
+        p = np.int64(v[i1 - 1]) if s1 == 1 else (np.int64(v[i1 - 2]) << 8) | np.int64(v[i1 - 1])
+        u = (np.uint64(p) << np.uint64(8)) | np.uint64(v[n1 + i2 - 1])
+        for t in range(len3):
+            u = (u << np.uint64(8)) | np.uint64(v[b3 + i3 + t])
+        i3 += len3
+        lo = 0
+        hi = M
+        while lo < hi:  # first g - 1 with L[g - 1] <= u (L decreases)
+            mid = (lo + hi) >> 1
+            if L[mid] > u:
+                lo = mid + 1
+            else:
+                hi = mid
+        if lo < M and L[lo] == u and frac[lo] != 0:
+            return 2, i1, i2, i3, pos, np.int64(u)
+        e = 2 * lo + 1 if lo < M else 2 * M
+        pos += e >> 1
+        if e & 1:
+            if pos < need:
+                r = pos // n_bits
+                c = pos - r * n_bits
+                flat[r * nb_ + (c >> 3)] |= np.uint8(1 << (c & 7))
+            pos += 1
+    return 0, i1, i2, i3, pos, 0
+
+KERNELS = {"sparse_runs": sparse_runs, "decode_runs": decode_runs, "batched_rejects": batched_rejects, "floyd_sorted": floyd_sorted}

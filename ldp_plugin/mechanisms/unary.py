@@ -122,18 +122,11 @@ def randomize_bit_rows(positions: np.ndarray, n_bits: int, p_threshold: int, q_t
     ``q_threshold/2**64`` otherwise, independently — exact integer-threshold sampling.
 
     Every bit is drawn with ``q`` first, then each listed position is redrawn with ``p`` (a
-    position listed twice is redrawn twice: still exactly Bernoulli(``p``)).
+    position listed twice is redrawn twice: still exactly Bernoulli(``p``));
+    :meth:`~ldp_plugin.sampling.RandomSource.bernoulli_rows`.
     """
     n, h = positions.shape
-    bits = source.bernoulli_packed(q_threshold, n, n_bits)  # every bit ~ q (parallel segments) ...
-    rows = np.arange(n)
-    for t in range(h):  # ... then the listed bits ~ p
-        own = source.bernoulli(p_threshold, n).astype(np.uint8)
-        c = np.asarray(positions[:, t], dtype=np.int64)
-        byte, shift = c >> 3, (c & 7).astype(np.uint8)
-        cur = bits[rows, byte]
-        bits[rows, byte] = (cur & ~(np.uint8(1) << shift)) | (own << shift)
-    return bits
+    return source.bernoulli_rows(q_threshold, n, n_bits, positions, p_threshold)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -11,6 +11,7 @@ import math
 import numpy as np
 
 from .runner import _run_segments
+from .sparse import SparseSegment, sparse_tables, use_sparse
 
 if TYPE_CHECKING:  # pragma: no cover
     from .source import RandomSource
@@ -178,22 +179,76 @@ def _block_bytes(n_events: int) -> int:
     return 8 * ((bits + 63) // 64)
 
 
-def _bernoulli_runs(source: "RandomSource", threshold: int, n_rows: int, n_bits: int) -> np.ndarray:
+def set_row_bits(out: np.ndarray, cols: np.ndarray, bits: np.ndarray) -> None:
+    """Overwrite bit ``cols[i]`` of packed row ``out[i]`` (LSB first) with ``bits[i]`` (0/1),
+    in place; ``out`` is C-contiguous."""
+    n, nb = out.shape
+    flat = out.reshape(-1)
+    cols = np.asarray(cols, dtype=np.int64)
+    idx = cols >> 3
+    idx += np.arange(0, n * nb, nb, dtype=np.int64)
+    sh = (cols & 7).astype(np.uint8)
+    cur = flat[idx]
+    cur &= ~np.left_shift(np.uint8(1), sh)
+    cur |= np.left_shift(bits.astype(np.uint8), sh)
+    flat[idx] = cur
+
+
+def _segments(n_rows: int, n_bits: int) -> list:
+    """The fixed segments of rows ``[a, b)`` (about :data:`_SEG_EVENTS` events each)."""
+    per = max(1, _SEG_EVENTS // n_bits)
+    bounds = list(range(0, n_rows, per)) + [n_rows]
+    return list(zip(bounds[:-1], bounds[1:]))
+
+
+def _bernoulli_runs(source: "RandomSource", threshold: int, n_rows: int, n_bits: int, after=None) -> np.ndarray:
+    """Events of probability ``threshold / 2**64``: the sparse sampler when it is cheaper, else
+    geometric-run decoding. ``after(a, b, rows)``, if given, is applied to each finished segment of
+    rows ``[a, b)`` while it is still in cache (sparse path) or to all rows at the end."""
     from .._kernels import compiled
 
+    rare = min(threshold, (1 << 64) - threshold)  # a 1 is rare (or a 0: sample 0s, flip)
+    if use_sparse(rare):
+        return _bernoulli_sparse(source, rare, n_rows, n_bits, flip=rare != threshold, after=after)
     kernel = compiled("decode_runs", work=n_rows * n_bits)
     table = run_table(int(threshold))
     nb = (n_bits + 7) // 8
     out = np.empty((n_rows, nb), dtype=np.uint8)
-    rows_per_seg = max(1, _SEG_EVENTS // n_bits)
-    bounds = list(range(0, n_rows, rows_per_seg)) + [n_rows]
-    tasks = [_RunSegment((b - a) * n_bits, table, kernel) for a, b in zip(bounds[:-1], bounds[1:])]
+    segs = _segments(n_rows, n_bits)
+    tasks = [_RunSegment((b - a) * n_bits, table, kernel) for a, b in segs]
     _run_segments(source, tasks)
-    for a, b, task in zip(bounds[:-1], bounds[1:], tasks):
+    for (a, b), task in zip(segs, tasks):
         flat = task.result()
         if n_bits % 8 == 0:
             out[a:b] = flat.reshape(b - a, nb)
         else:
             bits = np.unpackbits(flat, count=(b - a) * n_bits, bitorder="little").reshape(b - a, n_bits)
             out[a:b] = np.packbits(bits, axis=1, bitorder="little")
+    if n_bits % 8 and n_rows:
+        out[:, -1] &= (1 << (n_bits % 8)) - 1
+    if after is not None:
+        after(0, n_rows, out)
+    return out
+
+
+def _bernoulli_sparse(source: "RandomSource", threshold: int, n_rows: int, n_bits: int, flip: bool, after=None) -> np.ndarray:
+    """Sparse path (:mod:`.sparse`): events of probability ``threshold / 2**64`` by exact geometric
+    skips, in the same fixed segments of rows; ``flip``: the complement of every bit (padding
+    bits cleared); ``after``: see :func:`_bernoulli_runs`."""
+    from .._kernels import compiled
+
+    kernel = compiled("sparse_runs", work=n_rows * n_bits)
+    tables = sparse_tables(int(threshold))
+    out = np.zeros((n_rows, (n_bits + 7) // 8), dtype=np.uint8)
+    pad = (1 << (n_bits % 8)) - 1 if n_bits % 8 else 0xFF
+
+    def finish(a: int, b: int, rows: np.ndarray) -> None:
+        if flip:
+            np.invert(rows, out=rows)
+            rows[:, -1] &= pad
+        if after is not None:
+            after(a, b, rows)
+
+    tasks = [SparseSegment((b - a) * n_bits, n_bits, out[a:b], tables, kernel, functools.partial(finish, a, b)) for a, b in _segments(n_rows, n_bits)]
+    _run_segments(source, tasks)
     return out

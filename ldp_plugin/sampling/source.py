@@ -11,7 +11,7 @@ import numpy as np
 
 from .._errors import LDPParameterError
 from ..exact import TWO64
-from .bernoulli import _bernoulli_runs
+from .bernoulli import _bernoulli_runs, set_row_bits
 from .runner import _run_segments, _thread_pool
 from . import subsets as _subsets
 from .subsets import _SubsetSegment
@@ -78,7 +78,11 @@ class RandomSource(abc.ABC):
 
         **Geometric-run decoding.** ``W < T`` for a uniform 64-bit ``W`` is decided at the first
         bit (most significant first) where ``W`` and ``T`` differ, and that position ``g`` is
-        geometric: ``P(g) = 2**-(g+1)``, because ``W XOR T`` is uniform. So an event is
+        geometric (the *dense* path; when one outcome is rare — at most about 1 event in 6 — the
+        *sparse* path of :mod:`ldp_plugin.sampling.sparse` draws only the rare outcomes' positions,
+        by exact geometric skips, at about ``log2(1/q) + 4`` random bits per rare event; it is
+        taken when it needs at most 1.5 bits per event, and a rare 0 is sampled as a rare 1 and
+        the bits flipped). Dense: ``P(g) = 2**-(g+1)``, because ``W XOR T`` is uniform. So an event is
         ``bit g of T`` (counted from the top; 0 if ``g >= 64``, i.e. ``W == T``), where ``g`` is
         the number of zeros before the next 1 in a stream of fair random bits — and its
         probability is ``sum over set bits g of T of 2**-(g+1) = T / 2**64`` exactly. Each event
@@ -91,6 +95,33 @@ class RandomSource(abc.ABC):
         block of the stream, so segments run on several cores and the output does not depend
         on the number of threads.
         """
+        return self._packed(threshold, n_rows, n_bits)
+
+    def bernoulli_rows(self, q_threshold: int, n_rows: int, n_bits: int, positions: np.ndarray, p_threshold: int) -> np.ndarray:
+        """Packed rows (as :meth:`bernoulli_packed`) whose bit ``j`` of row ``i`` is 1 with
+        probability ``p_threshold / 2**64`` if ``j`` is one of ``positions[i]`` (an ``(n_rows, h)``
+        integer array) and ``q_threshold / 2**64`` otherwise, independently — every unary
+        encoding's report. Every bit is drawn with ``q``, then each listed position is redrawn
+        with ``p`` (column by column; a position listed twice is redrawn twice: still exactly
+        Bernoulli(``p``)). The ``h`` columns of ``p``-events are drawn first (one
+        :meth:`bernoulli` call each); on the sparse path they are written into each segment of
+        rows as soon as it is sampled, on the worker that sampled it."""
+        positions = np.asarray(positions)
+        if positions.ndim != 2 or positions.shape[0] != n_rows:
+            raise LDPParameterError("positions must be an (n_rows, h) integer array")
+        if positions.size and (int(positions.min()) < 0 or int(positions.max()) >= n_bits):
+            raise LDPParameterError(f"positions must be bit indices in [0, n_bits) = [0, {n_bits})")
+        if not 0 <= p_threshold <= TWO64:
+            raise LDPParameterError("threshold must be in [0, 2**64]")
+        own = [self.bernoulli(p_threshold, n_rows) for _ in range(positions.shape[1])]
+
+        def after(a: int, b: int, rows: np.ndarray) -> None:
+            for t, bits in enumerate(own):
+                set_row_bits(rows, positions[a:b, t], bits[a:b])
+
+        return self._packed(q_threshold, n_rows, n_bits, after)
+
+    def _packed(self, threshold: int, n_rows: int, n_bits: int, after=None) -> np.ndarray:
         if not 0 <= threshold <= TWO64:
             raise LDPParameterError("threshold must be in [0, 2**64]")
         if n_rows < 0 or n_bits < 0:
@@ -98,11 +129,12 @@ class RandomSource(abc.ABC):
         nb = (n_bits + 7) // 8
         if threshold in (0, TWO64) or n_rows == 0 or n_bits == 0:
             out = np.full((n_rows, nb), 0 if threshold == 0 else 0xFF, dtype=np.uint8)
-        else:
-            out = _bernoulli_runs(self, threshold, n_rows, n_bits)
-        if n_bits % 8 and n_rows:
-            out[:, -1] &= (1 << (n_bits % 8)) - 1
-        return out
+            if n_bits % 8 and n_rows:
+                out[:, -1] &= (1 << (n_bits % 8)) - 1
+            if after is not None and n_bits:
+                after(0, n_rows, out)
+            return out
+        return _bernoulli_runs(self, threshold, n_rows, n_bits, after)
 
     def _bernoulli_bytes(self, threshold: int, size: int) -> np.ndarray:
         """``W < threshold`` for uniform 64-bit ``W``, compared byte by byte (most significant

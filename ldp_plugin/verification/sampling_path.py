@@ -47,6 +47,10 @@ class RecordingSource(SeededRandomSource):
         self.calls.append(("bernoulli_packed", int(threshold), int(n_rows), int(n_bits)))
         return super().bernoulli_packed(threshold, n_rows, n_bits)
 
+    def bernoulli_rows(self, q_threshold: int, n_rows: int, n_bits: int, positions, p_threshold: int) -> np.ndarray:
+        self.calls.append(("bernoulli_packed", int(q_threshold), int(n_rows), int(n_bits)))
+        return super().bernoulli_rows(q_threshold, n_rows, n_bits, positions, p_threshold)  # records its bernoulli calls
+
     def bernoulli_each(self, thresholds: np.ndarray) -> np.ndarray:
         t = np.asarray(thresholds, dtype=np.uint64)
         for v in np.unique(t).tolist():
