@@ -44,11 +44,16 @@ class Candidate:
     central_epsilon: Optional[float] = None
     #: one report's Bayes attacker success under a uniform prior (``Mechanism.bayes_success``)
     attacker_success: Optional[float] = None
+    #: the largest standard error of one item's frequency over *every* distribution (pure
+    #: oracles, one item per user: the variance is linear in the item's frequency, so the worst
+    #: case is at frequency 0 or 1); None where not derived
+    worst_item_se: Optional[float] = None
 
     def to_dict(self) -> dict:
         return {
             "central_epsilon": self.central_epsilon,
             "attacker_success": self.attacker_success,
+            "worst_item_se": self.worst_item_se,
             "mechanism": self.label,
             "params": self.params,
             "predicted_error": self.predicted_error,
@@ -148,9 +153,13 @@ def rank_mechanisms(d: int, epsilon: float, *, n: int = 100_000, m: int = 1, met
         else:
             v = _pure_item_variances(inner, dp, n, m)
         build = (lambda f=factory: SampleOne(mechanism=f(d), m=m)) if m > 1 else (lambda f=factory: f(d))
+        worst = None
+        if m == 1 and not inner.takes_cohorts:  # Var f̂_i is linear in f_i: extremes at 0 and 1
+            w = inner.variance(np.eye(1, dp).ravel(), n)
+            worst = math.sqrt(max(float(w[0]), float(w[1])))
         out.append(Candidate(
             label if m == 1 else f"sample-one({label})", dict(params, **({"m": m} if m > 1 else {})),
-            _summarize(v, metric), float(v.sum()), bits, client, server, build,
+            _summarize(v, metric), float(v.sum()), bits, client, server, build, worst_item_se=worst,
         ))
     # native set mechanisms (paper 004): the wheel (any m) and, for sets, RAPPOR-for-sets and PrivSet;
     # their estimators' variance is exact at f = m/d (every user holds m items)

@@ -176,6 +176,7 @@ def cmd_choose(args) -> int:
             mark = "->" if i == 0 else "  "
             central = "" if r["central_epsilon"] is None else f"   shuffled: central eps {r['central_epsilon']:.4g}"
             central = ("   attacker n/a" if r["attacker_success"] is None else f"   attacker {r['attacker_success']:.2f}") + central
+            central = ("" if r["worst_item_se"] is None else f"   worst item s.e. {r['worst_item_se']:.3g}") + central
             print(f"{mark} {r['mechanism']:<32} {str(r['params']):<28} predicted {args.metric} {r['predicted_error']:.4g}"
                   f"   report {r['report_bits']} bits, client {r['client_cost']}, server {r['server_cost']}{central}")
         if args.delta is not None:

@@ -82,3 +82,17 @@ def test_bayes_attacker_success_figures_of_the_issue():
     assert [round(m.bayes_success(), 2) for m in (ldp.KRR(epsilon=4, d=64), ldp.OUE(epsilon=4, d=64), ldp.RAPPOR(epsilon=4, d=64))] == [0.46, 0.30, 0.12]
     rows = {r.label: r for r in ldp.rank_mechanisms(64, 4.0, n=10**5)}
     assert rows["krr"].attacker_success == pytest.approx(ldp.KRR(epsilon=4, d=64).bayes_success())
+
+
+def test_worst_item_standard_error_is_the_maximum_over_distributions():
+    """The worst-case column: no distribution gives any item a larger standard error, and a point
+    mass (or an absent item) attains it — checked against the exact per-item variances."""
+    rows = {c.label: c for c in rank_mechanisms(16, 2.0, n=10_000)}
+    rng = np.random.default_rng(0)
+    for label in ("krr", "oue", "rappor", "hadamard"):
+        c = rows[label]
+        m = c.build()
+        seen = [np.sqrt(m.variance(t, 10_000)).max() for t in rng.dirichlet(np.full(16, 0.3), 200)]
+        attained = max(np.sqrt(m.variance(np.eye(1, 16, j).ravel(), 10_000)).max() for j in range(2))
+        assert max(seen) <= c.worst_item_se * (1 + 1e-12) and attained == pytest.approx(c.worst_item_se, rel=1e-12)
+    assert rows["orr"].worst_item_se is None  # cohort decoders: not derived

@@ -12,6 +12,7 @@ import numpy as np
 from .._errors import LDPParameterError
 from ..exact import TWO64
 from .bernoulli import _bernoulli_runs, set_row_bits
+from .cipher import random_backend, secure_bytes
 from .runner import _run_segments, _thread_pool
 from . import subsets as _subsets
 from .subsets import _SubsetSegment
@@ -257,38 +258,41 @@ class RandomSource(abc.ABC):
 
 
 class SecureRandomSource(RandomSource):
-    """The operating system's CSPRNG (``os.urandom``): the default for every release."""
+    """The secure source, the default for every release: the operating system's CSPRNG
+    (``os.urandom``), large requests expanded with AES-256-CTR under a fresh OS key when the
+    `cryptography` package is installed (:mod:`ldp_plugin.sampling.cipher`: the construction,
+    its threat model and ``LDP_PLUGIN_RANDOM``)."""
 
     secure = True
     concurrent_draws = True
-    # os.urandom releases the GIL: large requests are split across threads (one per core, at
+    # the generator releases the GIL: large requests are split across threads (one per core, at
     # most 4), which raises the kernel CSPRNG's throughput on multi-core machines
     _PARALLEL_MIN = 1 << 20
+
+    @property
+    def backend(self) -> str:
+        """``"aes-256-ctr"`` or ``"os.urandom"`` (see :func:`~ldp_plugin.sampling.cipher.random_backend`)."""
+        return random_backend()
 
     def random_bytes(self, n: int) -> np.ndarray:
         if n == 0:
             return np.empty(0, np.uint8)
         workers = min(4, os.cpu_count() or 1)
         if n < self._PARALLEL_MIN or workers < 2:
-            return self._urandom(n)
+            return secure_bytes(n)
         out = np.empty(n, dtype=np.uint8)
         bounds = np.linspace(0, n, workers + 1).astype(np.int64)
+        backend = random_backend()
 
         def fill(i: int) -> None:
             lo, hi = int(bounds[i]), int(bounds[i + 1])
-            out[lo:hi] = np.frombuffer(os.urandom(hi - lo), dtype=np.uint8)
+            out[lo:hi] = secure_bytes(hi - lo, writable=False, backend=backend)
 
         list(_thread_pool(workers).map(fill, range(workers)))
         return out
 
-    @staticmethod
-    def _urandom(n: int, writable: bool = True) -> np.ndarray:
-        """``n`` bytes from one ``os.urandom`` call (safe to call from any thread)."""
-        out = np.frombuffer(os.urandom(n), dtype=np.uint8)
-        return out.copy() if writable else out
-
     def _worker_bytes(self, n: int) -> np.ndarray:
-        return self._urandom(n, writable=False)  # one call, no nested thread pool
+        return secure_bytes(n, writable=False)  # one call, no nested thread pool
 
     def __repr__(self) -> str:
         return "SecureRandomSource()"
