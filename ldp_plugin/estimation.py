@@ -274,6 +274,7 @@ def least_squares_decode(
     *,
     covariance: str,
     uniform_weight: Optional[float] = None,
+    noise: Optional[float] = None,
 ) -> tuple[np.ndarray, np.ndarray, int]:
     """Weighted least-squares decoding for cohort/hash mechanisms (paper 002 eq. 20–22).
 
@@ -297,7 +298,11 @@ def least_squares_decode(
     values are fixed and only the randomization is random (paper 001 eq. 10). The cohorts are
     drawn at random, so their mixes of values vary (multivariate hypergeometric, conditional on
     the sizes): that adds ``(n/(n−1)) Σ_c n_c g_{c,s}ᵀ B_c Σ_θ B_cᵀ g_{c,s} − (P Σ_θ P)_{ss}/(n−1)``,
-    ``P = M⁺M``. The two mix terms cancel when every cohort sees the same cells (no collisions),
+    ``P = M⁺M``. ``covariance="hadamard"`` (HCMS, ``p = 1, q = 0``: ``z`` estimates the cell counts
+    from one ±1 Hadamard coefficient per report, the all-ones row replaced by the known total
+    ``n_c``): each report of row ``l ≠ 0`` adds ``±H[:, l]/(2p_RR − 1)``, so per cohort
+    ``Cov = [noise (I − J/k) − (diag c̄ − (c̄1ᵀ + 1c̄ᵀ)/k + J/k²)]/n_c`` exactly
+    (``noise = 1/(2p_RR − 1)²``, ``J = 11ᵀ``; the rows of ``H`` are orthogonal). The two mix terms cancel when every cohort sees the same cells (no collisions),
     and only then is O-RAPPOR's per-cell ``q(1−q)`` exact; leaving both out overstated the error of
     a frequent item by 12% (θ = 0.45, O-RAPPOR ε = 2, k = 8), keeping only the first understated
     it under collisions (O-RR, k = 3, d = 6). Returns ``(θ̂, std_error, rank of M)``.
@@ -376,7 +381,10 @@ def least_squares_decode(
             G[sp[starts]] += np.add.reduceat(Mp[order], starts, axis=0)
         spread = _value_spread(G, positions[c], plug, cover, uniform_weight, k)
         spread_sum += nc * spread
-        if covariance == "multinomial":
+        if covariance == "hadamard":  # one ±1 coefficient per report, row 0 replaced by the known total
+            g2, gs, gc = (G * G).sum(axis=0), G.sum(axis=0), (G * cover[:, None]).sum(axis=0)
+            var += nc * (noise * (g2 - gs * gs / k) - ((G * G * cover[:, None]).sum(axis=0) - 2 * gc * gs / k + gs * gs / (k * k)))
+        elif covariance == "multinomial":
             var += nc * ((G * G * pi[:, None]).sum(axis=0) - (G * pi[:, None]).sum(axis=0) ** 2)
             var -= nc * delta * delta * spread
         else:  # bits are independent given the value: only the diagonal of the spread

@@ -34,7 +34,7 @@ time ``O(C·h·S)``):
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Optional
 
 import numpy as np
 
@@ -76,7 +76,8 @@ def _add_mass(out: np.ndarray, pos: np.ndarray, mass: np.ndarray) -> None:
 
 
 def sketch_decode(
-    mechanism: Any, counts: np.ndarray, n_c: np.ndarray, positions_of: Any, S: int, *, heavy: int = 256
+    mechanism: Any, counts: np.ndarray, n_c: np.ndarray, positions_of: Any, S: int, *, heavy: int = 256,
+    p: Optional[float] = None, q: Optional[float] = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Streamed decoding of ``S`` candidates (module docstring) → ``(θ̂, se)`` of length ``S + 1``
     (the last entry is ``OTHER``). ``positions_of(idx)`` returns the ``(C, h, len(idx))`` cells of
@@ -92,7 +93,8 @@ def sketch_decode(
             f"decoding {S} candidates streams them and takes its errors from the spread over cohorts: it needs reports "
             f"from at least {MIN_COHORTS} cohorts (got {n_active}); use a mechanism with more cohorts or fewer candidates"
         )
-    p, q = mechanism.p, mechanism.q
+    p = mechanism.p if p is None else p  # the cell statistic's (p, q): Mechanism.cell_statistic
+    q = mechanism.q if q is None else q
     delta = p - q
     b = np.zeros((C, k))
     b[active] = (counts[active] / n_c[active, None] - q) / delta

@@ -25,7 +25,7 @@ from opendp.mod import _PartialConstructor as PartialConstructor
 
 from ._errors import LDPParameterError
 from .exact import scale_epsilon_up
-from .mechanisms import KRR, OLH, ORAPPOR, ORR, OUE, RAPPOR, THE, PrivSet, RapporSet, Wheel, BinaryMechanism, GeometricMechanism, StaircaseMechanism, FrequencyOracle, HadamardMechanism, HadamardResponse, KSubset, WarnerRR
+from .mechanisms import HCMS, KRR, OLH, ORAPPOR, ORR, OUE, RAPPOR, THE, PrivSet, RapporSet, Wheel, BinaryMechanism, GeometricMechanism, StaircaseMechanism, FrequencyOracle, HadamardMechanism, HadamardResponse, KSubset, WarnerRR
 from .mechanisms import SampleOne
 from .sampling import RNGLike, as_source
 
@@ -53,6 +53,8 @@ __all__ = [
     "then_orr",
     "make_orappor",
     "then_orappor",
+    "make_hcms",
+    "then_hcms",
     "set_domain",
     "make_sample_one",
     "make_set_ldp",
@@ -312,6 +314,18 @@ def make_orappor(
 
 def then_orappor(*, epsilon: float, k: int, h: int = 1, cohorts: int = 1, hash_seed: int = 0, d: Optional[int] = None, categories: Optional[Sequence] = None, unit: str = "user", rng: RNGLike = None):
     return then_ldp(ORAPPOR(epsilon=epsilon, k=k, h=h, cohorts=cohorts, hash_seed=hash_seed, d=d, categories=categories), unit=unit, rng=rng)
+
+
+def make_hcms(
+    *, epsilon: float, k: int, cohorts: int = 1, hash_seed: int = 0, d: Optional[int] = None, categories: Optional[Sequence] = None, unit: str = "user", rng: RNGLike = None
+) -> dp.Measurement:
+    """HCMS (Apple, 2017): one randomized-response ±1 Hadamard coefficient of the user's hashed
+    cell per report. ``ε``-LDP per user; the report is ``(cohort, 2·row + bit)``."""
+    return make_ldp(HCMS(epsilon=epsilon, k=k, cohorts=cohorts, hash_seed=hash_seed, d=d, categories=categories), unit=unit, rng=rng)
+
+
+def then_hcms(*, epsilon: float, k: int, cohorts: int = 1, hash_seed: int = 0, d: Optional[int] = None, categories: Optional[Sequence] = None, unit: str = "user", rng: RNGLike = None):
+    return then_ldp(HCMS(epsilon=epsilon, k=k, cohorts=cohorts, hash_seed=hash_seed, d=d, categories=categories), unit=unit, rng=rng)
 
 
 def set_domain(set_mechanism: SampleOne, *, unit: str = "user") -> dp.Domain:

@@ -9,6 +9,7 @@ paper 002 (Kairouz et al. 2016) Prop. 3 (k-RR) and Prop. 4 (k-RAPPOR).
 from __future__ import annotations
 
 import math
+from typing import Optional
 
 import numpy as np
 
@@ -162,7 +163,7 @@ def mse_hadamard(d: int, epsilon: float, n: int) -> float:
     return mse_pure(d, n, e / (e + 1), 0.5)
 
 
-def mse_cohort(S: int, n: int, k: int, C: int, p: float, q: float, *, h: int = 1, covariance: str = "multinomial", closed: bool = True) -> float:
+def mse_cohort(S: int, n: int, k: int, C: int, p: float, q: float, *, h: int = 1, covariance: str = "multinomial", closed: bool = True, noise: Optional[float] = None) -> float:
     """Predicted ``E‖θ̂ − θ‖²`` of the least-squares decoder of O-RR / O-RAPPOR (paper 002 §5)
     over ``S`` candidates, at a uniform θ, equal cohorts of ``n/C`` users.
 
@@ -179,9 +180,12 @@ def mse_cohort(S: int, n: int, k: int, C: int, p: float, q: float, *, h: int = 1
     infinite when ``N <= S − 1``: too few cells to identify ``S`` candidates). With ``k >= S``
     on a closed alphabet every cohort separates all items and the decoder is k-RR's:
     ``S π(1−π)/(n(p−q)²)``, ``π = q + (p−q)/S``. For ``h > 1`` (O-RAPPOR Bloom filters) this is
-    an approximation with ``k`` replaced by ``k/h`` cells per item.
+    an approximation with ``k`` replaced by ``k/h`` cells per item. HCMS (``covariance="hadamard"``,
+    ``p = 1, q = 0``, per-report covariance ``noise·I − μμᵀ``): ``noise · tr M⁺ − 1/n``.
     """
     delta2 = (p - q) ** 2
+    if covariance == "hadamard" and closed and k >= S:
+        return max(noise * S / n - 1 / n, 0.0)
     if closed and k >= S:  # every cohort separates all items: k-RR's fixed-population MSE
         return (p * (1 - p) + (S - 1) * q * (1 - q)) / (n * delta2)
     k_eff = max(2.0, k / h)
@@ -193,8 +197,10 @@ def mse_cohort(S: int, n: int, k: int, C: int, p: float, q: float, *, h: int = 1
     if covariance == "multinomial":
         base = (S - 1) ** 2 / (S * (k_eff - 1))
         return max(base * infl / (n * delta2) - sampling, 0.0)
-    pi = h / k
     trace = (k_eff * (S - 1) ** 2 / (S * (k_eff - 1)) * infl + k_eff / S) / n
+    if covariance == "hadamard":
+        return max(noise * trace - 1 / n, 0.0)
+    pi = h / k
     return max(pi * (1 - pi) * trace / delta2 - sampling, 0.0)
 
 

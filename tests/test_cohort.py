@@ -4,13 +4,13 @@ the least-squares decoder's unbiasedness and standard errors, and the (k, C) hel
 from __future__ import annotations
 
 import dataclasses
-import itertools
+import math
 
 import numpy as np
 import pytest
 from scipy import stats
 
-from ldp_plugin import ORAPPOR, ORR, CohortReports, LDPInputError, LDPParameterError
+from ldp_plugin import HCMS, ORAPPOR, ORR, CohortReports, LDPInputError, LDPParameterError
 from ldp_plugin.exact import ratio_within_exp
 from ldp_plugin.sampling import SeededRandomSource
 from ldp_plugin.theory import choose_orr, mse_cohort
@@ -23,6 +23,8 @@ SMALL = [
     ("orr-open-k3-C2", lambda e: ORR(epsilon=e, k=3, cohorts=2, hash_seed=11), ["x", "y", "z", 7]),
     ("orappor-closed-d3-k4-C2", lambda e: ORAPPOR(epsilon=e, k=4, cohorts=2, d=3), None),
     ("orappor-open-k4-h2-C2", lambda e: ORAPPOR(epsilon=e, k=4, h=2, cohorts=2), ["a", "b", "c"]),
+    ("hcms-closed-d5-k4-C2", lambda e: HCMS(epsilon=e, k=4, cohorts=2, d=5), None),
+    ("hcms-open-k8-C2", lambda e: HCMS(epsilon=e, k=8, cohorts=2, hash_seed=4), ["a", "b", 3]),
 ]
 
 
@@ -45,8 +47,8 @@ def test_exact_channel_every_cohort(inst, eps):
 
 
 def _out_index(m, reports):
-    if isinstance(m, ORR):
-        width = m.k
+    if isinstance(m, (ORR, HCMS)):  # O-RR: the cell; HCMS: 2·row + bit
+        width = m.k if isinstance(m, ORR) else 2 * m.k
         y = reports.value.astype(np.int64)
     else:
         width = 1 << m.k
@@ -81,8 +83,10 @@ def test_sampler_follows_channel_with_power(inst, eps):
         lambda: ORR(epsilon=1.5, k=3, cohorts=4, d=6),
         lambda: ORR(epsilon=1.0, k=4, cohorts=8, hash_seed=3),
         lambda: ORAPPOR(epsilon=2.0, k=8, cohorts=3, d=6),
+        lambda: HCMS(epsilon=2.0, k=8, cohorts=3, d=6),
+        lambda: HCMS(epsilon=1.5, k=8, cohorts=8, hash_seed=2),
     ],
-    ids=["orr-closed", "orr-open", "orappor-closed"],
+    ids=["orr-closed", "orr-open", "orappor-closed", "hcms-closed", "hcms-open"],
 )
 def test_least_squares_unbiased_and_standard_errors(factory):
     m = factory()
@@ -170,6 +174,27 @@ def test_predicted_mse_matches_simulation():
         assert 0.88 < ratio < 1.12, (eps, k, C, ratio)
         wrong = dataclasses.replace(m, epsilon=eps * 1.3).predicted_mse(n)
         assert not 0.88 < np.mean(errs) / wrong < 1.12  # power: ε 30% off is visible
+
+
+def test_hcms_predicted_mse_and_transform():
+    """HCMS: the Walsh–Hadamard transform equals the explicit Sylvester matrix, and the predicted
+    MSE (exact trace on the instance's partitions) matches simulation, with a power check."""
+    from ldp_plugin.mechanisms.cohort import fwht
+
+    k = 16
+    H = np.array([[(-1) ** bin(j & l).count("1") for l in range(k)] for j in range(k)])
+    a = np.random.default_rng(0).integers(-50, 50, (3, k))
+    assert np.array_equal(fwht(a), a @ H.T)
+    S, n, R = 40, 40 * 100, 300
+    vals = np.repeat(np.arange(S), n // S)
+    m = HCMS(epsilon=1.0, k=16, cohorts=16, d=S)
+    src = SeededRandomSource(5)
+    errs = [((m.estimate(m.randomize(vals, rng=src), postprocess="none").raw - 1 / S) ** 2).sum() for _ in range(R)]
+    tol = 4 * math.sqrt(2 / (S * R))  # relative sd of a mean of R squared-error sums over S items
+    assert abs(np.mean(errs) / m.predicted_mse(n) - 1) < tol
+    assert abs(np.mean(errs) / dataclasses.replace(m, epsilon=1.3).predicted_mse(n) - 1) > tol  # power
+    with pytest.raises(LDPParameterError, match="power of 2"):
+        HCMS(epsilon=1.0, k=12)
 
 
 def test_choose_orr_prefers_sensible_parameters():

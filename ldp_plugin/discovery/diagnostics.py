@@ -154,11 +154,9 @@ def check_selection(query: Any) -> None:
 
 
 def cell_sd(mechanism: Any, n: float) -> float:
-    """Standard error of one light item's read-out from ``n`` reports of a hashed oracle: the
-    single-cell variance ``π(1−π)/(p−q)²`` with ``π = q + (p−q)/k``."""
-    m = mechanism
-    pi = m.q + (m.p - m.q) / m.k
-    return float(np.sqrt(pi * (1 - pi) / (m.p - m.q) ** 2 / n))
+    """Standard error of one light item's read-out from ``n`` reports of a hashed oracle (its
+    single-cell variance per report, ``cell_variance()``)."""
+    return float(np.sqrt(mechanism.cell_variance() / n))
 
 
 def result(query: Any, labels: list, estimate: np.ndarray, se: np.ndarray, n: int, levels: list) -> HeavyHitters:

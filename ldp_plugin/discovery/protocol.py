@@ -18,7 +18,8 @@ The frequency oracle (``oracle``) is one of the hashed open-alphabet oracles, so
 not depend on the candidates and the protocol needs **one** round: ``"orr"`` (default: O-RR, i.e.
 OLH's hash-then-k-RR with ``cohorts`` hash functions and OLH's variance-optimal
 ``k = round(e^ε) + 1``; the oracle ``ldp choose`` ranks first for large open domains) or
-``"cms"`` (Apple's count-mean sketch: O-RAPPOR with one hash, ``k = 1024`` bits). Candidates are
+``"cms"`` (Apple's count-mean sketch: O-RAPPOR with one hash, ``k = 1024`` bits) or ``"hcms"``
+(Apple's Hadamard count-mean sketch: one ±1 coefficient per report, ``k = 1024``). Candidates are
 decoded by the streamed sketch decoder when there are many (:mod:`ldp_plugin.estimation_sketch`).
 
 **Privacy.** Every user sends exactly one report, of one ε-LDP oracle; the level assignment is
@@ -40,7 +41,7 @@ import polars as pl
 
 from .._errors import LDPInputError, LDPParameterError
 from ..hashing import assign_cohorts, cohort_seed
-from ..mechanisms import ORAPPOR, ORR
+from ..mechanisms import HCMS, ORAPPOR, ORR
 from ..mechanisms._base import check_epsilon
 from ..progress import status
 from ..sampling import RNGLike, as_source
@@ -50,7 +51,7 @@ from .prefix import DEFAULT_ALPHABET, PrefixCodec
 __all__ = ["PrefixDiscovery", "DiscoveryAccumulator", "METHODS", "ORACLES"]
 
 METHODS = ("pem", "treehist")
-ORACLES = ("orr", "cms")
+ORACLES = ("orr", "cms", "hcms")
 _LEVEL_TAG = 0x6C6576656C  # "level": level ℓ's hash seed is cohort_seed(hash_seed, _LEVEL_TAG + ℓ)
 
 
@@ -71,7 +72,7 @@ class PrefixDiscovery:
     :param step: symbols added per level (PEM default: the largest with
         ``beam · extensions(step) <= max_candidates``).
     :param beam: prefixes kept per level (default ``4·top_k``).
-    :param oracle: ``"orr"`` or ``"cms"``; ``k`` its cells (default as in the module docstring),
+    :param oracle: ``"orr"``, ``"cms"`` or ``"hcms"``; ``k`` its cells (default as in the module docstring),
         ``cohorts`` its hash functions.
     :param final_share: the final level's share of users relative to one other level (its
         estimates decide the ranking; 1 = PEM's equal split).
@@ -136,6 +137,8 @@ class PrefixDiscovery:
         seed = cohort_seed(self.hash_seed, _LEVEL_TAG + level)
         if self.oracle == "orr":
             return ORR(epsilon=self.epsilon, k=self.k, cohorts=self.cohorts, hash_seed=seed)
+        if self.oracle == "hcms":
+            return HCMS(epsilon=self.epsilon, k=self.k, cohorts=self.cohorts, hash_seed=seed)
         return ORAPPOR(epsilon=self.epsilon, k=self.k, h=1, cohorts=self.cohorts, hash_seed=seed)
 
     # -- description ---------------------------------------------------------------------------
@@ -171,7 +174,7 @@ class PrefixDiscovery:
         probability ½ (Bonferroni over :meth:`final_candidates` tests at ``alpha``), announced from
         ``n``, ``ε`` and the protocol before anything is collected; shorter strings are pooled over
         several levels and need less. Uses the oracle's single-cell variance
-        ``π(1−π)/(p−q)²`` with ``π = q + (p−q)/k`` over the final level's expected users."""
+        (:meth:`~ldp_plugin.mechanisms.cohort_base._CohortMechanism.cell_variance`) over the final level's expected users."""
         n = _positive_int(n, "n", 1, 1 << 62)
         sd = cell_sd(self.mechanisms[-1], n * self.shares[-1] / sum(self.shares))
         return detectable(sd, self.alpha, self.final_candidates(), self.selection)

@@ -43,7 +43,20 @@ from .randomized_response import KRR
 from .unary import bit_vector_outputs, bit_vector_row, packed_column_counts, randomize_bit_rows
 from .cohort_base import OTHER, CohortAccumulator, CohortReports, _CohortMechanism, _check_cohort_column
 
-__all__ = ["CohortReports", "CohortAccumulator", "ORR", "ORAPPOR", "OTHER"]
+__all__ = ["CohortReports", "CohortAccumulator", "ORR", "ORAPPOR", "HCMS", "OTHER"]
+
+
+def _integer_reports(m, reports: Any, bound: int, what: str) -> CohortReports:
+    """Check a batch of ``(cohort, integer value in [0, bound))`` reports."""
+    if not isinstance(reports, CohortReports):
+        raise LDPInputError(f"{m.name} reports must be a CohortReports batch (cohort, value)")
+    v = np.asarray(reports.value)
+    if v.ndim != 1 or v.dtype.kind not in "iu":
+        raise LDPInputError(f"{m.name} report values must be a 1-d integer array ({what})")
+    c = _check_cohort_column(reports.cohort, v.shape[0], m.cohorts)
+    if v.size and int(v.max()) >= bound:
+        raise LDPInputError(f"{m.name} report values must be {what} in [0, {bound})")
+    return CohortReports(c, v)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -81,15 +94,7 @@ class ORR(_CohortMechanism):
         return self._krr._randomize_codes(positions[:, 0], source).astype(np.uint32)
 
     def validate_reports(self, reports: Any) -> CohortReports:
-        if not isinstance(reports, CohortReports):
-            raise LDPInputError("orr reports must be a CohortReports batch (cohort, value)")
-        v = np.asarray(reports.value)
-        if v.ndim != 1 or v.dtype.kind not in "iu":
-            raise LDPInputError("orr report values must be a 1-d integer array")
-        c = _check_cohort_column(reports.cohort, v.shape[0], self.cohorts)
-        if v.size and int(v.max()) >= self.k:
-            raise LDPInputError(f"orr report values must be cells in [0, {self.k})")
-        return CohortReports(c, v)
+        return _integer_reports(self, reports, self.k, "cells")
 
     def cell_counts(self, reports: CohortReports) -> np.ndarray:
         flat = reports.cohort.astype(np.int64) * self.k + reports.value.astype(np.int64)
@@ -195,3 +200,114 @@ class ORAPPOR(_CohortMechanism):
     def _cell_channel(self, cells):
         outs = bit_vector_outputs(self.k)
         return outs, bit_vector_row(outs, set(cells), self.p_exact, 1 - self.p_exact)
+
+
+def fwht(a: np.ndarray) -> np.ndarray:
+    """Walsh–Hadamard transform along the last axis (length a power of 2), unnormalized:
+    ``out[..., j] = Σ_l (−1)^{popcount(j & l)} a[..., l]`` (Sylvester order), in O(k log k)."""
+    out = np.array(a, dtype=np.float64, copy=True)
+    k = out.shape[-1]
+    lead = out.shape[:-1]
+    h = 1
+    while h < k:
+        v = out.reshape(*lead, k // (2 * h), 2, h)
+        x, y = v[..., 0, :].copy(), v[..., 1, :]
+        v[..., 0, :] += y
+        v[..., 1, :] = x - y
+        h *= 2
+    return out
+
+
+@dataclass(frozen=True, kw_only=True)
+class HCMS(_CohortMechanism):
+    """HCMS: Apple's Hadamard count-mean sketch — one ±1 Hadamard coefficient of the user's
+    hashed cell per report, by randomized response (Apple, "Learning with Privacy at Scale",
+    2017, Alg. "Client-side HCMS"/"Server-side HCMS"), ``epsilon``-LDP per user. The ``cohorts``
+    are the sketch's hash functions (one drawn per user, data-independently), ``k`` (a power of 2)
+    its width; a closed alphabet (``d``/``categories``) uses the cohort permutations of §5.4 of
+    paper 002 like O-RR.
+
+    Client: cell ``x = h_c(v)``, a uniform row ``l ∈ [0, k)``, the bit ``t = popcount(x & l) mod 2``
+    (``H[x, l] = (−1)^t``) kept with probability ``p = e^ε/(1 + e^ε)`` (exact threshold, Warner's
+    randomized response), report ``(c, 2l + b)``: 1 + log2 k bits besides the cohort.
+    Privacy: ``max_divergence``, ``ε`` per user: ``c`` and ``l`` do not depend on the data and ``b``
+    is randomized response of one bit of it, realized ratio ``p/(1−p)`` checked ``<= e^ε``.
+    Server: per cohort the signed sums ``S[l]`` (mergeable int64), then ``ẑ = H S/(2p − 1)``
+    estimates the cohort's cell counts without bias (``E[H[x, l] H[j, l]] = [x = j]``; the
+    all-ones row is replaced by the known total, :meth:`cell_statistic`), decoded
+    by the shared candidate decoders (least squares or the streamed sketch decoder) with the
+    exact per-cohort covariance of :func:`~ldp_plugin.estimation.least_squares_decode`.
+
+    >>> from ldp_plugin import HCMS
+    >>> m = HCMS(epsilon=2.0, k=16, cohorts=4)
+    >>> r = m.randomize(["maps", "mail", "maps"], rng=0)
+    >>> len(r), m.estimate(r, candidates=["maps", "mail"]).items
+    (3, ('maps', 'mail', '<other>'))
+    """
+
+    name = "hcms"
+    covariance = "hadamard"
+    _rr: KRR = field(init=False, repr=False, compare=False)
+
+    def _validate_extra(self) -> None:
+        if self.k & (self.k - 1):
+            raise LDPParameterError(f"k (the sketch width) must be a power of 2 in [2, 2**24] (got {self.k})")
+
+    def report_fields(self) -> tuple:
+        return (ReportField("cohort", "uint32", bound=self.cohorts), ReportField("report", "uint32", bound=2 * self.k))
+
+    def _realize(self):
+        rr = KRR(epsilon=self.epsilon, d=2)  # Warner's randomized response on the coefficient's bit
+        object.__setattr__(self, "_rr", rr)
+        return rr.p_star_exact, rr.q_star_exact, rr.realized_ratio
+
+    def _randomize_positions(self, positions, source):
+        x = positions[:, 0].astype(np.uint64)
+        row = source.uniform_int(self.k, x.size).astype(np.uint64)
+        t = x & row  # the parity of its popcount, by xor-folding (any numpy)
+        for sh in (32, 16, 8, 4, 2, 1):
+            t ^= t >> np.uint64(sh)
+        t = (t & np.uint64(1)).astype(np.int64)
+        b = self._rr._randomize_codes(t, source).astype(np.uint64)
+        return (row * np.uint64(2) + b).astype(np.uint32)
+
+    def validate_reports(self, reports: Any) -> CohortReports:
+        return _integer_reports(self, reports, 2 * self.k, "2·row + bit")
+
+    def cell_counts(self, reports: CohortReports) -> np.ndarray:
+        """``(C, k)`` signed sums: ``S[c, l]`` = (# bit 0) − (# bit 1) among cohort ``c``'s reports of row ``l``."""
+        v = reports.value.astype(np.int64)
+        flat = reports.cohort.astype(np.int64) * self.k + (v >> 1)
+        sign = 1 - 2 * (v & 1)
+        size = self.cohorts * self.k
+        return (np.bincount(flat, minlength=size) - 2 * np.bincount(flat[sign < 0], minlength=size)).reshape(self.cohorts, self.k)
+
+    def cell_variance(self) -> float:
+        """``noise (1 − 1/k) − (1/k − 1/k²)`` per report at evenly filled cells (the diagonal of
+        the decoders' covariance with ``c̄ = 1/k``)."""
+        noise, k = self.decoder_model()[3], self.k
+        return noise * (1 - 1 / k) - (1 / k - 1 / k**2)
+
+    def decoder_model(self):
+        scale = 2 * self.p - 1
+        return 1.0, 0.0, "hadamard", 1.0 / (scale * scale)
+
+    def cell_statistic(self, counts, n_c):
+        """``ẑ = H S/(2p − 1)`` with the all-ones row's coefficient ``S[0]`` replaced by its known
+        value: every user is in exactly one cell, so ``Σ_j ẑ_j = n_c`` (a control variate that
+        removes the noise every cell would otherwise share)."""
+        z = fwht(counts) / (2 * self.p - 1)
+        z += (np.asarray(n_c, dtype=np.float64)[:, None] - z.sum(axis=1, keepdims=True)) / self.k
+        return (z, *self.decoder_model())
+
+    def _value_index(self, value):
+        return 2 * self.k, value.astype(np.int64)
+
+    def _cell_channel(self, cells):
+        (x,) = cells
+        p, k = self.p_exact, self.k
+        probs = []
+        for y in range(2 * k):
+            t = bin(x & (y >> 1)).count("1") & 1
+            probs.append((p if (y & 1) == t else 1 - p) / k)
+        return tuple(range(2 * k)), tuple(probs)

@@ -216,6 +216,23 @@ class _CohortMechanism(Mechanism, abc.ABC):
     def accumulator(self) -> "CohortAccumulator":
         return CohortAccumulator(self)
 
+    def decoder_model(self) -> tuple:
+        """``(p, q, covariance, noise)`` of the cell statistic the decoders read: ``E[(z_c/n_c −
+        q)/(p − q)] = B_c θ`` (the cohort's cell masses), with the per-report covariance model
+        ``covariance`` (``noise`` only for ``"hadamard"``)."""
+        return self.p, self.q, self.covariance, None
+
+    def cell_variance(self) -> float:
+        """Variance per report of one light cell's read-out ``(z/n − q)/(p − q)`` when the cells are
+        evenly filled: ``π(1−π)/(p−q)²``, ``π = q + (p−q)/k``."""
+        pi = self.q + (self.p - self.q) / self.k
+        return pi * (1 - pi) / (self.p - self.q) ** 2
+
+    def cell_statistic(self, counts: np.ndarray, n_c: np.ndarray) -> tuple:
+        """``(z, p, q, covariance, noise)`` from the accumulated ``(C, k)`` counts (see
+        :meth:`decoder_model`): the counts themselves for O-RR/O-RAPPOR; HCMS transforms its ±1 sums."""
+        return (counts, *self.decoder_model())
+
     def candidate_keys(self, candidates: Any = None) -> tuple[Optional[np.ndarray], tuple]:
         """``(keys, items)``: the items to decode and their 64-bit keys (``None`` for a closed
         alphabet, whose items are its codes)."""
@@ -319,7 +336,8 @@ class _CohortMechanism(Mechanism, abc.ABC):
             raise LDPParameterError("predicted_mse of an open-alphabet mechanism needs S (the number of candidates)")
         if self.closed and S == self.d and S * S * self.cohorts <= 2 * 10**8 and self.k * max(self.k, S) * self.cohorts <= 2 * 10**8:
             return self._exact_uniform_mse(n)
-        return mse_cohort(S, n, self.k, self.cohorts, self.p, self.q, h=self.hashes_per_item, covariance=self.covariance, closed=self.closed)
+        p, q, cov, noise = self.decoder_model()
+        return mse_cohort(S, n, self.k, self.cohorts, p, q, h=self.hashes_per_item, covariance=cov, closed=self.closed, noise=noise)
 
     def _exact_uniform_mse(self, n: int) -> float:
         """``E‖θ̂ − θ_emp‖²`` for a uniform population of ``n`` users spread evenly over the
@@ -328,7 +346,7 @@ class _CohortMechanism(Mechanism, abc.ABC):
         Cohort ``c``: ``B_c[j, s] = 1`` iff ``j`` is one of item ``s``'s ``h`` cells;
         ``M = Σ_c n_c B_cᵀB_c``, ``G_c = B_c M⁺``, ``θ̂ = Σ_c n_c G_cᵀ b_c``. Each user (value ``x``
         uniform) reports ``r`` with ``E r = π_c = q + δ μ_c``, ``μ_c = B_c 1/S``; its covariance is
-        ``diag π − ππᵀ`` for one cell per report (O-RR) and, for independent bits given ``x``
+        ``diag π − ππᵀ`` for one cell per report (O-RR), ``noise·(I − J/k) − (I − J/k)μμᵀ(I − J/k)`` for HCMS (``δ = 1``, the all-ones row replaced by the known total) and, for independent bits given ``x``
         (O-RAPPOR), ``diag π(1−π) + δ²(Cov_x B_c[:, x] − diag Var_x B_c[:, x])`` (bits share the
         user's value). So ``E‖θ̂ − θ‖² = Σ_c n_c tr(G_cᵀ Σ_c G_c)/δ²`` for i.i.d. users, and the
         population's own sampling error ``(1 − 1/S)/n`` is subtracted (the fixed-population MSE
@@ -336,7 +354,8 @@ class _CohortMechanism(Mechanism, abc.ABC):
         S, C, k, h = self.d, self.cohorts, self.k, self.hashes_per_item
         table = np.asarray(self._table, dtype=np.int64)  # (C, h, S)
         nc = n / C
-        delta = self.p - self.q
+        p, q, cov, noise = self.decoder_model()
+        delta = p - q
         cols = np.arange(S)
         Bs = []
         M = np.zeros((S, S))
@@ -352,9 +371,14 @@ class _CohortMechanism(Mechanism, abc.ABC):
         total = 0.0
         for B in Bs:
             mu = B.sum(axis=1) / S
-            pi = self.q + delta * mu
+            pi = q + delta * mu
             G = B @ Mp  # (k, S)
-            if self.covariance == "multinomial":
+            if cov == "hadamard":  # one ±1 coefficient per report (row 0: the known total), i.i.d. users
+                J = np.full((k, k), 1.0 / k)
+                e = np.eye(k) - J  # E y' = (I − J) μ; second moment noise·(I − J)
+                m1 = e @ mu
+                term = float(noise * (G * (e @ G)).sum() - ((m1 @ G) ** 2).sum())
+            elif cov == "multinomial":
                 term = float((G * G * pi[:, None]).sum() - ((pi @ G) ** 2).sum())
             else:
                 cov_x = (B @ B.T) / S - np.outer(mu, mu)

@@ -85,7 +85,8 @@ class CohortAccumulator(MergeableCounts):
 
             if not m.closed and OTHER in items:
                 raise LDPParameterError(f"candidates must not contain the reserved label {OTHER!r}")
-            raw, se = sketch_decode(m, self.counts, self.n_c, lambda idx: m.positions_of(keys, idx), S)
+            z, p, q, _, _ = m.cell_statistic(self.counts, self.n_c)
+            raw, se = sketch_decode(m, z, self.n_c, lambda idx: m.positions_of(keys, idx), S, p=p, q=q)
             if m.closed or not other:
                 raw, se = raw[:S], se[:S]
             else:
@@ -102,7 +103,8 @@ class CohortAccumulator(MergeableCounts):
                 raise LDPParameterError(f"candidates must not contain the reserved label {OTHER!r}")
             uniform = m.hashes_per_item / m.k
             items = (*items, OTHER)
-        raw, se, _rank = least_squares_decode(self.counts, self.n_c, m.p, m.q, pos, covariance=m.covariance, uniform_weight=uniform)
+        z, p, q, cov, noise = m.cell_statistic(self.counts, self.n_c)
+        raw, se, _rank = least_squares_decode(z, self.n_c, p, q, pos, covariance=cov, uniform_weight=uniform, noise=noise)
         return finalize_estimate(raw, se, self.n, postprocess=postprocess, confidence=confidence, items=items, total=total)
 
     def __repr__(self) -> str:
