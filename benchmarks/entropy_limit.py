@@ -39,7 +39,11 @@ def entropy_bits(m) -> float:
         return hb(p) + (1 - p) * math.log2(m.d - 1)
     if m.name == "k-subset":
         return hb(p) + p * math.log2(math.comb(m.d - 1, m.k - 1)) + (1 - p) * math.log2(math.comb(m.d - 1, m.k))
-    return hb(p) + (m.d - 1) * hb(q)  # unary encodings
+    if m.name == "olh":  # a uniform 64-bit hash seed, then k-RR over g given the seed
+        return 64 + hb(p) + (1 - p) * math.log2(m.g - 1)
+    if m.name == "hadamard":  # uniform inside the item's half of [0, K) with probability p*, else the other half
+        return hb(p) + math.log2(m.K // 2)
+    return hb(p) + (m.d - 1) * hb(q)  # unary encodings (OUE, RAPPOR, RUE, THE): independent bits
 
 
 def best(fn, repeats=3):
@@ -79,7 +83,8 @@ def main():
         print(f"secure default path, LDP_PLUGIN_RANDOM={backend} ({src.backend}): {src_bps / 1e6:,.0f} MB/s")
         for d in (64, 1024):
             codes = np.random.default_rng(0).integers(0, d, a.n)
-            for m in (ldp.KRR(epsilon=4.0, d=d), ldp.OUE(epsilon=4.0, d=d), ldp.RAPPOR(epsilon=4.0, d=d), ldp.KSubset(epsilon=4.0, d=d)):
+            for m in (ldp.KRR(epsilon=4.0, d=d), ldp.OUE(epsilon=4.0, d=d), ldp.RAPPOR(epsilon=4.0, d=d), ldp.RUE(epsilon=4.0, d=d),
+                      ldp.THE(epsilon=4.0, d=d), ldp.KSubset(epsilon=4.0, d=d), ldp.OLH(epsilon=4.0, d=d), ldp.HadamardResponse(epsilon=4.0, d=d)):
                 rate = a.n / best(lambda: m.randomize_encoded(codes))
                 h = entropy_bits(m)
                 row = {"backend": src.backend, "mechanism": m.name, "d": d, "epsilon": 4.0, "entropy_bits": h, "reports_per_s": rate,
@@ -99,8 +104,10 @@ def peer_fractions(m, codes, h, urandom_bps) -> dict:
     out = {}
     try:
         from multi_freq_ldpy.pure_frequency_oracles.GRR import GRR_Client
+        from multi_freq_ldpy.pure_frequency_oracles.LH import LH_Client
         from multi_freq_ldpy.pure_frequency_oracles.UE import UE_Client
         from pure_ldp.frequency_oracles.direct_encoding import DEClient
+        from pure_ldp.frequency_oracles.local_hashing import LHClient
         from pure_ldp.frequency_oracles.unary_encoding import UEClient
     except ImportError:
         return out
@@ -111,6 +118,9 @@ def peer_fractions(m, codes, h, urandom_bps) -> dict:
         c = UEClient(epsilon=4.0, d=m.d, use_oue=m.name == "oue")
         fns = {"peer pure-ldp": lambda: [c.privatise(v) for v in vals],
                "peer multi-freq-ldpy": lambda: [UE_Client(v, m.d, 4.0, optimal=m.name == "oue") for v in vals]}
+    elif m.name == "olh":
+        c = LHClient(epsilon=4.0, d=m.d, use_olh=True)
+        fns = {"peer pure-ldp": lambda: [c.privatise(v) for v in vals], "peer multi-freq-ldpy": lambda: [LH_Client(v, m.d, 4.0, optimal=True) for v in vals]}
     else:
         return out
     for k, fn in fns.items():
