@@ -25,7 +25,7 @@ from opendp.mod import _PartialConstructor as PartialConstructor
 
 from ._errors import LDPParameterError
 from .exact import scale_epsilon_up
-from .mechanisms import HCMS, KRR, OLH, ORAPPOR, ORR, OUE, RAPPOR, THE, PrivSet, RapporSet, Wheel, BinaryMechanism, GeometricMechanism, StaircaseMechanism, FrequencyOracle, HadamardMechanism, HadamardResponse, KSubset, WarnerRR
+from .mechanisms import CMS, HCMS, KRR, OLH, ORAPPOR, ORR, OUE, RAPPOR, THE, PrivSet, RapporSet, Wheel, BinaryMechanism, GeometricMechanism, StaircaseMechanism, FrequencyOracle, HadamardMechanism, HadamardResponse, KSubset, WarnerRR
 from .mechanisms import SampleOne
 from .sampling import RNGLike, as_source
 
@@ -55,6 +55,8 @@ __all__ = [
     "then_orappor",
     "make_hcms",
     "then_hcms",
+    "make_cms",
+    "then_cms",
     "set_domain",
     "make_sample_one",
     "make_set_ldp",
@@ -314,6 +316,18 @@ def make_orappor(
 
 def then_orappor(*, epsilon: float, k: int, h: int = 1, cohorts: int = 1, hash_seed: int = 0, d: Optional[int] = None, categories: Optional[Sequence] = None, unit: str = "user", rng: RNGLike = None):
     return then_ldp(ORAPPOR(epsilon=epsilon, k=k, h=h, cohorts=cohorts, hash_seed=hash_seed, d=d, categories=categories), unit=unit, rng=rng)
+
+
+def make_cms(
+    *, epsilon: float, k: int, cohorts: int = 1, hash_seed: int = 0, d: Optional[int] = None, categories: Optional[Sequence] = None, unit: str = "user", rng: RNGLike = None
+) -> dp.Measurement:
+    """CMS (Apple, 2017): O-RAPPOR with one hash per cohort, per-bit RR with ``ε/2``. ``ε``-LDP per
+    user; the report is ``(cohort, packed bits)``."""
+    return make_ldp(CMS(epsilon=epsilon, k=k, cohorts=cohorts, hash_seed=hash_seed, d=d, categories=categories), unit=unit, rng=rng)
+
+
+def then_cms(*, epsilon: float, k: int, cohorts: int = 1, hash_seed: int = 0, d: Optional[int] = None, categories: Optional[Sequence] = None, unit: str = "user", rng: RNGLike = None):
+    return then_ldp(CMS(epsilon=epsilon, k=k, cohorts=cohorts, hash_seed=hash_seed, d=d, categories=categories), unit=unit, rng=rng)
 
 
 def make_hcms(

@@ -247,3 +247,18 @@ def test_given_cohorts_are_used_and_one_user_works():
     assert 0 <= c < 4 and 0 <= y < 5
     c, bits = ORAPPOR(epsilon=2.0, k=16, cohorts=2).randomize_one("hello", rng=1)
     assert isinstance(bits, bytes) and len(bits) == 2
+
+
+def test_cms_is_orappor_with_one_hash():
+    """Apple's CMS is registered under its own name and is exactly O-RAPPOR with h = 1: the same
+    channel, the same seeded reports, the same estimates; other h are refused."""
+    from ldp_plugin import CMS
+
+    a, b = CMS(epsilon=1.5, k=8, cohorts=3, d=5), ORAPPOR(epsilon=1.5, k=8, h=1, cohorts=3, d=5)
+    assert a.channel().matrix == b.channel().matrix and a.realized_ratio == b.realized_ratio
+    vals = np.arange(5).repeat(40)
+    ra, rb = a.randomize(vals, rng=4), b.randomize(vals, rng=4)
+    assert np.array_equal(ra.value, rb.value) and np.array_equal(ra.cohort, rb.cohort)
+    assert np.allclose(a.estimate(ra).raw, b.estimate(rb).raw)
+    with pytest.raises(LDPParameterError, match="h must be 1"):
+        CMS(epsilon=1.0, k=8, h=2)

@@ -41,7 +41,7 @@ import polars as pl
 
 from .._errors import LDPInputError, LDPParameterError
 from ..hashing import assign_cohorts, cohort_seed
-from ..mechanisms import HCMS, ORAPPOR, ORR
+from ..mechanisms import CMS, HCMS, ORR
 from ..mechanisms._base import check_epsilon
 from ..progress import status
 from ..sampling import RNGLike, as_source
@@ -139,7 +139,7 @@ class PrefixDiscovery:
             return ORR(epsilon=self.epsilon, k=self.k, cohorts=self.cohorts, hash_seed=seed)
         if self.oracle == "hcms":
             return HCMS(epsilon=self.epsilon, k=self.k, cohorts=self.cohorts, hash_seed=seed)
-        return ORAPPOR(epsilon=self.epsilon, k=self.k, h=1, cohorts=self.cohorts, hash_seed=seed)
+        return CMS(epsilon=self.epsilon, k=self.k, cohorts=self.cohorts, hash_seed=seed)
 
     # -- description ---------------------------------------------------------------------------
     @property

@@ -43,7 +43,7 @@ from .randomized_response import KRR
 from .unary import bit_vector_outputs, bit_vector_row, packed_column_counts, randomize_bit_rows
 from .cohort_base import OTHER, CohortAccumulator, CohortReports, _CohortMechanism, _check_cohort_column
 
-__all__ = ["CohortReports", "CohortAccumulator", "ORR", "ORAPPOR", "HCMS", "OTHER"]
+__all__ = ["CohortReports", "CohortAccumulator", "ORR", "ORAPPOR", "CMS", "HCMS", "OTHER"]
 
 
 def _integer_reports(m, reports: Any, bound: int, what: str) -> CohortReports:
@@ -201,6 +201,30 @@ class ORAPPOR(_CohortMechanism):
         outs = bit_vector_outputs(self.k)
         return outs, bit_vector_row(outs, set(cells), self.p_exact, 1 - self.p_exact)
 
+
+
+@dataclass(frozen=True, kw_only=True)
+class CMS(ORAPPOR):
+    """Apple's count-mean sketch (Apple, "Learning with Privacy at Scale", 2017, client- and
+    server-side CMS): O-RAPPOR with one hash per cohort — the cohorts are the sketch's hash
+    functions (one drawn per user, data-independently), ``k`` its width in bits; the user's
+    one-hot vector goes through per-bit randomized response with ``ε/2`` per bit (Apple's
+    ``±1`` flip with probability ``1/(1 + e^{ε/2})``), ``epsilon``-LDP per user. Decoding, the
+    collision correction and the error bars are O-RAPPOR's (least squares or the streamed sketch
+    decoder). ``h`` is fixed to 1.
+
+    >>> from ldp_plugin import CMS
+    >>> m = CMS(epsilon=2.0, k=64, cohorts=8)
+    >>> m.randomize(["maps", "mail"], rng=1).value.shape
+    (2, 8)
+    """
+
+    name = "cms"
+
+    def _validate_extra(self) -> None:
+        if self.h != 1:
+            raise LDPParameterError(f"cms uses one hash per cohort: h must be 1 (got {self.h!r}); use orappor for h > 1")
+        super()._validate_extra()
 
 def fwht(a: np.ndarray) -> np.ndarray:
     """Walsh–Hadamard transform along the last axis (length a power of 2), unnormalized:
