@@ -18,7 +18,7 @@ import tracemalloc
 import numpy as np
 import polars as pl
 
-from ldp_plugin import ORR
+from ldp_plugin import CMS, HCMS, ORR
 from ldp_plugin.discovery import SFP, PrefixDiscovery
 
 ALPHA = "abcdefghijklmnopqrstuvwxyz"
@@ -40,11 +40,11 @@ def score(items, freq):
     return len(heavy & set(items)) / len(heavy), float(np.mean([freq.get(w, 0.0) >= 0.001 for w in items])) if items else 0.0
 
 
-def run_ours(values, freq, eps: float, seed: int):
+def run_ours(values, freq, eps: float, seed: int, methods=("pem", "treehist", "sfp"), oracle: str = "orr"):
     out = []
-    for method in ("pem", "treehist", "sfp"):
+    for method in methods:
         q = (SFP(epsilon=eps, top_k=20, alphabet=ALPHA, max_length=10) if method == "sfp"
-             else PrefixDiscovery(epsilon=eps, top_k=20, alphabet=ALPHA, max_length=10, method=method))
+             else PrefixDiscovery(epsilon=eps, top_k=20, alphabet=ALPHA, max_length=10, method=method, oracle=oracle))
         t0 = time.perf_counter()
         rep = q.privatize(values, rng=seed)
         t1 = time.perf_counter()
@@ -55,14 +55,20 @@ def run_ours(values, freq, eps: float, seed: int):
             print(f"  {method}: {type(e).__name__}: {e}")
         t2 = time.perf_counter()
         r, p = score(items, freq)
-        out.append({"method": method, "epsilon": eps, "recall": r, "precision": p, "client_seconds": t1 - t0, "server_seconds": t2 - t1})
+        out.append({"method": method, "oracle": oracle if method != "sfp" else "orr", "epsilon": eps, "recall": r, "precision": p, "client_seconds": t1 - t0, "server_seconds": t2 - t1})
         print(json.dumps(out[-1]), flush=True)
     return out
 
 
-def decode_scale(n: int = 200_000):
+def decode_scale(n: int = 200_000, oracles=("orr",)):
     values, freq = population(n, seed=1)
-    m = ORR(epsilon=4.0, k=56, cohorts=256, hash_seed=1)
+    for oracle in oracles:
+        m = {"orr": lambda: ORR(epsilon=4.0, k=56, cohorts=256, hash_seed=1), "cms": lambda: CMS(epsilon=4.0, k=1024, cohorts=256, hash_seed=1),
+             "hcms": lambda: HCMS(epsilon=4.0, k=1024, cohorts=256, hash_seed=1)}[oracle]()
+        _decode_scale(m, values, freq)
+
+
+def _decode_scale(m, values, freq):
     acc = m.accumulator().add(m.randomize(values, rng=1))
     words = sorted(freq, key=freq.get, reverse=True)
     for S in (1_000, 10_000, 100_000):
@@ -74,7 +80,7 @@ def decode_scale(n: int = 200_000):
             dt = time.perf_counter() - t0
             peak = tracemalloc.get_traced_memory()[1]
             tracemalloc.stop()
-            print(json.dumps({"candidates": S, "decoder": decoder, "seconds": round(dt, 2), "peak_mb": round(peak / 2**20, 1)}), flush=True)
+            print(json.dumps({"oracle": m.name, "candidates": S, "decoder": decoder, "seconds": round(dt, 2), "peak_mb": round(peak / 2**20, 1)}), flush=True)
 
 
 if __name__ == "__main__":
@@ -84,11 +90,13 @@ if __name__ == "__main__":
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--words-out", default=None)
     ap.add_argument("--decode-only", action="store_true")
+    ap.add_argument("--oracles", nargs="+", default=["orr"], choices=["orr", "cms", "hcms"], help="per-level oracles (PEM/TreeHist) and decoders measured")
     a = ap.parse_args()
     if not a.decode_only:
         values, freq = population(a.n, a.seed)
         if a.words_out:
             open(a.words_out, "w").write("\n".join(values.to_list()))
         for eps in a.epsilons:
-            run_ours(values, freq, eps, a.seed)
-    decode_scale()
+            for i, oracle in enumerate(a.oracles):
+                run_ours(values, freq, eps, a.seed, ("pem", "treehist", "sfp") if i == 0 else ("pem",), oracle)
+    decode_scale(oracles=a.oracles)
