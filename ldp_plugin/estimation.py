@@ -358,37 +358,23 @@ def least_squares_decode(
     plug = np.clip(theta, 0.0, 1.0)
     for c in active:
         nc = float(n_c[c])
-        # model-implied cell probabilities at the clipped estimate (never 0: at least q)
-        cover = np.zeros(k)
-        for t in range(h):
-            pos = positions[c, t]
-            ok = pos >= 0
-            cover += np.bincount(pos[ok], weights=plug[:S][ok], minlength=k)
-        if uniform_weight is not None:
-            cover += uniform_weight * plug[S]
-        pi = np.clip(q + delta * cover, 0.0, 1.0)
-        G = np.zeros((k, S_out))
-        if uniform_weight is not None:
-            G += uniform_weight * Mp[S]
-        for t in range(h):
-            pos = positions[c, t]
-            ok = np.flatnonzero(pos >= 0)
-            order = ok[np.argsort(pos[ok], kind="stable")]
-            sp = pos[order]
-            if sp.size == 0:
-                continue
-            starts = np.flatnonzero(np.r_[True, sp[1:] != sp[:-1]])
-            G[sp[starts]] += np.add.reduceat(Mp[order], starts, axis=0)
-        spread = _value_spread(G, positions[c], plug, cover, uniform_weight, k)
+        # the cells the candidates cover, plus one row standing for every uncovered cell (they
+        # share one G row and one cover: only the mass outside the candidates reaches them), so
+        # a cohort costs O(S·h) rows, not k
+        G, cover, mult, rows = _cohort_rows(positions[c], Mp, plug, uniform_weight, k)
+        pi = np.clip(q + delta * cover, 0.0, 1.0)  # model-implied cell probabilities (at least q)
+        wG = G * mult[:, None]
+        g2c = (wG * G * cover[:, None]).sum(axis=0)  # Σ_j g_j² c̄_j
+        spread = _value_spread(G, wG, rows, plug, cover, uniform_weight, k)
         spread_sum += nc * spread
         if covariance == "hadamard":  # one ±1 coefficient per report, row 0 replaced by the known total
-            g2, gs, gc = (G * G).sum(axis=0), G.sum(axis=0), (G * cover[:, None]).sum(axis=0)
-            var += nc * (noise * (g2 - gs * gs / k) - ((G * G * cover[:, None]).sum(axis=0) - 2 * gc * gs / k + gs * gs / (k * k)))
+            g2, gs, gc = (wG * G).sum(axis=0), wG.sum(axis=0), (wG * cover[:, None]).sum(axis=0)
+            var += nc * (noise * (g2 - gs * gs / k) - (g2c - 2 * gc * gs / k + gs * gs / (k * k)))
         elif covariance == "multinomial":
-            var += nc * ((G * G * pi[:, None]).sum(axis=0) - (G * pi[:, None]).sum(axis=0) ** 2)
+            var += nc * ((wG * G * pi[:, None]).sum(axis=0) - (wG * pi[:, None]).sum(axis=0) ** 2)
             var -= nc * delta * delta * spread
         else:  # bits are independent given the value: only the diagonal of the spread
-            var += nc * ((G * G * (pi * (1 - pi))[:, None]).sum(axis=0) - delta * delta * (G * G * (cover - cover * cover)[:, None]).sum(axis=0))
+            var += nc * ((wG * G * (pi * (1 - pi))[:, None]).sum(axis=0) - delta * delta * (g2c - (wG * G * (cover * cover)[:, None]).sum(axis=0)))
     var /= delta * delta
     # random (data-independent) cohorts: the cohorts' mixes of values vary around the population's
     n = float(n_c[active].sum())
@@ -400,21 +386,60 @@ def least_squares_decode(
 
 
 
-def _value_spread(G: np.ndarray, pos: np.ndarray, theta: np.ndarray, cover: np.ndarray, w: Optional[float], k: int) -> np.ndarray:
-    """``gᵀ (Σ_s θ_s c_s c_sᵀ − c̄ c̄ᵀ) g`` for each column ``g`` of ``G`` (cells × outputs): the
-    covariance over values of a report's cell indicators, for one cohort (``pos``: ``(h, S)``
-    cells of each candidate, −1 unused; ``θ`` clipped, with the mass outside the candidates last
-    when ``w`` is given: a seeded hash puts it on each cell with probability ``w = h/k`` and on
-    two given cells with ``h(h−1)/(k(k−1))``)."""
+
+def _cohort_rows(pos: np.ndarray, Mp: np.ndarray, theta: np.ndarray, w: Optional[float], k: int) -> tuple:
+    """One cohort's rows of ``G = B_c M⁺`` (``pos``: ``(h, S)`` cells, −1 unused), compressed:
+    one row per covered cell and, when some of the ``k`` cells are uncovered, one row standing
+    for all of them (``mult``: how many cells each row stands for). Returns ``(G, cover, mult,
+    rows)`` with ``rows[t, s]`` the row of candidate ``s``'s ``t``-th cell (−1 unused)."""
     h, S = pos.shape
+    valid = pos >= 0
+    cells = np.unique(pos[valid])
+    n_cov = cells.size
+    R = n_cov + (1 if n_cov < k else 0)
+    mult = np.ones(R)
+    if n_cov < k:
+        mult[-1] = k - n_cov
+    rows = np.full(pos.shape, -1, dtype=np.int64)
+    rows[valid] = np.searchsorted(cells, pos[valid])
+    G = np.zeros((R, Mp.shape[1]))
+    cover = np.zeros(R)
+    if w is not None:  # the mass outside the candidates: w on every cell
+        G += w * Mp[S]
+        cover += w * theta[S]
+    for t in range(h):
+        ok = np.flatnonzero(valid[t])
+        if ok.size == 0:
+            continue
+        cover += np.bincount(rows[t, ok], weights=theta[:S][ok], minlength=R)
+        order = ok[np.argsort(rows[t, ok], kind="stable")]
+        sr = rows[t, order]
+        starts = np.flatnonzero(np.r_[True, sr[1:] != sr[:-1]])
+        size = np.diff(np.r_[starts, sr.size])
+        one = starts[size == 1]  # cells with one candidate: its row of M⁺ as it is
+        G[sr[one]] += Mp[order[one]]
+        if one.size < starts.size:  # cells shared by candidates: the sum of their rows
+            shared = np.repeat(size > 1, size)
+            sub = np.flatnonzero(np.r_[True, sr[shared][1:] != sr[shared][:-1]])
+            G[sr[shared][sub]] += np.add.reduceat(Mp[order[shared]], sub, axis=0)
+    return G, cover, mult, rows
+
+def _value_spread(G: np.ndarray, wG: np.ndarray, rows: np.ndarray, theta: np.ndarray, cover: np.ndarray, w: Optional[float], k: int) -> np.ndarray:
+    """``gᵀ (Σ_s θ_s c_s c_sᵀ − c̄ c̄ᵀ) g`` for each column ``g`` of ``G``: the covariance over
+    values of a report's cell indicators, for one cohort, on the compressed rows of
+    :func:`_cohort_rows` (``wG``: ``G`` times each row's multiplicity; ``rows``: ``(h, S)``;
+    ``θ`` clipped, with the mass outside the candidates last when ``w`` is given: a seeded hash
+    puts it on each cell with probability ``w = h/k`` and on two given cells with
+    ``h(h−1)/(k(k−1))``)."""
+    h, S = rows.shape
     A = np.zeros((S, G.shape[1]))
     for t in range(h):
-        ok = pos[t] >= 0
-        A[ok] += G[pos[t][ok]]
+        ok = rows[t] >= 0
+        A[ok] += G[rows[t][ok]]
     quad = (theta[:S, None] * A * A).sum(axis=0)  # Σ_s θ_s (gᵀ c_s)²
     if w is not None:
-        g2 = (G * G).sum(axis=0)
-        gs = G.sum(axis=0)
+        g2 = (wG * G).sum(axis=0)
+        gs = wG.sum(axis=0)
         w2 = h * (h - 1) / (k * (k - 1)) if k > 1 else 0.0
         quad += theta[S] * (w * g2 + w2 * (gs * gs - g2))
-    return quad - (G * cover[:, None]).sum(axis=0) ** 2
+    return quad - (wG * cover[:, None]).sum(axis=0) ** 2
