@@ -25,7 +25,7 @@ from opendp.mod import _PartialConstructor as PartialConstructor
 
 from ._errors import LDPParameterError
 from .exact import scale_epsilon_up
-from .mechanisms import CMS, HCMS, KRR, OLH, ORAPPOR, ORR, OUE, RAPPOR, THE, PrivSet, RapporSet, Wheel, BinaryMechanism, GeometricMechanism, StaircaseMechanism, FrequencyOracle, HadamardMechanism, HadamardResponse, KSubset, WarnerRR
+from .mechanisms import KRR, OLH, OUE, RAPPOR, THE, PrivSet, RapporSet, Wheel, BinaryMechanism, GeometricMechanism, StaircaseMechanism, FrequencyOracle, HadamardMechanism, HadamardResponse, KSubset, WarnerRR
 from .mechanisms import SampleOne
 from .sampling import RNGLike, as_source
 
@@ -293,55 +293,6 @@ def then_hadamard(*, epsilon: float, d: Optional[int] = None, categories: Option
     return then_ldp(HadamardResponse(epsilon=epsilon, d=d, categories=categories), unit=unit, rng=rng)
 
 
-def make_orr(
-    *, epsilon: float, k: int, cohorts: int = 1, hash_seed: int = 0, d: Optional[int] = None, categories: Optional[Sequence] = None, unit: str = "user", rng: RNGLike = None
-) -> dp.Measurement:
-    """O-RR (paper 002 §5.1): k-RR over ``k`` hashed cells with ``cohorts`` hash cohorts;
-    closed-alphabet permutations when ``d``/``categories`` are given. ``ε``-LDP per user; the
-    report is ``(cohort, cell)`` with the cohort drawn uniformly (data-independent)."""
-    return make_ldp(ORR(epsilon=epsilon, k=k, cohorts=cohorts, hash_seed=hash_seed, d=d, categories=categories), unit=unit, rng=rng)
-
-
-def then_orr(*, epsilon: float, k: int, cohorts: int = 1, hash_seed: int = 0, d: Optional[int] = None, categories: Optional[Sequence] = None, unit: str = "user", rng: RNGLike = None):
-    return then_ldp(ORR(epsilon=epsilon, k=k, cohorts=cohorts, hash_seed=hash_seed, d=d, categories=categories), unit=unit, rng=rng)
-
-
-def make_orappor(
-    *, epsilon: float, k: int, h: int = 1, cohorts: int = 1, hash_seed: int = 0, d: Optional[int] = None, categories: Optional[Sequence] = None, unit: str = "user", rng: RNGLike = None
-) -> dp.Measurement:
-    """O-RAPPOR (paper 002 §5.2): per-cohort Bloom filter (``h`` hashes into ``k`` bits), per-bit
-    RR with ``ε/(2h)``. ``ε``-LDP per user; the report is ``(cohort, packed bits)``."""
-    return make_ldp(ORAPPOR(epsilon=epsilon, k=k, h=h, cohorts=cohorts, hash_seed=hash_seed, d=d, categories=categories), unit=unit, rng=rng)
-
-
-def then_orappor(*, epsilon: float, k: int, h: int = 1, cohorts: int = 1, hash_seed: int = 0, d: Optional[int] = None, categories: Optional[Sequence] = None, unit: str = "user", rng: RNGLike = None):
-    return then_ldp(ORAPPOR(epsilon=epsilon, k=k, h=h, cohorts=cohorts, hash_seed=hash_seed, d=d, categories=categories), unit=unit, rng=rng)
-
-
-def make_cms(
-    *, epsilon: float, k: int, cohorts: int = 1, hash_seed: int = 0, d: Optional[int] = None, categories: Optional[Sequence] = None, unit: str = "user", rng: RNGLike = None
-) -> dp.Measurement:
-    """CMS (Apple, 2017): O-RAPPOR with one hash per cohort, per-bit RR with ``ε/2``. ``ε``-LDP per
-    user; the report is ``(cohort, packed bits)``."""
-    return make_ldp(CMS(epsilon=epsilon, k=k, cohorts=cohorts, hash_seed=hash_seed, d=d, categories=categories), unit=unit, rng=rng)
-
-
-def then_cms(*, epsilon: float, k: int, cohorts: int = 1, hash_seed: int = 0, d: Optional[int] = None, categories: Optional[Sequence] = None, unit: str = "user", rng: RNGLike = None):
-    return then_ldp(CMS(epsilon=epsilon, k=k, cohorts=cohorts, hash_seed=hash_seed, d=d, categories=categories), unit=unit, rng=rng)
-
-
-def make_hcms(
-    *, epsilon: float, k: int, cohorts: int = 1, hash_seed: int = 0, d: Optional[int] = None, categories: Optional[Sequence] = None, unit: str = "user", rng: RNGLike = None
-) -> dp.Measurement:
-    """HCMS (Apple, 2017): one randomized-response ±1 Hadamard coefficient of the user's hashed
-    cell per report. ``ε``-LDP per user; the report is ``(cohort, 2·row + bit)``."""
-    return make_ldp(HCMS(epsilon=epsilon, k=k, cohorts=cohorts, hash_seed=hash_seed, d=d, categories=categories), unit=unit, rng=rng)
-
-
-def then_hcms(*, epsilon: float, k: int, cohorts: int = 1, hash_seed: int = 0, d: Optional[int] = None, categories: Optional[Sequence] = None, unit: str = "user", rng: RNGLike = None):
-    return then_ldp(HCMS(epsilon=epsilon, k=k, cohorts=cohorts, hash_seed=hash_seed, d=d, categories=categories), unit=unit, rng=rng)
-
-
 def set_domain(set_mechanism: SampleOne, *, unit: str = "user") -> dp.Domain:
     """The OpenDP domain of one user's set (``unit="user"``) or a batch of sets."""
     enable_ldp_features()
@@ -456,3 +407,8 @@ def then_rappor_set(*, epsilon: float, m: int, d: Optional[int] = None, categori
 def then_privset(*, epsilon: float, m: int, d: Optional[int] = None, categories: Optional[Sequence] = None, k: Any = "optimal", unit: str = "user", rng: RNGLike = None):
     """Partial of :func:`make_privset` for chaining after a transformation. ``ε``-LDP per user."""
     return then_ldp(PrivSet(epsilon=epsilon, m=m, d=d, categories=categories, k=k), unit=unit, rng=rng)
+
+
+# the cohort oracles' constructors (O-RR, O-RAPPOR, CMS, HCMS) live in their own module; imported
+# last (they build on make_ldp/then_ldp above) and re-exported here, where the registry names them
+from .measurements_cohort import make_cms, make_hcms, make_orappor, make_orr, then_cms, then_hcms, then_orappor, then_orr  # noqa: E402
