@@ -179,7 +179,7 @@ def test_predicted_mse_matches_simulation():
 def test_hcms_predicted_mse_and_transform():
     """HCMS: the Walsh–Hadamard transform equals the explicit Sylvester matrix, and the predicted
     MSE (exact trace on the instance's partitions) matches simulation, with a power check."""
-    from ldp_plugin.mechanisms.cohort import fwht
+    from ldp_plugin.mechanisms.hadamard import fast_walsh_hadamard as fwht
 
     k = 16
     H = np.array([[(-1) ** bin(j & l).count("1") for l in range(k)] for j in range(k)])

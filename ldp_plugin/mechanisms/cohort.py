@@ -41,6 +41,7 @@ from ..exact import TWO64, exp_lower_bound, ratio_within_exp
 from ._base import floor_threshold
 from .randomized_response import KRR
 from .unary import bit_vector_outputs, bit_vector_row, packed_column_counts, randomize_bit_rows
+from .hadamard import fast_walsh_hadamard, parity
 from .cohort_base import OTHER, CohortAccumulator, CohortReports, _CohortMechanism, _check_cohort_column
 
 __all__ = ["CohortReports", "CohortAccumulator", "ORR", "ORAPPOR", "CMS", "HCMS", "OTHER"]
@@ -226,22 +227,6 @@ class CMS(ORAPPOR):
             raise LDPParameterError(f"cms uses one hash per cohort: h must be 1 (got {self.h!r}); use orappor for h > 1")
         super()._validate_extra()
 
-def fwht(a: np.ndarray) -> np.ndarray:
-    """Walsh–Hadamard transform along the last axis (length a power of 2), unnormalized:
-    ``out[..., j] = Σ_l (−1)^{popcount(j & l)} a[..., l]`` (Sylvester order), in O(k log k)."""
-    out = np.array(a, dtype=np.float64, copy=True)
-    k = out.shape[-1]
-    lead = out.shape[:-1]
-    h = 1
-    while h < k:
-        v = out.reshape(*lead, k // (2 * h), 2, h)
-        x, y = v[..., 0, :].copy(), v[..., 1, :]
-        v[..., 0, :] += y
-        v[..., 1, :] = x - y
-        h *= 2
-    return out
-
-
 @dataclass(frozen=True, kw_only=True)
 class HCMS(_CohortMechanism):
     """HCMS: Apple's Hadamard count-mean sketch — one ±1 Hadamard coefficient of the user's
@@ -288,10 +273,7 @@ class HCMS(_CohortMechanism):
     def _randomize_positions(self, positions, source):
         x = positions[:, 0].astype(np.uint64)
         row = source.uniform_int(self.k, x.size).astype(np.uint64)
-        t = x & row  # the parity of its popcount, by xor-folding (any numpy)
-        for sh in (32, 16, 8, 4, 2, 1):
-            t ^= t >> np.uint64(sh)
-        t = (t & np.uint64(1)).astype(np.int64)
+        t = parity(x & row).astype(np.int64)
         b = self._rr._randomize_codes(t, source).astype(np.uint64)
         return (row * np.uint64(2) + b).astype(np.uint32)
 
@@ -320,7 +302,7 @@ class HCMS(_CohortMechanism):
         """``ẑ = H S/(2p − 1)`` with the all-ones row's coefficient ``S[0]`` replaced by its known
         value: every user is in exactly one cell, so ``Σ_j ẑ_j = n_c`` (a control variate that
         removes the noise every cell would otherwise share)."""
-        z = fwht(counts) / (2 * self.p - 1)
+        z = fast_walsh_hadamard(counts) / (2 * self.p - 1)
         z += (np.asarray(n_c, dtype=np.float64)[:, None] - z.sum(axis=1, keepdims=True)) / self.k
         return (z, *self.decoder_model())
 

@@ -31,20 +31,22 @@ from .._errors import LDPInputError
 from ..exact import TWO64, exp_lower_bound
 from ._base import Channel, FrequencyOracle, floor_threshold
 
-__all__ = ["HadamardResponse", "HadamardMechanism", "fast_walsh_hadamard"]
+__all__ = ["HadamardResponse", "HadamardMechanism", "fast_walsh_hadamard", "parity"]
 
 
-def _parity(v: np.ndarray) -> np.ndarray:
+def parity(v: np.ndarray) -> np.ndarray:
+    """``popcount(v) mod 2`` elementwise (``H[i][y] = (−1)^parity(i & y)``), as ``uint8``."""
     return (np.bitwise_count(v) & 1).astype(np.uint8)
 
 
 def fast_walsh_hadamard(a: np.ndarray) -> np.ndarray:
-    """``H·a`` for the Sylvester Hadamard matrix of size ``len(a)`` (a power of two), in int64."""
-    a = np.array(a, dtype=np.int64, copy=True)
-    K = a.size
+    """``H·a`` along the last axis for the Sylvester Hadamard matrix of that size (a power of two),
+    in int64, O(K log K) per row."""
+    a = np.array(a, dtype=np.int64, copy=True, order="C")
+    K = a.shape[-1]
     h = 1
     while h < K:
-        v = a.reshape(-1, 2, h)
+        v = a.reshape(-1, 2, h)  # blocks of 2h never straddle two rows: K is a multiple of 2h
         x, y = v[:, 0, :].copy(), v[:, 1, :]
         v[:, 0, :] += y
         v[:, 1, :] = x - y
@@ -85,7 +87,7 @@ class HadamardResponse(FrequencyOracle):
         row = (codes + 1).astype(np.uint32)
         inside = source.bernoulli(self.in_threshold, n)
         y = source.uniform_int(self.K, n).astype(np.uint32)
-        wrong = _parity(row & y) != (~inside).astype(np.uint8)  # parity 0 <=> y in C_x
+        wrong = parity(row & y) != (~inside).astype(np.uint8)  # parity 0 <=> y in C_x
         y ^= np.where(wrong, row & (~row + np.uint32(1)), np.uint32(0))  # flip lowest set bit of x+1
         return y
 
@@ -162,7 +164,7 @@ class HadamardMechanism(FrequencyOracle):
     def _randomize_codes(self, codes: np.ndarray, source) -> np.ndarray:
         n = codes.size
         j = source.uniform_int(self.K, n).astype(np.uint32)
-        plus = _parity((codes + 1).astype(np.uint32) & j) == 0  # H[x+1][j] = +1
+        plus = parity((codes + 1).astype(np.uint32) & j) == 0  # H[x+1][j] = +1
         keep = source.bernoulli(self.keep_threshold, n)
         return (j << np.uint32(1)) | (plus == keep).astype(np.uint32)  # sign kept iff keep
 
