@@ -20,6 +20,8 @@ import threading
 import warnings
 from typing import Optional
 
+from ._env import env_choice, use_fast
+
 
 __all__ = ["kernel_backend", "compiled"]
 
@@ -29,15 +31,7 @@ _LOCK = threading.Lock()
 
 def kernel_backend() -> str:
     """``"numba"`` or ``"numpy"``: which implementation the sampling layer's kernels use now."""
-    choice = os.environ.get("LDP_PLUGIN_KERNELS", "auto").strip().lower() or "auto"
-    if choice not in ("auto", "numpy", "numba"):
-        raise ValueError("LDP_PLUGIN_KERNELS must be one of auto, numpy, numba")
-    if choice == "numpy":
-        return "numpy"
-    ok = _load() is not None
-    if choice == "numba" and not ok:
-        raise ImportError('LDP_PLUGIN_KERNELS=numba needs numba: pip install "ldp-plugin[fast]"')
-    return "numba" if ok else "numpy"
+    return "numba" if use_fast("LDP_PLUGIN_KERNELS", "numpy", "numba", _load, "numba") else "numpy"
 
 
 #: in ``auto`` mode a call with less work than this (elementary events or draws) does not import
@@ -51,7 +45,7 @@ def compiled(name: str, work: Optional[int] = None):
     the numba backend is selected, else None (the caller runs its numpy twin). ``work``: the
     size of the call, for the lazy rule of :data:`LAZY_WORK` (``LDP_PLUGIN_KERNELS=numba``
     always loads)."""
-    choice = os.environ.get("LDP_PLUGIN_KERNELS", "auto").strip().lower() or "auto"
+    choice = env_choice("LDP_PLUGIN_KERNELS", "numpy", "numba")
     if choice == "auto" and work is not None and work < LAZY_WORK and "kernels" not in _STATE:
         return None
     if kernel_backend() != "numba":

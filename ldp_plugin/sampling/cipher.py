@@ -29,6 +29,8 @@ from typing import Optional
 
 import numpy as np
 
+from .._env import use_fast
+
 __all__ = ["random_backend", "secure_bytes", "CIPHER_MIN"]
 
 #: requests of at least this many bytes are expanded with AES-256-CTR (smaller: os.urandom)
@@ -50,15 +52,8 @@ def _cipher_module():
 
 def random_backend() -> str:
     """``"aes-256-ctr"`` or ``"os.urandom"``: how the secure source produces large requests now."""
-    choice = os.environ.get("LDP_PLUGIN_RANDOM", "auto").strip().lower() or "auto"
-    if choice not in ("auto", "os", "aes"):
-        raise ValueError("LDP_PLUGIN_RANDOM must be one of auto, os, aes")
-    if choice == "os":
-        return "os.urandom"
-    ok = _cipher_module() is not None
-    if choice == "aes" and not ok:
-        raise ImportError('LDP_PLUGIN_RANDOM=aes needs the cryptography package: pip install "ldp-plugin[fast]"')
-    return "aes-256-ctr" if ok else "os.urandom"
+    fast = use_fast("LDP_PLUGIN_RANDOM", "os", "aes", _cipher_module, "the cryptography package")
+    return "aes-256-ctr" if fast else "os.urandom"
 
 
 def secure_bytes(n: int, writable: bool = True, backend: Optional[str] = None) -> np.ndarray:
