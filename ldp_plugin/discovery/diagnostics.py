@@ -11,6 +11,42 @@ from typing import Any, Optional
 import numpy as np
 
 from .._errors import LDPParameterError
+from .prefix import DEFAULT_ALPHABET, PrefixCodec
+
+
+@dataclass(frozen=True, kw_only=True)
+class DiscoveryOptions:
+    """What every discovery query shares (PEM/TreeHist, SFP): the budget per user, how many items
+    to return, the public alphabet and longest string, the oracles' cohorts and hash seed, and the
+    selection (``alpha``, ``"bh"``/``"bonferroni"``) and interval ``confidence``."""
+
+    epsilon: float
+    top_k: int = 20
+    alphabet: str = DEFAULT_ALPHABET
+    max_length: int = 10
+    cohorts: int = 256
+    hash_seed: int = 0
+    alpha: float = 0.05
+    selection: str = "bh"
+    confidence: float = 0.95
+
+    def _check_shared(self) -> None:
+        """Check (and normalize) the shared options; sets ``codec`` (each query declares it)."""
+        from ..mechanisms._base import check_epsilon
+
+        set_ = lambda name, v: object.__setattr__(self, name, v)  # noqa: E731
+        set_("epsilon", check_epsilon(self.epsilon))
+        check_selection(self)
+        set_("codec", PrefixCodec(self.alphabet, self.max_length))
+        set_("top_k", positive_int(self.top_k, "top_k", 1, 10_000))
+        set_("cohorts", positive_int(self.cohorts, "cohorts", 1, 1 << 20))
+
+
+def positive_int(value: Any, name: str, lo: int, hi: int) -> int:
+    """``value`` as an int, refused (naming ``name`` and the range) unless an integer in ``[lo, hi]``."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not lo <= int(value) <= hi:
+        raise LDPParameterError(f"{name} must be an integer in [{lo}, {hi}] (got {value!r})")
+    return int(value)
 
 __all__ = ["select", "p_values", "HeavyHitters", "SELECTIONS"]
 

@@ -42,11 +42,10 @@ import polars as pl
 from .._errors import LDPInputError, LDPParameterError
 from ..hashing import assign_cohorts, cohort_seed
 from ..mechanisms import CMS, HCMS, ORR
-from ..mechanisms._base import check_epsilon
 from ..progress import status
 from ..sampling import RNGLike, as_source
-from .diagnostics import HeavyHitters, cell_sd, check_selection, detectable, p_values, pooled, result, select
-from .prefix import DEFAULT_ALPHABET, PrefixCodec
+from .diagnostics import DiscoveryOptions, HeavyHitters, cell_sd, detectable, positive_int, p_values, pooled, result, select
+from .prefix import PrefixCodec
 
 __all__ = ["PrefixDiscovery", "DiscoveryAccumulator", "METHODS", "ORACLES"]
 
@@ -55,14 +54,8 @@ ORACLES = ("orr", "cms", "hcms")
 _LEVEL_TAG = 0x6C6576656C  # "level": level ℓ's hash seed is cohort_seed(hash_seed, _LEVEL_TAG + ℓ)
 
 
-def _positive_int(value: Any, name: str, lo: int, hi: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not lo <= int(value) <= hi:
-        raise LDPParameterError(f"{name} must be an integer in [{lo}, {hi}] (got {value!r})")
-    return int(value)
-
-
 @dataclass(frozen=True, kw_only=True)
-class PrefixDiscovery:
+class PrefixDiscovery(DiscoveryOptions):
     """A heavy-hitter discovery query (module docstring): ``epsilon``-LDP per user.
 
     :param top_k: strings to return.
@@ -83,39 +76,26 @@ class PrefixDiscovery:
     ((2, 3), 4.0)
     """
 
-    epsilon: float
-    top_k: int = 20
     method: str = "pem"
-    alphabet: str = DEFAULT_ALPHABET
-    max_length: int = 10
     step: Optional[int] = None
     beam: Optional[int] = None
     oracle: str = "orr"
     k: Optional[int] = None
-    cohorts: int = 256
-    hash_seed: int = 0
     final_share: int = 2
-    alpha: float = 0.05
-    selection: str = "bh"
-    confidence: float = 0.95
     max_candidates: int = 1 << 16
     codec: PrefixCodec = field(init=False, repr=False, compare=False)
     mechanisms: tuple = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         set_ = lambda name, v: object.__setattr__(self, name, v)  # noqa: E731
-        set_("epsilon", check_epsilon(self.epsilon))
+        self._check_shared()
         if self.method not in METHODS:
             raise LDPParameterError(f"method must be one of {METHODS} (got {self.method!r})")
         if self.oracle not in ORACLES:
             raise LDPParameterError(f"oracle must be one of {ORACLES} (got {self.oracle!r})")
-        check_selection(self)
-        set_("codec", PrefixCodec(self.alphabet, self.max_length))
-        set_("top_k", _positive_int(self.top_k, "top_k", 1, 10_000))
-        set_("max_candidates", _positive_int(self.max_candidates, "max_candidates", 2, 1 << 22))
-        set_("beam", _positive_int(4 * self.top_k if self.beam is None else self.beam, "beam", self.top_k, 1 << 16))
-        set_("final_share", _positive_int(self.final_share, "final_share", 1, 64))
-        set_("cohorts", _positive_int(self.cohorts, "cohorts", 1, 1 << 20))
+        set_("max_candidates", positive_int(self.max_candidates, "max_candidates", 2, 1 << 22))
+        set_("beam", positive_int(4 * self.top_k if self.beam is None else self.beam, "beam", self.top_k, 1 << 16))
+        set_("final_share", positive_int(self.final_share, "final_share", 1, 64))
         if self.step is None:
             step = 1
             if self.method == "pem":
@@ -123,13 +103,13 @@ class PrefixDiscovery:
                     step += 1
             set_("step", step)
         else:
-            set_("step", _positive_int(self.step, "step", 1, self.max_length))
+            set_("step", positive_int(self.step, "step", 1, self.max_length))
         if self.codec.extension_count(self.step) > self.max_candidates:
             raise LDPParameterError(
                 f"step={self.step} gives {self.codec.extension_count(self.step)} extensions per prefix, more than max_candidates={self.max_candidates}"
             )
         default_k = max(2, round(math.exp(self.epsilon)) + 1) if self.oracle == "orr" else 1024
-        set_("k", _positive_int(default_k if self.k is None else self.k, "k", 2, 1 << 24))
+        set_("k", positive_int(default_k if self.k is None else self.k, "k", 2, 1 << 24))
         mechs = tuple(self._level_mechanism(i) for i in range(len(self.lengths)))
         set_("mechanisms", mechs)
 
@@ -175,7 +155,7 @@ class PrefixDiscovery:
         ``n``, ``ε`` and the protocol before anything is collected; shorter strings are pooled over
         several levels and need less. Uses the oracle's single-cell variance
         (:meth:`~ldp_plugin.mechanisms.cohort_base._CohortMechanism.cell_variance`) over the final level's expected users."""
-        n = _positive_int(n, "n", 1, 1 << 62)
+        n = positive_int(n, "n", 1, 1 << 62)
         sd = cell_sd(self.mechanisms[-1], n * self.shares[-1] / sum(self.shares))
         return detectable(sd, self.alpha, self.final_candidates(), self.selection)
 

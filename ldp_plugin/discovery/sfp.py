@@ -29,12 +29,10 @@ import polars as pl
 from .._errors import LDPInputError, LDPParameterError
 from ..hashing import cohort_seed, item_keys, seeded_hash
 from ..mechanisms import ORR
-from ..mechanisms._base import check_epsilon
 from ..progress import status
 from ..sampling import RNGLike, as_source
-from .diagnostics import HeavyHitters, cell_sd, check_selection, detectable, result
-from .prefix import DEFAULT_ALPHABET, TERM, PrefixCodec
-from .protocol import _positive_int
+from .diagnostics import DiscoveryOptions, HeavyHitters, cell_sd, detectable, positive_int, result
+from .prefix import TERM, PrefixCodec
 
 __all__ = ["SFP"]
 
@@ -42,26 +40,17 @@ _TAG = 0x736670  # "sfp"
 
 
 @dataclass(frozen=True, kw_only=True)
-class SFP:
+class SFP(DiscoveryOptions):
     """The Sequence Fragment Puzzle query (module docstring); ``epsilon``-LDP per user.
 
     >>> SFP(epsilon=4.0, alphabet="ab", max_length=4, cohorts=32).positions
     2
     """
 
-    epsilon: float
-    top_k: int = 20
-    alphabet: str = DEFAULT_ALPHABET
-    max_length: int = 10
     fragment: int = 2
     puzzle_bits: int = 8
     word_share: float = 0.5
     beam: int = 0
-    cohorts: int = 256
-    hash_seed: int = 0
-    alpha: float = 0.05
-    selection: str = "bh"
-    confidence: float = 0.95
     method: str = field(default="sfp", init=False)
     codec: PrefixCodec = field(init=False, repr=False, compare=False)
     fragment_mechanisms: tuple = field(init=False, repr=False, compare=False)
@@ -69,16 +58,12 @@ class SFP:
 
     def __post_init__(self) -> None:
         set_ = lambda name, v: object.__setattr__(self, name, v)  # noqa: E731
-        set_("epsilon", check_epsilon(self.epsilon))
-        set_("codec", PrefixCodec(self.alphabet, self.max_length))
-        set_("top_k", _positive_int(self.top_k, "top_k", 1, 10_000))
-        set_("fragment", _positive_int(self.fragment, "fragment", 1, min(4, self.max_length)))
-        set_("puzzle_bits", _positive_int(self.puzzle_bits, "puzzle_bits", 1, 16))
-        set_("beam", _positive_int(self.beam or 8 * self.top_k, "beam", self.top_k, 1 << 16))
-        set_("cohorts", _positive_int(self.cohorts, "cohorts", 1, 1 << 20))
+        self._check_shared()
+        set_("fragment", positive_int(self.fragment, "fragment", 1, min(4, self.max_length)))
+        set_("puzzle_bits", positive_int(self.puzzle_bits, "puzzle_bits", 1, 16))
+        set_("beam", positive_int(self.beam or 8 * self.top_k, "beam", self.top_k, 1 << 16))
         if not (isinstance(self.word_share, float) and 0.0 < self.word_share < 1.0):
             raise LDPParameterError(f"word_share must be a float in (0, 1) (got {self.word_share!r})")
-        check_selection(self)
         cells = (1 << self.puzzle_bits) * self.codec.symbols**self.fragment
         if cells > 1 << 22:
             raise LDPParameterError(f"puzzle_bits={self.puzzle_bits} and fragment={self.fragment} give {cells} fragment items per position (at most 2**22)")
@@ -118,7 +103,7 @@ class SFP:
     def min_detectable_frequency(self, n: int) -> float:
         """Frequency a string needs for its fragments to be selected with probability ½ at one
         position (Bonferroni over every ``(r, fragment)`` item): the protocol's bottleneck."""
-        n = _positive_int(n, "n", 1, 1 << 62)
+        n = positive_int(n, "n", 1, 1 << 62)
         sd = cell_sd(self.fragment_mechanisms[0], n / self.positions)
         return detectable(sd, self.alpha, (1 << self.puzzle_bits) * self.codec.symbols**self.fragment, self.selection)
 
