@@ -343,6 +343,3 @@ class SparseSegment:
         if self.on_finish is not None:  # e.g. complement, own bits: while the rows are in cache
             self.on_finish(self.out)
 
-    @property
-    def done(self) -> bool:
-        return self.status == 0
