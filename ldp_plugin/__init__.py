@@ -15,7 +15,7 @@ from ._errors import LDPInputError, LDPParameterError, PrivacyVerificationError
 from .estimation import FrequencyEstimate, estimate_pure, project_simplex
 from . import measurements as _measurements
 from .measurements import *  # noqa: F401,F403  (the OpenDP constructors: make_*/then_*, domains)
-from .mechanisms import RUE, THE, PrivSet, RapporSet, Wheel, BinaryMechanism, FiniteChannel, GeometricMechanism, StaircaseMechanism, KRR, OLH, CMS, HCMS, ORAPPOR, ORR, OUE, CohortAccumulator, CohortReports, HadamardMechanism, HadamardResponse, RAPPOR, Channel, FrequencyAccumulator, FrequencyOracle, KSubset, WarnerRR
+from .mechanisms import RUE, THE, PrivSet, RapporSet, Wheel, BinaryMechanism, FiniteChannel, GeometricMechanism, StaircaseMechanism, KRR, OLH, CMS, HCMS, CountSketch, ORAPPOR, ORR, OUE, CohortAccumulator, CohortReports, HadamardMechanism, HadamardResponse, RAPPOR, Channel, FrequencyAccumulator, FrequencyOracle, KSubset, WarnerRR
 from .sampling import RandomSource, SecureRandomSource, SeededRandomSource
 from .sets import PAD, SetBatch, as_set_batch
 from .mechanisms import SampleOne
@@ -56,6 +56,7 @@ __all__ = [
     "ORAPPOR",
     "CMS",
     "HCMS",
+    "CountSketch",
     "CohortReports",
     "CohortAccumulator",
     "Channel",

@@ -13,6 +13,8 @@ time ``O(C·h·S)``):
    its distinct cells in cohort ``c``. Over the data-independent hash,
    ``E z_c(s) = θ_s + (R − θ_s)·h/k`` where ``R`` is the total mass (1), so
    ``θ̂_s = (Σ_c w_c z_c(s) − R·h/k)/(1 − h/k)`` with ``w_c = n_c/n``.
+   The count sketch (signed covers, ``g_c(s) = ±1``) reads ``g_c(s)·b`` instead: collisions enter
+   with random signs, so ``E z_c(s) = θ_s`` and no ``R·h/k`` correction is made (``u = 0`` below).
 3. **Heavy collisions removed.** Collisions with a few heavy items dominate the error of the
    read-out on skewed data. The (at most ``heavy``) candidates whose read-out is at least
    :data:`HEAVY_Z` standard errors above zero are re-estimated
@@ -50,8 +52,10 @@ CELLS_PER_CHUNK = 1 << 22
 HEAVY_Z = 5.0
 
 
-def _read(b: np.ndarray, pos: np.ndarray) -> np.ndarray:
-    """``(C, s)`` mean of ``b[c, ·]`` over each candidate's distinct cells (``pos``: ``(C, h, s)``, -1 unused)."""
+def _read(b: np.ndarray, cover: tuple) -> np.ndarray:
+    """``(C, s)`` mean of ``g·b[c, ·]`` over each candidate's distinct cells (``cover``: ``(pos, signs)``,
+    ``pos`` ``(C, h, s)`` with -1 unused, ``signs`` the same shape of ±1 or ``None`` for all +1)."""
+    pos, sg = cover
     C, h, s = pos.shape
     rows = np.arange(C)[:, None]
     total = np.zeros((C, s))
@@ -59,20 +63,28 @@ def _read(b: np.ndarray, pos: np.ndarray) -> np.ndarray:
     for t in range(h):
         p = pos[:, t, :]
         ok = p >= 0
-        total += np.where(ok, b[rows, np.where(ok, p, 0)], 0.0)
+        v = np.where(ok, b[rows, np.where(ok, p, 0)], 0.0)
+        total += v if sg is None else v * sg[:, t, :]
         used += ok
     return total / np.maximum(used, 1.0)
 
 
-def _add_mass(out: np.ndarray, pos: np.ndarray, mass: np.ndarray) -> None:
-    """``out[c, j] += mass[s]`` for every distinct cell ``j`` of candidate ``s`` in cohort ``c``."""
+def _add_mass(out: np.ndarray, cover: tuple, mass: np.ndarray) -> None:
+    """``out[c, j] += g·mass[s]`` for every distinct cell ``j`` of candidate ``s`` in cohort ``c``."""
+    pos, sg = cover
     C, h, s = pos.shape
     k = out.shape[1]
     for t in range(h):
         p = pos[:, t, :]
         ok = p >= 0
         flat = (np.arange(C)[:, None] * k + p)[ok]
-        np.add.at(out.reshape(-1), flat, np.broadcast_to(mass, (C, s))[ok])
+        m = np.broadcast_to(mass, (C, s)) if sg is None else mass * sg[:, t, :]
+        np.add.at(out.reshape(-1), flat, m[ok])
+
+
+def _covers(positions_of: Any, idx: np.ndarray) -> tuple:
+    got = positions_of(idx)
+    return got if isinstance(got, tuple) else (got, None)
 
 
 def sketch_decode(
@@ -81,7 +93,9 @@ def sketch_decode(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Streamed decoding of ``S`` candidates (module docstring) → ``(θ̂, se)`` of length ``S + 1``
     (the last entry is ``OTHER``). ``positions_of(idx)`` returns the ``(C, h, len(idx))`` cells of
-    the candidates ``idx`` (``-1`` for a duplicate cell of one item)."""
+    the candidates ``idx`` (``-1`` for a duplicate cell of one item), or ``(cells, signs)`` for a
+    signed sketch (:meth:`~ldp_plugin.mechanisms.cohort_base._CohortMechanism.covers_of`): then the
+    read-out is unbiased as it is (collisions enter with random signs) and ``u = 0`` below."""
     counts = np.asarray(counts, dtype=np.float64)
     n_c = np.asarray(n_c, dtype=np.int64)
     C, k = counts.shape
@@ -99,7 +113,7 @@ def sketch_decode(
     b = np.zeros((C, k))
     b[active] = (counts[active] / n_c[active, None] - q) / delta
     w = n_c / float(n_c.sum())
-    u = h / k
+    u = 0.0 if mechanism.signed else h / k  # the collision term of an unsigned read-out
     chunk = max(1, CELLS_PER_CHUNK // (C * h))
     spans = [(lo, min(S, lo + chunk)) for lo in range(0, S, chunk)]
 
@@ -108,14 +122,14 @@ def sketch_decode(
     first = np.empty(S)
     zscore = np.empty(S)
     for lo, hi in spans:
-        est = (_read(b, positions_of(np.arange(lo, hi))) - u) / (1 - u)
+        est = (_read(b, _covers(positions_of, np.arange(lo, hi))) - u) / (1 - u)
         first[lo:hi] = t = w @ est
         zscore[lo:hi] = t / np.sqrt(np.maximum(corr * (w**2) @ ((est - t) ** 2), 1e-300))
     # heavy: significant at HEAVY_Z standard errors (not merely the largest: the largest read-outs of
     # many light candidates are noise, and subtracting noise as mass would bias everything else)
     order = np.argsort(-zscore, kind="stable")[: min(int(heavy), S)]
     H = np.sort(order[zscore[order] >= HEAVY_Z])
-    heavy_pos = positions_of(H)
+    heavy_pos = _covers(positions_of, H)
     theta_h = first[H]
     for _ in range(2):  # re-estimate the heavy items without each other's collisions
         mass = np.zeros((C, k))
@@ -136,7 +150,7 @@ def sketch_decode(
     var = np.empty(S + 1)
     per_cohort_total = np.zeros(C)
     for lo, hi in spans:
-        z = _read(resid, positions_of(np.arange(lo, hi)))
+        z = _read(resid, _covers(positions_of, np.arange(lo, hi)))
         hv = is_heavy[lo:hi]
         est = np.where(hv, z + own[lo:hi] - rest * u, (z - rest * u) / (1 - u))
         est[~active] = 0.0

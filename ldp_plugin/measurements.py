@@ -55,6 +55,8 @@ __all__ = [
     "then_orappor",
     "make_hcms",
     "then_hcms",
+    "make_count_sketch",
+    "then_count_sketch",
     "make_cms",
     "then_cms",
     "set_domain",
@@ -411,4 +413,4 @@ def then_privset(*, epsilon: float, m: int, d: Optional[int] = None, categories:
 
 # the cohort oracles' constructors (O-RR, O-RAPPOR, CMS, HCMS) live in their own module; imported
 # last (they build on make_ldp/then_ldp above) and re-exported here, where the registry names them
-from .measurements_cohort import make_cms, make_hcms, make_orappor, make_orr, then_cms, then_hcms, then_orappor, then_orr  # noqa: E402
+from .measurements_cohort import make_cms, make_count_sketch, make_hcms, make_orappor, make_orr, then_cms, then_count_sketch, then_hcms, then_orappor, then_orr  # noqa: E402

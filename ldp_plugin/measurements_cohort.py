@@ -1,4 +1,4 @@
-"""OpenDP measurements of the cohort oracles (O-RR, O-RAPPOR, CMS, HCMS): each ``ε``-LDP per user
+"""OpenDP measurements of the cohort oracles (O-RR, O-RAPPOR, CMS, HCMS, the count sketch): each ``ε``-LDP per user
 through :func:`ldp_plugin.measurements.make_ldp`; the report is ``(cohort, value)``. Re-exported by
 :mod:`ldp_plugin.measurements`."""
 
@@ -9,10 +9,10 @@ from typing import Optional, Sequence
 import opendp.prelude as dp
 
 from .measurements import make_ldp, then_ldp
-from .mechanisms import CMS, HCMS, ORAPPOR, ORR
+from .mechanisms import CMS, HCMS, CountSketch, ORAPPOR, ORR
 from .sampling import RNGLike
 
-__all__ = ["make_orr", "then_orr", "make_orappor", "then_orappor", "make_cms", "then_cms", "make_hcms", "then_hcms"]
+__all__ = ["make_orr", "then_orr", "make_orappor", "then_orappor", "make_cms", "then_cms", "make_hcms", "then_hcms", "make_count_sketch", "then_count_sketch"]
 
 
 def make_orr(
@@ -62,3 +62,15 @@ def make_hcms(
 
 def then_hcms(*, epsilon: float, k: int, cohorts: int = 1, hash_seed: int = 0, d: Optional[int] = None, categories: Optional[Sequence] = None, unit: str = "user", rng: RNGLike = None):
     return then_ldp(HCMS(epsilon=epsilon, k=k, cohorts=cohorts, hash_seed=hash_seed, d=d, categories=categories), unit=unit, rng=rng)
+
+
+def make_count_sketch(
+    *, epsilon: float, k: int, cohorts: int = 1, hash_seed: int = 0, d: Optional[int] = None, categories: Optional[Sequence] = None, unit: str = "user", rng: RNGLike = None
+) -> dp.Measurement:
+    """The private count sketch (CountSketch's cell and sign hashes, one row per user; HCMS's local
+    randomizer on the signed one-hot vector). ``ε``-LDP per user; the report is ``(cohort, 2·row + bit)``."""
+    return make_ldp(CountSketch(epsilon=epsilon, k=k, cohorts=cohorts, hash_seed=hash_seed, d=d, categories=categories), unit=unit, rng=rng)
+
+
+def then_count_sketch(*, epsilon: float, k: int, cohorts: int = 1, hash_seed: int = 0, d: Optional[int] = None, categories: Optional[Sequence] = None, unit: str = "user", rng: RNGLike = None):
+    return then_ldp(CountSketch(epsilon=epsilon, k=k, cohorts=cohorts, hash_seed=hash_seed, d=d, categories=categories), unit=unit, rng=rng)

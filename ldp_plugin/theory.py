@@ -181,9 +181,17 @@ def mse_cohort(S: int, n: int, k: int, C: int, p: float, q: float, *, h: int = 1
     on a closed alphabet every cohort separates all items and the decoder is k-RR's:
     ``S π(1−π)/(n(p−q)²)``, ``π = q + (p−q)/S``. For ``h > 1`` (O-RAPPOR Bloom filters) this is
     an approximation with ``k`` replaced by ``k/h`` cells per item. HCMS (``covariance="hadamard"``,
-    ``p = 1, q = 0``, per-report covariance ``noise·I − μμᵀ``): ``noise · tr M⁺ − 1/n``.
+    ``p = 1, q = 0``, per-report covariance ``noise·I − μμᵀ``): ``noise · tr M⁺ − 1/n``. The count
+    sketch (``"hadamard-signed"``): signed covers make ``E M = n I`` (a shared cell adds ``±n_c``
+    with mean 0), ``tr M⁺ ≈ (S/n)·N/(N − (S−1))`` with ``N = C·k`` cells (no all-ones direction to
+    lose), so ``noise·S·N/(n(N − S + 1)) − 1/n``.
     """
     delta2 = (p - q) ** 2
+    if covariance == "hadamard-signed":
+        if closed and k >= S:
+            return max(noise * S / n - 1 / n, 0.0)
+        N = C * k
+        return math.inf if N <= S - 1 else max(noise * S * N / (n * (N - S + 1)) - 1 / n, 0.0)
     if covariance == "hadamard" and closed and k >= S:
         return max(noise * S / n - 1 / n, 0.0)
     if closed and k >= S:  # every cohort separates all items: k-RR's fixed-population MSE

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from ldp_plugin import HCMS, ORAPPOR, ORR, CohortReports, LDPInputError, LDPParameterError
+from ldp_plugin import HCMS, CountSketch, ORAPPOR, ORR, CohortReports, LDPInputError, LDPParameterError
 from ldp_plugin.exact import ratio_within_exp
 from ldp_plugin.sampling import SeededRandomSource
 from ldp_plugin.theory import choose_orr, mse_cohort
@@ -25,6 +25,8 @@ SMALL = [
     ("orappor-open-k4-h2-C2", lambda e: ORAPPOR(epsilon=e, k=4, h=2, cohorts=2), ["a", "b", "c"]),
     ("hcms-closed-d5-k4-C2", lambda e: HCMS(epsilon=e, k=4, cohorts=2, d=5), None),
     ("hcms-open-k8-C2", lambda e: HCMS(epsilon=e, k=8, cohorts=2, hash_seed=4), ["a", "b", 3]),
+    ("count-sketch-closed-d6-k2-C2", lambda e: CountSketch(epsilon=e, k=2, cohorts=2, d=6), None),
+    ("count-sketch-open-k4-C2", lambda e: CountSketch(epsilon=e, k=4, cohorts=2, hash_seed=4), ["a", "b", 3, "d"]),
 ]
 
 
@@ -85,8 +87,10 @@ def test_sampler_follows_channel_with_power(inst, eps):
         lambda: ORAPPOR(epsilon=2.0, k=8, cohorts=3, d=6),
         lambda: HCMS(epsilon=2.0, k=8, cohorts=3, d=6),
         lambda: HCMS(epsilon=1.5, k=8, cohorts=8, hash_seed=2),
+        lambda: CountSketch(epsilon=2.0, k=4, cohorts=3, d=6),
+        lambda: CountSketch(epsilon=1.5, k=8, cohorts=8, hash_seed=2),
     ],
-    ids=["orr-closed", "orr-open", "orappor-closed", "hcms-closed", "hcms-open"],
+    ids=["orr-closed", "orr-open", "orappor-closed", "hcms-closed", "hcms-open", "count-sketch-closed", "count-sketch-open"],
 )
 def test_least_squares_unbiased_and_standard_errors(factory):
     m = factory()

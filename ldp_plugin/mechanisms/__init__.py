@@ -1,7 +1,7 @@
 """Mechanism families: one module each, all sharing :mod:`._base`."""
 
 from ._base import Channel, FrequencyAccumulator, FrequencyOracle
-from .cohort import CMS, HCMS, ORAPPOR, ORR, CohortAccumulator, CohortReports
+from .cohort import CMS, HCMS, CountSketch, ORAPPOR, ORR, CohortAccumulator, CohortReports
 from .extremal import BinaryMechanism, FiniteChannel, GeometricMechanism, StaircaseMechanism
 from .hadamard import HadamardMechanism, HadamardResponse
 from .set_baselines import PrivSet, RapporSet, SetAccumulator
@@ -16,4 +16,4 @@ from .numeric import Duchi, Hybrid, MeanEstimate, OneBitMean, Piecewise
 from .longitudinal import LGRR, LOLOHA, LifetimeTracker
 from .longitudinal_unary import LOSUE, LOUE, LSUE, DBitFlipPM
 
-__all__ = ["Mechanism", "ReportField", "SampleOne", "Channel", "FrequencyAccumulator", "FrequencyOracle", "KRR", "WarnerRR", "KSubset", "OLH", "HadamardResponse", "HadamardMechanism", "THE", "BinaryMechanism", "FiniteChannel", "GeometricMechanism", "StaircaseMechanism", "Wheel", "RapporSet", "PrivSet", "SetAccumulator", "ORR", "ORAPPOR", "CMS", "HCMS", "CohortReports", "CohortAccumulator", "OUE", "RAPPOR", "RUE", "UnaryEncoding", "Duchi", "Piecewise", "Hybrid", "OneBitMean", "MeanEstimate", "LGRR", "LOUE", "LOSUE", "LSUE", "LOLOHA", "DBitFlipPM", "LifetimeTracker"]
+__all__ = ["Mechanism", "ReportField", "SampleOne", "Channel", "FrequencyAccumulator", "FrequencyOracle", "KRR", "WarnerRR", "KSubset", "OLH", "HadamardResponse", "HadamardMechanism", "THE", "BinaryMechanism", "FiniteChannel", "GeometricMechanism", "StaircaseMechanism", "Wheel", "RapporSet", "PrivSet", "SetAccumulator", "ORR", "ORAPPOR", "CMS", "HCMS", "CountSketch", "CohortReports", "CohortAccumulator", "OUE", "RAPPOR", "RUE", "UnaryEncoding", "Duchi", "Piecewise", "Hybrid", "OneBitMean", "MeanEstimate", "LGRR", "LOUE", "LOSUE", "LSUE", "LOLOHA", "DBitFlipPM", "LifetimeTracker"]

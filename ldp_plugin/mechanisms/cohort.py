@@ -44,7 +44,7 @@ from .unary import bit_vector_outputs, bit_vector_row, packed_column_counts, ran
 from .hadamard import fast_walsh_hadamard, parity
 from .cohort_base import OTHER, CohortAccumulator, CohortReports, _CohortMechanism, _check_cohort_column
 
-__all__ = ["CohortReports", "CohortAccumulator", "ORR", "ORAPPOR", "CMS", "HCMS", "OTHER"]
+__all__ = ["CohortReports", "CohortAccumulator", "ORR", "ORAPPOR", "CMS", "HCMS", "CountSketch", "OTHER"]
 
 
 def _integer_reports(m, reports: Any, bound: int, what: str) -> CohortReports:
@@ -271,11 +271,19 @@ class HCMS(_CohortMechanism):
         return rr.p_star_exact, rr.q_star_exact, rr.realized_ratio
 
     def _randomize_positions(self, positions, source):
-        x = positions[:, 0].astype(np.uint64)
-        row = source.uniform_int(self.k, x.size).astype(np.uint64)
-        t = parity(x & row).astype(np.int64)
+        pos = positions[:, 0].astype(np.uint64)
+        row = source.uniform_int(self.k, pos.size).astype(np.uint64)
+        t = self._coefficient_bit(pos, row).astype(np.int64)
         b = self._rr._randomize_codes(t, source).astype(np.uint64)
         return (row * np.uint64(2) + b).astype(np.uint32)
+
+    def _coefficient_bit(self, pos: np.ndarray, row: np.ndarray) -> np.ndarray:
+        """``t`` with ``H[x, l] = (−1)^t`` for the users' cells ``x = pos`` at rows ``l``."""
+        return parity(pos & row)
+
+    def _cell_sign(self, pos: int) -> tuple:
+        """``(cell, sign bit)`` of a position, in exact integers for :meth:`_cell_channel`."""
+        return pos, 0
 
     def validate_reports(self, reports: Any) -> CohortReports:
         return _integer_reports(self, reports, 2 * self.k, "2·row + bit")
@@ -310,10 +318,68 @@ class HCMS(_CohortMechanism):
         return 2 * self.k, value.astype(np.int64)
 
     def _cell_channel(self, cells):
-        (x,) = cells
+        x, s = self._cell_sign(cells[0])
         p, k = self.p_exact, self.k
         probs = []
         for y in range(2 * k):
-            t = bin(x & (y >> 1)).count("1") & 1
+            t = (bin(x & (y >> 1)).count("1") & 1) ^ s  # the signed coefficient's bit
             probs.append((p if (y & 1) == t else 1 - p) / k)
         return tuple(range(2 * k)), tuple(probs)
+
+
+@dataclass(frozen=True, kw_only=True)
+class CountSketch(HCMS):
+    """The private count sketch: Charikar, Chen and Farach-Colton's CountSketch (ICALP 2002) — a
+    cell hash ``h_c`` and a sign hash ``g_c(v) ∈ {±1}`` per row — with one row (cohort) per user,
+    data-independently, and the user's signed one-hot vector ``g_c(v)·e_{h_c(v)}`` reported by
+    HCMS's local randomizer: one randomized-response ±1 Hadamard coefficient, ``epsilon``-LDP per
+    user. (Pagh and Thorup's "private CountSketch" adds Gaussian noise to a sketch aggregated by a
+    trusted curator — central DP; this is the local version.)
+
+    Client: ``(x, s) = (h_c(v), [g_c(v) = −1])`` from one seeded hash into ``2k`` values (cell
+    ``x = pos >> 1``, sign bit ``s = pos & 1``: independent and uniform), a uniform row ``l``, the bit
+    ``t = popcount(x & l) mod 2 ⊕ s`` (``g·H[x, l] = (−1)^t``) kept with probability
+    ``p = e^ε/(1 + e^ε)``; report ``(c, 2l + b)``. Privacy: ``max_divergence``, ``ε`` per user
+    (``c``, ``l`` data-independent, ``b`` randomized response of one bit: ratio ``p/(1−p)``).
+
+    Server: ``ẑ_c = H S_c/(2p − 1)`` estimates the signed cell sums ``Σ_u g_c(v_u)[h_c(v_u) = j]``
+    without bias (the known total no longer fixes a coefficient). A candidate's read-out
+    ``g_c(s)·ẑ_c[h_c(s)]/n_c`` is unbiased for its frequency over the hash (collisions enter with
+    random signs: variance ``Σ_v θ_v²/k``, no ``R/k`` correction), so the streamed decoder needs no
+    collision correction; least squares uses the signed covers ``B_c[j, s] = g_c(s)`` with the exact
+    per-report covariance ``noise·I − diag m`` (``m``: the cells' unsigned mass). An open alphabet's
+    ``<other>`` is ``1 − Σ θ̂`` (signed non-candidates average out instead of being modelled).
+
+    >>> from ldp_plugin import CountSketch
+    >>> closed = CountSketch(epsilon=2.0, k=4, cohorts=8, d=8)  # two items per cell, opposite signs
+    >>> round(float(closed.estimate(closed.randomize([0, 1, 1, 7] * 50, rng=0)).raw.sum()), 9)
+    1.0
+    >>> CountSketch(epsilon=2.0, k=16).estimate(CountSketch(epsilon=2.0, k=16).randomize(["a"], rng=0), candidates=["a"]).items
+    ('a', '<other>')
+    """
+
+    name = "count-sketch"
+    covariance = "hadamard-signed"
+    signed = True
+
+    def _coefficient_bit(self, pos, row):
+        """``t`` with ``g·H[x, l] = (−1)^t``: the cell ``x = pos >> 1``, the sign bit ``pos & 1``."""
+        return parity((pos >> np.uint64(1)) & row) ^ (pos & np.uint64(1)).astype(np.uint8)
+
+    def _cell_sign(self, pos):
+        return pos >> 1, pos & 1
+
+    def cell_variance(self) -> float:
+        """``noise − 1/k`` per report at evenly filled cells (the diagonal ``noise − m_j`` of the
+        per-report covariance with ``m_j = 1/k``)."""
+        return self.decoder_model()[3] - 1 / self.k
+
+    def decoder_model(self):
+        scale = 2 * self.p - 1
+        return 1.0, 0.0, "hadamard-signed", 1.0 / (scale * scale)
+
+    def cell_statistic(self, counts, n_c):
+        """``ẑ = H S/(2p − 1)``: the signed cell sums (no control variate: ``Σ_j ẑ_j`` estimates
+        ``Σ_u g(v_u)``, which the server does not know)."""
+        return (fast_walsh_hadamard(counts) / (2 * self.p - 1), *self.decoder_model())
+

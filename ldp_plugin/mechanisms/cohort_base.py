@@ -54,6 +54,9 @@ class _CohortMechanism(Mechanism, abc.ABC):
     histogram_columns: ClassVar[Optional[tuple]] = None
     covariance: ClassVar[str] = "multinomial"
     hashes_per_item: ClassVar[int] = 1
+    #: a sign hash ``g_c(v) ∈ {±1}`` besides the cell hash (the count sketch): the hash then has
+    #: ``2k`` values, the cell ``pos >> 1`` and the sign bit ``pos & 1`` (:meth:`covers_of`)
+    signed: ClassVar[bool] = False
 
     epsilon: float
     k: int
@@ -93,7 +96,7 @@ class _CohortMechanism(Mechanism, abc.ABC):
             table = np.empty((self.cohorts, h, d), dtype=np.int32)
             for c in range(self.cohorts):
                 for t in range(h):
-                    table[c, t] = seeded_permutation(keys, int(self._seeds[c, t])) % self.k
+                    table[c, t] = self._closed_positions(seeded_permutation(keys, int(self._seeds[c, t])))
             table.setflags(write=False)
             object.__setattr__(self, "_table", table)
         else:
@@ -111,6 +114,13 @@ class _CohortMechanism(Mechanism, abc.ABC):
     def _validate_extra(self) -> None:
         pass
 
+    def _closed_positions(self, rank: np.ndarray) -> np.ndarray:
+        """A closed alphabet's positions from a seeded permutation's ranks (paper 002 §5.4): cell
+        ``π mod k`` (balanced), and for a :attr:`signed` mechanism the sign bit ``⌊π/k⌋ mod 2`` (the
+        items sharing a cell alternate signs; with ``d <= k`` every item has a cell of its own)."""
+        cell = rank % self.k
+        return 2 * cell + (rank // self.k) % 2 if self.signed else cell
+
     @abc.abstractmethod
     def _realize(self) -> tuple[Fraction, Fraction, Fraction]:
         """Exact (P[cell reported | own], P[cell reported | not own], worst-case ratio)."""
@@ -123,6 +133,11 @@ class _CohortMechanism(Mechanism, abc.ABC):
     @property
     def closed(self) -> bool:
         return self._table is not None
+
+    @property
+    def hash_range(self) -> int:
+        """Values of the per-cohort hash: ``k`` cells, or ``2k`` (cell, sign) pairs when :attr:`signed`."""
+        return 2 * self.k if self.signed else self.k
 
     @property
     def p(self) -> float:
@@ -164,7 +179,7 @@ class _CohortMechanism(Mechanism, abc.ABC):
         if self.closed:
             return np.stack([self._table[cohort, t, encoded] for t in range(self.hashes_per_item)], axis=1).astype(np.int64)
         return np.stack(
-            [seeded_hash(encoded, self._seeds[cohort, t], self.k) for t in range(self.hashes_per_item)], axis=1
+            [seeded_hash(encoded, self._seeds[cohort, t], self.hash_range) for t in range(self.hashes_per_item)], axis=1
         )
 
     def check_cohorts(self, cohorts: Any, n: int) -> np.ndarray:
@@ -257,11 +272,20 @@ class _CohortMechanism(Mechanism, abc.ABC):
             pos = np.asarray(self._table[:, :, idx], dtype=np.int64)
         else:
             kk = keys[idx]
-            pos = np.stack([seeded_hash(kk[None, :], self._seeds[:, t, None], self.k) for t in range(self.hashes_per_item)], axis=1)
+            pos = np.stack([seeded_hash(kk[None, :], self._seeds[:, t, None], self.hash_range) for t in range(self.hashes_per_item)], axis=1)
         for t in range(1, pos.shape[1]):  # a cell hit twice by one item counts once
             dup = (pos[:, t : t + 1, :] == pos[:, :t, :]).any(axis=1)
             pos[:, t, :][dup] = -1
         return pos
+
+    def covers_of(self, keys: Optional[np.ndarray], idx: np.ndarray) -> tuple[np.ndarray, Optional[np.ndarray]]:
+        """``(cells, signs)`` of candidates ``idx`` for the decoders: :meth:`positions_of`'s cells and
+        ``None``, or for a :attr:`signed` mechanism the cells ``pos >> 1`` and the ``int8`` signs
+        ``1 − 2·(pos & 1)`` (``B_c[j, s] = g_c(s)`` at the item's cell)."""
+        pos = self.positions_of(keys, idx)
+        if not self.signed:
+            return pos, None
+        return np.where(pos >= 0, pos >> 1, -1), (1 - 2 * (pos & 1)).astype(np.int8)
 
     def candidate_positions(self, candidates: Any = None) -> tuple[np.ndarray, tuple]:
         """``(C, h, S)`` cells of each candidate in each cohort (duplicates within an item: -1)."""
@@ -346,13 +370,13 @@ class _CohortMechanism(Mechanism, abc.ABC):
         Cohort ``c``: ``B_c[j, s] = 1`` iff ``j`` is one of item ``s``'s ``h`` cells;
         ``M = Σ_c n_c B_cᵀB_c``, ``G_c = B_c M⁺``, ``θ̂ = Σ_c n_c G_cᵀ b_c``. Each user (value ``x``
         uniform) reports ``r`` with ``E r = π_c = q + δ μ_c``, ``μ_c = B_c 1/S``; its covariance is
-        ``diag π − ππᵀ`` for one cell per report (O-RR), ``noise·(I − J/k) − (I − J/k)μμᵀ(I − J/k)`` for HCMS (``δ = 1``, the all-ones row replaced by the known total) and, for independent bits given ``x``
+        ``diag π − ππᵀ`` for one cell per report (O-RR), ``noise·(I − J/k) − (I − J/k)μμᵀ(I − J/k)`` for HCMS (``δ = 1``, the all-ones row replaced by the known total), ``noise·I − μμᵀ`` for the count sketch (``B_c`` signed) and, for independent bits given ``x``
         (O-RAPPOR), ``diag π(1−π) + δ²(Cov_x B_c[:, x] − diag Var_x B_c[:, x])`` (bits share the
         user's value). So ``E‖θ̂ − θ‖² = Σ_c n_c tr(G_cᵀ Σ_c G_c)/δ²`` for i.i.d. users, and the
         population's own sampling error ``(1 − 1/S)/n`` is subtracted (the fixed-population MSE
         used everywhere here)."""
         S, C, k, h = self.d, self.cohorts, self.k, self.hashes_per_item
-        table = np.asarray(self._table, dtype=np.int64)  # (C, h, S)
+        table, signs = self.covers_of(None, np.arange(S))  # (C, h, S) cells and ±1 (or None)
         nc = n / C
         p, q, cov, noise = self.decoder_model()
         delta = p - q
@@ -362,12 +386,13 @@ class _CohortMechanism(Mechanism, abc.ABC):
         for c in range(C):
             B = np.zeros((k, S))
             for t in range(h):
-                B[table[c, t], cols] = 1.0  # a cell hit twice by one item counts once (as the decoder and the report)
+                ok = table[c, t] >= 0  # a cell hit twice by one item counts once (as the decoder and the report)
+                B[table[c, t][ok], cols[ok]] = 1.0 if signs is None else signs[c, t][ok]
             Bs.append(B)
             M += nc * (B.T @ B)
-        lam, V = np.linalg.eigh(M)
-        keep = lam > lam.max() * S * np.finfo(np.float64).eps
-        Mp = (V[:, keep] / lam[keep]) @ V[:, keep].T
+        from ..estimation_lsq import _center, _pinv
+
+        Mp = _pinv(_center(M) if signs is not None else M)[0]  # signed: the known total imposed, as the decoder
         total = 0.0
         for B in Bs:
             mu = B.sum(axis=1) / S
@@ -378,6 +403,8 @@ class _CohortMechanism(Mechanism, abc.ABC):
                 e = np.eye(k) - J  # E y' = (I − J) μ; second moment noise·(I − J)
                 m1 = e @ mu
                 term = float(noise * (G * (e @ G)).sum() - ((m1 @ G) ** 2).sum())
+            elif cov == "hadamard-signed":  # the signed one-hot's coefficient: noise·I − μμᵀ (μ signed)
+                term = float(noise * (G * G).sum() - ((mu @ G) ** 2).sum())
             elif cov == "multinomial":
                 term = float((G * G * pi[:, None]).sum() - ((pi @ G) ** 2).sum())
             else:

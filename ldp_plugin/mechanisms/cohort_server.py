@@ -86,7 +86,7 @@ class CohortAccumulator(MergeableCounts):
             if not m.closed and OTHER in items:
                 raise LDPParameterError(f"candidates must not contain the reserved label {OTHER!r}")
             z, p, q, _, _ = m.cell_statistic(self.counts, self.n_c)
-            raw, se = sketch_decode(m, z, self.n_c, lambda idx: m.positions_of(keys, idx), S, p=p, q=q)
+            raw, se = sketch_decode(m, z, self.n_c, lambda idx: m.covers_of(keys, idx), S, p=p, q=q)
             if m.closed or not other:
                 raw, se = raw[:S], se[:S]
             else:
@@ -96,15 +96,21 @@ class CohortAccumulator(MergeableCounts):
             raise LDPParameterError(
                 f"least-squares decoding holds an S x S matrix: at most {MAX_DENSE} candidates (got {S}); use decoder='sketch'"
             )
-        pos = m.positions_of(keys, np.arange(S))
-        uniform = None
+        pos, signs = m.covers_of(keys, np.arange(S))
+        uniform, other_sum = None, False
         if not m.closed and other:
             if OTHER in items:
                 raise LDPParameterError(f"candidates must not contain the reserved label {OTHER!r}")
-            uniform = m.hashes_per_item / m.k
+            if signs is None:  # unsigned: the outside mass is one more unknown, spread evenly
+                uniform = m.hashes_per_item / m.k
+            else:  # signed: it averages out of the cells; report 1 − Σ θ̂ with its error
+                other_sum = True
             items = (*items, OTHER)
         z, p, q, cov, noise = m.cell_statistic(self.counts, self.n_c)
-        raw, se, _rank = least_squares_decode(z, self.n_c, p, q, pos, covariance=cov, uniform_weight=uniform, noise=noise)
+        raw, se, _rank = least_squares_decode(
+            z, self.n_c, p, q, pos, covariance=cov, uniform_weight=uniform, noise=noise, signs=signs, other_sum=other_sum,
+            total=1.0 if signs is not None and m.closed else None,  # signed cells do not carry the total
+        )
         return finalize_estimate(raw, se, self.n, postprocess=postprocess, confidence=confidence, items=items, total=total)
 
     def __repr__(self) -> str:
