@@ -18,7 +18,7 @@ import tracemalloc
 import numpy as np
 import polars as pl
 
-from ldp_plugin import CMS, HCMS, ORR
+from ldp_plugin import CMS, HCMS, ORR, CountSketch
 from ldp_plugin.discovery import SFP, PrefixDiscovery
 
 ALPHA = "abcdefghijklmnopqrstuvwxyz"
@@ -64,7 +64,8 @@ def decode_scale(n: int = 200_000, oracles=("orr",)):
     values, freq = population(n, seed=1)
     for oracle in oracles:
         m = {"orr": lambda: ORR(epsilon=4.0, k=56, cohorts=256, hash_seed=1), "cms": lambda: CMS(epsilon=4.0, k=1024, cohorts=256, hash_seed=1),
-             "hcms": lambda: HCMS(epsilon=4.0, k=1024, cohorts=256, hash_seed=1)}[oracle]()
+             "hcms": lambda: HCMS(epsilon=4.0, k=1024, cohorts=256, hash_seed=1),
+             "count-sketch": lambda: CountSketch(epsilon=4.0, k=1024, cohorts=256, hash_seed=1)}[oracle]()
         _decode_scale(m, values, freq)
 
 
@@ -90,7 +91,7 @@ if __name__ == "__main__":
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--words-out", default=None)
     ap.add_argument("--decode-only", action="store_true")
-    ap.add_argument("--oracles", nargs="+", default=["orr"], choices=["orr", "cms", "hcms"], help="per-level oracles (PEM/TreeHist) and decoders measured")
+    ap.add_argument("--oracles", nargs="+", default=["orr"], choices=["orr", "cms", "hcms", "count-sketch"], help="per-level oracles (PEM/TreeHist) and decoders measured")
     a = ap.parse_args()
     if not a.decode_only:
         values, freq = population(a.n, a.seed)

@@ -88,20 +88,7 @@ def least_squares_decode(
     r = np.zeros(S)
     b = np.zeros_like(counts)
     b[active] = (counts[active] / n_c[active, None] - q) / delta
-    # M: Σ_c n_c |B_c(s) ∩ B_c(s')|, a batch of cohorts at a time
-    batch = max(1, (1 << 23) // (S * S))
-    for i in range(0, active.size, batch):
-        cs = active[i : i + batch]
-        w = n_c[cs].astype(np.float64)
-        for t in range(h):
-            pt = positions[cs, t, :]
-            for t2 in range(h):
-                p2 = positions[cs, t2, :]
-                eq = (pt[:, :, None] == p2[:, None, :]) & (pt[:, :, None] >= 0)
-                if sg is None:
-                    M += np.einsum("c,cij->ij", w, eq, optimize=False)
-                else:  # signed covers: g_c(s) g_c(s') on a shared cell
-                    M += np.einsum("c,cij,ci,cj->ij", w, eq, sg[cs, t, :], sg[cs, t2, :], optimize=False)
+    M = _normal_matrix(positions, sg, n_c, active, k)
     for c in active:
         for t in range(h):
             pos = positions[c, t]
@@ -198,7 +185,9 @@ def _cohort_rows(pos: np.ndarray, Mp: np.ndarray, theta: np.ndarray, w: Optional
         sr = rows[t, order]
         starts = np.flatnonzero(np.r_[True, sr[1:] != sr[:-1]])
         size = np.diff(np.r_[starts, sr.size])
-        Mr = Mp[order] if sg is None else Mp[order] * sg[t][order, None]  # signed covers: ±rows
+        Mr = Mp[order]
+        if sg is not None:  # signed covers: ±rows
+            Mr *= sg[t][order, None]
         one = starts[size == 1]  # cells with one candidate: its row of M⁺ as it is
         G[sr[one]] += Mr[one]
         if one.size < starts.size:  # cells shared by candidates: the sum of their rows
@@ -218,18 +207,23 @@ def _value_spread(
     puts it on each cell with probability ``w = h/k`` and on two given cells with
     ``h(h−1)/(k(k−1))``)."""
     h, S = rows.shape
-    A = np.zeros((S, G.shape[1]))
-    for t in range(h):
-        ok = rows[t] >= 0
-        A[ok] += G[rows[t][ok]] if sg is None else G[rows[t][ok]] * sg[t][ok, None]
-    quad = (theta[:S, None] * A * A).sum(axis=0)  # Σ_s θ_s (gᵀ c_s)²
+    GG = wG * G
+    if h == 1:  # one cell per item: (gᵀ c_s)² = g_j² whatever the sign, so sum θ per row first
+        ok = rows[0] >= 0
+        quad = np.bincount(rows[0][ok], weights=theta[:S][ok], minlength=G.shape[0]) @ (G * G)
+    else:
+        A = np.zeros((S, G.shape[1]))
+        for t in range(h):
+            ok = rows[t] >= 0
+            A[ok] += G[rows[t][ok]] if sg is None else G[rows[t][ok]] * sg[t][ok, None]
+        quad = (theta[:S, None] * A * A).sum(axis=0)  # Σ_s θ_s (gᵀ c_s)²
     if w is not None:
-        g2 = (wG * G).sum(axis=0)
+        g2 = GG.sum(axis=0)
         gs = wG.sum(axis=0)
         w2 = h * (h - 1) / (k * (k - 1)) if k > 1 else 0.0
         quad += theta[S] * (w * g2 + w2 * (gs * gs - g2))
     elif sg is not None:  # signed non-candidates: a uniform cell and sign each, so only (g_j)² survives
-        quad += rest * (h / k) * (wG * G).sum(axis=0)
+        quad += rest * (h / k) * GG.sum(axis=0)
     return quad - (wG * cover[:, None]).sum(axis=0) ** 2
 
 
@@ -246,3 +240,44 @@ def _pinv(M: np.ndarray) -> tuple:
     tol = lam.max() * M.shape[0] * np.finfo(np.float64).eps if lam.size and lam.max() > 0 else 0.0
     keep = lam > tol
     return (V[:, keep] / lam[keep]) @ V[:, keep].T, keep
+
+
+#: Candidate pairs sharing a cell handled at once by :func:`_normal_matrix` (bounds its memory).
+PAIRS_PER_BATCH = 1 << 22
+
+
+def _normal_matrix(positions: np.ndarray, sg: Optional[np.ndarray], n_c: np.ndarray, active: np.ndarray, k: int) -> np.ndarray:
+    """``M = Σ_c n_c B_cᵀB_c`` (``B_c[j, s]`` = 1, or the sign ``g_c(s)``, when ``j`` is one of
+    ``s``'s cells) from the pairs of candidates that share a cell: ``O(Σ_{c,j} m_{c,j}²)`` for
+    ``m_{c,j}`` candidates in cell ``j`` of cohort ``c`` — about ``C·h·S·(1 + h·S/k)`` instead of the
+    ``C·h²·S²`` of comparing every pair in every cohort."""
+    _, h, S = positions.shape
+    M = np.zeros(S * S)
+    pos = positions[active]  # (A, h, S)
+    ok = pos >= 0
+    coh, t, col = np.nonzero(ok)
+    key = coh.astype(np.int64) * k + pos[coh, t, col]
+    val = n_c[active][coh].astype(np.float64)
+    sgn = np.ones(col.size) if sg is None else sg[active][coh, t, col]
+    order = np.argsort(key, kind="stable")
+    key, col, val, sgn, coh = key[order], col[order], val[order], sgn[order], coh[order]
+    starts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
+    size = np.diff(np.r_[starts, key.size])
+    g = np.repeat(size, size)  # each entry's cell population
+    first = np.repeat(starts, size)
+    # cohorts are contiguous after the sort: cut between cohorts so each batch has ≤ PAIRS_PER_BATCH pairs
+    per_cohort = np.bincount(coh, weights=g, minlength=pos.shape[0])
+    bounds = np.r_[0, np.cumsum(np.bincount(coh, minlength=pos.shape[0]))]
+    lo = 0
+    while lo < pos.shape[0]:
+        hi, pairs = lo + 1, per_cohort[lo]
+        while hi < pos.shape[0] and pairs + per_cohort[hi] <= PAIRS_PER_BATCH:
+            pairs += per_cohort[hi]
+            hi += 1
+        e = np.arange(bounds[lo], bounds[hi])
+        ge = g[e]
+        i = np.repeat(e, ge)
+        j = np.repeat(first[e], ge) + np.arange(i.size) - np.repeat(np.cumsum(ge) - ge, ge)
+        M += np.bincount(col[i] * S + col[j], weights=val[i] * sgn[i] * sgn[j], minlength=S * S)
+        lo = hi
+    return M.reshape(S, S)

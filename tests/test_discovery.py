@@ -175,7 +175,7 @@ def test_discovery_power_mismatched_query_finds_nothing(population):
     assert recall < 0.5
 
 
-@pytest.mark.parametrize("oracle", ["orr", "hcms"])
+@pytest.mark.parametrize("oracle", ["orr", "hcms", "count-sketch"])
 def test_minimum_detectable_frequency_is_met(population, oracle):
     values, freq = population
     q = PrefixDiscovery(epsilon=4.0, top_k=40, alphabet=ALPHA, max_length=7, cohorts=128, selection="bonferroni", oracle=oracle)

@@ -19,7 +19,9 @@ not depend on the candidates and the protocol needs **one** round: ``"orr"`` (de
 OLH's hash-then-k-RR with ``cohorts`` hash functions and OLH's variance-optimal
 ``k = round(e^ε) + 1``; the oracle ``ldp choose`` ranks first for large open domains) or
 ``"cms"`` (Apple's count-mean sketch: O-RAPPOR with one hash, ``k = 1024`` bits) or ``"hcms"``
-(Apple's Hadamard count-mean sketch: one ±1 coefficient per report, ``k = 1024``). Candidates are
+(Apple's Hadamard count-mean sketch: one ±1 coefficient per report, ``k = 1024``) or
+``"count-sketch"`` (the private count sketch: HCMS's report of a signed cell, ``k = 1024``; its
+read-out needs no collision correction). Candidates are
 decoded by the streamed sketch decoder when there are many (:mod:`ldp_plugin.estimation_sketch`).
 
 **Privacy.** Every user sends exactly one report, of one ε-LDP oracle; the level assignment is
@@ -41,7 +43,7 @@ import polars as pl
 
 from .._errors import LDPInputError, LDPParameterError
 from ..hashing import assign_cohorts, cohort_seed
-from ..mechanisms import CMS, HCMS, ORR
+from ..mechanisms import CMS, HCMS, ORR, CountSketch
 from ..progress import status
 from ..sampling import RNGLike, as_source
 from .diagnostics import DiscoveryOptions, HeavyHitters, cell_sd, detectable, positive_int, p_values, pooled, result, select
@@ -50,7 +52,8 @@ from .prefix import PrefixCodec
 __all__ = ["PrefixDiscovery", "DiscoveryAccumulator", "METHODS", "ORACLES"]
 
 METHODS = ("pem", "treehist")
-ORACLES = ("orr", "cms", "hcms")
+_ORACLE_CLASSES = {"orr": ORR, "cms": CMS, "hcms": HCMS, "count-sketch": CountSketch}
+ORACLES = tuple(_ORACLE_CLASSES)
 _LEVEL_TAG = 0x6C6576656C  # "level": level ℓ's hash seed is cohort_seed(hash_seed, _LEVEL_TAG + ℓ)
 
 
@@ -65,7 +68,7 @@ class PrefixDiscovery(DiscoveryOptions):
     :param step: symbols added per level (PEM default: the largest with
         ``beam · extensions(step) <= max_candidates``).
     :param beam: prefixes kept per level (default ``4·top_k``).
-    :param oracle: ``"orr"``, ``"cms"`` or ``"hcms"``; ``k`` its cells (default as in the module docstring),
+    :param oracle: ``"orr"``, ``"cms"``, ``"hcms"`` or ``"count-sketch"``; ``k`` its cells (default as in the module docstring),
         ``cohorts`` its hash functions.
     :param final_share: the final level's share of users relative to one other level (its
         estimates decide the ranking; 1 = PEM's equal split).
@@ -115,11 +118,7 @@ class PrefixDiscovery(DiscoveryOptions):
 
     def _level_mechanism(self, level: int):
         seed = cohort_seed(self.hash_seed, _LEVEL_TAG + level)
-        if self.oracle == "orr":
-            return ORR(epsilon=self.epsilon, k=self.k, cohorts=self.cohorts, hash_seed=seed)
-        if self.oracle == "hcms":
-            return HCMS(epsilon=self.epsilon, k=self.k, cohorts=self.cohorts, hash_seed=seed)
-        return CMS(epsilon=self.epsilon, k=self.k, cohorts=self.cohorts, hash_seed=seed)
+        return _ORACLE_CLASSES[self.oracle](epsilon=self.epsilon, k=self.k, cohorts=self.cohorts, hash_seed=seed)
 
     # -- description ---------------------------------------------------------------------------
     @property
