@@ -243,7 +243,7 @@ def _pinv(M: np.ndarray) -> tuple:
 
 
 #: Candidate pairs sharing a cell handled at once by :func:`_normal_matrix` (bounds its memory).
-PAIRS_PER_BATCH = 1 << 22
+PAIRS_PER_BATCH = 1 << 20
 
 
 def _normal_matrix(positions: np.ndarray, sg: Optional[np.ndarray], n_c: np.ndarray, active: np.ndarray, k: int) -> np.ndarray:
