@@ -9,7 +9,7 @@ from typing import Optional
 
 import numpy as np
 
-__all__ = ["least_squares_decode"]
+__all__ = ["least_squares_decode", "normal_inverse"]
 
 
 def least_squares_decode(
@@ -84,16 +84,14 @@ def least_squares_decode(
     sg = None if signs is None else np.asarray(signs, dtype=np.float64)
     if sg is not None and uniform_weight is not None:
         raise ValueError("signed covers have no uniform mass outside the candidates: use other_sum")
-    M = np.zeros((S, S))
-    r = np.zeros(S)
     b = np.zeros_like(counts)
     b[active] = (counts[active] / n_c[active, None] - q) / delta
     M = _normal_matrix(positions, sg, n_c, active, k)
-    for c in active:
-        for t in range(h):
-            pos = positions[c, t]
-            ok = pos >= 0
-            r[ok] += n_c[c] * b[c, pos[ok]] * (1.0 if sg is None else sg[c, t][ok])
+    # r = Σ_c n_c B_cᵀ b_c: every (cohort, hash, candidate) with a cell adds n_c·g·b[c, cell]
+    coh, t, col = np.nonzero(positions[active] >= 0)
+    cc = active[coh]
+    contrib = n_c[cc] * b[cc, positions[cc, t, col]] * (1.0 if sg is None else sg[cc, t, col])
+    r = np.bincount(col, weights=contrib, minlength=S)
     if uniform_weight is not None:
         w = float(uniform_weight)
         Me = np.zeros((S + 1, S + 1))
@@ -103,7 +101,7 @@ def least_squares_decode(
         Me[S, S] = w * w * k * float(n_c[active].sum())
         M = Me
         r = np.append(r, w * float((n_c[active] * b[active].sum(axis=1)).sum()))
-    Mp, keep = _pinv(M if total is None else _center(M))
+    Mp, keep = normal_inverse(M, known_total=total is not None)
     if total is None:
         theta = Mp @ r
     else:  # θ = total/S·1 + φ with φ ⊥ 1: least squares over φ, M⁺ restricted to 1^⊥
@@ -127,19 +125,20 @@ def least_squares_decode(
         G, cover, mass, mult, rows = _cohort_rows(positions[c], Mp, plug, uniform_weight, k, None if sg is None else sg[c], rest)
         pi = np.clip(q + delta * cover, 0.0, 1.0)  # model-implied cell probabilities (at least q)
         wG = G * mult[:, None]
-        g2c = (wG * G * cover[:, None]).sum(axis=0)  # Σ_j g_j² c̄_j
-        spread = _value_spread(G, wG, rows, plug, cover, uniform_weight, k, None if sg is None else sg[c], rest)
+        GG = wG * G  # g_j² per row, times its multiplicity: every term below is a weighted sum of it
+        g2c = cover @ GG  # Σ_j g_j² c̄_j
+        spread = _value_spread(G, GG, wG, rows, plug, cover, uniform_weight, k, None if sg is None else sg[c], rest)
         spread_sum += nc * spread
         if covariance == "hadamard":  # one ±1 coefficient per report, row 0 replaced by the known total
-            g2, gs, gc = (wG * G).sum(axis=0), wG.sum(axis=0), (wG * cover[:, None]).sum(axis=0)
+            g2, gs, gc = GG.sum(axis=0), wG.sum(axis=0), cover @ wG
             var += nc * (noise * (g2 - gs * gs / k) - (g2c - 2 * gc * gs / k + gs * gs / (k * k)))
         elif covariance == "hadamard-signed":  # the signed one-hot's coefficient, no known total
-            var += nc * (noise * (wG * G).sum(axis=0) - (wG * G * mass[:, None]).sum(axis=0))
+            var += nc * (noise * GG.sum(axis=0) - mass @ GG)
         elif covariance == "multinomial":
-            var += nc * ((wG * G * pi[:, None]).sum(axis=0) - (wG * pi[:, None]).sum(axis=0) ** 2)
+            var += nc * (pi @ GG - (pi @ wG) ** 2)
             var -= nc * delta * delta * spread
         else:  # bits are independent given the value: only the diagonal of the spread
-            var += nc * ((wG * G * (pi * (1 - pi))[:, None]).sum(axis=0) - delta * delta * (g2c - (wG * G * (cover * cover)[:, None]).sum(axis=0)))
+            var += nc * ((pi * (1 - pi)) @ GG - delta * delta * (g2c - (cover * cover) @ GG))
     var /= delta * delta
     # random (data-independent) cohorts: the cohorts' mixes of values vary around the population's
     n = float(n_c[active].sum())
@@ -150,13 +149,12 @@ def least_squares_decode(
     return theta, np.sqrt(np.maximum(var, 0.0)), int(keep.sum())
 
 
-
-
 def _cohort_rows(pos: np.ndarray, Mp: np.ndarray, theta: np.ndarray, w: Optional[float], k: int, sg: Optional[np.ndarray] = None, rest: float = 0.0) -> tuple:
     """One cohort's rows of ``G = B_c M⁺`` (``pos``: ``(h, S)`` cells, −1 unused), compressed:
     one row per covered cell and, when some of the ``k`` cells are uncovered, one row standing
-    for all of them (``mult``: how many cells each row stands for). Returns ``(G, cover, mult,
-    rows)`` with ``rows[t, s]`` the row of candidate ``s``'s ``t``-th cell (−1 unused)."""
+    for all of them (``mult``: how many cells each row stands for). Returns ``(G, cover, mass,
+    mult, rows)``: ``cover`` the rows' (signed) expected cover, ``mass`` their unsigned mass (the
+    same array when unsigned), ``rows[t, s]`` the row of candidate ``s``'s ``t``-th cell (−1 unused)."""
     h, S = pos.shape
     valid = pos >= 0
     cells = np.unique(pos[valid])
@@ -197,17 +195,16 @@ def _cohort_rows(pos: np.ndarray, Mp: np.ndarray, theta: np.ndarray, w: Optional
     return G, cover, mass, mult, rows
 
 def _value_spread(
-    G: np.ndarray, wG: np.ndarray, rows: np.ndarray, theta: np.ndarray, cover: np.ndarray, w: Optional[float], k: int,
+    G: np.ndarray, GG: np.ndarray, wG: np.ndarray, rows: np.ndarray, theta: np.ndarray, cover: np.ndarray, w: Optional[float], k: int,
     sg: Optional[np.ndarray] = None, rest: float = 0.0,
 ) -> np.ndarray:
     """``gᵀ (Σ_s θ_s c_s c_sᵀ − c̄ c̄ᵀ) g`` for each column ``g`` of ``G``: the covariance over
     values of a report's cell indicators, for one cohort, on the compressed rows of
-    :func:`_cohort_rows` (``wG``: ``G`` times each row's multiplicity; ``rows``: ``(h, S)``;
+    :func:`_cohort_rows` (``wG``: ``G`` times each row's multiplicity, ``GG = wG·G``; ``rows``: ``(h, S)``;
     ``θ`` clipped, with the mass outside the candidates last when ``w`` is given: a seeded hash
     puts it on each cell with probability ``w = h/k`` and on two given cells with
     ``h(h−1)/(k(k−1))``)."""
     h, S = rows.shape
-    GG = wG * G
     if h == 1:  # one cell per item: (gᵀ c_s)² = g_j² whatever the sign, so sum θ per row first
         ok = rows[0] >= 0
         quad = np.bincount(rows[0][ok], weights=theta[:S][ok], minlength=G.shape[0]) @ (G * G)
@@ -224,18 +221,17 @@ def _value_spread(
         quad += theta[S] * (w * g2 + w2 * (gs * gs - g2))
     elif sg is not None:  # signed non-candidates: a uniform cell and sign each, so only (g_j)² survives
         quad += rest * (h / k) * GG.sum(axis=0)
-    return quad - (wG * cover[:, None]).sum(axis=0) ** 2
+    return quad - (cover @ wG) ** 2
 
 
-def _center(M: np.ndarray) -> np.ndarray:
-    """``ΠMΠ`` with ``Π = I − 11ᵀ/S``: ``M`` restricted to the directions orthogonal to the total."""
-    Mc = M - M.mean(axis=0, keepdims=True)
-    return Mc - Mc.mean(axis=1, keepdims=True)
-
-
-def _pinv(M: np.ndarray) -> tuple:
-    """``(M⁺, kept)`` of a symmetric PSD ``M`` by eigen-decomposition (eigenvalues below
-    ``λ_max·S·eps`` are treated as 0: the minimum-norm solution in unidentified directions)."""
+def normal_inverse(M: np.ndarray, *, known_total: bool = False) -> tuple:
+    """``(M⁺, kept)`` of the symmetric PSD normal matrix by eigen-decomposition (eigenvalues below
+    ``λ_max·S·eps`` are treated as 0: the minimum-norm solution in unidentified directions); with
+    ``known_total`` the pseudo-inverse of ``ΠMΠ``, ``Π = I − 11ᵀ/S`` (``M`` on the directions
+    orthogonal to the total, which is imposed instead of estimated)."""
+    if known_total:
+        M = M - M.mean(axis=0, keepdims=True)
+        M = M - M.mean(axis=1, keepdims=True)
     lam, V = np.linalg.eigh(M)
     tol = lam.max() * M.shape[0] * np.finfo(np.float64).eps if lam.size and lam.max() > 0 else 0.0
     keep = lam > tol

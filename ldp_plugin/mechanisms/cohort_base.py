@@ -135,6 +135,12 @@ class _CohortMechanism(Mechanism, abc.ABC):
         return self._table is not None
 
     @property
+    def known_total(self) -> bool:
+        """Whether the decoders impose ``Σ θ = 1`` instead of estimating it: a closed alphabet's
+        :attr:`signed` cells cancel the total (its signs alternate within every cell)."""
+        return self.signed and self.closed
+
+    @property
     def hash_range(self) -> int:
         """Values of the per-cohort hash: ``k`` cells, or ``2k`` (cell, sign) pairs when :attr:`signed`."""
         return 2 * self.k if self.signed else self.k
@@ -390,9 +396,9 @@ class _CohortMechanism(Mechanism, abc.ABC):
                 B[table[c, t][ok], cols[ok]] = 1.0 if signs is None else signs[c, t][ok]
             Bs.append(B)
             M += nc * (B.T @ B)
-        from ..estimation_lsq import _center, _pinv
+        from ..estimation_lsq import normal_inverse
 
-        Mp = _pinv(_center(M) if signs is not None else M)[0]  # signed: the known total imposed, as the decoder
+        Mp = normal_inverse(M, known_total=self.known_total)[0]  # as the decoder
         total = 0.0
         for B in Bs:
             mu = B.sum(axis=1) / S

@@ -109,7 +109,7 @@ class CohortAccumulator(MergeableCounts):
         z, p, q, cov, noise = m.cell_statistic(self.counts, self.n_c)
         raw, se, _rank = least_squares_decode(
             z, self.n_c, p, q, pos, covariance=cov, uniform_weight=uniform, noise=noise, signs=signs, other_sum=other_sum,
-            total=1.0 if signs is not None and m.closed else None,  # signed cells do not carry the total
+            total=1.0 if m.known_total else None,
         )
         return finalize_estimate(raw, se, self.n, postprocess=postprocess, confidence=confidence, items=items, total=total)
 
