@@ -3,9 +3,12 @@ report; the real Flower simulation engine runs the apps end to end."""
 
 from __future__ import annotations
 
+import json
 import multiprocessing as mp
 import os
 import signal
+import subprocess
+import sys
 import time
 from fractions import Fraction
 
@@ -122,13 +125,15 @@ def test_query_is_versioned_and_hashed():
 
 
 @pytest.mark.slow
-@pytest.mark.filterwarnings("ignore::ResourceWarning", "ignore::pytest.PytestUnraisableExceptionWarning")  # Ray's /dev/null handles
-def test_flower_simulation_end_to_end(tmp_path):
+def test_flower_simulation_end_to_end():
+    """Through the CLI, as a user runs it, in its own process: Ray and gRPC then never live in the
+    test process (whose later tests fork children, which a process with their threads cannot do safely)."""
     pytest.importorskip("flwr")
-    from ldp_plugin.federated.flower import simulate
-
-    out = simulate(nodes=3, users_per_node=60, mechanism=ldp.OUE(epsilon=2.0, d=8), rounds=3, device_cap="4",
-                   malformed_nodes=1, seed=2, ledger_dir=str(tmp_path))
+    cmd = [sys.executable, "-m", "ldp_plugin.cli", "federated", "simulate", "--nodes", "3", "--users-per-node", "60", "--mechanism", "oue",
+           "--d", "8", "--epsilon", "2", "--rounds", "3", "--device-cap", "4", "--malformed-nodes", "1", "--seed", "2", "--json"]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    out = json.loads(proc.stdout)
     r1, r2, r3 = out["rounds"]
     for r in (r1, r2):
         assert r["nodes_asked"] == 3 and r["reports_accepted"] == 120  # the two honest nodes
