@@ -8,25 +8,38 @@ instantaneous layer, for collections repeated over the same users.
   channel is ``epsilon_1``-LDP (L-SUE is basic RAPPOR);
 * **LOLOHA** — Arcolezi, Pinzón, Palamidessi, Gambs, *Frequency Estimation of Evolving Data
   Under Local Differential Privacy* (EDBT 2023): a fixed per-user hash into ``g`` values, then
-  L-GRR over ``g``; the memoized unit is the *hashed* value, so a user's lifetime loss is at most
-  ``g·ε∞`` however often the value changes (``g = 2``: BiLOLOHA; ``g = "optimal"``: the ``g``
+  L-GRR over ``g``; the memoized unit is the *hashed* value, so at the value level (same change
+  pattern) a user's lifetime loss is at most ``g·ε∞`` (``g = 2``: BiLOLOHA; ``g = "optimal"``: the ``g``
   that minimizes the analytic variance at ``f → 0``, found by direct search);
 * **dBitFlipPM** — Ding, Kulkarni, Yekhanin, *Collecting Telemetry Data Privately* (NeurIPS
   2017): ``d_bits`` buckets sampled once per user, one bit each flipped with ``e^{ε/2}``; the
   memoized unit is the *pattern* (which sampled bucket holds the value, or none), so the
-  lifetime loss is at most ``(d_bits + 1)·ε∞``; it has no instantaneous layer (``epsilon_1`` is
-  not used).
+  value-level lifetime loss is at most ``(d_bits + 1)·ε∞``; it has no instantaneous layer
+  (``epsilon_1`` is not used), so at the user level a second report is refused.
 
 **Memoization** is a keyed PRF of the user's **secret key** (never the user id): SHAKE-256 over
 ``key ‖ mechanism fingerprint ‖ tag ‖ memoized unit``, read as 64-bit words compared with the
 integer thresholds (keep iff ``word < T``; uniform choices by rejection) — exactly the realized
 channel for a uniformly random key, the same argument as :class:`ldp_plugin.Memoized`.
 
-**Lifetime spend** (what the ledger and a device charge): ``min(#distinct memoized units,
-bound)·ε∞`` with ``bound`` = ``d`` (L-GRR, L-*UE), ``g`` (LOLOHA), ``d_bits + 1`` (dBitFlipPM):
-each memoized unit's permanent report is an independent ε∞-LDP release of the value, and every
-instantaneous report is a post-processing of those. :class:`LifetimeTracker` counts units per
-user; :meth:`LongitudinalMechanism.lifetime_spend` is the exact charge.
+**Privacy of repeated collections** (:mod:`.lifetime`, theorem and proof there). One report is
+``ε₁``-LDP (dBitFlipPM: ``ε∞``). Over ``T`` collections, at the **user level** (any two histories
+of one user — the default, ``relation="user"``) the loss is at most
+
+    user_bound(T) = min(ε₁ + (T − 1)·ε_inst, (N − 1)/N·(min(T, U)·ε∞ + T·ε_inst)),
+
+with ``ε_inst`` the instantaneous layer's own ε over its whole input (L-GRR / LOLOHA: ``ln(p₂/q₂)``;
+L-*UE: ``d`` times the per-bit ε), ``N`` the unit domain and ``U`` the unit bound (``d``; LOLOHA
+``g``); dBitFlipPM has no instantaneous layer: unbounded from the second collection on. The
+memoized reports hide *which* values a user holds, but the transcript shows *when* the value
+changes and comes back. The papers' ``min(T, U)·ε∞`` ("lifetime loss at most ``g·ε∞`` however
+often the value changes") holds only at the **value level** — between histories with the same
+change pattern — and is charged only when a deployment names it (``relation="value"``; the spec
+carries the relation, so a server sees what a series was charged under). The ledger and the device
+charge collection ``t`` the increment ``collection_cost(t) = bound(t) − bound(t − 1)``, which
+depends on ``t`` only (a device's refusal reveals nothing about its values).
+:meth:`LongitudinalMechanism.lifetime_spend` is the value-level charge of a user who used
+``distinct_units`` units (simulation only; never a user-level charge).
 
 (L-OUE, L-OSUE, L-SUE and dBitFlipPM are in :mod:`.longitudinal_unary`.)
 
@@ -42,16 +55,17 @@ import hashlib
 import math
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any, Sequence
+from typing import Any, Optional, Sequence
 
 import numpy as np
 
 from .._errors import LDPInputError, LDPParameterError
 from ..estimation import FrequencyEstimate, estimate_pure, pure_variance
-from ..exact import TWO64, exp_lower_bound, ratio_within_exp
+from ..exact import TWO64, epsilon_of_ratio, exp_lower_bound, float_up, ratio_within_exp
 from ..sampling import RNGLike, as_source
 from .domain import check_epsilon
 from .domain import check_user_keys as _check_keys
+from .lifetime import TranscriptModel, bound, check_relation, increment
 from .protocol import MergeableCounts, Mechanism, ReportField
 
 __all__ = ["LongitudinalMechanism", "LGRR", "LOLOHA", "LifetimeTracker", "loloha_optimal_g"]
@@ -97,6 +111,9 @@ class LongitudinalMechanism(Mechanism):
     epsilon_perm: float
     epsilon_1: float
     d: int
+    #: the neighbouring relation repeated collections are charged under (:mod:`.lifetime`):
+    #: ``"user"`` (any two histories of one user, the default) or ``"value"`` (same change pattern)
+    relation: str = "user"
     needs_user_keys = True
 
     def __post_init__(self) -> None:
@@ -109,7 +126,13 @@ class LongitudinalMechanism(Mechanism):
         object.__setattr__(self, "epsilon_perm", e_inf)
         object.__setattr__(self, "epsilon_1", e_one)
         object.__setattr__(self, "d", int(self.d))
+        object.__setattr__(self, "relation", check_relation(self.relation))
         self._realize()
+        inst = self._inst_ratio()
+        object.__setattr__(self, "_lifetime", {
+            "eps_one": Fraction(self.epsilon), "eps_perm": Fraction(self.epsilon_perm),
+            "eps_inst": None if inst is None else Fraction(epsilon_of_ratio(inst[0])) * inst[1],
+            "units": self.unit_domain(), "unit_bound": self.unit_bound()})
 
     uses_epsilon_1 = True
 
@@ -119,13 +142,19 @@ class LongitudinalMechanism(Mechanism):
         return self.epsilon_1 if self.uses_epsilon_1 else self.epsilon_perm
 
     def spec(self) -> dict:
+        """Name and parameters, the charging ``relation`` included (a server sees it)."""
+        core = self._core_spec()
+        return {"name": core["name"], "params": {**core["params"], "relation": self.relation}}
+
+    def _core_spec(self) -> dict:
         return {"name": self.name, "params": {"epsilon_perm": self.epsilon_perm, "epsilon_1": self.epsilon_1, "d": self.d, **self._extra()}}
 
     def _extra(self) -> dict:
         return {}
 
     def _fp(self) -> bytes:
-        return hashlib.sha256(repr(self.spec()).encode()).digest()[:16]
+        # the PRF fingerprint: the channel's parameters only (the charging relation changes no report)
+        return hashlib.sha256(repr(self._core_spec()).encode()).digest()[:16]
 
     def _codes(self, values: Any) -> np.ndarray:
         c = np.asarray(values)
@@ -133,24 +162,48 @@ class LongitudinalMechanism(Mechanism):
             raise LDPInputError(f"{self.name} takes a 1-d array of item codes in [0, {self.d})")
         return c.astype(np.int64)
 
-    # -- lifetime accounting -------------------------------------------------------------------
+    # -- lifetime accounting (:mod:`.lifetime`) --------------------------------------------------
     def unit_bound(self) -> int:
-        """The most memoized units one user can ever use (the protocol's bound)."""
+        """The most memoized units one user can ever use (the protocol's bound ``U``)."""
         return self.d
 
-    def lifetime_spend(self, distinct_units: int) -> Fraction:
-        """Exact lifetime charge of a user who has used ``distinct_units`` memoized units."""
-        return min(int(distinct_units), self.unit_bound()) * Fraction(self.epsilon_perm)
+    def unit_domain(self) -> int:
+        """``N``: the memoized units (values; LOLOHA hashed values; dBitFlipPM patterns)."""
+        return self.d
+
+    def _inst_ratio(self) -> Optional[tuple]:
+        """``(r, m)``: the instantaneous layer's worst ratio over any two inputs is ``r**m``
+        (``None``: no instantaneous layer)."""
+        raise NotImplementedError
+
+    @property
+    def epsilon_inst(self) -> Optional[Fraction]:
+        """``ε_inst``: the instantaneous layer's own ε over its whole input, rounded up (exact);
+        ``None`` without an instantaneous layer. One report conditioned on any past reports of
+        the same key is ``ε_inst``-LDP (:mod:`.lifetime`, Lemma 2)."""
+        return self._lifetime["eps_inst"]
+
+    def lifetime_bound(self, t: int, *, relation: Optional[str] = None) -> Optional[Fraction]:
+        """The exact lifetime bound after ``t`` collections under ``relation`` (default: the
+        mechanism's own); ``None`` when unbounded (dBitFlipPM, user level, ``t >= 2``).
+        User level: ``min(ε₁ + (t − 1)·ε_inst, (N − 1)/N·(min(t, U)·ε∞ + t·ε_inst))``; value
+        level (same change pattern): ``min(min(t, U)·ε∞, user level)``."""
+        return bound(self.relation if relation is None else check_relation(relation), t, **self._lifetime)
 
     def collection_cost(self, t: int) -> Fraction:
-        """What collection number ``t`` (1-based) adds to the worst case over all users, for a
-        server ledger that cannot see the units: ``min(t, bound)·ε∞ − min(t − 1, bound)·ε∞``
-        (every collection may bring a new unit until the protocol's bound is reached, then none
-        can). ``Accountant.spend(query_id, mech.collection_cost(t))`` charges it; a device that
-        tracks its own units (:class:`LifetimeTracker`) charges ``lifetime_spend`` instead."""
-        if isinstance(t, bool) or not isinstance(t, int) or t < 1:
-            raise LDPParameterError(f"t must be an int >= 1 (got {t!r})")
-        return self.lifetime_spend(t) - self.lifetime_spend(t - 1)
+        """What collection number ``t`` (1-based) adds under the mechanism's ``relation``:
+        ``lifetime_bound(t) − lifetime_bound(t − 1)`` — a function of ``t`` only, the same for
+        every user (a device's refusal point reveals nothing about its values). The single
+        entry point the server ledger (``Accountant.spend_collection``) and the device charge.
+        Raises :class:`ldp_plugin.mechanisms.lifetime.UnboundedLossError` (a ``ValueError``)
+        when the bound is unbounded (dBitFlipPM at the user level from ``t = 2``)."""
+        return increment(self.relation, t, **self._lifetime)
+
+    def lifetime_spend(self, distinct_units: int) -> Fraction:
+        """The **value-level** (same change pattern) charge of a user who used ``distinct_units``
+        memoized units: ``min(units, U)·ε∞``. Data-dependent and *not* a user-level guarantee:
+        for simulations (:class:`LifetimeTracker`); a ledger charges :meth:`collection_cost`."""
+        return min(int(distinct_units), self.unit_bound()) * Fraction(self.epsilon_perm)
 
     def memo_units(self, codes: Any, user_keys: Sequence[bytes]) -> np.ndarray:
         """The memoized unit each user's value uses (the value itself, by default)."""
@@ -238,7 +291,15 @@ def _grr_sample(codes: np.ndarray, k: int, T: int, source: Any) -> np.ndarray:
 
 @dataclass(frozen=True, kw_only=True)
 class LGRR(LongitudinalMechanism):
-    """L-GRR: permanent GRR(ε∞) memoized per value, instantaneous GRR (one report ε1-LDP)."""
+    """L-GRR: permanent GRR(ε∞) memoized per value, instantaneous GRR (one report ε1-LDP).
+
+    Guarantee (module docstring; proof in :mod:`.lifetime`): one report ``ε₁``-LDP; ``T``
+    collections at the **user level** (any two histories of one user)
+    ``min(ε₁ + (T − 1)·ε_inst, (d − 1)/d·(min(T, d)·ε∞ + T·ε_inst))`` with
+    ``ε_inst = ln(p₂/q₂)`` of the instantaneous GRR; at the **value level** (same change
+    pattern, Arcolezi et al. 2022, Thm. of L-GRR) ``min(T, d)·ε∞`` — charged only with
+    ``relation="value"``.
+    """
 
     name = "l-grr"
     #: ``(T1, T2, p1, q1, p2, q2, p*, q*)`` of :func:`_grr_layers`: the permanent keep threshold
@@ -265,6 +326,19 @@ class LGRR(LongitudinalMechanism):
     @property
     def q_star_exact(self) -> Fraction:
         return self.thresholds[7]
+
+    def _inst_ratio(self) -> tuple:
+        p2, q2 = self.thresholds[4], self.thresholds[5]
+        return max(p2 / q2, q2 / p2), 1
+
+    def transcript_model(self) -> TranscriptModel:
+        """The exact transcript law (:class:`.lifetime.TranscriptModel`): one column, the
+        permanent GRR table over the ``k`` units and the instantaneous GRR."""
+        k = self._k()
+        p1, q1, p2, q2 = self.thresholds[2:6]
+        perm = tuple(tuple(p1 if b == v else q1 for b in range(k)) for v in range(k))
+        inst = tuple(tuple(p2 if y == b else q2 for y in range(k)) for b in range(k))
+        return TranscriptModel(units=k, unit_bound=self.unit_bound(), perm=(perm,), inst=(inst,))
 
     def _permanent(self, units: np.ndarray, keys: list) -> np.ndarray:
         k, T1 = self._k(), self.thresholds[0]
@@ -323,24 +397,42 @@ class LongitudinalAccumulator(MergeableCounts):
 
 
 class LifetimeTracker:
-    """Per-user memoized units seen so far and the exact lifetime charge (keep it where the key
-    lives: on the device, or in the simulation)."""
+    """Collections and memoized units per user so far, and the lifetime charge (keep it where
+    the key lives: on the device, or in the simulation).
+
+    :meth:`spend` is the charge under the mechanism's ``relation``: at the user level the same
+    ``lifetime_bound(t)`` for every user after ``t`` collections (data-independent); at the
+    value level each user's ``min(units·ε∞, user-level bound)`` (same-change-pattern pairs of
+    that user's history). :meth:`value_spend` is the value-level figure whatever the relation."""
 
     def __init__(self, mechanism: LongitudinalMechanism, n_users: int):
         self.mechanism = mechanism
+        self.collections = 0
         self.seen = np.zeros((n_users, max(mechanism.unit_bound(), mechanism.d) + 1), dtype=bool)
 
     def observe(self, codes: Any, user_keys: Sequence[bytes]) -> None:
         units = self.mechanism.memo_units(codes, user_keys)
         self.seen[np.arange(units.size), units] = True
+        self.collections += 1
+
+    def user_bound(self) -> float:
+        """The user-level bound after the observed collections, rounded up (``inf``: unbounded)."""
+        b = self.mechanism.lifetime_bound(self.collections, relation="user")
+        return math.inf if b is None else float_up(b)
+
+    def value_spend(self) -> np.ndarray:
+        """Each user's value-level charge so far, as floats (rounded up from the Fractions)."""
+        m = self.mechanism
+        cap = m.lifetime_bound(self.collections, relation="value")
+        counts = np.minimum(self.seen.sum(axis=1), m.unit_bound())
+        table = np.array([float_up(min(m.lifetime_spend(c), cap)) for c in range(m.unit_bound() + 1)])
+        return table[counts]
 
     def spend(self) -> np.ndarray:
-        """Each user's exact lifetime charge so far, as floats (rounded up from the Fractions)."""
-        from ..exact import float_up
-
-        counts = np.minimum(self.seen.sum(axis=1), self.mechanism.unit_bound())
-        table = np.array([float_up(self.mechanism.lifetime_spend(c)) for c in range(self.mechanism.unit_bound() + 1)])
-        return table[counts]
+        """Each user's charge so far under the mechanism's relation (floats rounded up)."""
+        if self.mechanism.relation == "value":
+            return self.value_spend()
+        return np.full(self.seen.shape[0], self.user_bound())
 
 
 from .longitudinal_hashed import LOLOHA, loloha_optimal_g  # noqa: E402,F401  (re-exported; it builds on LGRR)

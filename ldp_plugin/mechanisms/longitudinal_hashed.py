@@ -36,7 +36,15 @@ def loloha_optimal_g(epsilon_perm: float, epsilon_1: float, *, g_max: int = 1 <<
 @dataclass(frozen=True, kw_only=True)
 class LOLOHA(LGRR):
     """LOLOHA: a fixed per-user hash into ``g`` values (seed from the user's key), then L-GRR over
-    ``g`` memoized per *hashed* value: lifetime loss at most ``g·ε∞``."""
+    ``g`` memoized per *hashed* value.
+
+    Guarantee (proof in :mod:`.lifetime`, the units being the ``g`` hashed values, conditioned on
+    the public seed): one report ``ε₁``-LDP; ``T`` collections at the **user level** (any two
+    histories of one user) ``min(ε₁ + (T − 1)·ε_inst, (g − 1)/g·(min(T, g)·ε∞ + T·ε_inst))``;
+    the paper's "``g·ε∞`` however often the value changes" (Arcolezi et al., EDBT 2023, Thm. 2)
+    holds only at the **value level** (histories with the same change pattern of hashed values)
+    and is charged only with ``relation="value"``.
+    """
 
     name = "loloha"
     g: Any = 2
@@ -58,6 +66,9 @@ class LOLOHA(LGRR):
         return {"g": self.g}
 
     def unit_bound(self) -> int:
+        return self.g
+
+    def unit_domain(self) -> int:
         return self.g
 
     def _seeds(self, keys: list) -> np.ndarray:

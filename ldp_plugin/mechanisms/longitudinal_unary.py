@@ -12,6 +12,7 @@ import numpy as np
 from .._errors import LDPParameterError
 from ..estimation import FrequencyEstimate, finalize_estimate
 from ..exact import TWO64, exp_lower_bound, ratio_within_exp
+from .lifetime import TranscriptModel
 from .longitudinal import LongitudinalMechanism, _check_keys, _floor_t, _prf, _prf_uniform, keys_rows
 from .protocol import ReportField
 
@@ -30,7 +31,16 @@ def _unary_ratio(P1: Fraction, P0: Fraction) -> Fraction:
 @dataclass(frozen=True, kw_only=True)
 class _LUnary(LongitudinalMechanism):
     """Permanent unary encoding (OUE or SUE with ε∞), instantaneous per-bit flip (OUE or SUE
-    form) solved so that one report is ε1-LDP: ``P(1 | 1)``, ``P(1 | 0)`` of the composition."""
+    form) solved so that one report is ε1-LDP: ``P(1 | 1)``, ``P(1 | 0)`` of the composition.
+
+    Guarantee (proof in :mod:`.lifetime`): one report ``ε₁``-LDP; ``T`` collections at the
+    **user level** (any two histories of one user) ``min(ε₁ + (T − 1)·ε_inst, (d − 1)/d·(min(T,
+    d)·ε∞ + T·ε_inst))`` where ``ε_inst = d·max(ln(p₂/q₂), ln((1 − q₂)/(1 − p₂)))`` is the
+    instantaneous flip's ε over *any* two permanent bit vectors (a change of memoized unit
+    swaps the whole permanent vector, every bit of which the transcript can have learned); at the
+    **value level** (same change pattern; Arcolezi et al. 2022) ``min(T, d)·ε∞``, charged only
+    with ``relation="value"``.
+    """
 
     perm_form: str = field(init=False, default="oue", repr=False)
     inst_form: str = field(init=False, default="oue", repr=False)
@@ -67,6 +77,19 @@ class _LUnary(LongitudinalMechanism):
         if not ratio_within_exp(_unary_ratio(P1, P0), self.epsilon_1):  # pragma: no cover (hi always fits)
             raise LDPParameterError(f"{self.name}: no instantaneous layer fits epsilon_1={self.epsilon_1!r}")
         object.__setattr__(self, "thresholds", (T_p1, T_q1, T_p2, T_q2, P1, P0))
+
+    def _inst_ratio(self) -> tuple:
+        p2, q2 = Fraction(self.thresholds[2], TWO64), Fraction(self.thresholds[3], TWO64)
+        return max(p2 / q2, (1 - q2) / (1 - p2)), self.d  # per bit, any two vectors differ in <= d bits
+
+    def transcript_model(self) -> TranscriptModel:
+        """Exact transcript law: ``d`` independent bit columns; column ``j``'s permanent bit of
+        unit ``v`` is 1 with ``P(1|1)`` of the permanent layer if ``v = j`` else ``P(1|0)``."""
+        T_p1, T_q1, T_p2, T_q2 = self.thresholds[:4]
+        p1, q1, p2, q2 = (Fraction(x, TWO64) for x in (T_p1, T_q1, T_p2, T_q2))
+        inst = ((1 - q2, q2), (1 - p2, p2))
+        perm = tuple(tuple((1 - p1, p1) if v == j else (1 - q1, q1) for v in range(self.d)) for j in range(self.d))
+        return TranscriptModel(units=self.d, unit_bound=self.unit_bound(), perm=perm, inst=(inst,) * self.d)
 
     @property
     def p_star_exact(self) -> Fraction:
@@ -153,7 +176,17 @@ class LSUE(_LUnary):
 class DBitFlipPM(LongitudinalMechanism):
     """dBitFlipPM: ``d_bits`` buckets sampled once per user (exact partial Fisher–Yates from the
     key's PRF), one memoized bit each with ``P(1) = e^{ε/2}/(e^{ε/2} + 1)`` if the value is that
-    bucket, else ``1/(e^{ε/2} + 1)`` (``ε = epsilon_perm``); memoized per pattern."""
+    bucket, else ``1/(e^{ε/2} + 1)`` (``ε = epsilon_perm``); memoized per pattern.
+
+    Guarantee (Ding, Kulkarni, Yekhanin 2017, Thm. 2; :mod:`.lifetime`): one report
+    ``ε∞``-LDP; ``T`` collections at the **value level** (histories with the same change pattern
+    of patterns) ``min(T, d_bits + 1)·ε∞`` — charged only with ``relation="value"``. There is no
+    instantaneous layer, so at the **user level** (any two histories of one user) two reports of
+    one key are identical unless the pattern changed: the loss of a second collection is
+    **unbounded** and :meth:`collection_cost` refuses it (:class:`.lifetime.UnboundedLossError`).
+    We do not add an instantaneous layer: the protocol as published has none, and an added one
+    would be a different mechanism (a new registry name).
+    """
 
     name = "dbitflip"
     d_bits: int = 1
@@ -183,6 +216,21 @@ class DBitFlipPM(LongitudinalMechanism):
 
     def unit_bound(self) -> int:
         return self.d_bits + 1
+
+    def unit_domain(self) -> int:
+        return self.d_bits + 1
+
+    def _inst_ratio(self) -> None:
+        return None  # no instantaneous layer
+
+    def transcript_model(self) -> TranscriptModel:
+        """Exact transcript law given the (public, data-independent) buckets: ``d_bits`` bit
+        columns over the ``d_bits + 1`` patterns (pattern ``d_bits`` = none); the identity as
+        the instantaneous layer."""
+        p = Fraction(self.T, TWO64)
+        ident = ((Fraction(1), Fraction(0)), (Fraction(0), Fraction(1)))
+        perm = tuple(tuple((1 - p, p) if v == i else (p, 1 - p) for v in range(self.d_bits + 1)) for i in range(self.d_bits))
+        return TranscriptModel(units=self.d_bits + 1, unit_bound=self.unit_bound(), perm=perm, inst=(ident,) * self.d_bits)
 
     @property
     def p(self) -> float:
