@@ -10,12 +10,22 @@ report: the noise averages out. Memoization fixes a **permanent report** per (us
 * instantaneous: a fresh k-RR with ``ε₁`` on the permanent report, every collection (it hides the
   permanent report itself, which would otherwise be a stable fingerprint).
 
-Privacy per user, for ``T`` collections while the user held ``V`` distinct values: at most
-``Σ_v min(T_v ε₁, ε∞) <= min(T ε₁, V ε∞)``. The server cannot see ``V`` (it depends on the
-data), so a series declares ``max_values`` and the client refuses a new distinct value beyond it
-(:class:`DistinctValueGuard`); the accountant then charges collection ``t`` the increment
-``min(t ε₁, V_max ε∞) − min((t−1) ε₁, V_max ε∞)`` (:meth:`Memoized.collection_cost`): once
-``t ε₁`` reaches ``V_max ε∞``, further collections are free.
+Privacy of a series (proof in :mod:`ldp_plugin.mechanisms.lifetime`; ``ε₁`` below is the
+instantaneous k-RR's ε, ``E = ε∞``, ``V = max_values``). The neighbouring relation is named:
+
+* **user level** (the default, ``relation="user"``): any two histories of one user over ``T``
+  collections (each with at most ``V`` distinct values — the :class:`DistinctValueGuard` limit):
+  ``min(ε₁* + (T − 1)·ε₁, (d − 1)/d·(K·ε∞ + T·ε₁), K·ε∞ + (K − 1)/K·T·ε₁)``, ``K = min(T, V)``,
+  with ``ε₁*`` the one-report composed channel's ε. The memoized reports hide *which* values a user holds, not *when* the value changes
+  and comes back: the transcript shows that, and only the instantaneous layer hides it.
+* **value level** (``relation="value"``, named by the deployment): histories with the same change
+  pattern (the same collections share a value), differing in the values held:
+  ``min(min(T, V)·ε∞, user level)`` — the classic ``V ε∞`` of RAPPOR-style memoization.
+
+The earlier claim ``Σ_v min(T_v ε₁, ε∞) <= min(T ε₁, V ε∞)`` for *any* history is false at the
+user level (an exact enumeration finds 4.75 at ``T = 10`` for ``V·ε∞ = 4``). The accountant charges
+collection ``t`` the increment ``lifetime_bound(t) − lifetime_bound(t − 1)``
+(:meth:`Memoized.collection_cost`), a function of ``t`` only.
 
 What memoization does **not** protect: (1) changes of value — each new value costs up to ``ε∞``
 again, and the *times* of changes are visible through the reports' statistics; (2) linkability —
@@ -40,7 +50,10 @@ import numpy as np
 from ._errors import LDPInputError, LDPParameterError
 from .estimation import FrequencyEstimate, estimate_pure
 from .mechanisms import KRR, FrequencyAccumulator, Mechanism
+from .exact import epsilon_of_ratio
 from .mechanisms._base import check_epsilon
+from .mechanisms.lifetime import TranscriptModel, check_relation, increment
+from .mechanisms.lifetime import bound as lifetime_bound_of
 from .sampling import RNGLike
 
 __all__ = ["Memoized", "DistinctValueGuard", "new_user_key"]
@@ -69,8 +82,10 @@ class Memoized(Mechanism):
     >>> key = bytes(range(32))
     >>> m.permanent(["b"], [key]).tolist() == m.permanent(["b"], [key]).tolist()
     True
-    >>> [float(m.collection_cost(t)) for t in (1, 2, 3, 4, 5)]
-    [1.0, 1.0, 1.0, 1.0, 0.0]
+    >>> [round(float(m.collection_cost(t)), 3) for t in (1, 2, 3, 4, 5)]
+    [0.687, 1.0, 1.0, 1.0, 1.0]
+    >>> [round(float(m.lifetime_bound(t, relation="value")), 3) for t in (1, 2, 3, 4, 5)]
+    [0.687, 1.687, 2.687, 3.687, 4.0]
     """
 
     epsilon_permanent: float
@@ -78,6 +93,8 @@ class Memoized(Mechanism):
     max_values: int = 1
     d: Optional[int] = None
     categories: Optional[tuple] = None
+    #: the neighbouring relation the series is charged under: ``"user"`` (default) or ``"value"``
+    relation: str = "user"
     permanent_mechanism: KRR = field(init=False, repr=False, compare=False)
     instantaneous_mechanism: KRR = field(init=False, repr=False, compare=False)
 
@@ -98,6 +115,10 @@ class Memoized(Mechanism):
         object.__setattr__(self, "categories", perm.categories)
         object.__setattr__(self, "permanent_mechanism", perm)
         object.__setattr__(self, "instantaneous_mechanism", inst)
+        object.__setattr__(self, "relation", check_relation(self.relation))
+        object.__setattr__(self, "_lifetime", {
+            "eps_one": Fraction(epsilon_of_ratio(self.p_star_exact / self.q_star_exact)), "eps_perm": Fraction(e_inf),
+            "eps_inst": Fraction(inst.epsilon), "units": perm.d, "unit_bound": self.max_values})
 
     name = "memoized-krr"
     needs_user_keys = True
@@ -115,7 +136,7 @@ class Memoized(Mechanism):
         return {"name": self.name, "params": {
             "epsilon_permanent": self.epsilon_permanent, "epsilon_instantaneous": self.epsilon_instantaneous,
             "max_values": self.max_values, "d": self.d,
-            "categories": None if self.categories is None else list(self.categories)}}
+            "categories": None if self.categories is None else list(self.categories), "relation": self.relation}}
 
     def encode(self, values: Any) -> np.ndarray:
         return self.permanent_mechanism.encode(values)
@@ -136,24 +157,42 @@ class Memoized(Mechanism):
             "epsilon_instantaneous": self.epsilon_instantaneous,
             "max_values": self.max_values,
             "d": self.d,
+            "relation": self.relation,
         }
 
     def fingerprint(self) -> bytes:
+        """The PRF fingerprint: the channel's parameters (not the charging relation)."""
         cats = repr(self.categories).encode() if self.categories is not None else b""
-        return hashlib.sha256(repr(self.params()).encode() + cats).digest()
+        core = {k: v for k, v in self.params().items() if k != "relation"}
+        return hashlib.sha256(repr(core).encode() + cats).digest()
 
     # -- privacy accounting ----------------------------------------------------------------------------
+    @property
+    def epsilon_inst(self) -> Fraction:
+        """The instantaneous k-RR's ε (exact): one report conditioned on past reports of the key."""
+        return self._lifetime["eps_inst"]
+
+    def lifetime_bound(self, t: int, *, relation: Optional[str] = None) -> Fraction:
+        """Worst-case ε of a user after ``t`` collections under ``relation`` (default: the
+        series' own): user level ``min(ε₁* + (t − 1)ε₁, (d − 1)/d·(Kε∞ + tε₁), Kε∞ + (K − 1)/K·tε₁)``
+        with ``K = min(t, V)``, value
+        level ``min(min(t, V)ε∞, user level)`` (module docstring; exact)."""
+        return lifetime_bound_of(self.relation if relation is None else check_relation(relation), t, **self._lifetime)
+
     def series_bound(self, t: int) -> Fraction:
-        """Worst-case ε of a user after ``t`` collections: ``min(t ε₁, max_values ε∞)``."""
-        if isinstance(t, bool) or not isinstance(t, int) or t < 0:
-            raise LDPParameterError("t must be a non-negative int")
-        return min(t * Fraction(self.epsilon_instantaneous), self.max_values * Fraction(self.epsilon_permanent))
+        """:meth:`lifetime_bound` under the series' relation (kept name)."""
+        return self.lifetime_bound(t)
 
     def collection_cost(self, t: int) -> Fraction:
-        """What collection number ``t`` (1-based) adds to the series' worst case (exact)."""
-        if isinstance(t, bool) or not isinstance(t, int) or t < 1:
-            raise LDPParameterError("t must be an int >= 1")
-        return self.series_bound(t) - self.series_bound(t - 1)
+        """What collection number ``t`` (1-based) adds under the series' relation (exact):
+        ``lifetime_bound(t) − lifetime_bound(t − 1)``, the same for every user."""
+        return increment(self.relation, t, **self._lifetime)
+
+    def transcript_model(self):
+        """The exact transcript law (:class:`ldp_plugin.mechanisms.lifetime.TranscriptModel`):
+        the permanent k-RR table over the ``d`` values and the instantaneous k-RR."""
+        A, B = self.permanent_mechanism.channel().matrix, self.instantaneous_mechanism.channel().matrix
+        return TranscriptModel(units=self.d, unit_bound=self.max_values, perm=(tuple(map(tuple, A)),), inst=(tuple(map(tuple, B)),))
 
     # -- client ------------------------------------------------------------------------------------------
     def permanent(self, values: Any, user_keys: Sequence[bytes]) -> np.ndarray:

@@ -73,6 +73,12 @@ def verify_instance(mech, *, name: str, instance: dict, seed: int = 0, quick: bo
         out["audit_samples"] = a["audit_samples"]
         out["audit"] = a
         passed &= a["passed"]
+    if "transcript" in layers and hasattr(mech, "transcript_model"):  # keyed mechanisms: repeated collections
+        from ldp_plugin.verification.transcript import transcript_layer
+
+        tr = transcript_layer(mech, quick=quick)
+        out["transcript"] = tr
+        passed &= tr["passed"]
     out["passed"] = bool(passed)
     return out
 

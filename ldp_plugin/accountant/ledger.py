@@ -367,6 +367,18 @@ class Accountant(_Releases, _OpenDPInterop, _ShuffleClaims):
             raise
         return SpendRecord(seq, query_id, t, key, mech_name, json.loads(params_json), eps, cs)
 
+    def spend_collection(self, query_id: str, mechanism: Any, t: int, *, cohorts: Optional[Iterable[int]] = None,
+                         when: Optional[datetime] = None) -> SpendRecord:
+        """Charge collection ``t`` (1-based) of a repeated series of a keyed (memoized)
+        ``mechanism``: ``mechanism.collection_cost(t)`` under the relation its spec names
+        (``"user"`` by default; ``"value"`` only when the deployment named it), checked and spent
+        atomically. The audit row's params hold the spec, the ``relation`` and the collection
+        number. An unbounded charge (dBitFlipPM at the user level from ``t = 2``) raises before
+        anything is spent."""
+        cost = mechanism.collection_cost(t)
+        params = {"spec": mechanism.spec(), "relation": mechanism.relation, "collection": t}
+        return self.spend(query_id, cost, cohorts=cohorts, mechanism=mechanism.name, params=params, when=when)
+
     def _add_totals(self, table: str, cs: tuple, eps: Fraction, period: Optional[str] = None) -> None:
         con = self._con
         if table == "cohort_total":

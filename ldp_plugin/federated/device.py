@@ -15,9 +15,11 @@ refusal with a reason code. Raw values never leave it.
 
 **Repeated collections** (a longitudinal mechanism: memoized by each device's key): a query of
 the series is charged, on every device, the worst-case increment of the series' lifetime bound
-at the device's collection number ``t`` (``mechanism.collection_cost(t)``: ``ε∞`` until the
-protocol's bound of memoized units is reached, then 0) — never the data-dependent count of the
-device's own units, so a refusal reveals nothing about its values. ``t`` is counted from the
+at the device's collection number ``t`` (``mechanism.collection_cost(t)``: the increment of the
+user-level bound, or of the value-level one if the series' spec names ``relation="value"``; see
+:mod:`ldp_plugin.mechanisms.lifetime`) — a function of ``t`` only, never of the device's own
+units, so a refusal reveals nothing about its values. An unbounded increment (dBitFlipPM's second
+collection at the user level) is refused as ``budget_exhausted``. ``t`` is counted from the
 device's own spends of queries with the same mechanism spec; devices at different ``t`` are
 charged the largest of their increments (over-charging, never under-charging).
 """
@@ -33,6 +35,7 @@ from typing import Any, Optional, Sequence
 import numpy as np
 
 from .._errors import LDPInputError, LDPParameterError
+from ..mechanisms.lifetime import UnboundedLossError
 from .query import Query
 
 __all__ = ["DevicePolicy", "DeviceFleet", "REFUSAL_REASONS"]
@@ -93,7 +96,10 @@ class DeviceFleet:
             return {"ids": [], "reports": [], "refused": {"malformed_query": n}, "retry": False}
         qid = query.content_hash.hex()
         if hasattr(mech, "collection_cost") and self.ledger.release_status(qid) is None:
-            eps = self._series_charge(query, mech)  # the worst-case lifetime increment, not ε of one report
+            try:
+                eps = self._series_charge(query, mech)  # the worst-case lifetime increment, not ε of one report
+            except UnboundedLossError:  # e.g. dBitFlipPM's second collection at the user level
+                return {"ids": [], "reports": [], "refused": {"budget_exhausted": n}, "retry": False}
             if eps > self.policy.max_epsilon_per_query:
                 return {"ids": [], "reports": [], "refused": {"epsilon_above_policy": n}, "retry": False}
         status = self.ledger.release_status(qid)

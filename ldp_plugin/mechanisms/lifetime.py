@@ -28,7 +28,9 @@ public seed, which is independent of the data; dBitFlipPM: on the public buckets
 **Theorem** (user level). For every ``T >= 1`` and every pair of histories,
 ``|ln P(y | h) / P(y | h')| <= user_bound(T)`` for every transcript ``y``, with
 
-    user_bound(T) = min( ε₁ + (T − 1)·I ,  (N − 1)/N · (min(T, U)·E + T·I) )      (N >= 2).
+    user_bound(T) = min( ε₁ + (T − 1)·I ,  (N − 1)/N · (K·E + T·I) ,  K·E + (K − 1)/K · T·I ),
+
+``K = min(T, U)``, ``N >= 2``.
 
 *Lemma 1 (same table).* ``P(y|u) <= e^{I·D(u,u')} P(y|u')`` with ``D`` the Hamming distance of the
 unit sequences: for each fixed ``B`` the products differ only at the ``D`` collections with
@@ -54,8 +56,16 @@ factor ``PRR(c_j | v_j) <= e^{E[π(v_j) ≠ v_j]} PRR(c_j | π(v_j))``.
 ``min_{s ≠ 0} D(u^s, u') <= T − D_0/(N − 1)``. Thus ``L <= max_{0 <= D_0 <= T} min(I·D_0,
 K·E + I·T − I·D_0/(N − 1))``: the minimum of an increasing and a decreasing line, maximal where
 they cross (``D_0 = (N − 1)(K·E + I·T)/(N·I)``) or at ``D_0 = T``, i.e.
-``L <= min(I·T, (N − 1)/N·(K·E + I·T))``. Taking the smaller of this and Lemma 2 gives the
-theorem; it depends on ``T`` only (never on the user's values), so a device's refusal point
+``L <= min(I·T, (N − 1)/N·(K·E + I·T))``.
+
+*Pairing.* Let ``A`` (``k`` units) and ``A'`` (``k'`` units) be the units of ``u`` and ``u'``,
+``m = max(k, k') <= K``; pad both to ``m`` distinct units (``N >= m``) and list them
+``a_0..a_{m−1}``, ``a'_0..a'_{m−1}``. For ``s ∈ Z_m`` let ``π_s`` be a bijection of ``[N]`` with
+``π_s(a_i) = a'_{i+s mod m}``. Each ``t`` (``u_t = a_i``, ``u'_t = a'_j``) has exactly one ``s``
+with ``π_s(u_t) = u'_t``, so ``Σ_s D(π_s ∘ u, u') = T(m − 1)`` and some ``s`` has
+``D <= T(m − 1)/m``; by Lemma 3 (cost ``<= k·E``) and Lemma 1, ``L <= K·E + (K − 1)/K·T·I``
+(this one wins when ``U < N``, e.g. ``Memoized`` with few values). Taking the smallest of the
+three bounds gives the theorem; it depends on ``T`` only (never on the user's values), so a device's refusal point
 reveals nothing, and it is non-decreasing in ``T`` (each collection's charge is ``>= 0``).
 
 Without an instantaneous layer (dBitFlipPM, ``I = ∞``) two reports of one key are equal unless
@@ -119,9 +129,10 @@ def user_bound(t: int, *, eps_one: Fraction, eps_inst: Optional[Fraction], eps_p
     chain = Fraction(eps_one) + (t - 1) * Fraction(eps_inst)
     if units < 2:  # one unit: every history is the same unit sequence
         return Fraction(0)
-    k = min(t, unit_bound)
+    k = min(t, unit_bound, units)
     tri = Fraction(units - 1, units) * (k * Fraction(eps_perm) + t * Fraction(eps_inst))
-    return min(chain, tri)
+    pairing = k * Fraction(eps_perm) + Fraction(k - 1, k) * t * Fraction(eps_inst)
+    return min(chain, tri, pairing)
 
 
 def value_bound(t: int, *, eps_one: Fraction, eps_inst: Optional[Fraction], eps_perm: Fraction, units: int, unit_bound: int) -> Fraction:

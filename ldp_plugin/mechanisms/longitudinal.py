@@ -26,11 +26,11 @@ channel for a uniformly random key, the same argument as :class:`ldp_plugin.Memo
 ``ε₁``-LDP (dBitFlipPM: ``ε∞``). Over ``T`` collections, at the **user level** (any two histories
 of one user — the default, ``relation="user"``) the loss is at most
 
-    user_bound(T) = min(ε₁ + (T − 1)·ε_inst, (N − 1)/N·(min(T, U)·ε∞ + T·ε_inst)),
+    user_bound(T) = min(ε₁ + (T − 1)·ε_inst, (N − 1)/N·(K·ε∞ + T·ε_inst), K·ε∞ + (K − 1)/K·T·ε_inst),
 
 with ``ε_inst`` the instantaneous layer's own ε over its whole input (L-GRR / LOLOHA: ``ln(p₂/q₂)``;
-L-*UE: ``d`` times the per-bit ε), ``N`` the unit domain and ``U`` the unit bound (``d``; LOLOHA
-``g``); dBitFlipPM has no instantaneous layer: unbounded from the second collection on. The
+L-*UE: ``d`` times the per-bit ε), ``N`` the unit domain, ``U`` the unit bound (``d``; LOLOHA
+``g``) and ``K = min(T, U)``; dBitFlipPM has no instantaneous layer: unbounded from the second collection on. The
 memoized reports hide *which* values a user holds, but the transcript shows *when* the value
 changes and comes back. The papers' ``min(T, U)·ε∞`` ("lifetime loss at most ``g·ε∞`` however
 often the value changes") holds only at the **value level** — between histories with the same
@@ -146,6 +146,10 @@ class LongitudinalMechanism(Mechanism):
         core = self._core_spec()
         return {"name": core["name"], "params": {**core["params"], "relation": self.relation}}
 
+    def params(self) -> dict:
+        """Public parameters as plain JSON-able values (the relation included)."""
+        return {"mechanism": self.name, **self.spec()["params"]}
+
     def _core_spec(self) -> dict:
         return {"name": self.name, "params": {"epsilon_perm": self.epsilon_perm, "epsilon_1": self.epsilon_1, "d": self.d, **self._extra()}}
 
@@ -186,7 +190,8 @@ class LongitudinalMechanism(Mechanism):
     def lifetime_bound(self, t: int, *, relation: Optional[str] = None) -> Optional[Fraction]:
         """The exact lifetime bound after ``t`` collections under ``relation`` (default: the
         mechanism's own); ``None`` when unbounded (dBitFlipPM, user level, ``t >= 2``).
-        User level: ``min(ε₁ + (t − 1)·ε_inst, (N − 1)/N·(min(t, U)·ε∞ + t·ε_inst))``; value
+        User level: ``min(ε₁ + (t − 1)·ε_inst, (N − 1)/N·(K·ε∞ + t·ε_inst), K·ε∞ + (K − 1)/K·t·ε_inst)``
+        with ``K = min(t, U)``; value
         level (same change pattern): ``min(min(t, U)·ε∞, user level)``."""
         return bound(self.relation if relation is None else check_relation(relation), t, **self._lifetime)
 
@@ -295,8 +300,8 @@ class LGRR(LongitudinalMechanism):
 
     Guarantee (module docstring; proof in :mod:`.lifetime`): one report ``ε₁``-LDP; ``T``
     collections at the **user level** (any two histories of one user)
-    ``min(ε₁ + (T − 1)·ε_inst, (d − 1)/d·(min(T, d)·ε∞ + T·ε_inst))`` with
-    ``ε_inst = ln(p₂/q₂)`` of the instantaneous GRR; at the **value level** (same change
+    ``min(ε₁ + (T − 1)·ε_inst, (d − 1)/d·(K·ε∞ + T·ε_inst), K·ε∞ + (K − 1)/K·T·ε_inst)``
+    (``K = min(T, d)``) with ``ε_inst = ln(p₂/q₂)`` of the instantaneous GRR; at the **value level** (same change
     pattern, Arcolezi et al. 2022, Thm. of L-GRR) ``min(T, d)·ε∞`` — charged only with
     ``relation="value"``.
     """

@@ -34,8 +34,8 @@ class _LUnary(LongitudinalMechanism):
     form) solved so that one report is ε1-LDP: ``P(1 | 1)``, ``P(1 | 0)`` of the composition.
 
     Guarantee (proof in :mod:`.lifetime`): one report ``ε₁``-LDP; ``T`` collections at the
-    **user level** (any two histories of one user) ``min(ε₁ + (T − 1)·ε_inst, (d − 1)/d·(min(T,
-    d)·ε∞ + T·ε_inst))`` where ``ε_inst = d·max(ln(p₂/q₂), ln((1 − q₂)/(1 − p₂)))`` is the
+    **user level** (any two histories of one user) ``min(ε₁ + (T − 1)·ε_inst, (d − 1)/d·(K·ε∞ + T·ε_inst), K·ε∞ + (K − 1)/K·T·ε_inst)``
+    (``K = min(T, d)``) where ``ε_inst = d·max(ln(p₂/q₂), ln((1 − q₂)/(1 − p₂)))`` is the
     instantaneous flip's ε over *any* two permanent bit vectors (a change of memoized unit
     swaps the whole permanent vector, every bit of which the transcript can have learned); at the
     **value level** (same change pattern; Arcolezi et al. 2022) ``min(T, d)·ε∞``, charged only

@@ -17,6 +17,7 @@ suite run the layers on them.
 | ``RateLowOUE`` / ``RateHighOUE`` | the client's 0→1 bit rate is 2% below / above the declared q* | ≈ 1.02 ε | sampling path, rates |
 | ``SharedNoisePairsRAPPOR`` | users 2i and 2i+1 share one randomization (each marginal exact) | ∞ jointly | joint |
 | ``LastBitOUE`` | the last bit is never randomized (OpenDP's bit-vector RR before 0.15) | ∞ | sampling path, goodness of fit |
+| ``ValueChargedAsUserLGRR`` | L-GRR whose ledger charge at ``relation="user"`` is the papers' value-level ``min(t, d)·ε∞`` (the charge before issue 32) | 5.38 > 4 at T = 8 | transcript |
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ import numpy as np
 from ..exact import TWO64, exp_lower_bound
 from ..mechanisms import KRR, OUE, RAPPOR, KSubset
 from ..mechanisms._base import floor_threshold
+from ..mechanisms.longitudinal import LGRR
 from ..mechanisms.unary import UnaryEncoding
 
 __all__ = [
@@ -44,6 +46,7 @@ __all__ = [
     "RateHighOUE",
     "SharedNoisePairsRAPPOR",
     "LastBitOUE",
+    "ValueChargedAsUserLGRR",
     "seeded_bugs",
 ]
 
@@ -227,6 +230,21 @@ class LastBitOUE(OUE):
         return out
 
 
+@dataclass(frozen=True, kw_only=True)
+class ValueChargedAsUserLGRR(LGRR):
+    """L-GRR whose :meth:`collection_cost` charges the papers' value-level bound
+    ``min(t, d)·ε∞ − min(t − 1, d)·ε∞`` whatever relation it claims — the ledger and device charge
+    before issue 32, presented as a user-level guarantee. Every one-report layer passes (the
+    channel is L-GRR's); only the transcript layer sees that constant-vs-alternating histories
+    lose 5.38 > 4 after 8 collections (``d = 2``, ``ε∞ = 2``, ``ε₁ = 1``)."""
+
+    name = "bug-value-charged-as-user-lgrr"
+
+    def collection_cost(self, t: int) -> Fraction:
+        e, U = Fraction(self.epsilon_perm), self.unit_bound()
+        return min(t, U) * e - min(t - 1, U) * e
+
+
 def seeded_bugs() -> list:
     """``(name, instance, layers expected to catch it)`` for the seeded-bug suite."""
     return [
@@ -241,4 +259,5 @@ def seeded_bugs() -> list:
         ("rate-2pct-high", RateHighOUE(epsilon=1.0, d=4), ("sampling-path", "rates")),
         ("shared-noise-pairs", SharedNoisePairsRAPPOR(epsilon=1.0, d=4), ("joint",)),
         ("last-bit-unrandomized", LastBitOUE(epsilon=1.0, d=4), ("sampling-path", "goodness-of-fit")),
+        ("value-charged-as-user", ValueChargedAsUserLGRR(epsilon_perm=2.0, epsilon_1=1.0, d=2), ("transcript",)),
     ]
