@@ -5,10 +5,13 @@
   worst input (``second_moments() − t²``, scaled).
 * Longitudinal: every protocol ranked by its per-round squared l2 error at a uniform
   distribution (``analytic_mse``), shown beside the **lifetime cost** over ``rounds``
-  collections when a user's value is redrawn with probability ``change_prob`` before each round:
-  the expected charge ``E[min(#memoized units, bound)]·ε∞`` (value redraws uniform over ``d``;
-  LOLOHA's units are hashed values, uniform over ``g``; dBitFlipPM's are patterns) and the worst
-  case ``min(rounds, bound)·ε∞``.
+  collections: the **user-level** charge (any two histories of one user; the same for every user
+  and every ``change_prob``; ``None`` = unbounded, dBitFlipPM) in ``lifetime_expected`` /
+  ``lifetime_worst``, and beside it the papers' **value-level** figures (same change pattern) when
+  a user's value is redrawn with probability ``change_prob`` before each round: the expected
+  ``E[min(#memoized units, bound)]·ε∞`` (value redraws uniform over ``d``; LOLOHA's units are
+  hashed values, uniform over ``g``; dBitFlipPM's are patterns) and the worst case
+  ``min(min(rounds, bound)·ε∞, user level)`` (``lifetime_value_expected`` / ``lifetime_value_worst``).
 """
 
 from __future__ import annotations
@@ -32,6 +35,8 @@ class SeriesCandidate:
     worst_error: float
     lifetime_expected: float | None = None
     lifetime_worst: float | None = None
+    lifetime_value_expected: float | None = None
+    lifetime_value_worst: float | None = None
 
     def to_dict(self) -> dict:
         return dict(self.__dict__)
@@ -67,6 +72,7 @@ def _expected_units(probs: np.ndarray, rounds: int, change_prob: float) -> float
 
 def rank_longitudinal_mechanisms(d: int, epsilon_perm: float, epsilon_1: float, *, n: int, rounds: int, change_prob: float) -> list:
     """Longitudinal protocols, lowest per-round error first, with the lifetime cost."""
+    from .exact import float_up
     from .series import LONGITUDINAL_NAMES, build_longitudinal
 
     if isinstance(rounds, bool) or not isinstance(rounds, int) or rounds < 1:
@@ -92,7 +98,10 @@ def rank_longitudinal_mechanisms(d: int, epsilon_perm: float, epsilon_1: float, 
             if (name, tuple(sorted(p.items()))) in seen:
                 continue
             seen.add((name, tuple(sorted(p.items()))))
+            value_worst = float_up(m.lifetime_bound(rounds, relation="value"))
             units = min(_expected_units(probs, rounds, change_prob), bound)
             err = m.analytic_mse(n, theta=theta)
-            out.append(SeriesCandidate(name, p, err, err, units * epsilon_perm, min(rounds, bound) * epsilon_perm))
-    return sorted(out, key=lambda c: (c.predicted_error, c.lifetime_expected or math.inf))
+            user = m.lifetime_bound(rounds, relation="user")
+            user_f = None if user is None else float_up(user)
+            out.append(SeriesCandidate(name, p, err, err, user_f, user_f, min(units * epsilon_perm, value_worst), value_worst))
+    return sorted(out, key=lambda c: (c.predicted_error, math.inf if c.lifetime_expected is None else c.lifetime_expected))

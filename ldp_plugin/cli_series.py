@@ -59,7 +59,10 @@ def cmd_longitudinal(args) -> int:
     for r in out["rounds"]:
         print(f"  round {r['round']:>4}: mse {r['mse']:.4e}   analytic {r['analytic_mse']:.4e}")
     print(f"  mean mse {out['mse']:.4e} = {out['mse_ratio']:.3f} x analytic")
-    print(f"  lifetime spend per user: max {out['max_user_spend']:g}, mean {out['mean_user_spend']:.3g} (protocol bound {out['spend_bound']:g})")
+    user = "unbounded (a second collection is refused)" if out["spend_bound"] is None else f"{out['spend_bound']:g}"
+    print(f"  lifetime charge per user, user level (any two histories of one user; every user alike): {user}")
+    print(f"  value level (same change pattern; only with relation='value'): max {out['max_user_spend_value_level']:g}, "
+          f"mean {out['mean_user_spend_value_level']:.3g} (protocol bound {out['spend_bound_value_level']:g})")
     return 0
 
 
@@ -116,7 +119,12 @@ def cmd_choose_series(args) -> int:
         return 0
     print(head)
     for i, r in enumerate(rows):
-        life = "" if r["lifetime_expected"] is None else f"   lifetime eps: expected {r['lifetime_expected']:.3g}, worst {r['lifetime_worst']:.3g}"
+        if "lifetime_value_worst" not in r or r["lifetime_value_worst"] is None:
+            life = ""
+        else:
+            user = "unbounded" if r["lifetime_worst"] is None else f"{r['lifetime_worst']:.3g}"
+            life = (f"   lifetime eps: user level {user}; value level expected {r['lifetime_value_expected']:.3g}, "
+                    f"worst {r['lifetime_value_worst']:.3g}")
         print(f"{'->' if i == 0 else '  '} {r['mechanism']:<13} {str(r['params']):<12} predicted error {r['predicted_error']:.4g} "
               f"(worst input {r['worst_error']:.4g}){life}")
     return 0

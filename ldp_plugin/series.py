@@ -58,6 +58,12 @@ def simulate_longitudinal(mechanism: Any, *, rounds: int, change_prob: float, n:
     measured squared l2 error of the raw estimate against the users' true frequencies and its
     analytic value, averaged over the populations; per user: the exact lifetime charge.
 
+    ``spend_bound`` / ``max_user_spend`` / ``mean_user_spend`` are the **user-level** charge after
+    ``rounds`` collections (any two histories of one user; the same for every user, ``None`` when
+    unbounded — dBitFlipPM from the second round); ``*_value_level`` beside them are the papers'
+    value-level figures (same change pattern: ``min(units, U)·ε∞`` per user), which a deployment
+    may charge only by naming ``relation="value"``. ``relation`` is the mechanism's own.
+
     One population's rounds share its memoized reports, so their errors are correlated (for
     dBitFlipPM, which has no instantaneous layer, nearly identical): the measured MSE of a
     single population scatters by about ``sqrt(2/d)`` around the analytic one; ``repeats``
@@ -95,14 +101,22 @@ def simulate_longitudinal(mechanism: Any, *, rounds: int, change_prob: float, n:
             amse[t] += mechanism.analytic_mse(n, theta=f) / repeats
             if progress:
                 print(f"  population {rep + 1}/{repeats}, round {t + 1}/{rounds}", flush=True)
-        spends.append(tracker.spend())
-    spend = np.concatenate(spends)
+        spends.append(tracker.value_spend())
+    from .exact import float_up
+
+    value_spend = np.concatenate(spends)
+    user = mechanism.lifetime_bound(rounds, relation="user")
+    user_f = None if user is None else float_up(user)
     return {
         "mechanism": mechanism.spec(),
         "n": n, "rounds_count": rounds, "change_prob": change_prob, "seed": seed, "repeats": repeats,
-        "max_user_spend": float(spend.max()),
-        "mean_user_spend": float(spend.mean()),
-        "spend_bound": float(mechanism.unit_bound() * mechanism.epsilon_perm),
+        "relation": mechanism.relation,
+        "max_user_spend": user_f,
+        "mean_user_spend": user_f,
+        "spend_bound": user_f,
+        "max_user_spend_value_level": float(value_spend.max()),
+        "mean_user_spend_value_level": float(value_spend.mean()),
+        "spend_bound_value_level": float_up(mechanism.lifetime_bound(rounds, relation="value")),
         "mse": float(mse.mean()), "analytic_mse": float(amse.mean()), "mse_ratio": float(mse.mean() / amse.mean()),
         "rounds": [{"round": t + 1, "mse": float(mse[t]), "analytic_mse": float(amse[t])} for t in range(rounds)],
         "seconds": round(time.perf_counter() - t0, 3),

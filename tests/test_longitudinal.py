@@ -5,6 +5,7 @@ declared layers, lifetime accounting, the done-when (20 rounds, change probabili
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
 import sys
@@ -16,7 +17,7 @@ import pytest
 
 import ldp_plugin as ldp
 from ldp_plugin._errors import LDPInputError, LDPParameterError
-from ldp_plugin.exact import ratio_within_exp
+from ldp_plugin.exact import float_up, ratio_within_exp
 from ldp_plugin.mechanisms.longitudinal import LifetimeTracker, loloha_optimal_g
 from ldp_plugin.series import LONGITUDINAL_NAMES, build_longitudinal, simulate_longitudinal
 
@@ -95,11 +96,18 @@ def test_loloha_g_and_its_lifetime_bound():
     g = loloha_optimal_g(2.0, 1.0)
     m = ldp.LOLOHA(epsilon_perm=2.0, epsilon_1=1.0, d=64, g="optimal")
     assert m.g == g >= 2 and m.unit_bound() == g
-    assert m.lifetime_spend(10) == g * Fraction(2.0)
-    tr = LifetimeTracker(ldp.LOLOHA(epsilon_perm=2.0, epsilon_1=1.0, d=64), 100)
+    assert m.lifetime_spend(10) == g * Fraction(2.0)  # the value-level count
+    lol = ldp.LOLOHA(epsilon_perm=2.0, epsilon_1=1.0, d=64)
+    tr = LifetimeTracker(lol, 100)
+    tr_value = LifetimeTracker(dataclasses.replace(lol, relation="value"), 100)
     for v in range(64):  # every value of the domain, one after another
         tr.observe(np.full(100, v), KEYS[:100])
-    assert tr.spend().max() == 4.0  # g = 2 hashed values: at most 2·ε∞
+        tr_value.observe(np.full(100, v), KEYS[:100])
+    # value level (same change pattern): g = 2 hashed values, at most 2·ε∞
+    assert tr.value_spend().max() == 4.0 == tr_value.spend().max()
+    # user level: the same data-independent bound for every user, above the value-level figure
+    user = float_up(lol.lifetime_bound(64))
+    assert (tr.spend() == user).all() and user > 4.0
 
 
 @pytest.fixture(scope="module")
@@ -113,8 +121,13 @@ def done_when():
 
 def test_done_when_loloha_spend(done_when):
     lol, grr = done_when["loloha"], done_when["l-grr"]
-    assert lol["max_user_spend"] <= 4.0 == lol["spend_bound"]
-    assert lol["max_user_spend"] < grr["max_user_spend"]
+    # value level (the papers' relation, named): at most g·ε∞ = 4, below L-GRR's
+    assert lol["max_user_spend_value_level"] <= 4.0 == lol["spend_bound_value_level"]
+    assert lol["max_user_spend_value_level"] < grr["max_user_spend_value_level"]
+    # user level (the default): the same for every user, the exact bound after 20 collections
+    m = build_longitudinal("loloha", d=64, epsilon_perm=2.0, epsilon_1=1.0)
+    assert lol["relation"] == "user" and lol["max_user_spend"] == lol["mean_user_spend"] == lol["spend_bound"] == float_up(m.lifetime_bound(20))
+    assert lol["spend_bound"] < grr["spend_bound"] and done_when["dbitflip"]["spend_bound"] is None
 
 
 @pytest.mark.parametrize("name", LONGITUDINAL_NAMES)
@@ -155,16 +168,30 @@ def test_cli_longitudinal_simulate():
 
 
 def test_ledger_charges_the_worst_case_lifetime(tmp_path):
-    """A server ledger charges collection t its worst-case increment: LOLOHA (g = 2) costs ε∞ for
-    the first two collections and nothing after; over 20 collections the ledger holds exactly
-    the protocol bound, which every simulated user's own charge stays below."""
+    """A server ledger charges collection t the increment of the user-level bound (LOLOHA g = 2:
+    1, 1.41, 1.41, 1, 0.70, ... — never free), so a cap of 4 refuses the fourth collection; the
+    papers' value-level charge (ε∞ for the first two collections, nothing after) applies only
+    when the relation is named, and the audit row records which relation was charged."""
     m = ldp.LOLOHA(epsilon_perm=2.0, epsilon_1=1.0, d=64)
     acc = ldp.Accountant.create(tmp_path / "l.sqlite", ldp.Population(name="p", lifetime_cap="4"))
-    for t in range(1, 21):
-        acc.spend(f"day-{t}", m.collection_cost(t))
-    assert acc.spent() == 4 == m.lifetime_spend(m.unit_bound())
+    for t in range(1, 4):
+        acc.spend_collection(f"day-{t}", m, t)
+    assert acc.spent() == m.lifetime_bound(3) and all(m.collection_cost(t) > 0 for t in range(1, 50))
     with pytest.raises(ldp.BudgetExceededError):
-        acc.spend("other", ldp.KRR(epsilon=0.5, d=4))
-    assert [m.collection_cost(t) for t in (1, 2, 3)] == [2, 2, 0]
+        acc.spend_collection("day-4", m, 4)
+    assert [r.params["relation"] for r in acc.history()] == ["user"] * 3
+    assert acc.history()[0].params["spec"]["params"]["relation"] == "user" and acc.history()[2].params["collection"] == 3
+    v = dataclasses.replace(m, relation="value")
+    acc2 = ldp.Accountant.create(tmp_path / "v.sqlite", ldp.Population(name="p", lifetime_cap="4"))
+    for t in range(1, 21):
+        acc2.spend_collection(f"day-{t}", v, t)
+    assert acc2.spent() == 4 == m.lifetime_spend(m.unit_bound()) == v.lifetime_bound(20)
+    assert {r.params["relation"] for r in acc2.history()} == {"value"}
+    assert all(v.lifetime_bound(t) == min(min(t, 2) * Fraction(2.0), m.lifetime_bound(t)) for t in range(1, 21))
+    assert [v.collection_cost(t) for t in range(4, 8)] == [Fraction(4) - v.lifetime_bound(3), 0, 0, 0]
+    with pytest.raises(ldp.BudgetExceededError):
+        acc2.spend("other", ldp.KRR(epsilon=0.5, d=4))
     with pytest.raises(LDPParameterError):
         m.collection_cost(0)
+    with pytest.raises(LDPParameterError, match="relation"):
+        ldp.LOLOHA(epsilon_perm=2.0, epsilon_1=1.0, d=64, relation="event")

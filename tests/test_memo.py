@@ -1,9 +1,11 @@
 """Memoized (longitudinal) reports: permanent reports are a keyed PRF of (key, value), follow the
 permanent k-RR channel over random keys, the composite estimator is unbiased, and the series
-accounting charges min(t·ε₁, V·ε∞)."""
+accounting charges the user-level bound (the classic min(t·ε₁, V·ε∞)-style value-level one only
+when named)."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from fractions import Fraction
 
@@ -13,6 +15,7 @@ from scipy import stats
 
 import ldp_plugin as ldp
 from ldp_plugin import DistinctValueGuard, LDPInputError, LDPParameterError, Memoized
+from ldp_plugin.exact import epsilon_of_ratio
 from ldp_plugin.sampling import SeededRandomSource
 
 ALPHA = 1e-6
@@ -73,12 +76,26 @@ def test_composite_estimator_unbiased_with_power():
 def test_series_accounting_and_guard(tmp_path):
     m = Memoized(epsilon_permanent=1.0, epsilon_instantaneous=0.25, d=5, max_values=2)
     costs = [m.collection_cost(t) for t in range(1, 12)]
-    assert sum(costs) == m.series_bound(11) == 2 and costs[-1] == 0 and costs[0] == Fraction(1, 4)
+    # user level (default): the exact bound, every collection charged (a change pattern can still leak)
+    assert sum(costs) == m.series_bound(11) == m.lifetime_bound(11) and all(c > 0 for c in costs)
+    assert costs[0] == Fraction(epsilon_of_ratio(m.p_star_exact / m.q_star_exact))  # one report: the composed channel
+    assert m.lifetime_bound(11) == min(costs[0] + 10 * Fraction(1, 4), Fraction(4, 5) * (2 + Fraction(11, 4)), 2 + Fraction(11, 8))
+    # value level (named): the classic V·ε∞ = 2, after which collections are free
+    v = dataclasses.replace(m, relation="value")
+    vcosts = [v.collection_cost(t) for t in range(1, 12)]
+    assert sum(vcosts) == v.series_bound(11) == 2 and vcosts[-1] == 0 and vcosts[0] == costs[0]
     acc = ldp.Accountant.create(tmp_path / "l.sqlite", ldp.Population(name="p", lifetime_cap="2"))
     for t in range(1, 12):
-        acc.spend(f"series:{t}", m.collection_cost(t), mechanism=m.name, params=m.params())
-    assert acc.remaining() == 0  # and it keeps going: more collections cost nothing
-    acc.spend("series:12", m.collection_cost(12), mechanism=m.name, params=m.params())
+        acc.spend_collection(f"series:{t}", v, t)
+    assert acc.remaining() == 0 and acc.history()[0].params["relation"] == "value"  # and it keeps going: more collections cost nothing
+    acc.spend_collection("series:12", v, 12)
+    user = ldp.Accountant.create(tmp_path / "u.sqlite", ldp.Population(name="p", lifetime_cap="2"))
+    t = 1
+    while m.lifetime_bound(t) <= 2:
+        user.spend_collection(f"series:{t}", m, t)
+        t += 1
+    with pytest.raises(ldp.BudgetExceededError):  # the user-level series stops at the cap
+        user.spend_collection(f"series:{t}", m, t)
     guard = DistinctValueGuard()
     k = _keys(2, 9)
     m.randomize([0, 1], k, guard=guard)

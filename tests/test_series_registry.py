@@ -13,6 +13,7 @@ import pytest
 
 import ldp_plugin as ldp
 from ldp_plugin._errors import LDPParameterError
+from ldp_plugin.exact import float_up
 from ldp_plugin.registry import KINDS, build, from_spec, load_registry, verify_instance
 
 REG = load_registry(kinds=KINDS)
@@ -82,8 +83,11 @@ def test_opendp_measurements():
     assert m.map(1) == 1.0 and 0 <= m(1200.0) < ldp.Piecewise(epsilon=1.0).cells
     batch = ldp.make_ldp(ldp.Hybrid(epsilon=2.0), unit="population")
     assert batch.map(3) == 6.0 and len(batch([0.1, 0.5, 0.9])) == 3
-    lm = ldp.make_longitudinal(ldp.LOLOHA(epsilon_perm=2.0, epsilon_1=1.0, d=8))
-    assert lm.map(1) == 1.0 and lm((3, KEYS[0])).shape == (1, 2)
+    lol = ldp.LOLOHA(epsilon_perm=2.0, epsilon_1=1.0, d=8)
+    lm = ldp.make_longitudinal(lol)  # the input a user holds: the code; the key lives inside
+    assert lm.map(1) == float_up(lol.epsilon_inst) > lol.epsilon_1 and lm(3).shape == (1, 2)
+    first, again = lm(3), lm(3)
+    assert first[0, 0] == again[0, 0]  # one hidden key: the same public hash seed every call
     with pytest.raises(LDPParameterError):
         ldp.make_longitudinal(ldp.KRR(epsilon=1.0, d=4))
 
@@ -98,7 +102,12 @@ def test_choose_families():
     # Hybrid minimizes the worst case (Wang et al. 2019)
     assert means["hybrid"]["worst_error"] <= min(means["duchi"]["worst_error"], means["piecewise"]["worst_error"])
     lon = run("--family", "longitudinal", "--d", "64", "--epsilon-perm", "2", "--epsilon-1", "1", "--n", "100000", "--rounds", "20")
-    assert lon["loloha2"]["lifetime_worst"] == 4.0 and lon["l-grr"]["lifetime_worst"] == 40.0
-    assert lon["loloha2"]["lifetime_expected"] < lon["l-grr"]["lifetime_expected"]
+    # value level (same change pattern, the papers' relation): g·ε∞ and d·ε∞ capped by the user level
+    assert lon["loloha2"]["lifetime_value_worst"] == 4.0 and lon["l-grr"]["lifetime_value_worst"] == 40.0
+    assert lon["loloha2"]["lifetime_value_expected"] < lon["l-grr"]["lifetime_value_expected"]
+    # user level (the default charge): data-independent, the exact bound after 20 collections
+    lol2 = build("loloha", epsilon_perm=2.0, epsilon_1=1.0, d=64, g=2)
+    assert lon["loloha2"]["lifetime_worst"] == lon["loloha2"]["lifetime_expected"] == float_up(lol2.lifetime_bound(20)) > 4.0
+    assert lon["loloha2"]["lifetime_worst"] < lon["l-grr"]["lifetime_worst"] and lon["dbitflip"]["lifetime_worst"] is None
     assert lon["l-grr"]["predicted_error"] == pytest.approx(
         build("l-grr", epsilon_perm=2.0, epsilon_1=1.0, d=64).analytic_mse(100000, theta=np.full(64, 1 / 64)))
