@@ -3,6 +3,7 @@ report; the real Flower simulation engine runs the apps end to end."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import multiprocessing as mp
 import os
@@ -156,26 +157,44 @@ def test_memoized_queries_use_each_devices_secret_key(tmp_path):
 
 
 def test_a_longitudinal_series_is_charged_its_lifetime_bound_on_the_device(tmp_path):
-    """LOLOHA (g = 2, ε∞ = 2): every device is charged ε∞ for its first two collections and
-    nothing after (at most g·ε∞ = 4 over its lifetime, whatever its values do), so a cap of 4
-    never refuses it; L-GRR's bound is d·ε∞, so the same cap refuses its third collection. The
-    collector estimates every round from the reports alone."""
+    """Every device is charged the increment of the **user-level** bound at its collection number
+    (a function of t only): LOLOHA (g = 2, ε∞ = 2, ε₁ = 1) costs 1, 2.41, 3.82, 4.82 cumulatively,
+    so a cap of 4 refuses the fourth collection — on every device at once, whether its value
+    stayed constant or changed every day (the refusal point reveals nothing). Named
+    ``relation="value"`` (the papers' same-change-pattern relation) the series stays within
+    g·ε∞ = 4 and is never refused; L-GRR's third collection exceeds the cap; dBitFlipPM (no
+    instantaneous layer) is refused from its second collection at the user level. The collector
+    estimates every round from the reports alone."""
     values = np.arange(60) % 8
-    fleet = DeviceFleet(tmp_path / "lol.sqlite", values, lifetime_cap="4")
     lol = ldp.LOLOHA(epsilon_perm=2.0, epsilon_1=1.0, d=8)
-    spent = []
-    for day in range(5):
-        fleet.values = np.roll(values, day)  # the devices' values change every day
-        q = Query.for_mechanism(f"day-{day}", lol)
-        rep = fleet.respond(q.to_json())
-        assert len(rep["reports"]) == 60 and rep["refused"] == {}
-        col = Collector(q)
-        col.ingest(rep["ids"], rep["reports"])
-        assert col.accepted == 60 and col.estimate().n == 60
-        spent.append(float(fleet.ledger.spent()))
-    assert spent == [2.0, 4.0, 4.0, 4.0, 4.0]
-    grr_fleet = DeviceFleet(tmp_path / "grr.sqlite", values, lifetime_cap="4")
+
+    def run(mech, path, days):
+        fleet = DeviceFleet(tmp_path / path, values, lifetime_cap="4")
+        spent, refused = [], []
+        for day in range(days):
+            fleet.values = np.where(np.arange(60) < 30, values, np.roll(values, day))  # half constant, half changing daily
+            q = Query.for_mechanism(f"day-{day}", mech)
+            rep = fleet.respond(q.to_json())
+            refused.append(rep["refused"])
+            if rep["reports"]:
+                assert len(rep["reports"]) == 60 and rep["refused"] == {}
+                col = Collector(q)
+                col.ingest(rep["ids"], rep["reports"])
+                assert col.accepted == 60 and col.estimate().n == 60
+            spent.append(fleet.ledger.spent())
+        return fleet, spent, refused
+
+    fleet, spent, refused = run(lol, "lol.sqlite", 5)
+    assert spent == [lol.lifetime_bound(1), lol.lifetime_bound(2), lol.lifetime_bound(3)] + [lol.lifetime_bound(3)] * 2
+    assert refused[:3] == [{}] * 3 and refused[3] == refused[4] == {"budget_exhausted": 60}
+    assert len(set(fleet.ledger.remaining_by_cohort())) == 1  # constant and changing devices: the same charge
+    value = dataclasses.replace(lol, relation="value")
+    fleet_v, spent_v, refused_v = run(value, "lolv.sqlite", 5)
+    assert spent_v == [value.lifetime_bound(t) for t in range(1, 6)] and spent_v[-1] == 4 and refused_v == [{}] * 5
+    assert all(r.params["spec"]["params"]["relation"] == "value" for r in fleet_v.ledger.history())
     grr = ldp.LGRR(epsilon_perm=2.0, epsilon_1=1.0, d=8)
-    out = [grr_fleet.respond(Query.for_mechanism(f"day-{day}", grr).to_json()) for day in range(3)]
-    assert [len(r["reports"]) for r in out] == [60, 60, 0] and out[2]["refused"] == {"budget_exhausted": 60}
-    assert grr_fleet.ledger.spent() == 4
+    _, spent_g, refused_g = run(grr, "grr.sqlite", 3)
+    assert refused_g[2] == {"budget_exhausted": 60} and spent_g[-1] == grr.lifetime_bound(2)
+    dbf = ldp.DBitFlipPM(epsilon_perm=2.0, epsilon_1=1.0, d=8)
+    _, spent_d, refused_d = run(dbf, "dbf.sqlite", 2)
+    assert refused_d == [{}, {"budget_exhausted": 60}] and spent_d == [2, 2]
