@@ -27,9 +27,12 @@ def main():
         out = simulate_longitudinal(m, rounds=20, change_prob=0.2, n=20_000, seed=0, repeats=5)
         secs = time.perf_counter() - t0
         per_report_us = secs / (20 * 20_000 * 5) * 1e6
-        rows["longitudinal"].append({k: out[k] for k in ("max_user_spend", "mean_user_spend", "spend_bound", "mse", "analytic_mse", "mse_ratio")}
+        rows["longitudinal"].append({k: out[k] for k in ("max_user_spend", "mean_user_spend", "spend_bound", "max_user_spend_value_level",
+                                                         "mean_user_spend_value_level", "spend_bound_value_level", "mse", "analytic_mse", "mse_ratio")}
                                     | {"mechanism": name, "seconds": round(secs, 2), "us_per_report": round(per_report_us, 2)})
-        print(f"  {name:<9} max spend {out['max_user_spend']:>5g} (bound {out['spend_bound']:>5g}), mean {out['mean_user_spend']:6.3f}; "
+        user = "unbounded" if out["spend_bound"] is None else f"{out['spend_bound']:g}"
+        print(f"  {name:<9} user-level spend {user}; value level max {out['max_user_spend_value_level']:>5g} "
+              f"(bound {out['spend_bound_value_level']:>5g}), mean {out['mean_user_spend_value_level']:6.3f}; "
               f"mse/analytic {out['mse_ratio']:.3f}; {per_report_us:.1f} us per report (client + server + accounting)", flush=True)
     print("means: eps=1, n=100,000, 200 repeats, seeds 0..9")
     for name in MEAN_NAMES:
