@@ -173,6 +173,13 @@ def cmd_verify(args) -> int:
                 f"audit>={r['audit_epsilon_lower_bound']:<8.4g} n={r['audit_samples']:>11,} (needs {a.get('samples_required_per_input', 0):,}/input) "
                 f"{('CAUGHT' if r['caught'] else 'MISSED') if r.get('seeded_bug') else ('PASS' if r['passed'] else 'FAIL')}{tag}"
             )
+            if "transcript" in r:  # keyed mechanisms: exact loss of repeated collections vs the ledger's charge
+                tr = {(x["relation"], x["T"]): x for x in r["transcript"]["rows"]}
+                top = r["transcript"]["T_max"]
+                txt = "; ".join(f"{rel} level T={top}: exact {x['exact_loss']:.4g} vs charged "
+                                f"{'refused' if x['charged'] is None else format(x['charged'], '.4g')}"
+                                for rel in ("user", "value") for x in [tr[(rel, top)]])
+                print(f"    transcript {'ok' if r['transcript']['passed'] else 'FAIL'} (T <= {top}, worst pairs): {txt}")
         print(f"{'all passed' if ok else 'FAILURES'} in {seconds:.1f} s")
     return 0 if ok else 1
 
