@@ -20,8 +20,12 @@ def test_mechanisms_json(capsys):
     names = {m["name"] for m in doc["mechanisms"]}
     assert {"krr", "warner", "rappor", "oue", "k-subset", "piecewise", "loloha"} <= names
     for m in doc["mechanisms"]:
-        one_report = "epsilon_1" if m["kind"] == "longitudinal" else "epsilon"
-        assert m["privacy_map"].startswith(f"0 if d_in == 0 else {one_report}")
+        if m["kind"] == "longitudinal":  # per call of the keyed measurement, and the series under a named relation
+            per_call = "epsilon_perm, one call" if m["name"] == "dbitflip" else "eps_inst per call"
+            assert m["privacy_map"].startswith(f"0 if d_in == 0 else {per_call}")
+            assert "user level (any two histories of one user" in m["privacy_map"] and "value level (same change pattern" in m["privacy_map"]
+        else:
+            assert m["privacy_map"].startswith("0 if d_in == 0 else epsilon")
         assert m["verification"]["status"].startswith("verified")
 
 
