@@ -143,6 +143,9 @@ def test_issue_example_constant_vs_alternating(mech):
     value, user = mech.lifetime_bound(T, relation="value"), mech.lifetime_bound(T)
     assert value == 4 < Fraction(loss) <= user
     assert float(user) == pytest.approx(0.5 * (2 * 2.0 + T * float(mech.epsilon_inst)))
+    # every pair of 2-unit histories of 8 collections: the worst is a late change vs a block change
+    row = {(r["relation"], r["T"]): r for r in transcript_layer(mech)["rows"]}[("user", 8)]
+    assert row["histories"] == [[0] * 7 + [1], [0, 0, 0, 1, 1, 1, 1, 0]] and 6.15 < row["exact_loss"] < 6.17 <= float(user)
 
 
 def test_dbitflip_second_collection_is_unbounded_at_the_user_level(tmp_path):
