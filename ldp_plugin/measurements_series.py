@@ -11,11 +11,15 @@ charges for a whole series is the mechanism's ``collection_cost``, see
 
 from __future__ import annotations
 
+import os
+import threading
 from typing import Any, Optional, Sequence
 
+import numpy as np
 import opendp.prelude as dp
 
 from ._errors import LDPInputError, LDPParameterError
+from .exact import float_up
 from .measurements import enable_ldp_features, make_ldp
 from .mechanisms.numeric import Duchi, Hybrid, OneBitMean, Piecewise
 from .mechanisms.unary import RUE
@@ -79,12 +83,6 @@ def make_longitudinal(mechanism: Any, *, key: Optional[bytes] = None, rng: RNGLi
     >>> 0 <= int(m(3)[0]) < 8, m.map(1) == float(mech.epsilon_inst) > mech.epsilon_1
     (True, True)
     """
-    import threading
-
-    import numpy as np
-
-    from .exact import float_up
-
     enable_ldp_features()
     if not getattr(mechanism, "needs_user_keys", False) or not hasattr(mechanism, "collection_cost") or not hasattr(mechanism, "epsilon_inst"):
         raise LDPParameterError("make_longitudinal takes a longitudinal mechanism (l-grr, l-oue, l-osue, l-sue, dbitflip, loloha)")
@@ -92,8 +90,6 @@ def make_longitudinal(mechanism: Any, *, key: Optional[bytes] = None, rng: RNGLi
     if once and key is not None:
         raise LDPParameterError(f"{mechanism.name} has no instantaneous layer: its measurement holds its own fresh key (no key=)")
     if key is None:
-        import os
-
         key = os.urandom(32)
     if not isinstance(key, (bytes, bytearray)) or not 16 <= len(key) <= 255:
         raise LDPParameterError("key must be 16 to 255 bytes (the user's secret)")

@@ -302,7 +302,7 @@ class LGRR(LongitudinalMechanism):
     collections at the **user level** (any two histories of one user)
     ``min(ε₁ + (T − 1)·ε_inst, (d − 1)/d·(K·ε∞ + T·ε_inst), K·ε∞ + (K − 1)/K·T·ε_inst)``
     (``K = min(T, d)``) with ``ε_inst = ln(p₂/q₂)`` of the instantaneous GRR; at the **value level** (same change
-    pattern, Arcolezi et al. 2022, Thm. of L-GRR) ``min(T, d)·ε∞`` — charged only with
+    pattern; the privacy analysis of L-GRR in Arcolezi et al. 2022) ``min(T, d)·ε∞`` — charged only with
     ``relation="value"``.
     """
 

@@ -42,7 +42,7 @@ class LOLOHA(LGRR):
     the public seed): one report ``ε₁``-LDP; ``T`` collections at the **user level** (any two
     histories of one user) ``min(ε₁ + (T − 1)·ε_inst, (g − 1)/g·(K·ε∞ + T·ε_inst), K·ε∞ + (K − 1)/K·T·ε_inst)``
     (``K = min(T, g)``);
-    the paper's "``g·ε∞`` however often the value changes" (Arcolezi et al., EDBT 2023, Thm. 2)
+    the paper's "``g·ε∞`` however often the value changes" (Arcolezi et al., EDBT 2023, its privacy analysis of LOLOHA)
     holds only at the **value level** (histories with the same change pattern of hashed values)
     and is charged only with ``relation="value"``.
     """

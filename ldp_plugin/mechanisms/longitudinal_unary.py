@@ -178,7 +178,7 @@ class DBitFlipPM(LongitudinalMechanism):
     key's PRF), one memoized bit each with ``P(1) = e^{ε/2}/(e^{ε/2} + 1)`` if the value is that
     bucket, else ``1/(e^{ε/2} + 1)`` (``ε = epsilon_perm``); memoized per pattern.
 
-    Guarantee (Ding, Kulkarni, Yekhanin 2017, Thm. 2; :mod:`.lifetime`): one report
+    Guarantee (Ding, Kulkarni, Yekhanin 2017, the memoization analysis of dBitFlipPM; :mod:`.lifetime`): one report
     ``ε∞``-LDP; ``T`` collections at the **value level** (histories with the same change pattern
     of patterns) ``min(T, d_bits + 1)·ε∞`` — charged only with ``relation="value"``. There is no
     instantaneous layer, so at the **user level** (any two histories of one user) two reports of

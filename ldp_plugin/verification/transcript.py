@@ -37,6 +37,7 @@ from typing import Optional
 import numpy as np
 
 from ..exact import epsilon_of_ratio, ratio_within_exp
+from ..mechanisms.lifetime import UnboundedLossError
 
 __all__ = ["transcript_layer", "exact_pair_loss", "float_pair_loss", "history_pairs", "named_pairs", "all_sequences"]
 
@@ -189,8 +190,6 @@ def _float_down(x: Fraction) -> float:
 
 def _charged(mech, relation: str, T: int) -> Optional[Fraction]:
     """What the ledger charges after ``T`` collections under ``relation`` (``None``: refused)."""
-    from ..mechanisms.lifetime import UnboundedLossError
-
     m = dataclasses.replace(mech, relation=relation)
     try:
         return sum((m.collection_cost(t) for t in range(1, T + 1)), Fraction(0))
