@@ -112,6 +112,17 @@ def _markdown_report(rows: list, *, quick: bool, seed: int, seconds: float) -> s
             f"{g.get('min_p_value', float('nan')):.3g} | {rt_txt} | {jt_txt} | {a.get('audit_epsilon_lower_bound', float('nan')):.4g} | "
             f"{a.get('audit_samples', 0):,} | {status} |"
         )
+    keyed = [r for r in rows if "transcript" in r]
+    if keyed:  # repeated collections of the keyed mechanisms: exact transcript loss vs the ledger's charge
+        lines += ["", "Transcript layer (keyed mechanisms): exact worst loss over every transcript of T collections vs what the ledger",
+                  "charges, user level (any two histories of one user) and value level (same change pattern).", "",
+                  "| name | instance | T | user: exact / charged | value: exact / charged | passed |", "|---|---|---|---|---|---|"]
+        for r in keyed:
+            tr = r["transcript"]
+            top = {x["relation"]: x for x in tr["rows"] if x["T"] == tr["T_max"]}
+            cell = lambda x: f"{x['exact_loss']:.4g} / {'refused' if x['charged'] is None else format(x['charged'], '.4g')}"  # noqa: E731
+            inst = ", ".join(f"{k}={v}" for k, v in r["instance"].items())
+            lines.append(f"| {r['name']} | {inst} | {tr['T_max']} | {cell(top['user'])} | {cell(top['value'])} | {'yes' if tr['passed'] else 'NO'} |")
     return "\n".join(lines) + "\n"
 
 
