@@ -24,6 +24,7 @@ import pytest
 import ldp_plugin as ldp
 from ldp_plugin._errors import LDPParameterError
 from ldp_plugin.exact import TWO64, epsilon_of_ratio, float_up
+from ldp_plugin.federated import DeviceFleet, Query
 from ldp_plugin.mechanisms.lifetime import UnboundedLossError, user_bound
 from ldp_plugin.registry import from_spec
 from ldp_plugin.sampling import SeededRandomSource
@@ -276,3 +277,16 @@ def test_make_longitudinal_takes_the_code_and_holds_the_key():
         d(1)  # no instantaneous layer: one call per measurement
     with pytest.raises(LDPParameterError, match="no key="):
         ldp.make_longitudinal(ldp.DBitFlipPM(epsilon_perm=2.0, epsilon_1=1.0, d=4), key=b"k" * 32)
+
+
+def test_device_counts_collections_across_relations(tmp_path):
+    """Both relations use the same keyed permanent table, so a device numbers its collections
+    across them: after two user-level collections a value-level query is collection 3."""
+    lol = ldp.LOLOHA(epsilon_perm=2.0, epsilon_1=1.0, d=8)
+    value = dataclasses.replace(lol, relation="value")
+    fleet = DeviceFleet(tmp_path / "d.sqlite", np.arange(10) % 8, lifetime_cap="100")
+    for day in range(2):
+        assert len(fleet.respond(Query.for_mechanism(f"u{day}", lol).to_json())["reports"]) == 10
+    assert len(fleet.respond(Query.for_mechanism("v", value).to_json())["reports"]) == 10
+    assert fleet.ledger.spent() == lol.lifetime_bound(2) + value.collection_cost(3) != lol.lifetime_bound(2) + value.collection_cost(1)
+    fleet.close()

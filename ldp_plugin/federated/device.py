@@ -51,6 +51,13 @@ class DevicePolicy:
     allowed_mechanisms: Optional[tuple] = None
 
 
+def _table_spec(spec: Any) -> Any:
+    """A spec without its charging ``relation`` (which changes no report)."""
+    if isinstance(spec, dict) and isinstance(spec.get("params"), dict):
+        return {**spec, "params": {k: v for k, v in spec["params"].items() if k != "relation"}}
+    return spec
+
+
 class DeviceFleet:
     """``values[i]`` is device ``i``'s value (it never leaves the fleet); its budget is cohort ``i``
     of the ledger at ``ledger_path``; ``keys[i]`` its secret (memoized mechanisms)."""
@@ -131,10 +138,11 @@ class DeviceFleet:
 
     def _series_charge(self, query: Query, mech: Any) -> Fraction:
         """``max_i collection_cost(t_i)`` over the devices, ``t_i`` = 1 + device ``i``'s earlier
-        collections of this series (its spends of a query with the same mechanism spec)."""
+        collections of this series (its spends of a query with the same mechanism spec, whatever
+        relation it names: both relations use the same keyed permanent table)."""
         done = np.zeros(self.n_devices, dtype=np.int64)
         for rec in self.ledger.history():
-            if isinstance(rec.params, dict) and rec.params.get("spec") == query.spec:
+            if isinstance(rec.params, dict) and _table_spec(rec.params.get("spec")) == _table_spec(query.spec):
                 done[list(rec.cohorts)] += 1
         return max(mech.collection_cost(int(t) + 1) for t in np.unique(done))
 
