@@ -19,11 +19,14 @@ def verify(
     quick: bool = False,
     alpha: float | None = None,
     layers: tuple = ALL_LAYERS,
+    draws: int = 0,
 ) -> list[dict]:
     """All three verification layers on every canonical instance of ``decl``; one row each with
     ``name, instance, declared_epsilon, realized_epsilon, audit_epsilon_lower_bound,
     audit_samples, passed`` and the per-layer details. ``alpha`` is this declaration's share of
-    the family-wise false-alarm rate (default ``10⁻⁶`` split over its instances)."""
+    the family-wise false-alarm rate (default ``10⁻⁶`` split over its instances). ``draws``: that
+many random parameter draws (:mod:`ldp_plugin.verification.draws`, seeded by ``seed``) are added,
+checked by the exact and sampling-path layers (rows with ``random_draw: True``)."""
     from ldp_plugin.verification.layers import FAMILY_ALPHA
 
     cls = decl.mechanism_class()
@@ -32,6 +35,14 @@ def verify(
     for i, inst in enumerate(decl.canonical):
         mech = cls(**inst)
         rows.append(verify_instance(mech, name=decl.name, instance=dict(inst), seed=seed + 7919 * i, quick=quick, alpha=a, layers=layers, rates_target=i == 0))
+    if draws:  # random parameter draws beyond the canonical instances: exact and sampling-path layers
+        from ldp_plugin.verification.draws import DRAW_LAYERS, random_instances
+
+        for j, (inst, mech) in enumerate(random_instances(decl, seed=seed, count=draws)):
+            r = verify_instance(mech, name=decl.name, instance=inst, seed=seed + 104_729 * (j + 1), quick=quick, alpha=a,
+                                layers=tuple(x for x in DRAW_LAYERS if x in layers))
+            r["random_draw"] = True
+            rows.append(r)
     return rows
 
 
