@@ -116,16 +116,13 @@ def _markdown_report(rows: list, *, quick: bool, seed: int, seconds: float) -> s
     return "\n".join(lines) + "\n"
 
 
-#: random parameter draws per mechanism beyond its canonical instances (exact and sampling-path layers)
-DRAWS_FULL, DRAWS_QUICK = 4, 2
-
-
 def cmd_verify(args) -> int:
     """All three verification layers on the registered mechanisms (and the seeded bugs)."""
     import time
 
     from ldp_plugin.registry import verify
     from ldp_plugin.verification import FAMILY_ALPHA, save_status, self_test
+    from ldp_plugin.verification.draws import DRAWS_FULL, DRAWS_QUICK
 
     import importlib.util
 

@@ -32,10 +32,12 @@ import numpy as np
 
 from .._errors import LDPParameterError
 
-__all__ = ["random_instances", "SMALL_BOUNDS", "DRAW_LAYERS"]
+__all__ = ["random_instances", "SMALL_BOUNDS", "DRAW_LAYERS", "DRAWS_FULL", "DRAWS_QUICK"]
 
 #: the layers ``ldp verify`` runs on every draw (:func:`ldp_plugin.registry.verify`)
 DRAW_LAYERS = ("exact", "sampling-path")
+#: draws per mechanism in the full and the quick run of ``ldp verify``
+DRAWS_FULL, DRAWS_QUICK = 4, 2
 
 #: the enumerable upper bound of each integer size parameter
 SMALL_BOUNDS = {"d": 8, "k": 8, "g": 6, "cohorts": 3, "m": 3, "d_bits": 4, "grid": 64}
