@@ -40,18 +40,18 @@ def self_test(*, seed: int = 0, quick: bool = False) -> list[dict]:
 
 
 def _declaration_bug_rows(decl_bugs: list, *, seed: int, quick: bool, alpha: float) -> list[dict]:
-    """Bugs that only random parameter draws reveal: the declaration is verified as ``ldp verify``
-    verifies one (canonical instances with every layer, plus its random draws); the bug is caught
-    by the random draws when a draw fails. The row shown is the first failing draw (else the
+    """Bugs that only random parameter draws reveal: the declaration's canonical instances and its
+    random draws (as many as ``ldp verify`` takes) go through the layers the draws get (exact,
+    sampling path); the bug is caught by the random draws when a draw fails. The row shown is the first failing draw (else the
     first canonical instance), with ``canonical_passed`` saying whether the canonical instances
     alone would have missed it."""
     from ldp_plugin.registry import verify
 
-    from .draws import DRAWS_FULL, DRAWS_QUICK
+    from .draws import DRAW_LAYERS, DRAWS_FULL, DRAWS_QUICK
 
     rows = []
     for j, (name, decl, expected) in enumerate(decl_bugs):
-        got = verify(decl, seed=seed + 7_368_787 * (j + 1), quick=quick, alpha=alpha, draws=DRAWS_QUICK if quick else DRAWS_FULL)
+        got = verify(decl, seed=seed + 7_368_787 * (j + 1), quick=quick, alpha=alpha, layers=DRAW_LAYERS, draws=DRAWS_QUICK if quick else DRAWS_FULL)
         canonical = [r for r in got if not r.get("random_draw")]
         failed_draws = [r for r in got if r.get("random_draw") and not r["passed"]]
         r = dict(failed_draws[0] if failed_draws else canonical[0])
