@@ -58,16 +58,23 @@ _MARGIN = Fraction((1 << 30) - 1, 1 << 30)
 _MIN_PROB = 2.0**-24
 
 
-def _thresholds_from_rows(P: np.ndarray) -> np.ndarray:
-    """Integer thresholds (Python ints) per row, summing to exactly 2**64 (largest remainders)."""
+def _thresholds_from_rows(P: np.ndarray) -> list:
+    """Integer thresholds (Python ints) per row, summing to exactly 2**64 (largest remainders).
+
+    Exact integer arithmetic: each float ``p`` is the rational ``a/2**e`` (``as_integer_ratio``),
+    the row is put over one power-of-two denominator, ``floor(p · 2**64 / Σp)`` is an integer
+    division and the remainders rank the outputs that get the ``2**64 − Σ floor`` missing units
+    (ties keep the column order)."""
     rows = []
     for row in P:
-        exact = [Fraction(float(p)) for p in row]
-        total = sum(exact)  # normalize exactly: the float row sums to 1 only up to rounding
-        scaled = [e * TWO64 / total for e in exact]
-        fl = [math.floor(s) for s in scaled]
+        ratios = [float(p).as_integer_ratio() for p in row]
+        den = max(b for _a, b in ratios)
+        nums = [a * (den // b) for a, b in ratios]  # every denominator is a power of two
+        total = sum(nums)  # normalize exactly: the float row sums to 1 only up to rounding
+        fl, rem = zip(*(divmod(a * TWO64, total) for a in nums))
+        fl = list(fl)
         short = TWO64 - sum(fl)  # in [0, len(row)): hand the units to the largest remainders
-        order = sorted(range(len(row)), key=lambda j: scaled[j] - fl[j], reverse=True)
+        order = sorted(range(len(row)), key=lambda j: rem[j], reverse=True)
         for j in order[:short]:
             fl[j] += 1
         rows.append(fl)
