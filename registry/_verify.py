@@ -52,6 +52,7 @@ def verify_instance(mech, *, name: str, instance: dict, seed: int = 0, quick: bo
     black-box layers (goodness of fit, audit). ``rates_target``: the rates layer is sized for a
     0.5% relative error (a family's canonical instance; smaller samples otherwise)."""
     from ldp_plugin.verification.layers import audit_layer, exact_layer, gof_layer
+    from ldp_plugin.verification.client_channel import client_channel_check
     from ldp_plugin.verification.rates import rates_layer
     from ldp_plugin.verification.sampling_path import joint_layer, rate_layer, sampling_path_layer
 
@@ -64,6 +65,8 @@ def verify_instance(mech, *, name: str, instance: dict, seed: int = 0, quick: bo
         passed &= e["passed"]
     if "sampling-path" in layers:
         sp = sampling_path_layer(mech, seed=seed + 3)
+        sp.update(client_channel_check(mech))  # the channel rebuilt from the client's sampler calls
+        sp["passed"] = bool(sp["passed"] and sp["client_channel_passed"])
         out["sampling_path"] = sp
         passed &= sp["passed"]
     if "rates" in layers:

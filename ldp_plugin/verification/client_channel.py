@@ -34,7 +34,10 @@ import numpy as np
 from ..exact import TWO64
 from ..sampling.source import RandomSource
 
-__all__ = ["ReplaySource", "NotEnumerable", "client_channel_row", "client_channel"]
+__all__ = ["ReplaySource", "NotEnumerable", "client_channel_row", "client_channel", "client_channel_check"]
+
+
+_LAST_LEAVES = [0]  # replays of the last client_channel_row (the budget of client_channel)
 
 
 class NotEnumerable(Exception):
@@ -147,18 +150,25 @@ def client_channel_row(mech: Any, x: int, *, max_leaves: int = 50_000) -> dict:
         while j >= 0 and taken[j] + 1 >= b[j]:
             j -= 1
         if j < 0:
+            _LAST_LEAVES[0] = _leaf + 1
             return dict(row)
         script = taken[:j] + [taken[j] + 1]
     raise NotEnumerable(f"more than {max_leaves} outcome paths")
 
 
-def client_channel(mech: Any, *, max_leaves: int = 50_000) -> list:
+def client_channel(mech: Any, *, max_leaves: int = 50_000, total_leaves: int | None = None) -> list:
     """Every input's :func:`client_channel_row`, as dense rows over the declared channel's
-    columns (a column the declared channel lacks is reported as index ``-1``)."""
+    columns (an output outside the declared channel is appended, so the rows cannot match).
+    ``total_leaves`` bounds the replays over all inputs (:class:`NotEnumerable` beyond)."""
     width = len(mech.channel().outputs)
     rows = []
+    budget = total_leaves
     for x in range(mech.verification_input_count()):
-        r = client_channel_row(mech, x, max_leaves=max_leaves)
+        r = client_channel_row(mech, x, max_leaves=max_leaves if budget is None else min(max_leaves, budget))
+        if budget is not None:
+            budget -= _LAST_LEAVES[0]
+            if budget <= 0:
+                raise NotEnumerable(f"more than {total_leaves} outcome paths over all inputs")
         dense = [Fraction(0)] * width
         for j, p in r.items():
             if 0 <= j < width:
@@ -167,3 +177,15 @@ def client_channel(mech: Any, *, max_leaves: int = 50_000) -> list:
                 dense.append(p)  # an output outside the declared channel: the rows cannot match
         rows.append(dense)
     return rows
+
+
+def client_channel_check(mech: Any, *, total_leaves: int = 20_000) -> dict:
+    """The sampling-path layer's rebuild (``ldp verify``): ``client_channel`` is ``"equal"`` when the
+    channel rebuilt from the client's sampler calls is the declared one, ``"differs"`` (failed)
+    otherwise, or ``"not enumerable: …"`` (keyed clients, rejection loops, too many paths)."""
+    try:
+        rows = client_channel(mech, total_leaves=total_leaves)
+    except NotEnumerable as e:
+        return {"client_channel": f"not enumerable: {e}", "client_channel_passed": True}
+    equal = rows == [list(r) for r in mech.channel().matrix]
+    return {"client_channel": "equal" if equal else "differs", "client_channel_passed": bool(equal)}

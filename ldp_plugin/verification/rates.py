@@ -59,7 +59,7 @@ KEYED_REDUCED_MAX = 25_000
 #: reports per tested input in quick mode
 QUICK_N = 20_000
 #: reports on the target input in quick mode (samplers without per-report keys)
-QUICK_TARGET_MAX = 1_000_000
+QUICK_TARGET_MAX = 500_000
 #: reports drawn at a time (bounded memory)
 CHUNK = 1 << 20
 POWER = 0.99
