@@ -45,6 +45,8 @@ from typing import Any
 
 import numpy as np
 
+from ..sampling import SeededRandomSource
+
 __all__ = ["rates_layer", "rate_classes", "rates_sample_size", "FULL_MAX", "KEYED_MAX", "REDUCED_MAX", "QUICK_TARGET_MAX", "KEYED_REDUCED_MAX", "QUICK_N", "TARGET_RELATIVE_ERROR"]
 
 #: the relative rate error the full run is sized to detect (power 0.99)
@@ -96,9 +98,7 @@ def rates_layer(mech: Any, *, quick: bool = False, alpha: float = 1e-6, seed: in
     """Exact binomial tests of every rate class of the real sampler on up to three inputs (module
     docstring). ``target``: size the full run for :data:`TARGET_RELATIVE_ERROR` (a family's
     canonical instance); ``n`` overrides the sample size per input (tests)."""
-    from scipy.stats import binomtest
-
-    from ..sampling import SeededRandomSource
+    from scipy.stats import binomtest  # SciPy: the verify extra (optional, loaded on use)
 
     ch = mech.channel()
     xs = _inputs(mech.verification_input_count())

@@ -8,7 +8,9 @@ that actually runs:
   random source, and checks, **exactly**, that every Bernoulli threshold the client asks for is
   one the declared channel is built from (``declared_thresholds``; a client that compares against
   another threshold — a drifted or 2%-off rate — fails here whatever its size), and that packed
-  bit matrices are as wide as the report (a bit left unrandomized fails here).
+  bit matrices are as wide as the report (a bit left unrandomized fails here). Inverse-CDF clients
+  (the finite channels) are recorded with the boundaries they search, and each input's searched
+  rows must rebuild exactly the declared channel row (:func:`rebuilt_search_rows`).
 * :func:`rate_layer` tests, for pure frequency oracles, the realized support rates ``p*`` (own
   item) and ``q*`` (another item) with exact two-sided binomial tests, with enough samples to
   catch a 2% relative rate error with power 0.99 at a false-alarm rate of 10⁻⁶ (full mode; quick
@@ -22,6 +24,7 @@ that actually runs:
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -29,7 +32,7 @@ import numpy as np
 from ..exact import TWO64
 from ..sampling import SecureRandomSource, SeededRandomSource
 
-__all__ = ["RecordingSource", "declared_thresholds", "sampling_path_layer", "rate_layer", "joint_layer"]
+__all__ = ["RecordingSource", "declared_thresholds", "rebuilt_search_rows", "sampling_path_layer", "rate_layer", "joint_layer"]
 
 
 class RecordingSource(SeededRandomSource):
@@ -59,7 +62,6 @@ class RecordingSource(SeededRandomSource):
             self.calls.append(("bernoulli_each", int(v), int(t.size), None))
         return super().bernoulli_each(t)
 
-
     def inverse_cdf(self, boundaries: np.ndarray, rows: np.ndarray) -> np.ndarray:
         B = np.asarray(boundaries, dtype=np.uint64)
         r = np.asarray(rows, dtype=np.int64)
@@ -72,8 +74,6 @@ def rebuilt_search_rows(searches: list) -> list:
     """The channel rows an inverse-CDF client realized, rebuilt from the boundaries it searched:
     ``(row, [P(j)])`` with ``P(j) = (B[j+1] − B[j]) / 2**64`` (exact Fractions; the last interval
     ends at 2**64; a non-increasing boundary gives a negative width, which no channel has)."""
-    from fractions import Fraction
-
     out = []
     for row, B, _count in searches:
         ends = [*B[1:], TWO64]

@@ -24,6 +24,7 @@ suite run the layers on them.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 from fractions import Fraction
@@ -291,8 +292,6 @@ def seeded_declaration_bugs() -> list:
     """``(name, registry declaration, layers expected to catch it)`` for bugs that only a random
     parameter draw can reveal: the declaration is k-RR's (same ranges, same canonical instances)
     with the broken constructor."""
-    import dataclasses
-
     from ldp_plugin.registry import load_registry
 
     krr = load_registry()["krr"]
