@@ -52,7 +52,7 @@ __all__ = ["rates_layer", "rate_classes", "rates_sample_size", "FULL_MAX", "KEYE
 #: the relative rate error the full run is sized to detect (power 0.99)
 TARGET_RELATIVE_ERROR = 0.005
 #: reports per tested input, at most (full run)
-FULL_MAX = 4_000_000
+FULL_MAX = 12_000_000
 #: the same for samplers that need a secret key per report (longitudinal, memoized)
 KEYED_MAX = 100_000
 #: the same for the other canonical instances (``target=False``)
