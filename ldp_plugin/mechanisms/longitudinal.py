@@ -296,6 +296,28 @@ class LGRR(LongitudinalMechanism):
         ps, qs = self.p_star_exact, self.q_star_exact
         return Channel(tuple(range(self.d)), tuple(tuple(ps if y == x else qs for y in range(self.d)) for x in range(self.d)))
 
+    def verification_layers(self) -> tuple:
+        """Each layer on its own, for the rates layer: ``(name, channel, sampler)`` of the
+        permanent GRR(ε∞) over the ``k`` units (the real keyed PRF, a fresh random key per report)
+        and of the instantaneous GRR over the ``k`` units (the real source sampler);
+        ``sampler(x, n, source)`` gives ``n`` outputs (unit codes) on unit ``x``."""
+        from ._base import Channel
+
+        k = self._k()
+        p1, q1, p2, q2 = self.thresholds[2:6]
+
+        def grr(p: Fraction, q: Fraction) -> Channel:
+            return Channel(tuple(range(k)), tuple(tuple(p if y == x else q for y in range(k)) for x in range(k)))
+
+        def permanent(x: int, n: int, source: Any) -> np.ndarray:
+            raw = np.asarray(source.random_bytes(32 * n), dtype=np.uint8).reshape(n, 32)
+            return self._permanent(np.full(n, x, dtype=np.int64), [bytes(r) for r in raw])
+
+        def instantaneous(x: int, n: int, source: Any) -> np.ndarray:
+            return _grr_sample(np.full(n, x, dtype=np.int64), k, self.thresholds[1], source)
+
+        return (("permanent", grr(p1, q1), permanent), ("instantaneous", grr(p2, q2), instantaneous))
+
 
 def keys_rows(keys: list, rows: np.ndarray) -> list:
     return [keys[i] for i in rows.tolist()]

@@ -34,6 +34,12 @@ at about 2·10⁵ reports/s); the other inputs and instances get at most :data:`
 ``ldp verify --self-test`` within five minutes on two cores (quick: 90 s). Every result states the relative error it detects
 (``detects_relative_error``: the largest over the tested inputs), so a capped run says what it
 can see.
+
+**Layers of the longitudinal protocols.** A mechanism that declares ``verification_layers()``
+(``(name, channel, sampler)`` per layer: L-GRR, LOLOHA, L-OUE, L-OSUE, L-SUE) has each layer
+tested on its own as well: the permanent layer through the real keyed PRF with a fresh random key
+per report (keyed caps), the instantaneous layer through the real source sampler (source caps:
+0.5% at the canonical ε). Each layer gets an equal share of ``α``.
 """
 
 from __future__ import annotations
@@ -94,14 +100,13 @@ def _inputs(count: int) -> list:
     return sorted({0, count // 2, count - 1})
 
 
-def rates_layer(mech: Any, *, quick: bool = False, alpha: float = 1e-6, seed: int = 0, n: int | None = None, target: bool = True) -> dict:
-    """Exact binomial tests of every rate class of the real sampler on up to three inputs (module
-    docstring). ``target``: size the full run for :data:`TARGET_RELATIVE_ERROR` (a family's
-    canonical instance); ``n`` overrides the sample size per input (tests)."""
+def _component(ch: Any, sampler: Any, n_inputs: int, *, keyed: bool, quick: bool, alpha: float, src: Any,
+               n: int | None, target: bool) -> dict:
+    """The class tests of one channel against one sampler (``sampler(x, n, source)`` → column
+    indices), on up to three inputs; ``alpha`` is this component's share."""
     from scipy.stats import binomtest  # SciPy: the verify extra (optional, loaded on use)
 
-    ch = mech.channel()
-    xs = _inputs(mech.verification_input_count())
+    xs = _inputs(n_inputs)
     plan = []
     for x in xs:
         classes = rate_classes(ch.matrix[x])
@@ -110,19 +115,14 @@ def rates_layer(mech: Any, *, quick: bool = False, alpha: float = 1e-6, seed: in
         plan.append((x, testable, np.concatenate(zero) if zero else np.empty(0, np.int64)))
     n_tests = max(1, sum(len(t) for _x, t, _z0 in plan))
     alpha_each = alpha / n_tests
-    keyed = bool(getattr(mech, "needs_user_keys", False))
     if quick:
         caps = (QUICK_N if keyed else QUICK_TARGET_MAX, QUICK_N)
     else:
         caps = (KEYED_MAX if keyed else FULL_MAX, KEYED_REDUCED_MAX if keyed else REDUCED_MAX)
     width = len(ch.outputs)
-    src = SeededRandomSource(seed)
-    worst = 1.0
-    detects = 0.0
-    needed = 0
+    worst, detects, needed, impossible = 1.0, 0.0, 0, 0
     sizes: list = []
     detects_target = None
-    impossible = 0
     for i, (x, testable, zero) in enumerate(plan):
         cap = caps[0] if target and i == 0 else caps[1]
         if not testable:
@@ -133,7 +133,7 @@ def rates_layer(mech: Any, *, quick: bool = False, alpha: float = 1e-6, seed: in
         size = n if n is not None else min(need, cap)
         counts = np.zeros(width, dtype=np.int64)
         for start in range(0, size, CHUNK):
-            out = np.asarray(mech.sample_verification_outputs(x, min(CHUNK, size - start), src), dtype=np.int64)
+            out = np.asarray(sampler(x, min(CHUNK, size - start), src), dtype=np.int64)
             if out.size and (int(out.min()) < 0 or int(out.max()) >= width):
                 impossible += int(np.count_nonzero((out < 0) | (out >= width)))
                 out = out[(out >= 0) & (out < width)]
@@ -146,18 +146,40 @@ def rates_layer(mech: Any, *, quick: bool = False, alpha: float = 1e-6, seed: in
         if i == 0:
             detects_target = _detectable(top, size, alpha_each)
         sizes.append(size)
-    passed = impossible == 0 and worst >= alpha_each
     return {
-        "layer": "rates",
-        "applicable": True,
         "inputs_tested": xs,
         "rate_classes": n_tests,
         "reports_per_input": max(sizes) if sizes else 0,
         "needed_for_target": needed,
-        "target_relative_error": TARGET_RELATIVE_ERROR,
         "detects_relative_error": round(detects, 5),
         "detects_relative_error_first_input": None if detects_target is None else round(detects_target, 5),
         "outputs_declared_impossible": impossible,
         "min_pvalue": worst,
-        "passed": bool(passed),
+        "passed": bool(impossible == 0 and worst >= alpha_each),
     }
+
+
+def rates_layer(mech: Any, *, quick: bool = False, alpha: float = 1e-6, seed: int = 0, n: int | None = None, target: bool = True) -> dict:
+    """Exact binomial tests of every rate class of the real sampler on up to three inputs (module
+    docstring): the one-report channel, and — for mechanisms that declare
+    ``verification_layers()`` (the longitudinal protocols) — each layer on its own (the permanent
+    layer through the keyed PRF, the instantaneous one through the source, sized like any
+    source sampler). ``target``: size the full run for :data:`TARGET_RELATIVE_ERROR` (a family's
+    canonical instance); ``n`` overrides the sample size per input (tests)."""
+    src = SeededRandomSource(seed)
+    keyed = bool(getattr(mech, "needs_user_keys", False))
+    layers = getattr(mech, "verification_layers", None)
+    if quick and not target:
+        layers = None  # quick mode: each family's layers on its canonical instance only
+    parts = [("report", mech.channel(), mech.sample_verification_outputs, mech.verification_input_count(), keyed)]
+    if layers is not None:
+        parts += [(name, ch, fn, len(ch.matrix), name == "permanent" and keyed) for name, ch, fn in layers()]
+    share = alpha / len(parts)
+    res = {name: _component(ch, fn, count, keyed=k, quick=quick, alpha=share, src=src, n=n, target=target)
+           for name, ch, fn, count, k in parts}
+    top = res["report"]
+    out = {"layer": "rates", "applicable": True, **top, "target_relative_error": TARGET_RELATIVE_ERROR,
+           "passed": all(r["passed"] for r in res.values()), "min_pvalue": min(r["min_pvalue"] for r in res.values())}
+    if layers is not None:
+        out["layers"] = {name: r for name, r in res.items() if name != "report"}
+    return out
