@@ -277,7 +277,11 @@ class LGRR(LongitudinalMechanism):
 
     def _collect(self, codes: np.ndarray, keys: list, source: Any) -> np.ndarray:
         perm = self._permanent(codes, keys)
-        return _grr_sample(perm, self.d, self.thresholds[1], source).astype(np.uint32)
+        return self._instantaneous(perm, source).astype(np.uint32)
+
+    def _instantaneous(self, units: np.ndarray, source: Any) -> np.ndarray:
+        """The instantaneous GRR over the ``k`` units (keep threshold ``T2``), from the source."""
+        return _grr_sample(units, self._k(), self.thresholds[1], source)
 
     def report_fields(self) -> tuple:
         return (ReportField("report", "uint32", kind="int", bound=self.d),)
@@ -314,7 +318,7 @@ class LGRR(LongitudinalMechanism):
             return self._permanent(np.full(n, x, dtype=np.int64), [bytes(r) for r in raw])
 
         def instantaneous(x: int, n: int, source: Any) -> np.ndarray:
-            return _grr_sample(np.full(n, x, dtype=np.int64), k, self.thresholds[1], source)
+            return self._instantaneous(np.full(n, x, dtype=np.int64), source)
 
         return (("permanent", grr(p1, q1), permanent), ("instantaneous", grr(p2, q2), instantaneous))
 
