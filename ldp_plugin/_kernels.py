@@ -29,6 +29,17 @@ _STATE: dict = {}
 _LOCK = threading.Lock()
 
 
+def _new_lock_in_child() -> None:
+    """After ``fork()``, in the child: a fresh loader lock (the parent's may have been held by a
+    thread that does not exist in the child, which would block the child's first kernel load)."""
+    global _LOCK
+    _LOCK = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):  # POSIX
+    os.register_at_fork(after_in_child=_new_lock_in_child)
+
+
 def kernel_backend() -> str:
     """``"numba"`` or ``"numpy"``: which implementation the sampling layer's kernels use now."""
     return "numba" if use_fast("LDP_PLUGIN_KERNELS", "numpy", "numba", _load, "numba") else "numpy"

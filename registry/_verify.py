@@ -19,11 +19,14 @@ def verify(
     quick: bool = False,
     alpha: float | None = None,
     layers: tuple = ALL_LAYERS,
+    draws: int = 0,
 ) -> list[dict]:
     """All three verification layers on every canonical instance of ``decl``; one row each with
     ``name, instance, declared_epsilon, realized_epsilon, audit_epsilon_lower_bound,
     audit_samples, passed`` and the per-layer details. ``alpha`` is this declaration's share of
-    the family-wise false-alarm rate (default ``10⁻⁶`` split over its instances)."""
+    the family-wise false-alarm rate (default ``10⁻⁶`` split over its instances). ``draws``: that
+many random parameter draws (:mod:`ldp_plugin.verification.draws`, seeded by ``seed``) are added,
+checked by the exact and sampling-path layers (rows with ``random_draw: True``)."""
     from ldp_plugin.verification.layers import FAMILY_ALPHA
 
     cls = decl.mechanism_class()
@@ -31,15 +34,26 @@ def verify(
     rows = []
     for i, inst in enumerate(decl.canonical):
         mech = cls(**inst)
-        rows.append(verify_instance(mech, name=decl.name, instance=dict(inst), seed=seed + 7919 * i, quick=quick, alpha=a, layers=layers))
+        rows.append(verify_instance(mech, name=decl.name, instance=dict(inst), seed=seed + 7919 * i, quick=quick, alpha=a, layers=layers, rates_target=i == 0))
+    if draws:  # random parameter draws beyond the canonical instances: exact and sampling-path layers
+        from ldp_plugin.verification.draws import DRAW_LAYERS, random_instances
+
+        for j, (inst, mech) in enumerate(random_instances(decl, seed=seed, count=draws)):
+            r = verify_instance(mech, name=decl.name, instance=inst, seed=seed + 104_729 * (j + 1), quick=quick, alpha=a,
+                                layers=tuple(x for x in DRAW_LAYERS if x in layers))
+            r["random_draw"] = True
+            rows.append(r)
     return rows
 
 
-def verify_instance(mech, *, name: str, instance: dict, seed: int = 0, quick: bool = False, alpha: float = 1e-6, layers=ALL_LAYERS) -> dict:
+def verify_instance(mech, *, name: str, instance: dict, seed: int = 0, quick: bool = False, alpha: float = 1e-6, layers=ALL_LAYERS, rates_target: bool = True) -> dict:
     """The verification layers on one mechanism instance (also used for the seeded bugs):
     the declared channel (exact), the code that samples (sampling path, rates, joint) and the
-    black-box layers (goodness of fit, audit)."""
+    black-box layers (goodness of fit, audit). ``rates_target``: the rates layer is sized for a
+    0.5% relative error (a family's canonical instance; smaller samples otherwise)."""
     from ldp_plugin.verification.layers import audit_layer, exact_layer, gof_layer
+    from ldp_plugin.verification.client_channel import client_channel_check
+    from ldp_plugin.verification.rates import rates_layer
     from ldp_plugin.verification.sampling_path import joint_layer, rate_layer, sampling_path_layer
 
     out = {"name": name, "instance": instance, "declared_epsilon": float(mech.epsilon)}
@@ -51,10 +65,14 @@ def verify_instance(mech, *, name: str, instance: dict, seed: int = 0, quick: bo
         passed &= e["passed"]
     if "sampling-path" in layers:
         sp = sampling_path_layer(mech, seed=seed + 3)
+        sp.update(client_channel_check(mech))  # the channel rebuilt from the client's sampler calls
+        sp["passed"] = bool(sp["passed"] and sp["client_channel_passed"])
         out["sampling_path"] = sp
         passed &= sp["passed"]
     if "rates" in layers:
-        rt = rate_layer(mech, quick=quick, alpha=alpha / 6, seed=seed + 5)
+        pure = rate_layer(mech, quick=quick, alpha=alpha / 12, seed=seed + 5)
+        rt = rates_layer(mech, quick=quick, alpha=alpha / 12, seed=seed + 11, target=rates_target)  # every family
+        rt = {**rt, "pure_oracle": pure, "passed": bool(rt["passed"] and pure["passed"])}
         out["rates"] = rt
         passed &= rt["passed"]
     if "joint" in layers:

@@ -25,12 +25,42 @@ def _state(tmp_path, monkeypatch):
 
 def test_every_seeded_bug_is_caught_by_the_expected_layers():
     rows = self_test(seed=11, quick=True)
-    assert len(rows) == 12
+    assert len(rows) == 15
     for r in rows:
         assert r["caught"], r["name"]
-        # quick mode's rate tests cannot see a 2% error (documented); the full run's can
-        expected = set(r["expected_layers"]) - {"rates"}
+        # quick mode's pure-oracle rate tests cannot see a 2% error (documented); the full run's can
+        expected = set(r["expected_layers"]) - ({"rates"} if r["name"].startswith("rate-2pct") else set())
         assert expected <= set(r["caught_by"]) | ({"audit"} if r["name"] == "quantized32-krr" else set()), r
+    by = {r["name"]: r for r in rows}
+    # issue 32: each blind spot's bug is caught by the layer built for it, and only by it
+    assert by["float-boundary-geometric"]["caught_by"] == ["exact"]
+    assert by["window-rate-0.5pct-piecewise"]["caught_by"] == ["rates"]
+    grid = by["grid-epsilon-krr"]
+    assert grid["caught_by"] == ["random-draws"] and grid["canonical_passed"] and grid["random_draw"]
+    assert not grid["exact"]["passed"] and grid["realized_epsilon"] > grid["declared_epsilon"]
+
+
+@pytest.mark.slow
+def test_rates_layer_covers_every_family_and_catches_half_a_percent():
+    """The rates layer applies to every family (not only pure oracles); sized at the canonical ε
+    it detects a 0.5% rate error, and it flags the 0.5%-off Piecewise client (power check) while
+    passing the real one on the same seed."""
+    from ldp_plugin import Piecewise
+    from ldp_plugin.registry import KINDS
+    from ldp_plugin.verification import wrapper_instances
+    from ldp_plugin.verification.rates import TARGET_RELATIVE_ERROR, rates_layer
+    from ldp_plugin.verification.seeded_bugs import WindowRatePiecewise
+
+    for eps, grid in ((0.5, 8), (4.0, 16)):
+        good = rates_layer(Piecewise(epsilon=eps, grid=grid), seed=21)
+        bad = rates_layer(WindowRatePiecewise(epsilon=eps, grid=grid), seed=21)
+        assert good["passed"] and not bad["passed"], (eps, good, bad)
+    first = rates_layer(Piecewise(epsilon=0.5, grid=8), seed=1)  # piecewise's first canonical instance
+    assert first["detects_relative_error_first_input"] <= TARGET_RELATIVE_ERROR
+    insts = [(n, d.mechanism_class()(**d.canonical[0])) for n, d in load_registry(kinds=KINDS).items()] + wrapper_instances()
+    for name, mech in insts:
+        r = rates_layer(mech, n=2_000, seed=3)
+        assert r["applicable"] and r["rate_classes"] >= 2 and r["passed"], (name, r)
 
 
 def test_full_rate_layer_catches_two_percent_and_passes_the_real_oue():
@@ -127,12 +157,15 @@ def test_ldp_verify_cli_json_report_and_exit_status(tmp_path, capsys):
     assert main(["verify", "krr", "orr", "--quick", "--self-test", "--report", str(report), "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["passed"] and {r["name"] for r in out["results"]} == {"krr", "orr"}
+    draws = [r for r in out["results"] if r.get("random_draw")]
+    assert len(draws) == 4 and all(set(r) >= {"exact", "sampling_path"} and "audit" not in r for r in draws)
     for r in out["results"]:
-        for key in ("name", "declared_epsilon", "realized_epsilon", "audit_epsilon_lower_bound", "audit_samples", "passed"):
+        keys = ("name", "declared_epsilon", "realized_epsilon", "passed") + (() if r.get("random_draw") else ("audit_epsilon_lower_bound", "audit_samples"))
+        for key in keys:
             assert key in r
     assert all(b["caught"] for b in out["seeded_bugs"])
     text = report.read_text()
-    assert "| krr |" in text and "CAUGHT by" in text
+    assert "| krr |" in text and "CAUGHT by" in text and "(random draw)" in text
     # `ldp mechanisms` shows the last verification status
     assert main(["mechanisms", "--json"]) == 0
     mechs = {m["name"]: m for m in json.loads(capsys.readouterr().out)["mechanisms"]}

@@ -22,12 +22,16 @@ Realization: ideal probabilities are computed with the pattern ratio ``L·(1 −
 is a certain lower bound of ``e^ε`` (a 10⁻⁹ relative margin absorbs the rounding to integer
 thresholds: a probability of at least ``2⁻²⁴`` moves by at most ``2⁻⁴⁰`` relatively), rows are
 rounded to thresholds by largest remainders, and the exact check decides. Probabilities below
-``2⁻²⁴`` are refused.
+``2⁻²⁴`` are refused. The client searches cumulative boundaries accumulated in exact integers
+(never through float: numpy's ``cumsum`` over Python ints >= 2**63 rounds them, issue 32), and
+both the constructor's check and :meth:`FiniteChannel.channel` read the channel back from those
+very boundaries (``RandomSource.inverse_cdf``), not from a documented copy.
 """
 
 from __future__ import annotations
 
 import abc
+import itertools
 import math
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -57,20 +61,38 @@ _MARGIN = Fraction((1 << 30) - 1, 1 << 30)
 _MIN_PROB = 2.0**-24
 
 
-def _thresholds_from_rows(P: np.ndarray) -> np.ndarray:
-    """Integer thresholds (Python ints) per row, summing to exactly 2**64 (largest remainders)."""
+def _thresholds_from_rows(P: np.ndarray) -> list:
+    """Integer thresholds (Python ints) per row, summing to exactly 2**64 (largest remainders).
+
+    Exact integer arithmetic: each float ``p`` is the rational ``a/2**e`` (``as_integer_ratio``),
+    the row is put over one power-of-two denominator, ``floor(p · 2**64 / Σp)`` is an integer
+    division and the remainders rank the outputs that get the ``2**64 − Σ floor`` missing units
+    (ties keep the column order)."""
     rows = []
     for row in P:
-        exact = [Fraction(float(p)) for p in row]
-        total = sum(exact)  # normalize exactly: the float row sums to 1 only up to rounding
-        scaled = [e * TWO64 / total for e in exact]
-        fl = [math.floor(s) for s in scaled]
+        ratios = [float(p).as_integer_ratio() for p in row]
+        den = max(b for _a, b in ratios)
+        nums = [a * (den // b) for a, b in ratios]  # every denominator is a power of two
+        total = sum(nums)  # normalize exactly: the float row sums to 1 only up to rounding
+        fl, rem = zip(*(divmod(a * TWO64, total) for a in nums))
+        fl = list(fl)
         short = TWO64 - sum(fl)  # in [0, len(row)): hand the units to the largest remainders
-        order = sorted(range(len(row)), key=lambda j: scaled[j] - fl[j], reverse=True)
+        order = sorted(range(len(row)), key=lambda j: rem[j], reverse=True)
         for j in order[:short]:
             fl[j] += 1
         rows.append(fl)
     return rows
+
+
+def _widths(cum: np.ndarray) -> list:
+    """The probabilities (over 2**64, Python ints) the inverse-CDF search realizes on the
+    boundaries ``cum`` (row ``x``: output ``y`` iff ``cum[x][y] <= W < cum[x][y+1]``, the last
+    interval ending at 2**64), read back from the ``uint64`` array the client searches."""
+    out = []
+    for row in cum.tolist():
+        ends = [*row[1:], TWO64]
+        out.append([int(b) - int(a) for a, b in zip(row, ends)])
+    return out
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -80,6 +102,9 @@ class FiniteChannel(RealizedChannel, abc.ABC):
     Subclasses provide :meth:`_ideal_matrix` (floats, rows summing to 1, ratios at most ``L``)."""
 
     name: ClassVar[str] = "finite-channel"
+    # only the seeded bugs of ldp_plugin.verification.seeded_bugs set this (constructible, so that
+    # the verification layers, not the constructor, must catch them)
+    _construction_check_disabled: ClassVar[bool] = False
     epsilon: float
     d: Optional[int] = None
     categories: Optional[tuple] = None
@@ -105,21 +130,27 @@ class FiniteChannel(RealizedChannel, abc.ABC):
         if tiny.any():
             raise LDPParameterError(f"{self.name}: epsilon={eps} needs probabilities below 2**-24; use a smaller epsilon or fewer inputs")
         T = _thresholds_from_rows(P)
+        cum = self._boundaries(T)
+        realized = _widths(cum)  # what the client's inverse-CDF search realizes, read back
         ratio = Fraction(1)
-        for j in range(P.shape[1]):
-            col = [T[x][j] for x in range(d)]
+        for j in range(len(realized[0])):
+            col = [realized[x][j] for x in range(d)]
             if min(col) == 0:
-                if max(col) > 0:
+                if max(col) > 0 and not self._construction_check_disabled:
                     raise PrivacyVerificationError(f"{self.name}: an output has zero probability for some inputs only")
                 continue
-            r = Fraction(max(col), min(col))
-            ratio = max(ratio, r)
-        if not ratio_within_exp(ratio, eps):
+            ratio = max(ratio, Fraction(max(col), min(col)))
+        if not ratio_within_exp(ratio, eps) and not self._construction_check_disabled:
             raise PrivacyVerificationError(f"{self.name}: the realized likelihood ratio exceeds e**epsilon")
-        object.__setattr__(self, "thresholds", tuple(tuple(r) for r in T))
+        object.__setattr__(self, "thresholds", tuple(tuple(r) for r in realized))
         object.__setattr__(self, "realized_ratio", ratio)
-        cum = np.array([np.cumsum([0] + list(r[:-1]), dtype=object) for r in T], dtype=object)
-        object.__setattr__(self, "_cum", np.array([[int(c) for c in row] for row in cum], dtype=np.uint64))
+        object.__setattr__(self, "_cum", cum)
+
+    def _boundaries(self, T: list) -> np.ndarray:
+        """The client's cumulative boundaries ``B[x][y] = Σ_{j<y} T[x][j]`` (``B[x][0] = 0``),
+        accumulated in Python integers (exact; numpy's ``cumsum`` over a list of ints >= 2**63 goes
+        through float64 and rounds them) and stored as ``uint64`` (every boundary is < 2**64)."""
+        return np.array([[0, *itertools.accumulate(row[:-1])] for row in T], dtype=np.uint64)
 
     def _validate_extra(self) -> None:
         pass
@@ -138,17 +169,16 @@ class FiniteChannel(RealizedChannel, abc.ABC):
         return np.array([[t / 2.0**64 for t in row] for row in self.thresholds])
 
     def channel(self) -> Channel:
-        rows = tuple(tuple(Fraction(t, TWO64) for t in row) for row in self.thresholds)
+        """The channel the client realizes, read from the boundaries it searches (not from a
+        documented copy): ``Q(y|x) = (B[x][y+1] − B[x][y]) / 2**64``."""
+        rows = tuple(tuple(Fraction(t, TWO64) for t in row) for row in _widths(self._cum))
         return Channel(outputs=tuple(range(self.outputs)), matrix=rows)
 
     # -- client ------------------------------------------------------------------------------------------
     def _randomize_codes(self, codes: np.ndarray, source) -> np.ndarray:
-        w = source.words(codes.size)
-        out = np.empty(codes.size, dtype=np.uint16 if self.outputs <= 1 << 16 else np.uint32)
-        for x in np.unique(codes):
-            sel = np.flatnonzero(codes == x)
-            out[sel] = np.searchsorted(self._cum[x], w[sel], side="right") - 1  # exact: P = T(x, y)/2**64
-        return out
+        # exact: row x, output y iff B[x][y] <= W < B[x][y+1] for a uniform 64-bit word W
+        out = source.inverse_cdf(self._cum, np.asarray(codes, dtype=np.int64))
+        return out.astype(np.uint16 if self.outputs <= 1 << 16 else np.uint32)
 
     def randomize(self, values: Any, *, rng=None, cohorts: Any = None) -> np.ndarray:
         from ..sampling import as_source

@@ -356,7 +356,11 @@ class LGRR(LongitudinalMechanism):
 
     def _collect(self, codes: np.ndarray, keys: list, source: Any) -> np.ndarray:
         perm = self._permanent(codes, keys)
-        return _grr_sample(perm, self.d, self.thresholds[1], source).astype(np.uint32)
+        return self._instantaneous(perm, source).astype(np.uint32)
+
+    def _instantaneous(self, units: np.ndarray, source: Any) -> np.ndarray:
+        """The instantaneous GRR over the ``k`` units (keep threshold ``T2``), from the source."""
+        return _grr_sample(units, self._k(), self.thresholds[1], source)
 
     def report_fields(self) -> tuple:
         return (ReportField("report", "uint32", kind="int", bound=self.d),)
@@ -374,6 +378,28 @@ class LGRR(LongitudinalMechanism):
 
         ps, qs = self.p_star_exact, self.q_star_exact
         return Channel(tuple(range(self.d)), tuple(tuple(ps if y == x else qs for y in range(self.d)) for x in range(self.d)))
+
+    def verification_layers(self) -> tuple:
+        """Each layer on its own, for the rates layer: ``(name, channel, sampler)`` of the
+        permanent GRR(ε∞) over the ``k`` units (the real keyed PRF, a fresh random key per report)
+        and of the instantaneous GRR over the ``k`` units (the real source sampler);
+        ``sampler(x, n, source)`` gives ``n`` outputs (unit codes) on unit ``x``."""
+        from ._base import Channel
+
+        k = self._k()
+        p1, q1, p2, q2 = self.thresholds[2:6]
+
+        def grr(p: Fraction, q: Fraction) -> Channel:
+            return Channel(tuple(range(k)), tuple(tuple(p if y == x else q for y in range(k)) for x in range(k)))
+
+        def permanent(x: int, n: int, source: Any) -> np.ndarray:
+            raw = np.asarray(source.random_bytes(32 * n), dtype=np.uint8).reshape(n, 32)
+            return self._permanent(np.full(n, x, dtype=np.int64), [bytes(r) for r in raw])
+
+        def instantaneous(x: int, n: int, source: Any) -> np.ndarray:
+            return self._instantaneous(np.full(n, x, dtype=np.int64), source)
+
+        return (("permanent", grr(p1, q1), permanent), ("instantaneous", grr(p2, q2), instantaneous))
 
 
 def keys_rows(keys: list, rows: np.ndarray) -> list:

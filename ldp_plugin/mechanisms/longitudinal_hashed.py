@@ -92,7 +92,7 @@ class LOLOHA(LGRR):
         perm = self._permanent(hashed, keys)
         out = np.empty((codes.size, 2), dtype=np.uint64)
         out[:, 0] = seeds
-        out[:, 1] = _grr_sample(perm, self.g, self.thresholds[1], source)
+        out[:, 1] = self._instantaneous(perm, source)
         return out
 
     def report_fields(self) -> tuple:

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, Sequence
@@ -105,14 +106,23 @@ class _LUnary(LongitudinalMechanism):
         return self.thresholds[5]
 
     def _collect(self, codes: np.ndarray, keys: list, source: Any) -> np.ndarray:
-        T_p1, T_q1, T_p2, T_q2 = self.thresholds[:4]
+        bits = self._instantaneous_bits(self._permanent_bits(codes, keys), source)
+        return np.packbits(bits, axis=1, bitorder="little")
+
+    def _permanent_bits(self, codes: np.ndarray, keys: list) -> np.ndarray:
+        """The memoized permanent vectors: bit ``j`` is a PRF word of (key, value) below ``T_p1``
+        (``j`` = the value) or ``T_q1``."""
+        T_p1, T_q1 = self.thresholds[:2]
         n, d = codes.size, self.d
         words = _prf(keys, self._fp(), b"prr", codes, d)
         own = np.zeros((n, d), dtype=bool)
         own[np.arange(n), codes] = True
-        perm = words < np.where(own, np.uint64(T_p1), np.uint64(T_q1))
-        bits = source.bernoulli_each(np.where(perm, np.uint64(T_p2), np.uint64(T_q2)).ravel()).reshape(n, d)
-        return np.packbits(bits, axis=1, bitorder="little")
+        return words < np.where(own, np.uint64(T_p1), np.uint64(T_q1))
+
+    def _instantaneous_bits(self, perm: np.ndarray, source: Any) -> np.ndarray:
+        """The instantaneous flip: each bit 1 with ``T_p2`` where the permanent bit is 1, else ``T_q2``."""
+        T_p2, T_q2 = self.thresholds[2:4]
+        return source.bernoulli_each(np.where(perm, np.uint64(T_p2), np.uint64(T_q2)).ravel()).reshape(perm.shape)
 
     def report_fields(self) -> tuple:
         return (ReportField("report", "uint8", width=(self.d + 7) // 8, kind="bits", bound=self.d),)
@@ -145,6 +155,37 @@ class _LUnary(LongitudinalMechanism):
                 row.append(pr)
             rows.append(tuple(row))
         return Channel(tuple(range(1 << self.d)), tuple(rows))
+
+    def verification_layers(self) -> tuple:
+        """Each layer on its own, for the rates layer: ``(name, channel, sampler)`` of the permanent
+        unary encoding (the real keyed PRF, a fresh random key per report) on value ``x`` and of
+        the instantaneous flip on the one-hot vector of ``x`` (the real source sampler); outputs
+        are bit vectors as integers (bit ``j`` = item ``j``), channels over the ``2^d`` vectors."""
+        from ._base import Channel
+
+        if self.d > 12:
+            raise LDPParameterError("the layer channels enumerate 2^d outputs: d <= 12")
+        d = self.d
+        weights = 1 << np.arange(d, dtype=np.int64)
+        p1, q1, p2, q2 = (Fraction(t, TWO64) for t in self.thresholds[:4])
+
+        def bits_channel(P: Fraction, Q: Fraction) -> Channel:
+            rows = []
+            for x in range(d):
+                rows.append(tuple(math.prod((P if j == x else Q) if (y >> j) & 1 else 1 - (P if j == x else Q) for j in range(d))
+                                  for y in range(1 << d)))
+            return Channel(tuple(range(1 << d)), tuple(rows))
+
+        def permanent(x: int, n: int, source: Any) -> np.ndarray:
+            raw = np.asarray(source.random_bytes(32 * n), dtype=np.uint8).reshape(n, 32)
+            return self._permanent_bits(np.full(n, x, dtype=np.int64), [bytes(r) for r in raw]).astype(np.int64) @ weights
+
+        def instantaneous(x: int, n: int, source: Any) -> np.ndarray:
+            one_hot = np.zeros((n, d), dtype=bool)
+            one_hot[:, x] = True
+            return self._instantaneous_bits(one_hot, source).astype(np.int64) @ weights
+
+        return (("permanent", bits_channel(p1, q1), permanent), ("instantaneous", bits_channel(p2, q2), instantaneous))
 
 
 @dataclass(frozen=True, kw_only=True)

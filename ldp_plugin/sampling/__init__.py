@@ -12,6 +12,8 @@ is an exact rational number that the mechanism can check at construction:
   a geometric position: 2 random bits per event on average), one table step per random byte;
 * :meth:`RandomSource.uniform_int` draws integers exactly uniform on ``[0, r)`` by Lemire's
   multiply-and-reject method on 16- or 32-bit words (no modulo bias);
+* :meth:`RandomSource.inverse_cdf` draws an output of a finite channel by searching integer
+  cumulative boundaries with one uniform 64-bit word (exact: interval widths over ``2**64``);
 * :meth:`RandomSource.sorted_subsets` draws uniform ``k``-subsets with or without a given item
   (Floyd's algorithm on exact Lemire draws, O(k) per row);
 * :meth:`RandomSource.partial_shuffle_prefix` draws uniform ``s``-subsets without replacement of

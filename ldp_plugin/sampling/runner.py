@@ -1,5 +1,12 @@
 """The segment runner: fixed segments of work on all cores, a seeded stream consumed in the same
-order whatever the number of cores (used by the Bernoulli engine and the subset sampler)."""
+order whatever the number of cores (used by the Bernoulli engine and the subset sampler).
+
+**Fork safety.** The worker threads of :func:`_thread_pool` do not survive ``fork()``: a child that
+inherited a pool object would queue work for threads that do not exist and wait forever (a
+forked child's first large draw never returned). The pools are therefore per process: an
+``os.register_at_fork`` hook forgets them in the child, and the dictionary is also keyed by the
+process id, so a child that forks by other means (or a platform without the hook) never reuses
+its parent's pool. The kernel loader's lock (:mod:`ldp_plugin._kernels`) is reset the same way."""
 
 from __future__ import annotations
 
@@ -14,12 +21,24 @@ _POOLS: dict = {}
 
 
 def _thread_pool(workers: int):
+    """This process's pool of ``workers`` sampling threads (created on first use)."""
     from concurrent.futures import ThreadPoolExecutor
 
-    pool = _POOLS.get(workers)
+    key = (os.getpid(), workers)
+    pool = _POOLS.get(key)
     if pool is None:
-        pool = _POOLS[workers] = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="ldp-sampling")
+        pool = _POOLS[key] = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="ldp-sampling")
     return pool
+
+
+def _forget_pools_in_child() -> None:
+    """After ``fork()``, in the child: the parent's pools have no threads here; drop them (never
+    shut them down: their threads are not this process's)."""
+    _POOLS.clear()
+
+
+if hasattr(os, "register_at_fork"):  # POSIX
+    os.register_at_fork(after_in_child=_forget_pools_in_child)
 
 
 def _kernel(name: str, work=None):

@@ -185,6 +185,21 @@ class RandomSource(abc.ABC):
         t = np.asarray(thresholds, dtype=np.uint64)
         return self.words(t.size) < t
 
+    def inverse_cdf(self, boundaries: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        """Element ``i``: the ``j`` with ``B[rows[i], j] <= W_i < B[rows[i], j + 1]`` for a uniform
+        64-bit word ``W_i`` (``B = boundaries``, an ``(R, ℓ)`` ``uint64`` array of non-decreasing
+        rows starting at 0; the last interval ends at ``2**64``), as ``int64``: output ``j`` with
+        probability exactly ``(B[r, j+1] − B[r, j]) / 2**64`` — a finite channel's inverse CDF on
+        integer boundaries. One word per element, drawn in element order."""
+        B = np.asarray(boundaries, dtype=np.uint64)
+        rows = np.asarray(rows, dtype=np.int64)
+        w = self.words(rows.size)
+        out = np.empty(rows.size, dtype=np.int64)
+        for r in np.unique(rows).tolist():
+            sel = np.flatnonzero(rows == r)
+            out[sel] = np.searchsorted(B[r], w[sel], side="right") - 1
+        return out
+
     def uniform_int_each(self, r: np.ndarray) -> np.ndarray:
         """Integers exactly uniform on ``[0, r[i])`` for per-element ranges ``1 <= r[i] <= 2**32``
         (Lemire's method on 32-bit words, rejected draws redrawn), as ``int64``."""

@@ -21,16 +21,45 @@ def self_test(*, seed: int = 0, quick: bool = False) -> list[dict]:
     layers (a bug counts as caught when at least one layer fails it)."""
     from ldp_plugin.registry import verify_instance
 
-    from .seeded_bugs import seeded_bugs
+    from .seeded_bugs import seeded_bugs, seeded_declaration_bugs
 
     bugs = seeded_bugs()
+    decl_bugs = seeded_declaration_bugs()
+    n_bugs = len(bugs) + len(decl_bugs)
     rows = []
     for i, (name, mech, expected) in enumerate(bugs):
-        r = verify_instance(mech, name=name, instance=mech.params(), seed=seed + 104729 * i, quick=quick, alpha=FAMILY_ALPHA / len(bugs))
+        instance = mech.params() if hasattr(mech, "params") else mech.spec()["params"]
+        r = verify_instance(mech, name=name, instance=instance, seed=seed + 104729 * i, quick=quick, alpha=FAMILY_ALPHA / n_bugs)
         keys = (("exact", "exact"), ("sampling-path", "sampling_path"), ("goodness-of-fit", "goodness_of_fit"),
                 ("rates", "rates"), ("joint", "joint"), ("audit", "audit"), ("transcript", "transcript"))
         caught_by = [layer for layer, key in keys if key in r and not r[key]["passed"]]
         r.update({"seeded_bug": True, "caught": bool(caught_by), "caught_by": caught_by, "expected_layers": list(expected)})
+        rows.append(r)
+    rows += _declaration_bug_rows(decl_bugs, seed=seed, quick=quick, alpha=FAMILY_ALPHA / n_bugs)
+    return rows
+
+
+def _declaration_bug_rows(decl_bugs: list, *, seed: int, quick: bool, alpha: float) -> list[dict]:
+    """Bugs that only random parameter draws reveal: the declaration's canonical instances and its
+    random draws (as many as ``ldp verify`` takes) go through the layers the draws get (exact,
+    sampling path); the bug is caught by the random draws when a draw fails. The row shown is the first failing draw (else the
+    first canonical instance), with ``canonical_passed`` saying whether the canonical instances
+    alone would have missed it."""
+    from ldp_plugin.registry import verify
+
+    from .draws import DRAW_LAYERS, DRAWS_FULL, DRAWS_QUICK
+
+    rows = []
+    for j, (name, decl, expected) in enumerate(decl_bugs):
+        got = verify(decl, seed=seed + 7_368_787 * (j + 1), quick=quick, alpha=alpha, layers=DRAW_LAYERS, draws=DRAWS_QUICK if quick else DRAWS_FULL)
+        canonical = [r for r in got if not r.get("random_draw")]
+        failed_draws = [r for r in got if r.get("random_draw") and not r["passed"]]
+        r = dict(failed_draws[0] if failed_draws else canonical[0])
+        caught_by = (["random-draws"] if failed_draws else []) + [
+            "canonical-" + layer for layer, key in (("exact", "exact"), ("sampling-path", "sampling_path")) if any(key in c and not c[key]["passed"] for c in canonical)
+        ]
+        r.update({"name": name, "seeded_bug": True, "caught": bool(caught_by), "caught_by": caught_by, "expected_layers": list(expected),
+                  "canonical_passed": all(c["passed"] for c in canonical), "draws_failed": len(failed_draws)})
         rows.append(r)
     return rows
 

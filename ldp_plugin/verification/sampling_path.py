@@ -8,7 +8,9 @@ that actually runs:
   random source, and checks, **exactly**, that every Bernoulli threshold the client asks for is
   one the declared channel is built from (``declared_thresholds``; a client that compares against
   another threshold — a drifted or 2%-off rate — fails here whatever its size), and that packed
-  bit matrices are as wide as the report (a bit left unrandomized fails here).
+  bit matrices are as wide as the report (a bit left unrandomized fails here). Inverse-CDF clients
+  (the finite channels) are recorded with the boundaries they search, and each input's searched
+  rows must rebuild exactly the declared channel row (:func:`rebuilt_search_rows`).
 * :func:`rate_layer` tests, for pure frequency oracles, the realized support rates ``p*`` (own
   item) and ``q*`` (another item) with exact two-sided binomial tests, with enough samples to
   catch a 2% relative rate error with power 0.99 at a false-alarm rate of 10⁻⁶ (full mode; quick
@@ -22,6 +24,7 @@ that actually runs:
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -29,7 +32,7 @@ import numpy as np
 from ..exact import TWO64
 from ..sampling import SecureRandomSource, SeededRandomSource
 
-__all__ = ["RecordingSource", "declared_thresholds", "sampling_path_layer", "rate_layer", "joint_layer"]
+__all__ = ["RecordingSource", "declared_thresholds", "rebuilt_search_rows", "sampling_path_layer", "rate_layer", "joint_layer"]
 
 
 class RecordingSource(SeededRandomSource):
@@ -38,6 +41,8 @@ class RecordingSource(SeededRandomSource):
     def __init__(self, seed: int):
         super().__init__(seed)
         self.calls: list = []
+        #: inverse-CDF searches: ``(row, boundaries, count)`` per boundary row searched
+        self.searches: list = []
 
     def bernoulli(self, threshold: int, size: int) -> np.ndarray:
         self.calls.append(("bernoulli", int(threshold), int(size), None))
@@ -56,6 +61,48 @@ class RecordingSource(SeededRandomSource):
         for v in np.unique(t).tolist():
             self.calls.append(("bernoulli_each", int(v), int(t.size), None))
         return super().bernoulli_each(t)
+
+    def inverse_cdf(self, boundaries: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        B = np.asarray(boundaries, dtype=np.uint64)
+        r = np.asarray(rows, dtype=np.int64)
+        for v in np.unique(r).tolist():
+            self.searches.append((int(v), tuple(int(b) for b in B[v].tolist()), int(np.count_nonzero(r == v))))
+        return super().inverse_cdf(B, r)
+
+
+def rebuilt_search_rows(searches: list) -> list:
+    """The channel rows an inverse-CDF client realized, rebuilt from the boundaries it searched:
+    ``(row, [P(j)])`` with ``P(j) = (B[j+1] − B[j]) / 2**64`` (exact Fractions; the last interval
+    ends at 2**64; a non-increasing boundary gives a negative width, which no channel has)."""
+    out = []
+    for row, B, _count in searches:
+        ends = [*B[1:], TWO64]
+        out.append((row, [Fraction(b - a, TWO64) for a, b in zip(B, ends)]))
+    return out
+
+
+def _search_mismatches(mech: Any, x: int, searches: list) -> list:
+    """Inputs whose searched boundaries do not rebuild exactly the declared channel row ``x``."""
+    if not searches:
+        return []
+    rows = rebuilt_search_rows(searches)
+    ch = mech.channel()
+    declared = list(ch.matrix[x])
+    bad = []
+    for _row, probs in rows:
+        cols = mech.output_index(np.arange(len(probs)))
+        rebuilt = [0] * len(declared)
+        for j, pr in zip(np.asarray(cols).tolist(), probs):
+            if not 0 <= j < len(declared):
+                bad.append(x)
+                break
+            rebuilt[j] += pr
+        else:
+            if rebuilt != declared:
+                bad.append(x)
+    if len({B for _r, B, _c in searches}) > 1:  # one input, two different searched channels
+        bad.append(x)
+    return sorted(set(bad))
 
 
 def _thresholds_of(obj: Any, seen: set, depth: int = 0) -> set:
@@ -102,19 +149,26 @@ def sampling_path_layer(mech: Any, *, n: int = 64, seed: int = 0) -> dict:
     undeclared: set = set()
     bad_width: set = set()
     n_calls = 0
+    searched_rows = 0
+    search_mismatch: list = []
     for x in range(mech.verification_input_count()):
         src = RecordingSource(seed + x)
         mech.sample_verification_outputs(x, n, src)
+        n_calls += len(src.searches)
+        searched_rows += len(src.searches)
+        search_mismatch += _search_mismatches(mech, x, src.searches)
         for kind, value, _size, width in src.calls:
             n_calls += 1
             if value not in declared:
                 undeclared.add(value)
             if kind == "bernoulli_packed" and width not in widths:
                 bad_width.add(width)
-    passed = not undeclared and not bad_width
+    passed = not undeclared and not bad_width and not search_mismatch
     return {
         "layer": "sampling-path",
         "requests": n_calls,
+        "inverse_cdf_rows_rebuilt": searched_rows,
+        "inputs_whose_searched_boundaries_differ_from_declared": search_mismatch[:5],
         "declared_thresholds": len(declared),
         "undeclared_thresholds": sorted(undeclared)[:5],
         "undeclared_relative_error": [float(min(abs(t - d) / d for d in declared if d)) for t in sorted(undeclared)[:5]] if declared else [],

@@ -18,10 +18,15 @@ suite run the layers on them.
 | ``SharedNoisePairsRAPPOR`` | users 2i and 2i+1 share one randomization (each marginal exact) | ∞ jointly | joint |
 | ``LastBitOUE`` | the last bit is never randomized (OpenDP's bit-vector RR before 0.15) | ∞ | sampling path, goodness of fit |
 | ``ValueChargedAsUserLGRR`` | L-GRR whose ledger charge at ``relation="user"`` is the papers' value-level ``min(t, d)·ε∞`` (the charge before issue 32) | 5.38 > 4 at T = 8 | transcript |
+| ``FloatBoundaryGeometric`` | the client's cumulative boundaries built by ``np.cumsum`` over Python ints (numpy goes through float64: boundaries >= 2**63 rounded), d = 3, ε = 16.42 | ε + 2.9e−10 | exact (reads the boundaries the client searches) |
+| ``WindowRatePiecewise`` | Piecewise whose client compares its own words with an in-window threshold 0.5% above the declared one (invisible to the threshold-recording layer) | ≈ 1.005·e^ε ratio | rates |
+| ``GridEpsilonKRR`` | k-RR whose thresholds come from ε rounded *up* to a 0.1 grid (a precomputed table): exact at every canonical ε, too weak elsewhere | up to ε + 0.1 | random draws (exact layer) |
 """
 
 from __future__ import annotations
 
+import dataclasses
+import math
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import ClassVar
@@ -29,7 +34,7 @@ from typing import ClassVar
 import numpy as np
 
 from ..exact import TWO64, exp_lower_bound
-from ..mechanisms import KRR, OUE, RAPPOR, KSubset
+from ..mechanisms import KRR, OUE, RAPPOR, GeometricMechanism, KSubset, Piecewise
 from ..mechanisms._base import floor_threshold
 from ..mechanisms.longitudinal import LGRR
 from ..mechanisms.unary import UnaryEncoding
@@ -47,7 +52,11 @@ __all__ = [
     "SharedNoisePairsRAPPOR",
     "LastBitOUE",
     "ValueChargedAsUserLGRR",
+    "FloatBoundaryGeometric",
+    "WindowRatePiecewise",
+    "GridEpsilonKRR",
     "seeded_bugs",
+    "seeded_declaration_bugs",
 ]
 
 
@@ -243,6 +252,66 @@ class ValueChargedAsUserLGRR(LGRR):
     def collection_cost(self, t: int) -> Fraction:
         e, U = Fraction(self.epsilon_perm), self.unit_bound()
         return min(t, U) * e - min(t - 1, U) * e
+class FloatBoundaryGeometric(GeometricMechanism):
+    """The truncated geometric mechanism with the boundaries the client searches built as before
+    issue 32: ``np.cumsum([0] + list(T), dtype=object)`` — numpy first converts the list of Python
+    ints (some >= 2**63) to float64, so boundaries are rounded by up to 2,048/2**64 and one output
+    of one row gains what its neighbour loses. At d = 3, ε = 16.42 the realized ratio exceeds
+    e^ε by 2.9·10⁻¹⁰ (relative)."""
+
+    name = "bug-float-boundary-geometric"
+    _construction_check_disabled: ClassVar[bool] = True
+
+    def _boundaries(self, T: list) -> np.ndarray:
+        cum = np.array([np.cumsum([0] + list(r[:-1]), dtype=object) for r in T], dtype=object)
+        return np.array([[int(c) for c in row] for row in cum], dtype=np.uint64)
+
+
+@dataclass(frozen=True, kw_only=True)
+class WindowRatePiecewise(Piecewise):
+    """Piecewise whose client decides "inside the window" by comparing uniform words with its own
+    threshold, 0.5% above the declared ``window_threshold`` (a hand-rolled comparison: the
+    recording layer sees no Bernoulli threshold). Every other part is the real client."""
+
+    name = "bug-window-rate-piecewise"
+
+    def _sample(self, k, source):
+        n = k.size
+        inside = source.words(n) < np.uint64(self.window_threshold * 1005 // 1000)
+        j_in = k + source.uniform_int(self.window, n)
+        u = source.uniform_int(self.cells - self.window, n)
+        j_out = np.where(u < k, u, u + self.window)
+        return np.where(inside, j_in, j_out).astype(np.uint32)
+
+
+@dataclass(frozen=True, kw_only=True)
+class GridEpsilonKRR(KRR):
+    """k-RR whose keep threshold is taken from a table precomputed on an ε grid of step 0.1, at the
+    grid point at or *above* ε (the wrong direction): exact wherever ε is a multiple of 0.1 —
+    every canonical instance — and up to 0.1 too weak everywhere else."""
+
+    name = "bug-grid-epsilon-krr"
+    _construction_check_disabled: ClassVar[bool] = True
+
+    def _realize(self):
+        grid_eps = math.ceil(round(self.epsilon * 10, 9)) / 10
+        L = exp_lower_bound(grid_eps)
+        T = floor_threshold(L / (L + self.d - 1))
+        object.__setattr__(self, "keep_threshold", T)
+        p = Fraction(T, TWO64)
+        q = (1 - p) / (self.d - 1)
+        return p, q, Fraction(T * (self.d - 1), TWO64 - T)
+
+
+def seeded_declaration_bugs() -> list:
+    """``(name, registry declaration, layers expected to catch it)`` for bugs that only a random
+    parameter draw can reveal: the declaration is k-RR's (same ranges, same canonical instances)
+    with the broken constructor."""
+    from ldp_plugin.registry import load_registry
+
+    krr = load_registry()["krr"]
+    decl = dataclasses.replace(krr, name="grid-epsilon-krr", constructor="ldp_plugin.verification.seeded_bugs:GridEpsilonKRR")
+    return [("grid-epsilon-krr", decl, ("random-draws",))]
 
 
 def seeded_bugs() -> list:
@@ -260,4 +329,6 @@ def seeded_bugs() -> list:
         ("shared-noise-pairs", SharedNoisePairsRAPPOR(epsilon=1.0, d=4), ("joint",)),
         ("last-bit-unrandomized", LastBitOUE(epsilon=1.0, d=4), ("sampling-path", "goodness-of-fit")),
         ("value-charged-as-user", ValueChargedAsUserLGRR(epsilon_perm=2.0, epsilon_1=1.0, d=2), ("transcript",)),
+        ("float-boundary-geometric", FloatBoundaryGeometric(epsilon=16.42, d=3), ("exact",)),
+        ("window-rate-0.5pct-piecewise", WindowRatePiecewise(epsilon=4.0, grid=16), ("rates",)),
     ]
