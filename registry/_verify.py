@@ -61,8 +61,14 @@ def verify_instance(mech, *, name: str, instance: dict, seed: int = 0, quick: bo
         jt = joint_layer(mech, n_pairs=5_000 if quick else 20_000, alpha=alpha / 6, seed=seed + 7)
         out["joint"] = jt
         passed &= jt["passed"]
+    if "production" in layers:
+        from ldp_plugin.verification.production import production_layer
+
+        pr = production_layer(mech, quick=quick, alpha=alpha / 6)
+        out["production"] = pr
+        passed &= pr["passed"]
     if "goodness-of-fit" in layers:
-        g = gof_layer(mech, n_per_input=5_000 if quick else 20_000, alpha=alpha / 3, seed=seed)
+        g = gof_layer(mech, n_per_input=5_000 if quick else 20_000, alpha=alpha / 6, seed=seed)
         out["goodness_of_fit"] = g
         passed &= g["passed"]
     if "audit" in layers:

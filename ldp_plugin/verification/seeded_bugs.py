@@ -17,10 +17,15 @@ suite run the layers on them.
 | ``RateLowOUE`` / ``RateHighOUE`` | the client's 0→1 bit rate is 2% below / above the declared q* | ≈ 1.02 ε | sampling path, rates |
 | ``SharedNoisePairsRAPPOR`` | users 2i and 2i+1 share one randomization (each marginal exact) | ∞ jointly | joint |
 | ``LastBitOUE`` | the last bit is never randomized (OpenDP's bit-vector RR before 0.15) | ∞ | sampling path, goodness of fit |
+| ``FixedKeyAESKRR`` | exact on the seeded source; on the secure source large requests reuse one AES key (the same keystream every request) | ∞ across requests | joint |
+| ``KernelOnlyOUE`` | exact on the numpy kernels; when the compiled kernels run, q is 3% high | ≈ 1.03 ε | production path |
+| ``HalfOffsetKRR`` | users ``i`` and ``i + n/2`` share their randomness (neighbours independent) | ∞ jointly | joint |
+| ``ForkRepeatKRR`` | the secure source is replaced by a per-process stream seeded once: a forked child repeats its parent | ∞ across processes | joint |
 """
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import ClassVar
@@ -31,6 +36,7 @@ from ..exact import TWO64, exp_lower_bound
 from ..mechanisms import KRR, OUE, RAPPOR, KSubset
 from ..mechanisms._base import floor_threshold
 from ..mechanisms.unary import UnaryEncoding
+from ..sampling import RandomSource, SeededRandomSource
 
 __all__ = [
     "SwappedUE",
@@ -44,6 +50,10 @@ __all__ = [
     "RateHighOUE",
     "SharedNoisePairsRAPPOR",
     "LastBitOUE",
+    "FixedKeyAESKRR",
+    "KernelOnlyOUE",
+    "HalfOffsetKRR",
+    "ForkRepeatKRR",
     "seeded_bugs",
 ]
 
@@ -227,6 +237,89 @@ class LastBitOUE(OUE):
         return out
 
 
+class _FixedKeyAES(RandomSource):
+    """A broken "secure" source: requests of at least 64 KiB are the AES-256-CTR keystream under a
+    *fixed* key from counter 0 (every large request returns the same bytes)."""
+
+    secure = True
+
+    def __init__(self, inner):
+        self.inner = inner
+
+    def random_bytes(self, n: int) -> np.ndarray:
+        from ..sampling.cipher import CIPHER_MIN, _cipher_module
+
+        if n < CIPHER_MIN or _cipher_module() is None:
+            return self.inner.random_bytes(n)
+        Cipher, AES, CTR = _cipher_module()
+        enc = Cipher(AES(bytes(range(32))), CTR(bytes(16))).encryptor()
+        return np.frombuffer(enc.update(bytes(n)), dtype=np.uint8).copy()
+
+
+@dataclass(frozen=True, kw_only=True)
+class FixedKeyAESKRR(KRR):
+    """k-RR whose client, on a secure source, expands large requests with a fixed AES key: every
+    report's marginal is exact and a seeded run is exactly k-RR, but two requests repeat each
+    other's keystream (the "uniform" draws of one request equal those of the next)."""
+
+    name = "bug-fixed-key-aes"
+
+    def _randomize_codes(self, codes, source):
+        return super()._randomize_codes(codes, _FixedKeyAES(source) if source.secure else source)
+
+
+@dataclass(frozen=True, kw_only=True)
+class KernelOnlyOUE(OUE):
+    """OUE whose compiled-kernel path differs from its numpy twin: when the batch kernels are
+    compiled (numba loaded; in ``auto`` mode, batches above the kernel cut-off), the 0→1 rate is
+    3% above q. Every run on the numpy kernels is exact."""
+
+    name = "bug-kernel-only"
+
+    def _randomize_codes(self, codes, source):
+        from .._kernels import compiled
+
+        q = self.q_threshold
+        if compiled("decode_runs", work=max(codes.size, 1) * self.d) is not None:
+            q = q * 103 // 100
+        return _unary_rows(self, codes, source, q, self.d)
+
+
+@dataclass(frozen=True, kw_only=True)
+class HalfOffsetKRR(KRR):
+    """k-RR where users ``i`` and ``i + ⌈n/2⌉`` of a batch share their random draws: neighbours
+    are independent and every marginal is exact, but the two halves of a batch repeat each other."""
+
+    name = "bug-half-offset"
+
+    def _randomize_codes(self, codes, source):
+        n = codes.size
+        h = (n + 1) // 2
+        keep = np.tile(source.bernoulli(self.keep_threshold, h), 2)[:n]
+        other = np.tile(source.uniform_int(self.d - 1, h), 2)[:n]
+        other += other >= codes
+        return np.where(keep, codes, other).astype(np.uint16)
+
+
+_PROCESS_STREAM: dict = {}
+
+
+@dataclass(frozen=True, kw_only=True)
+class ForkRepeatKRR(KRR):
+    """k-RR whose client replaces the secure source by one per-process stream, seeded once from
+    the OS: fresh between requests and batches, but a forked child continues from its parent's
+    state and repeats the parent's next reports."""
+
+    name = "bug-fork-repeat"
+
+    def _randomize_codes(self, codes, source):
+        if source.secure:
+            if "stream" not in _PROCESS_STREAM:
+                _PROCESS_STREAM["stream"] = SeededRandomSource(int.from_bytes(os.urandom(8), "little"))
+            source = _PROCESS_STREAM["stream"]
+        return super()._randomize_codes(codes, source)
+
+
 def seeded_bugs() -> list:
     """``(name, instance, layers expected to catch it)`` for the seeded-bug suite."""
     return [
@@ -241,4 +334,8 @@ def seeded_bugs() -> list:
         ("rate-2pct-high", RateHighOUE(epsilon=1.0, d=4), ("sampling-path", "rates")),
         ("shared-noise-pairs", SharedNoisePairsRAPPOR(epsilon=1.0, d=4), ("joint",)),
         ("last-bit-unrandomized", LastBitOUE(epsilon=1.0, d=4), ("sampling-path", "goodness-of-fit")),
+        ("fixed-key-aes", FixedKeyAESKRR(epsilon=1.0, d=4), ("joint",)),
+        ("kernel-only", KernelOnlyOUE(epsilon=1.0, d=4), ("production",)),
+        ("half-offset-pairs", HalfOffsetKRR(epsilon=1.0, d=4), ("joint",)),
+        ("fork-repeat", ForkRepeatKRR(epsilon=1.0, d=4), ("joint",)),
     ]

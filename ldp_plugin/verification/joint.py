@@ -1,0 +1,166 @@
+"""The joint layer (issue 32): several users' reports together, on the secure default source.
+
+Each report's marginal can be exactly right while reports share randomness: two users given the
+same noise, a keystream block or an AES key reused between requests, a child process that repeats
+its parent's stream. None of these moves a single report's distribution, so only a test on
+*pairs* of reports sees them. :func:`joint_layer` draws, for each of up to three inputs ``x``,
+batches of ``max(2·n_pairs, 2**15)`` users (so that requests reach the AES-CTR expansion) all holding ``x`` from :class:`~ldp_plugin.sampling.SecureRandomSource`
+and tests pairs of reports that must be independent:
+
+* **within a batch**, at several offsets: neighbours ``(2i, 2i + 1)``, the two halves
+  ``(i, i + n/2)`` (the segment and worker split points of a batch fall there), and random pairs
+  (a seeded permutation of the rows — the pairing, not the randomness, is seeded);
+* **across two requests** of one source object and **across two batches** of two source objects
+  (row ``i`` of one against row ``i`` of the other);
+* **across processes**: a child forked after the parent has drawn (its first batch of the
+  inherited source, against the parent's next batch of the same size).
+
+Two statistics per set of pairs ``(a_i, b_i)``: the **equality rate** ``#{a_i = b_i}`` against its
+exact value under independence, ``Σ_y P(y|x)²`` from the declared channel (one-sided binomial test:
+reused randomness makes equal reports more likely), and a χ² test of independence on the 2×2
+table of "report is the batch's most frequent output" (either direction of dependence). Every test
+runs at ``α / (number of tests)``. The forked child draws a small batch (below the secure source's
+thread split, so a child never waits on the parent's worker threads) and must answer within
+``fork_timeout`` seconds; a child that does not answer fails the layer.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import select
+import signal
+from typing import Any, Optional
+
+import numpy as np
+
+from ..sampling import SecureRandomSource
+from .production import production_outputs
+
+__all__ = ["joint_layer", "pair_tests", "forked_outputs"]
+
+#: rows drawn by the forked child (and the parent's matching batch)
+FORK_ROWS = 4096
+#: the smallest batch: large enough that a client drawing 2 bytes per user reaches the AES-CTR
+#: expansion (64 KiB), so reused keystreams are looked at on the path production batches take
+MIN_ROWS = 1 << 15
+
+
+def _equality_pvalue(a: np.ndarray, b: np.ndarray, p_equal: float) -> float:
+    from scipy.stats import binomtest
+
+    k = int(np.count_nonzero(a == b))
+    if p_equal >= 1.0:
+        return 1.0
+    return float(binomtest(k, a.size, min(max(p_equal, 0.0), 1.0), alternative="greater").pvalue)
+
+
+def _mode_pvalue(a: np.ndarray, b: np.ndarray) -> float:
+    from scipy.stats import chi2_contingency
+
+    mode = np.bincount(np.concatenate([a, b])).argmax()
+    fa, fb = (a == mode).astype(np.int64), (b == mode).astype(np.int64)
+    table = np.array([[np.sum((fa == i) & (fb == j)) for j in (0, 1)] for i in (0, 1)])
+    if (table.sum(axis=0) == 0).any() or (table.sum(axis=1) == 0).any():
+        return 1.0  # a constant feature carries no information about dependence
+    return float(chi2_contingency(table, correction=False).pvalue)
+
+
+def pair_tests(a: np.ndarray, b: np.ndarray, p_equal: float) -> dict:
+    """The two p-values for the pairs ``(a[i], b[i])``."""
+    return {"equal": _equality_pvalue(a, b, p_equal), "mode": _mode_pvalue(a, b)}
+
+
+def forked_outputs(mech: Any, x: int, n: int, source: Any, timeout: float = 60.0) -> tuple:
+    """``(child batch, parent batch)``: ``n`` outputs on input ``x`` drawn by a forked child from
+    the inherited ``source``, and the parent's next ``n`` from the same source; the child's batch
+    is None if it failed or did not answer within ``timeout`` seconds (or fork is unavailable)."""
+    codes = np.full(n, x, dtype=np.int64)
+    if not hasattr(os, "fork"):
+        return None, production_outputs(mech, codes, source)
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: one batch, written to the pipe, then exit without cleanup
+        code = 1
+        try:
+            os.close(r)
+            data = np.ascontiguousarray(production_outputs(mech, codes, source), dtype=np.int64).tobytes()
+            view = memoryview(data)
+            while view:
+                view = view[os.write(w, view):]
+            code = 0
+        finally:
+            os._exit(code)
+    os.close(w)
+    parent = production_outputs(mech, codes, source)
+    chunks, need = [], 8 * n
+    try:
+        while need > 0:
+            ready, _, _ = select.select([r], [], [], timeout)
+            if not ready:
+                break
+            chunk = os.read(r, min(need, 1 << 20))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            need -= len(chunk)
+    finally:
+        os.close(r)
+        if need > 0:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        _, status = os.waitpid(pid, 0)
+    if need > 0 or status != 0:
+        return None, parent
+    return np.frombuffer(b"".join(chunks), dtype=np.int64), parent
+
+
+def joint_layer(mech: Any, *, n_pairs: int = 20_000, alpha: float = 1e-6, seed: int = 0, fork: bool = True, fork_timeout: float = 60.0) -> dict:
+    """Pairs of reports that must be independent (see the module docstring)."""
+    P = [[float(p) for p in row] for row in mech.channel().matrix]
+    rng = np.random.default_rng(seed)  # the pairing only
+    n = max(2 * n_pairs, MIN_ROWS)
+    n_pairs = n // 2
+    results: list = []  # (test, x, statistic, p-value)
+    child_ok = True
+    for x in range(min(mech.verification_input_count(), 3)):
+        p_equal = math.fsum(p * p for p in P[x])
+        codes = np.full(n, x, dtype=np.int64)
+        src = SecureRandomSource()
+        a = production_outputs(mech, codes, src)
+        b = production_outputs(mech, codes, src)  # a second request of the same source object
+        c = production_outputs(mech, codes, SecureRandomSource())  # a second batch, a new source
+        perm = rng.permutation(n)
+        sets = {
+            "neighbours (2i, 2i+1)": (a[0::2], a[1::2]),
+            "halves (i, i+n/2)": (a[:n_pairs], a[n_pairs:]),
+            "random pairs": (a[perm[:n_pairs]], a[perm[n_pairs:]]),
+            "two requests": (a, b),
+            "two batches": (a, c),
+        }
+        if fork:
+            child, parent = forked_outputs(mech, x, min(FORK_ROWS, n), src, timeout=fork_timeout)
+            if child is None:
+                child_ok = child_ok and not hasattr(os, "fork")
+            else:
+                sets["forked child"] = (child, parent)
+        for name, (u, v) in sets.items():
+            for stat, p in pair_tests(u, v, p_equal).items():
+                results.append((name, x, stat, p))
+    level = alpha / max(len(results), 1)
+    failed = sorted({f"{name} ({stat})" for name, _x, stat, p in results if p < level})
+    worst = min((p for *_, p in results), default=1.0)
+    return {
+        "layer": "joint",
+        "source": "SecureRandomSource",
+        "pairs": n_pairs,
+        "tests": len(results),
+        "pairings": sorted({name for name, *_ in results}),
+        "min_pvalue": worst,
+        "dependent": failed,
+        "forked_child_answered": child_ok,
+        "fresh_between_batches": not any(f.startswith(("two requests", "two batches")) for f in failed),
+        "passed": bool(not failed and child_ok),
+    }
