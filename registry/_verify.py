@@ -61,6 +61,12 @@ def verify_instance(mech, *, name: str, instance: dict, seed: int = 0, quick: bo
         jt = joint_layer(mech, n_pairs=5_000 if quick else 20_000, alpha=alpha / 6, seed=seed + 7)
         out["joint"] = jt
         passed &= jt["passed"]
+    if "positions" in layers:
+        from ldp_plugin.verification.positions import positions_layer
+
+        po = positions_layer(mech, quick=quick, alpha=alpha / 6, seed=seed + 11)
+        out["positions"] = po
+        passed &= po["passed"]
     if "production" in layers:
         from ldp_plugin.verification.production import production_layer
 
@@ -73,7 +79,7 @@ def verify_instance(mech, *, name: str, instance: dict, seed: int = 0, quick: bo
         passed &= g["passed"]
     if "audit" in layers:
         a = audit_layer(
-            mech, alpha=alpha / 3, seed=seed + 1, n_pilot=5_000 if quick else 20_000, max_samples=200_000 if quick else 20_000_000
+            mech, alpha=alpha / 6, seed=seed + 1, n_pilot=5_000 if quick else 20_000, max_samples=200_000 if quick else 20_000_000
         )
         out["audit_epsilon_lower_bound"] = a["audit_epsilon_lower_bound"]
         out["audit_samples"] = a["audit_samples"]

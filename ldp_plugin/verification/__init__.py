@@ -28,7 +28,7 @@ def self_test(*, seed: int = 0, quick: bool = False) -> list[dict]:
     for i, (name, mech, expected) in enumerate(bugs):
         r = verify_instance(mech, name=name, instance=mech.params(), seed=seed + 104729 * i, quick=quick, alpha=FAMILY_ALPHA / len(bugs))
         keys = (("exact", "exact"), ("sampling-path", "sampling_path"), ("goodness-of-fit", "goodness_of_fit"),
-                ("rates", "rates"), ("joint", "joint"), ("audit", "audit"), ("production", "production"))
+                ("rates", "rates"), ("joint", "joint"), ("audit", "audit"), ("production", "production"), ("positions", "positions"))
         caught_by = [layer for layer, key in keys if key in r and not r[key]["passed"]]
         r.update({"seeded_bug": True, "caught": bool(caught_by), "caught_by": caught_by, "expected_layers": list(expected)})
         rows.append(r)

@@ -20,6 +20,9 @@ suite run the layers on them.
 | ``FixedKeyAESKRR`` | exact on the seeded source; on the secure source large requests reuse one AES key (the same keystream every request) | ∞ across requests | joint |
 | ``KernelOnlyOUE`` | exact on the numpy kernels; when the compiled kernels run, q is 3% high | ≈ 1.03 ε | production path |
 | ``HalfOffsetKRR`` | users ``i`` and ``i + n/2`` share their randomness (neighbours independent) | ∞ jointly | joint |
+| ``ComplementedKRR`` | keeps the true item with ``1 − p`` (the complement of the declared threshold; ε = 0.02, a 1% shift) | ε, wrong channel | positions |
+| ``SwappedBitsRAPPOR`` | draws the own bit with ``q`` and the other bits with ``p`` (both thresholds declared; ε = 0.05) | ε, wrong channel | positions |
+| ``PermanentInInstantaneousLGRR`` | L-GRR whose instantaneous layer compares with the permanent layer's threshold | ≈ ε∞ per report | positions |
 | ``ForkRepeatKRR`` | the secure source is replaced by a per-process stream seeded once: a forked child repeats its parent | ∞ across processes | joint |
 """
 
@@ -35,6 +38,7 @@ import numpy as np
 from ..exact import TWO64, exp_lower_bound
 from ..mechanisms import KRR, OUE, RAPPOR, KSubset
 from ..mechanisms._base import floor_threshold
+from ..mechanisms.longitudinal import LGRR
 from ..mechanisms.unary import UnaryEncoding
 from ..sampling import RandomSource, SeededRandomSource
 
@@ -54,6 +58,9 @@ __all__ = [
     "KernelOnlyOUE",
     "HalfOffsetKRR",
     "ForkRepeatKRR",
+    "ComplementedKRR",
+    "SwappedBitsRAPPOR",
+    "PermanentInInstantaneousLGRR",
     "seeded_bugs",
 ]
 
@@ -320,6 +327,52 @@ class ForkRepeatKRR(KRR):
         return super()._randomize_codes(codes, source)
 
 
+@dataclass(frozen=True, kw_only=True)
+class ComplementedKRR(KRR):
+    """k-RR whose client keeps the true item with the *complement* of the declared threshold:
+    every threshold it asks for is declared (complements are), the realized channel is still
+    ε-LDP, but it is not the declared one (at ε = 0.02 the keep rate moves by 1%)."""
+
+    name = "bug-complemented-krr"
+
+    def _randomize_codes(self, codes, source):
+        n = codes.size
+        keep = source.bernoulli(TWO64 - self.keep_threshold, n)
+        other = source.uniform_int(self.d - 1, n)
+        other += other >= codes
+        return np.where(keep, codes, other).astype(np.uint16)
+
+
+@dataclass(frozen=True, kw_only=True)
+class SwappedBitsRAPPOR(RAPPOR):
+    """RAPPOR whose client draws the user's own bit with ``q`` and every other bit with ``p``:
+    both thresholds are declared, each is used at the other's place."""
+
+    name = "bug-swapped-bits-rappor"
+
+    def _randomize_codes(self, codes, source):
+        from ..mechanisms.unary import randomize_bit_rows
+
+        return randomize_bit_rows(np.asarray(codes, dtype=np.int64)[:, None], self.d, self.q_threshold, self.p_threshold, source)
+
+
+@dataclass(frozen=True, kw_only=True)
+class PermanentInInstantaneousLGRR(LGRR):
+    """L-GRR whose instantaneous layer compares with the permanent layer's keep threshold ``T1``
+    instead of ``T2`` (both declared)."""
+
+    name = "bug-permanent-in-instantaneous"
+
+    def params(self) -> dict:
+        return {"epsilon_perm": self.epsilon_perm, "epsilon_1": self.epsilon_1, "d": self.d}
+
+    def _collect(self, codes, keys, source):
+        from ..mechanisms.longitudinal import _grr_sample
+
+        perm = self._permanent(codes, keys)
+        return _grr_sample(perm, self.d, self.thresholds[0], source).astype(np.uint32)
+
+
 def seeded_bugs() -> list:
     """``(name, instance, layers expected to catch it)`` for the seeded-bug suite."""
     return [
@@ -338,4 +391,7 @@ def seeded_bugs() -> list:
         ("kernel-only", KernelOnlyOUE(epsilon=1.0, d=4), ("production",)),
         ("half-offset-pairs", HalfOffsetKRR(epsilon=1.0, d=4), ("joint",)),
         ("fork-repeat", ForkRepeatKRR(epsilon=1.0, d=4), ("joint",)),
+        ("complemented-threshold", ComplementedKRR(epsilon=0.02, d=2), ("positions",)),
+        ("swapped-bit-thresholds", SwappedBitsRAPPOR(epsilon=0.05, d=4), ("positions",)),
+        ("permanent-in-instantaneous", PermanentInInstantaneousLGRR(epsilon_perm=4.0, epsilon_1=1.0, d=3), ("positions",)),
     ]
