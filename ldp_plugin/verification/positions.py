@@ -238,12 +238,13 @@ class EnumeratingSource(RandomSource):
         return np.array([opts[int(v)] for v in digit], dtype=np.int64).reshape(n_rows, s)
 
 
-def enumerated_channel(mech: Any, x: int, *, replicates: int = 1024, max_rows: int = 1 << 15, seed: int = 0) -> dict:
-    """The realized row ``x`` (per replicate) rebuilt from the client's calls; see the module
-    docstring. Returns the calls, ``exact`` (no raw draws) and ``rows``: a ``(K, outputs)`` list of
-    Fractions (one row per replicate)."""
+def enumerate_client(run, width: int, *, replicates: int = 1024, max_rows: int = 1 << 15, seed: int = 0) -> dict:
+    """The realized output distribution of ``run(n, source) -> output indices`` (a client on
+    ``n`` users who all hold the same input) rebuilt from its calls; see the module docstring.
+    Returns the calls, ``exact`` (no raw draws) and ``rows``: one row of Fractions (exact) or a
+    ``(K, width)`` float array (one conditional row per keyed replicate)."""
     probe = EnumeratingSource(1, seed=seed)
-    production_outputs(mech, np.full(1, x, dtype=np.int64), probe)
+    run(1, probe)
     plan = probe.calls
     exact = not any(c.raw for c in plan)
     for _attempt in range(8):
@@ -253,7 +254,7 @@ def enumerated_channel(mech: Any, x: int, *, replicates: int = 1024, max_rows: i
             raise NotEnumerable(f"{L:,} outcomes × {K} replicates do not fit in {max_rows:,} users")
         src = EnumeratingSource(L * K, plan, replicates=K, seed=seed)
         try:
-            out = production_outputs(mech, np.full(L * K, x, dtype=np.int64), src)
+            out = np.asarray(run(L * K, src), dtype=np.int64)
             break
         except _Grow as g:
             plan[g.k].radix = g.radix
@@ -261,18 +262,45 @@ def enumerated_channel(mech: Any, x: int, *, replicates: int = 1024, max_rows: i
         raise NotEnumerable("per-user ranges kept growing")
     if len(src.calls) != len(plan):
         raise NotEnumerable("the client's calls differ between the probe and the enumeration")
-    width = len(mech.channel().outputs)
     if exact:  # exact rationals: the sum of each output's integer weights over the denominator
         acc = [0] * width
         for y, w in zip(out.tolist(), src.weight_num.tolist()):
             if w:
                 acc[y] += w
-        rows = [[Fraction(a, src.weight_den) for a in acc]]
+        rows: Any = [[Fraction(a, src.weight_den) for a in acc]]
     else:  # one conditional row per replicate (floats: compared within a statistical bound)
         w = np.array([float(Fraction(int(v), src.weight_den)) for v in src.weight_num.tolist()])
         rep = np.arange(L * K) // L
         rows = np.bincount(rep * width + out, weights=w, minlength=K * width).reshape(K, width)
     return {"calls": plan, "exact": exact, "replicates": K, "users": L * K, "rows": rows}
+
+
+def enumerated_channel(mech: Any, x: int, *, replicates: int = 1024, max_rows: int = 1 << 15, seed: int = 0) -> dict:
+    """:func:`enumerate_client` on the verification entry point with every user holding ``x``."""
+    width = len(mech.channel().outputs)
+    return enumerate_client(lambda n, src: production_outputs(mech, np.full(n, x, dtype=np.int64), src), width,
+                            replicates=replicates, max_rows=max_rows, seed=seed)
+
+
+def compare_row(e: dict, D: list, *, tests: int, alpha: float) -> dict:
+    """The worst output of the enumerated row(s) ``e`` against the declared row ``D``; ``ok``:
+    they match (exactly, or within the empirical Bernstein bound at level ``alpha / tests``)."""
+    if e["exact"]:
+        diff = [i for i, (a, b) in enumerate(zip(e["rows"][0], D)) if a != b]
+        if diff:
+            i = diff[0]
+            return {"ok": False, "output": i, "realized": float(e["rows"][0][i]), "declared": float(D[i]), "excess": math.inf}
+        return {"ok": True, "excess": 0.0}
+    R = np.asarray(e["rows"], dtype=np.float64)
+    K = R.shape[0]
+    mean, var = R.mean(axis=0), R.var(axis=0, ddof=1)
+    Df = np.array([float(v) for v in D])
+    # empirical Bernstein (Maurer & Pontil 2009, Thm 4) for the mean of K iid values in [0, 1]
+    lg = math.log(2 * 2 * tests * len(D) / alpha)
+    bound = np.sqrt(2 * var * lg / K) + 7 * lg / (3 * (K - 1))
+    excess = np.abs(mean - Df) / bound
+    i = int(excess.argmax())
+    return {"ok": bool(excess[i] <= 1), "output": i, "realized": float(mean[i]), "declared": float(Df[i]), "excess": float(excess[i])}
 
 
 def positions_layer(mech: Any, *, quick: bool = False, alpha: float = 1e-6, seed: int = 0, max_rows: Optional[int] = None, replicates: Optional[int] = None) -> dict:
@@ -291,26 +319,13 @@ def positions_layer(mech: Any, *, quick: bool = False, alpha: float = 1e-6, seed
             e = enumerated_channel(mech, x, replicates=replicates, max_rows=max_rows, seed=seed + x)
             if x == 0:
                 calls_summary = [c.summary() for c in e["calls"]]
-            D = declared[x]
-            if e["exact"]:
-                diff = [i for i, (a, b) in enumerate(zip(e["rows"][0], D)) if a != b]
-                if diff:
-                    i = diff[0]
-                    mismatch.append({"input": x, "output": i, "realized": float(e["rows"][0][i]), "declared": float(D[i])})
-                continue
-            mode = "keyed replicates"
-            R = np.asarray(e["rows"], dtype=np.float64)
-            K = R.shape[0]
-            mean, var = R.mean(axis=0), R.var(axis=0, ddof=1)
-            Df = np.array([float(v) for v in D])
-            # empirical Bernstein (Maurer & Pontil 2009, Thm 4) for means of K iid values in [0, 1]
-            lg = math.log(2 * 2 * m * len(D) / alpha)
-            bound = np.sqrt(2 * var * lg / K) + 7 * lg / (3 * (K - 1))
-            excess = np.abs(mean - Df) / bound
-            worst_z = max(worst_z, float(excess.max()))
-            if float(excess.max()) > 1:
-                i = int(excess.argmax())
-                mismatch.append({"input": x, "output": i, "realized": float(mean[i]), "declared": float(Df[i]), "bound": float(bound[i])})
+            if not e["exact"]:
+                mode = "keyed replicates"
+            c = compare_row(e, declared[x], tests=m, alpha=alpha)
+            if math.isfinite(c["excess"]):
+                worst_z = max(worst_z, c["excess"])
+            if not c["ok"]:
+                mismatch.append({"input": x, **{k: v for k, v in c.items() if k != "ok"}})
     except NotEnumerable as exc:
         return {"layer": "positions", "enumerated": False, "reason": str(exc), "passed": True}
     return {
