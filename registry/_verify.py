@@ -67,6 +67,12 @@ def verify_instance(mech, *, name: str, instance: dict, seed: int = 0, quick: bo
         po = positions_layer(mech, quick=quick, alpha=alpha / 6, seed=seed + 11)
         out["positions"] = po
         passed &= po["passed"]
+    if "entry-points" in layers:
+        from ldp_plugin.verification.entry_points import entry_points_layer
+
+        ep = entry_points_layer(mech, quick=quick, alpha=alpha / 6, seed=seed + 13)
+        out["entry_points"] = ep
+        passed &= ep["passed"]
     if "production" in layers:
         from ldp_plugin.verification.production import production_layer
 

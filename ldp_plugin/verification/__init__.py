@@ -26,9 +26,10 @@ def self_test(*, seed: int = 0, quick: bool = False) -> list[dict]:
     bugs = seeded_bugs()
     rows = []
     for i, (name, mech, expected) in enumerate(bugs):
-        r = verify_instance(mech, name=name, instance=mech.params(), seed=seed + 104729 * i, quick=quick, alpha=FAMILY_ALPHA / len(bugs))
+        instance = mech.params() if hasattr(mech, "params") else mech.spec()["params"]
+        r = verify_instance(mech, name=name, instance=instance, seed=seed + 104729 * i, quick=quick, alpha=FAMILY_ALPHA / len(bugs))
         keys = (("exact", "exact"), ("sampling-path", "sampling_path"), ("goodness-of-fit", "goodness_of_fit"),
-                ("rates", "rates"), ("joint", "joint"), ("audit", "audit"), ("production", "production"), ("positions", "positions"))
+                ("rates", "rates"), ("joint", "joint"), ("audit", "audit"), ("production", "production"), ("positions", "positions"), ("entry-points", "entry_points"))
         caught_by = [layer for layer, key in keys if key in r and not r[key]["passed"]]
         r.update({"seeded_bug": True, "caught": bool(caught_by), "caught_by": caught_by, "expected_layers": list(expected)})
         rows.append(r)

@@ -23,6 +23,10 @@ suite run the layers on them.
 | ``ComplementedKRR`` | keeps the true item with ``1 − p`` (the complement of the declared threshold; ε = 0.02, a 1% shift) | ε, wrong channel | positions |
 | ``SwappedBitsRAPPOR`` | draws the own bit with ``q`` and the other bits with ``p`` (both thresholds declared; ε = 0.05) | ε, wrong channel | positions |
 | ``PermanentInInstantaneousLGRR`` | L-GRR whose instantaneous layer compares with the permanent layer's threshold | ≈ ε∞ per report | positions |
+| ``BiasedRoundingDuchi`` | numbers in the middle grid cell round up 1/8 too often (public ``randomize`` only) | biased mean | entry points |
+| ``SeedFromValueOLH`` | the public client derives the hash seed from the value (the verification hook is right) | ∞ (the seed names the value) | entry points |
+| ``FirstItemsSampleOne`` | long sets (``on_long="sample"``) sample among their first ``m`` items only | wrong channel | entry points |
+| ``KeylessMemoized`` | the permanent layer ignores the user's key (every holder of a value gets the same permanent report) | wrong channel | positions |
 | ``ForkRepeatKRR`` | the secure source is replaced by a per-process stream seeded once: a forked child repeats its parent | ∞ across processes | joint |
 """
 
@@ -36,7 +40,9 @@ from typing import ClassVar
 import numpy as np
 
 from ..exact import TWO64, exp_lower_bound
-from ..mechanisms import KRR, OUE, RAPPOR, KSubset
+from ..mechanisms import KRR, OLH, OUE, RAPPOR, KSubset, SampleOne
+from ..mechanisms.numeric import Duchi
+from ..memo import Memoized
 from ..mechanisms._base import floor_threshold
 from ..mechanisms.longitudinal import LGRR
 from ..mechanisms.unary import UnaryEncoding
@@ -61,6 +67,10 @@ __all__ = [
     "ComplementedKRR",
     "SwappedBitsRAPPOR",
     "PermanentInInstantaneousLGRR",
+    "BiasedRoundingDuchi",
+    "SeedFromValueOLH",
+    "FirstItemsSampleOne",
+    "KeylessMemoized",
     "seeded_bugs",
 ]
 
@@ -363,14 +373,67 @@ class PermanentInInstantaneousLGRR(LGRR):
 
     name = "bug-permanent-in-instantaneous"
 
-    def params(self) -> dict:
-        return {"epsilon_perm": self.epsilon_perm, "epsilon_1": self.epsilon_1, "d": self.d}
-
     def _collect(self, codes, keys, source):
         from ..mechanisms.longitudinal import _grr_sample
 
         perm = self._permanent(codes, keys)
         return _grr_sample(perm, self.d, self.thresholds[0], source).astype(np.uint32)
+
+
+@dataclass(frozen=True, kw_only=True)
+class BiasedRoundingDuchi(Duchi):
+    """Duchi whose public client rounds numbers in the middle grid cell up with probability
+    ``frac + 1/8`` instead of ``frac`` (grid inputs, i.e. the verification hook, are exact)."""
+
+    name = "bug-biased-rounding"
+
+    def _round(self, t, source, alpha=None):
+        k, frac = self._split(t)
+        frac = np.where(k == self.grid // 2, np.minimum(frac + 0.125, 1.0), frac)
+        up = source.bernoulli_each(np.minimum(np.floor(frac * 2.0**64), 2.0**64 - 2048).astype(np.uint64))
+        return k + up
+
+
+@dataclass(frozen=True, kw_only=True)
+class SeedFromValueOLH(OLH):
+    """OLH whose public client derives each user's hash seed from the value instead of drawing
+    it (the verification hook, which draws from the verification seeds, is exact)."""
+
+    name = "bug-seed-from-value"
+
+    def _randomize_codes(self, codes, source):
+        from ..hashing import mix64
+
+        seeds = mix64(np.asarray(codes, dtype=np.uint64) + np.uint64(0x9E3779B97F4A7C15))
+        return self._randomize_with_seeds(codes, seeds, source)
+
+
+@dataclass(frozen=True, kw_only=True)
+class FirstItemsSampleOne(SampleOne):
+    """Pad-and-sample whose long sets (``on_long="sample"``) draw the slot among their first
+    ``m`` items only: the items after the ``m``-th are never reported."""
+
+    name = "bug-first-items-sample-one"
+
+    def _sample_codes(self, enc, offsets, pad, source):
+        n = offsets.shape[0] - 1
+        lengths = np.diff(offsets)
+        out = np.full(n, pad, dtype=enc.dtype)
+        j = source.uniform_int(self.m, n).astype(np.int64)
+        hit = j < lengths
+        out[hit] = enc[offsets[:-1][hit] + j[hit]]
+        return out, int((lengths > self.m).sum())
+
+
+@dataclass(frozen=True, kw_only=True)
+class KeylessMemoized(Memoized):
+    """Memoized k-RR whose permanent layer ignores the user's key: every holder of a value gets
+    the same permanent report (each report's marginal over the fixed key is still k-RR-like)."""
+
+    name = "bug-keyless-memo"
+
+    def permanent(self, values, user_keys):
+        return super().permanent(values, [bytes(32)] * len(user_keys))
 
 
 def seeded_bugs() -> list:
@@ -391,6 +454,10 @@ def seeded_bugs() -> list:
         ("kernel-only", KernelOnlyOUE(epsilon=1.0, d=4), ("production",)),
         ("half-offset-pairs", HalfOffsetKRR(epsilon=1.0, d=4), ("joint",)),
         ("fork-repeat", ForkRepeatKRR(epsilon=1.0, d=4), ("joint",)),
+        ("biased-rounding", BiasedRoundingDuchi(epsilon=1.0, grid=8), ("entry-points",)),
+        ("seed-from-value", SeedFromValueOLH(epsilon=2.0, d=6), ("entry-points",)),
+        ("first-items-long-sets", FirstItemsSampleOne(mechanism=KRR(epsilon=1.0, d=4), m=2), ("entry-points",)),
+        ("keyless-memo", KeylessMemoized(epsilon_permanent=2.0, epsilon_instantaneous=1.0, d=4, max_values=2), ("positions",)),
         ("complemented-threshold", ComplementedKRR(epsilon=0.02, d=2), ("positions",)),
         ("swapped-bit-thresholds", SwappedBitsRAPPOR(epsilon=0.05, d=4), ("positions",)),
         ("permanent-in-instantaneous", PermanentInInstantaneousLGRR(epsilon_perm=4.0, epsilon_1=1.0, d=3), ("positions",)),
