@@ -58,7 +58,7 @@ def verify_instance(mech, *, name: str, instance: dict, seed: int = 0, quick: bo
         out["rates"] = rt
         passed &= rt["passed"]
     if "joint" in layers:
-        jt = joint_layer(mech, n_pairs=5_000 if quick else 20_000, alpha=alpha / 6, seed=seed + 7)
+        jt = joint_layer(mech, n_pairs=5_000 if quick else 20_000, alpha=alpha / 6, seed=seed + 7, inputs=2 if quick else 3)
         out["joint"] = jt
         passed &= jt["passed"]
     if "positions" in layers:

@@ -4,7 +4,8 @@ Each report's marginal can be exactly right while reports share randomness: two 
 same noise, a keystream block or an AES key reused between requests, a child process that repeats
 its parent's stream. None of these moves a single report's distribution, so only a test on
 *pairs* of reports sees them. :func:`joint_layer` draws, for each of up to three inputs ``x``,
-batches of ``max(2·n_pairs, 2**15)`` users (so that requests reach the AES-CTR expansion) all holding ``x`` from :class:`~ldp_plugin.sampling.SecureRandomSource`
+batches of ``2·n_pairs`` users (doubled until a request reaches the AES-CTR expansion, so reused
+keystreams are looked at on the path production batches take) all holding ``x`` from :class:`~ldp_plugin.sampling.SecureRandomSource`
 and tests pairs of reports that must be independent:
 
 * **within a batch**, at several offsets: neighbours ``(2i, 2i + 1)``, the two halves
@@ -39,9 +40,8 @@ __all__ = ["joint_layer", "independence_pvalue", "forked_outputs"]
 
 #: rows drawn by the forked child (and the parent's matching batch)
 FORK_ROWS = 4096
-#: the smallest batch: large enough that a client drawing 2 bytes per user reaches the AES-CTR
-#: expansion (64 KiB), so reused keystreams are looked at on the path production batches take
-MIN_ROWS = 1 << 15
+#: the largest batch the joint layer grows to while looking for a request on the AES-CTR path
+MAX_ROWS = 1 << 17
 
 
 def _categories(a: np.ndarray, b: np.ndarray, min_share: float = 0.05) -> tuple:
@@ -112,14 +112,33 @@ def forked_outputs(mech: Any, x: int, n: int, source: Any, timeout: float = 60.0
     return np.frombuffer(b"".join(chunks), dtype=np.int64), parent
 
 
-def joint_layer(mech: Any, *, n_pairs: int = 20_000, alpha: float = 1e-6, seed: int = 0, fork: bool = True, fork_timeout: float = 60.0) -> dict:
-    """Pairs of reports that must be independent (see the module docstring)."""
+def _rows_for_aes(mech: Any, n: int) -> int:
+    """The smallest batch of at least ``n`` users (doubling, up to :data:`MAX_ROWS`) whose
+    requests reach the AES-CTR expansion when the secure source uses it."""
+    from ..sampling.cipher import random_backend
+    from ..sampling.trace import PathTrace
+
+    if random_backend() != "aes-256-ctr":
+        return n
+    while n < MAX_ROWS:
+        with PathTrace() as trace:
+            production_outputs(mech, np.zeros(n, dtype=np.int64), SecureRandomSource())
+        if trace.ran("aes-256-ctr"):
+            break
+        n *= 2
+    return n
+
+
+def joint_layer(mech: Any, *, n_pairs: int = 20_000, alpha: float = 1e-6, seed: int = 0, fork: bool = True, fork_timeout: float = 60.0,
+                inputs: int = 3) -> dict:
+    """Pairs of reports that must be independent (see the module docstring), on the first
+    ``inputs`` inputs."""
     rng = np.random.default_rng(seed)  # the pairing only
-    n = max(2 * n_pairs, MIN_ROWS)
+    n = _rows_for_aes(mech, 2 * n_pairs)
     n_pairs = n // 2
     results: list = []  # (pairing, x, p-value)
     child_ok = True
-    for x in range(min(mech.verification_input_count(), 3)):
+    for x in range(min(mech.verification_input_count(), inputs)):
         codes = np.full(n, x, dtype=np.int64)
         src = SecureRandomSource()
         a = production_outputs(mech, codes, src)

@@ -14,8 +14,10 @@ ran:
 
 * **requested paths**: the AES expansion when the secure source's backend is AES-256-CTR (the
   ``cryptography`` package is installed and ``LDP_PLUGIN_RANDOM`` allows it), a worker split when
-  the machine has at least two cores, and the backend under test for every batch kernel the client
-  calls (a client that calls none is reported as such). The batch grows (×4, up to ``n_max`` rows)
+  the machine has at least two cores (full mode only: a packed-bit client needs batches of
+  ``2**22`` users to span two segments), and the backend under test for every batch kernel the client
+  calls (a client that calls none is reported as such). The batch grows (×4, up to ``n_max`` rows:
+``2**22``, ``2**21`` in quick mode)
   until every requested path ran; **a requested path that did not run fails the layer**.
 * **goodness of fit per input** of each batch against the declared channel (χ², bins with expected
   count below 5 pooled, level ``α / (m · backends)``): a client that is exact on the seeded
@@ -97,11 +99,11 @@ def production_layer(
     ch = mech.channel()
     P = np.array([[float(p) for p in row] for row in ch.matrix])
     m = mech.verification_input_count()
-    n0 = n or (1 << 16)
-    n_max = n_max or (1 << 22)
+    n0 = n or (1 << 15 if quick else 1 << 16)
+    n_max = n_max or (1 << 21 if quick else 1 << 22)
     backends = backends or (("numpy", "numba") if numba_available() else ("numpy",))
     aes_expected = random_backend() == "aes-256-ctr"
-    want_workers = (os.cpu_count() or 1) >= 2
+    want_workers = (os.cpu_count() or 1) >= 2 and not quick
     level = alpha / (m * len(backends))
     runs, missing, worst = [], [], 1.0
     for backend in backends:
@@ -112,7 +114,8 @@ def production_layer(
                 out = production_outputs(mech, codes, SecureRandomSource())
             paths = _paths(trace.counts)
             workers = paths["threaded_requests"] + paths["worker_segment_draws"] > 0
-            if workers or not want_workers or size >= n_max:
+            random_ok = paths["aes_bytes"] > 0 or not aes_expected
+            if (workers or not want_workers) and random_ok or size >= n_max:
                 break
             size = min(4 * size, n_max)
         p_min = 1.0

@@ -18,7 +18,7 @@ suite run the layers on them.
 | ``SharedNoisePairsRAPPOR`` | users 2i and 2i+1 share one randomization (each marginal exact) | ∞ jointly | joint |
 | ``LastBitOUE`` | the last bit is never randomized (OpenDP's bit-vector RR before 0.15) | ∞ | sampling path, goodness of fit |
 | ``FixedKeyAESKRR`` | exact on the seeded source; on the secure source large requests reuse one AES key (the same keystream every request) | ∞ across requests | joint |
-| ``KernelOnlyOUE`` | exact on the numpy kernels; when the compiled kernels run, q is 3% high | ≈ 1.03 ε | production path |
+| ``KernelOnlyOUE`` | exact on the numpy kernels; when the compiled kernels run, q is 10% high | ≈ 1.1 ε | production path |
 | ``HalfOffsetKRR`` | users ``i`` and ``i + n/2`` share their randomness (neighbours independent) | ∞ jointly | joint |
 | ``ComplementedKRR`` | keeps the true item with ``1 − p`` (the complement of the declared threshold; ε = 0.02, a 1% shift) | ε, wrong channel | positions |
 | ``SwappedBitsRAPPOR`` | draws the own bit with ``q`` and the other bits with ``p`` (both thresholds declared; ε = 0.05) | ε, wrong channel | positions |
@@ -289,7 +289,7 @@ class FixedKeyAESKRR(KRR):
 class KernelOnlyOUE(OUE):
     """OUE whose compiled-kernel path differs from its numpy twin: when the batch kernels are
     compiled (numba loaded; in ``auto`` mode, batches above the kernel cut-off), the 0→1 rate is
-    3% above q. Every run on the numpy kernels is exact."""
+    10% above q. Every run on the numpy kernels is exact."""
 
     name = "bug-kernel-only"
 
@@ -298,7 +298,7 @@ class KernelOnlyOUE(OUE):
 
         q = self.q_threshold
         if compiled("decode_runs", work=max(codes.size, 1) * self.d) is not None:
-            q = q * 103 // 100
+            q = q * 110 // 100
         return _unary_rows(self, codes, source, q, self.d)
 
 
