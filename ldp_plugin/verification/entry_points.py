@@ -41,6 +41,7 @@ import numpy as np
 
 from .._errors import LDPParameterError
 from ..sampling import SeededRandomSource
+from .layers import _pooled_chisquare
 from .positions import NotEnumerable, compare_row, enumerate_client
 
 __all__ = ["entry_points_layer", "entry_cases"]
@@ -145,8 +146,6 @@ def _hashed_checks(mech: Any, make: Callable, x: Optional[int], keyed: bool, n: 
 
 def entry_points_layer(mech: Any, *, quick: bool = False, alpha: float = 1e-6, seed: int = 0, max_rows: Optional[int] = None) -> dict:
     """The public ``randomize`` on raw values, numbers, sets and user keys (module docstring)."""
-    from .layers import _pooled_chisquare
-
     max_rows = max_rows or (1 << 15 if quick else 1 << 16)
     n_sample = 5_000 if quick else 20_000
     cases = entry_cases(mech)

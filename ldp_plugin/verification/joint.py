@@ -29,11 +29,13 @@ from __future__ import annotations
 import os
 import select
 import signal
-from typing import Any, Optional
+from typing import Any
 
 import numpy as np
 
 from ..sampling import SecureRandomSource
+from ..sampling.cipher import random_backend
+from ..sampling.trace import PathTrace
 from .production import production_outputs
 
 __all__ = ["joint_layer", "independence_pvalue", "forked_outputs"]
@@ -115,9 +117,6 @@ def forked_outputs(mech: Any, x: int, n: int, source: Any, timeout: float = 60.0
 def _rows_for_aes(mech: Any, n: int) -> int:
     """The smallest batch of at least ``n`` users (doubling, up to :data:`MAX_ROWS`) whose
     requests reach the AES-CTR expansion when the secure source uses it."""
-    from ..sampling.cipher import random_backend
-    from ..sampling.trace import PathTrace
-
     if random_backend() != "aes-256-ctr":
         return n
     while n < MAX_ROWS:

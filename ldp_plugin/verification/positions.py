@@ -35,7 +35,6 @@ import math
 from dataclasses import dataclass, field
 from fractions import Fraction
 from itertools import combinations, permutations
-from statistics import NormalDist
 from typing import Any, Optional
 
 import numpy as np

@@ -40,6 +40,7 @@ import numpy as np
 from ..sampling import SecureRandomSource
 from ..sampling.cipher import random_backend
 from ..sampling.trace import PathTrace
+from .layers import _pooled_chisquare
 
 __all__ = ["production_layer", "production_outputs", "kernel_env", "numba_available"]
 
@@ -94,8 +95,6 @@ def production_layer(
 ) -> dict:
     """Run the real client on the secure source on both kernel backends (see the module
     docstring); fail if a requested path did not run or a batch does not fit the channel."""
-    from .layers import _pooled_chisquare
-
     ch = mech.channel()
     P = np.array([[float(p) for p in row] for row in ch.matrix])
     m = mech.verification_input_count()

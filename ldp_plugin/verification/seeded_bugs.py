@@ -39,14 +39,17 @@ from typing import ClassVar
 
 import numpy as np
 
+from .._kernels import compiled
 from ..exact import TWO64, exp_lower_bound
+from ..hashing import mix64
 from ..mechanisms import KRR, OLH, OUE, RAPPOR, KSubset, SampleOne
 from ..mechanisms.numeric import Duchi
 from ..memo import Memoized
 from ..mechanisms._base import floor_threshold
-from ..mechanisms.longitudinal import LGRR
-from ..mechanisms.unary import UnaryEncoding
+from ..mechanisms.longitudinal import LGRR, _grr_sample
+from ..mechanisms.unary import UnaryEncoding, randomize_bit_rows
 from ..sampling import RandomSource, SeededRandomSource
+from ..sampling.cipher import CIPHER_MIN, _cipher_module
 
 __all__ = [
     "SwappedUE",
@@ -184,8 +187,6 @@ class ThresholdDriftKRR(KRR):
 
 
 def _unary_rows(mech, codes, source, q_threshold, n_bits):
-    from ..mechanisms.unary import randomize_bit_rows
-
     return randomize_bit_rows(codes[:, None], n_bits, mech.p_threshold, q_threshold, source)
 
 
@@ -264,8 +265,6 @@ class _FixedKeyAES(RandomSource):
         self.inner = inner
 
     def random_bytes(self, n: int) -> np.ndarray:
-        from ..sampling.cipher import CIPHER_MIN, _cipher_module
-
         if n < CIPHER_MIN or _cipher_module() is None:
             return self.inner.random_bytes(n)
         Cipher, AES, CTR = _cipher_module()
@@ -294,8 +293,6 @@ class KernelOnlyOUE(OUE):
     name = "bug-kernel-only"
 
     def _randomize_codes(self, codes, source):
-        from .._kernels import compiled
-
         q = self.q_threshold
         if compiled("decode_runs", work=max(codes.size, 1) * self.d) is not None:
             q = q * 110 // 100
@@ -361,8 +358,6 @@ class SwappedBitsRAPPOR(RAPPOR):
     name = "bug-swapped-bits-rappor"
 
     def _randomize_codes(self, codes, source):
-        from ..mechanisms.unary import randomize_bit_rows
-
         return randomize_bit_rows(np.asarray(codes, dtype=np.int64)[:, None], self.d, self.q_threshold, self.p_threshold, source)
 
 
@@ -374,8 +369,6 @@ class PermanentInInstantaneousLGRR(LGRR):
     name = "bug-permanent-in-instantaneous"
 
     def _collect(self, codes, keys, source):
-        from ..mechanisms.longitudinal import _grr_sample
-
         perm = self._permanent(codes, keys)
         return _grr_sample(perm, self.d, self.thresholds[0], source).astype(np.uint32)
 
@@ -402,8 +395,6 @@ class SeedFromValueOLH(OLH):
     name = "bug-seed-from-value"
 
     def _randomize_codes(self, codes, source):
-        from ..hashing import mix64
-
         seeds = mix64(np.asarray(codes, dtype=np.uint64) + np.uint64(0x9E3779B97F4A7C15))
         return self._randomize_with_seeds(codes, seeds, source)
 
