@@ -1,6 +1,9 @@
 """Verification of the privacy guarantee: the exact, goodness-of-fit and black-box audit layers
-(:mod:`.layers`), the seeded-bug suite they must catch (:mod:`.seeded_bugs`), and the record of
-the last verification run that ``ldp mechanisms`` shows."""
+(:mod:`.layers`), the code that samples (:mod:`.sampling_path`), the production path on the secure
+source and both kernel backends (:mod:`.production`), the realized channel rebuilt from every
+source call at its position (:mod:`.positions`), the public entry points (:mod:`.entry_points`),
+the joint layer (:mod:`.joint`), the seeded-bug suite they must catch (:mod:`.seeded_bugs`), and
+the record of the last verification run that ``ldp mechanisms`` shows."""
 
 from __future__ import annotations
 
