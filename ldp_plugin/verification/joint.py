@@ -17,7 +17,8 @@ and tests pairs of reports that must be independent:
   inherited source, against the parent's next batch of the same size).
 
 Each set of pairs ``(a_i, b_i)`` gets a χ² test of independence on its contingency table
-(:func:`independence_pvalue`; outputs below 5% of the reports pooled), whatever the marginals —
+(:func:`independence_pvalue`; outputs grouped into categories of at least 5% of the reports, so
+no cell's expected count is small), whatever the marginals —
 a wrong marginal is the other layers' business; reused randomness fills the diagonal. Every test
 runs at ``α / (number of tests)``. The forked child draws a small batch (below the secure source's
 thread split, so a child never waits on the parent's worker threads) and must answer within
@@ -47,17 +48,29 @@ MAX_ROWS = 1 << 17
 
 
 def _categories(a: np.ndarray, b: np.ndarray, min_share: float = 0.05) -> tuple:
-    """Outputs with at least ``min_share`` of the pooled reports keep their own category; the rest
-    share one (so every cell of the table has a usable expected count)."""
+    """Outputs grouped into categories of at least ``min_share`` of the pooled reports (outputs
+    taken by decreasing frequency and accumulated until the share is reached; a short last group
+    joins the one before), so every cell of the table has an expected count of at least
+    ``min_share²`` times the number of pairs."""
     values, counts = np.unique(np.concatenate([a, b]), return_counts=True)
-    keep = values[counts >= min_share * counts.sum()]
-    return np.searchsorted(keep, a).clip(max=keep.size) * np.isin(a, keep) + keep.size * ~np.isin(a, keep), \
-        np.searchsorted(keep, b).clip(max=keep.size) * np.isin(b, keep) + keep.size * ~np.isin(b, keep), keep.size + 1
+    order = np.argsort(-counts, kind="stable")
+    group = np.empty(values.size, dtype=np.int64)
+    total, g, acc = counts.sum(), 0, 0
+    for i in order.tolist():
+        group[i] = g
+        acc += counts[i]
+        if acc >= min_share * total:
+            g, acc = g + 1, 0
+    k = g + (acc > 0)
+    if acc > 0 and g > 0:  # the last group is short: merge it into the one before
+        group[group == g] = g - 1
+        k = g
+    return group[np.searchsorted(values, a)], group[np.searchsorted(values, b)], max(k, 1)
 
 
 def independence_pvalue(a: np.ndarray, b: np.ndarray) -> float:
     """χ² test of independence of the pairs ``(a[i], b[i])`` on their contingency table (outputs
-    below 5% of the reports pooled into one category; empty rows and columns dropped)."""
+    grouped into categories of at least 5% of the reports; empty rows and columns dropped)."""
     from scipy.stats import chi2_contingency
 
     ca, cb, k = _categories(np.asarray(a), np.asarray(b))
