@@ -95,11 +95,14 @@ def _markdown_report(rows: list, *, quick: bool, seed: int, seconds: float) -> s
         "instrumented source is declared; the channel rebuilt by replaying the client over every outcome of its sampler",
         "calls equals the declared one), goodness of fit, rates (binomial tests of p*, q* and of every rate class of every",
         "family; the relative error the run can detect with power 0.99), joint (pairs of users independent; fresh entropy",
-        "per batch), black-box audit.",
+        "per batch), black-box audit;",
+        "production path (the secure source on AES-CTR, split across workers, on the numba and numpy kernels: the paths",
+        "that ran), positions (the realized channel rebuilt from every source call at its position), entry points (the",
+        "public randomize on labels, numbers, sets and user keys).",
         "Rows marked (random draw) are seeded random parameter draws beyond the canonical instances (exact and sampling-path layers).",
         "",
-        "| name | instance | declared ε | realized ε (exact) | sampling path | GOF min p | rates (detects) | joint min p | audit ε lower bound | audit samples | passed |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "| name | instance | declared ε | realized ε (exact) | sampling path | GOF min p | rates (detects) | joint min p | audit ε lower bound | audit samples | production paths ran | positions / entry points | passed |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         a = r.get("audit", {})
@@ -110,10 +113,14 @@ def _markdown_report(rows: list, *, quick: bool, seed: int, seconds: float) -> s
         rt_txt = (("ok" if rt.get("passed") else "FAIL") + f" ({100 * rt['detects_relative_error']:.1f}%)") if rt.get("applicable") else "n/a"
         jt_txt = f"{jt.get('min_pvalue', float('nan')):.3g}" if jt else "-"
         status = ("CAUGHT by " + ", ".join(r["caught_by"])) if r.get("seeded_bug") else ("yes" if r["passed"] else "NO")
+        pr, po, ep = r.get("production", {}), r.get("positions", {}), r.get("entry_points", {})
+        pr_txt = (", ".join(pr.get("paths_ran", [])) + ("" if pr.get("passed") else " (NOT RUN: " + ", ".join(pr.get("requested_not_run", [])) + ")")) if pr else "-"
+        po_txt = ((po.get("mode", "not enumerable") if po.get("enumerated") else "not enumerable") + (" ok" if po.get("passed") else " MISMATCH")) if po else "-"
+        ep_txt = (f"{ep.get('cases', 0)} cases " + ("ok" if ep.get("passed") else "FAIL")) if ep else "-"
         lines.append(
             f"| {r['name']} | {inst} | {r['declared_epsilon']:g} | {r.get('realized_epsilon', float('nan')):.6g} | {sp_txt} | "
             f"{g.get('min_p_value', float('nan')):.3g} | {rt_txt} | {jt_txt} | {a.get('audit_epsilon_lower_bound', float('nan')):.4g} | "
-            f"{a.get('audit_samples', 0):,} | {status} |"
+            f"{a.get('audit_samples', 0):,} | {pr_txt} | {po_txt} / {ep_txt} | {status} |"
         )
     keyed = [r for r in rows if "transcript" in r]
     if keyed:  # repeated collections of the keyed mechanisms: exact transcript loss vs the ledger's charge
@@ -190,6 +197,7 @@ def cmd_verify(args) -> int:
             print(
                 f"{r['name']:<22} {str(r['instance']):<48} eps={r['declared_epsilon']:<6g} realized={r['realized_epsilon']:<10.6g} "
                 f"audit>={r.get('audit_epsilon_lower_bound', float('nan')):<8.4g} n={r.get('audit_samples', 0):>11,} (needs {a.get('samples_required_per_input', 0):,}/input) "
+                f"paths={'+'.join(r.get('production', {}).get('paths_ran', [])) or '-'} "
                 f"{('CAUGHT' if r['caught'] else 'MISSED') if r.get('seeded_bug') else ('PASS' if r['passed'] else 'FAIL')}{tag}"
             )
             if "transcript" in r:  # keyed mechanisms: exact loss of repeated collections vs the ledger's charge

@@ -76,16 +76,34 @@ def verify_instance(mech, *, name: str, instance: dict, seed: int = 0, quick: bo
         out["rates"] = rt
         passed &= rt["passed"]
     if "joint" in layers:
-        jt = joint_layer(mech, n_pairs=5_000 if quick else 20_000, alpha=alpha / 6, seed=seed + 7)
+        jt = joint_layer(mech, n_pairs=5_000 if quick else 20_000, alpha=alpha / 6, seed=seed + 7, inputs=2 if quick else 3)
         out["joint"] = jt
         passed &= jt["passed"]
+    if "positions" in layers:
+        from ldp_plugin.verification.positions import positions_layer
+
+        po = positions_layer(mech, quick=quick, alpha=alpha / 6, seed=seed + 11)
+        out["positions"] = po
+        passed &= po["passed"]
+    if "entry-points" in layers:
+        from ldp_plugin.verification.entry_points import entry_points_layer
+
+        ep = entry_points_layer(mech, quick=quick, alpha=alpha / 6, seed=seed + 13)
+        out["entry_points"] = ep
+        passed &= ep["passed"]
+    if "production" in layers:
+        from ldp_plugin.verification.production import production_layer
+
+        pr = production_layer(mech, quick=quick, alpha=alpha / 6)
+        out["production"] = pr
+        passed &= pr["passed"]
     if "goodness-of-fit" in layers:
-        g = gof_layer(mech, n_per_input=5_000 if quick else 20_000, alpha=alpha / 3, seed=seed)
+        g = gof_layer(mech, n_per_input=5_000 if quick else 20_000, alpha=alpha / 6, seed=seed)
         out["goodness_of_fit"] = g
         passed &= g["passed"]
     if "audit" in layers:
         a = audit_layer(
-            mech, alpha=alpha / 3, seed=seed + 1, n_pilot=5_000 if quick else 20_000, max_samples=200_000 if quick else 20_000_000
+            mech, alpha=alpha / 6, seed=seed + 1, n_pilot=5_000 if quick else 20_000, max_samples=200_000 if quick else 20_000_000
         )
         out["audit_epsilon_lower_bound"] = a["audit_epsilon_lower_bound"]
         out["audit_samples"] = a["audit_samples"]

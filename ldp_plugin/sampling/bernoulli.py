@@ -12,6 +12,7 @@ import numpy as np
 
 from .runner import _run_segments
 from .sparse import SparseSegment, sparse_tables, use_sparse
+from .trace import note
 
 if TYPE_CHECKING:  # pragma: no cover
     from .source import RandomSource
@@ -211,6 +212,7 @@ def _bernoulli_runs(source: "RandomSource", threshold: int, n_rows: int, n_bits:
     if use_sparse(rare):
         return _bernoulli_sparse(source, rare, n_rows, n_bits, flip=rare != threshold, after=after)
     kernel = compiled("decode_runs", work=n_rows * n_bits)
+    note("numba" if kernel is not None else "numpy")
     table = run_table(int(threshold))
     nb = (n_bits + 7) // 8
     out = np.empty((n_rows, nb), dtype=np.uint8)
@@ -238,6 +240,7 @@ def _bernoulli_sparse(source: "RandomSource", threshold: int, n_rows: int, n_bit
     from .._kernels import compiled
 
     kernel = compiled("sparse_runs", work=n_rows * n_bits)
+    note("numba" if kernel is not None else "numpy")
     tables = sparse_tables(int(threshold))
     out = np.zeros((n_rows, (n_bits + 7) // 8), dtype=np.uint8)
     pad = (1 << (n_bits % 8)) - 1 if n_bits % 8 else 0xFF

@@ -30,6 +30,7 @@ from typing import Optional
 import numpy as np
 
 from .._env import use_fast
+from .trace import note
 
 __all__ = ["random_backend", "secure_bytes", "CIPHER_MIN"]
 
@@ -64,6 +65,8 @@ def secure_bytes(n: int, writable: bool = True, backend: Optional[str] = None) -
         enc = Cipher(AES(os.urandom(32)), CTR(_ZERO_BLOCK)).encryptor()
         out = np.empty(n + 15, dtype=np.uint8)  # update_into wants a block's slack
         enc.update_into(bytes(n), out)  # keystream = AES-CTR of zeros
+        note("aes-256-ctr", n)
         return out[:n]
+    note("os.urandom", n)
     data = np.frombuffer(os.urandom(n), dtype=np.uint8)
     return data.copy() if writable else data

@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING
 
 import os
 
+from .trace import note
+
 if TYPE_CHECKING:  # pragma: no cover
     from .source import RandomSource
 
@@ -44,7 +46,9 @@ if hasattr(os, "register_at_fork"):  # POSIX
 def _kernel(name: str, work=None):
     from .._kernels import compiled
 
-    return compiled(name, work)
+    k = compiled(name, work)
+    note("numba" if k is not None else "numpy")
+    return k
 
 
 #: segments drawn before decoding in parallel; a constant, so the output never depends on the
@@ -60,6 +64,7 @@ def _run_segments(source: "RandomSource", tasks: list) -> None:
     thread-safe, not reproducible) is drawn by each worker itself, so drawing and computing
     overlap on all cores."""
     workers = min(_ROUND, os.cpu_count() or 1)
+    note("segments", len(tasks))
     for r in range(0, len(tasks), _ROUND):
         group = tasks[r : r + _ROUND]
         pool = _thread_pool(workers) if workers > 1 and len(group) > 1 else None
@@ -71,6 +76,7 @@ def _run_segments(source: "RandomSource", tasks: list) -> None:
                 task.finish()
 
             list(pool.map(whole, group))
+            note("worker-draws", len(group))
             continue
         blocks = [source.random_bytes(task.first_bytes) for task in group]
         if pool is not None:

@@ -14,6 +14,7 @@ from ..exact import TWO64
 from .bernoulli import _bernoulli_runs, set_row_bits
 from .cipher import random_backend, secure_bytes
 from .runner import _run_segments, _thread_pool
+from .trace import note
 from . import subsets as _subsets
 from .subsets import _SubsetSegment
 
@@ -304,6 +305,7 @@ class SecureRandomSource(RandomSource):
             out[lo:hi] = secure_bytes(hi - lo, writable=False, backend=backend)
 
         list(_thread_pool(workers).map(fill, range(workers)))
+        note("threaded-request", workers)
         return out
 
     def _worker_bytes(self, n: int) -> np.ndarray:

@@ -1,6 +1,9 @@
 """Verification of the privacy guarantee: the exact, goodness-of-fit and black-box audit layers
-(:mod:`.layers`), the seeded-bug suite they must catch (:mod:`.seeded_bugs`), and the record of
-the last verification run that ``ldp mechanisms`` shows."""
+(:mod:`.layers`), the code that samples (:mod:`.sampling_path`), the production path on the secure
+source and both kernel backends (:mod:`.production`), the realized channel rebuilt from every
+source call at its position (:mod:`.positions`), the public entry points (:mod:`.entry_points`),
+the joint layer (:mod:`.joint`), the seeded-bug suite they must catch (:mod:`.seeded_bugs`), and
+the record of the last verification run that ``ldp mechanisms`` shows."""
 
 from __future__ import annotations
 
@@ -31,7 +34,8 @@ def self_test(*, seed: int = 0, quick: bool = False) -> list[dict]:
         instance = mech.params() if hasattr(mech, "params") else mech.spec()["params"]
         r = verify_instance(mech, name=name, instance=instance, seed=seed + 104729 * i, quick=quick, alpha=FAMILY_ALPHA / n_bugs)
         keys = (("exact", "exact"), ("sampling-path", "sampling_path"), ("goodness-of-fit", "goodness_of_fit"),
-                ("rates", "rates"), ("joint", "joint"), ("audit", "audit"), ("transcript", "transcript"))
+                ("rates", "rates"), ("joint", "joint"), ("audit", "audit"), ("transcript", "transcript"),
+                ("production", "production"), ("positions", "positions"), ("entry-points", "entry_points"))
         caught_by = [layer for layer, key in keys if key in r and not r[key]["passed"]]
         r.update({"seeded_bug": True, "caught": bool(caught_by), "caught_by": caught_by, "expected_layers": list(expected)})
         rows.append(r)

@@ -15,10 +15,8 @@ that actually runs:
   item) and ``q*`` (another item) with exact two-sided binomial tests, with enough samples to
   catch a 2% relative rate error with power 0.99 at a false-alarm rate of 10⁻⁶ (full mode; quick
   mode uses 20,000 reports per input and only catches errors of roughly 10% or more).
-* :func:`joint_layer` looks at several users' reports together: pairs of users in one batch with
-  the same input must be independent (a χ² test on a 2×2 table of "report is the most frequent
-  output"), which catches shared or reused randomness that leaves every single report's marginal
-  exact; and two batches from the secure source must differ (fresh entropy per call).
+* :func:`joint_layer` (:mod:`.joint`) looks at several users' reports together, on the secure
+  source: pairs at several offsets, across requests, batches and a forked child.
 """
 
 from __future__ import annotations
@@ -30,7 +28,8 @@ from typing import Any
 import numpy as np
 
 from ..exact import TWO64
-from ..sampling import SecureRandomSource, SeededRandomSource
+from ..sampling import SeededRandomSource
+from .joint import joint_layer  # noqa: F401  (the joint layer lives in .joint; kept importable here)
 
 __all__ = ["RecordingSource", "declared_thresholds", "rebuilt_search_rows", "sampling_path_layer", "rate_layer", "joint_layer"]
 
@@ -212,25 +211,3 @@ def rate_layer(mech: Any, *, quick: bool = False, alpha: float = 1e-6, seed: int
         "layer": "rates", "applicable": True, "reports_per_input": n, "needed_for_2pct": need,
         "detects_relative_error": round(0.02 * math.sqrt(need / n), 4), "min_pvalue": worst, "passed": bool(passed),
     }
-
-
-def joint_layer(mech: Any, *, n_pairs: int = 20_000, alpha: float = 1e-6, seed: int = 0) -> dict:
-    """Pairs of users with the same input must give independent reports (χ² on a 2×2 table of
-    "report is the most frequent output"), and the secure source must give fresh reports."""
-    from scipy.stats import chi2_contingency
-
-    worst = 1.0
-    for x in range(min(mech.verification_input_count(), 3)):
-        out = np.asarray(mech.sample_verification_outputs(x, 2 * n_pairs, SeededRandomSource(seed + x)))
-        mode = np.bincount(out).argmax()
-        f = (out == mode).astype(np.int64)
-        a, b = f[0::2], f[1::2]
-        table = np.array([[np.sum((a == i) & (b == j)) for j in (0, 1)] for i in (0, 1)])
-        if (table.sum(axis=0) == 0).any() or (table.sum(axis=1) == 0).any():
-            continue  # a constant feature carries no information about dependence
-        worst = min(worst, float(chi2_contingency(table, correction=False).pvalue))
-    first = np.asarray(mech.sample_verification_outputs(0, 256, SecureRandomSource()))
-    second = np.asarray(mech.sample_verification_outputs(0, 256, SecureRandomSource()))
-    fresh = not np.array_equal(first, second) or np.unique(first).size == 1
-    return {"layer": "joint", "pairs": n_pairs, "min_pvalue": worst, "fresh_between_batches": bool(fresh),
-            "passed": bool(worst >= alpha and fresh)}

@@ -21,23 +21,41 @@ suite run the layers on them.
 | ``FloatBoundaryGeometric`` | the client's cumulative boundaries built by ``np.cumsum`` over Python ints (numpy goes through float64: boundaries >= 2**63 rounded), d = 3, ε = 16.42 | ε + 2.9e−10 | exact (reads the boundaries the client searches) |
 | ``WindowRatePiecewise`` | Piecewise whose client compares its own words with an in-window threshold 0.5% above the declared one (invisible to the threshold-recording layer) | ≈ 1.005·e^ε ratio | rates |
 | ``GridEpsilonKRR`` | k-RR whose thresholds come from ε rounded *up* to a 0.1 grid (a precomputed table): exact at every canonical ε, too weak elsewhere | up to ε + 0.1 | random draws (exact layer) |
+| ``FixedKeyAESKRR`` | exact on the seeded source; on the secure source large requests reuse one AES key (the same keystream every request) | ∞ across requests | joint |
+| ``KernelOnlyOUE`` | exact on the numpy kernels; when the compiled kernels run, q is 10% high | ≈ 1.1 ε | production path |
+| ``HalfOffsetKRR`` | users ``i`` and ``i + n/2`` share their randomness (neighbours independent) | ∞ jointly | joint |
+| ``ComplementedKRR`` | keeps the true item with ``1 − p`` (the complement of the declared threshold; ε = 0.02, a 1% shift) | ε, wrong channel | positions |
+| ``SwappedBitsRAPPOR`` | draws the own bit with ``q`` and the other bits with ``p`` (both thresholds declared; ε = 0.05) | ε, wrong channel | positions |
+| ``PermanentInInstantaneousLGRR`` | L-GRR whose instantaneous layer compares with the permanent layer's threshold | ≈ ε∞ per report | positions |
+| ``BiasedRoundingDuchi`` | numbers in the middle grid cell round up 1/8 too often (public ``randomize`` only) | biased mean | entry points |
+| ``SeedFromValueOLH`` | the public client derives the hash seed from the value (the verification hook is right) | ∞ (the seed names the value) | entry points |
+| ``FirstItemsSampleOne`` | long sets (``on_long="sample"``) sample among their first ``m`` items only | wrong channel | entry points |
+| ``KeylessMemoized`` | the permanent layer ignores the user's key (every holder of a value gets the same permanent report) | wrong channel | positions |
+| ``ForkRepeatKRR`` | the secure source is replaced by a per-process stream seeded once: a forked child repeats its parent | ∞ across processes | joint |
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
+import os
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import ClassVar
 
 import numpy as np
 
+from .._kernels import compiled
 from ..exact import TWO64, exp_lower_bound
-from ..mechanisms import KRR, OUE, RAPPOR, GeometricMechanism, KSubset, Piecewise
+from ..hashing import mix64
+from ..mechanisms import KRR, OLH, OUE, RAPPOR, GeometricMechanism, KSubset, Piecewise, SampleOne
 from ..mechanisms._base import floor_threshold
-from ..mechanisms.longitudinal import LGRR
-from ..mechanisms.unary import UnaryEncoding
+from ..mechanisms.longitudinal import LGRR, _grr_sample
+from ..mechanisms.numeric import Duchi
+from ..mechanisms.unary import UnaryEncoding, randomize_bit_rows
+from ..memo import Memoized
+from ..sampling import RandomSource, SeededRandomSource
+from ..sampling.cipher import CIPHER_MIN, _cipher_module
 
 __all__ = [
     "SwappedUE",
@@ -55,6 +73,17 @@ __all__ = [
     "FloatBoundaryGeometric",
     "WindowRatePiecewise",
     "GridEpsilonKRR",
+    "FixedKeyAESKRR",
+    "KernelOnlyOUE",
+    "HalfOffsetKRR",
+    "ForkRepeatKRR",
+    "ComplementedKRR",
+    "SwappedBitsRAPPOR",
+    "PermanentInInstantaneousLGRR",
+    "BiasedRoundingDuchi",
+    "SeedFromValueOLH",
+    "FirstItemsSampleOne",
+    "KeylessMemoized",
     "seeded_bugs",
     "seeded_declaration_bugs",
 ]
@@ -169,8 +198,6 @@ class ThresholdDriftKRR(KRR):
 
 
 def _unary_rows(mech, codes, source, q_threshold, n_bits):
-    from ..mechanisms.unary import randomize_bit_rows
-
     return randomize_bit_rows(codes[:, None], n_bits, mech.p_threshold, q_threshold, source)
 
 
@@ -312,6 +339,176 @@ def seeded_declaration_bugs() -> list:
     krr = load_registry()["krr"]
     decl = dataclasses.replace(krr, name="grid-epsilon-krr", constructor="ldp_plugin.verification.seeded_bugs:GridEpsilonKRR")
     return [("grid-epsilon-krr", decl, ("random-draws",))]
+class _FixedKeyAES(RandomSource):
+    """A broken "secure" source: requests of at least 64 KiB are the AES-256-CTR keystream under a
+    *fixed* key from counter 0 (every large request returns the same bytes)."""
+
+    secure = True
+
+    def __init__(self, inner):
+        self.inner = inner
+
+    def random_bytes(self, n: int) -> np.ndarray:
+        if n < CIPHER_MIN or _cipher_module() is None:
+            return self.inner.random_bytes(n)
+        Cipher, AES, CTR = _cipher_module()
+        enc = Cipher(AES(bytes(range(32))), CTR(bytes(16))).encryptor()
+        return np.frombuffer(enc.update(bytes(n)), dtype=np.uint8).copy()
+
+
+@dataclass(frozen=True, kw_only=True)
+class FixedKeyAESKRR(KRR):
+    """k-RR whose client, on a secure source, expands large requests with a fixed AES key: every
+    report's marginal is exact and a seeded run is exactly k-RR, but two requests repeat each
+    other's keystream (the "uniform" draws of one request equal those of the next)."""
+
+    name = "bug-fixed-key-aes"
+
+    def _randomize_codes(self, codes, source):
+        return super()._randomize_codes(codes, _FixedKeyAES(source) if source.secure else source)
+
+
+@dataclass(frozen=True, kw_only=True)
+class KernelOnlyOUE(OUE):
+    """OUE whose compiled-kernel path differs from its numpy twin: when the batch kernels are
+    compiled (numba loaded; in ``auto`` mode, batches above the kernel cut-off), the 0→1 rate is
+    10% above q. Every run on the numpy kernels is exact."""
+
+    name = "bug-kernel-only"
+
+    def _randomize_codes(self, codes, source):
+        q = self.q_threshold
+        if compiled("decode_runs", work=max(codes.size, 1) * self.d) is not None:
+            q = q * 110 // 100
+        return _unary_rows(self, codes, source, q, self.d)
+
+
+@dataclass(frozen=True, kw_only=True)
+class HalfOffsetKRR(KRR):
+    """k-RR where users ``i`` and ``i + ⌈n/2⌉`` of a batch share their random draws: neighbours
+    are independent and every marginal is exact, but the two halves of a batch repeat each other."""
+
+    name = "bug-half-offset"
+
+    def _randomize_codes(self, codes, source):
+        n = codes.size
+        h = (n + 1) // 2
+        keep = np.tile(source.bernoulli(self.keep_threshold, h), 2)[:n]
+        other = np.tile(source.uniform_int(self.d - 1, h), 2)[:n]
+        other += other >= codes
+        return np.where(keep, codes, other).astype(np.uint16)
+
+
+_PROCESS_STREAM: dict = {}
+
+
+@dataclass(frozen=True, kw_only=True)
+class ForkRepeatKRR(KRR):
+    """k-RR whose client replaces the secure source by one per-process stream, seeded once from
+    the OS: fresh between requests and batches, but a forked child continues from its parent's
+    state and repeats the parent's next reports."""
+
+    name = "bug-fork-repeat"
+
+    def _randomize_codes(self, codes, source):
+        if source.secure:
+            if "stream" not in _PROCESS_STREAM:
+                _PROCESS_STREAM["stream"] = SeededRandomSource(int.from_bytes(os.urandom(8), "little"))
+            source = _PROCESS_STREAM["stream"]
+        return super()._randomize_codes(codes, source)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ComplementedKRR(KRR):
+    """k-RR whose client keeps the true item with the *complement* of the declared threshold:
+    every threshold it asks for is declared (complements are), the realized channel is still
+    ε-LDP, but it is not the declared one (at ε = 0.02 the keep rate moves by 1%)."""
+
+    name = "bug-complemented-krr"
+
+    def _randomize_codes(self, codes, source):
+        n = codes.size
+        keep = source.bernoulli(TWO64 - self.keep_threshold, n)
+        other = source.uniform_int(self.d - 1, n)
+        other += other >= codes
+        return np.where(keep, codes, other).astype(np.uint16)
+
+
+@dataclass(frozen=True, kw_only=True)
+class SwappedBitsRAPPOR(RAPPOR):
+    """RAPPOR whose client draws the user's own bit with ``q`` and every other bit with ``p``:
+    both thresholds are declared, each is used at the other's place."""
+
+    name = "bug-swapped-bits-rappor"
+
+    def _randomize_codes(self, codes, source):
+        return randomize_bit_rows(np.asarray(codes, dtype=np.int64)[:, None], self.d, self.q_threshold, self.p_threshold, source)
+
+
+@dataclass(frozen=True, kw_only=True)
+class PermanentInInstantaneousLGRR(LGRR):
+    """L-GRR whose instantaneous layer compares with the permanent layer's keep threshold ``T1``
+    instead of ``T2`` (both declared)."""
+
+    name = "bug-permanent-in-instantaneous"
+
+    def _collect(self, codes, keys, source):
+        perm = self._permanent(codes, keys)
+        return _grr_sample(perm, self.d, self.thresholds[0], source).astype(np.uint32)
+
+
+@dataclass(frozen=True, kw_only=True)
+class BiasedRoundingDuchi(Duchi):
+    """Duchi whose public client rounds numbers in the middle grid cell up with probability
+    ``frac + 1/8`` instead of ``frac`` (grid inputs, i.e. the verification hook, are exact)."""
+
+    name = "bug-biased-rounding"
+
+    def _round(self, t, source, alpha=None):
+        k, frac = self._split(t)
+        frac = np.where(k == self.grid // 2, np.minimum(frac + 0.125, 1.0), frac)
+        up = source.bernoulli_each(np.minimum(np.floor(frac * 2.0**64), 2.0**64 - 2048).astype(np.uint64))
+        return k + up
+
+
+@dataclass(frozen=True, kw_only=True)
+class SeedFromValueOLH(OLH):
+    """OLH whose public client derives each user's hash seed from the value instead of drawing
+    it (the verification hook, which draws from the verification seeds, is exact)."""
+
+    name = "bug-seed-from-value"
+
+    def _randomize_codes(self, codes, source):
+        seeds = mix64(np.asarray(codes, dtype=np.uint64) + np.uint64(0x9E3779B97F4A7C15))
+        return self._randomize_with_seeds(codes, seeds, source)
+
+
+@dataclass(frozen=True, kw_only=True)
+class FirstItemsSampleOne(SampleOne):
+    """Pad-and-sample whose long sets (``on_long="sample"``) draw the slot among their first
+    ``m`` items only: the items after the ``m``-th are never reported."""
+
+    name = "bug-first-items-sample-one"
+
+    def _sample_codes(self, enc, offsets, pad, source):
+        n = offsets.shape[0] - 1
+        lengths = np.diff(offsets)
+        out = np.full(n, pad, dtype=enc.dtype)
+        j = source.uniform_int(self.m, n).astype(np.int64)
+        hit = j < lengths
+        out[hit] = enc[offsets[:-1][hit] + j[hit]]
+        return out, int((lengths > self.m).sum())
+
+
+@dataclass(frozen=True, kw_only=True)
+class KeylessMemoized(Memoized):
+    """Memoized k-RR whose permanent layer ignores the user's key: every holder of a value gets
+    the same permanent report (each report's marginal over the fixed key is still k-RR-like)."""
+
+    name = "bug-keyless-memo"
+
+    def permanent(self, values, user_keys):
+        return super().permanent(values, [bytes(32)] * len(user_keys))
 
 
 def seeded_bugs() -> list:
@@ -331,4 +528,15 @@ def seeded_bugs() -> list:
         ("value-charged-as-user", ValueChargedAsUserLGRR(epsilon_perm=2.0, epsilon_1=1.0, d=2), ("transcript",)),
         ("float-boundary-geometric", FloatBoundaryGeometric(epsilon=16.42, d=3), ("exact",)),
         ("window-rate-0.5pct-piecewise", WindowRatePiecewise(epsilon=4.0, grid=16), ("rates",)),
+        ("fixed-key-aes", FixedKeyAESKRR(epsilon=1.0, d=4), ("joint",)),
+        ("kernel-only", KernelOnlyOUE(epsilon=1.0, d=4), ("production",)),
+        ("half-offset-pairs", HalfOffsetKRR(epsilon=1.0, d=4), ("joint",)),
+        ("fork-repeat", ForkRepeatKRR(epsilon=1.0, d=4), ("joint",)),
+        ("biased-rounding", BiasedRoundingDuchi(epsilon=1.0, grid=8), ("entry-points",)),
+        ("seed-from-value", SeedFromValueOLH(epsilon=2.0, d=6), ("entry-points",)),
+        ("first-items-long-sets", FirstItemsSampleOne(mechanism=KRR(epsilon=1.0, d=4), m=2), ("entry-points",)),
+        ("keyless-memo", KeylessMemoized(epsilon_permanent=2.0, epsilon_instantaneous=1.0, d=4, max_values=2), ("positions",)),
+        ("complemented-threshold", ComplementedKRR(epsilon=0.02, d=2), ("positions",)),
+        ("swapped-bit-thresholds", SwappedBitsRAPPOR(epsilon=0.05, d=4), ("positions",)),
+        ("permanent-in-instantaneous", PermanentInInstantaneousLGRR(epsilon_perm=4.0, epsilon_1=1.0, d=3), ("positions",)),
     ]
