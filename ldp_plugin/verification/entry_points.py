@@ -42,7 +42,7 @@ import numpy as np
 from .._errors import LDPParameterError
 from ..sampling import SeededRandomSource
 from .layers import _pooled_chisquare
-from .positions import NotEnumerable, compare_row, enumerate_client
+from .positions import NotEnumerable, OutsideChannel, compare_row, enumerate_client
 
 __all__ = ["entry_points_layer", "entry_cases"]
 
@@ -168,6 +168,9 @@ def entry_points_layer(mech: Any, *, quick: bool = False, alpha: float = 1e-6, s
             modes["exact" if e["exact"] else "keyed replicates"] += 1
             if not c["ok"]:
                 failures.append({"case": label, **{k: v for k, v in c.items() if k != "ok"}})
+            continue
+        except OutsideChannel:
+            failures.append({"case": label, "reason": "an output outside the declared channel"})
             continue
         except NotEnumerable:
             pass

@@ -55,6 +55,10 @@ class _Grow(Exception):
         self.k, self.radix = k, radix
 
 
+class OutsideChannel(Exception):
+    """The client produced an output index that the declared channel does not have."""
+
+
 class NotEnumerable(Exception):
     """The client's calls cannot be enumerated (sizes that depend on outcomes, too many users)."""
 
@@ -261,6 +265,11 @@ def enumerate_client(run, width: int, *, replicates: int = 1024, max_rows: int =
         raise NotEnumerable("per-user ranges kept growing")
     if len(src.calls) != len(plan):
         raise NotEnumerable("the client's calls differ between the probe and the enumeration")
+    # outcomes of weight 0 are impossible draws (enumerated, never sampled): their outputs are ignored
+    possible = np.array([bool(w) for w in src.weight_num.tolist()], dtype=bool)
+    if possible.any() and (int(out[possible].min()) < 0 or int(out[possible].max()) >= width):
+        raise OutsideChannel(f"the client produced an output outside the declared channel's {width} outputs")
+    out = np.where(possible, out, 0)
     if exact:  # exact rationals: the sum of each output's integer weights over the denominator
         acc = [0] * width
         for y, w in zip(out.tolist(), src.weight_num.tolist()):
@@ -327,6 +336,8 @@ def positions_layer(mech: Any, *, quick: bool = False, alpha: float = 1e-6, seed
                 mismatch.append({"input": x, **{k: v for k, v in c.items() if k != "ok"}})
     except NotEnumerable as exc:
         return {"layer": "positions", "enumerated": False, "reason": str(exc), "passed": True}
+    except OutsideChannel as exc:
+        return {"layer": "positions", "enumerated": True, "mode": mode, "reason": str(exc), "mismatches": [], "passed": False}
     return {
         "layer": "positions",
         "enumerated": True,
