@@ -42,11 +42,12 @@ import polars as pl
 
 from ldp_plugin._errors import LDPInputError, LDPParameterError
 from ldp_plugin.hashing import assign_cohorts, item_keys
-from ldp_plugin.persist import write_reports
+from ldp_plugin.persist import write_reports, INCOMPLETE_MARKER
 from ldp_plugin.mechanisms import Mechanism
 from ldp_plugin.sampling import RNGLike, chunk_source
 
 from .polars_frames import estimate_frame
+from ldp_plugin.progress import progress
 
 __all__ = ["ROWS_PER_CHUNK", "privatize", "estimate", "reports_to_frame", "frame_to_reports", "LDPFrame", "LDPLazyFrame"]
 
@@ -326,7 +327,6 @@ def _release(p, frame, lf, column, user_id, sink, partition, mechanism):
     else:
         batches = iter(lf.select(cols).collect_batches(chunk_size=ROWS_PER_CHUNK, maintain_order=True, engine="streaming"))
     if sink is not None:
-        from ldp_plugin.executors import INCOMPLETE_MARKER
 
         out_dir = Path(sink)
         out_dir.mkdir(parents=True, exist_ok=True)
@@ -334,7 +334,6 @@ def _release(p, frame, lf, column, user_id, sink, partition, mechanism):
         marker.write_text("this release has not completed; its parts are not the whole population\n")
     parts = []
     offset = 0
-    from ldp_plugin.progress import progress
 
     from concurrent.futures import ThreadPoolExecutor
 

@@ -19,11 +19,13 @@ from typing import Any, Callable, Optional, Sequence
 import numpy as np
 
 from ._errors import LDPParameterError
+from ._validation import check_choice, check_int, check_real
 from .mechanisms import KRR, OLH, ORR, OUE, RAPPOR, RUE, THE, HadamardMechanism, HadamardResponse, KSubset, PrivSet, RapporSet, Wheel
 from .mechanisms._base import check_epsilon
 from .mechanisms import SampleOne
 from .mechanisms.local_hashing import olh_default_g
 from .theory import choose_orr
+from .amplification import amplify
 
 __all__ = ["Candidate", "rank_mechanisms", "make_auto", "METRICS"]
 
@@ -124,18 +126,13 @@ def rank_mechanisms(d: int, epsilon: float, *, n: int = 100_000, m: int = 1, met
     """Every applicable candidate, best (lowest predicted error) first. With ``delta``, each
     candidate also carries the central ε of its ``n`` reports through a trusted shuffler
     (:func:`ldp_plugin.amplification.amplify`: a certified upper bound)."""
-    if delta is not None and (isinstance(delta, bool) or not isinstance(delta, (int, float)) or not 0 < delta < 1):
-        raise LDPParameterError(f"delta must be in (0, 1) (got {delta!r})")
+    if delta is not None:
+        check_real("delta", delta, 0, 1, lo_open=True, hi_open=True)
     eps = check_epsilon(epsilon)
-    if isinstance(d, bool) or not isinstance(d, (int, np.integer)) or not 2 <= int(d) <= 1 << 20:
-        raise LDPParameterError(f"d must be an integer in [2, 2**20] (got {d!r})")
-    if isinstance(m, bool) or not isinstance(m, (int, np.integer)) or not 1 <= int(m) <= int(d):
-        raise LDPParameterError(f"m must be an integer in [1, d] (got {m!r})")
-    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
-        raise LDPParameterError("n must be a positive integer")
-    if metric not in METRICS:
-        raise LDPParameterError(f"metric must be one of {METRICS} (got {metric!r})")
-    d, m, n = int(d), int(m), int(n)
+    d = check_int("d", d, 2, 1 << 20)
+    m = check_int("m", m, 1, d)
+    n = check_int("n", n, 1)
+    check_choice("metric", metric, METRICS)
     dp = d + 1 if m > 1 else d
     out = []
     for label, params, factory, bits, client, server in _specs(d, eps, n, m):
@@ -183,7 +180,6 @@ def rank_mechanisms(d: int, epsilon: float, *, n: int = 100_000, m: int = 1, met
     if delta is not None and n >= 2:
         from dataclasses import replace
 
-        from .amplification import amplify
 
         out = [replace(c, central_epsilon=amplify(c.build(), n, float(delta))["epsilon"]) for c in out]
     return out

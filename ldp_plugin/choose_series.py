@@ -20,6 +20,8 @@ from typing import Any
 import numpy as np
 
 from ._errors import LDPParameterError
+from ._validation import check_int, check_real
+from .series import MEAN_NAMES, build_mean, LONGITUDINAL_NAMES, build_longitudinal
 
 __all__ = ["rank_mean_mechanisms", "rank_longitudinal_mechanisms"]
 
@@ -39,10 +41,8 @@ class SeriesCandidate:
 
 def rank_mean_mechanisms(epsilon: float, *, n: int, lower: float = 0.0, upper: float = 1.0) -> list:
     """Mean mechanisms, lowest average variance of the mean estimate first."""
-    from .series import MEAN_NAMES, build_mean
 
-    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-        raise LDPParameterError(f"n must be a positive integer (got {n!r})")
+    n = check_int("n", n, 1)
     out = []
     for name in MEAN_NAMES:
         m = build_mean(name, epsilon=epsilon, lower=lower, upper=upper)
@@ -67,12 +67,9 @@ def _expected_units(probs: np.ndarray, rounds: int, change_prob: float) -> float
 
 def rank_longitudinal_mechanisms(d: int, epsilon_perm: float, epsilon_1: float, *, n: int, rounds: int, change_prob: float) -> list:
     """Longitudinal protocols, lowest per-round error first, with the lifetime cost."""
-    from .series import LONGITUDINAL_NAMES, build_longitudinal
 
-    if isinstance(rounds, bool) or not isinstance(rounds, int) or rounds < 1:
-        raise LDPParameterError(f"rounds must be a positive integer (got {rounds!r})")
-    if not 0 <= change_prob <= 1:
-        raise LDPParameterError(f"change_prob must be in [0, 1] (got {change_prob!r})")
+    rounds = check_int("rounds", rounds, 1)
+    change_prob = check_real("change_prob", change_prob, 0, 1)
     theta = np.full(d, 1.0 / d)
     out = []
     seen = set()

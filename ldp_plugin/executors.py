@@ -32,7 +32,9 @@ from typing import Any, Callable, Optional, Sequence
 
 
 from ._errors import LDPInputError, LDPParameterError
-from .persist import AccumulatorState, file_identity, mechanism_from_spec, mechanism_spec, read_report_spec, spec_fingerprint, write_reports
+from .persist import INCOMPLETE_MARKER, AccumulatorState, file_identity, mechanism_from_spec, mechanism_spec, read_report_spec, spec_fingerprint, write_reports
+from .progress import progress
+from .adapters import privatize
 
 __all__ = ["LocalExecutor", "DaskExecutor", "make_executor", "aggregate", "aggregate_file", "privatize_files", "resolve_paths"]
 
@@ -43,7 +45,6 @@ class LocalExecutor:
     name = "local"
 
     def map_reduce(self, fn: Callable, sources: Sequence, combine: Callable = operator.add) -> Any:
-        from .progress import progress
 
         results = [fn(s) for s in progress(sources, total=len(sources), desc="ldp", unit="file")]
         if not results:
@@ -147,10 +148,6 @@ def aggregate_file(path: str, *, spec: dict, fingerprint: str) -> AccumulatorSta
     return AccumulatorState.from_accumulator(mech, acc, [file_identity(path)])
 
 
-#: a release writes this file into its reports directory first and removes it when complete
-INCOMPLETE_MARKER = ".ldp-release-incomplete"
-
-
 def check_complete(paths: list, allow_partial: bool = False) -> None:
     """Refuse report files from a release that did not complete (its directory still holds
     :data:`INCOMPLETE_MARKER`) unless ``allow_partial``: a partial release is not the population."""
@@ -217,7 +214,6 @@ def aggregate(
 def _privatize_one(item: tuple, *, column: str, spec: dict, out_dir: str, seed: Any, user_id: Optional[str], cohorts: Any, unknown: str) -> str:
     import polars as pl
 
-    from ldp_plugin.adapters import privatize
 
     index, path = item
     mech = mechanism_from_spec(spec)

@@ -12,7 +12,11 @@ from typing import Any, Optional
 import numpy as np
 
 from ._errors import LDPParameterError
+from ._validation import check_int, check_real
 from .sampling.source import SeededRandomSource
+from .mechanisms.longitudinal import LGRR, LOLOHA, LifetimeTracker
+from .mechanisms.longitudinal_unary import LOSUE, LOUE, LSUE, DBitFlipPM
+from .mechanisms import numeric
 
 __all__ = ["simulate_longitudinal", "simulate_mean", "zipf_distribution", "LONGITUDINAL_NAMES", "MEAN_NAMES", "build_longitudinal", "build_mean"]
 
@@ -21,8 +25,6 @@ MEAN_NAMES = ("duchi", "piecewise", "hybrid", "one-bit-mean")
 
 
 def build_longitudinal(name: str, *, d: int, epsilon_perm: float, epsilon_1: float, **params: Any):
-    from .mechanisms.longitudinal import LGRR, LOLOHA
-    from .mechanisms.longitudinal_unary import LOSUE, LOUE, LSUE, DBitFlipPM
 
     table = {"l-grr": LGRR, "l-oue": LOUE, "l-osue": LOSUE, "l-sue": LSUE, "dbitflip": DBitFlipPM, "loloha": LOLOHA}
     if name not in table:
@@ -31,7 +33,6 @@ def build_longitudinal(name: str, *, d: int, epsilon_perm: float, epsilon_1: flo
 
 
 def build_mean(name: str, *, epsilon: float, **params: Any):
-    from .mechanisms import numeric
 
     table = {"duchi": numeric.Duchi, "piecewise": numeric.Piecewise, "hybrid": numeric.Hybrid, "one-bit-mean": numeric.OneBitMean}
     if name not in table:
@@ -62,16 +63,11 @@ def simulate_longitudinal(mechanism: Any, *, rounds: int, change_prob: float, n:
     dBitFlipPM, which has no instantaneous layer, nearly identical): the measured MSE of a
     single population scatters by about ``sqrt(2/d)`` around the analytic one; ``repeats``
     averages independent populations."""
-    from .mechanisms.longitudinal import LifetimeTracker
 
-    if isinstance(rounds, bool) or not isinstance(rounds, int) or not 1 <= rounds <= 10_000:
-        raise LDPParameterError(f"rounds must be an integer in [1, 10000] (got {rounds!r})")
-    if isinstance(n, bool) or not isinstance(n, int) or not 2 <= n <= 10**7:
-        raise LDPParameterError(f"n must be an integer in [2, 10^7] (got {n!r})")
-    if isinstance(repeats, bool) or not isinstance(repeats, int) or not 1 <= repeats <= 1000:
-        raise LDPParameterError(f"repeats must be an integer in [1, 1000] (got {repeats!r})")
-    if isinstance(change_prob, bool) or not isinstance(change_prob, (int, float)) or not 0 <= change_prob <= 1:
-        raise LDPParameterError(f"change_prob must be in [0, 1] (got {change_prob!r})")
+    rounds = check_int("rounds", rounds, 1, 10_000)
+    n = check_int("n", n, 2, 10**7)
+    repeats = check_int("repeats", repeats, 1, 1000)
+    change_prob = check_real("change_prob", change_prob, 0, 1)
     d = mechanism.d
     theta = zipf_distribution(d) if theta is None else np.asarray(theta, dtype=np.float64)
     mse = np.zeros(rounds)
@@ -113,10 +109,8 @@ def simulate_mean(mechanism: Any, *, n: int, repeats: int, seed: int = 0, confid
     """``repeats`` independent randomizations of one population of ``n`` numbers (Beta(2, 5) on
     ``[lower, upper]``): the measured MSE of the mean estimate, its analytic value, and how
     often the interval covered the true mean."""
-    if isinstance(n, bool) or not isinstance(n, int) or not 2 <= n <= 10**8:
-        raise LDPParameterError(f"n must be an integer in [2, 10^8] (got {n!r})")
-    if isinstance(repeats, bool) or not isinstance(repeats, int) or not 1 <= repeats <= 10**5:
-        raise LDPParameterError(f"repeats must be an integer in [1, 10^5] (got {repeats!r})")
+    n = check_int("n", n, 2, 10**8)
+    repeats = check_int("repeats", repeats, 1, 10**5)
     data = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(1,)))
     values = mechanism.lower + (mechanism.upper - mechanism.lower) * data.beta(2.0, 5.0, size=n)
     truth = float(values.mean())

@@ -14,8 +14,11 @@ from typing import Any, Mapping, Optional
 import numpy as np
 
 from ._errors import LDPParameterError
+from ._validation import check_choice, check_int
 from .estimation import POSTPROCESS_CHOICES
 from .sampling import SecureRandomSource, SeededRandomSource
+from .mechanisms.sets import SetBatch
+from ._kernels import preload
 
 __all__ = ["DISTRIBUTIONS", "true_distribution", "draw_users", "draw_sets", "simulate", "SimulationResult"]
 
@@ -51,7 +54,6 @@ def draw_sets(theta: np.ndarray, n: int, m: int, gen: np.random.Generator):
     """n users whose sets hold ``m`` distinct items drawn from θ without replacement (successive
     sampling, by the Gumbel-top-m trick), as a CSR :class:`ldp_plugin.sets.SetBatch`, and the true
     frequencies ``f_v`` = fraction of users holding ``v``."""
-    from .sets import SetBatch
 
     d = theta.size
     if not 1 <= m <= d:
@@ -107,12 +109,9 @@ def simulate(
     estimate; ``mean_l2_squared_raw`` is the raw estimator's, comparable with ``analytic_mse``.
     Times are totals over the repeats.
     """
-    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
-        raise LDPParameterError("n must be an integer >= 1")
-    if isinstance(repeats, bool) or not isinstance(repeats, (int, np.integer)) or repeats < 1:
-        raise LDPParameterError("repeats must be an integer >= 1")
-    if postprocess not in POSTPROCESS_CHOICES:
-        raise LDPParameterError(f"postprocess must be one of {POSTPROCESS_CHOICES} (got {postprocess!r})")
+    n = check_int("n", n, 1)
+    repeats = check_int("repeats", repeats, 1)
+    check_choice("postprocess", postprocess, POSTPROCESS_CHOICES)
     if truth not in TRUTHS:
         raise LDPParameterError(f"truth must be one of {TRUTHS} (got {truth!r})")
     if distribution not in DISTRIBUTIONS:
@@ -124,7 +123,6 @@ def simulate(
     if d is None:
         raise LDPParameterError("simulate needs a closed-alphabet mechanism (give d)")
     check_simulation_memory(mechanism, int(n))
-    from ._kernels import preload
 
     preload(int(n) * int(d))  # load the optional kernels now if they will be used: never counted in randomize_seconds
     m = mechanism.m if is_set else 1

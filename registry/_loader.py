@@ -11,7 +11,10 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
-from ldp_plugin._errors import LDPParameterError
+from ldp_plugin._errors import LDPParameterError, LDPInputError
+from ldp_plugin.theory import choose_orr
+from ldp_plugin.mechanisms import SampleOne
+from ldp_plugin.memo import Memoized
 
 __all__ = [
     "Declaration",
@@ -177,32 +180,6 @@ def load_registry(directory: Path | None = None, *, include_user: bool = True, k
     return out
 
 
-def register(declaration: Mapping[str, Any] | str | Path, *, seed: int = 0, quick: bool = True) -> Declaration:
-    """Register a user mechanism: validate the declaration, refuse a taken name, run all three
-    verification layers on every canonical instance, and refuse it if any fails
-    (:class:`ldp_plugin.PrivacyVerificationError`). Registered mechanisms then appear in
-    :func:`load_registry`, ``ldp mechanisms``, ``build`` and ``ldp verify`` (this process)."""
-    from ldp_plugin._errors import PrivacyVerificationError
-
-    if isinstance(declaration, (str, Path)):
-        decl = _parse(Path(declaration))
-    else:
-        decl = parse_declaration(declaration)
-    taken = load_registry()
-    if decl.name in taken or decl.name in _lock():
-        raise LDPParameterError(f"mechanism name {decl.name!r} is taken; a name never changes meaning")
-    from ._verify import verify
-
-    rows = verify(decl, seed=seed, quick=quick)
-    failed = [r for r in rows if not r["passed"]]
-    if failed:
-        raise PrivacyVerificationError(
-            f"mechanism {decl.name!r} failed verification on {len(failed)} canonical instance(s), e.g. {failed[0]['instance']}"
-        )
-    _USER[decl.name] = decl
-    return decl
-
-
 def unregister_all() -> None:
     """Forget the mechanisms registered in this process (tests)."""
     _USER.clear()
@@ -288,7 +265,6 @@ def build(
                 "mechanism 'orr' needs k (int in [2, 2^24]) and cohorts, or the domain size d/categories to choose them "
                 "(on the command line: --d D, or --param k=K --param cohorts=C)"
             )
-        from ldp_plugin.theory import choose_orr
 
         chosen = choose_orr(int(S) + (1 if wrap else 0), float(epsilon), int(n) if n else 100_000)
         params.setdefault("k", chosen["k"])
@@ -321,7 +297,6 @@ def build(
             raise LDPParameterError(f"mechanism {name!r} needs the domain: d (int in {rng}; on the command line: --d D) or categories") from None
         raise
     if wrap:
-        from ldp_plugin.mechanisms import SampleOne
 
         return SampleOne(mechanism=mech, m=m, on_long=on_long)
     return mech
@@ -336,7 +311,6 @@ def from_spec(spec: Any):
     constructors (and the SampleOne / memoized wrappers around them) are ever built."""
     import json
 
-    from ldp_plugin._errors import LDPInputError
 
     if isinstance(spec, (str, bytes)):
         try:
@@ -346,13 +320,11 @@ def from_spec(spec: Any):
     if not isinstance(spec, dict):
         raise LDPInputError("a mechanism spec is a JSON object")
     if spec.get("set") == "sample-one":
-        from ldp_plugin.mechanisms import SampleOne
 
         return SampleOne(mechanism=from_spec(spec.get("mechanism")), m=spec.get("m"), on_long=spec.get("on_long", "error"))
     params = {k: _tuples(v) for k, v in dict(spec.get("params") or {}).items()}  # JSON lists -> the tuples mechanisms hold
     name = spec.get("name")
     if name == "memoized-krr":
-        from ldp_plugin.memo import Memoized
 
         return Memoized(**params)
     reg = load_registry(kinds=KINDS)

@@ -37,6 +37,7 @@ from .variation import (
     shuffle_epsilon,
     variation_parameters,
 )
+from .._errors import LDPParameterError
 
 __all__ = ["VariationParameters", "variation_parameters", "exact_variation_parameters", "generic_parameters",
            "shuffle_epsilon", "shuffle_delta", "binary_rr_exact_lower", "BlanketParameters", "blanket_delta",
@@ -47,7 +48,6 @@ def _require_scipy() -> None:
     import importlib.util
 
     if importlib.util.find_spec("scipy") is None:  # the binomial tails of both bounds
-        from .._errors import LDPParameterError
 
         raise LDPParameterError("shuffle-model accounting needs SciPy: pip install 'ldp-plugin[shuffle]'")
 

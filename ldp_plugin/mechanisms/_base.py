@@ -25,55 +25,15 @@ import numpy as np
 
 from .._errors import LDPInputError, LDPParameterError, PrivacyVerificationError
 from ..estimation import FrequencyEstimate, estimate_pure, pure_variance
-from ..exact import TWO64, epsilon_of_ratio, ratio_within_exp
+from ..exact import epsilon_of_ratio, ratio_within_exp
 from ..theory import mse_pure
 from ..sampling import RNGLike, as_source
+from .channel import Channel, ceil_threshold, floor_threshold  # noqa: F401 (re-exported)
 from .protocol import Mechanism, ReportField, MergeableCounts
 
 __all__ = ["Channel", "RealizedChannel", "RealizedRates", "FrequencyOracle", "FrequencyAccumulator", "check_epsilon", "check_domain", "encode_values"]
 
 from .domain import MAX_D, _as_array, _category_index, check_domain, check_epsilon, encode_values  # noqa: F401 (re-exported)
-
-
-def floor_threshold(p: Fraction) -> int:
-    """The integer threshold ``floor(p · 2**64)`` (an event of probability ``T / 2**64 <= p``)."""
-    return (p.numerator * TWO64) // p.denominator
-
-
-def ceil_threshold(p: Fraction) -> int:
-    return -((-p.numerator * TWO64) // p.denominator)
-
-
-@dataclass(frozen=True)
-class Channel:
-    """An exact channel matrix: ``matrix[x][j] = P(output j | input x)`` as Fractions."""
-
-    outputs: tuple
-    matrix: tuple
-
-    def rows_sum_to_one(self) -> bool:
-        return all(sum(row) == 1 for row in self.matrix)
-
-    def equal_supports(self) -> bool:
-        supports = {tuple(p > 0 for p in row) for row in self.matrix}
-        return len(supports) == 1
-
-    def max_ratio(self) -> Fraction:
-        """``max_{x, x', y} Q(y|x) / Q(y|x')`` over outputs with positive probability."""
-        if not self.equal_supports():
-            raise PrivacyVerificationError("channel rows have different supports: the likelihood ratio is unbounded")
-        best = Fraction(1)
-        for j in range(len(self.outputs)):
-            col = [row[j] for row in self.matrix]
-            if col[0] == 0:
-                continue
-            r = max(col) / min(col)
-            if r > best:
-                best = r
-        return best
-
-    def as_float_array(self) -> np.ndarray:
-        return np.array([[float(p) for p in row] for row in self.matrix])
 
 
 class RealizedChannel(Mechanism):

@@ -12,25 +12,21 @@ import numpy as np
 
 from .protocol import Mechanism
 from .._errors import LDPInputError, LDPParameterError
-from ..estimation import FrequencyEstimate
+from ..estimation import FrequencyEstimate, retarget
 from ..exact import epsilon_of_ratio, ratio_within_exp
 from ..hashing import check_seed, cohort_seeds, item_keys, keys_of_items, seeded_hash, seeded_permutation
 from ..sampling import RNGLike, as_source
 from ._base import Channel, check_domain, check_epsilon, encode_values
+from ..theory import mse_cohort
+from ..estimation_lsq import normal_inverse
+from .cohort_server import DECODERS, DENSE_LIMIT, MAX_DENSE, OTHER, CohortAccumulator  # noqa: F401 (re-exported)
 
-__all__ = ["CohortReports", "CohortAccumulator", "OTHER", "MAX_K", "MAX_COHORTS", "MAX_TABLE"]
+__all__ = ["CohortReports", "CohortAccumulator", "report_batch_arrays", "report_batch_from_arrays", "OTHER", "MAX_K", "MAX_COHORTS", "MAX_TABLE"]
 
-#: The label of the estimated total mass of items outside an open alphabet's candidates.
-OTHER = "<other>"
 
 MAX_K = 1 << 24
 MAX_COHORTS = 1 << 20
 MAX_TABLE = 1 << 28  # entries of a closed-alphabet position table (C · h · S)
-#: ``decoder="auto"`` solves least squares up to this many candidates, then streams (sketch decoder).
-DENSE_LIMIT = 1024
-#: The least-squares decoder's ``S × S`` matrix is refused above this many candidates.
-MAX_DENSE = 8192
-DECODERS = ("auto", "least-squares", "sketch")
 
 
 @dataclass(frozen=True)
@@ -310,7 +306,6 @@ class _CohortMechanism(Mechanism, abc.ABC):
         decoder: str = "auto",
     ) -> FrequencyEstimate:
         """Decode a report batch (see :meth:`CohortAccumulator.estimate` for ``decoder``)."""
-        from ..estimation import retarget
 
         est = self.accumulator().add(reports).estimate(
             candidates=candidates, other=other, postprocess=postprocess, confidence=confidence, decoder=decoder
@@ -359,7 +354,6 @@ class _CohortMechanism(Mechanism, abc.ABC):
         candidates at a uniform θ: the exact trace on this instance's own hash partitions for a
         closed alphabet (any ``h``, O-RR and O-RAPPOR; :meth:`_exact_uniform_mse`), else the
         random-partition approximation :func:`ldp_plugin.theory.mse_cohort`."""
-        from ..theory import mse_cohort
 
         S = self.d if S is None and self.closed else S
         if S is None:
@@ -396,7 +390,6 @@ class _CohortMechanism(Mechanism, abc.ABC):
                 B[table[c, t][ok], cols[ok]] = 1.0 if signs is None else signs[c, t][ok]
             Bs.append(B)
             M += nc * (B.T @ B)
-        from ..estimation_lsq import normal_inverse
 
         Mp = normal_inverse(M, known_total=self.known_total)[0]  # as the decoder
         total = 0.0
@@ -431,4 +424,16 @@ def _check_cohort_column(cohort: Any, n: int, C: int) -> np.ndarray:
     return c
 
 
-from .cohort_server import CohortAccumulator  # noqa: E402  (the server side; it imports this module's constants)
+def report_batch_arrays(reports: Any) -> Optional[dict]:
+    """A native report batch that is not one array (cohort reports) as named arrays, with its
+    kind under ``"__kind__"``; None for a plain array. Used to store kept reports as data."""
+    if isinstance(reports, CohortReports):
+        return {"__kind__": "cohort", "cohort": np.asarray(reports.cohort), "value": np.asarray(reports.value)}
+    return None
+
+
+def report_batch_from_arrays(kind: str, arrays: Any) -> Any:
+    """The inverse of :func:`report_batch_arrays`."""
+    if kind == "cohort":
+        return CohortReports(arrays["cohort"], arrays["value"])
+    raise LDPInputError(f"unknown kept report kind {kind!r}")

@@ -10,11 +10,18 @@ import numpy as np
 
 from .._errors import LDPInputError, LDPParameterError
 from ..estimation import FrequencyEstimate, check_postprocess, finalize_estimate, least_squares_decode
-from ..estimation_sketch import MIN_COHORTS
+from ..estimation_sketch import MIN_COHORTS, sketch_decode
 from .mixins import MergeableCounts
-from .cohort_base import DECODERS, DENSE_LIMIT, MAX_DENSE, OTHER
 
-__all__ = ["CohortAccumulator"]
+__all__ = ["CohortAccumulator", "OTHER", "DENSE_LIMIT", "MAX_DENSE", "DECODERS"]
+
+#: The label of the estimated total mass of items outside an open alphabet's candidates.
+OTHER = "<other>"
+#: ``decoder="auto"`` solves least squares up to this many candidates, then streams (sketch decoder).
+DENSE_LIMIT = 1024
+#: The least-squares decoder's ``S × S`` matrix is refused above this many candidates.
+MAX_DENSE = 8192
+DECODERS = ("auto", "least-squares", "sketch")
 
 
 class CohortAccumulator(MergeableCounts):
@@ -81,7 +88,6 @@ class CohortAccumulator(MergeableCounts):
         if decoder == "auto":
             decoder = "least-squares" if S <= DENSE_LIMIT or int((self.n_c > 0).sum()) < MIN_COHORTS else "sketch"
         if decoder == "sketch":
-            from ..estimation_sketch import sketch_decode
 
             if not m.closed and OTHER in items:
                 raise LDPParameterError(f"candidates must not contain the reserved label {OTHER!r}")

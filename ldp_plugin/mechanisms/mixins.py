@@ -9,26 +9,10 @@ from typing import Any, ClassVar, Optional
 import numpy as np
 
 from .._errors import LDPInputError, LDPParameterError
+from .sets import set_codes, limit_sets
+from ..sampling import as_source
 
-__all__ = ["MergeableCounts", "SeededReports", "SetInput", "report_batch_arrays", "report_batch_from_arrays"]
-
-
-def report_batch_arrays(reports: Any) -> Optional[dict]:
-    """A native report batch that is not one array (cohort reports) as named arrays, with its
-    kind under ``"__kind__"``; None for a plain array. Used to store kept reports as data."""
-    from .cohort import CohortReports
-
-    if isinstance(reports, CohortReports):
-        return {"__kind__": "cohort", "cohort": np.asarray(reports.cohort), "value": np.asarray(reports.value)}
-    return None
-
-
-def report_batch_from_arrays(kind: str, arrays: Any) -> Any:
-    from .cohort import CohortReports
-
-    if kind == "cohort":
-        return CohortReports(arrays["cohort"], arrays["value"])
-    raise LDPInputError(f"unknown kept report kind {kind!r}")
+__all__ = ["MergeableCounts", "SeededReports", "SetInput"]
 
 
 class MergeableCounts:
@@ -57,7 +41,6 @@ class SetInput:
 
     def encode_sets(self, sets: Any) -> tuple:
         """``(codes, offsets)`` of a batch of sets (validated: known items, no repeats)."""
-        from ..sets import set_codes
 
         return set_codes(sets, self)
 
@@ -75,8 +58,6 @@ class SetInput:
         return reports[0]
 
     def randomize_encoded(self, codes: Any, *, rng: Any = None, cohorts: Any = None, offsets: Any = None):
-        from ..sampling import as_source
-        from ..sets import limit_sets
 
         self._check_no_cohorts(cohorts)
         source = as_source(rng)

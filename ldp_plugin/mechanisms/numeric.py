@@ -56,6 +56,7 @@ from ..sampling import RNGLike, as_source
 from .domain import check_epsilon, check_user_keys
 from .numeric_server import MeanAccumulator, MeanEstimate
 from .protocol import Mechanism, ReportField
+from .channel import Channel
 
 __all__ = ["MeanEstimate", "MeanAccumulator", "NumericMechanism", "Duchi", "Piecewise", "Hybrid", "OneBitMean"]
 
@@ -239,7 +240,6 @@ class Duchi(NumericMechanism):
         return np.full(self.grid + 1, self.C**2)
 
     def channel(self):
-        from ._base import Channel
 
         rows = tuple((1 - Fraction(self.t_low + k * self.step, TWO64), Fraction(self.t_low + k * self.step, TWO64)) for k in range(self.grid + 1))
         return Channel((0, 1), rows)
@@ -353,7 +353,6 @@ class Piecewise(NumericMechanism):
         return total + (ph - pl) * window_sum
 
     def channel(self):
-        from ._base import Channel
 
         ph, pl = self.p_hi, self.p_lo
         rows = tuple(tuple(ph if k <= j < k + self.window else pl for j in range(self.cells)) for k in range(self.grid + 1))
@@ -415,7 +414,6 @@ class Hybrid(NumericMechanism):
         return a * self.piecewise.second_moments() + (1 - a) * self.duchi.second_moments()
 
     def channel(self):
-        from ._base import Channel
 
         a = self.alpha
         D, P = self.duchi.channel().matrix, self.piecewise.channel().matrix

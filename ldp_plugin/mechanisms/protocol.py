@@ -38,6 +38,9 @@ from typing import Any, ClassVar, Optional
 import numpy as np
 
 from .._errors import LDPInputError, LDPParameterError
+from ..sampling import as_source
+from ..estimation import retarget
+from .mixins import MergeableCounts, SeededReports, SetInput  # noqa: F401 (re-exported)
 
 __all__ = ["Mechanism", "ReportField", "SeededReports", "SetInput", "WIRE_MAGIC", "WIRE_VERSION", "REJECT_REASONS", "json_value"]
 
@@ -148,7 +151,6 @@ class Mechanism:
 
     def randomize_encoded(self, codes: Any, *, rng: Any = None, cohorts: Any = None):
         """The client on already encoded values (:meth:`encode`); the path every caller uses."""
-        from ..sampling import as_source
 
         self._check_no_cohorts(cohorts)
         return self._randomize_codes(np.asarray(codes), as_source(rng))
@@ -440,9 +442,6 @@ class Mechanism:
         """The estimate of an accumulator of this mechanism's reports (one signature everywhere).
         ``target="population"`` widens the intervals to cover the frequencies of a population the
         users are an i.i.d. sample of (:func:`ldp_plugin.estimation.retarget`)."""
-        from ..estimation import retarget
 
         return retarget(acc.estimate(candidates=candidates, postprocess=postprocess, confidence=confidence), target)
 
-
-from .mixins import MergeableCounts, SeededReports, SetInput, report_batch_arrays, report_batch_from_arrays  # noqa: E402,F401  (re-exported)

@@ -10,11 +10,12 @@ from typing import Any, ClassVar, Optional
 import numpy as np
 
 from .._errors import LDPInputError, LDPParameterError
-from ..estimation import FrequencyEstimate, finalize_estimate, project_simplex
+from ..estimation import FrequencyEstimate, finalize_estimate, project_simplex, retarget
 from ..hashing import item_keys
 from ..sampling import RNGLike, as_source
-from ..sets import ON_LONG, PAD, SetBatch, _check_duplicates, _is_series, _pl, as_set_batch, encode_items, is_item_batch
+from .sets import ON_LONG, PAD, SetBatch, _check_duplicates, _is_series, _pl, as_set_batch, encode_items, is_item_batch, gather_sets, subsets_up_to
 from .protocol import Mechanism
+from .channel import Channel
 
 __all__ = ["SampleOne"]
 
@@ -135,7 +136,6 @@ class SampleOne(Mechanism):
     # -- verification: the exact channel over sets, driven through the real client --------------
     def verification_inputs(self) -> list:
         """Every set of at most ``m`` item codes (small closed domains)."""
-        from ..sets import subsets_up_to
 
         if not self.closed:
             raise LDPParameterError("verification needs a closed-alphabet SampleOne")
@@ -147,7 +147,6 @@ class SampleOne(Mechanism):
     def channel(self):
         """Exact: the row of a set ``X`` is the average of the padded mechanism's rows over the
         ``m`` slots (``X``'s items, then ``PAD`` for the empty slots)."""
-        from ._base import Channel
 
         inner = self.padded.channel()
         pad = self.mechanism.d
@@ -161,7 +160,6 @@ class SampleOne(Mechanism):
         return self.padded.output_index(reports)
 
     def _verification_randomize(self, codes, source):
-        from ..sets import gather_sets
 
         flat, offsets, _lengths = gather_sets(self.verification_inputs(), np.asarray(codes, dtype=np.int64))
         return self.randomize_encoded(flat, offsets=offsets, rng=source)
@@ -278,7 +276,6 @@ class SampleOne(Mechanism):
         the holders), which adds ``f(m−1)/n`` to the variance of ``f̂ᵢ`` for pure oracles
         (``Var = m²[f π₁(1−π₁) + (1−f) q*(1−q*)]/(n(p*−q*)²)``; the cohort decoders' multinomial
         plug-in already treats each report as a draw from the users' mixture)."""
-        from ..estimation import retarget
 
         if postprocess == "em":
             raise LDPParameterError("postprocess='em' is not available for sets")

@@ -46,9 +46,10 @@ from ..estimation import pure_variance
 from ..exact import TWO64, exp_lower_bound, ratio_within_exp
 from ..hashing import keys_of_items, mix64, seed_multipliers, seeded_hash
 from ..sampling import RNGLike, as_source
-from ..sets import gather_sets, subsets_up_to
+from .sets import gather_sets, subsets_up_to, limit_sets
 from ..theory import golden_section_min
 from ._base import Channel, RealizedRates, check_domain, check_epsilon, floor_threshold
+from .set_baselines import SetAccumulator
 
 __all__ = ["Wheel", "wheel_optimal_p", "arc_union"]
 
@@ -177,7 +178,6 @@ class Wheel(SetInput, SeededReports, RealizedRates):
     # -- client ------------------------------------------------------------------------------------------
     def randomize(self, sets: Any, *, rng: RNGLike = None, cohorts: Any = None, seeds: Optional[np.ndarray] = None) -> np.ndarray:
         """Reports ``(n, 2)`` ``uint64``: the user's seed and the output cell."""
-        from ..sets import limit_sets
 
         self._check_no_cohorts(cohorts)
         source = as_source(rng)
@@ -266,7 +266,6 @@ class Wheel(SetInput, SeededReports, RealizedRates):
         return counts
 
     def accumulator(self):
-        from .set_baselines import SetAccumulator
 
         return SetAccumulator(self)
 
