@@ -44,6 +44,7 @@ from ldp_plugin._errors import LDPInputError, LDPParameterError
 from ldp_plugin.hashing import assign_cohorts, item_keys
 from ldp_plugin.persist import write_reports, INCOMPLETE_MARKER
 from ldp_plugin.mechanisms import Mechanism
+from ldp_plugin.mechanisms.protocol import refuse_keyed
 from ldp_plugin.sampling import RNGLike, chunk_source
 
 from .polars_frames import estimate_frame
@@ -77,6 +78,7 @@ def frame_to_reports(mechanism: Any, frame: pl.DataFrame) -> Any:
 class _Privatizer:
     def __init__(self, mechanism, column, *, user_id, cohorts, keep_user_id, unknown, other, rng):
         _check_mechanism(mechanism)
+        refuse_keyed(mechanism, "privatize")
         if unknown not in UNKNOWN:
             raise LDPParameterError(f"unknown must be one of {UNKNOWN} (got {unknown!r})")
         self.mechanism = mechanism

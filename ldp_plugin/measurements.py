@@ -27,6 +27,7 @@ from ._errors import LDPParameterError
 from .exact import scale_epsilon_up
 from .mechanisms import KRR, OLH, OUE, RAPPOR, THE, PrivSet, RapporSet, Wheel, BinaryMechanism, GeometricMechanism, StaircaseMechanism, FrequencyOracle, HadamardMechanism, HadamardResponse, KSubset, WarnerRR
 from .mechanisms import SampleOne
+from .mechanisms.protocol import Mechanism, refuse_keyed
 from .sampling import RNGLike, as_source
 
 __all__ = [
@@ -111,6 +112,13 @@ def batch_domain(mechanism: FrequencyOracle) -> dp.Domain:
     return dp.user_domain(f"LDPCategoryBatch({_domain_id(mechanism)})", lambda _x: True)
 
 
+def _check_mechanism(mechanism: Any, entry: str) -> None:
+    """The entry point's one capability question, asked before anything is built."""
+    if not isinstance(mechanism, Mechanism):
+        raise LDPParameterError(f"{entry} takes an ldp_plugin mechanism (got {type(mechanism).__name__})")
+    refuse_keyed(mechanism, entry)
+
+
 def _check_d_in(d_in: Any) -> int:
     if isinstance(d_in, bool) or not isinstance(d_in, int) or d_in < 0:
         raise LDPParameterError("d_in must be a non-negative Python int")
@@ -174,6 +182,7 @@ def _make_ldp(
         :func:`category_domain` / :func:`batch_domain`.
     """
     enable_ldp_features()
+    _check_mechanism(mechanism, "make_ldp")
     if unit not in UNITS:
         raise LDPParameterError(f"unit must be one of {UNITS} (got {unit!r})")
     source = None if rng is None else as_source(rng)

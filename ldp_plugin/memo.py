@@ -192,19 +192,18 @@ class Memoized(Mechanism):
         out[:] = np.where(keep, codes, other)
         return out
 
-    def randomize(self, values: Any, user_keys: Sequence[bytes], *, rng: RNGLike = None, guard: Optional["DistinctValueGuard"] = None) -> np.ndarray:
+    def randomize(self, values: Any, user_keys: Sequence[bytes] = None, *, rng: RNGLike = None, cohorts: Any = None, guard: Optional["DistinctValueGuard"] = None) -> np.ndarray:
         """One collection: the instantaneous k-RR (fresh randomness) of each permanent report.
         With a ``guard`` the series' ``max_values`` is enforced per user."""
+        self._check_client_arguments(cohorts=cohorts, user_keys=user_keys)
         if guard is not None:
             guard.observe(values if self.categories is None else self.permanent_mechanism.encode(values), user_keys, self.max_values)
         perm = self.permanent(values, user_keys)
         return self.instantaneous_mechanism.randomize_encoded(perm, rng=rng)
 
-    def randomize_encoded(self, codes: Any, *, rng: RNGLike = None, cohorts: Any = None, user_keys: Optional[Sequence[bytes]] = None) -> np.ndarray:
+    def randomize_encoded(self, codes: Any, *, rng: RNGLike = None, cohorts: Any = None, user_keys: Optional[Sequence[bytes]] = None, offsets: Any = None) -> np.ndarray:
         """One collection on item codes; ``user_keys`` (one secret per user) is required."""
-        self._check_no_cohorts(cohorts)
-        if user_keys is None:
-            raise LDPParameterError("Memoized needs user_keys= (one secret key per user) to memoize the permanent reports")
+        self._check_client_arguments(cohorts=cohorts, user_keys=user_keys, offsets=offsets)
         codes = np.asarray(codes, dtype=np.int64)
         return self.randomize(codes if self.categories is None else np.array([self.categories[c] for c in codes.tolist()], dtype=object), user_keys, rng=rng)
 

@@ -165,28 +165,24 @@ class FrequencyOracle(RealizedRates, abc.ABC):
         """
         return encode_values(values, self.d, self.categories, self._index)
 
-    def randomize(self, values: Any, *, rng: RNGLike = None, cohorts: Any = None) -> np.ndarray:
+    def randomize(self, values: Any, *, rng: RNGLike = None, cohorts: Any = None, user_keys: Any = None) -> np.ndarray:
         """Randomize a batch: element ``i`` of the result is user ``i``'s report.
 
         ``rng=None`` (default) uses the OS CSPRNG; an integer seeds a reproducible, *non-secure*
         generator for simulations and tests.
         """
-        self._check_no_cohorts(cohorts)
+        self._check_client_arguments(cohorts=cohorts, user_keys=user_keys)
         return self._randomize_codes(self.encode(values), as_source(rng))
 
     def report_fields(self) -> tuple:
         return (ReportField("report", "uint32", kind="int", bound=self.output_alphabet_size()),)
 
-    def randomize_one(self, value: Any, *, rng: RNGLike = None):
+    def randomize_one(self, value: Any, *, rng: RNGLike = None, user_key: Any = None):
         """Randomize one user's value (the same exact sampler, batch of one).
 
         The report names items by label when the mechanism has ``categories`` (batches from
         :meth:`randomize` always use compact integer codes; see :meth:`decode`)."""
-        reports = self.randomize(np.array([value], dtype=object if self._index is not None else None), rng=rng)
-        return self._report_of_one(reports)
-
-    def _report_of_one(self, reports: np.ndarray):
-        return reports[0]
+        return super().randomize_one(value, rng=rng, user_key=user_key)
 
     def decode(self, codes: Any) -> list:
         """Item codes (as found in reports) → item labels."""

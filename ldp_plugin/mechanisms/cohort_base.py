@@ -192,23 +192,25 @@ class _CohortMechanism(Mechanism, abc.ABC):
             raise LDPInputError(f"cohorts must be integers in [0, {self.cohorts})")
         return arr.astype(np.int64, copy=False)
 
-    def randomize(self, values: Any, *, cohorts: Any = None, rng: RNGLike = None) -> CohortReports:
+    def randomize(self, values: Any, *, rng: RNGLike = None, cohorts: Any = None, user_keys: Any = None) -> CohortReports:
         """Randomize a batch. ``cohorts``: one data-independent cohort per user (e.g. from
         :func:`ldp_plugin.hashing.assign_cohorts`); ``None`` draws them uniformly at random."""
-        return self.randomize_encoded(self.encode(values), cohorts=cohorts, rng=rng)
+        return self.randomize_encoded(self.encode(values), cohorts=cohorts, rng=rng, user_keys=user_keys)
 
-    def randomize_encoded(self, encoded: np.ndarray, *, cohorts: Any = None, rng: RNGLike = None) -> CohortReports:
+    def randomize_encoded(self, encoded: np.ndarray, *, rng: RNGLike = None, cohorts: Any = None, user_keys: Any = None, offsets: Any = None) -> CohortReports:
         """:meth:`randomize` on already encoded items (codes, or keys for an open alphabet)."""
+        self._check_client_arguments(user_keys=user_keys, offsets=offsets)
+        encoded = np.asarray(encoded)
         source = as_source(rng)
         n = encoded.shape[0]
         coh = source.uniform_int(self.cohorts, n).astype(np.int64) if cohorts is None else self.check_cohorts(cohorts, n)
         value = self._randomize_positions(self.positions(encoded, coh), source)
         return CohortReports(coh.astype(np.uint32), value)
 
-    def randomize_one(self, value: Any, *, cohort: Optional[int] = None, rng: RNGLike = None):
+    def randomize_one(self, value: Any, *, rng: RNGLike = None, user_key: Any = None, cohort: Optional[int] = None):
         """One user's report ``(cohort, value)``."""
         arr = np.array([value], dtype=object if isinstance(value, str) or self._index is not None else None)
-        r = self.randomize(arr, cohorts=None if cohort is None else [cohort], rng=rng)
+        r = self.randomize(arr, cohorts=None if cohort is None else [cohort], rng=rng, user_keys=None if user_key is None else [user_key])
         v = r.value[0]
         return int(r.cohort[0]), (int(v) if np.ndim(v) == 0 else bytes(v))
 

@@ -150,14 +150,14 @@ class FiniteChannel(RealizedChannel, abc.ABC):
             out[sel] = np.searchsorted(self._cum[x], w[sel], side="right") - 1  # exact: P = T(x, y)/2**64
         return out
 
-    def randomize(self, values: Any, *, rng=None, cohorts: Any = None) -> np.ndarray:
+    def randomize(self, values: Any, *, rng=None, cohorts: Any = None, user_keys: Any = None) -> np.ndarray:
         from ..sampling import as_source
 
-        self._check_no_cohorts(cohorts)
+        self._check_client_arguments(cohorts=cohorts, user_keys=user_keys)
         return self._randomize_codes(self.encode(values), as_source(rng))
 
-    def randomize_one(self, value: Any, *, rng=None) -> int:
-        return int(self.randomize(np.array([value], dtype=object if self._index is not None else None), rng=rng)[0])
+    def randomize_one(self, value: Any, *, rng=None, user_key: Any = None) -> int:
+        return int(self.randomize(np.array([value], dtype=object if self._index is not None else None), rng=rng, user_keys=None if user_key is None else [user_key])[0])
 
     def output_index(self, reports: np.ndarray) -> np.ndarray:
         return np.asarray(reports, dtype=np.int64)

@@ -157,15 +157,14 @@ class LongitudinalMechanism(Mechanism):
         return self._codes(codes)
 
     # -- client ----------------------------------------------------------------------------------
-    def randomize(self, values: Any, user_keys: Sequence[bytes], *, rng: RNGLike = None) -> Any:
+    def randomize(self, values: Any, user_keys: Sequence[bytes] = None, *, rng: RNGLike = None, cohorts: Any = None) -> Any:
+        self._check_client_arguments(cohorts=cohorts, user_keys=user_keys)
         codes = self._codes(values)
         keys = _check_keys(user_keys, codes.size)
         return self._collect(codes, keys, as_source(rng))
 
-    def randomize_encoded(self, codes: Any, *, rng: RNGLike = None, cohorts: Any = None, user_keys: Any = None) -> Any:
-        self._check_no_cohorts(cohorts)
-        if user_keys is None:
-            raise LDPParameterError(f"{self.name} needs user_keys= (one secret key per user) to memoize the permanent reports")
+    def randomize_encoded(self, codes: Any, *, rng: RNGLike = None, cohorts: Any = None, user_keys: Any = None, offsets: Any = None) -> Any:
+        self._check_client_arguments(cohorts=cohorts, user_keys=user_keys, offsets=offsets)
         return self.randomize(codes, user_keys, rng=rng)
 
     def encode(self, values: Any) -> np.ndarray:

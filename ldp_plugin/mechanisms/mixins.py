@@ -44,22 +44,18 @@ class SetInput:
 
         return set_codes(sets, self)
 
-    def randomize(self, sets: Any, *, rng: Any = None, cohorts: Any = None):
+    def randomize(self, sets: Any, *, rng: Any = None, cohorts: Any = None, user_keys: Any = None):
         """Randomize a batch of per-user sets (lists of items; a Polars List column)."""
         codes, offsets = self.encode_sets(sets)
-        return self.randomize_encoded(codes, offsets=offsets, rng=rng, cohorts=cohorts)
+        return self.randomize_encoded(codes, offsets=offsets, rng=rng, cohorts=cohorts, user_keys=user_keys)
 
-    def randomize_one(self, items: Any, *, rng: Any = None):
-        """One user's report for a set (or a single item)."""
-        one = list(items) if isinstance(items, (list, tuple, set, frozenset)) else [items]
-        return self._report_of_one(self.randomize([one], rng=rng))
+    def _batch_of_one(self, items: Any) -> list:
+        """One user's set (or a single item) as a batch of one set."""
+        return [list(items) if isinstance(items, (list, tuple, set, frozenset)) else [items]]
 
-    def _report_of_one(self, reports):
-        return reports[0]
-
-    def randomize_encoded(self, codes: Any, *, rng: Any = None, cohorts: Any = None, offsets: Any = None):
-
-        self._check_no_cohorts(cohorts)
+    def randomize_encoded(self, codes: Any, *, rng: Any = None, cohorts: Any = None, user_keys: Any = None, offsets: Any = None):
+        """Sets as CSR item codes (``offsets`` omitted: sets of one)."""
+        self._check_client_arguments(cohorts=cohorts, user_keys=user_keys)
         source = as_source(rng)
         codes = np.asarray(codes, dtype=np.int64)
         if offsets is None:

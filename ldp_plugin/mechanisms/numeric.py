@@ -127,19 +127,21 @@ class NumericMechanism(Mechanism):
     def grid_values(self) -> np.ndarray:
         return -1.0 + 2.0 * np.arange(self.grid + 1) / self.grid
 
-    def randomize(self, values: Any, *, rng: RNGLike = None, cohorts: Any = None) -> np.ndarray:
+    def randomize(self, values: Any, *, rng: RNGLike = None, cohorts: Any = None, user_keys: Any = None) -> np.ndarray:
         """One report per value (``uint32``), vectorized over the batch."""
-        self._check_no_cohorts(cohorts)
+        self._check_client_arguments(cohorts=cohorts, user_keys=user_keys)
         source = as_source(rng)
         return self._sample(self._round(self._t(values), source), source)
 
-    def randomize_one(self, value: Any, *, rng: RNGLike = None) -> int:
-        """One user's report (the same exact sampler, batch of one)."""
-        return int(self.randomize(np.array([value], dtype=np.float64), rng=rng)[0])
+    def _batch_of_one(self, value: Any) -> np.ndarray:
+        return np.array([value], dtype=np.float64)
 
-    def randomize_encoded(self, codes: Any, *, rng: RNGLike = None, cohorts: Any = None) -> np.ndarray:
+    def _report_of_one(self, reports: Any) -> int:
+        return int(reports[0])
+
+    def randomize_encoded(self, codes: Any, *, rng: RNGLike = None, cohorts: Any = None, user_keys: Any = None, offsets: Any = None) -> np.ndarray:
         """Reports for grid indices ``k`` in ``[0, grid]``."""
-        self._check_no_cohorts(cohorts)
+        self._check_client_arguments(cohorts=cohorts, user_keys=user_keys, offsets=offsets)
         k = np.asarray(codes, dtype=np.int64)
         if k.size and (k.min() < 0 or k.max() > self.grid):
             raise LDPInputError(f"grid indices must be in [0, {self.grid}]")
@@ -254,6 +256,7 @@ class OneBitMean(Duchi):
     name = "one-bit-mean"
     grid: int = 64
     needs_user_keys = False  # keys are optional (memoization across collections)
+    accepts_user_keys = True
 
     def _prf_words(self, user_keys: Sequence[bytes], tag: bytes, k: Optional[np.ndarray] = None) -> np.ndarray:
         fp = hashlib.sha256(repr(self.spec()).encode()).digest()[:16]

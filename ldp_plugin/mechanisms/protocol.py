@@ -42,7 +42,7 @@ from ..sampling import as_source
 from ..estimation import retarget
 from .mixins import MergeableCounts, SeededReports, SetInput  # noqa: F401 (re-exported)
 
-__all__ = ["Mechanism", "ReportField", "SeededReports", "SetInput", "WIRE_MAGIC", "WIRE_VERSION", "REJECT_REASONS", "json_value"]
+__all__ = ["Mechanism", "ReportField", "refuse_keyed", "SeededReports", "SetInput", "WIRE_MAGIC", "WIRE_VERSION", "REJECT_REASONS", "json_value"]
 
 WIRE_MAGIC = b"LDPW"
 WIRE_VERSION = 1
@@ -81,6 +81,17 @@ class ReportField:
         if self.kind == "bits" and self.bound is not None and self.bound % 8 and arr.size:
             out["padding_bits"] = (arr[:, -1] >> (self.bound % 8)) != 0
         return out
+
+
+def refuse_keyed(mechanism: Any, entry: str) -> None:
+    """The edge check of an entry point that cannot hold users' secret keys (``make_ldp``,
+    ``privatize``): a keyed (memoized) mechanism is refused with the entry points that serve it."""
+    if getattr(mechanism, "needs_user_keys", False):
+        raise LDPParameterError(
+            f"{mechanism.name} is a keyed (memoized) mechanism, which {entry} cannot serve (it never holds users' "
+            "secret keys): use make_longitudinal(...) for its OpenDP measurement, or randomize(values, user_keys=...) "
+            "on the devices that hold the keys (the federated device does)"
+        )
 
 
 def json_value(v: Any) -> Any:
@@ -144,16 +155,48 @@ class Mechanism:
         text = json.dumps(self.spec(), sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(text.encode()).digest()[:16]
 
-    # -- client ------------------------------------------------------------------------------------
+    # -- client: ONE signature for every mechanism and wrapper ---------------------------------------
+    #: keyed mechanisms (memoized longitudinal protocols) accept ``user_keys=`` (one secret per user);
+    #: ``needs_user_keys`` keyed mechanisms refuse to randomize without them
+    accepts_user_keys: ClassVar[bool] = False
+
     def _check_no_cohorts(self, cohorts: Any) -> None:
         if cohorts is not None and not self.takes_cohorts:
             raise LDPParameterError(f"cohorts= applies only to cohort mechanisms (orr, orappor), not {self.name}")
 
-    def randomize_encoded(self, codes: Any, *, rng: Any = None, cohorts: Any = None):
-        """The client on already encoded values (:meth:`encode`); the path every caller uses."""
-
+    def _check_client_arguments(self, *, cohorts: Any = None, user_keys: Any = None, offsets: Any = None) -> None:
+        """Refuse a client argument this mechanism does not take, naming the right entry point."""
         self._check_no_cohorts(cohorts)
+        if user_keys is None and self.needs_user_keys:
+            raise LDPParameterError(
+                f"{self.name} is a keyed (memoized) mechanism: randomize(values, user_keys=...) needs one secret key "
+                "per user; make_longitudinal(...) builds its OpenDP measurement"
+            )
+        if user_keys is not None and not (self.needs_user_keys or self.accepts_user_keys):
+            raise LDPParameterError(f"user_keys= applies only to keyed (memoized) mechanisms, not {self.name}")
+        if offsets is not None and self.input_kind != "set":
+            raise LDPParameterError(f"offsets= applies only to set mechanisms, not {self.name} (input kind {self.input_kind!r})")
+
+    def randomize(self, values: Any, *, rng: Any = None, cohorts: Any = None, user_keys: Any = None):
+        """Randomize a batch: element ``i`` of the result is user ``i``'s report. ``rng=None``
+        (default) draws from the OS CSPRNG; an integer seeds a reproducible, *non-secure* source."""
+        return self.randomize_encoded(self.encode(values), rng=rng, cohorts=cohorts, user_keys=user_keys)
+
+    def randomize_encoded(self, codes: Any, *, rng: Any = None, cohorts: Any = None, user_keys: Any = None, offsets: Any = None):
+        """The client on already encoded values (:meth:`encode`); the path every caller uses."""
+        self._check_client_arguments(cohorts=cohorts, user_keys=user_keys, offsets=offsets)
         return self._randomize_codes(np.asarray(codes), as_source(rng))
+
+    def randomize_one(self, value: Any, *, rng: Any = None, user_key: Any = None):
+        """One user's report (the same exact sampler on a batch of one)."""
+        keys = None if user_key is None else [user_key]
+        return self._report_of_one(self.randomize(self._batch_of_one(value), rng=rng, user_keys=keys))
+
+    def _batch_of_one(self, value: Any) -> Any:
+        return np.array([value], dtype=object if getattr(self, "categories", None) is not None else None)
+
+    def _report_of_one(self, reports: Any) -> Any:
+        return reports[0]
 
     def with_categories(self, categories: Any) -> "Mechanism":
         """The same mechanism over the labels ``categories`` (instead of codes ``0..d-1``)."""

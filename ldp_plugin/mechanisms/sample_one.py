@@ -233,15 +233,17 @@ class SampleOne(Mechanism):
             out.append(flat[lo + int(hit[0])] if hit.size else PAD)
         return out
 
-    def randomize(self, sets: Any, *, cohorts: Any = None, rng: RNGLike = None):
+    def randomize(self, sets: Any, *, rng: RNGLike = None, cohorts: Any = None, user_keys: Any = None):
         """Reports of the padded mechanism, one per user (a batch of single items is a batch of
         sets of one; a plain string is one item)."""
+        self._check_client_arguments(user_keys=user_keys)
         source = as_source(rng)
         sampled, _ = self.sample(sets, rng=source)
         return self.padded.randomize_encoded(sampled, cohorts=cohorts, rng=source)
 
-    def randomize_encoded(self, codes: Any, *, rng: RNGLike = None, cohorts: Any = None, offsets: Any = None):
+    def randomize_encoded(self, codes: Any, *, rng: RNGLike = None, cohorts: Any = None, user_keys: Any = None, offsets: Any = None):
         """Sets given as CSR item codes (closed alphabet, ``offsets`` omitted: sets of one)."""
+        self._check_client_arguments(user_keys=user_keys)
         if not self.closed:
             raise LDPParameterError("randomize_encoded of an open-alphabet SampleOne: pass the sets to randomize()")
         source = as_source(rng)
@@ -256,9 +258,9 @@ class SampleOne(Mechanism):
         sampled, _ = self._sample_codes(codes, offsets, d, source)
         return self.padded.randomize_encoded(sampled, cohorts=cohorts, rng=source)
 
-    def randomize_one(self, items: Any, *, rng: RNGLike = None):
+    def randomize_one(self, items: Any, *, rng: RNGLike = None, user_key: Any = None):
         one = list(items) if isinstance(items, (list, tuple, set, frozenset)) else [items]
-        reports = self.randomize([one], rng=rng)
+        reports = self.randomize([one], rng=rng, user_keys=None if user_key is None else [user_key])
         return self.padded._report_of_one(reports)
 
     # -- server ------------------------------------------------------------------------------------

@@ -46,7 +46,7 @@ from ..estimation import pure_variance
 from ..exact import TWO64, exp_lower_bound, ratio_within_exp
 from ..hashing import keys_of_items, mix64, seed_multipliers, seeded_hash
 from ..sampling import RNGLike, as_source
-from .sets import gather_sets, subsets_up_to, limit_sets
+from .sets import gather_sets, subsets_up_to
 from ..theory import golden_section_min
 from ._base import Channel, RealizedRates, check_domain, check_epsilon, floor_threshold
 from .set_baselines import SetAccumulator
@@ -176,14 +176,7 @@ class Wheel(SetInput, SeededReports, RealizedRates):
         return self._keys_cache
 
     # -- client ------------------------------------------------------------------------------------------
-    def randomize(self, sets: Any, *, rng: RNGLike = None, cohorts: Any = None, seeds: Optional[np.ndarray] = None) -> np.ndarray:
-        """Reports ``(n, 2)`` ``uint64``: the user's seed and the output cell."""
-
-        self._check_no_cohorts(cohorts)
-        source = as_source(rng)
-        codes, offsets = self.encode_sets(sets)
-        codes, offsets, lengths = limit_sets(codes, offsets, self.m, self.on_long, source)
-        return self._randomize_csr(codes, offsets, lengths, source, seeds)
+    # randomize / randomize_encoded: SetInput's (reports ``(n, 2)`` ``uint64``: seed, output cell)
 
     def _report_of_one(self, reports) -> tuple:
         return int(reports[0, 0]), int(reports[0, 1])
