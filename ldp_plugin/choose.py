@@ -24,6 +24,8 @@ from .mechanisms import KRR, OLH, ORR, OUE, RAPPOR, RUE, THE, HadamardMechanism,
 from .mechanisms._base import check_epsilon
 from .mechanisms import SampleOne
 from .mechanisms.local_hashing import olh_default_g
+from .mechanisms.protocol import SupportRates, Verifiable
+from .mechanisms.reports import report_bits
 from .theory import choose_orr
 from .amplification import amplify
 
@@ -122,6 +124,36 @@ def _summarize(v: np.ndarray, metric: str) -> float:
     return float(math.sqrt(2 * v.max() * math.log(2 * v.size)))
 
 
+def _bayes_unary(m: Any) -> float:
+    """Independent bits, ``p*`` at the own item and ``q*`` elsewhere (``p* > q*``): guess any item
+    whose bit is 1, else any item: ``[(p*/q*)(1 − (1 − q*)^d) + (1 − p*)(1 − q*)^(d−1)] / d``."""
+    p, q, d = float(m.p_star_exact), float(m.q_star_exact), m.d
+    return float(((p / q) * -np.expm1(d * np.log1p(-q)) + (1 - p) * np.exp((d - 1) * np.log1p(-q))) / d)
+
+
+#: one report's Bayes attacker success in closed form, by the declared channel shape (SupportRates):
+#: k-RR ``p*`` (guess the report); a k-subset ``p*/k`` (guess any item of the reported subset:
+#: ``C(d,k)·p*/(d·C(d−1,k−1))``); unary encoding :func:`_bayes_unary`
+BAYES_CLOSED_FORMS = {
+    "randomized-response": lambda m: float(m.p_star_exact),
+    "subset": lambda m: float(m.p_star_exact) / m.k,
+    "unary": _bayes_unary,
+}
+
+
+def bayes_success(mechanism: Any) -> Optional[float]:
+    """One report's Bayes attacker success under a uniform prior, ``(1/d)·Σ_y max_x P(y|x)``
+    (``ldp choose``): the closed form of a declared channel shape (capability SupportRates), else
+    exact from the realized channel on small domains (capability Verifiable), else None."""
+    if isinstance(mechanism, SupportRates) and mechanism.channel_shape in BAYES_CLOSED_FORMS:
+        return BAYES_CLOSED_FORMS[mechanism.channel_shape](mechanism)
+    if (isinstance(mechanism, Verifiable) and mechanism.channel_is_client and (getattr(mechanism, "domain_size", None) or 1 << 31) <= 16
+            and mechanism.verification_input_count() <= 16):
+        M = mechanism.channel().matrix
+        return float(sum(max(M[x][y] for x in range(len(M))) for y in range(len(M[0]))) / len(M))
+    return None
+
+
 def rank_mechanisms(d: int, epsilon: float, *, n: int = 100_000, m: int = 1, metric: str = "l2", delta: Optional[float] = None) -> list[Candidate]:
     """Every applicable candidate, best (lowest predicted error) first. With ``delta``, each
     candidate also carries the central ε of its ``n`` reports through a trusted shuffler
@@ -170,13 +202,13 @@ def rank_mechanisms(d: int, epsilon: float, *, n: int = 100_000, m: int = 1, met
         except (LDPParameterError, ValueError):
             continue
         v = mech.variance(np.full(d, m / d), n)
-        bits = mech.report_bits()
+        bits = report_bits(mech)
         params = {k: (round(v, 6) if isinstance(v, float) else v) for k, v in mech.spec()["params"].items() if k in ("m", "p", "grid_bits", "k")}
         out.append(Candidate(label, params, _summarize(v, metric), float(v.sum()), bits, client, server, lambda f=factory: f()))
     out.sort(key=lambda c: (c.predicted_error, c.report_bits))
     from dataclasses import replace as _replace
 
-    out = [_replace(c, attacker_success=c.build().bayes_success()) for c in out]
+    out = [_replace(c, attacker_success=bayes_success(c.build())) for c in out]
     if delta is not None and n >= 2:
         from dataclasses import replace
 

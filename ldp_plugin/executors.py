@@ -32,6 +32,7 @@ from typing import Any, Callable, Optional, Sequence
 
 
 from ._errors import LDPInputError, LDPParameterError
+from .mechanisms.reports import frame_to_reports
 from .persist import INCOMPLETE_MARKER, AccumulatorState, file_identity, mechanism_from_spec, mechanism_spec, read_report_spec, spec_fingerprint, write_reports
 from .progress import progress
 from .adapters import privatize
@@ -144,7 +145,7 @@ def aggregate_file(path: str, *, spec: dict, fingerprint: str) -> AccumulatorSta
             raise LDPInputError(f"{path!r} has reports outside the mechanism's range") from None
     else:
         for batch in lf.collect_batches(chunk_size=1 << 17, engine="streaming"):
-            acc.add(mech.frame_to_reports(batch))
+            acc.add(frame_to_reports(mech, batch))
     return AccumulatorState.from_accumulator(mech, acc, [file_identity(path)])
 
 

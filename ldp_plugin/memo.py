@@ -39,7 +39,7 @@ import numpy as np
 
 from ._errors import LDPInputError, LDPParameterError
 from .estimation import FrequencyEstimate, estimate_pure
-from .mechanisms import KRR, FrequencyAccumulator, Mechanism
+from .mechanisms import KRR, FrequencyAccumulator, MechanismBase
 from .mechanisms._base import check_epsilon
 from .sampling import RNGLike
 
@@ -59,7 +59,7 @@ from .mechanisms.domain import check_user_keys as _check_keys  # noqa: E402  (sh
 
 
 @dataclass(frozen=True, kw_only=True)
-class Memoized(Mechanism):
+class Memoized(MechanismBase):
     """Permanent k-RR (``epsilon_permanent``, memoized by a keyed PRF) + instantaneous k-RR
     (``epsilon_instantaneous``, fresh) over ``d`` categories, for series of at most
     ``max_values`` distinct values per user.

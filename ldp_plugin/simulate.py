@@ -15,6 +15,7 @@ import numpy as np
 
 from ._errors import LDPParameterError
 from ._validation import check_choice, check_int
+from .mechanisms.reports import wire_size
 from .estimation import POSTPROCESS_CHOICES
 from .sampling import SecureRandomSource, SeededRandomSource
 from .mechanisms.sets import SetBatch
@@ -174,7 +175,7 @@ def check_simulation_memory(mechanism: Any, n: int, limit_bytes: int = 8 << 30) 
     """Refuse, before allocating, a simulation whose per-item arrays or reports would not fit
     (d and n are checked against ``limit_bytes``; a clear error instead of being OOM-killed)."""
     d = mechanism.domain_size or 0
-    report_bytes = mechanism.wire_size(n) if n else 0
+    report_bytes = wire_size(mechanism, n) if n else 0
     need = 48 * d + 2 * report_bytes + 24 * n
     if need > limit_bytes:
         raise LDPParameterError(

@@ -15,6 +15,8 @@ from ldp_plugin.amplification import (
     BlanketParameters,
     blanket_delta,
     blanket_epsilon,
+    blanket_parameters,
+    mechanism_variation_parameters,
     amplify,
     binary_rr_exact_lower,
     exact_variation_parameters,
@@ -66,7 +68,7 @@ def test_krr_lower_bound_is_attained_by_an_exact_pair(eps0, d, n):
     others on a third value — a post-processing of the real view, so the real pair is at least
     as distinguishable at that ε."""
     m = ldp.KRR(epsilon=eps0, d=d)
-    low = shuffle_epsilon(m.variation_parameters(), n, 1e-3, upper=False)
+    low = shuffle_epsilon(mechanism_variation_parameters(m), n, 1e-3, upper=False)
     others = [0, 0, n - 1] + [0] * (d - 3)
     assert _exact_delta(m.channel().as_float_array(), others, 0, 1, low) >= 1e-3 * (1 - 1e-6)
 
@@ -88,7 +90,7 @@ def test_mixing_the_common_part_into_the_counts_would_be_unsound():
     (the formula whose k-RR numbers are often quoted), δ at ε = 2 for k-RR, d = 4, ε0 = 3,
     n = 25 is 0.071 — below the exact divergence 0.079 of a concrete neighbouring pair."""
     m = ldp.KRR(epsilon=3.0, d=4)
-    vp = m.variation_parameters()
+    vp = mechanism_variation_parameters(m)
     alpha = vp.beta / (vp.p - 1)
     r0 = alpha * vp.p / vp.q
     mixed = _divergence(2.0, vp.p, alpha, r0, r0, 25, upper=False, mix=True)
@@ -103,7 +105,7 @@ def test_blanket_bound_is_never_below_an_exact_neighbouring_pair(eps0, d, n):
     (others all on the victim's value, on the other value, on a third value, or split)."""
     m = ldp.KRR(epsilon=eps0, d=d)
     M = m.channel().as_float_array()
-    bp = m.blanket_parameters()
+    bp = blanket_parameters(m)
     assert bp.gamma == pytest.approx(d * float(m.q_star_exact), rel=1e-15) and bp.gamma <= d * m.q_star_exact
     datasets = [[n - 1] + [0] * (d - 1), [0, n - 1] + [0] * (d - 2), [0] * (d - 1) + [n - 1], [(n - 1) // 2, n - 1 - (n - 1) // 2] + [0] * (d - 2)]
     for eps in (0.2 * eps0, 0.5 * eps0, 0.7 * eps0):
@@ -117,17 +119,17 @@ def test_blanket_bound_catches_a_claimed_blanket_too_large():
     blanket than the channel has (the d = 4 counterexample pair)."""
     m = ldp.KRR(epsilon=3.0, d=4)
     exact = _exact_delta(m.channel().as_float_array(), [0, 0, 0, 24], 0, 1, 2.0)
-    honest = blanket_delta(2.0, m.blanket_parameters(), 25)
-    wrong = blanket_delta(2.0, BlanketParameters(4, min(0.99, 1.3 * m.blanket_parameters().gamma)), 25)
+    honest = blanket_delta(2.0, blanket_parameters(m), 25)
+    wrong = blanket_delta(2.0, BlanketParameters(4, min(0.99, 1.3 * blanket_parameters(m).gamma)), 25)
     assert wrong < exact <= honest
-    assert shuffle_delta(2.0, m.variation_parameters(), 25) >= honest  # both certified; here the blanket is tighter
+    assert shuffle_delta(2.0, mechanism_variation_parameters(m), 25) >= honest  # both certified; here the blanket is tighter
 
 
 @pytest.mark.parametrize("eps0,d,n", [(1.0, 3, 2000), (4.0, 64, 10**5), (2.0, 1024, 10**5), (6.0, 16, 10**4)])
 def test_blanket_bound_is_above_the_exact_lower_bound_and_close_to_it(eps0, d, n):
     m = ldp.KRR(epsilon=eps0, d=d)
-    lower = shuffle_epsilon(m.variation_parameters(), n, 1e-8, upper=False)
-    upper = blanket_epsilon(m.blanket_parameters(), n, 1e-8, epsilon0=eps0)
+    lower = shuffle_epsilon(mechanism_variation_parameters(m), n, 1e-8, upper=False)
+    upper = blanket_epsilon(blanket_parameters(m), n, 1e-8, epsilon0=eps0)
     assert lower <= upper <= lower * 1.02 + 1e-9  # a sound bound, within 2% of an attained divergence
 
 
@@ -135,14 +137,14 @@ def test_blanket_bound_is_above_the_exact_lower_bound_and_close_to_it(eps0, d, n
 def test_blanket_binary_rr_never_below_its_exact_lower_bound(eps0):
     for n in (50, 500, 5000):
         exact = binary_rr_exact_lower(eps0, n, 1e-4)
-        ub = blanket_epsilon(ldp.KRR(epsilon=eps0, d=2).blanket_parameters(), n, 1e-4, epsilon0=eps0)
+        ub = blanket_epsilon(blanket_parameters(ldp.KRR(epsilon=eps0, d=2)), n, 1e-4, epsilon0=eps0)
         assert exact - 1e-12 <= ub <= eps0
 
 
 def test_blanket_monotone_in_n_and_eps0():
-    e = [blanket_epsilon(ldp.KRR(epsilon=2.0, d=64).blanket_parameters(), n, 1e-8, epsilon0=2.0) for n in (10**3, 10**4, 10**5)]
+    e = [blanket_epsilon(blanket_parameters(ldp.KRR(epsilon=2.0, d=64)), n, 1e-8, epsilon0=2.0) for n in (10**3, 10**4, 10**5)]
     assert e[0] > e[1] > e[2]
-    by_eps0 = [blanket_epsilon(ldp.KRR(epsilon=x, d=64).blanket_parameters(), 10**4, 1e-8, epsilon0=x) for x in (1.0, 2.0, 4.0, 6.0)]
+    by_eps0 = [blanket_epsilon(blanket_parameters(ldp.KRR(epsilon=x, d=64)), 10**4, 1e-8, epsilon0=x) for x in (1.0, 2.0, 4.0, 6.0)]
     assert by_eps0 == sorted(by_eps0) and len(set(by_eps0)) == 4
 
 
@@ -151,7 +153,7 @@ def test_monotone_in_n_eps0_and_beta():
     e = [shuffle_epsilon(base, n, 1e-6) for n in (10**3, 10**4, 10**5)]
     assert e[0] > e[1] > e[2]
     assert shuffle_epsilon(generic_parameters(1.0), 10**4, 1e-6) < shuffle_epsilon(generic_parameters(3.0), 10**4, 1e-6)
-    vp = ldp.KRR(epsilon=2.0, d=8).variation_parameters()
+    vp = mechanism_variation_parameters(ldp.KRR(epsilon=2.0, d=8))
     assert shuffle_epsilon(vp, 10**4, 1e-6) >= shuffle_epsilon(vp, 10**4, 1e-6, upper=False)
     # NOT monotone in β at a fixed q (a larger β also means more clones): so β is never rounded
     # or bounded from above; it is computed exactly (closed forms equal the exact channel's)
@@ -162,7 +164,7 @@ def test_monotone_in_n_eps0_and_beta():
 @pytest.mark.parametrize("mech", [ldp.KRR(epsilon=1.0, d=4), ldp.KRR(epsilon=3.0, d=6), ldp.RAPPOR(epsilon=2.0, d=4),
                                   ldp.OUE(epsilon=2.0, d=5), ldp.THE(epsilon=1.0, d=4)], ids=lambda m: f"{m.name}-{m.d}")
 def test_closed_form_parameters_equal_the_exact_ones(mech):
-    a, b = mech.variation_parameters(), exact_variation_parameters(mech.channel())
+    a, b = mechanism_variation_parameters(mech), exact_variation_parameters(mech.channel())
     assert (a.p, a.beta, a.q, a.point_masses) == pytest.approx((b.p, b.beta, b.q, b.point_masses), rel=1e-12)
 
 

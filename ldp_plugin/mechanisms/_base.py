@@ -29,14 +29,15 @@ from ..exact import epsilon_of_ratio, ratio_within_exp
 from ..theory import mse_pure
 from ..sampling import RNGLike, as_source
 from .channel import Channel, ceil_threshold, floor_threshold  # noqa: F401 (re-exported)
-from .protocol import Mechanism, ReportField, MergeableCounts
+from .base import MechanismBase
+from .protocol import Analytic, ClosedDomain, MergeableCounts, ReportField, SupportRates, Verifiable
 
 __all__ = ["Channel", "RealizedChannel", "RealizedRates", "FrequencyOracle", "FrequencyAccumulator", "check_epsilon", "check_domain", "encode_values"]
 
 from .domain import MAX_D, _as_array, _category_index, check_domain, check_epsilon, encode_values  # noqa: F401 (re-exported)
 
 
-class RealizedChannel(Mechanism):
+class RealizedChannel(MechanismBase, ClosedDomain, Verifiable):
     """Shared by every closed-domain mechanism: the realized ε (rounded up) of its exact
     worst-case ratio, the item labels, the encoding of values to codes and the public
     parameters (``params``; a mechanism adds its own in ``_extra_params``)."""
@@ -63,7 +64,7 @@ class RealizedChannel(Mechanism):
         return encode_values(values, self.d, self.categories, index)
 
 
-class RealizedRates(RealizedChannel):
+class RealizedRates(RealizedChannel, SupportRates):
     """A realized channel with exact support rates ``p*``, ``q*`` (the pure frequency oracles)."""
 
     @property
@@ -76,7 +77,7 @@ class RealizedRates(RealizedChannel):
 
 
 @dataclass(frozen=True, kw_only=True)
-class FrequencyOracle(RealizedRates, abc.ABC):
+class FrequencyOracle(RealizedRates, Analytic, abc.ABC):
     """Base of every pure frequency oracle (frozen, validated, keyword-only parameters)."""
 
     name: ClassVar[str] = "abstract"

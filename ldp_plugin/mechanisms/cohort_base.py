@@ -10,7 +10,8 @@ from typing import Any, ClassVar, Optional
 
 import numpy as np
 
-from .protocol import Mechanism
+from .base import MechanismBase
+from .protocol import Cohorted
 from .._errors import LDPInputError, LDPParameterError
 from ..estimation import FrequencyEstimate, retarget
 from ..exact import epsilon_of_ratio, ratio_within_exp
@@ -44,7 +45,7 @@ class CohortReports:
 
 
 @dataclass(frozen=True, kw_only=True)
-class _CohortMechanism(Mechanism, abc.ABC):
+class _CohortMechanism(MechanismBase, Cohorted, abc.ABC):
     name: ClassVar[str] = "abstract-cohort"
     takes_cohorts: ClassVar[bool] = True
     histogram_columns: ClassVar[Optional[tuple]] = None

@@ -52,7 +52,8 @@ from ..exact import TWO64, exp_lower_bound, ratio_within_exp
 from ..sampling import RNGLike, as_source
 from .domain import check_epsilon
 from .domain import check_user_keys as _check_keys
-from .protocol import MergeableCounts, Mechanism, ReportField
+from .base import MechanismBase
+from .protocol import MergeableCounts, ReportField
 
 __all__ = ["LongitudinalMechanism", "LGRR", "LOLOHA", "LifetimeTracker", "loloha_optimal_g"]
 
@@ -91,7 +92,7 @@ def _prf_uniform(words: np.ndarray, r: int, again) -> np.ndarray:
 
 
 @dataclass(frozen=True, kw_only=True)
-class LongitudinalMechanism(Mechanism):
+class LongitudinalMechanism(MechanismBase):
     """Shared shape (module docstring): ``randomize(codes, user_keys, rng=)`` is one collection."""
 
     epsilon_perm: float

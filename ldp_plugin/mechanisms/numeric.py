@@ -55,7 +55,8 @@ from ..exact import TWO64, epsilon_of_ratio, exp_lower_bound, ratio_within_exp
 from ..sampling import RNGLike, as_source
 from .domain import check_epsilon, check_user_keys
 from .numeric_server import MeanAccumulator, MeanEstimate
-from .protocol import Mechanism, ReportField
+from .base import MechanismBase
+from .protocol import Numeric, ReportField
 from .channel import Channel
 
 __all__ = ["MeanEstimate", "MeanAccumulator", "NumericMechanism", "Duchi", "Piecewise", "Hybrid", "OneBitMean"]
@@ -68,7 +69,7 @@ def _threshold_floor(p: Fraction) -> int:
 
 
 @dataclass(frozen=True, kw_only=True)
-class NumericMechanism(Mechanism):
+class NumericMechanism(MechanismBase, Numeric):
     """Shared shape of the mean mechanisms (see the module docstring)."""
 
     epsilon: float

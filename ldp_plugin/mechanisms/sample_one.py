@@ -14,7 +14,7 @@ from ..estimation import FrequencyEstimate, finalize_estimate, project_simplex, 
 from ..hashing import item_keys
 from ..sampling import RNGLike, as_source
 from .sets import ON_LONG, PAD, SetBatch, _check_duplicates, _is_series, _pl, as_set_batch, encode_items, is_item_batch, gather_sets, subsets_up_to
-from .protocol import Mechanism
+from .base import MechanismBase
 from .channel import Channel
 
 __all__ = ["SampleOne"]
@@ -35,7 +35,7 @@ def _as_batch(sets: Any) -> SetBatch:
 
 
 @dataclass(frozen=True, kw_only=True)
-class SampleOne(Mechanism):
+class SampleOne(MechanismBase):
     """Padding-and-sampling in front of a categorical mechanism: ε-LDP per user for sets of at
     most ``m`` items (the privacy unit is the whole set).
 
