@@ -19,7 +19,6 @@ from typing import Any
 
 import numpy as np
 
-from ._errors import LDPParameterError
 from ._validation import check_int, check_real
 from .series import MEAN_NAMES, build_mean, LONGITUDINAL_NAMES, build_longitudinal
 

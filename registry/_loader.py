@@ -22,7 +22,6 @@ __all__ = [
     "build",
     "from_spec",
     "required_parameters",
-    "register",
     "unregister_all",
     "fingerprint",
     "parse_declaration",

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import copy
-from typing import Any, ClassVar, Optional
+from typing import Any, ClassVar
 
 import numpy as np
 

@@ -45,7 +45,6 @@ from .._errors import LDPInputError, LDPParameterError, PrivacyVerificationError
 from ..estimation import pure_variance
 from ..exact import TWO64, exp_lower_bound, ratio_within_exp
 from ..hashing import keys_of_items, mix64, seed_multipliers, seeded_hash
-from ..sampling import RNGLike, as_source
 from .sets import gather_sets, subsets_up_to
 from ..theory import golden_section_min
 from ._base import Channel, RealizedRates, check_domain, check_epsilon, floor_threshold
