@@ -11,7 +11,7 @@ from .cli_types import FINITE as _finite, PROBABILITY as _prob  # noqa: E402
 
 
 def add_parsers(sub, parser_class, int_in, epsilon, seed) -> None:
-    from .series import LONGITUDINAL_NAMES, MEAN_NAMES
+    from .simulate import LONGITUDINAL_NAMES, MEAN_NAMES
 
     lg = sub.add_parser("longitudinal", help="repeated collections from the same users (memoized protocols, lifetime spend)")
     lsub = lg.add_subparsers(dest="longitudinal_command", required=True, parser_class=parser_class)
@@ -45,7 +45,7 @@ def add_parsers(sub, parser_class, int_in, epsilon, seed) -> None:
 
 def cmd_longitudinal(args) -> int:
     from .cli_commands import parse_params
-    from .series import build_longitudinal, simulate_longitudinal
+    from .simulate import build_longitudinal, simulate_longitudinal
 
     params = dict(parse_params(args.param))
     mech = build_longitudinal(args.mechanism, d=args.d, epsilon_perm=args.epsilon_perm, epsilon_1=args.epsilon_1, **params)
@@ -64,7 +64,7 @@ def cmd_longitudinal(args) -> int:
 
 
 def cmd_mean(args) -> int:
-    from .series import build_mean, simulate_mean
+    from .simulate import build_mean, simulate_mean
 
     if not args.lower < args.upper:
         raise LDPParameterError(f"--lower must be below --upper (got {args.lower!r} and {args.upper!r})")
@@ -92,7 +92,7 @@ def add_choose_arguments(ch, epsilon, int_in) -> None:
 
 
 def cmd_choose_series(args) -> int:
-    from .choose_series import rank_longitudinal_mechanisms, rank_mean_mechanisms
+    from .choose import rank_longitudinal_mechanisms, rank_mean_mechanisms
 
     if args.family == "mean":
         if args.epsilon is None:

@@ -36,20 +36,19 @@ LAYERS = [
     ("leaves", ["ldp_plugin._errors", "ldp_plugin._validation", "ldp_plugin._env", "ldp_plugin.exact", "ldp_plugin.progress",
                 "ldp_plugin.hashing", "ldp_plugin.theory"]),
     ("sampling", ["ldp_plugin.sampling", "ldp_plugin._kernels", "ldp_plugin._numba_kernels"]),
-    ("estimation", ["ldp_plugin.estimation", "ldp_plugin.estimation_lsq", "ldp_plugin.estimation_sketch"]),
+    ("estimation", ["ldp_plugin.estimation"]),
     ("mechanisms", ["ldp_plugin.mechanisms", "ldp_plugin.memo", "ldp_plugin.sets"]),
-    ("measurements", ["ldp_plugin.measurements", "ldp_plugin.measurements_cohort", "ldp_plugin.measurements_series",
+    ("measurements", ["ldp_plugin.measurements", "ldp_plugin.measurements_series",
                       "ldp_plugin.verification"]),
     ("amplification", ["ldp_plugin.amplification"]),
     ("accountant", ["ldp_plugin.accountant"]),
     ("registry", ["ldp_plugin.registry"]),
-    ("services", ["ldp_plugin.persist", "ldp_plugin.choose", "ldp_plugin.choose_series", "ldp_plugin.series", "ldp_plugin.simulate",
-                  "ldp_plugin.discovery"]),
+    ("services", ["ldp_plugin.persist", "ldp_plugin.choose", "ldp_plugin.simulate", "ldp_plugin.discovery"]),
     ("adapters", ["ldp_plugin.adapters", "ldp_plugin.federated"]),
     ("executors", ["ldp_plugin.executors"]),
     ("jobs", ["ldp_plugin.collect"]),
     ("cli", ["ldp_plugin.cli", "ldp_plugin.cli_commands", "ldp_plugin.cli_series", "ldp_plugin.cli_discovery", "ldp_plugin.cli_types"]),
-    ("face", ["ldp_plugin"]),  # the package's public face imports everything; nothing imports it
+    ("face", ["ldp_plugin", "ldp_plugin._compat"]),  # the public face (and its aliases) imports everything; nothing imports it
 ]
 
 #: modules whose function-local ``ldp_plugin`` imports are the point: the CLI's command table

@@ -15,7 +15,7 @@ from scipy import stats
 
 from ldp_plugin import CountSketch, LDPParameterError
 from ldp_plugin.estimation import least_squares_decode
-from ldp_plugin.estimation_sketch import sketch_decode
+from ldp_plugin.estimation.sketch import sketch_decode
 from ldp_plugin.hashing import item_keys
 from ldp_plugin.sampling import SeededRandomSource
 from ldp_plugin.theory import mse_cohort

@@ -301,7 +301,7 @@ def test_sketch_decoder_reads_hcms_hadamard_statistic():
     z, raw, se = _zscores(m, rep, cands, truth)
     assert abs(z.mean()) < 4 / math.sqrt(z.size) and 0.9 < z.std() < 1.1
     assert np.all(np.abs(z[:20]) < 4.5)
-    from ldp_plugin.estimation_sketch import sketch_decode
+    from ldp_plugin.estimation.sketch import sketch_decode
 
     acc = m.accumulator().add(rep)
     keys, _ = m.candidate_keys(cands)

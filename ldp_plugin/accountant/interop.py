@@ -10,7 +10,7 @@ from typing import Any, Iterable, Optional, Sequence
 
 import numpy as np
 
-from ..mechanisms.cohort_base import report_batch_arrays, report_batch_from_arrays
+from ..mechanisms.cohort import report_batch_arrays, report_batch_from_arrays
 from .budget import BudgetExceededError, _cost_of, as_fraction
 
 

@@ -50,14 +50,14 @@ from typing import Any, Optional, Sequence
 
 import numpy as np
 
-from .._errors import LDPInputError, LDPParameterError
-from ..exact import TWO64, epsilon_of_ratio, exp_lower_bound, ratio_within_exp
-from ..sampling import RNGLike, as_source
-from .domain import check_epsilon, check_user_keys
-from .numeric_server import MeanAccumulator, MeanEstimate
-from .base import MechanismBase
-from .protocol import Numeric, ReportField
-from .channel import Channel
+from ..._errors import LDPInputError, LDPParameterError
+from ...exact import TWO64, epsilon_of_ratio, exp_lower_bound, ratio_within_exp
+from ...sampling import RNGLike, as_source
+from ..domain import check_epsilon, check_user_keys
+from .server import MeanAccumulator, MeanEstimate
+from ..base import MechanismBase
+from ..protocol import Numeric, ReportField
+from ..channel import Channel
 
 __all__ = ["MeanEstimate", "MeanAccumulator", "NumericMechanism", "Duchi", "Piecewise", "Hybrid", "OneBitMean"]
 

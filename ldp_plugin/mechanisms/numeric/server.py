@@ -8,8 +8,8 @@ from typing import Any, Optional
 
 import numpy as np
 
-from .._errors import LDPInputError, LDPParameterError
-from .protocol import MergeableCounts
+from ..._errors import LDPInputError, LDPParameterError
+from ..protocol import MergeableCounts
 
 __all__ = ["MeanEstimate", "MeanAccumulator"]
 

@@ -40,7 +40,7 @@ from typing import Any, Optional
 
 import numpy as np
 
-from ._errors import LDPParameterError
+from .._errors import LDPParameterError
 
 __all__ = ["sketch_decode", "MIN_COHORTS", "CELLS_PER_CHUNK"]
 
@@ -94,7 +94,7 @@ def sketch_decode(
     """Streamed decoding of ``S`` candidates (module docstring) → ``(θ̂, se)`` of length ``S + 1``
     (the last entry is ``OTHER``). ``positions_of(idx)`` returns the ``(C, h, len(idx))`` cells of
     the candidates ``idx`` (``-1`` for a duplicate cell of one item), or ``(cells, signs)`` for a
-    signed sketch (:meth:`~ldp_plugin.mechanisms.cohort_base._CohortMechanism.covers_of`): then the
+    signed sketch (:meth:`~ldp_plugin.mechanisms.cohort.base._CohortMechanism.covers_of`): then the
     read-out is unbiased as it is (collisions enter with random signs) and ``u = 0`` below."""
     counts = np.asarray(counts, dtype=np.float64)
     n_c = np.asarray(n_c, dtype=np.int64)

@@ -1,6 +1,6 @@
 """The server side of the cohort mechanisms: the mergeable cell counts and the two candidate
 decoders (least squares, paper 002 eq. 20–22; the streamed sketch decoder of
-:mod:`ldp_plugin.estimation_sketch`)."""
+:mod:`ldp_plugin.estimation.sketch`)."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ from typing import Any
 
 import numpy as np
 
-from .._errors import LDPInputError, LDPParameterError
-from ..estimation import FrequencyEstimate, check_postprocess, finalize_estimate, least_squares_decode
-from ..estimation_sketch import MIN_COHORTS, sketch_decode
-from .mixins import MergeableCounts
+from ..._errors import LDPInputError, LDPParameterError
+from ...estimation import FrequencyEstimate, check_postprocess, finalize_estimate, least_squares_decode
+from ...estimation.sketch import MIN_COHORTS, sketch_decode
+from ..mixins import MergeableCounts
 
 __all__ = ["CohortAccumulator", "OTHER", "DENSE_LIMIT", "MAX_DENSE", "DECODERS"]
 
@@ -70,9 +70,9 @@ class CohortAccumulator(MergeableCounts):
 
         ``decoder``: ``"least-squares"`` (the weighted least squares of paper 002 eq. 20–22 with
         model standard errors; ``S × S`` memory), ``"sketch"`` (streamed, bounded memory, errors
-        from the spread over cohorts: :mod:`ldp_plugin.estimation_sketch`) or ``"auto"``
+        from the spread over cohorts: :mod:`ldp_plugin.estimation.sketch`) or ``"auto"``
         (least squares up to :data:`DENSE_LIMIT` candidates or with fewer than
-        :data:`~ldp_plugin.estimation_sketch.MIN_COHORTS` cohorts, else the sketch decoder).
+        :data:`~ldp_plugin.estimation.sketch.MIN_COHORTS` cohorts, else the sketch decoder).
 
         Open alphabets also estimate :data:`OTHER`, the total frequency of all non-candidate
         items (``other=True``, the default): without it their mass biases the candidates

@@ -32,7 +32,8 @@ from typing import Optional, Sequence
 
 import numpy as np
 
-from ._errors import LDPParameterError
+from .._errors import LDPParameterError
+from .least_squares import least_squares_decode
 
 __all__ = [
     "POSTPROCESS_CHOICES",
@@ -264,5 +265,3 @@ def retarget(est: "FrequencyEstimate", target: str) -> "FrequencyEstimate":
         arr.setflags(write=False)
     return dataclasses.replace(est, std_error=se, ci_lower=lo, ci_upper=hi, target=target)
 
-
-from .estimation_lsq import least_squares_decode  # noqa: E402  (the cohort decoder, its own module)

@@ -1,7 +1,7 @@
 """Weighted least-squares decoding of the cohort (hashed) mechanisms — O-RR, O-RAPPOR, CMS, HCMS
 and the count sketch (paper 002 eq. 20–22) — with exact fixed-population standard errors.
 Re-exported by :mod:`ldp_plugin.estimation`; the streamed decoder for 10^5 candidates is
-:mod:`ldp_plugin.estimation_sketch`."""
+:mod:`ldp_plugin.estimation.sketch`."""
 
 from __future__ import annotations
 
