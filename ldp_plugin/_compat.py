@@ -11,6 +11,8 @@ old path                               new home
 ``ldp_plugin.mechanisms.cohort_base``   :mod:`ldp_plugin.mechanisms.cohort.base`
 ``ldp_plugin.mechanisms.cohort_server`` :mod:`ldp_plugin.mechanisms.cohort.server`
 ``ldp_plugin.mechanisms.numeric_server`` :mod:`ldp_plugin.mechanisms.numeric.server`
+``ldp_plugin.cli_series``              :mod:`ldp_plugin.cli.series`
+``ldp_plugin.cli_types``               :mod:`ldp_plugin.cli._common`
 =====================================  ==========================================
 """
 
@@ -19,6 +21,7 @@ from __future__ import annotations
 import sys
 
 from . import choose, simulate
+from .cli import _common as cli_common, series as cli_series
 from .estimation import least_squares, sketch
 from .mechanisms.cohort import base as cohort_base, server as cohort_server
 from .mechanisms.numeric import server as numeric_server
@@ -31,6 +34,8 @@ ALIASES = {
     "ldp_plugin.mechanisms.cohort_base": cohort_base,
     "ldp_plugin.mechanisms.cohort_server": cohort_server,
     "ldp_plugin.mechanisms.numeric_server": numeric_server,
+    "ldp_plugin.cli_series": cli_series,
+    "ldp_plugin.cli_types": cli_common,
 }
 
 for _old, _module in ALIASES.items():

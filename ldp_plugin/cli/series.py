@@ -1,18 +1,15 @@
-"""``ldp longitudinal simulate`` and ``ldp mean simulate`` (see :mod:`ldp_plugin.series`)."""
+"""``ldp longitudinal simulate`` and ``ldp mean simulate`` (see :mod:`ldp_plugin.simulate`)."""
 
 from __future__ import annotations
 
 import json
 
-from ._errors import LDPParameterError
-
-
-from .cli_types import FINITE as _finite, PROBABILITY as _prob  # noqa: E402
+from .._errors import LDPParameterError
+from ..simulate import LONGITUDINAL_NAMES, MEAN_NAMES, parse_params, build_longitudinal, simulate_longitudinal, build_mean, simulate_mean
+from ._common import FINITE as _finite, PROBABILITY as _prob
 
 
 def add_parsers(sub, parser_class, int_in, epsilon, seed) -> None:
-    from .simulate import LONGITUDINAL_NAMES, MEAN_NAMES
-
     lg = sub.add_parser("longitudinal", help="repeated collections from the same users (memoized protocols, lifetime spend)")
     lsub = lg.add_subparsers(dest="longitudinal_command", required=True, parser_class=parser_class)
     ls = lsub.add_parser("simulate", help="simulate T rounds with changing values: per-round MSE vs analytic, per-user lifetime spend")
@@ -44,8 +41,6 @@ def add_parsers(sub, parser_class, int_in, epsilon, seed) -> None:
 
 
 def cmd_longitudinal(args) -> int:
-    from .cli_commands import parse_params
-    from .simulate import build_longitudinal, simulate_longitudinal
 
     params = dict(parse_params(args.param))
     mech = build_longitudinal(args.mechanism, d=args.d, epsilon_perm=args.epsilon_perm, epsilon_1=args.epsilon_1, **params)
@@ -64,7 +59,6 @@ def cmd_longitudinal(args) -> int:
 
 
 def cmd_mean(args) -> int:
-    from .simulate import build_mean, simulate_mean
 
     if not args.lower < args.upper:
         raise LDPParameterError(f"--lower must be below --upper (got {args.lower!r} and {args.upper!r})")
@@ -76,47 +70,4 @@ def cmd_mean(args) -> int:
     print(f"ldp mean simulate: {args.mechanism}, epsilon={args.epsilon}, n={args.n:,}, {args.repeats} repeats on [{args.lower}, {args.upper}]")
     print(f"  mse {out['mse']:.4e} (analytic {out['analytic_mse']:.4e}, ratio {out['mse'] / out['analytic_mse']:.3f})")
     print(f"  {out['confidence']:.0%} interval covered the true mean {out['true_mean']:.6g} in {out['coverage']:.1%} of repeats")
-    return 0
-
-
-def add_choose_arguments(ch, epsilon, int_in) -> None:
-    """``ldp choose --family mean|longitudinal`` and their options."""
-    ch.add_argument("--family", choices=["frequency", "mean", "longitudinal"], default="frequency",
-                    help="frequency oracles (default), numeric means, or longitudinal protocols")
-    ch.add_argument("--epsilon-perm", type=epsilon, default=None, help="longitudinal: epsilon of the memoized layer")
-    ch.add_argument("--epsilon-1", type=epsilon, default=None, help="longitudinal: epsilon of one report")
-    ch.add_argument("--rounds", type=int_in(1, 10_000, "an integer"), default=20, help="longitudinal: collections (lifetime cost), in [1, 10000]")
-    ch.add_argument("--change-prob", type=_prob, default=0.2, help="longitudinal: probability a value is redrawn before a round")
-    ch.add_argument("--lower", type=_finite, default=0.0, help="mean: declared lower end")
-    ch.add_argument("--upper", type=_finite, default=1.0, help="mean: declared upper end")
-
-
-def cmd_choose_series(args) -> int:
-    from .choose import rank_longitudinal_mechanisms, rank_mean_mechanisms
-
-    if args.family == "mean":
-        if args.epsilon is None:
-            raise LDPParameterError("ldp choose --family mean needs --epsilon")
-        if not args.lower < args.upper:
-            raise LDPParameterError(f"--lower must be below --upper (got {args.lower!r} and {args.upper!r})")
-        ranked = rank_mean_mechanisms(args.epsilon, n=args.n, lower=args.lower, upper=args.upper)
-        head = f"ldp choose: means, epsilon={args.epsilon}, n={args.n:,}, values in [{args.lower}, {args.upper}]"
-    else:
-        for opt, v in (("--d", args.d), ("--epsilon-perm", args.epsilon_perm), ("--epsilon-1", args.epsilon_1)):
-            if v is None:
-                raise LDPParameterError(f"ldp choose --family longitudinal needs {opt}")
-        if args.d > 1 << 16:
-            raise LDPParameterError(f"--d must be in [2, 2^16] for longitudinal protocols (got {args.d})")
-        ranked = rank_longitudinal_mechanisms(args.d, args.epsilon_perm, args.epsilon_1, n=args.n, rounds=args.rounds, change_prob=args.change_prob)
-        head = (f"ldp choose: longitudinal, d={args.d}, epsilon_perm={args.epsilon_perm}, epsilon_1={args.epsilon_1}, n={args.n:,}, "
-                f"{args.rounds} rounds, change probability {args.change_prob}")
-    rows = [c.to_dict() for c in ranked]
-    if args.json:
-        print(json.dumps({"family": args.family, "recommended": rows[0], "ranking": rows}, indent=1))
-        return 0
-    print(head)
-    for i, r in enumerate(rows):
-        life = "" if r["lifetime_expected"] is None else f"   lifetime eps: expected {r['lifetime_expected']:.3g}, worst {r['lifetime_worst']:.3g}"
-        print(f"{'->' if i == 0 else '  '} {r['mechanism']:<13} {str(r['params']):<12} predicted error {r['predicted_error']:.4g} "
-              f"(worst input {r['worst_error']:.4g}){life}")
     return 0
