@@ -191,14 +191,11 @@ def test_opendp_profile_composes_with_fix_delta():
         meas([0, 1])  # below the guaranteed batch size
 
 
-def test_cli_amplify_json():
+def test_cli_amplify_json(cli):
     import json
-    import subprocess
-    import sys
 
     # the done-when: k-RR over 1,024 categories at eps0 = 4 among 10^6 users, delta = 1e-8
-    out = subprocess.run([sys.executable, "-m", "ldp_plugin.cli", "amplify", "--mechanism", "krr", "--d", "1024", "--epsilon", "4",
-                          "--n", "1000000", "--delta", "1e-8", "--json"], capture_output=True, text=True, timeout=120)
+    out = cli("amplify", "--mechanism", "krr", "--d", "1024", "--epsilon", "4", "--n", "1000000", "--delta", "1e-8", "--json")
     assert out.returncode == 0, out.stderr
     doc = json.loads(out.stdout)
     assert {"epsilon", "epsilon_lower", "beta", "method"} <= set(doc)

@@ -5,8 +5,6 @@ instances, the OpenDP measurements, and ``ldp choose --family``."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -88,9 +86,9 @@ def test_opendp_measurements():
         ldp.make_longitudinal(ldp.KRR(epsilon=1.0, d=4))
 
 
-def test_choose_families():
+def test_choose_families(cli):
     def run(*argv):
-        out = subprocess.run([sys.executable, "-m", "ldp_plugin.cli", "choose", *argv, "--json"], capture_output=True, text=True, timeout=120)
+        out = cli("choose", *argv, "--json")
         assert out.returncode == 0, out.stderr
         return {r["mechanism"] + str(r["params"].get("g", "")): r for r in json.loads(out.stdout)["ranking"]}
 

@@ -108,10 +108,8 @@ def test_a_ledger_from_before_shuffle_records_gains_the_table(tmp_path):
     a.close()
 
 
-def test_cli_budget_central_and_choose_delta(tmp_path):
+def test_cli_budget_central_and_choose_delta(tmp_path, cli):
     import json
-    import subprocess
-    import sys
 
     path = tmp_path / "ledger.sqlite"
     a = ldp.Accountant.create(path, ldp.Population(name="app", lifetime_cap="10"))
@@ -120,7 +118,7 @@ def test_cli_budget_central_and_choose_delta(tmp_path):
     a.close()
 
     def run(*argv):
-        return subprocess.run([sys.executable, "-m", "ldp_plugin.cli", *argv], capture_output=True, text=True, timeout=300)
+        return cli(*argv)
 
     out = run("budget", "central", str(path), "--delta", "1e-6", "--json")
     assert out.returncode == 0, out.stderr
