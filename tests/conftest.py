@@ -114,6 +114,7 @@ SLOW = {
 
 def pytest_collection_modifyitems(config, items):
     for item in items:
-        module = item.module.__name__.rpartition(".")[2] if item.module is not None else ""
-        if item.originalname in SLOW.get(module, ()) or getattr(item, "name", "") in SLOW.get(module, ()):
+        module = getattr(item, "module", None)
+        name = getattr(item, "originalname", None) or item.name
+        if module is not None and name in SLOW.get(module.__name__.rpartition(".")[2], ()):
             item.add_marker(pytest.mark.slow)
