@@ -46,7 +46,6 @@ class LocalExecutor:
     name = "local"
 
     def map_reduce(self, fn: Callable, sources: Sequence, combine: Callable = operator.add) -> Any:
-
         results = [fn(s) for s in progress(sources, total=len(sources), desc="ldp", unit="file")]
         if not results:
             raise LDPInputError("no sources to process")

@@ -226,7 +226,6 @@ MEAN_NAMES = ("duchi", "piecewise", "hybrid", "one-bit-mean")
 
 
 def build_longitudinal(name: str, *, d: int, epsilon_perm: float, epsilon_1: float, **params: Any):
-
     table = {"l-grr": LGRR, "l-oue": LOUE, "l-osue": LOSUE, "l-sue": LSUE, "dbitflip": DBitFlipPM, "loloha": LOLOHA}
     if name not in table:
         raise LDPParameterError(f"unknown longitudinal mechanism {name!r}; choose one of {', '.join(LONGITUDINAL_NAMES)}")
@@ -234,7 +233,6 @@ def build_longitudinal(name: str, *, d: int, epsilon_perm: float, epsilon_1: flo
 
 
 def build_mean(name: str, *, epsilon: float, **params: Any):
-
     table = {"duchi": numeric.Duchi, "piecewise": numeric.Piecewise, "hybrid": numeric.Hybrid, "one-bit-mean": numeric.OneBitMean}
     if name not in table:
         raise LDPParameterError(f"unknown mean mechanism {name!r}; choose one of {', '.join(MEAN_NAMES)}")

@@ -66,7 +66,6 @@ class PrecheckedFilter:
 
 
 def _serialize(obj: Any) -> tuple[str, bytes]:
-
     buf = io.BytesIO()
     if type(obj).__module__.startswith("polars") and type(obj).__name__ == "DataFrame":
         obj.write_parquet(buf)

@@ -52,7 +52,6 @@ def add_choose_arguments(ch, epsilon, int_in) -> None:
 
 
 def cmd_choose_series(args) -> int:
-
     if args.family == "mean":
         if args.epsilon is None:
             raise LDPParameterError("ldp choose --family mean needs --epsilon")

@@ -11,7 +11,6 @@ from ..verification import load_status
 
 
 def cmd_mechanisms(args) -> int:
-
     last = load_status()
     rows = []
     for name, decl in registry(all_kinds=True).items():

@@ -41,7 +41,6 @@ def add_parsers(sub, parser_class, int_in, epsilon, seed) -> None:
 
 
 def cmd_longitudinal(args) -> int:
-
     params = dict(parse_params(args.param))
     mech = build_longitudinal(args.mechanism, d=args.d, epsilon_perm=args.epsilon_perm, epsilon_1=args.epsilon_1, **params)
     out = simulate_longitudinal(mech, rounds=args.rounds, change_prob=args.change_prob, n=args.n, seed=args.seed,
@@ -59,7 +58,6 @@ def cmd_longitudinal(args) -> int:
 
 
 def cmd_mean(args) -> int:
-
     if not args.lower < args.upper:
         raise LDPParameterError(f"--lower must be below --upper (got {args.lower!r} and {args.upper!r})")
     mech = build_mean(args.mechanism, epsilon=args.epsilon, lower=args.lower, upper=args.upper)

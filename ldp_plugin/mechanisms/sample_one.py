@@ -160,7 +160,6 @@ class SampleOne(MechanismBase):
         return self.padded.output_index(reports)
 
     def _verification_randomize(self, codes, source):
-
         flat, offsets, _lengths = gather_sets(self.verification_inputs(), np.asarray(codes, dtype=np.int64))
         return self.randomize_encoded(flat, offsets=offsets, rng=source)
 

@@ -50,7 +50,6 @@ class SetAccumulator(FrequencyAccumulator):
     upward when sets are smaller."""
 
     def _total(self) -> float:
-
         m = self.mechanism
         return float(np.clip(debias(self.counts, self.n, m.p_star, m.q_star).sum(), 0.0, m.m))
 
@@ -304,6 +303,5 @@ class PrivSet(_SetMechanism):
         return Channel(outputs=outs, matrix=tuple(rows))
 
     def output_index(self, reports: np.ndarray) -> np.ndarray:
-
         helper = KSubset(epsilon=1.0, d=self.d + self.m, k=self.k)
         return helper.output_index(reports)

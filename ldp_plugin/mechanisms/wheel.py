@@ -258,7 +258,6 @@ class Wheel(SetInput, SeededReports, RealizedRates):
         return counts
 
     def accumulator(self):
-
         return SetAccumulator(self)
 
     def variance(self, f: Any, n: int) -> np.ndarray:

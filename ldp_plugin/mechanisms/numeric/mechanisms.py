@@ -243,7 +243,6 @@ class Duchi(NumericMechanism):
         return np.full(self.grid + 1, self.C**2)
 
     def channel(self):
-
         rows = tuple((1 - Fraction(self.t_low + k * self.step, TWO64), Fraction(self.t_low + k * self.step, TWO64)) for k in range(self.grid + 1))
         return Channel((0, 1), rows)
 
@@ -357,7 +356,6 @@ class Piecewise(NumericMechanism):
         return total + (ph - pl) * window_sum
 
     def channel(self):
-
         ph, pl = self.p_hi, self.p_lo
         rows = tuple(tuple(ph if k <= j < k + self.window else pl for j in range(self.cells)) for k in range(self.grid + 1))
         return Channel(tuple(range(self.cells)), rows)
@@ -418,7 +416,6 @@ class Hybrid(NumericMechanism):
         return a * self.piecewise.second_moments() + (1 - a) * self.duchi.second_moments()
 
     def channel(self):
-
         a = self.alpha
         D, P = self.duchi.channel().matrix, self.piecewise.channel().matrix
         rows = tuple(tuple((1 - a) * p for p in D[k]) + tuple(a * p for p in P[k]) for k in range(self.grid + 1))
