@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import functools
 import importlib
 import sys
 from dataclasses import dataclass
@@ -151,14 +152,8 @@ def parse_declaration(raw: Mapping[str, Any], origin: str = "<declaration>") -> 
 _USER: dict[str, Declaration] = {}
 
 
-def load_registry(directory: Path | None = None, *, include_user: bool = True, kinds: tuple = ("frequency",)) -> dict[str, Declaration]:
-    """Load and validate every ``*.toml`` declaration; duplicate names are refused, and so is a
-    built-in declaration whose meaning differs from its line in ``names.lock`` (a name never
-    changes meaning). Mechanisms added with :func:`register` are included. ``kinds``: which
-    declarations to return (default the frequency oracles; :data:`KINDS` for all)."""
-    builtin = directory is None
-    directory = Path(directory) if directory is not None else _HERE
-    lock = _lock() if builtin else {}
+def _load_directory(directory: Path, *, lock: Mapping | None) -> dict:
+    builtin = lock is not None
     out: dict[str, Declaration] = {}
     for path in sorted(directory.glob("*.toml")):
         decl = _parse(path)
@@ -170,6 +165,22 @@ def load_registry(directory: Path | None = None, *, include_user: bool = True, k
             if lock[decl.name] != fingerprint(decl):
                 raise LDPParameterError(f"mechanism {decl.name!r} changed meaning (its fingerprint differs from names.lock); use a new name")
         out[decl.name] = decl
+    return out
+
+
+@functools.lru_cache(maxsize=4)
+def _builtin(lock: tuple) -> tuple:
+    """The built-in declarations, parsed and checked against ``lock`` (``names.lock``, re-read on
+    every call) once per lock content: the TOML files are package data."""
+    return tuple(_load_directory(_HERE, lock=dict(lock)).items())
+
+
+def load_registry(directory: Path | None = None, *, include_user: bool = True, kinds: tuple = ("frequency",)) -> dict[str, Declaration]:
+    """Load and validate every ``*.toml`` declaration; duplicate names are refused, and so is a
+    built-in declaration whose meaning differs from its line in ``names.lock`` (a name never
+    changes meaning). Mechanisms added with :func:`register` are included. ``kinds``: which
+    declarations to return (default the frequency oracles; :data:`KINDS` for all)."""
+    out = dict(_builtin(tuple(sorted(_lock().items())))) if directory is None else _load_directory(Path(directory), lock=None)
     out = {k: v for k, v in out.items() if v.kind in kinds}
     if include_user:
         for name, decl in _USER.items():
