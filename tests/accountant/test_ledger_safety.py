@@ -172,9 +172,9 @@ def test_a_crash_mid_release_is_reported_on_retry(tmp_path):
         _FRAME.ldp.privatize("app", mech, user_id="uid", accountant=a2, query_id="done")
 
 
-def test_cli_epsilon_is_exact_decimal_text(tmp_path):
+def test_cli_epsilon_is_exact_decimal_text(tmp_path, cli):
     ledger = tmp_path / "c.sqlite"
-    run = lambda *a: subprocess.run([sys.executable, "-m", "ldp_plugin.cli", "budget", *a, "--json"], capture_output=True, text=True)  # noqa: E731
+    run = lambda *a: cli("budget", *a, "--json")  # noqa: E731
     assert run("init", str(ledger), "--population", "p", "--lifetime-cap", "1").returncode == 0
     acc = Accountant(ledger)
     for i in range(9):
