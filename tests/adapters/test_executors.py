@@ -31,7 +31,7 @@ MECHS = [
 def dask_executor():
     from distributed import Client, LocalCluster
 
-    cluster = LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=None, processes=True)
+    cluster = LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=":0", processes=True)  # any free port: a shared machine may hold 8787
     client = Client(cluster)
     yield DaskExecutor(client=client)
     client.close()
