@@ -42,11 +42,15 @@ import polars as pl
 
 from ldp_plugin._errors import LDPInputError, LDPParameterError
 from ldp_plugin.hashing import assign_cohorts, item_keys
-from ldp_plugin.persist import write_reports
+from ldp_plugin.persist import write_reports, INCOMPLETE_MARKER
 from ldp_plugin.mechanisms import Mechanism
+from ldp_plugin.mechanisms import reports as codecs
+from ldp_plugin.mechanisms.protocol import refuse_keyed
 from ldp_plugin.sampling import RNGLike, chunk_source
 
+from .polars_discovery import heavy_hitters
 from .polars_frames import estimate_frame
+from ldp_plugin.progress import progress
 
 __all__ = ["ROWS_PER_CHUNK", "privatize", "estimate", "reports_to_frame", "frame_to_reports", "LDPFrame", "LDPLazyFrame"]
 
@@ -63,19 +67,20 @@ def _check_mechanism(mechanism: Any) -> None:
 def reports_to_frame(mechanism: Any, reports: Any) -> pl.DataFrame:
     """A report batch of ``mechanism`` as Polars columns (see the module docstring)."""
     _check_mechanism(mechanism)
-    return mechanism.reports_to_frame(reports)
+    return codecs.reports_to_frame(mechanism, reports)
 
 
 def frame_to_reports(mechanism: Any, frame: pl.DataFrame) -> Any:
     """The native report batch of ``mechanism`` from a reports frame."""
     _check_mechanism(mechanism)
-    return mechanism.frame_to_reports(frame)
+    return codecs.frame_to_reports(mechanism, frame)
 
 
 # -- privatize ------------------------------------------------------------------------------------------
 class _Privatizer:
     def __init__(self, mechanism, column, *, user_id, cohorts, keep_user_id, unknown, other, rng):
         _check_mechanism(mechanism)
+        refuse_keyed(mechanism, "privatize")
         if unknown not in UNKNOWN:
             raise LDPParameterError(f"unknown must be one of {UNKNOWN} (got {unknown!r})")
         self.mechanism = mechanism
@@ -326,7 +331,6 @@ def _release(p, frame, lf, column, user_id, sink, partition, mechanism):
     else:
         batches = iter(lf.select(cols).collect_batches(chunk_size=ROWS_PER_CHUNK, maintain_order=True, engine="streaming"))
     if sink is not None:
-        from ldp_plugin.executors import INCOMPLETE_MARKER
 
         out_dir = Path(sink)
         out_dir.mkdir(parents=True, exist_ok=True)
@@ -334,7 +338,6 @@ def _release(p, frame, lf, column, user_id, sink, partition, mechanism):
         marker.write_text("this release has not completed; its parts are not the whole population\n")
     parts = []
     offset = 0
-    from ldp_plugin.progress import progress
 
     from concurrent.futures import ThreadPoolExecutor
 
@@ -378,7 +381,7 @@ def estimate(
     (``mechanism.estimate(...)`` returns a :class:`FrequencyEstimate` whose ``target`` says it)."""
     _check_mechanism(mechanism)
     acc = mechanism.accumulator()
-    cols = list(mechanism.report_schema.names())
+    cols = list(codecs.report_schema(mechanism).names())
     if isinstance(reports, pl.LazyFrame):
         schema = reports.collect_schema()
         missing = [c for c in cols if c not in schema]
@@ -410,8 +413,6 @@ class LDPFrame:
 
     def heavy_hitters(self, column: str, **kwargs) -> pl.DataFrame:
         """Discover frequent strings of ``column`` (:func:`ldp_plugin.adapters.polars_discovery.heavy_hitters`)."""
-        from .polars_discovery import heavy_hitters
-
         return heavy_hitters(self._df, column, **kwargs)
 
 
@@ -430,6 +431,4 @@ class LDPLazyFrame:
 
     def heavy_hitters(self, column: str, **kwargs) -> pl.DataFrame:
         """Discover frequent strings of ``column`` (:func:`ldp_plugin.adapters.polars_discovery.heavy_hitters`)."""
-        from .polars_discovery import heavy_hitters
-
         return heavy_hitters(self._lf, column, **kwargs)

@@ -13,7 +13,7 @@ import json
 import platform
 import time
 
-from ldp_plugin.amplification import blanket_epsilon, generic_parameters, shuffle_epsilon, variation_parameters
+from ldp_plugin.amplification import blanket_epsilon, blanket_parameters, generic_parameters, shuffle_epsilon, variation_parameters
 from ldp_plugin.registry import build
 
 CASES = [("krr", 2), ("krr", 64), ("krr", 1024), ("rappor", 64), ("olh", 64), ("k-subset", 64)]
@@ -36,7 +36,7 @@ def main():
                 gen = shuffle_epsilon(generic_parameters(eps0), n, delta)
                 low = shuffle_epsilon(vp, n, delta, upper=False)
                 secs = (time.perf_counter() - t0) / (3 if low is not None else 2)
-                bp = mech.blanket_parameters()
+                bp = blanket_parameters(mech)
                 t0 = time.perf_counter()
                 bl = None if bp is None else blanket_epsilon(bp, n, delta, epsilon0=eps0)
                 bsecs = time.perf_counter() - t0

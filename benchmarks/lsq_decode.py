@@ -1,5 +1,5 @@
 """Least-squares candidate decoding of the cohort oracles: time per call, optionally against another
-version of ``ldp_plugin/estimation_lsq.py`` on the same inputs (estimates and errors compared).
+version of ``ldp_plugin/estimation/least_squares.py`` (formerly ``estimation_lsq.py``) on the same inputs (estimates and errors compared).
 
     python3 -P benchmarks/lsq_decode.py
     git show c337cf3:ldp_plugin/estimation_lsq.py > /tmp/old_lsq.py
@@ -15,7 +15,7 @@ import time
 
 import numpy as np
 
-import ldp_plugin.estimation_lsq as current
+import ldp_plugin.estimation.least_squares as current
 from ldp_plugin import ORAPPOR, ORR, CountSketch, HCMS
 
 
@@ -44,7 +44,7 @@ def decode(module, m, S, counts, n_c):
 
 if __name__ == "__main__":
     ap = argparse.ArgumentParser()
-    ap.add_argument("--compare", default=None, help="path of another estimation_lsq.py to time on the same inputs")
+    ap.add_argument("--compare", default=None, help="path of another least_squares.py / estimation_lsq.py to time on the same inputs")
     a = ap.parse_args()
     other = None
     if a.compare:

@@ -12,7 +12,7 @@ import json
 import platform
 import time
 
-from ldp_plugin.series import LONGITUDINAL_NAMES, MEAN_NAMES, build_longitudinal, build_mean, simulate_longitudinal, simulate_mean
+from ldp_plugin.simulate import LONGITUDINAL_NAMES, MEAN_NAMES, build_longitudinal, build_mean, simulate_longitudinal, simulate_mean
 
 
 def main():

@@ -23,11 +23,12 @@ from .mechanisms import Duchi, Hybrid, MeanEstimate, OneBitMean, Piecewise, LGRR
 from .accountant import Accountant, BudgetExceededError, LedgerError, Population
 from .memo import DistinctValueGuard, Memoized, new_user_key
 from .choose import make_auto, rank_mechanisms
-from .measurements_series import make_duchi, make_hybrid, make_longitudinal, make_one_bit_mean, make_piecewise, make_rue
+from .measurements import make_duchi, make_hybrid, make_one_bit_mean, make_piecewise, make_rue
+from .measurements_series import make_longitudinal
+from . import adapters as _adapters  # registers the Polars `ldp` namespace
+from . import _compat  # noqa: F401  (old module paths of moved modules; removed next round)
 
 __version__ = "0.1.0"
-
-from . import adapters as _adapters  # noqa: E402  (registers the Polars `ldp` namespace)
 
 __all__ = [
     "LDPInputError",

@@ -8,6 +8,21 @@ with each mechanism's *realized* ``(p*, q*)``, ``m²·`` that of the padded mech
 pad-and-sample, and :func:`ldp_plugin.theory.mse_cohort` for O-RR. Metrics: ``l2`` =
 ``E‖θ̂−θ‖²`` (sum of variances), ``l1`` = ``Σ √(2v_i/π)`` (normal errors), ``linf`` ≈
 ``√(2 v_max ln(2d))``. ``benchmarks/choose_grid.py`` checks the pick against simulation.
+
+Choosing a mean or a longitudinal mechanism (``ldp choose --family mean|longitudinal``).
+
+* Means: every mean mechanism ranked by the variance of its mean estimate for ``n`` users, from
+  its exact grid channel: the average over inputs spread uniformly on ``[lower, upper]`` and the
+  worst input (``second_moments() − t²``, scaled).
+* Longitudinal: every protocol ranked by its per-round squared l2 error at a uniform
+  distribution (``analytic_mse``), shown beside the **lifetime cost** over ``rounds``
+  collections: the **user-level** charge (any two histories of one user; the same for every user
+  and every ``change_prob``; ``None`` = unbounded, dBitFlipPM) in ``lifetime_expected`` /
+  ``lifetime_worst``, and beside it the papers' **value-level** figures (same change pattern) when
+  a user's value is redrawn with probability ``change_prob`` before each round: the expected
+  ``E[min(#memoized units, bound)]·ε∞`` (value redraws uniform over ``d``; LOLOHA's units are
+  hashed values, uniform over ``g``; dBitFlipPM's are patterns) and the worst case
+  ``min(min(rounds, bound)·ε∞, user level)`` (``lifetime_value_expected`` / ``lifetime_value_worst``).
 """
 
 from __future__ import annotations
@@ -19,13 +34,19 @@ from typing import Any, Callable, Optional, Sequence
 import numpy as np
 
 from ._errors import LDPParameterError
+from ._validation import check_choice, check_int, check_real
+from .exact import float_up
 from .mechanisms import KRR, OLH, ORR, OUE, RAPPOR, RUE, THE, HadamardMechanism, HadamardResponse, KSubset, PrivSet, RapporSet, Wheel
 from .mechanisms._base import check_epsilon
 from .mechanisms import SampleOne
 from .mechanisms.local_hashing import olh_default_g
+from .mechanisms.protocol import SupportRates, Verifiable
+from .mechanisms.reports import report_bits
 from .theory import choose_orr
+from .simulate import LONGITUDINAL_NAMES, MEAN_NAMES, build_longitudinal, build_mean
+from .amplification import amplify
 
-__all__ = ["Candidate", "rank_mechanisms", "make_auto", "METRICS"]
+__all__ = ["Candidate", "rank_mechanisms", "make_auto", "METRICS", "rank_mean_mechanisms", "rank_longitudinal_mechanisms", "SeriesCandidate"]
 
 METRICS = ("l2", "l1", "linf")
 
@@ -120,22 +141,47 @@ def _summarize(v: np.ndarray, metric: str) -> float:
     return float(math.sqrt(2 * v.max() * math.log(2 * v.size)))
 
 
+def _bayes_unary(m: Any) -> float:
+    """Independent bits, ``p*`` at the own item and ``q*`` elsewhere (``p* > q*``): guess any item
+    whose bit is 1, else any item: ``[(p*/q*)(1 − (1 − q*)^d) + (1 − p*)(1 − q*)^(d−1)] / d``."""
+    p, q, d = float(m.p_star_exact), float(m.q_star_exact), m.d
+    return float(((p / q) * -np.expm1(d * np.log1p(-q)) + (1 - p) * np.exp((d - 1) * np.log1p(-q))) / d)
+
+
+#: one report's Bayes attacker success in closed form, by the declared channel shape (SupportRates):
+#: k-RR ``p*`` (guess the report); a k-subset ``p*/k`` (guess any item of the reported subset:
+#: ``C(d,k)·p*/(d·C(d−1,k−1))``); unary encoding :func:`_bayes_unary`
+BAYES_CLOSED_FORMS = {
+    "randomized-response": lambda m: float(m.p_star_exact),
+    "subset": lambda m: float(m.p_star_exact) / m.k,
+    "unary": _bayes_unary,
+}
+
+
+def bayes_success(mechanism: Any) -> Optional[float]:
+    """One report's Bayes attacker success under a uniform prior, ``(1/d)·Σ_y max_x P(y|x)``
+    (``ldp choose``): the closed form of a declared channel shape (capability SupportRates), else
+    exact from the realized channel on small domains (capability Verifiable), else None."""
+    if isinstance(mechanism, SupportRates) and mechanism.channel_shape in BAYES_CLOSED_FORMS:
+        return BAYES_CLOSED_FORMS[mechanism.channel_shape](mechanism)
+    if (isinstance(mechanism, Verifiable) and mechanism.channel_is_client and (getattr(mechanism, "domain_size", None) or 1 << 31) <= 16
+            and mechanism.verification_input_count() <= 16):
+        M = mechanism.channel().matrix
+        return float(sum(max(M[x][y] for x in range(len(M))) for y in range(len(M[0]))) / len(M))
+    return None
+
+
 def rank_mechanisms(d: int, epsilon: float, *, n: int = 100_000, m: int = 1, metric: str = "l2", delta: Optional[float] = None) -> list[Candidate]:
     """Every applicable candidate, best (lowest predicted error) first. With ``delta``, each
     candidate also carries the central ε of its ``n`` reports through a trusted shuffler
     (:func:`ldp_plugin.amplification.amplify`: a certified upper bound)."""
-    if delta is not None and (isinstance(delta, bool) or not isinstance(delta, (int, float)) or not 0 < delta < 1):
-        raise LDPParameterError(f"delta must be in (0, 1) (got {delta!r})")
+    if delta is not None:
+        check_real("delta", delta, 0, 1, lo_open=True, hi_open=True)
     eps = check_epsilon(epsilon)
-    if isinstance(d, bool) or not isinstance(d, (int, np.integer)) or not 2 <= int(d) <= 1 << 20:
-        raise LDPParameterError(f"d must be an integer in [2, 2**20] (got {d!r})")
-    if isinstance(m, bool) or not isinstance(m, (int, np.integer)) or not 1 <= int(m) <= int(d):
-        raise LDPParameterError(f"m must be an integer in [1, d] (got {m!r})")
-    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
-        raise LDPParameterError("n must be a positive integer")
-    if metric not in METRICS:
-        raise LDPParameterError(f"metric must be one of {METRICS} (got {metric!r})")
-    d, m, n = int(d), int(m), int(n)
+    d = check_int("d", d, 2, 1 << 20)
+    m = check_int("m", m, 1, d)
+    n = check_int("n", n, 1)
+    check_choice("metric", metric, METRICS)
     dp = d + 1 if m > 1 else d
     out = []
     for label, params, factory, bits, client, server in _specs(d, eps, n, m):
@@ -173,17 +219,16 @@ def rank_mechanisms(d: int, epsilon: float, *, n: int = 100_000, m: int = 1, met
         except (LDPParameterError, ValueError):
             continue
         v = mech.variance(np.full(d, m / d), n)
-        bits = mech.report_bits()
+        bits = report_bits(mech)
         params = {k: (round(v, 6) if isinstance(v, float) else v) for k, v in mech.spec()["params"].items() if k in ("m", "p", "grid_bits", "k")}
         out.append(Candidate(label, params, _summarize(v, metric), float(v.sum()), bits, client, server, lambda f=factory: f()))
     out.sort(key=lambda c: (c.predicted_error, c.report_bits))
     from dataclasses import replace as _replace
 
-    out = [_replace(c, attacker_success=c.build().bayes_success()) for c in out]
+    out = [_replace(c, attacker_success=bayes_success(c.build())) for c in out]
     if delta is not None and n >= 2:
         from dataclasses import replace
 
-        from .amplification import amplify
 
         out = [replace(c, central_epsilon=amplify(c.build(), n, float(delta))["epsilon"]) for c in out]
     return out
@@ -201,3 +246,78 @@ def make_auto(d: Optional[int] = None, epsilon: float = 1.0, *, categories: Opti
     if categories is not None:
         mech = mech.with_categories(categories)
     return mech
+
+
+# -- means and longitudinal protocols -------------------------------------------------------------------
+@dataclass(frozen=True)
+class SeriesCandidate:
+    mechanism: str
+    params: dict
+    predicted_error: float
+    worst_error: float
+    lifetime_expected: float | None = None
+    lifetime_worst: float | None = None
+    lifetime_value_expected: float | None = None
+    lifetime_value_worst: float | None = None
+
+    def to_dict(self) -> dict:
+        return dict(self.__dict__)
+
+
+def rank_mean_mechanisms(epsilon: float, *, n: int, lower: float = 0.0, upper: float = 1.0) -> list:
+    """Mean mechanisms, lowest average variance of the mean estimate first."""
+
+    n = check_int("n", n, 1)
+    out = []
+    for name in MEAN_NAMES:
+        m = build_mean(name, epsilon=epsilon, lower=lower, upper=upper)
+        t = m.grid_values()
+        per = (m.second_moments() - t * t) * ((upper - lower) / 2) ** 2 / n
+        out.append(SeriesCandidate(name, {"grid": m.grid}, float(per.mean()), float(per.max())))
+    return sorted(out, key=lambda c: c.predicted_error)
+
+
+def _expected_units(probs: np.ndarray, rounds: int, change_prob: float) -> float:
+    """``E[#distinct units]`` when the first value and each redraw (``Bin(rounds − 1,
+    change_prob)`` of them) pick a unit independently with ``probs``."""
+    from math import comb
+
+    total = 0.0
+    for r in range(rounds):
+        w = comb(rounds - 1, r) * change_prob**r * (1 - change_prob) ** (rounds - 1 - r)
+        draws = 1 + r
+        total += w * float(np.sum(1 - (1 - probs) ** draws))
+    return total
+
+
+def rank_longitudinal_mechanisms(d: int, epsilon_perm: float, epsilon_1: float, *, n: int, rounds: int, change_prob: float) -> list:
+    """Longitudinal protocols, lowest per-round error first, with the lifetime cost."""
+
+    rounds = check_int("rounds", rounds, 1)
+    change_prob = check_real("change_prob", change_prob, 0, 1)
+    theta = np.full(d, 1.0 / d)
+    out = []
+    seen = set()
+    for name in LONGITUDINAL_NAMES:
+        params: dict[str, Any] = {"g": "optimal"} if name == "loloha" else {}
+        variants = [dict(params), {"g": 2}] if name == "loloha" else [params]
+        for p in variants:
+            m = build_longitudinal(name, d=d, epsilon_perm=epsilon_perm, epsilon_1=epsilon_1, **p)
+            bound = m.unit_bound()
+            if name == "loloha":
+                probs = np.full(m.g, 1.0 / m.g)
+                p = {"g": m.g}
+            elif name == "dbitflip":
+                probs = np.concatenate([np.full(m.d_bits, 1.0 / d), [1 - m.d_bits / d]])
+            else:
+                probs = theta
+            if (name, tuple(sorted(p.items()))) in seen:
+                continue
+            seen.add((name, tuple(sorted(p.items()))))
+            value_worst = float_up(m.lifetime_bound(rounds, relation="value"))
+            units = min(_expected_units(probs, rounds, change_prob), bound)
+            err = m.analytic_mse(n, theta=theta)
+            user = m.lifetime_bound(rounds, relation="user")
+            user_f = None if user is None else float_up(user)
+            out.append(SeriesCandidate(name, p, err, err, user_f, user_f, min(units * epsilon_perm, value_worst), value_worst))
+    return sorted(out, key=lambda c: (c.predicted_error, math.inf if c.lifetime_expected is None else c.lifetime_expected))

@@ -52,6 +52,11 @@ from pathlib import Path
 from typing import Any, Optional
 
 from ._errors import LDPInputError, LDPParameterError
+from .registry import build, load_registry
+from .adapters import estimate as estimate_reports, privatize
+from .theory import choose_orr
+from .accountant import Accountant
+from .executors import aggregate, make_executor, privatize_files, resolve_paths
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -110,7 +115,6 @@ def load_job(path: str | Path) -> Job:
 def build_mechanism(spec: dict, n_hint: int) -> Any:
     """The mechanism of a job's ``[mechanism]`` section (wrapped in SampleOne if ``m`` is set),
     built by the registry (the one builder; missing parameters are named there)."""
-    from ldp_plugin.registry import build, load_registry
 
     reg = load_registry()
     name = spec["name"]
@@ -118,7 +122,6 @@ def build_mechanism(spec: dict, n_hint: int) -> Any:
     cats, d = params.pop("categories", spec.get("categories")), spec.get("d")
     if name == "orr" and "k" not in params and cats is None and d is None and spec.get("_candidates"):
         d = len(spec["_candidates"])  # open alphabet: size the cohorts for the candidates
-        from .theory import choose_orr
 
         chosen = choose_orr(d + (1 if spec.get("m") else 0), float(spec["epsilon"]), n_hint, closed=False)
         params.setdefault("k", chosen["k"])
@@ -209,8 +212,6 @@ def run_job(job: Job, *, executor: Optional[str] = None, address: Optional[str] 
     the same executor (:mod:`ldp_plugin.executors`)."""
     import polars as pl
 
-    from ldp_plugin.adapters import estimate as estimate_reports
-    from ldp_plugin.adapters import privatize
 
     if executor is not None:
         return _run_partitioned(job, executor, address)
@@ -222,7 +223,6 @@ def run_job(job: Job, *, executor: Optional[str] = None, address: Optional[str] 
     accountant = None
     budget = getattr(job, "budget", None) or {}
     if budget:
-        from .accountant import Accountant
 
         if "ledger" not in budget or "query_id" not in budget:
             raise LDPParameterError("[budget] needs ledger and query_id")
@@ -282,7 +282,6 @@ def run_job(job: Job, *, executor: Optional[str] = None, address: Optional[str] 
 def _run_partitioned(job: Job, kind: str, address: Optional[str]) -> dict:
     import polars as pl
 
-    from .executors import aggregate, make_executor, privatize_files, resolve_paths
 
     if "reports" not in job.output:
         raise LDPParameterError("a partitioned job (--executor) writes its reports: set [output] reports = DIR")
@@ -304,7 +303,6 @@ def _run_partitioned(job: Job, kind: str, address: Optional[str]) -> dict:
             )
 
         if budget:
-            from .accountant import Accountant
 
             acc = Accountant(job.path(budget["ledger"]))
             if acc.release_status(budget["query_id"]) is not None:

@@ -32,7 +32,10 @@ from typing import Any, Callable, Optional, Sequence
 
 
 from ._errors import LDPInputError, LDPParameterError
-from .persist import AccumulatorState, file_identity, mechanism_from_spec, mechanism_spec, read_report_spec, spec_fingerprint, write_reports
+from .mechanisms.reports import frame_to_reports
+from .persist import INCOMPLETE_MARKER, AccumulatorState, file_identity, mechanism_from_spec, mechanism_spec, read_report_spec, spec_fingerprint, write_reports
+from .progress import progress
+from .adapters import privatize
 
 __all__ = ["LocalExecutor", "DaskExecutor", "make_executor", "aggregate", "aggregate_file", "privatize_files", "resolve_paths"]
 
@@ -43,8 +46,6 @@ class LocalExecutor:
     name = "local"
 
     def map_reduce(self, fn: Callable, sources: Sequence, combine: Callable = operator.add) -> Any:
-        from .progress import progress
-
         results = [fn(s) for s in progress(sources, total=len(sources), desc="ldp", unit="file")]
         if not results:
             raise LDPInputError("no sources to process")
@@ -143,12 +144,8 @@ def aggregate_file(path: str, *, spec: dict, fingerprint: str) -> AccumulatorSta
             raise LDPInputError(f"{path!r} has reports outside the mechanism's range") from None
     else:
         for batch in lf.collect_batches(chunk_size=1 << 17, engine="streaming"):
-            acc.add(mech.frame_to_reports(batch))
+            acc.add(frame_to_reports(mech, batch))
     return AccumulatorState.from_accumulator(mech, acc, [file_identity(path)])
-
-
-#: a release writes this file into its reports directory first and removes it when complete
-INCOMPLETE_MARKER = ".ldp-release-incomplete"
 
 
 def check_complete(paths: list, allow_partial: bool = False) -> None:
@@ -217,7 +214,6 @@ def aggregate(
 def _privatize_one(item: tuple, *, column: str, spec: dict, out_dir: str, seed: Any, user_id: Optional[str], cohorts: Any, unknown: str) -> str:
     import polars as pl
 
-    from ldp_plugin.adapters import privatize
 
     index, path = item
     mech = mechanism_from_spec(spec)

@@ -17,7 +17,8 @@ exact realized-channel check each mechanism performs at construction.
 
 from __future__ import annotations
 
-from typing import Any, Optional, Sequence
+import inspect
+from typing import Any, Optional
 
 import opendp.prelude as dp
 # OpenDP's own then_* functions return this class; it is what `transformation >> partial` expects.
@@ -25,8 +26,10 @@ from opendp.mod import _PartialConstructor as PartialConstructor
 
 from ._errors import LDPParameterError
 from .exact import scale_epsilon_up
-from .mechanisms import KRR, OLH, OUE, RAPPOR, THE, PrivSet, RapporSet, Wheel, BinaryMechanism, GeometricMechanism, StaircaseMechanism, FrequencyOracle, HadamardMechanism, HadamardResponse, KSubset, WarnerRR
-from .mechanisms import SampleOne
+from .mechanisms import (CMS, HCMS, KRR, OLH, ORAPPOR, ORR, OUE, RAPPOR, RUE, THE, BinaryMechanism, CountSketch, Duchi, FrequencyOracle,
+                         GeometricMechanism, HadamardMechanism, HadamardResponse, Hybrid, KSubset, OneBitMean, Piecewise, PrivSet,
+                         RapporSet, SampleOne, StaircaseMechanism, WarnerRR, Wheel)
+from .mechanisms.protocol import Mechanism, refuse_keyed
 from .sampling import RNGLike, as_source
 
 __all__ = [
@@ -35,35 +38,27 @@ __all__ = [
     "batch_domain",
     "make_ldp",
     "then_ldp",
+    "set_domain",
+    "make_sample_one",
+    "make_set_ldp",
     "make_krr",
     "then_krr",
-    "make_randomized_response_warner",
-    "then_randomized_response_warner",
+    "make_warner",
+    "then_warner",
     "make_rappor",
     "then_rappor",
     "make_oue",
     "then_oue",
+    "make_rue",
+    "then_rue",
+    "make_the",
+    "then_the",
     "make_k_subset",
     "then_k_subset",
     "make_olh",
     "then_olh",
     "make_hadamard",
     "then_hadamard",
-    "make_orr",
-    "then_orr",
-    "make_orappor",
-    "then_orappor",
-    "make_hcms",
-    "then_hcms",
-    "make_count_sketch",
-    "then_count_sketch",
-    "make_cms",
-    "then_cms",
-    "set_domain",
-    "make_sample_one",
-    "make_set_ldp",
-    "make_the",
-    "then_the",
     "make_hadamard_mechanism",
     "then_hadamard_mechanism",
     "make_binary",
@@ -72,12 +67,32 @@ __all__ = [
     "then_staircase",
     "make_geometric",
     "then_geometric",
+    "make_orr",
+    "then_orr",
+    "make_orappor",
+    "then_orappor",
+    "make_cms",
+    "then_cms",
+    "make_hcms",
+    "then_hcms",
+    "make_count_sketch",
+    "then_count_sketch",
     "make_wheel",
     "then_wheel",
     "make_rappor_set",
     "then_rappor_set",
     "make_privset",
     "then_privset",
+    "make_duchi",
+    "then_duchi",
+    "make_piecewise",
+    "then_piecewise",
+    "make_hybrid",
+    "then_hybrid",
+    "make_one_bit_mean",
+    "then_one_bit_mean",
+    "make_randomized_response_warner",
+    "then_randomized_response_warner",
 ]
 
 UNITS = ("user", "population")
@@ -109,6 +124,13 @@ def batch_domain(mechanism: FrequencyOracle) -> dp.Domain:
     """The OpenDP domain of a batch of users' values for ``mechanism``."""
     enable_ldp_features()
     return dp.user_domain(f"LDPCategoryBatch({_domain_id(mechanism)})", lambda _x: True)
+
+
+def _check_mechanism(mechanism: Any, entry: str) -> None:
+    """The entry point's one capability question, asked before anything is built."""
+    if not isinstance(mechanism, Mechanism):
+        raise LDPParameterError(f"{entry} takes an ldp_plugin mechanism (got {type(mechanism).__name__})")
+    refuse_keyed(mechanism, entry)
 
 
 def _check_d_in(d_in: Any) -> int:
@@ -174,6 +196,7 @@ def _make_ldp(
         :func:`category_domain` / :func:`batch_domain`.
     """
     enable_ldp_features()
+    _check_mechanism(mechanism, "make_ldp")
     if unit not in UNITS:
         raise LDPParameterError(f"unit must be one of {UNITS} (got {unit!r})")
     source = None if rng is None else as_source(rng)
@@ -214,85 +237,6 @@ def then_ldp(mechanism: FrequencyOracle, *, unit: Optional[str] = None, rng: RNG
     metric come from the transformation before it, ``transformation >> then_ldp(mech)``; the unit
     follows from that metric."""
     return PartialConstructor(lambda input_domain, input_metric: make_ldp(input_domain, input_metric, mechanism, unit=unit, rng=rng))
-
-
-def make_krr(
-    *, epsilon: float, d: Optional[int] = None, categories: Optional[Sequence] = None, unit: str = "user", rng: RNGLike = None
-) -> dp.Measurement:
-    """k-RR as an OpenDP measurement (paper 002 eq. 6). ``ε``-LDP per user.
-
-    >>> import ldp_plugin as ldp
-    >>> m = ldp.make_krr(epsilon=1.0, categories=["a", "b", "c"])
-    >>> m("b") in ("a", "b", "c"), m.map(1)
-    (True, 1.0)
-    """
-    mech = KRR(epsilon=epsilon, d=d, categories=categories)
-    return make_ldp(mech, unit=unit, rng=rng)
-
-
-def then_krr(*, epsilon: float, d: Optional[int] = None, categories: Optional[Sequence] = None, unit: str = "user", rng: RNGLike = None):
-    return then_ldp(KRR(epsilon=epsilon, d=d, categories=categories), unit=unit, rng=rng)
-
-
-def make_randomized_response_warner(*, epsilon: float, unit: str = "user", rng: RNGLike = None) -> dp.Measurement:
-    """Warner's randomized response on a boolean (paper 002 eq. 3). ``ε``-LDP per user."""
-    return make_ldp(WarnerRR(epsilon=epsilon), unit=unit, rng=rng)
-
-
-def then_randomized_response_warner(*, epsilon: float, unit: str = "user", rng: RNGLike = None):
-    return then_ldp(WarnerRR(epsilon=epsilon), unit=unit, rng=rng)
-
-
-def make_rappor(*, epsilon: float, d: Optional[int] = None, categories: Optional[Sequence] = None, unit: str = "user", rng: RNGLike = None) -> dp.Measurement:
-    """k-RAPPOR / basic one-time RAPPOR (paper 002 eq. 14–15). ``ε``-LDP per user."""
-    return make_ldp(RAPPOR(epsilon=epsilon, d=d, categories=categories), unit=unit, rng=rng)
-
-
-def then_rappor(*, epsilon: float, d: Optional[int] = None, categories: Optional[Sequence] = None, unit: str = "user", rng: RNGLike = None):
-    return then_ldp(RAPPOR(epsilon=epsilon, d=d, categories=categories), unit=unit, rng=rng)
-
-
-def make_oue(*, epsilon: float, d: Optional[int] = None, categories: Optional[Sequence] = None, unit: str = "user", rng: RNGLike = None) -> dp.Measurement:
-    """Optimized unary encoding (p = 1/2, q = 1/(e^ε+1)). ``ε``-LDP per user."""
-    return make_ldp(OUE(epsilon=epsilon, d=d, categories=categories), unit=unit, rng=rng)
-
-
-def then_oue(*, epsilon: float, d: Optional[int] = None, categories: Optional[Sequence] = None, unit: str = "user", rng: RNGLike = None):
-    return then_ldp(OUE(epsilon=epsilon, d=d, categories=categories), unit=unit, rng=rng)
-
-
-def make_k_subset(
-    *, epsilon: float, d: Optional[int] = None, categories: Optional[Sequence] = None, k: Any = "l2", unit: str = "user", rng: RNGLike = None
-) -> dp.Measurement:
-    """k-subset mechanism (paper 001 eq. 5, Alg. 1). ``ε``-LDP per user; ``k`` = ``"l2"`` (k#),
-    ``"mi"`` (k*) or an integer in [1, d − 1]."""
-    return make_ldp(KSubset(epsilon=epsilon, d=d, categories=categories, k=k), unit=unit, rng=rng)
-
-
-def then_k_subset(*, epsilon: float, d: Optional[int] = None, categories: Optional[Sequence] = None, k: Any = "l2", unit: str = "user", rng: RNGLike = None):
-    return then_ldp(KSubset(epsilon=epsilon, d=d, categories=categories, k=k), unit=unit, rng=rng)
-
-
-def make_olh(
-    *, epsilon: float, d: Optional[int] = None, categories: Optional[Sequence] = None, g: Any = "auto", unit: str = "user", rng: RNGLike = None
-) -> dp.Measurement:
-    """Optimized local hashing (Wang et al. 2017; ``g = round(e^ε + 1)``, ``g=2`` for BLH).
-    ``ε``-LDP per user; the report is ``(seed, hashed value)``."""
-    return make_ldp(OLH(epsilon=epsilon, d=d, categories=categories, g=g), unit=unit, rng=rng)
-
-
-def then_olh(*, epsilon: float, d: Optional[int] = None, categories: Optional[Sequence] = None, g: Any = "auto", unit: str = "user", rng: RNGLike = None):
-    return then_ldp(OLH(epsilon=epsilon, d=d, categories=categories, g=g), unit=unit, rng=rng)
-
-
-def make_hadamard(*, epsilon: float, d: Optional[int] = None, categories: Optional[Sequence] = None, unit: str = "user", rng: RNGLike = None) -> dp.Measurement:
-    """Hadamard response (Acharya, Sun, Zhang 2019). ``ε``-LDP per user; the report is one
-    integer in ``[0, K)``, ``K`` the smallest power of two above ``d``."""
-    return make_ldp(HadamardResponse(epsilon=epsilon, d=d, categories=categories), unit=unit, rng=rng)
-
-
-def then_hadamard(*, epsilon: float, d: Optional[int] = None, categories: Optional[Sequence] = None, unit: str = "user", rng: RNGLike = None):
-    return then_ldp(HadamardResponse(epsilon=epsilon, d=d, categories=categories), unit=unit, rng=rng)
 
 
 def set_domain(set_mechanism: SampleOne, *, unit: str = "user") -> dp.Domain:
@@ -336,81 +280,90 @@ def make_set_ldp(set_mechanism: SampleOne, *, unit: str = "user", rng: RNGLike =
     return make_sample_one(set_mechanism, unit=unit, rng=rng) >> then_ldp(set_mechanism.padded, unit=unit, rng=rng)
 
 
-def make_the(*, epsilon: float, d: Optional[int] = None, categories: Optional[Sequence] = None, threshold: Optional[float] = None, unit: str = "user", rng: RNGLike = None) -> dp.Measurement:
-    """Thresholded histogram encoding (Wang et al. 2017 §4.3). ``ε``-LDP per user."""
-    return make_ldp(THE(epsilon=epsilon, d=d, categories=categories, threshold=threshold), unit=unit, rng=rng)
+_KRR_DOC = """k-RR as an OpenDP measurement (paper 002 eq. 6). ``ε``-LDP per user.
+
+    >>> import ldp_plugin as ldp
+    >>> m = ldp.make_krr(epsilon=1.0, categories=["a", "b", "c"])
+    >>> m("b") in ("a", "b", "c"), m.map(1)
+    (True, 1.0)
+    """
+_DUCHI_DOC = """Duchi et al.'s mechanism as an OpenDP measurement (ε-LDP per user).
+
+    >>> import ldp_plugin as ldp
+    >>> m = ldp.make_duchi(epsilon=1.0, lower=0, upper=10)
+    >>> m(3.5) in (0, 1), m.map(1)
+    (True, 1.0)
+    """
 
 
-def then_the(*, epsilon: float, d: Optional[int] = None, categories: Optional[Sequence] = None, threshold: Optional[float] = None, unit: str = "user", rng: RNGLike = None):
-    return then_ldp(THE(epsilon=epsilon, d=d, categories=categories, threshold=threshold), unit=unit, rng=rng)
+# -- one make_X / then_X pair per registered name (OpenDP's to_then shape) -------------------------------
+def _pair(cls: type, name: str, doc: Optional[str] = None) -> tuple:
+    """``(make_X, then_X)`` for the mechanism class ``cls`` (registered as ``name``): ``make_X(**params,
+    unit="user", rng=None)`` builds ``cls(**params)`` and wraps it with :func:`make_ldp`; ``then_X``
+    is the partial for chaining after a transformation (:func:`then_ldp`). The keyword parameters
+    are the constructor's (``inspect.signature`` shows them); a wrong one raises
+    :class:`LDPParameterError` naming it, never a ``TypeError``."""
+    params = [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in inspect.signature(cls).parameters.values()]
+    extra = [inspect.Parameter("unit", inspect.Parameter.KEYWORD_ONLY, default="user"),
+             inspect.Parameter("rng", inspect.Parameter.KEYWORD_ONLY, default=None)]
+    signature = inspect.Signature(params + extra)
+
+    def _mechanism(kwargs: dict) -> tuple:
+        try:
+            bound = signature.bind(**kwargs)
+        except TypeError:
+            raise LDPParameterError(f"make_{name.replace('-', '_')} takes the keyword parameters {', '.join(signature.parameters)} "
+                                    f"(got {', '.join(sorted(kwargs))})") from None
+        args = dict(bound.arguments)
+        unit, rng = args.pop("unit", "user"), args.pop("rng", None)
+        return cls(**args), unit, rng
+
+    def make(**kwargs: Any) -> dp.Measurement:
+        mech, unit, rng = _mechanism(kwargs)
+        return make_ldp(mech, unit=unit, rng=rng)
+
+    def then(**kwargs: Any) -> PartialConstructor:
+        mech, unit, rng = _mechanism(kwargs)
+        return then_ldp(mech, unit=unit, rng=rng)
+
+    ident = name.replace("-", "_")
+    summary = (cls.__doc__ or cls.__name__).strip().split("\n\n")[0]
+    make.__doc__ = doc or f"{cls.__name__} (registered as ``{name}``) as an OpenDP measurement: ``ε``-LDP per user.\n\n    {summary}"
+    then.__doc__ = f"Partial of :func:`make_{ident}` for chaining (``transformation >> then_{ident}(...)``)."
+    for fn, prefix in ((make, "make_"), (then, "then_")):
+        fn.__name__ = fn.__qualname__ = prefix + ident
+        fn.__signature__ = signature
+        fn.__module__ = __name__
+    return make, then
 
 
-def make_hadamard_mechanism(*, epsilon: float, d: Optional[int] = None, categories: Optional[Sequence] = None, unit: str = "user", rng: RNGLike = None) -> dp.Measurement:
-    """Hadamard mechanism (one randomized Hadamard coefficient). ``ε``-LDP per user."""
-    return make_ldp(HadamardMechanism(epsilon=epsilon, d=d, categories=categories), unit=unit, rng=rng)
+make_krr, then_krr = _pair(KRR, "krr", doc=_KRR_DOC)
+make_warner, then_warner = _pair(WarnerRR, "warner")
+make_rappor, then_rappor = _pair(RAPPOR, "rappor")
+make_oue, then_oue = _pair(OUE, "oue")
+make_rue, then_rue = _pair(RUE, "rue")
+make_the, then_the = _pair(THE, "the")
+make_k_subset, then_k_subset = _pair(KSubset, "k-subset")
+make_olh, then_olh = _pair(OLH, "olh")
+make_hadamard, then_hadamard = _pair(HadamardResponse, "hadamard")
+make_hadamard_mechanism, then_hadamard_mechanism = _pair(HadamardMechanism, "hadamard-mechanism")
+make_binary, then_binary = _pair(BinaryMechanism, "binary")
+make_staircase, then_staircase = _pair(StaircaseMechanism, "staircase")
+make_geometric, then_geometric = _pair(GeometricMechanism, "geometric")
+make_orr, then_orr = _pair(ORR, "orr")
+make_orappor, then_orappor = _pair(ORAPPOR, "orappor")
+make_cms, then_cms = _pair(CMS, "cms")
+make_hcms, then_hcms = _pair(HCMS, "hcms")
+make_count_sketch, then_count_sketch = _pair(CountSketch, "count-sketch")
+make_wheel, then_wheel = _pair(Wheel, "wheel")
+make_rappor_set, then_rappor_set = _pair(RapporSet, "rappor-set")
+make_privset, then_privset = _pair(PrivSet, "privset")
+make_duchi, then_duchi = _pair(Duchi, "duchi", doc=_DUCHI_DOC)
+make_piecewise, then_piecewise = _pair(Piecewise, "piecewise")
+make_hybrid, then_hybrid = _pair(Hybrid, "hybrid")
+make_one_bit_mean, then_one_bit_mean = _pair(OneBitMean, "one-bit-mean")
+# the longitudinal names (l-grr, l-oue, l-osue, l-sue, loloha, dbitflip) are keyed: their one entry
+# point is measurements_series.make_longitudinal (a user's (code, key) pair), never make_ldp
 
-
-def then_hadamard_mechanism(*, epsilon: float, d: Optional[int] = None, categories: Optional[Sequence] = None, unit: str = "user", rng: RNGLike = None):
-    return then_ldp(HadamardMechanism(epsilon=epsilon, d=d, categories=categories), unit=unit, rng=rng)
-
-
-def make_binary(*, epsilon: float, d: Optional[int] = None, subset: Any = None, p0: Any = None, p1: Any = None, categories: Optional[Sequence] = None, unit: str = "user", rng: RNGLike = None) -> dp.Measurement:
-    """The binary mechanism (paper 003 eq. 14) for ``T = subset`` or ``T = {x: P₀(x) >= P₁(x)}``. ``ε``-LDP per user."""
-    return make_ldp(BinaryMechanism(epsilon=epsilon, d=d, subset=subset, p0=p0, p1=p1, categories=categories), unit=unit, rng=rng)
-
-
-def then_binary(*, epsilon: float, d: Optional[int] = None, subset: Any = None, p0: Any = None, p1: Any = None, categories: Optional[Sequence] = None, unit: str = "user", rng: RNGLike = None):
-    return then_ldp(BinaryMechanism(epsilon=epsilon, d=d, subset=subset, p0=p0, p1=p1, categories=categories), unit=unit, rng=rng)
-
-
-def make_staircase(*, epsilon: float, utility: str = "mutual_information", d: Optional[int] = None, prior: Any = None, p0: Any = None, p1: Any = None, categories: Optional[Sequence] = None, unit: str = "user", rng: RNGLike = None) -> dp.Measurement:
-    """The optimal staircase mechanism for ``utility`` (paper 003 Thm 4, LP with HiGHS). ``ε``-LDP per user."""
-    return make_ldp(StaircaseMechanism(epsilon=epsilon, utility=utility, d=d, prior=prior, p0=p0, p1=p1, categories=categories), unit=unit, rng=rng)
-
-
-def then_staircase(*, epsilon: float, utility: str = "mutual_information", d: Optional[int] = None, prior: Any = None, p0: Any = None, p1: Any = None, categories: Optional[Sequence] = None, unit: str = "user", rng: RNGLike = None):
-    return then_ldp(StaircaseMechanism(epsilon=epsilon, utility=utility, d=d, prior=prior, p0=p0, p1=p1, categories=categories), unit=unit, rng=rng)
-
-
-def make_geometric(*, epsilon: float, d: int, unit: str = "user", rng: RNGLike = None) -> dp.Measurement:
-    """The truncated geometric mechanism on ``0..d−1`` (paper 003 §3.4). ``ε``-LDP per user."""
-    return make_ldp(GeometricMechanism(epsilon=epsilon, d=d), unit=unit, rng=rng)
-
-
-def then_geometric(*, epsilon: float, d: int, unit: str = "user", rng: RNGLike = None):
-    return then_ldp(GeometricMechanism(epsilon=epsilon, d=d), unit=unit, rng=rng)
-
-
-def make_wheel(*, epsilon: float, m: int = 1, d: Optional[int] = None, categories: Optional[Sequence] = None, p: Any = "optimal", unit: str = "user", rng: RNGLike = None) -> dp.Measurement:
-    """The wheel mechanism (paper 004) for a set of at most ``m`` items (``m = 1``: one item),
-    on an exact grid. ``ε``-LDP per user (the whole set); the report is ``(seed, cell)``."""
-    return make_ldp(Wheel(epsilon=epsilon, m=m, d=d, categories=categories, p=p), unit=unit, rng=rng)
-
-
-def then_wheel(*, epsilon: float, m: int = 1, d: Optional[int] = None, categories: Optional[Sequence] = None, p: Any = "optimal", unit: str = "user", rng: RNGLike = None):
-    return then_ldp(Wheel(epsilon=epsilon, m=m, d=d, categories=categories, p=p), unit=unit, rng=rng)
-
-
-def make_rappor_set(*, epsilon: float, m: int, d: Optional[int] = None, categories: Optional[Sequence] = None, unit: str = "user", rng: RNGLike = None) -> dp.Measurement:
-    """RAPPOR for sets of at most ``m`` items (per-bit ε/(2m)). ``ε``-LDP per user (the whole set)."""
-    return make_ldp(RapporSet(epsilon=epsilon, m=m, d=d, categories=categories), unit=unit, rng=rng)
-
-
-def make_privset(*, epsilon: float, m: int, d: Optional[int] = None, categories: Optional[Sequence] = None, k: Any = "optimal", unit: str = "user", rng: RNGLike = None) -> dp.Measurement:
-    """PrivSet for sets of at most ``m`` items. ``ε``-LDP per user (the whole set)."""
-    return make_ldp(PrivSet(epsilon=epsilon, m=m, d=d, categories=categories, k=k), unit=unit, rng=rng)
-
-
-def then_rappor_set(*, epsilon: float, m: int, d: Optional[int] = None, categories: Optional[Sequence] = None, unit: str = "user", rng: RNGLike = None):
-    """Partial of :func:`make_rappor_set` for chaining after a transformation. ``ε``-LDP per user."""
-    return then_ldp(RapporSet(epsilon=epsilon, m=m, d=d, categories=categories), unit=unit, rng=rng)
-
-
-def then_privset(*, epsilon: float, m: int, d: Optional[int] = None, categories: Optional[Sequence] = None, k: Any = "optimal", unit: str = "user", rng: RNGLike = None):
-    """Partial of :func:`make_privset` for chaining after a transformation. ``ε``-LDP per user."""
-    return then_ldp(PrivSet(epsilon=epsilon, m=m, d=d, categories=categories, k=k), unit=unit, rng=rng)
-
-
-# the cohort oracles' constructors (O-RR, O-RAPPOR, CMS, HCMS) live in their own module; imported
-# last (they build on make_ldp/then_ldp above) and re-exported here, where the registry names them
-from .measurements_cohort import make_cms, make_count_sketch, make_hcms, make_orappor, make_orr, then_cms, then_count_sketch, then_hcms, then_orappor, then_orr  # noqa: E402
+# compatibility aliases (removed next round)
+make_randomized_response_warner, then_randomized_response_warner = make_warner, then_warner

@@ -20,43 +20,10 @@ import opendp.prelude as dp
 
 from ._errors import LDPInputError, LDPParameterError
 from .exact import float_up
-from .measurements import enable_ldp_features, make_ldp
-from .mechanisms.numeric import Duchi, Hybrid, OneBitMean, Piecewise
-from .mechanisms.unary import RUE
+from .measurements import enable_ldp_features, make_duchi, make_hybrid, make_one_bit_mean, make_piecewise, make_rue  # noqa: F401  (compatibility re-exports: the pairs live in measurements)
 from .sampling import RNGLike, as_source
 
 __all__ = ["make_rue", "make_duchi", "make_piecewise", "make_hybrid", "make_one_bit_mean", "make_longitudinal"]
-
-
-def make_duchi(*, epsilon: float, lower: float = 0.0, upper: float = 1.0, grid: int = 1024, unit: str = "user", rng: RNGLike = None) -> dp.Measurement:
-    """Duchi et al.'s mechanism as an OpenDP measurement (ε-LDP per user).
-
-    >>> import ldp_plugin as ldp
-    >>> m = ldp.make_duchi(epsilon=1.0, lower=0, upper=10)
-    >>> m(3.5) in (0, 1), m.map(1)
-    (True, 1.0)
-    """
-    return make_ldp(Duchi(epsilon=epsilon, lower=lower, upper=upper, grid=grid), unit=unit, rng=rng)
-
-
-def make_piecewise(*, epsilon: float, lower: float = 0.0, upper: float = 1.0, grid: int = 1024, unit: str = "user", rng: RNGLike = None) -> dp.Measurement:
-    """The Piecewise mechanism as an OpenDP measurement (ε-LDP per user)."""
-    return make_ldp(Piecewise(epsilon=epsilon, lower=lower, upper=upper, grid=grid), unit=unit, rng=rng)
-
-
-def make_hybrid(*, epsilon: float, lower: float = 0.0, upper: float = 1.0, grid: int = 1024, unit: str = "user", rng: RNGLike = None) -> dp.Measurement:
-    """The Hybrid mechanism as an OpenDP measurement (ε-LDP per user)."""
-    return make_ldp(Hybrid(epsilon=epsilon, lower=lower, upper=upper, grid=grid), unit=unit, rng=rng)
-
-
-def make_one_bit_mean(*, epsilon: float, lower: float = 0.0, upper: float = 1.0, grid: int = 64, unit: str = "user", rng: RNGLike = None) -> dp.Measurement:
-    """1BitMean as an OpenDP measurement (ε-LDP per user; fresh α per call)."""
-    return make_ldp(OneBitMean(epsilon=epsilon, lower=lower, upper=upper, grid=grid), unit=unit, rng=rng)
-
-
-def make_rue(*, epsilon: float, d: Optional[int] = None, categories: Optional[Sequence] = None, unit: str = "user", rng: RNGLike = None) -> dp.Measurement:
-    """Re-optimized unary encoding as an OpenDP measurement (ε-LDP per user)."""
-    return make_ldp(RUE(epsilon=epsilon, d=d, categories=categories), unit=unit, rng=rng)
 
 
 def make_longitudinal(mechanism: Any, *, key: Optional[bytes] = None, rng: RNGLike = None) -> dp.Measurement:

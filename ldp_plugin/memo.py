@@ -49,7 +49,7 @@ import numpy as np
 
 from ._errors import LDPInputError, LDPParameterError
 from .estimation import FrequencyEstimate, estimate_pure
-from .mechanisms import KRR, FrequencyAccumulator, Mechanism
+from .mechanisms import KRR, FrequencyAccumulator, MechanismBase
 from .exact import epsilon_of_ratio
 from .mechanisms._base import check_epsilon
 from .mechanisms.lifetime import TranscriptModel, check_relation, increment
@@ -72,7 +72,7 @@ from .mechanisms.domain import check_user_keys as _check_keys  # noqa: E402  (sh
 
 
 @dataclass(frozen=True, kw_only=True)
-class Memoized(Mechanism):
+class Memoized(MechanismBase):
     """Permanent k-RR (``epsilon_permanent``, memoized by a keyed PRF) + instantaneous k-RR
     (``epsilon_instantaneous``, fresh) over ``d`` categories, for series of at most
     ``max_values`` distinct values per user.
@@ -231,19 +231,18 @@ class Memoized(Mechanism):
         out[:] = np.where(keep, codes, other)
         return out
 
-    def randomize(self, values: Any, user_keys: Sequence[bytes], *, rng: RNGLike = None, guard: Optional["DistinctValueGuard"] = None) -> np.ndarray:
+    def randomize(self, values: Any, user_keys: Sequence[bytes] = None, *, rng: RNGLike = None, cohorts: Any = None, guard: Optional["DistinctValueGuard"] = None) -> np.ndarray:
         """One collection: the instantaneous k-RR (fresh randomness) of each permanent report.
         With a ``guard`` the series' ``max_values`` is enforced per user."""
+        self._check_client_arguments(cohorts=cohorts, user_keys=user_keys)
         if guard is not None:
             guard.observe(values if self.categories is None else self.permanent_mechanism.encode(values), user_keys, self.max_values)
         perm = self.permanent(values, user_keys)
         return self.instantaneous_mechanism.randomize_encoded(perm, rng=rng)
 
-    def randomize_encoded(self, codes: Any, *, rng: RNGLike = None, cohorts: Any = None, user_keys: Optional[Sequence[bytes]] = None) -> np.ndarray:
+    def randomize_encoded(self, codes: Any, *, rng: RNGLike = None, cohorts: Any = None, user_keys: Optional[Sequence[bytes]] = None, offsets: Any = None) -> np.ndarray:
         """One collection on item codes; ``user_keys`` (one secret per user) is required."""
-        self._check_no_cohorts(cohorts)
-        if user_keys is None:
-            raise LDPParameterError("Memoized needs user_keys= (one secret key per user) to memoize the permanent reports")
+        self._check_client_arguments(cohorts=cohorts, user_keys=user_keys, offsets=offsets)
         codes = np.asarray(codes, dtype=np.int64)
         return self.randomize(codes if self.categories is None else np.array([self.categories[c] for c in codes.tolist()], dtype=object), user_keys, rng=rng)
 

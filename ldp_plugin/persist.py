@@ -27,6 +27,12 @@ from typing import Any, Iterable, Optional
 import numpy as np
 
 from ._errors import LDPInputError, LDPParameterError
+from .mechanisms import Mechanism
+from .registry import KINDS, load_registry, from_spec
+
+#: The file a directory release writes first and removes last: its presence marks a release
+#: that did not finish (an aggregation refuses it unless told to allow a partial release).
+INCOMPLETE_MARKER = ".ldp-release-incomplete"
 
 __all__ = [
     "REPORT_FORMAT",
@@ -46,13 +52,11 @@ META_FP = "ldp_plugin.fingerprint"
 
 def mechanism_spec(mechanism: Any) -> dict:
     """The JSON-able spec of a mechanism (its :meth:`~ldp_plugin.mechanisms.Mechanism.spec`)."""
-    from .mechanisms import Mechanism
 
     if not isinstance(mechanism, Mechanism):
         raise LDPParameterError(f"{type(mechanism).__name__} is not an ldp_plugin mechanism: only mechanisms can be stored")
     spec = mechanism.spec()
     if "set" not in spec and spec.get("name") != "memoized-krr":
-        from ldp_plugin.registry import KINDS, load_registry
 
         if spec.get("name") not in load_registry(kinds=KINDS):
             raise LDPParameterError(f"{type(mechanism).__name__} is not a registered mechanism: only registered mechanisms can be stored")
@@ -62,7 +66,6 @@ def mechanism_spec(mechanism: Any) -> dict:
 def mechanism_from_spec(spec: Any) -> Any:
     """Rebuild the mechanism of a spec (a dict or its JSON text); only registered constructors
     (:func:`ldp_plugin.registry.from_spec`)."""
-    from ldp_plugin.registry import from_spec
 
     return from_spec(spec)
 

@@ -3,10 +3,16 @@
 Used by ``ldp simulate``, ``ldp demo``, the tests and the benchmarks. The users' values are drawn
 with a seeded NumPy generator (data generation is not a privacy step); the *randomization* uses
 the library's sampling layer: the OS CSPRNG unless a seed is given.
+
+Also the simulations of repeated collections and of numeric means (``ldp longitudinal simulate``,
+``ldp mean simulate``; formerly ``series.py``): seeded, so a run is reproducible; the real client
+and estimator run unchanged (only the randomness and the users' keys are seeded — a device uses
+``os.urandom``).
 """
 
 from __future__ import annotations
 
+import hashlib
 import time
 from dataclasses import dataclass
 from typing import Any, Mapping, Optional
@@ -14,10 +20,18 @@ from typing import Any, Mapping, Optional
 import numpy as np
 
 from ._errors import LDPParameterError
+from ._kernels import preload
+from ._validation import check_choice, check_int, check_real
 from .estimation import POSTPROCESS_CHOICES
+from .exact import float_up
+from .mechanisms import numeric
+from .mechanisms.longitudinal import LGRR, LOLOHA, LifetimeTracker
+from .mechanisms.longitudinal_unary import LOSUE, LOUE, LSUE, DBitFlipPM
+from .mechanisms.reports import wire_size
+from .mechanisms.sets import SetBatch
 from .sampling import SecureRandomSource, SeededRandomSource
 
-__all__ = ["DISTRIBUTIONS", "true_distribution", "draw_users", "draw_sets", "simulate", "SimulationResult"]
+__all__ = ["DISTRIBUTIONS", "true_distribution", "draw_users", "draw_sets", "simulate", "SimulationResult", "simulate_longitudinal", "simulate_mean", "zipf_distribution", "LONGITUDINAL_NAMES", "MEAN_NAMES", "build_longitudinal", "build_mean"]
 
 DISTRIBUTIONS = ("dirichlet", "zipf", "geometric", "uniform")
 TRUTHS = ("empirical", "population")
@@ -51,7 +65,6 @@ def draw_sets(theta: np.ndarray, n: int, m: int, gen: np.random.Generator):
     """n users whose sets hold ``m`` distinct items drawn from θ without replacement (successive
     sampling, by the Gumbel-top-m trick), as a CSR :class:`ldp_plugin.sets.SetBatch`, and the true
     frequencies ``f_v`` = fraction of users holding ``v``."""
-    from .sets import SetBatch
 
     d = theta.size
     if not 1 <= m <= d:
@@ -107,12 +120,9 @@ def simulate(
     estimate; ``mean_l2_squared_raw`` is the raw estimator's, comparable with ``analytic_mse``.
     Times are totals over the repeats.
     """
-    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
-        raise LDPParameterError("n must be an integer >= 1")
-    if isinstance(repeats, bool) or not isinstance(repeats, (int, np.integer)) or repeats < 1:
-        raise LDPParameterError("repeats must be an integer >= 1")
-    if postprocess not in POSTPROCESS_CHOICES:
-        raise LDPParameterError(f"postprocess must be one of {POSTPROCESS_CHOICES} (got {postprocess!r})")
+    n = check_int("n", n, 1)
+    repeats = check_int("repeats", repeats, 1)
+    check_choice("postprocess", postprocess, POSTPROCESS_CHOICES)
     if truth not in TRUTHS:
         raise LDPParameterError(f"truth must be one of {TRUTHS} (got {truth!r})")
     if distribution not in DISTRIBUTIONS:
@@ -124,7 +134,6 @@ def simulate(
     if d is None:
         raise LDPParameterError("simulate needs a closed-alphabet mechanism (give d)")
     check_simulation_memory(mechanism, int(n))
-    from ._kernels import preload
 
     preload(int(n) * int(d))  # load the optional kernels now if they will be used: never counted in randomize_seconds
     m = mechanism.m if is_set else 1
@@ -176,7 +185,7 @@ def check_simulation_memory(mechanism: Any, n: int, limit_bytes: int = 8 << 30) 
     """Refuse, before allocating, a simulation whose per-item arrays or reports would not fit
     (d and n are checked against ``limit_bytes``; a clear error instead of being OOM-killed)."""
     d = mechanism.domain_size or 0
-    report_bytes = mechanism.wire_size(n) if n else 0
+    report_bytes = wire_size(mechanism, n) if n else 0
     need = 48 * d + 2 * report_bytes + 24 * n
     if need > limit_bytes:
         raise LDPParameterError(
@@ -210,3 +219,122 @@ def parse_params(pairs: list[str]) -> Mapping[str, Any]:
         else:
             out[key] = value
     return out
+
+
+# -- repeated collections (longitudinal) and numeric means ------------------------------------------------
+LONGITUDINAL_NAMES = ("l-grr", "l-oue", "l-osue", "l-sue", "dbitflip", "loloha")
+MEAN_NAMES = ("duchi", "piecewise", "hybrid", "one-bit-mean")
+
+
+def build_longitudinal(name: str, *, d: int, epsilon_perm: float, epsilon_1: float, **params: Any):
+    table = {"l-grr": LGRR, "l-oue": LOUE, "l-osue": LOSUE, "l-sue": LSUE, "dbitflip": DBitFlipPM, "loloha": LOLOHA}
+    if name not in table:
+        raise LDPParameterError(f"unknown longitudinal mechanism {name!r}; choose one of {', '.join(LONGITUDINAL_NAMES)}")
+    return table[name](epsilon_perm=epsilon_perm, epsilon_1=epsilon_1, d=d, **params)
+
+
+def build_mean(name: str, *, epsilon: float, **params: Any):
+    table = {"duchi": numeric.Duchi, "piecewise": numeric.Piecewise, "hybrid": numeric.Hybrid, "one-bit-mean": numeric.OneBitMean}
+    if name not in table:
+        raise LDPParameterError(f"unknown mean mechanism {name!r}; choose one of {', '.join(MEAN_NAMES)}")
+    return table[name](epsilon=epsilon, **params)
+
+
+def zipf_distribution(d: int, s: float = 1.1) -> np.ndarray:
+    w = 1.0 / np.arange(1, d + 1) ** s
+    return w / w.sum()
+
+
+def _sim_keys(seed: int, n: int) -> list:
+    """Simulation-only user keys, reproducible from the seed (a device draws its key from the OS)."""
+    base = hashlib.sha256(b"ldp-sim-keys" + int(seed).to_bytes(8, "little")).digest()
+    return [hashlib.blake2b(i.to_bytes(8, "little"), key=base, digest_size=32).digest() for i in range(n)]
+
+
+def simulate_longitudinal(mechanism: Any, *, rounds: int, change_prob: float, n: int, seed: int = 0, repeats: int = 1,
+                          theta: Optional[np.ndarray] = None, progress: bool = False) -> dict:
+    """``rounds`` collections from the same ``n`` users (values from ``theta``, default Zipf(1.1)
+    over ``d``; before each round after the first, each user redraws the value with probability
+    ``change_prob``), for ``repeats`` independent populations (own keys and data). Per round: the
+    measured squared l2 error of the raw estimate against the users' true frequencies and its
+    analytic value, averaged over the populations; per user: the exact lifetime charge.
+
+    ``spend_bound`` / ``max_user_spend`` / ``mean_user_spend`` are the **user-level** charge after
+    ``rounds`` collections (any two histories of one user; the same for every user, ``None`` when
+    unbounded — dBitFlipPM from the second round); ``*_value_level`` beside them are the papers'
+    value-level figures (same change pattern: ``min(units, U)·ε∞`` per user), which a deployment
+    may charge only by naming ``relation="value"``. ``relation`` is the mechanism's own.
+
+    One population's rounds share its memoized reports, so their errors are correlated (for
+    dBitFlipPM, which has no instantaneous layer, nearly identical): the measured MSE of a
+    single population scatters by about ``sqrt(2/d)`` around the analytic one; ``repeats``
+    averages independent populations."""
+
+    rounds = check_int("rounds", rounds, 1, 10_000)
+    n = check_int("n", n, 2, 10**7)
+    repeats = check_int("repeats", repeats, 1, 1000)
+    change_prob = check_real("change_prob", change_prob, 0, 1)
+    d = mechanism.d
+    theta = zipf_distribution(d) if theta is None else np.asarray(theta, dtype=np.float64)
+    mse = np.zeros(rounds)
+    amse = np.zeros(rounds)
+    spends = []
+    t0 = time.perf_counter()
+    for rep in range(repeats):
+        data = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(1, rep)))
+        keys = _sim_keys(seed * 1000 + rep, n)
+        values = data.choice(d, size=n, p=theta)
+        tracker = LifetimeTracker(mechanism, n)
+        for t in range(rounds):
+            if t:
+                change = data.random(n) < change_prob
+                values[change] = data.choice(d, size=int(change.sum()), p=theta)
+            tracker.observe(values, keys)
+            reports = mechanism.randomize(values, keys, rng=SeededRandomSource(seed, stream=(2, rep, t)))
+            est = mechanism.estimate(reports, postprocess="none")
+            f = np.bincount(values, minlength=d) / n
+            mse[t] += float(((est.raw - f) ** 2).sum()) / repeats
+            amse[t] += mechanism.analytic_mse(n, theta=f) / repeats
+            if progress:
+                print(f"  population {rep + 1}/{repeats}, round {t + 1}/{rounds}", flush=True)
+        spends.append(tracker.value_spend())
+    value_spend = np.concatenate(spends)
+    user = mechanism.lifetime_bound(rounds, relation="user")
+    user_f = None if user is None else float_up(user)
+    return {
+        "mechanism": mechanism.spec(),
+        "n": n, "rounds_count": rounds, "change_prob": change_prob, "seed": seed, "repeats": repeats,
+        "relation": mechanism.relation,
+        "max_user_spend": user_f,
+        "mean_user_spend": user_f,
+        "spend_bound": user_f,
+        "max_user_spend_value_level": float(value_spend.max()),
+        "mean_user_spend_value_level": float(value_spend.mean()),
+        "spend_bound_value_level": float_up(mechanism.lifetime_bound(rounds, relation="value")),
+        "mse": float(mse.mean()), "analytic_mse": float(amse.mean()), "mse_ratio": float(mse.mean() / amse.mean()),
+        "rounds": [{"round": t + 1, "mse": float(mse[t]), "analytic_mse": float(amse[t])} for t in range(rounds)],
+        "seconds": round(time.perf_counter() - t0, 3),
+    }
+
+
+def simulate_mean(mechanism: Any, *, n: int, repeats: int, seed: int = 0, confidence: float = 0.95) -> dict:
+    """``repeats`` independent randomizations of one population of ``n`` numbers (Beta(2, 5) on
+    ``[lower, upper]``): the measured MSE of the mean estimate, its analytic value, and how
+    often the interval covered the true mean."""
+    n = check_int("n", n, 2, 10**8)
+    repeats = check_int("repeats", repeats, 1, 10**5)
+    data = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(1,)))
+    values = mechanism.lower + (mechanism.upper - mechanism.lower) * data.beta(2.0, 5.0, size=n)
+    truth = float(values.mean())
+    t0 = time.perf_counter()
+    errs, covered = [], 0
+    for r in range(repeats):
+        est = mechanism.estimate(mechanism.randomize(values, rng=SeededRandomSource(seed, stream=(2, r))), confidence=confidence)
+        errs.append((est.mean - truth) ** 2)
+        covered += est.ci_lower <= truth <= est.ci_upper
+    return {
+        "mechanism": mechanism.spec(), "n": n, "repeats": repeats, "seed": seed, "true_mean": truth,
+        "mse": float(np.mean(errs)), "analytic_mse": mechanism.analytic_mse(n, values=values),
+        "coverage": covered / repeats, "confidence": confidence,
+        "seconds": round(time.perf_counter() - t0, 3),
+    }

@@ -21,9 +21,9 @@ from ._loader import (
     fingerprint,
     load_registry,
     parse_declaration,
-    register,
     unregister_all,
 )
+from ._register import register
 from ._verify import VerificationResult, verify, verify_exact, verify_instance
 
 __all__ = [

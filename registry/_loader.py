@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import functools
 import importlib
 import sys
 from dataclasses import dataclass
@@ -11,7 +12,10 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
-from ldp_plugin._errors import LDPParameterError
+from ldp_plugin._errors import LDPParameterError, LDPInputError
+from ldp_plugin.theory import choose_orr
+from ldp_plugin.mechanisms import SampleOne
+from ldp_plugin.memo import Memoized
 
 __all__ = [
     "Declaration",
@@ -19,7 +23,6 @@ __all__ = [
     "build",
     "from_spec",
     "required_parameters",
-    "register",
     "unregister_all",
     "fingerprint",
     "parse_declaration",
@@ -149,14 +152,8 @@ def parse_declaration(raw: Mapping[str, Any], origin: str = "<declaration>") -> 
 _USER: dict[str, Declaration] = {}
 
 
-def load_registry(directory: Path | None = None, *, include_user: bool = True, kinds: tuple = ("frequency",)) -> dict[str, Declaration]:
-    """Load and validate every ``*.toml`` declaration; duplicate names are refused, and so is a
-    built-in declaration whose meaning differs from its line in ``names.lock`` (a name never
-    changes meaning). Mechanisms added with :func:`register` are included. ``kinds``: which
-    declarations to return (default the frequency oracles; :data:`KINDS` for all)."""
-    builtin = directory is None
-    directory = Path(directory) if directory is not None else _HERE
-    lock = _lock() if builtin else {}
+def _load_directory(directory: Path, *, lock: Mapping | None) -> dict:
+    builtin = lock is not None
     out: dict[str, Declaration] = {}
     for path in sorted(directory.glob("*.toml")):
         decl = _parse(path)
@@ -168,6 +165,22 @@ def load_registry(directory: Path | None = None, *, include_user: bool = True, k
             if lock[decl.name] != fingerprint(decl):
                 raise LDPParameterError(f"mechanism {decl.name!r} changed meaning (its fingerprint differs from names.lock); use a new name")
         out[decl.name] = decl
+    return out
+
+
+@functools.lru_cache(maxsize=4)
+def _builtin(lock: tuple) -> tuple:
+    """The built-in declarations, parsed and checked against ``lock`` (``names.lock``, re-read on
+    every call) once per lock content: the TOML files are package data."""
+    return tuple(_load_directory(_HERE, lock=dict(lock)).items())
+
+
+def load_registry(directory: Path | None = None, *, include_user: bool = True, kinds: tuple = ("frequency",)) -> dict[str, Declaration]:
+    """Load and validate every ``*.toml`` declaration; duplicate names are refused, and so is a
+    built-in declaration whose meaning differs from its line in ``names.lock`` (a name never
+    changes meaning). Mechanisms added with :func:`register` are included. ``kinds``: which
+    declarations to return (default the frequency oracles; :data:`KINDS` for all)."""
+    out = dict(_builtin(tuple(sorted(_lock().items())))) if directory is None else _load_directory(Path(directory), lock=None)
     out = {k: v for k, v in out.items() if v.kind in kinds}
     if include_user:
         for name, decl in _USER.items():
@@ -175,32 +188,6 @@ def load_registry(directory: Path | None = None, *, include_user: bool = True, k
                 raise LDPParameterError(f"duplicate mechanism name {name!r}")
             out[name] = decl
     return out
-
-
-def register(declaration: Mapping[str, Any] | str | Path, *, seed: int = 0, quick: bool = True) -> Declaration:
-    """Register a user mechanism: validate the declaration, refuse a taken name, run all three
-    verification layers on every canonical instance, and refuse it if any fails
-    (:class:`ldp_plugin.PrivacyVerificationError`). Registered mechanisms then appear in
-    :func:`load_registry`, ``ldp mechanisms``, ``build`` and ``ldp verify`` (this process)."""
-    from ldp_plugin._errors import PrivacyVerificationError
-
-    if isinstance(declaration, (str, Path)):
-        decl = _parse(Path(declaration))
-    else:
-        decl = parse_declaration(declaration)
-    taken = load_registry()
-    if decl.name in taken or decl.name in _lock():
-        raise LDPParameterError(f"mechanism name {decl.name!r} is taken; a name never changes meaning")
-    from ._verify import verify
-
-    rows = verify(decl, seed=seed, quick=quick)
-    failed = [r for r in rows if not r["passed"]]
-    if failed:
-        raise PrivacyVerificationError(
-            f"mechanism {decl.name!r} failed verification on {len(failed)} canonical instance(s), e.g. {failed[0]['instance']}"
-        )
-    _USER[decl.name] = decl
-    return decl
 
 
 def unregister_all() -> None:
@@ -288,7 +275,6 @@ def build(
                 "mechanism 'orr' needs k (int in [2, 2^24]) and cohorts, or the domain size d/categories to choose them "
                 "(on the command line: --d D, or --param k=K --param cohorts=C)"
             )
-        from ldp_plugin.theory import choose_orr
 
         chosen = choose_orr(int(S) + (1 if wrap else 0), float(epsilon), int(n) if n else 100_000)
         params.setdefault("k", chosen["k"])
@@ -321,7 +307,6 @@ def build(
             raise LDPParameterError(f"mechanism {name!r} needs the domain: d (int in {rng}; on the command line: --d D) or categories") from None
         raise
     if wrap:
-        from ldp_plugin.mechanisms import SampleOne
 
         return SampleOne(mechanism=mech, m=m, on_long=on_long)
     return mech
@@ -336,7 +321,6 @@ def from_spec(spec: Any):
     constructors (and the SampleOne / memoized wrappers around them) are ever built."""
     import json
 
-    from ldp_plugin._errors import LDPInputError
 
     if isinstance(spec, (str, bytes)):
         try:
@@ -346,13 +330,11 @@ def from_spec(spec: Any):
     if not isinstance(spec, dict):
         raise LDPInputError("a mechanism spec is a JSON object")
     if spec.get("set") == "sample-one":
-        from ldp_plugin.mechanisms import SampleOne
 
         return SampleOne(mechanism=from_spec(spec.get("mechanism")), m=spec.get("m"), on_long=spec.get("on_long", "error"))
     params = {k: _tuples(v) for k, v in dict(spec.get("params") or {}).items()}  # JSON lists -> the tuples mechanisms hold
     name = spec.get("name")
     if name == "memoized-krr":
-        from ldp_plugin.memo import Memoized
 
         return Memoized(**params)
     reg = load_registry(kinds=KINDS)

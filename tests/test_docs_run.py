@@ -59,9 +59,8 @@ MISUSES = [
 
 @pytest.mark.parametrize("argv,needle", MISUSES, ids=[" ".join(a[:3]) + f"-{i}" for i, (a, _) in enumerate(MISUSES)])
 @pytest.mark.parametrize("as_json", [False, True])
-def test_cli_misuse_exits_2_with_a_message(argv, needle, as_json):
-    cmd = [sys.executable, "-m", "ldp_plugin.cli", *argv] + (["--json"] if as_json else [])
-    out = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+def test_cli_misuse_exits_2_with_a_message(argv, needle, as_json, cli):
+    out = cli(*argv, *(["--json"] if as_json else []))  # in process: an escaping exception fails the test
     assert out.returncode == 2, (out.returncode, out.stdout[-500:], out.stderr[-500:])
     assert "Traceback" not in out.stderr and "Traceback" not in out.stdout
     if as_json:
@@ -71,8 +70,8 @@ def test_cli_misuse_exits_2_with_a_message(argv, needle, as_json):
     assert needle in msg, msg
 
 
-def test_version():
-    out = subprocess.run([sys.executable, "-m", "ldp_plugin.cli", "--version"], capture_output=True, text=True)
+def test_version(cli):
+    out = cli("--version")
     assert out.returncode == 0 and out.stdout.startswith("ldp-plugin ")
 
 

@@ -14,6 +14,7 @@ from typing import Any, Optional
 import numpy as np
 
 from .._errors import LDPParameterError
+from ..mechanisms import Mechanism
 
 
 PERIODS = ("day", "hour", "week")
@@ -171,7 +172,6 @@ def _cost_of(measurement: Any, d_in: int) -> tuple[Fraction, str, dict]:
             raise LDPParameterError(f"the accountant composes pure-ε measurements (max_divergence); got {measurement.output_measure}")
         eps = measurement.map(d_in)
         return as_fraction(float(eps)), "opendp-measurement", {"input_metric": str(measurement.input_metric)}
-    from ..mechanisms import Mechanism
 
     if isinstance(measurement, Mechanism):  # its spec (categories and their order included)
         return as_fraction(float(measurement.epsilon)) * d_in, str(measurement.name), measurement.spec()

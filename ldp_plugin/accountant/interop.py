@@ -10,6 +10,7 @@ from typing import Any, Iterable, Optional, Sequence
 
 import numpy as np
 
+from ..mechanisms.cohort import report_batch_arrays, report_batch_from_arrays
 from .budget import BudgetExceededError, _cost_of, as_fraction
 
 
@@ -65,8 +66,6 @@ class PrecheckedFilter:
 
 
 def _serialize(obj: Any) -> tuple[str, bytes]:
-    from ..mechanisms.protocol import report_batch_arrays
-
     buf = io.BytesIO()
     if type(obj).__module__.startswith("polars") and type(obj).__name__ == "DataFrame":
         obj.write_parquet(buf)
@@ -89,7 +88,6 @@ def _deserialize(kind: str, blob: bytes) -> Any:
 
         return pl.read_parquet(buf)
     if kind == "cohort":
-        from ..mechanisms.protocol import report_batch_from_arrays
 
         return report_batch_from_arrays(kind, np.load(buf, allow_pickle=False))
     if kind == "numpy":

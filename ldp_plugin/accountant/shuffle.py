@@ -27,6 +27,7 @@ from typing import Any, Iterable, Optional
 
 from .._errors import LDPParameterError
 from .budget import LedgerError, _cost_of
+from ..amplification import amplify
 
 SHUFFLE_SCHEMA = """
 CREATE TABLE IF NOT EXISTS shuffle_claim (
@@ -94,7 +95,6 @@ class _ShuffleClaims:
         (default: all it touched) were released by a trusted shuffler as batch ``batch_id`` of
         ``n_observed >= n_min`` reports; returns the record with the central (ε, δ) at ``n_min``.
         Repeating the same record returns it; anything refused writes nothing (see the module)."""
-        from ..amplification import amplify
 
         if not isinstance(batch_id, str) or not batch_id:
             raise LDPParameterError("batch_id must be a non-empty string")

@@ -42,12 +42,14 @@ import functools
 import math
 from dataclasses import dataclass
 from fractions import Fraction
+from typing import Any, Optional
 
 import numpy as np
 
 from .._errors import LDPParameterError
+from ..mechanisms.protocol import SupportRates
 
-__all__ = ["BlanketParameters", "blanket_delta", "blanket_epsilon"]
+__all__ = ["BlanketParameters", "blanket_parameters", "blanket_delta", "blanket_epsilon"]
 
 _K = 10.0        # window half-width in standard deviations (outside mass is charged in full)
 _BUCKETS = 48    # groups of M, each charged at its smallest M
@@ -72,6 +74,17 @@ class BlanketParameters:
     def __post_init__(self) -> None:
         if not (isinstance(self.d, int) and self.d >= 2 and 0 < self.gamma < 1):
             raise LDPParameterError(f"blanket parameters need an integer d >= 2 and gamma in (0, 1) (got d={self.d!r}, gamma={self.gamma!r})")
+
+
+def blanket_parameters(mechanism: Any) -> Optional[BlanketParameters]:
+    """``(d, γ)`` when the mechanism's channel is ``R(x)(y) = γ/d + (1 − γ)·[y = x]``: a
+    :class:`~ldp_plugin.mechanisms.protocol.SupportRates` mechanism of channel shape
+    ``"randomized-response"`` (k-RR) has ``γ = d·q*`` (the realized, exact ``q*``): every report is a
+    uniform draw with probability ``γ`` (the privacy blanket). None otherwise."""
+    if not isinstance(mechanism, SupportRates) or mechanism.channel_shape != "randomized-response":
+        return None
+    gamma = mechanism.d * mechanism.q_star_exact
+    return BlanketParameters.from_exact(mechanism.d, gamma) if 0 < gamma < 1 else None
 
 
 def _tail(k: np.ndarray, n: np.ndarray) -> np.ndarray:

@@ -6,7 +6,12 @@ from typing import Any
 
 import numpy as np
 
+import opendp.prelude as dp
+
 from .._errors import LDPParameterError
+from ..measurements import batch_domain, enable_ldp_features
+from ..sampling import as_source
+from .analysis import central_delta
 
 __all__ = ["make_shuffle_amplified"]
 
@@ -18,12 +23,6 @@ def make_shuffle_amplified(mechanism: Any, n: int):
     whose map is a privacy profile (ε ↦ the smallest certified δ of :func:`central_delta`), so
     ``make_fix_delta`` and OpenDP's compositors apply. The shuffle itself is done with the OS
     CSPRNG; a batch below the guaranteed minimum ``n`` is refused before any report is drawn."""
-    import opendp.prelude as dp
-
-    from ..measurements import batch_domain, enable_ldp_features
-    from ..sampling import as_source
-    from . import central_delta
-
     enable_ldp_features()
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 2:
         raise LDPParameterError(f"n (the guaranteed minimum batch) must be an integer >= 2 (got {n!r})")

@@ -53,8 +53,9 @@ from typing import Any, Optional
 import numpy as np
 
 from .._errors import LDPParameterError
+from ..mechanisms.protocol import SupportRates, Verifiable
 
-__all__ = ["VariationParameters", "variation_parameters", "exact_variation_parameters", "generic_parameters",
+__all__ = ["VariationParameters", "variation_parameters", "mechanism_variation_parameters", "CLOSED_FORMS", "exact_variation_parameters", "generic_parameters",
            "shuffle_epsilon", "shuffle_delta", "binary_rr_exact_lower"]
 
 
@@ -111,10 +112,56 @@ def exact_variation_parameters(channel: Any) -> VariationParameters:
     return VariationParameters(_up(float(p)), _up(float(beta)), _up(float(q)), "exact (realized channel)", point_masses=diffs == {2} and d >= 3)
 
 
+def _randomized_response_form(m: Any) -> Optional[VariationParameters]:
+    """k-RR in closed form: ``p`` the realized ratio, ``β = p* − q*`` (two rows differ in two
+    outputs by ``p* − q*``), ``q = p(p* − q*)/((p−1) q*)``; the distinguishing parts are single outputs."""
+    r = m.realized_ratio
+    beta = m.p_star_exact - m.q_star_exact
+    q = r * beta / ((r - 1) * m.q_star_exact)
+    return VariationParameters(_up(float(r)), _up(float(beta)), _up(float(q)), "closed form (k-RR)", point_masses=m.d >= 3)
+
+
+def _unary_form(m: Any) -> Optional[VariationParameters]:
+    """Unary encoding in closed form: two inputs' bit vectors differ in two independent bits, so
+    ``β = p* − q*``; the largest variation ratio is at the output whose two bits read (1, 0) and
+    whose bit of a third input is 0: ``(p* − q*)/(q*(1 − p*))``, so
+    ``q = p(p* − q*)/((p−1) q*(1 − p*))`` (``d >= 3``; without a third input the exact channel decides)."""
+    if m.d < 3:
+        return None
+    r, p_, q_ = m.realized_ratio, m.p_star_exact, m.q_star_exact
+    q = r * (p_ - q_) / ((r - 1) * q_ * (1 - p_))
+    return VariationParameters(_up(float(r)), _up(float(p_ - q_)), _up(float(q)), f"closed form ({m.name})")
+
+
+#: the closed forms, keyed by the ``channel_shape`` a SupportRates mechanism declares
+CLOSED_FORMS = {"randomized-response": _randomized_response_form, "unary": _unary_form}
+
+
+def mechanism_variation_parameters(mechanism: Any) -> Optional[VariationParameters]:
+    """``(p, β, q)`` of a mechanism: the closed form of its declared channel shape (capability
+    :class:`~ldp_plugin.mechanisms.protocol.SupportRates`), else exact from its realized channel on
+    small domains (capability :class:`~ldp_plugin.mechanisms.protocol.Verifiable`, when
+    ``channel()`` is the real client's), else None (the generic parameters then apply)."""
+    if isinstance(mechanism, SupportRates):
+        form = CLOSED_FORMS.get(mechanism.channel_shape)
+        vp = form(mechanism) if form is not None else None
+        if vp is not None:
+            return vp
+    if not isinstance(mechanism, Verifiable) or not mechanism.channel_is_client:
+        return None
+    if (getattr(mechanism, "domain_size", None) or 1 << 31) > 64 or mechanism.verification_input_count() > 64:
+        return None
+    try:
+        channel = mechanism.channel()
+    except LDPParameterError:  # more outputs than the channel enumeration allows
+        return None
+    return exact_variation_parameters(channel)
+
+
 def variation_parameters(mechanism: Any) -> VariationParameters:
-    """The mechanism's ``(p, β, q)`` (:meth:`~ldp_plugin.mechanisms.Mechanism.variation_parameters`:
-    a closed form, or exact from the realized channel), else the generic parameters (always valid)."""
-    return mechanism.variation_parameters() or generic_parameters(mechanism.epsilon)
+    """The mechanism's ``(p, β, q)`` (:func:`mechanism_variation_parameters`: a closed form, or
+    exact from the realized channel), else the generic parameters (always valid)."""
+    return mechanism_variation_parameters(mechanism) or generic_parameters(mechanism.epsilon)
 
 
 def _binom_tail_ge(k: np.ndarray, n: np.ndarray, rho: float) -> np.ndarray:

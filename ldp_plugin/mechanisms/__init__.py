@@ -6,6 +6,7 @@ from .extremal import BinaryMechanism, FiniteChannel, GeometricMechanism, Stairc
 from .hadamard import HadamardMechanism, HadamardResponse
 from .set_baselines import PrivSet, RapporSet, SetAccumulator
 from .wheel import Wheel
+from .base import MechanismBase
 from .protocol import Mechanism, ReportField
 from .sample_one import SampleOne
 from .local_hashing import OLH
@@ -16,4 +17,4 @@ from .numeric import Duchi, Hybrid, MeanEstimate, OneBitMean, Piecewise
 from .longitudinal import LGRR, LOLOHA, LifetimeTracker
 from .longitudinal_unary import LOSUE, LOUE, LSUE, DBitFlipPM
 
-__all__ = ["Mechanism", "ReportField", "SampleOne", "Channel", "FrequencyAccumulator", "FrequencyOracle", "KRR", "WarnerRR", "KSubset", "OLH", "HadamardResponse", "HadamardMechanism", "THE", "BinaryMechanism", "FiniteChannel", "GeometricMechanism", "StaircaseMechanism", "Wheel", "RapporSet", "PrivSet", "SetAccumulator", "ORR", "ORAPPOR", "CMS", "HCMS", "CountSketch", "CohortReports", "CohortAccumulator", "OUE", "RAPPOR", "RUE", "UnaryEncoding", "Duchi", "Piecewise", "Hybrid", "OneBitMean", "MeanEstimate", "LGRR", "LOUE", "LOSUE", "LSUE", "LOLOHA", "DBitFlipPM", "LifetimeTracker"]
+__all__ = ["Mechanism", "MechanismBase", "ReportField", "SampleOne", "Channel", "FrequencyAccumulator", "FrequencyOracle", "KRR", "WarnerRR", "KSubset", "OLH", "HadamardResponse", "HadamardMechanism", "THE", "BinaryMechanism", "FiniteChannel", "GeometricMechanism", "StaircaseMechanism", "Wheel", "RapporSet", "PrivSet", "SetAccumulator", "ORR", "ORAPPOR", "CMS", "HCMS", "CountSketch", "CohortReports", "CohortAccumulator", "OUE", "RAPPOR", "RUE", "UnaryEncoding", "Duchi", "Piecewise", "Hybrid", "OneBitMean", "MeanEstimate", "LGRR", "LOUE", "LOSUE", "LSUE", "LOLOHA", "DBitFlipPM", "LifetimeTracker"]

@@ -25,58 +25,19 @@ import numpy as np
 
 from .._errors import LDPInputError, LDPParameterError, PrivacyVerificationError
 from ..estimation import FrequencyEstimate, estimate_pure, pure_variance
-from ..exact import TWO64, epsilon_of_ratio, ratio_within_exp
+from ..exact import epsilon_of_ratio, ratio_within_exp
 from ..theory import mse_pure
 from ..sampling import RNGLike, as_source
-from .protocol import Mechanism, ReportField, MergeableCounts
+from .channel import Channel, ceil_threshold, floor_threshold  # noqa: F401 (re-exported)
+from .base import MechanismBase
+from .protocol import Analytic, ClosedDomain, MergeableCounts, ReportField, SupportRates, Verifiable
 
 __all__ = ["Channel", "RealizedChannel", "RealizedRates", "FrequencyOracle", "FrequencyAccumulator", "check_epsilon", "check_domain", "encode_values"]
 
 from .domain import MAX_D, _as_array, _category_index, check_domain, check_epsilon, encode_values  # noqa: F401 (re-exported)
 
 
-def floor_threshold(p: Fraction) -> int:
-    """The integer threshold ``floor(p · 2**64)`` (an event of probability ``T / 2**64 <= p``)."""
-    return (p.numerator * TWO64) // p.denominator
-
-
-def ceil_threshold(p: Fraction) -> int:
-    return -((-p.numerator * TWO64) // p.denominator)
-
-
-@dataclass(frozen=True)
-class Channel:
-    """An exact channel matrix: ``matrix[x][j] = P(output j | input x)`` as Fractions."""
-
-    outputs: tuple
-    matrix: tuple
-
-    def rows_sum_to_one(self) -> bool:
-        return all(sum(row) == 1 for row in self.matrix)
-
-    def equal_supports(self) -> bool:
-        supports = {tuple(p > 0 for p in row) for row in self.matrix}
-        return len(supports) == 1
-
-    def max_ratio(self) -> Fraction:
-        """``max_{x, x', y} Q(y|x) / Q(y|x')`` over outputs with positive probability."""
-        if not self.equal_supports():
-            raise PrivacyVerificationError("channel rows have different supports: the likelihood ratio is unbounded")
-        best = Fraction(1)
-        for j in range(len(self.outputs)):
-            col = [row[j] for row in self.matrix]
-            if col[0] == 0:
-                continue
-            r = max(col) / min(col)
-            if r > best:
-                best = r
-        return best
-
-    def as_float_array(self) -> np.ndarray:
-        return np.array([[float(p) for p in row] for row in self.matrix])
-
-
-class RealizedChannel(Mechanism):
+class RealizedChannel(MechanismBase, ClosedDomain, Verifiable):
     """Shared by every closed-domain mechanism: the realized ε (rounded up) of its exact
     worst-case ratio, the item labels, the encoding of values to codes and the public
     parameters (``params``; a mechanism adds its own in ``_extra_params``)."""
@@ -103,7 +64,7 @@ class RealizedChannel(Mechanism):
         return encode_values(values, self.d, self.categories, index)
 
 
-class RealizedRates(RealizedChannel):
+class RealizedRates(RealizedChannel, SupportRates):
     """A realized channel with exact support rates ``p*``, ``q*`` (the pure frequency oracles)."""
 
     @property
@@ -116,7 +77,7 @@ class RealizedRates(RealizedChannel):
 
 
 @dataclass(frozen=True, kw_only=True)
-class FrequencyOracle(RealizedRates, abc.ABC):
+class FrequencyOracle(RealizedRates, Analytic, abc.ABC):
     """Base of every pure frequency oracle (frozen, validated, keyword-only parameters)."""
 
     name: ClassVar[str] = "abstract"
@@ -205,28 +166,24 @@ class FrequencyOracle(RealizedRates, abc.ABC):
         """
         return encode_values(values, self.d, self.categories, self._index)
 
-    def randomize(self, values: Any, *, rng: RNGLike = None, cohorts: Any = None) -> np.ndarray:
+    def randomize(self, values: Any, *, rng: RNGLike = None, cohorts: Any = None, user_keys: Any = None) -> np.ndarray:
         """Randomize a batch: element ``i`` of the result is user ``i``'s report.
 
         ``rng=None`` (default) uses the OS CSPRNG; an integer seeds a reproducible, *non-secure*
         generator for simulations and tests.
         """
-        self._check_no_cohorts(cohorts)
+        self._check_client_arguments(cohorts=cohorts, user_keys=user_keys)
         return self._randomize_codes(self.encode(values), as_source(rng))
 
     def report_fields(self) -> tuple:
         return (ReportField("report", "uint32", kind="int", bound=self.output_alphabet_size()),)
 
-    def randomize_one(self, value: Any, *, rng: RNGLike = None):
+    def randomize_one(self, value: Any, *, rng: RNGLike = None, user_key: Any = None):
         """Randomize one user's value (the same exact sampler, batch of one).
 
         The report names items by label when the mechanism has ``categories`` (batches from
         :meth:`randomize` always use compact integer codes; see :meth:`decode`)."""
-        reports = self.randomize(np.array([value], dtype=object if self._index is not None else None), rng=rng)
-        return self._report_of_one(reports)
-
-    def _report_of_one(self, reports: np.ndarray):
-        return reports[0]
+        return super().randomize_one(value, rng=rng, user_key=user_key)
 
     def decode(self, codes: Any) -> list:
         """Item codes (as found in reports) → item labels."""

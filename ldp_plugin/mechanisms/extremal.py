@@ -180,14 +180,14 @@ class FiniteChannel(RealizedChannel, abc.ABC):
         out = source.inverse_cdf(self._cum, np.asarray(codes, dtype=np.int64))
         return out.astype(np.uint16 if self.outputs <= 1 << 16 else np.uint32)
 
-    def randomize(self, values: Any, *, rng=None, cohorts: Any = None) -> np.ndarray:
+    def randomize(self, values: Any, *, rng=None, cohorts: Any = None, user_keys: Any = None) -> np.ndarray:
         from ..sampling import as_source
 
-        self._check_no_cohorts(cohorts)
+        self._check_client_arguments(cohorts=cohorts, user_keys=user_keys)
         return self._randomize_codes(self.encode(values), as_source(rng))
 
-    def randomize_one(self, value: Any, *, rng=None) -> int:
-        return int(self.randomize(np.array([value], dtype=object if self._index is not None else None), rng=rng)[0])
+    def randomize_one(self, value: Any, *, rng=None, user_key: Any = None) -> int:
+        return int(self.randomize(np.array([value], dtype=object if self._index is not None else None), rng=rng, user_keys=None if user_key is None else [user_key])[0])
 
     def output_index(self, reports: np.ndarray) -> np.ndarray:
         return np.asarray(reports, dtype=np.int64)

@@ -65,8 +65,9 @@ from ..exact import TWO64, epsilon_of_ratio, exp_lower_bound, float_up, ratio_wi
 from ..sampling import RNGLike, as_source
 from .domain import check_epsilon
 from .domain import check_user_keys as _check_keys
+from .base import MechanismBase
 from .lifetime import TranscriptModel, bound, check_relation, increment
-from .protocol import MergeableCounts, Mechanism, ReportField
+from .protocol import MergeableCounts, ReportField
 
 __all__ = ["LongitudinalMechanism", "LGRR", "LOLOHA", "LifetimeTracker", "loloha_optimal_g"]
 
@@ -105,7 +106,7 @@ def _prf_uniform(words: np.ndarray, r: int, again) -> np.ndarray:
 
 
 @dataclass(frozen=True, kw_only=True)
-class LongitudinalMechanism(Mechanism):
+class LongitudinalMechanism(MechanismBase):
     """Shared shape (module docstring): ``randomize(codes, user_keys, rng=)`` is one collection."""
 
     epsilon_perm: float
@@ -215,15 +216,14 @@ class LongitudinalMechanism(Mechanism):
         return self._codes(codes)
 
     # -- client ----------------------------------------------------------------------------------
-    def randomize(self, values: Any, user_keys: Sequence[bytes], *, rng: RNGLike = None) -> Any:
+    def randomize(self, values: Any, user_keys: Sequence[bytes] = None, *, rng: RNGLike = None, cohorts: Any = None) -> Any:
+        self._check_client_arguments(cohorts=cohorts, user_keys=user_keys)
         codes = self._codes(values)
         keys = _check_keys(user_keys, codes.size)
         return self._collect(codes, keys, as_source(rng))
 
-    def randomize_encoded(self, codes: Any, *, rng: RNGLike = None, cohorts: Any = None, user_keys: Any = None) -> Any:
-        self._check_no_cohorts(cohorts)
-        if user_keys is None:
-            raise LDPParameterError(f"{self.name} needs user_keys= (one secret key per user) to memoize the permanent reports")
+    def randomize_encoded(self, codes: Any, *, rng: RNGLike = None, cohorts: Any = None, user_keys: Any = None, offsets: Any = None) -> Any:
+        self._check_client_arguments(cohorts=cohorts, user_keys=user_keys, offsets=offsets)
         return self.randomize(codes, user_keys, rng=rng)
 
     def encode(self, values: Any) -> np.ndarray:

@@ -4,31 +4,15 @@
 from __future__ import annotations
 
 import copy
-from typing import Any, ClassVar, Optional
+from typing import Any, ClassVar
 
 import numpy as np
 
 from .._errors import LDPInputError, LDPParameterError
+from .sets import set_codes, limit_sets
+from ..sampling import as_source
 
-__all__ = ["MergeableCounts", "SeededReports", "SetInput", "report_batch_arrays", "report_batch_from_arrays"]
-
-
-def report_batch_arrays(reports: Any) -> Optional[dict]:
-    """A native report batch that is not one array (cohort reports) as named arrays, with its
-    kind under ``"__kind__"``; None for a plain array. Used to store kept reports as data."""
-    from .cohort import CohortReports
-
-    if isinstance(reports, CohortReports):
-        return {"__kind__": "cohort", "cohort": np.asarray(reports.cohort), "value": np.asarray(reports.value)}
-    return None
-
-
-def report_batch_from_arrays(kind: str, arrays: Any) -> Any:
-    from .cohort import CohortReports
-
-    if kind == "cohort":
-        return CohortReports(arrays["cohort"], arrays["value"])
-    raise LDPInputError(f"unknown kept report kind {kind!r}")
+__all__ = ["MergeableCounts", "SeededReports", "SetInput"]
 
 
 class MergeableCounts:
@@ -57,28 +41,21 @@ class SetInput:
 
     def encode_sets(self, sets: Any) -> tuple:
         """``(codes, offsets)`` of a batch of sets (validated: known items, no repeats)."""
-        from ..sets import set_codes
 
         return set_codes(sets, self)
 
-    def randomize(self, sets: Any, *, rng: Any = None, cohorts: Any = None):
+    def randomize(self, sets: Any, *, rng: Any = None, cohorts: Any = None, user_keys: Any = None):
         """Randomize a batch of per-user sets (lists of items; a Polars List column)."""
         codes, offsets = self.encode_sets(sets)
-        return self.randomize_encoded(codes, offsets=offsets, rng=rng, cohorts=cohorts)
+        return self.randomize_encoded(codes, offsets=offsets, rng=rng, cohorts=cohorts, user_keys=user_keys)
 
-    def randomize_one(self, items: Any, *, rng: Any = None):
-        """One user's report for a set (or a single item)."""
-        one = list(items) if isinstance(items, (list, tuple, set, frozenset)) else [items]
-        return self._report_of_one(self.randomize([one], rng=rng))
+    def _batch_of_one(self, items: Any) -> list:
+        """One user's set (or a single item) as a batch of one set."""
+        return [list(items) if isinstance(items, (list, tuple, set, frozenset)) else [items]]
 
-    def _report_of_one(self, reports):
-        return reports[0]
-
-    def randomize_encoded(self, codes: Any, *, rng: Any = None, cohorts: Any = None, offsets: Any = None):
-        from ..sampling import as_source
-        from ..sets import limit_sets
-
-        self._check_no_cohorts(cohorts)
+    def randomize_encoded(self, codes: Any, *, rng: Any = None, cohorts: Any = None, user_keys: Any = None, offsets: Any = None):
+        """Sets as CSR item codes (``offsets`` omitted: sets of one)."""
+        self._check_client_arguments(cohorts=cohorts, user_keys=user_keys)
         source = as_source(rng)
         codes = np.asarray(codes, dtype=np.int64)
         if offsets is None:

@@ -69,28 +69,8 @@ class KRR(FrequencyOracle):
 
     histogram_columns = ("report",)
 
-    def variation_parameters(self):
-        """Shuffle-amplification parameters in closed form (:mod:`ldp_plugin.amplification`):
-        ``p`` the realized ratio, ``β = p* − q*`` (two rows differ in two outputs by ``p* − q*``),
-        ``q = p(p* − q*)/((p−1) q*)``; the distinguishing parts are single outputs."""
-        from ..amplification import VariationParameters, _up
-
-        p = float(self.realized_ratio)
-        beta = self.p_star_exact - self.q_star_exact
-        q = self.realized_ratio * beta / ((self.realized_ratio - 1) * self.q_star_exact)
-        return VariationParameters(_up(p), _up(float(beta)), _up(float(q)), "closed form (k-RR)", point_masses=self.d >= 3)
-
-    def bayes_success(self) -> float:
-        """One report's Bayes attacker success under a uniform prior: ``p*`` (guess the report)."""
-        return float(self.p_star_exact)
-
-    def blanket_parameters(self):
-        """k-RR is ``γ/d + (1 − γ)·[y = x]`` with ``γ = d·q*`` (the realized, exact ``q*``): every
-        report is a uniform draw with probability ``γ`` (the privacy blanket)."""
-        from ..amplification.blanket import BlanketParameters
-
-        gamma = self.d * self.q_star_exact
-        return BlanketParameters.from_exact(self.d, gamma) if 0 < gamma < 1 else None
+    #: ``R(x)(y) = γ/d + (1 − γ)·[y = x]``: the closed forms of amplification and choose apply
+    channel_shape = "randomized-response"
 
     def _randomize_codes(self, codes: np.ndarray, source) -> np.ndarray:
         n = codes.size

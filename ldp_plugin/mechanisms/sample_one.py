@@ -10,11 +10,12 @@ from typing import Any, ClassVar, Optional
 import numpy as np
 
 from .._errors import LDPInputError, LDPParameterError
-from ..estimation import FrequencyEstimate, finalize_estimate, project_simplex
+from ..estimation import FrequencyEstimate, finalize_estimate, project_simplex, retarget
 from ..hashing import item_keys
 from ..sampling import RNGLike, as_source
-from ..sets import ON_LONG, PAD, SetBatch, _check_duplicates, _is_series, _pl, as_set_batch, encode_items, is_item_batch
-from .protocol import Mechanism
+from .sets import ON_LONG, PAD, SetBatch, _check_duplicates, _is_series, _pl, as_set_batch, encode_items, is_item_batch, gather_sets, subsets_up_to
+from .base import MechanismBase
+from .channel import Channel
 
 __all__ = ["SampleOne"]
 
@@ -34,7 +35,7 @@ def _as_batch(sets: Any) -> SetBatch:
 
 
 @dataclass(frozen=True, kw_only=True)
-class SampleOne(Mechanism):
+class SampleOne(MechanismBase):
     """Padding-and-sampling in front of a categorical mechanism: ε-LDP per user for sets of at
     most ``m`` items (the privacy unit is the whole set).
 
@@ -135,7 +136,6 @@ class SampleOne(Mechanism):
     # -- verification: the exact channel over sets, driven through the real client --------------
     def verification_inputs(self) -> list:
         """Every set of at most ``m`` item codes (small closed domains)."""
-        from ..sets import subsets_up_to
 
         if not self.closed:
             raise LDPParameterError("verification needs a closed-alphabet SampleOne")
@@ -147,7 +147,6 @@ class SampleOne(Mechanism):
     def channel(self):
         """Exact: the row of a set ``X`` is the average of the padded mechanism's rows over the
         ``m`` slots (``X``'s items, then ``PAD`` for the empty slots)."""
-        from ._base import Channel
 
         inner = self.padded.channel()
         pad = self.mechanism.d
@@ -161,8 +160,6 @@ class SampleOne(Mechanism):
         return self.padded.output_index(reports)
 
     def _verification_randomize(self, codes, source):
-        from ..sets import gather_sets
-
         flat, offsets, _lengths = gather_sets(self.verification_inputs(), np.asarray(codes, dtype=np.int64))
         return self.randomize_encoded(flat, offsets=offsets, rng=source)
 
@@ -235,15 +232,17 @@ class SampleOne(Mechanism):
             out.append(flat[lo + int(hit[0])] if hit.size else PAD)
         return out
 
-    def randomize(self, sets: Any, *, cohorts: Any = None, rng: RNGLike = None):
+    def randomize(self, sets: Any, *, rng: RNGLike = None, cohorts: Any = None, user_keys: Any = None):
         """Reports of the padded mechanism, one per user (a batch of single items is a batch of
         sets of one; a plain string is one item)."""
+        self._check_client_arguments(user_keys=user_keys)
         source = as_source(rng)
         sampled, _ = self.sample(sets, rng=source)
         return self.padded.randomize_encoded(sampled, cohorts=cohorts, rng=source)
 
-    def randomize_encoded(self, codes: Any, *, rng: RNGLike = None, cohorts: Any = None, offsets: Any = None):
+    def randomize_encoded(self, codes: Any, *, rng: RNGLike = None, cohorts: Any = None, user_keys: Any = None, offsets: Any = None):
         """Sets given as CSR item codes (closed alphabet, ``offsets`` omitted: sets of one)."""
+        self._check_client_arguments(user_keys=user_keys)
         if not self.closed:
             raise LDPParameterError("randomize_encoded of an open-alphabet SampleOne: pass the sets to randomize()")
         source = as_source(rng)
@@ -258,9 +257,9 @@ class SampleOne(Mechanism):
         sampled, _ = self._sample_codes(codes, offsets, d, source)
         return self.padded.randomize_encoded(sampled, cohorts=cohorts, rng=source)
 
-    def randomize_one(self, items: Any, *, rng: RNGLike = None):
+    def randomize_one(self, items: Any, *, rng: RNGLike = None, user_key: Any = None):
         one = list(items) if isinstance(items, (list, tuple, set, frozenset)) else [items]
-        reports = self.randomize([one], rng=rng)
+        reports = self.randomize([one], rng=rng, user_keys=None if user_key is None else [user_key])
         return self.padded._report_of_one(reports)
 
     # -- server ------------------------------------------------------------------------------------
@@ -278,7 +277,6 @@ class SampleOne(Mechanism):
         the holders), which adds ``f(m−1)/n`` to the variance of ``f̂ᵢ`` for pure oracles
         (``Var = m²[f π₁(1−π₁) + (1−f) q*(1−q*)]/(n(p*−q*)²)``; the cohort decoders' multinomial
         plug-in already treats each report as a draw from the users' mixture)."""
-        from ..estimation import retarget
 
         if postprocess == "em":
             raise LDPParameterError("postprocess='em' is not available for sets")

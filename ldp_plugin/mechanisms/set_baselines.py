@@ -33,11 +33,12 @@ import numpy as np
 
 from .protocol import ReportField, SetInput
 from .._errors import LDPInputError, LDPParameterError
-from ..estimation import pure_variance
+from ..estimation import pure_variance, debias
 from ..exact import TWO64, exp_lower_bound, ratio_within_exp
-from ..sets import gather_sets, subsets_up_to
+from .sets import gather_sets, subsets_up_to
 from ._base import Channel, FrequencyAccumulator, RealizedRates, check_domain, check_epsilon, floor_threshold
 from .unary import bit_vector_outputs, bit_vector_row, packed_column_counts, randomize_bit_rows
+from .subset import KSubset
 
 __all__ = ["RapporSet", "PrivSet", "SetAccumulator"]
 
@@ -49,8 +50,6 @@ class SetAccumulator(FrequencyAccumulator):
     upward when sets are smaller."""
 
     def _total(self) -> float:
-        from ..estimation import debias
-
         m = self.mechanism
         return float(np.clip(debias(self.counts, self.n, m.p_star, m.q_star).sum(), 0.0, m.m))
 
@@ -304,7 +303,5 @@ class PrivSet(_SetMechanism):
         return Channel(outputs=outs, matrix=tuple(rows))
 
     def output_index(self, reports: np.ndarray) -> np.ndarray:
-        from .subset import KSubset
-
         helper = KSubset(epsilon=1.0, d=self.d + self.m, k=self.k)
         return helper.output_index(reports)

@@ -91,10 +91,8 @@ class KSubset(FrequencyOracle):
             return g, q, Fraction(0)
         return g, q, g / (1 - g) * Fraction(d - k, k)
 
-    def bayes_success(self) -> float:
-        """One report's Bayes attacker success under a uniform prior: ``p*/k`` (guess any item of
-        the reported subset: ``C(d,k)·p*/(d·C(d−1,k−1))``)."""
-        return float(self.p_star_exact) / self.k
+    #: a uniform k-subset, the own item kept with the exact rate p* (closed form in choose)
+    channel_shape = "subset"
 
     def _report_dtype(self):
         return np.uint16 if self.d <= 1 << 16 else np.uint32

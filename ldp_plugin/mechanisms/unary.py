@@ -161,26 +161,8 @@ class UnaryEncoding(FrequencyOracle):
     def report_fields(self) -> tuple:
         return (ReportField("report", "uint8", self.n_bytes, "bits", self.d),)
 
-    def bayes_success(self) -> float:
-        """One report's Bayes attacker success under a uniform prior (independent bits, ``p*`` at
-        the own item, ``q*`` elsewhere, ``p* > q*``): guess any item whose bit is 1, else any item:
-        ``[(p*/q*)(1 − (1 − q*)^d) + (1 − p*)(1 − q*)^(d−1)] / d``."""
-        p, q, d = float(self.p_star_exact), float(self.q_star_exact), self.d
-        return ((p / q) * -np.expm1(d * np.log1p(-q)) + (1 - p) * np.exp((d - 1) * np.log1p(-q))) / d
-
-    def variation_parameters(self):
-        """Shuffle-amplification parameters in closed form: two inputs' bit vectors differ in
-        two independent bits, so ``β = p* − q*``; the largest variation ratio is at the output
-        whose two bits read (1, 0) and whose bit of a third input is 0:
-        ``(p* − q*)/(q*(1 − p*))``, so ``q = p(p* − q*)/((p−1) q*(1 − p*))`` (``d >= 3``)."""
-        from ..amplification import VariationParameters, _up
-
-        if self.d < 3:
-            return super().variation_parameters()  # no third input: the exact channel decides
-        r = self.realized_ratio
-        p_, q_ = self.p_star_exact, self.q_star_exact
-        q = r * (p_ - q_) / ((r - 1) * q_ * (1 - p_))
-        return VariationParameters(_up(float(r)), _up(float(p_ - q_)), _up(float(q)), f"closed form ({self.name})")
+    #: independent bits, ``p*`` at the own item and ``q*`` elsewhere (closed forms in amplification, choose)
+    channel_shape = "unary"
 
     def validate_reports(self, reports: Any) -> np.ndarray:
         arr = np.asarray(reports)

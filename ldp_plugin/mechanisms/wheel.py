@@ -45,10 +45,10 @@ from .._errors import LDPInputError, LDPParameterError, PrivacyVerificationError
 from ..estimation import pure_variance
 from ..exact import TWO64, exp_lower_bound, ratio_within_exp
 from ..hashing import keys_of_items, mix64, seed_multipliers, seeded_hash
-from ..sampling import RNGLike, as_source
-from ..sets import gather_sets, subsets_up_to
+from .sets import gather_sets, subsets_up_to
 from ..theory import golden_section_min
 from ._base import Channel, RealizedRates, check_domain, check_epsilon, floor_threshold
+from .set_baselines import SetAccumulator
 
 __all__ = ["Wheel", "wheel_optimal_p", "arc_union"]
 
@@ -175,15 +175,7 @@ class Wheel(SetInput, SeededReports, RealizedRates):
         return self._keys_cache
 
     # -- client ------------------------------------------------------------------------------------------
-    def randomize(self, sets: Any, *, rng: RNGLike = None, cohorts: Any = None, seeds: Optional[np.ndarray] = None) -> np.ndarray:
-        """Reports ``(n, 2)`` ``uint64``: the user's seed and the output cell."""
-        from ..sets import limit_sets
-
-        self._check_no_cohorts(cohorts)
-        source = as_source(rng)
-        codes, offsets = self.encode_sets(sets)
-        codes, offsets, lengths = limit_sets(codes, offsets, self.m, self.on_long, source)
-        return self._randomize_csr(codes, offsets, lengths, source, seeds)
+    # randomize / randomize_encoded: SetInput's (reports ``(n, 2)`` ``uint64``: seed, output cell)
 
     def _report_of_one(self, reports) -> tuple:
         return int(reports[0, 0]), int(reports[0, 1])
@@ -266,8 +258,6 @@ class Wheel(SetInput, SeededReports, RealizedRates):
         return counts
 
     def accumulator(self):
-        from .set_baselines import SetAccumulator
-
         return SetAccumulator(self)
 
     def variance(self, f: Any, n: int) -> np.ndarray:

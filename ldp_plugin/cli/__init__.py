@@ -1,0 +1,229 @@
+"""The ``ldp`` command line: one module per command, one renderer (:func:`._common.emit`), and
+this table. ``main`` builds the parser (each command's arguments), then imports the one command
+module it runs (:data:`COMMANDS`: the only function-local imports of the package). Every command
+takes ``--json`` (one JSON document on stdout); every error is exit 2 with a message naming the
+option or parameter, never a traceback."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import importlib
+import os
+import sqlite3
+import sys
+from importlib.metadata import PackageNotFoundError, version
+from typing import Callable, Optional, Sequence
+
+from .._errors import LDPInputError, LDPParameterError, PrivacyVerificationError
+from ..cli_discovery import add_parsers as _discovery_parsers
+from ..estimation import POSTPROCESS_CHOICES
+from ..progress import enable
+from ..simulate import DISTRIBUTIONS, TRUTHS
+from ._common import DOMAIN, EPSILON as _epsilon, JSON_ERRORS, POSITIVE, SEED, UNIT_OPEN as _unit_open, _int_in, _mechanism_help, _Parser
+from .choose import add_choose_arguments
+from .series import add_parsers as _series_parsers
+
+__all__ = ["main", "build_parser", "COMMANDS", "command"]
+
+#: command -> (module, function): the one lazy import per command (heavy dependencies load only for
+#: the command that runs). ``federated`` still lives in ``ldp_plugin.cli_commands`` (another branch
+#: edits it this round; it moves to ``cli/federated.py`` after the merge).
+COMMANDS = {
+    "mechanisms": ("ldp_plugin.cli.mechanisms", "cmd_mechanisms"),
+    "simulate": ("ldp_plugin.cli.simulate", "cmd_simulate"),
+    "demo": ("ldp_plugin.cli.simulate", "cmd_demo"),
+    "collect": ("ldp_plugin.cli.collect", "cmd_collect"),
+    "aggregate": ("ldp_plugin.cli.collect", "cmd_aggregate"),
+    "choose": ("ldp_plugin.cli.choose", "cmd_choose"),
+    "amplify": ("ldp_plugin.cli.amplify", "cmd_amplify"),
+    "budget": ("ldp_plugin.cli.budget", "cmd_budget"),
+    "verify": ("ldp_plugin.cli.verify", "cmd_verify"),
+    "federated": ("ldp_plugin.cli_commands", "cmd_federated"),
+}
+
+
+def command(name: str) -> Callable:
+    """The runner of command ``name``: imports its module when it runs (see :data:`COMMANDS`)."""
+    module, function = COMMANDS[name]
+
+    def run(args) -> int:
+        return getattr(importlib.import_module(module), function)(args)
+
+    run.__name__ = function
+    return run
+
+
+def build_parser() -> argparse.ArgumentParser:
+    try:
+        ver = version("ldp-plugin")
+    except PackageNotFoundError:  # pragma: no cover - running from a source tree
+        ver = "unknown"
+    p = _Parser(prog="ldp", description="Local differential privacy for OpenDP: verified LDP mechanisms, estimates with error bars, a budget ledger.")
+    p.add_argument("--version", action="version", version=f"ldp-plugin {ver}")
+    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    m = sub.add_parser("mechanisms", help="list registered mechanisms, their privacy maps and verification status")
+    m.add_argument("--json", action="store_true", help="one JSON document on stdout")
+    m.set_defaults(func=command("mechanisms"))
+
+    s = sub.add_parser("simulate", help="simulated collections: error of the estimate against the truth")
+    s.add_argument("--mechanism", required=True, help=_mechanism_help())
+    s.add_argument("--d", type=DOMAIN, default=None, help="domain size (number of items), in [2, 2^31]")
+    s.add_argument("--epsilon", type=_epsilon, required=True, help="epsilon per user (> 0)")
+    s.add_argument("--n", type=POSITIVE, required=True, help="simulated users per collection (>= 1)")
+    s.add_argument("--repeats", type=POSITIVE, default=1, help="collections to average over (>= 1)")
+    s.add_argument("--distribution", choices=DISTRIBUTIONS, default="dirichlet", help="how the users' values are generated")
+    s.add_argument("--postprocess", choices=POSTPROCESS_CHOICES, default="projection", help="post-processing of the estimate (free: no budget)")
+    s.add_argument("--truth", choices=TRUTHS, default="empirical", help="error against the users' empirical distribution (default) or the generating one")
+    s.add_argument("--param", action="append", default=[], metavar="KEY=VALUE", help="a mechanism parameter (repeatable); lists as JSON, e.g. p0=[0.6,0.3,0.1]")
+    s.add_argument("--m", type=POSITIVE, default=None, help="per-user sets of M >= 1 items (native set mechanisms, or pad-and-sample)")
+    s.add_argument("--seed", type=SEED, default=None, help="seed data and randomization (reproducible; not secure), in [0, 2^63)")
+    s.add_argument("--json", action="store_true", help="one JSON document on stdout")
+    s.set_defaults(func=command("simulate"))
+
+    c = sub.add_parser("collect", help="privatize a Parquet/CSV file and estimate frequencies, as described in a TOML job")
+    c.add_argument("job", help="the job file (see `python -m pydoc ldp_plugin.collect`)")
+    c.add_argument("--executor", choices=["local", "dask"], default=None, help="partitioned job: input glob = partitions")
+    c.add_argument("--address", default=None, help="Dask scheduler address (default: $DASK_SCHEDULER_ADDRESS or a local cluster)")
+    c.add_argument("--json", action="store_true", help="one JSON document on stdout")
+    c.set_defaults(func=command("collect"))
+
+    ch = sub.add_parser("choose", help="rank the applicable mechanisms by predicted error; recommend one")
+    ch.add_argument("--d", type=_int_in(2, 2**20, "an integer domain size"), default=None, help="domain size, in [2, 2^20] (predictions hold per-item arrays)")
+    ch.add_argument("--epsilon", type=_epsilon, default=None, help="epsilon per user (> 0)")
+    ch.add_argument("--m", type=POSITIVE, default=1, help="items per user (sets: pad-and-sample or native set mechanisms), >= 1")
+    ch.add_argument("--n", type=POSITIVE, default=100_000, help="users (the prediction scales as 1/n)")
+    ch.add_argument("--metric", choices=["l2", "l1", "linf"], default="l2", help="error to rank by")
+    ch.add_argument("--delta", type=_unit_open, default=None,
+                    help="with a trusted shuffler of the n reports: show each candidate's central epsilon at this delta, in (0, 1)")
+    ch.add_argument("--json", action="store_true", help="one JSON document on stdout")
+    add_choose_arguments(ch, _epsilon, _int_in)
+    ch.set_defaults(func=command("choose"))
+
+    am = sub.add_parser("amplify", help="central (epsilon, delta) of n shuffled reports (a trusted shuffler; certified upper bound and exact lower bound)")
+    am.add_argument("--mechanism", required=True, help=_mechanism_help())
+    am.add_argument("--d", type=DOMAIN, default=None, help="domain size, in [2, 2^31]")
+    am.add_argument("--epsilon", type=_epsilon, required=True, help="the local epsilon per report (> 0)")
+    am.add_argument("--n", type=_int_in(2, 10**9, "an integer batch size"), required=True, help="guaranteed minimum batch after dropouts, in [2, 10^9]")
+    am.add_argument("--delta", type=_unit_open, required=True, help="delta of the central guarantee, in (0, 1)")
+    am.add_argument("--param", action="append", default=[], metavar="KEY=VALUE", help="a mechanism parameter (repeatable)")
+    am.add_argument("--json", action="store_true", help="one JSON document on stdout")
+    am.set_defaults(func=command("amplify"))
+
+    fd = sub.add_parser("federated", help="federated analytics on Flower: devices randomize and enforce their own budget")
+    fsub = fd.add_subparsers(dest="federated_command", required=True, parser_class=_Parser)
+    fs = fsub.add_parser("simulate", help="run the device and server apps on Flower's simulation engine on generated data")
+    fs.add_argument("--nodes", type=_int_in(1, 1000, "an integer"), required=True, help="simulated SuperNodes, in [1, 1000]")
+    fs.add_argument("--users-per-node", type=_int_in(1, 10**6, "an integer"), required=True, help="devices hosted by each node")
+    fs.add_argument("--mechanism", required=True, help=_mechanism_help())
+    fs.add_argument("--d", type=DOMAIN, default=None, help="domain size")
+    fs.add_argument("--epsilon", type=_epsilon, required=True, help="epsilon charged per device per round")
+    fs.add_argument("--rounds", type=_int_in(1, 1000, "an integer"), default=1, help="queries (one per round)")
+    fs.add_argument("--device-cap", required=True, help="each device's lifetime epsilon cap (exact decimal text)")
+    fs.add_argument("--max-epsilon", default="8", help="each device's largest epsilon per query (policy)")
+    fs.add_argument("--malformed-nodes", type=_int_in(0, 1000, "an integer"), default=0, help="nodes that forward malformed reports")
+    fs.add_argument("--min-batch", type=POSITIVE, default=1, help="reports the collector needs before it releases an estimate")
+    fs.add_argument("--param", action="append", default=[], metavar="KEY=VALUE", help="a mechanism parameter (repeatable)")
+    fs.add_argument("--seed", type=SEED, default=0, help="seed of the generated data (the randomization uses the OS CSPRNG)")
+    fs.add_argument("--json", action="store_true", help="one JSON document on stdout")
+    fd.set_defaults(func=command("federated"))
+
+    _series_parsers(sub, _Parser, _int_in, _epsilon, SEED)
+    _discovery_parsers(sub, _Parser, _int_in, _epsilon, SEED)
+    v = sub.add_parser("verify", help="exact, goodness-of-fit and black-box audit verification of registered mechanisms")
+    v.add_argument("names", nargs="*", help="mechanism names (default: all registered)")
+    v.add_argument("--quick", action="store_true", help="fewer samples (no power guarantee): a smoke test in seconds")
+    v.add_argument("--seed", type=SEED, default=0, help="seed of the verification samples (reproducible runs)")
+    v.add_argument("--self-test", action="store_true", help="also run the seeded-bug suite: every bug must be caught")
+    v.add_argument("--report", default=None, metavar="PATH", help="write a markdown audit report")
+    v.add_argument("--json", action="store_true", help="one JSON document on stdout (no progress bar)")
+    v.set_defaults(func=command("verify"))
+
+    a = sub.add_parser("aggregate", help="aggregate Parquet report files (mechanism from their metadata), locally or on Dask")
+    a.add_argument("reports", help="a glob, a directory, or a file of reports")
+    a.add_argument("--mechanism-from-metadata", action="store_true", help="read the mechanism and its parameters from the files (required)")
+    a.add_argument("--executor", choices=["local", "dask"], default="local", help="where the map-reduce runs")
+    a.add_argument("--address", default=None, help="Dask scheduler address (default: $DASK_SCHEDULER_ADDRESS or a local cluster)")
+    a.add_argument("--state", default=None, metavar="PATH", help="accumulator state: read if present, new files merged in, saved back")
+    a.add_argument("--candidates", default=None, help="comma-separated candidates (open-alphabet mechanisms)")
+    a.add_argument("--postprocess", choices=POSTPROCESS_CHOICES, default="projection", help="post-processing of the estimate")
+    a.add_argument("--allow-partial", action="store_true", help="also aggregate reports of a release that did not complete")
+    a.add_argument("--json", action="store_true", help="one JSON document on stdout")
+    a.set_defaults(func=command("aggregate"))
+
+    b = sub.add_parser("budget", help="the privacy budget ledger of a population (SQLite)")
+    bsub = b.add_subparsers(dest="budget_command", required=True)
+    bi = bsub.add_parser("init", help="create a ledger for a population")
+    bi.add_argument("ledger", help="the ledger file (SQLite) to create")
+    bi.add_argument("--population", required=True, help="the population's name")
+    bi.add_argument("--lifetime-cap", required=True, help="lifetime epsilon cap (exact: '1', '0.5', '1/3')")
+    bi.add_argument("--period-cap", default=None, help="optional per-period cap (never above the lifetime cap)")
+    bi.add_argument("--period", default=None, choices=["day", "hour", "week"], help="the period of --period-cap (UTC)")
+    bi.add_argument("--cohorts", type=_int_in(1, 1 << 20, "an integer"), default=1, help="data-independent cohorts (parallel composition), in [1, 2^20]")
+    bi.add_argument("--exist-ok", action="store_true", help="open an existing ledger with the same definition")
+    bi.add_argument("--json", action="store_true", help="one JSON document on stdout")
+    bs = bsub.add_parser("show", help="spent and remaining budget per cohort")
+    bs.add_argument("ledger", help="the ledger file")
+    bs.add_argument("--json", action="store_true", help="one JSON document on stdout")
+    bh = bsub.add_parser("history", help="every spend, in order (the audit trail)")
+    bh.add_argument("ledger", help="the ledger file")
+    bh.add_argument("--json", action="store_true", help="one JSON document on stdout")
+    bc = bsub.add_parser("spend-check", help="would a query of EPSILON fit? (spends nothing; exit 1 if not)")
+    bc.add_argument("ledger", help="the ledger file")
+    bc.add_argument("--epsilon", required=True, help="epsilon as exact decimal text ('0.1' is 1/10) or a fraction ('1/3')")
+    bc.add_argument("--cohorts", default=None, help="comma-separated cohorts (default: all)")
+    bc.add_argument("--json", action="store_true", help="one JSON document on stdout")
+    bx = bsub.add_parser("central", help="central epsilon at DELTA of everything charged, with recorded shuffled batches (dp_accounting PLD)")
+    bx.add_argument("ledger", help="the ledger file")
+    bx.add_argument("--delta", type=_unit_open, required=True, help="delta of the composed central guarantee, in (0, 1)")
+    bx.add_argument("--cohorts", default=None, help="comma-separated cohorts (default: all)")
+    bx.add_argument("--json", action="store_true", help="one JSON document on stdout")
+    bb = bsub.add_parser("backup", help="a consistent copy of a ledger (SQLite's backup API; safe while in use)")
+    bb.add_argument("ledger", help="the ledger file")
+    bb.add_argument("destination", help="the copy to write (must not exist)")
+    bb.add_argument("--json", action="store_true", help="one JSON document on stdout")
+    b.set_defaults(func=command("budget"))
+
+    d = sub.add_parser("demo", help="a simulated collection with an estimate table (standard errors, CIs, truth)")
+    d.add_argument("--mechanism", default="k-subset", help=_mechanism_help())
+    d.add_argument("--epsilon", type=_epsilon, default=1.0, help="epsilon per user (> 0)")
+    d.add_argument("--n", type=POSITIVE, default=100_000, help="simulated users (>= 1)")
+    d.add_argument("--seed", type=SEED, default=None, help="reproducible (not secure) data and randomization")
+    d.add_argument("--json", action="store_true", help="one JSON document on stdout")
+    d.set_defaults(func=command("demo"))
+    return p
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    JSON_ERRORS[0] = "--json" in argv
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as e:  # usage errors (exit 2, message printed) and --help/--version (exit 0)
+        return int(e.code or 0) if not isinstance(e.code, str) else 2
+    enable(not getattr(args, "json", False))  # bars on a terminal, never under --json
+    try:
+        return int(args.func(args))
+    except BrokenPipeError:  # `ldp ... | head`: the reader went away; not an error of ours
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+    except KeyboardInterrupt:
+        print("ldp: interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:  # one error path: every library error is exit 2 and a message, never a traceback
+        if os.environ.get("LDP_PLUGIN_DEBUG"):
+            raise
+        known = isinstance(exc, (LDPParameterError, LDPInputError, PrivacyVerificationError, ValueError))
+        msg = str(exc) if known else f"{type(exc).__name__}: {exc}"
+        if isinstance(exc, (OSError, sqlite3.Error)):
+            msg = f"{type(exc).__name__}: {getattr(exc, 'strerror', None) or exc}" + (f" ({exc.filename})" if getattr(exc, "filename", None) else "")
+        if getattr(args, "json", False):
+            print(json.dumps({"error": type(exc).__name__, "message": msg}))
+        else:
+            print(f"ldp: error: {msg}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,75 @@
+"""``ldp budget init|show|history|spend-check|central|backup``: the persistent ledger of a population."""
+
+from __future__ import annotations
+
+import json
+
+from .._errors import LDPParameterError
+from ..accountant import Accountant, BudgetExceededError, Population, as_fraction
+
+
+def cmd_budget(args) -> int:
+    """``ldp budget init|show|history|spend-check|central|backup``: the persistent ledger of a population."""
+
+    def frac(f):
+        return {"value": float(f), "exact": f"{f.numerator}/{f.denominator}"}
+
+    if args.budget_command == "init":
+        pop = Population(
+            name=args.population, lifetime_cap=args.lifetime_cap, period_cap=args.period_cap, period=args.period, cohorts=args.cohorts
+        )
+        acc = Accountant.create(args.ledger, pop, exist_ok=args.exist_ok)
+        out = {"ledger": str(acc.path), "population": pop.definition(), "fingerprint": pop.fingerprint()}
+    else:
+        acc = Accountant(args.ledger)
+        cohorts = None
+        if getattr(args, "cohorts", None):
+            try:
+                cohorts = [int(c) for c in args.cohorts.split(",")]
+            except ValueError:
+                raise LDPParameterError(f"--cohorts takes comma-separated integers in [0, {acc.population.cohorts})") from None
+        if args.budget_command == "backup":
+            out = {"ledger": str(acc.path), "backup": str(acc.backup(args.destination))}
+        elif args.budget_command == "show":
+            C = acc.population.cohorts
+            per = [{"cohort": c, "spent": frac(acc.spent([c])), "remaining": frac(acc.remaining([c]))} for c in range(min(C, 64))]
+            out = {
+                "ledger": str(acc.path),
+                "population": acc.population.definition(),
+                "queries": len(acc.history()),
+                "spent_max": frac(acc.spent()),
+                "remaining": frac(acc.remaining()),
+                "cohorts": per,
+            }
+        elif args.budget_command == "central":
+            c = acc.central_epsilon(args.delta, cohorts=cohorts)
+            out = {"ledger": str(acc.path), "central_epsilon": c["epsilon"], "delta": c["delta"], "local_epsilon": c["local_epsilon"],
+                   "shuffled_batches": [r.to_dict() for r in acc.shuffle_records()], "method": c["method"]}
+        elif args.budget_command == "history":
+            out = {"ledger": str(acc.path), "history": [r.to_dict() for r in acc.history()]}
+        else:  # spend-check
+            eps = as_fraction(args.epsilon, "--epsilon")  # decimal text, exactly
+            try:
+                after = acc.check(eps, cohorts=cohorts)
+                out = {"fits": True, "requested": frac(eps), "remaining_after": frac(after)}
+            except BudgetExceededError as e:
+                out = {"fits": False, "requested": frac(eps), "remaining": frac(e.remaining), "cap": e.cap}
+    if args.json:
+        print(json.dumps(out, indent=2))
+    else:
+        for k, v in out.items():
+            if k == "history":
+                for r in v:
+                    print(f"{r['seq']:>5} {r['time']} {r['query_id']:<24} {r['mechanism']:<20} eps={r['epsilon']:<10g} cohorts={r['cohorts']}")
+            elif k == "shuffled_batches":
+                for r in v:
+                    print(f"  batch {r['batch_id']}: query {r['query_id']}, cohorts {r['cohorts']}, n_min {r['n_min']:,}, "
+                          f"central eps {r['epsilon_central']:.6g} at delta {r['delta']:g}")
+            elif k == "cohorts":
+                for r in v:
+                    print(f"  cohort {r['cohort']:>3}: spent {r['spent']['value']:.6g}, remaining {r['remaining']['value']:.6g}")
+            else:
+                print(f"{k}: {v}")
+    if args.budget_command == "spend-check" and not out["fits"]:
+        return 1
+    return 0

@@ -1,0 +1,59 @@
+"""``ldp collect`` (a TOML job: privatize a file, estimate) and ``ldp aggregate`` (report files, locally or on Dask)."""
+
+from __future__ import annotations
+
+import json
+
+from .._errors import LDPParameterError
+from ..collect import load_job, run_job
+from ..executors import aggregate, make_executor
+from ..persist import AccumulatorState
+
+
+def cmd_collect(args) -> int:
+    """Run a collection job described in TOML (see :mod:`ldp_plugin.collect`)."""
+
+    summary = run_job(load_job(args.job), executor=args.executor, address=args.address)
+    if args.json:
+        print(json.dumps(summary, indent=2, default=str))
+    else:
+        print(f"ldp collect: {summary['users']:,} users, {summary['mechanism']['mechanism']} with epsilon={summary['epsilon']} per user")
+        print(f"estimates: {summary['estimates']}" + (f"; plot: {summary['plot']}" if summary["plot"] else ""))
+        for row in summary["top"]:
+            print(f"  {str(row['item']):<20} {row['estimate']:.4f}  [{row['ci_lower']:.4f}, {row['ci_upper']:.4f}]")
+    return 0
+
+
+def cmd_aggregate(args) -> int:
+    """Aggregate Parquet report files (mechanism from their metadata), incrementally with --state."""
+    import os
+
+
+    if not args.mechanism_from_metadata:
+        raise LDPParameterError("pass --mechanism-from-metadata: the mechanism and its parameters are read from the report files")
+    state = AccumulatorState.load(args.state) if args.state and os.path.exists(args.state) else None
+    before = 0 if state is None else len(state.ingested)
+    executor = make_executor(args.executor, args.address)
+    try:
+        result = aggregate(args.reports, executor=executor, state=state, allow_partial=args.allow_partial)
+    finally:
+        if hasattr(executor, "close"):
+            executor.close()
+    if args.state:
+        result.save(args.state)
+    cands = None if args.candidates is None else [c for c in args.candidates.split(",") if c]
+    est = result.estimate(candidates=cands, postprocess=args.postprocess) if cands else result.estimate(postprocess=args.postprocess)
+    rows = est.to_polars().to_dicts()
+    out = {"mechanism": result.spec, "fingerprint": result.fingerprint, "n": result.n, "files": len(result.ingested),
+           "files_added": len(result.ingested) - before, "executor": args.executor, "estimates": rows}
+    if args.json:
+        print(json.dumps(out, indent=1, default=str))
+    else:
+        mech = result.mechanism()
+        print(f"ldp aggregate: {result.n:,} reports from {len(result.ingested)} file(s) ({out['files_added']} new); mechanism {mech.name}, epsilon={mech.epsilon}")
+        for r in rows:
+            if "item" in r:
+                print(f"  {str(r['item']):<20} {r['estimate']:.4f}  ± {r['std_error']:.4f}")
+            else:  # a numeric mechanism: one row with the mean
+                print(f"  mean {r['mean']:.6g}  ± {r['std_error']:.4g}  ({r['ci_lower']:.6g}, {r['ci_upper']:.6g})")
+    return 0

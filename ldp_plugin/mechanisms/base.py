@@ -1,0 +1,230 @@
+"""The defaults of the mechanism protocol, in ONE base class: :class:`MechanismBase`.
+
+Every registered mechanism and wrapper derives from it (directly or through a family base such as
+:class:`~ldp_plugin.mechanisms._base.FrequencyOracle`). It implements the core of
+:class:`~ldp_plugin.mechanisms.protocol.Mechanism` — ``spec``, the one client signature
+(``randomize`` / ``randomize_encoded`` / ``randomize_one`` with keyword ``rng=``, ``cohorts=``,
+``user_keys=``; ``offsets=`` for sets) with one argument check that names the right entry point,
+the column hooks and ``estimate_from`` — plus the flags the capabilities read (``takes_cohorts``,
+``needs_user_keys``, ``channel_is_client``, ...). The report codecs are free functions of
+:mod:`.reports`; the methods of the same names below are compatibility aliases (removed next round).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, ClassVar, Optional
+
+import numpy as np
+
+from .._errors import LDPParameterError
+from ..estimation import retarget
+from ..sampling import as_source
+from . import reports as _codecs
+from .protocol import Mechanism
+
+__all__ = ["MechanismBase", "json_value"]
+
+
+def json_value(v: Any) -> Any:
+    """A parameter as plain JSON (tuples → lists, numpy scalars → Python)."""
+    if isinstance(v, tuple):
+        return [json_value(x) for x in v]
+    if isinstance(v, np.integer):
+        return int(v)
+    if isinstance(v, np.floating):
+        return float(v)
+    if v is None or isinstance(v, (str, int, float, bool, list)):
+        return v
+    raise LDPParameterError(f"mechanism parameter of type {type(v).__name__} cannot be stored as data")
+
+
+class MechanismBase(Mechanism):
+    """The defaults of every mechanism and wrapper, in one class (see the module docstring).
+    Subclasses supply ``report_fields``, ``encode``, the client (``_randomize_codes`` or their own
+    ``randomize_encoded``), ``accumulator`` and, if their native batch is not one array,
+    ``_to_columns`` / ``_from_columns``; they *declare* the capabilities they have by also
+    subclassing the capability protocols of :mod:`.protocol`."""
+
+    _mechanism_defaults: ClassVar[bool] = True
+
+    name: ClassVar[str] = "abstract"
+    input_kind: ClassVar[str] = "value"
+    takes_cohorts: ClassVar[bool] = False
+    # the client needs each user's secret key (memoized mechanisms: ``randomize_encoded(..., user_keys=)``)
+    needs_user_keys: ClassVar[bool] = False
+    # report columns a grouped (histogram) aggregation may use; None: aggregate batch by batch
+    histogram_columns: ClassVar[Optional[tuple]] = None
+    # fields left out of spec() (e.g. warner's fixed domain)
+    spec_omits: ClassVar[tuple] = ()
+
+    # -- description ---------------------------------------------------------------------------
+    @property
+    def base(self) -> "Mechanism":
+        """The mechanism that produces the reports (a wrapper's inner, padded mechanism)."""
+        return self
+
+    categories: Optional[tuple] = None  # the declared item labels (a dataclass field where declared)
+
+    @property
+    def closed(self) -> bool:
+        return True
+
+    @property
+    def domain_size(self) -> Optional[int]:
+        """Number of items of a closed alphabet (None for an open one)."""
+        return getattr(self, "d", None)
+
+    def analytic_mse(self, n: int, *, theta: Any = None, f: Any = None, sampling: str = "fixed") -> float:
+        """Expected squared l2 error of the raw estimator for ``n`` users: ``theta`` is the item
+        distribution, ``f`` the set-item frequencies of set mechanisms; ``sampling="fixed"``
+        measures against the users' own values, ``"iid"`` against a population they are drawn from."""
+        raise LDPParameterError(f"{self.name} has no analytic error formula")
+
+    def spec(self) -> dict:
+        """``{"name": registry name, "params": {...}}``: enough to rebuild this exact mechanism."""
+        params = {f.name: json_value(getattr(self, f.name)) for f in dataclasses.fields(self) if f.init and f.name not in self.spec_omits}
+        return {"name": self.name, "params": params}
+
+    # -- client: ONE signature for every mechanism and wrapper ---------------------------------------
+    #: keyed mechanisms (memoized longitudinal protocols) accept ``user_keys=`` (one secret per user);
+    #: ``needs_user_keys`` keyed mechanisms refuse to randomize without them
+    accepts_user_keys: ClassVar[bool] = False
+
+    def _check_no_cohorts(self, cohorts: Any) -> None:
+        if cohorts is not None and not self.takes_cohorts:
+            raise LDPParameterError(f"cohorts= applies only to cohort mechanisms (orr, orappor), not {self.name}")
+
+    def _check_client_arguments(self, *, cohorts: Any = None, user_keys: Any = None, offsets: Any = None) -> None:
+        """Refuse a client argument this mechanism does not take, naming the right entry point."""
+        self._check_no_cohorts(cohorts)
+        if user_keys is None and self.needs_user_keys:
+            raise LDPParameterError(
+                f"{self.name} is a keyed (memoized) mechanism: randomize(values, user_keys=...) needs one secret key "
+                "per user; make_longitudinal(...) builds its OpenDP measurement"
+            )
+        if user_keys is not None and not (self.needs_user_keys or self.accepts_user_keys):
+            raise LDPParameterError(f"user_keys= applies only to keyed (memoized) mechanisms, not {self.name}")
+        if offsets is not None and self.input_kind != "set":
+            raise LDPParameterError(f"offsets= applies only to set mechanisms, not {self.name} (input kind {self.input_kind!r})")
+
+    def randomize(self, values: Any, *, rng: Any = None, cohorts: Any = None, user_keys: Any = None):
+        """Randomize a batch: element ``i`` of the result is user ``i``'s report. ``rng=None``
+        (default) draws from the OS CSPRNG; an integer seeds a reproducible, *non-secure* source."""
+        return self.randomize_encoded(self.encode(values), rng=rng, cohorts=cohorts, user_keys=user_keys)
+
+    def randomize_encoded(self, codes: Any, *, rng: Any = None, cohorts: Any = None, user_keys: Any = None, offsets: Any = None):
+        """The client on already encoded values (:meth:`encode`); the path every caller uses."""
+        self._check_client_arguments(cohorts=cohorts, user_keys=user_keys, offsets=offsets)
+        return self._randomize_codes(np.asarray(codes), as_source(rng))
+
+    def randomize_one(self, value: Any, *, rng: Any = None, user_key: Any = None):
+        """One user's report (the same exact sampler on a batch of one)."""
+        keys = None if user_key is None else [user_key]
+        return self._report_of_one(self.randomize(self._batch_of_one(value), rng=rng, user_keys=keys))
+
+    def _batch_of_one(self, value: Any) -> Any:
+        return np.array([value], dtype=object if getattr(self, "categories", None) is not None else None)
+
+    def _report_of_one(self, reports: Any) -> Any:
+        return reports[0]
+
+    def with_categories(self, categories: Any) -> "Mechanism":
+        """The same mechanism over the labels ``categories`` (instead of codes ``0..d-1``)."""
+        return dataclasses.replace(self, d=None, categories=tuple(categories))
+
+    # -- verification and shuffle amplification read these (the Verifiable capability) --------------
+    #: ``channel()`` is the real client's channel (False where it enumerates a fixed set of
+    #: verification seeds instead of the client's random 64-bit seeds)
+    channel_is_client: ClassVar[bool] = True
+    #: the channel family whose closed forms apply (SupportRates): "randomized-response", "unary", "subset"
+    channel_shape: ClassVar[Optional[str]] = None
+
+    # -- verification (ldp_plugin.verification drives the real client through these) ----------------
+    def verification_input_count(self) -> int:
+        """How many inputs the exact channel has (items; every set of up to ``m`` for sets)."""
+        inputs = getattr(self, "verification_inputs", None)
+        if inputs is not None:
+            return len(inputs())
+        d = self.domain_size
+        if d is None:
+            raise LDPParameterError("verification needs a closed-domain instance (give d)")
+        return int(d)
+
+    def sample_verification_outputs(self, x: int, n: int, source: Any) -> np.ndarray:
+        """``n`` outputs of the real client on input ``x``, as column indices of :meth:`channel`
+        (mechanisms with per-user seeds draw them from their verification seed set)."""
+        codes = np.full(n, x, dtype=np.int64)
+        hook = getattr(self, "_verification_randomize", None)
+        reports = hook(codes, source) if hook is not None else self.randomize_encoded(codes, rng=source)
+        return self.output_index(reports)
+
+    # -- reports -----------------------------------------------------------------------------------
+    def report_fields(self) -> tuple:
+        """The report columns (:class:`ReportField`); every concrete mechanism declares its own
+        (the protocol contract suite checks each registered one)."""
+        raise NotImplementedError(f"{type(self).__name__} must declare report_fields()")  # pragma: no cover
+
+    def _to_columns(self, reports: Any) -> dict:
+        return {"report": np.asarray(reports)}
+
+    def _from_columns(self, cols: dict) -> Any:
+        return cols["report"]
+
+    def to_columns(self, reports: Any) -> dict:
+        """The report batch as named arrays (views, no copies), one per :meth:`report_fields` entry."""
+        return self.base._to_columns(reports)
+
+    def from_columns(self, cols: dict) -> Any:
+        """The native report batch of named arrays (the inverse of :meth:`to_columns`)."""
+        return self.base._from_columns(cols)
+
+    # -- compatibility aliases (removed next round): the codecs are free functions of .reports ---------
+    @property
+    def report_schema(self):
+        return _codecs.report_schema(self)
+
+    def report_bits(self) -> int:
+        return _codecs.report_bits(self)
+
+    def report_count(self, batch: Any) -> int:
+        return _codecs.report_count(self, batch)
+
+    def reports_to_frame(self, batch: Any):
+        return _codecs.reports_to_frame(self, batch)
+
+    def frame_to_reports(self, frame: Any) -> Any:
+        return _codecs.frame_to_reports(self, frame)
+
+    def check_reports(self, batch: Any) -> tuple:
+        return _codecs.check_reports(self, batch)
+
+    def to_wire(self, batch: Any, *, tag: bytes = b"") -> bytes:
+        return _codecs.to_wire(self, batch, tag=tag)
+
+    def to_wire_each(self, batch: Any, *, tag: bytes = b"") -> list:
+        return _codecs.to_wire_each(self, batch, tag=tag)
+
+    def from_wire(self, data: bytes, *, tag: Optional[bytes] = None) -> tuple:
+        return _codecs.from_wire(self, data, tag=tag)
+
+    def from_wire_many(self, blobs: Any, *, tag: Optional[bytes] = None) -> tuple:
+        return _codecs.from_wire_many(self, blobs, tag=tag)
+
+    def wire_size(self, n: int, *, tag: bytes = b"") -> int:
+        return _codecs.wire_size(self, n, tag=tag)
+
+    def wire_fingerprint(self) -> bytes:
+        return _codecs.wire_fingerprint(self)
+
+    # -- server --------------------------------------------------------------------------------------
+    def estimate(self, reports: Any, *, candidates: Any = None, postprocess: str = "projection", confidence: float = 0.95, target: str = "sample"):
+        """Aggregate a report batch and estimate (see :meth:`estimate_from`)."""
+        return self.estimate_from(self.accumulator().add(reports), candidates=candidates, postprocess=postprocess, confidence=confidence, target=target)
+
+    def estimate_from(self, acc: Any, *, candidates: Any = None, postprocess: str = "projection", confidence: float = 0.95, target: str = "sample"):
+        """The estimate of an accumulator of this mechanism's reports (one signature everywhere).
+        ``target="population"`` widens the intervals to cover the frequencies of a population the
+        users are an i.i.d. sample of (:func:`ldp_plugin.estimation.retarget`)."""
+
+        return retarget(acc.estimate(candidates=candidates, postprocess=postprocess, confidence=confidence), target)

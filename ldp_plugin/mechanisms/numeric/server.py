@@ -1,0 +1,86 @@
+"""The server side of the numeric means (:mod:`.numeric`): the estimate and its accumulator."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Optional
+
+import numpy as np
+
+from ..._errors import LDPInputError, LDPParameterError
+from ..protocol import MergeableCounts
+
+__all__ = ["MeanEstimate", "MeanAccumulator"]
+
+
+@dataclass(frozen=True)
+class MeanEstimate:
+    """The estimated mean on ``[lower, upper]`` with its standard error and a two-sided normal
+    interval at ``confidence`` (from the decoded values' sample variance)."""
+
+    mean: float
+    std_error: float
+    ci_lower: float
+    ci_upper: float
+    n: int
+    confidence: float
+
+    def to_dict(self) -> dict:
+        return dict(self.__dict__)
+
+    def to_polars(self, truth: Optional[float] = None):
+        """One row: ``mean, std_error, ci_lower, ci_upper, n`` (and ``truth``)."""
+        import polars as pl
+
+        row = {"mean": [self.mean], "std_error": [self.std_error], "ci_lower": [self.ci_lower], "ci_upper": [self.ci_upper], "n": [self.n]}
+        if truth is not None:
+            row["truth"] = [float(truth)]
+        return pl.DataFrame(row)
+
+
+class MeanAccumulator(MergeableCounts):
+    """Exact integer counts of each report value and their number: batches, partitions, devices
+    and saved states merge (``ldp aggregate --state``); the decoded sums are formed only when
+    estimating, so the estimate is the same however the reports were split."""
+
+    def __init__(self, mechanism: Any):
+        self.mechanism = mechanism
+        self.counts = np.zeros(mechanism.output_alphabet_size(), dtype=np.int64)
+        self.n = 0
+
+    def add(self, reports: Any) -> "MeanAccumulator":
+        m = self.mechanism
+        r = np.asarray(reports)
+        if r.ndim != 1 or (r.size and (r.dtype.kind not in "iu" or r.min() < 0 or r.max() >= m.output_alphabet_size())):
+            raise LDPInputError(f"{m.name} reports must be a 1-d batch of integers in [0, {m.output_alphabet_size()})")
+        self.counts += np.bincount(r.astype(np.int64), minlength=self.counts.size)
+        self.n += int(r.size)
+        return self
+
+    def add_histogram(self, columns: dict, weights: Any) -> "MeanAccumulator":
+        """Distinct report values with their counts (a grouped Parquet scan)."""
+        values = np.asarray(columns["report"]).astype(np.int64)
+        w = np.asarray(weights, dtype=np.int64)
+        if values.size and (values.min() < 0 or values.max() >= self.counts.size):
+            raise LDPInputError("reports outside the mechanism's output range")
+        np.add.at(self.counts, values, w)
+        self.n += int(w.sum())
+        return self
+
+    def estimate(self, *, confidence: float = 0.95, **_: Any) -> MeanEstimate:
+        from statistics import NormalDist
+
+        m = self.mechanism
+        if self.n == 0:
+            raise LDPParameterError("an estimate needs at least one report (n >= 1)")
+        if not isinstance(confidence, float) or not 0 < confidence < 1:
+            raise LDPParameterError(f"confidence must be a float in (0, 1) (got {confidence!r})")
+        v = m.decode(np.arange(self.counts.size))
+        n, s = self.n, m._scale()
+        mv = float(self.counts @ v) / n
+        var = max(float(self.counts @ (v * v)) / n - mv * mv, 0.0) * n / (n - 1) if n > 1 else float("inf")
+        mean = m.lower + s * (mv + 1.0)
+        se = s * math.sqrt(var / n)
+        z = NormalDist().inv_cdf(0.5 + confidence / 2)
+        return MeanEstimate(mean, se, mean - z * se, mean + z * se, n, confidence)

@@ -1,0 +1,36 @@
+"""Registering a user mechanism: a validated declaration that passes every verification layer
+on each of its canonical instances (above both the loader and the verification driver)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Mapping
+
+from ldp_plugin._errors import LDPParameterError, PrivacyVerificationError
+
+from ._loader import _USER, Declaration, _lock, _parse, load_registry, parse_declaration
+from ._verify import verify
+
+__all__ = ["register"]
+
+
+def register(declaration: Mapping[str, Any] | str | Path, *, seed: int = 0, quick: bool = True) -> Declaration:
+    """Register a user mechanism: validate the declaration, refuse a taken name, run all three
+    verification layers on every canonical instance, and refuse it if any fails
+    (:class:`ldp_plugin.PrivacyVerificationError`). Registered mechanisms then appear in
+    :func:`load_registry`, ``ldp mechanisms``, ``build`` and ``ldp verify`` (this process)."""
+    if isinstance(declaration, (str, Path)):
+        decl = _parse(Path(declaration))
+    else:
+        decl = parse_declaration(declaration)
+    taken = load_registry()
+    if decl.name in taken or decl.name in _lock():
+        raise LDPParameterError(f"mechanism name {decl.name!r} is taken; a name never changes meaning")
+    rows = verify(decl, seed=seed, quick=quick)
+    failed = [r for r in rows if not r["passed"]]
+    if failed:
+        raise PrivacyVerificationError(
+            f"mechanism {decl.name!r} failed verification on {len(failed)} canonical instance(s), e.g. {failed[0]['instance']}"
+        )
+    _USER[decl.name] = decl
+    return decl

@@ -1,0 +1,116 @@
+"""The one client signature, and every client entry point for every registered name.
+
+For EVERY registered name (all kinds: frequency, mean, longitudinal) and the wrappers (SampleOne,
+Memoized), each entry point either works or refuses at its edge with an ``LDPParameterError``
+that names the entry point serving the mechanism (``make_longitudinal`` / ``user_keys=``) — never a
+late AttributeError, TypeError or OpenDP exception:
+
+* ``make_ldp(mech)`` (one user) and ``make_ldp(mech, unit="population")`` (a batch);
+* ``df.ldp.privatize(column, mech)``;
+* the federated device (a fleet answering a query for the mechanism; the collector ingests it);
+* ``randomize`` / ``randomize_encoded`` / ``randomize_one`` with the keyword-only signature
+  ``rng=, cohorts=, user_keys=`` (``offsets=`` for sets), and the old positional keyed call.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+import pytest
+
+import ldp_plugin as ldp
+from ldp_plugin._errors import LDPParameterError
+from ldp_plugin.federated import Collector, DeviceFleet, Query
+from ldp_plugin.registry import KINDS, load_registry
+
+REG = load_registry(kinds=KINDS)
+N = 24
+KEYS = [bytes([i, 3]) * 16 for i in range(N)]
+
+
+def _cases():
+    out = [pytest.param(lambda decl=decl: decl.mechanism_class()(**dict(decl.canonical[0])), id=f"{decl.kind}:{name}")
+           for name, decl in sorted(REG.items())]
+    out.append(pytest.param(lambda: ldp.SampleOne(mechanism=ldp.KRR(epsilon=1.0, d=5), m=2), id="wrapper:sample-one"))
+    out.append(pytest.param(lambda: ldp.Memoized(epsilon_permanent=2.0, epsilon_instantaneous=1.0, d=4, max_values=2), id="wrapper:memoized"))
+    return out
+
+
+@pytest.fixture(params=_cases())
+def mech(request):
+    return request.param()
+
+
+def _values(mech, n=N):
+    """One valid value per user (a single item for set mechanisms: a set of one)."""
+    if mech.input_kind == "number":
+        return np.linspace(mech.lower, mech.upper, n)
+    codes = np.arange(n) % mech.domain_size
+    items = getattr(mech, "items", None)
+    return codes if items is None else np.array([items[c] for c in codes])
+
+
+def _refused_for_keys(exc: LDPParameterError) -> bool:
+    return "make_longitudinal" in str(exc) and "user_keys" in str(exc)
+
+
+def test_make_ldp_works_or_names_the_entry_point(mech):
+    x = _values(mech)
+    for unit in ("user", "population"):
+        try:
+            meas = ldp.make_ldp(mech, unit=unit, rng=3)
+        except LDPParameterError as e:
+            assert mech.needs_user_keys and _refused_for_keys(e)
+            continue
+        assert not mech.needs_user_keys
+        out = meas(x[0].item()) if unit == "user" else meas(list(x.tolist()))
+        assert out is not None
+        assert meas.map(1) >= float(mech.epsilon) - 1e-12
+
+
+def test_privatize_works_or_names_the_entry_point(mech):
+    x = _values(mech)
+    df = pl.DataFrame({"x": x.tolist() if mech.input_kind != "set" else [[v] for v in x.tolist()]})
+    try:
+        out = df.ldp.privatize("x", mech, seed=5)
+    except LDPParameterError as e:
+        assert mech.needs_user_keys and _refused_for_keys(e)
+        return
+    assert not mech.needs_user_keys
+    assert out.height == N and out.schema == mech.report_schema
+
+
+def test_the_federated_device_answers_every_mechanism(mech, tmp_path):
+    fleet = DeviceFleet(tmp_path / "dev.sqlite", _values(mech), lifetime_cap="1000")
+    try:
+        q = Query(query_id="q", spec=mech.spec(), epsilon=repr(float(mech.epsilon)))
+        rep = fleet.respond(q.to_json())
+        assert rep["refused"] == {} and len(rep["reports"]) == N
+        assert Collector(q).ingest(rep["ids"], rep["reports"]) == {"accepted": N, "rejected": {}}
+    finally:
+        fleet.close()
+
+
+def test_one_client_signature(mech):
+    x = _values(mech, 8)
+    keys = KEYS[:8] if mech.needs_user_keys else None
+    a = mech.randomize(x, rng=9, cohorts=None, user_keys=keys)
+    codes = mech.encode(x) if mech.input_kind == "value" else None
+    if codes is not None:
+        b = mech.randomize_encoded(codes, rng=9, cohorts=None, user_keys=keys, offsets=None)
+        assert mech.to_wire(a) == mech.to_wire(b)  # randomize is randomize_encoded(encode(values))
+    one = mech.randomize_one(x[0].item(), rng=9, user_key=None if keys is None else keys[0])
+    assert one is not None
+    if not mech.needs_user_keys and not getattr(mech, "accepts_user_keys", False):
+        with pytest.raises(LDPParameterError, match="user_keys= applies only to keyed"):
+            mech.randomize(x, rng=9, user_keys=KEYS[:8])
+    if mech.needs_user_keys:
+        with pytest.raises(LDPParameterError, match="make_longitudinal"):
+            mech.randomize(x, rng=9)
+        assert mech.to_wire(mech.randomize(x, keys, rng=9)) == mech.to_wire(a)  # the old positional call
+    if not mech.takes_cohorts:
+        with pytest.raises(LDPParameterError, match="cohorts= applies only"):
+            mech.randomize(x, rng=9, user_keys=keys, cohorts=np.zeros(8, dtype=np.int64))
+    if mech.input_kind != "set" and codes is not None:
+        with pytest.raises(LDPParameterError, match="offsets= applies only to set"):
+            mech.randomize_encoded(codes, rng=9, user_keys=keys, offsets=np.arange(9))
