@@ -32,7 +32,6 @@ support the user's own item must be ``p*`` (exact binomial test) where the oracl
 from __future__ import annotations
 
 import dataclasses
-import inspect
 from fractions import Fraction
 from itertools import combinations
 from typing import Any, Callable, Optional
@@ -53,10 +52,8 @@ def _keys(n: int, source) -> list:
 
 
 def _takes_user_keys(mech: Any) -> bool:
-    try:
-        return "user_keys" in inspect.signature(mech.randomize).parameters
-    except (TypeError, ValueError):  # pragma: no cover
-        return False
+    # every client has the one signature (``user_keys=`` included); only keyed mechanisms accept keys
+    return bool(getattr(mech, "needs_user_keys", False))
 
 
 def _randomize(mech: Any, batch: Any, n: int, source, keyed: bool):
