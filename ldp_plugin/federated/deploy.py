@@ -1,0 +1,132 @@
+"""Driving Flower's own command-line tools (``flower-superlink``, ``flower-supernode``, ``flwr``)
+from ``ldp federated simulate`` and the deployment test: free ports, a private ``FLWR_HOME`` with
+the SuperLink connection, processes in their own process groups (always killed on exit), and
+``flwr run`` whose outcome is read back from ``flwr ls`` — a run that fails or stops inside
+Flower is a failure here, never a silent success."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Optional
+
+from .._errors import LDPParameterError
+
+__all__ = ["free_port", "flower_tool", "write_connection", "Spawned", "flwr_run", "run_status", "wait_for_run"]
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def flower_tool(name: str) -> str:
+    """The path of a Flower executable next to this interpreter (or on PATH)."""
+    here = Path(sys.executable).parent / name
+    if here.exists():
+        return str(here)
+    found = shutil.which(name)
+    if found is None:
+        raise LDPParameterError(f"{name} is not installed: pip install 'ldp-plugin[flower]'")
+    return found
+
+
+def write_connection(flwr_home: Path, name: str, address: str, *, root_certificates: Optional[str] = None) -> None:
+    """A Flower configuration (``$FLWR_HOME/config.toml``) with one SuperLink connection:
+    TLS with the given root certificate, or plain only for a simulation SuperLink on loopback."""
+    flwr_home.mkdir(parents=True, exist_ok=True)
+    lines = ["[superlink]", f'default = "{name}"', "", f"[superlink.{name}]", f'address = "{address}"']
+    if root_certificates is not None:
+        lines.append(f'root-certificates = "{Path(root_certificates).resolve()}"')
+    else:
+        lines.append("insecure = true")
+    (flwr_home / "config.toml").write_text("\n".join(lines) + "\n")
+
+
+class Spawned:
+    """A process started in its own session; :meth:`stop` kills its whole process group."""
+
+    def __init__(self, cmd: list, *, env: dict, log: Path, cwd: Optional[Path] = None):
+        self.log = log
+        self._f = open(log, "ab")
+        self.proc = subprocess.Popen(cmd, env=env, stdout=self._f, stderr=subprocess.STDOUT, cwd=cwd, start_new_session=True)
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def stop(self, sig: int = signal.SIGTERM, timeout: float = 10.0) -> None:
+        if self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, sig)
+            except ProcessLookupError:
+                pass
+            try:
+                self.proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                try:
+                    os.killpg(self.proc.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+                self.proc.wait(timeout=timeout)
+        else:  # the leader exited: its group may still hold children
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+        self._f.close()
+
+    def tail(self, n: int = 4000) -> str:
+        try:
+            return self.log.read_bytes()[-n:].decode(errors="replace")
+        except OSError:
+            return ""
+
+
+def _config_args(flag: str, cfg: dict) -> list:
+    items = []
+    for k, v in cfg.items():
+        items.append(f"{k}={json.dumps(v) if isinstance(v, str) else v}")
+    return [flag, " ".join(items)] if items else []
+
+
+def flwr_run(app_dir: Path, connection: str, *, env: dict, run_config: Optional[dict] = None, federation_config: Optional[dict] = None,
+             timeout: float = 600) -> int:
+    """``flwr run APP CONNECTION`` → the run id (Flower's output shown on failure only)."""
+    cmd = [flower_tool("flwr"), "run", str(app_dir), connection, "--format", "json"]
+    cmd += _config_args("--run-config", run_config or {}) + _config_args("--federation-config", federation_config or {})
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
+    try:
+        doc = json.loads(proc.stdout[proc.stdout.index("{"):])
+        return int(doc["run-id"])
+    except (ValueError, KeyError, TypeError):
+        raise LDPParameterError(f"flwr run failed (exit {proc.returncode}): {(proc.stderr or proc.stdout)[-1500:]}") from None
+
+
+def run_status(run_id: int, connection: str, *, env: dict) -> dict:
+    proc = subprocess.run([flower_tool("flwr"), "ls", connection, "--run-id", str(run_id), "--format", "json"], env=env,
+                          capture_output=True, text=True, timeout=60)
+    try:
+        doc = json.loads(proc.stdout[proc.stdout.index("{"):])
+        return dict(doc["runs"][0])
+    except (ValueError, KeyError, IndexError, TypeError):
+        return {"status": "unknown", "status-details": (proc.stderr or proc.stdout)[-500:]}
+
+
+def wait_for_run(run_id: int, connection: str, *, env: dict, timeout: float) -> dict:
+    """Poll ``flwr ls`` until the run is finished; its last status record."""
+    deadline = time.time() + timeout
+    st: dict = {}
+    while time.time() < deadline:
+        st = run_status(run_id, connection, env=env)
+        if str(st.get("status", "")).startswith("finished"):
+            return st
+        time.sleep(1.0)
+    return {**st, "status": "timeout"}
