@@ -149,7 +149,7 @@ def cmd_collect(args) -> int:
     return 0
 
 
-from .cli_commands import cmd_aggregate, cmd_amplify, cmd_budget, cmd_federated, cmd_verify  # noqa: E402  (the longer commands)
+from .cli_commands import cmd_aggregate, cmd_amplify, cmd_budget, cmd_verify  # noqa: E402  (the longer commands)
 
 
 def cmd_choose(args) -> int:
@@ -296,23 +296,9 @@ def build_parser() -> argparse.ArgumentParser:
     am.add_argument("--json", action="store_true", help="one JSON document on stdout")
     am.set_defaults(func=cmd_amplify)
 
-    fd = sub.add_parser("federated", help="federated analytics on Flower: devices randomize and enforce their own budget")
-    fsub = fd.add_subparsers(dest="federated_command", required=True, parser_class=_Parser)
-    fs = fsub.add_parser("simulate", help="run the device and server apps on Flower's simulation engine on generated data")
-    fs.add_argument("--nodes", type=_int_in(1, 1000, "an integer"), required=True, help="simulated SuperNodes, in [1, 1000]")
-    fs.add_argument("--users-per-node", type=_int_in(1, 10**6, "an integer"), required=True, help="devices hosted by each node")
-    fs.add_argument("--mechanism", required=True, help=_mechanism_help())
-    fs.add_argument("--d", type=DOMAIN, default=None, help="domain size")
-    fs.add_argument("--epsilon", type=_epsilon, required=True, help="epsilon charged per device per round")
-    fs.add_argument("--rounds", type=_int_in(1, 1000, "an integer"), default=1, help="queries (one per round)")
-    fs.add_argument("--device-cap", required=True, help="each device's lifetime epsilon cap (exact decimal text)")
-    fs.add_argument("--max-epsilon", default="8", help="each device's largest epsilon per query (policy)")
-    fs.add_argument("--malformed-nodes", type=_int_in(0, 1000, "an integer"), default=0, help="nodes that forward malformed reports")
-    fs.add_argument("--min-batch", type=POSITIVE, default=1, help="reports the collector needs before it releases an estimate")
-    fs.add_argument("--param", action="append", default=[], metavar="KEY=VALUE", help="a mechanism parameter (repeatable)")
-    fs.add_argument("--seed", type=SEED, default=0, help="seed of the generated data (the randomization uses the OS CSPRNG)")
-    fs.add_argument("--json", action="store_true", help="one JSON document on stdout")
-    fd.set_defaults(func=cmd_federated)
+    from .federated.cli import add_parsers as _federated_parsers  # the command's logic lives in ldp_plugin/federated/cli.py
+
+    _federated_parsers(sub, _Parser, _int_in, _epsilon, SEED, DOMAIN, POSITIVE, _mechanism_help)
 
     from .cli_series import add_parsers as _series_parsers
 

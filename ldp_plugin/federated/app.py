@@ -190,5 +190,7 @@ server_app = ServerApp()
 
 @server_app.main()
 def _main(grid, context) -> None:  # pragma: no cover - runs inside Flower's engine
-    logging.basicConfig(level=logging.INFO)
+    if not log.handlers:  # our round lines in the run's log (Flower's own loggers untouched)
+        log.addHandler(logging.StreamHandler())
+        log.setLevel(logging.INFO)
     run_plan(grid, Plan.from_run_config(context.run_config))

@@ -19,7 +19,7 @@ from typing import Optional
 
 from .._errors import LDPParameterError
 
-__all__ = ["free_port", "flower_tool", "write_connection", "Spawned", "flwr_run", "run_status", "wait_for_run"]
+__all__ = ["free_port", "flower_tool", "tool_env", "run_log", "write_connection", "Spawned", "flwr_run", "run_status", "wait_for_run"]
 
 
 def free_port() -> int:
@@ -37,6 +37,21 @@ def flower_tool(name: str) -> str:
     if found is None:
         raise LDPParameterError(f"{name} is not installed: pip install 'ldp-plugin[flower]'")
     return found
+
+
+def tool_env(**extra: str) -> dict:
+    """This environment with this interpreter's ``bin`` first on ``PATH``: the SuperLink and
+    SuperNode start ``flwr-simulation`` / ``flwr-serverapp`` / ``flwr-clientapp`` by name, and
+    those must be the ones that import this installation of ldp-plugin."""
+    env = dict(os.environ, **extra)
+    env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
+    return env
+
+
+def run_log(run_id: int, connection: str, *, env: dict) -> str:
+    """The run's own log (``flwr log --show``), for a failure report written to a file."""
+    proc = subprocess.run([flower_tool("flwr"), "log", str(run_id), connection, "--show"], env=env, capture_output=True, text=True, timeout=120)
+    return proc.stdout + proc.stderr
 
 
 def write_connection(flwr_home: Path, name: str, address: str, *, root_certificates: Optional[str] = None) -> None:

@@ -16,5 +16,6 @@ def zipf_frequencies(d: int, s: float = 1.1) -> np.ndarray:
 def zipf_values(devices: int, d: int, seed: int | str = 0, s: float = 1.1) -> np.ndarray:
     """``devices`` values in ``[0, d)`` drawn from a Zipf(s) law with a seeded generator (the data
     of a demonstration, not a randomizer: the randomization uses the OS CSPRNG)."""
-    gen = np.random.default_rng([int(seed), int(devices), int(d)])
+    parts = [int(x) for x in str(seed).split("-") if x != ""]  # "3-1": data seed 3, node 1
+    gen = np.random.default_rng(parts + [int(devices), int(d)])
     return gen.choice(int(d), size=int(devices), p=zipf_frequencies(d, s))
