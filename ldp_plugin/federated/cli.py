@@ -128,7 +128,7 @@ def _plan_toml(args, nodes: int) -> str:
 
 
 def _simulate(args) -> int:
-    from .deploy import Spawned, flower_tool, flwr_run, free_port, run_log, tool_env, wait_for_run, write_connection
+    from .deploy import Spawned, flower_tool, free_port, run_to_completion, tool_env, write_connection
     from .plan import Plan
     from .synthetic import zipf_frequencies, zipf_values
 
@@ -165,20 +165,7 @@ def _simulate(args) -> int:
         t0 = time.perf_counter()
         superlink = Spawned([flower_tool("flower-superlink"), "--insecure", "--simulation", "--host", "127.0.0.1", "--port", str(port),
                              "--database", str(work / "superlink.db"), "--disable-runtime-dependency-installation"], env=env, log=work / "superlink.log")
-        run_id = None
-        for _ in range(60):  # the Control API comes up in a few seconds
-            if not superlink.alive():
-                raise LDPParameterError(f"flower-superlink exited: {superlink.tail(800)}")
-            try:
-                run_id = flwr_run(work / "app", "ldp-sim", env=env, federation_config={"num-supernodes": args.nodes})
-                break
-            except LDPParameterError as e:
-                if "Connect" not in str(e) and "connect" not in str(e):
-                    raise
-                time.sleep(1.0)
-        if run_id is None:
-            raise LDPParameterError(f"the simulation SuperLink did not accept the run: {superlink.tail(800)}")
-        status = wait_for_run(run_id, "ldp-sim", env=env, timeout=args.timeout)
+        run_id = run_to_completion(work / "app", "ldp-sim", env=env, federation_config={"num-supernodes": args.nodes}, timeout=args.timeout)
         seconds = round(time.perf_counter() - t0, 2)
         if status.get("status") != "finished:completed":
             fd, log_path = tempfile.mkstemp(prefix=f"ldp-federated-run-{run_id}-", suffix=".log")

@@ -19,7 +19,7 @@ from typing import Optional
 
 from .._errors import LDPParameterError
 
-__all__ = ["free_port", "flower_tool", "tool_env", "run_log", "write_connection", "Spawned", "flwr_run", "run_status", "wait_for_run"]
+__all__ = ["run_to_completion", "free_port", "flower_tool", "tool_env", "run_log", "write_connection", "Spawned", "flwr_run", "run_status", "wait_for_run"]
 
 
 def free_port() -> int:
@@ -145,3 +145,28 @@ def wait_for_run(run_id: int, connection: str, *, env: dict, timeout: float) -> 
             return st
         time.sleep(1.0)
     return {**st, "status": "timeout"}
+
+
+def run_to_completion(app_dir: Path, connection: str, *, env: dict, run_config: Optional[dict] = None, federation_config: Optional[dict] = None,
+                      timeout: float = 900, start_timeout: float = 60) -> int:
+    """``flwr run`` (retried while the SuperLink is still coming up), then wait for the run; a
+    run that is not ``finished:completed`` raises :class:`LDPParameterError` naming a file that
+    holds the run's log. Returns the run id."""
+    import tempfile
+
+    deadline = time.time() + start_timeout
+    while True:
+        try:
+            run_id = flwr_run(app_dir, connection, env=env, run_config=run_config, federation_config=federation_config)
+            break
+        except LDPParameterError as e:
+            if "onnect" not in str(e) or time.time() > deadline:
+                raise
+            time.sleep(1.0)
+    status = wait_for_run(run_id, connection, env=env, timeout=timeout)
+    if status.get("status") != "finished:completed":
+        fd, log_path = tempfile.mkstemp(prefix=f"ldp-federated-run-{run_id}-", suffix=".log")
+        with os.fdopen(fd, "w") as f:
+            f.write(run_log(run_id, connection, env=env))
+        raise LDPParameterError(f"the Flower run {run_id} did not complete ({status.get('status')}); its log is in {log_path}")
+    return run_id
