@@ -104,15 +104,23 @@ def reply_to_raw(rep: Any) -> tuple[Optional[dict], Optional[str]]:
 
 
 def _send(grid: Any, nodes: list, content: RecordDict, group: str, timeout: float) -> dict:
+    """Push one message per node and pull the replies until all arrived or the round's deadline
+    passed (polling every 0.25 s); ``{node id: first reply}`` — a node's extra replies are ignored."""
     msgs = [Message(content=content, message_type="query", dst_node_id=nid, group_id=group) for nid in nodes]
-    out = {}
-    for rep in grid.send_and_receive(msgs, timeout=timeout):
-        try:
-            nid = int(rep.metadata.src_node_id)
-        except Exception:  # noqa: BLE001
-            continue
-        if nid in nodes and nid not in out:
-            out[nid] = rep
+    pending = set(grid.push_messages(msgs)) if msgs else set()
+    out: dict = {}
+    deadline = time.time() + timeout
+    while pending and time.time() < deadline:
+        for rep in grid.pull_messages(list(pending)):
+            try:
+                pending.discard(rep.metadata.reply_to_message_id)
+                nid = int(rep.metadata.src_node_id)
+            except Exception:  # noqa: BLE001 - a reply without usable metadata is no reply
+                continue
+            if nid in nodes and nid not in out:
+                out[nid] = rep
+        if pending:
+            time.sleep(0.25)
     return out
 
 
