@@ -24,7 +24,6 @@ from __future__ import annotations
 import json
 import logging
 import time
-from pathlib import Path
 from typing import Any, Optional
 
 from flwr.app import ConfigRecord, Message, RecordDict
@@ -147,7 +146,7 @@ def run_plan(grid: Any, plan: Plan) -> list:
         reg_errors["no_reply"] = missing
     registered = sorted(n for n, q in quota.items() if q > 0)
     summaries = []
-    for r in range(1, plan.rounds + 1):
+    for r in plan.round_numbers():
         summary = {"plan": plan.name, "round": r, "nodes_connected": len(nodes), "nodes_registered": len(registered),
                    "registration_errors": reg_errors, "queries": []}
         for pq in plan.queries:

@@ -26,6 +26,7 @@ The plan never carries anything a device enforces: devices take their policy fro
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -79,6 +80,10 @@ class Plan:
     max_devices_per_node: int = 100_000
     expected_nodes: int = 1
     node_wait: float = 60.0
+    first_round: int = 1  # rounds first_round .. first_round + rounds - 1 (a later day of a series: new query ids)
+
+    def round_numbers(self) -> range:
+        return range(self.first_round, self.first_round + self.rounds)
 
     @classmethod
     def from_dict(cls, plan: Mapping[str, Any], queries: list, base: Path) -> "Plan":
@@ -136,11 +141,13 @@ class Plan:
         """From a Flower run config: ``job`` names a plan TOML; otherwise the flat keys
         ``plan-name``, ``rounds``, ``min-batch``, ``out-dir``, ``round-timeout``,
         ``max-devices-per-node``, ``expected-nodes``, ``node-wait`` and one query
-        (``query-name``, ``mechanism``, ``epsilon``, ``params`` as ``"d=8 k=2"``)."""
+        (``query-name``, ``mechanism``, ``epsilon``, ``params`` as ``"d=8 k=2"``). ``first-round``
+        (either way) numbers the rounds from there: the next collections of a series."""
         cfg = dict(run_config)
+        first = _int(cfg.get("first-round", 1), "first-round", 1, 10**9)
         job = cfg.get("job")
         if isinstance(job, str) and job:
-            return cls.from_toml(job)
+            return dataclasses.replace(cls.from_toml(job), first_round=first)
         plan = {k.replace("-", "_"): cfg[k] for k in ("rounds", "min-batch", "out-dir", "round-timeout", "max-devices-per-node", "expected-nodes", "node-wait")
                 if k in cfg}
         if "plan-name" in cfg:
@@ -154,4 +161,4 @@ class Plan:
                 raise LDPParameterError("params must be 'key=value' items separated by spaces")
             params[k] = int(v) if re.fullmatch(r"-?\d+", v) else float(v) if re.fullmatch(r"-?\d+\.\d*", v) else v
         q = {"name": cfg.get("query-name", "q"), "mechanism": cfg["mechanism"], "epsilon": cfg.get("epsilon"), "params": params}
-        return cls.from_dict(plan, [q], Path.cwd())
+        return dataclasses.replace(cls.from_dict(plan, [q], Path.cwd()), first_round=first)
