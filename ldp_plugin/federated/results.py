@@ -42,7 +42,7 @@ def estimate_rows(est: Any) -> list:
     """Item, estimate and confidence interval per item (frequency oracles and set queries), or
     one row for a scalar estimate (means)."""
     items = getattr(est, "items", None)
-    values = getattr(est, "estimate", est)
+    values = getattr(est, "estimate", getattr(est, "mean", est))
     lo, hi = getattr(est, "ci_lower", None), getattr(est, "ci_upper", None)
     try:
         n = len(values)
