@@ -37,7 +37,7 @@ def new_project(directory: str | Path, *, nodes: int = 2, force: bool = False) -
         raise LDPParameterError(f"{existing} already exist in {d.name!r} (use --force to overwrite)")
     d.mkdir(parents=True, exist_ok=True)
     name = "".join(c if c.isalnum() or c == "-" else "-" for c in d.name.lower()).strip("-") or "ldp-app"
-    targets["pyproject.toml"].write_text(_template("pyproject.toml.tmpl", name=name, job=targets["plan.toml"], out_dir=d / "results"))
+    targets["pyproject.toml"].write_text(_template("pyproject.toml.tmpl", name=name, job=targets["plan.toml"]))
     targets["plan.toml"].write_text(_template("plan.toml.tmpl", nodes=nodes))
     targets["device.toml"].write_text(_template("device.toml.tmpl", device_toml=targets["device.toml"]))
     return {k: str(v) for k, v in targets.items()}

@@ -147,7 +147,11 @@ class Plan:
         first = _int(cfg.get("first-round", 1), "first-round", 1, 10**9)
         job = cfg.get("job")
         if isinstance(job, str) and job:
-            return dataclasses.replace(cls.from_toml(job), first_round=first)
+            plan = dataclasses.replace(cls.from_toml(job), first_round=first)
+            out = cfg.get("out-dir")
+            if isinstance(out, str) and out:  # `flwr run ... --run-config 'out-dir="..."'` redirects a job's results
+                plan = dataclasses.replace(plan, out_dir=Path(out).resolve())
+            return plan
         plan = {k.replace("-", "_"): cfg[k] for k in ("rounds", "min-batch", "out-dir", "round-timeout", "max-devices-per-node", "expected-nodes", "node-wait")
                 if k in cfg}
         if "plan-name" in cfg:
