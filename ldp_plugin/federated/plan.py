@@ -153,7 +153,7 @@ class Plan:
                 plan = dataclasses.replace(plan, out_dir=Path(out).resolve())
             return plan
         plan = {k.replace("-", "_"): cfg[k] for k in ("rounds", "min-batch", "out-dir", "round-timeout", "max-devices-per-node", "expected-nodes", "node-wait")
-                if k in cfg}
+                if k in cfg and cfg[k] != ""}
         if "plan-name" in cfg:
             plan["name"] = cfg["plan-name"]
         if "mechanism" not in cfg:
