@@ -151,11 +151,21 @@ def test_keys_survive_a_restart_and_a_lost_keystore_refuses_the_series(tmp_path)
     charged = lol.collection_cost(1) + lol.collection_cost(2)  # the series' single charge entry point
     assert b.ledger.spent() == charged
     b.close()
-    os.unlink(cfg.keystore)
+    os.unlink(cfg.keystore)  # lost: every query refused (the ledger can no longer be checked against its anchor)
+    with pytest.raises(DeviceRefusal) as e:
+        _open(path)
+    assert e.value.reason == "keystore_missing"
+    with pytest.raises(ldp.LDPParameterError, match="--reset"):
+        DeviceFleet.init(cfg)  # never a silent new keystore
+    out = DeviceFleet.init(cfg, rekey=True)  # the owner's explicit decision: a new secret for the same ledger
+    assert out["series_refused_before_spend"] == 2
     c = _open(path)
+    assert c.keys != keys
     rep = c.respond(Query.for_mechanism("day-3", lol).to_json())
-    assert rep["reports"] == [] and rep["refused"] == {"keystore_missing": DEVICES}
-    assert c.ledger.spent() == charged
+    assert rep["reports"] == [] and rep["refused"] == {"keystore_missing": DEVICES}  # the old series: refused for good
+    other = ldp.LOLOHA(epsilon_perm=2.0, epsilon_1=1.0, d=4, g=3)  # a new series under the new keys is answered
+    assert len(c.respond(Query.for_mechanism("new-1", other).to_json())["reports"]) == DEVICES
+    assert c.ledger.spent() == charged + other.collection_cost(1)
 
 
 def test_concurrent_queries_to_one_device_are_charged_once(tmp_path):

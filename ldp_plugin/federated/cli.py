@@ -60,6 +60,7 @@ def add_parsers(sub, parser_class, int_in, epsilon_type, seed_type, domain_type,
     di.add_argument("config", help="the device TOML")
     di.add_argument("--node-config", default="", help="the SuperNode's node_config values used in the TOML, e.g. 'partition-id=0'")
     di.add_argument("--reset", action="store_true", help="move an existing ledger aside and start a new budget (the keystore is kept)")
+    di.add_argument("--rekey", action="store_true", help="the keystore is lost: a new one for the existing ledger (series begun before stay refused)")
     fs = fsub.add_parser("simulate", help="run the app through `flwr run` on a local simulation SuperLink, on generated data")
     fs.add_argument("--nodes", type=int_in(1, 1000, "an integer"), required=True, help="simulated SuperNodes, in [1, 1000]")
     fs.add_argument("--users-per-node", type=int_in(1, 10**6, "an integer"), required=True, help="devices hosted by each node")
@@ -105,7 +106,7 @@ def cmd_federated(args) -> int:
         return 0
     if cmd == "device":
         cfg = DeviceConfig.load(args.config, _node_config(args.node_config))
-        out = DeviceFleet.init(cfg, reset=args.reset)
+        out = DeviceFleet.init(cfg, reset=args.reset, rekey=args.rekey)
         print(json.dumps(out, indent=1))
         return 0
     return _simulate(args)

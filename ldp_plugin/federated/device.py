@@ -31,7 +31,8 @@ charge entry point of a series (e.g. LOLOHA, Arcolezi et al., USENIX Security 20
 own units, so a refusal reveals nothing about its values. ``t`` is counted from the device's own
 spends of queries with the same mechanism spec; devices at different ``t`` are charged the
 largest of their increments (over-charging, never under-charging). A series needs the keystore:
-without it the device refuses (``keystore_missing``) rather than start new permanent reports.
+without it the devices refuse (``keystore_missing``) rather than start new permanent reports,
+and after the owner's ``--rekey`` every series begun under the lost keys stays refused.
 """
 
 from __future__ import annotations
@@ -96,7 +97,7 @@ class DeviceFleet:
 
     # -- owner-side lifecycle ------------------------------------------------------------------------
     @classmethod
-    def init(cls, config: DeviceConfig, *, reset: bool = False) -> dict:
+    def init(cls, config: DeviceConfig, *, reset: bool = False, rekey: bool = False) -> dict:
         """The owner's explicit initialization: a keystore (kept if present: memoized series
         continue), a ledger with one cohort per device, and the anchor binding them. An existing
         ledger is never replaced unless ``reset`` (then it is moved aside, not deleted, and the
@@ -106,6 +107,16 @@ class DeviceFleet:
         values = config.load_values()
         n = int(values.shape[0])
         moved = None
+        if rekey:  # a lost keystore: a new secret for the existing ledger, its earlier series refused
+            if reset or not config.ledger.exists() or config.keystore.exists():
+                raise LDPParameterError("--rekey replaces a lost keystore of an existing ledger (the keystore must be missing; not with --reset)")
+            Accountant(config.ledger, config.population(n)).close()  # the ledger must be this population's and consistent
+            ks = Keystore.create(config.keystore)
+            ks.anchor_ledger(config.ledger)
+            ks.rekeyed_after = int(ks.anchor["spends"])
+            ks.save()
+            return {"devices": n, "ledger": str(config.ledger), "keystore": str(config.keystore), "previous_ledger": None,
+                    "series_refused_before_spend": ks.rekeyed_after}
         if config.ledger.exists():
             if not reset:
                 raise LDPParameterError(f"the device ledger {config.ledger.name!r} already exists; re-initializing starts a new budget and needs --reset")
@@ -136,7 +147,9 @@ class DeviceFleet:
             reason = ks.verify_ledger(config.ledger)
             if reason is not None:
                 raise DeviceRefusal(reason)
-        elif not config.ledger.exists():
+        elif config.ledger.exists():
+            raise DeviceRefusal("keystore_missing", "the keystore is lost: its owner runs `ldp federated device init --rekey`")
+        else:
             raise DeviceRefusal("not_initialized", "run `ldp federated device init` once")
         try:
             ledger = Accountant(config.ledger, config.population(int(values.shape[0])))
@@ -174,7 +187,7 @@ class DeviceFleet:
             return _reply(n, "malformed_query")
         qid = query.content_hash.hex()
         series = mech.needs_user_keys or hasattr(mech, "collection_cost")
-        if series and not self._series_ok:
+        if series and (not self._series_ok or self._series_before_rekey(query)):
             return _reply(n, "keystore_missing")
         if self.keystore is not None:
             reason = self.keystore.verify_ledger(self.ledger.path)
@@ -217,6 +230,13 @@ class DeviceFleet:
             if self.keystore is not None:
                 self.keystore.anchor_ledger(self.ledger.path)
         return {"reports": [bytes.fromhex(h) for h in kept["reports"]], "refused": kept["refused"], "retry": False, "devices": n}
+
+    def _series_before_rekey(self, query: Query) -> bool:
+        """A series with a spend made under a lost keystore's keys (refused for good)."""
+        k = None if self.keystore is None else self.keystore.rekeyed_after
+        if not k:
+            return False
+        return any(isinstance(r.params, dict) and r.params.get("spec") == query.spec for r in self.ledger.history()[:k])
 
     def _series_charge(self, query: Query, mech: Any) -> Fraction:
         """``max_i collection_cost(t_i)`` over the devices, ``t_i`` = 1 + device ``i``'s earlier

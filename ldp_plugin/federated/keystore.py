@@ -7,7 +7,11 @@ device's owner creates (``ldp federated device init``).
   Erlingsson et al., CCS 2014, §3 "permanent randomized response") survive a restart of the
   SuperNode. A lost keystore cannot be regenerated: the device refuses the series
   (``keystore_missing``) instead of starting new permanent reports, which would spend the
-  series' budget again.
+  series' budget again. A node whose keystore is lost refuses every query (its ledger can no longer
+  be checked against the anchor) until its owner runs ``ldp federated device init --rekey``: a new
+  secret anchored to the existing ledger (the owner vouches for it), and every series with a spend
+  before the rekey stays refused for good (new keys would randomize its values anew while the
+  ledger, counting collections, charged nothing more).
 * **Ledger anchor.** The ledger's creation stamp and a SHA-256 hash chain over its spend rows
   (query id, ε text, cohorts, in commit order) up to the last spend the device saw. Before every
   query the device checks the ledger against it: a ledger that is missing, replaced by a fresh
@@ -69,6 +73,7 @@ class Keystore:
     path: Path
     master: bytes
     anchor: Optional[dict]
+    rekeyed_after: Optional[int] = None  # ledger spends made under a lost keystore's keys (their series stay refused)
 
     @classmethod
     def create(cls, path: str | Path, *, replace: bool = False) -> "Keystore":
@@ -94,11 +99,12 @@ class Keystore:
                 raise ValueError
             master = bytes.fromhex(doc["master"])
             anchor = doc.get("anchor")
-            if len(master) != 32 or not (anchor is None or isinstance(anchor, dict)):
+            rekeyed = doc.get("rekeyed_after")
+            if len(master) != 32 or not (anchor is None or isinstance(anchor, dict)) or not (rekeyed is None or isinstance(rekeyed, int)):
                 raise ValueError
         except (ValueError, KeyError, TypeError, AttributeError):
             raise LDPParameterError(f"the keystore {p.name!r} is not a valid keystore") from None
-        return cls(p, master, anchor)
+        return cls(p, master, anchor, rekeyed)
 
     def save(self) -> None:
         """Atomic: a 0600 temporary file in the same directory, fsync, rename over the old one."""
@@ -107,7 +113,7 @@ class Keystore:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         try:
             with os.fdopen(fd, "w") as f:
-                json.dump({"version": KEYSTORE_VERSION, "master": self.master.hex(), "anchor": self.anchor}, f)
+                json.dump({"version": KEYSTORE_VERSION, "master": self.master.hex(), "anchor": self.anchor, "rekeyed_after": self.rekeyed_after}, f)
                 f.flush()
                 os.fsync(f.fileno())
             os.replace(tmp, self.path)
