@@ -49,7 +49,7 @@ def test_every_data_source_kind_gives_one_value_per_device(tmp_path):
     for src, extra in (("v.csv", 'column = "app"\n'), ("v.parquet", 'column = "app"\n'), ("v.sqlite", 'column = "app"\ntable = "readings"\n')):
         cfg = DeviceConfig.load(_write_device(tmp_path, source=src, extra_data=extra), {"partition-id": 0})
         assert np.array_equal(cfg.load_values(), vals), src
-    bad = DeviceConfig.load(_write_device(tmp_path, source="v.sqlite", extra_data='column = "app; DROP TABLE x"\ntable = "readings"\n'), {})
+    bad = DeviceConfig.load(_write_device(tmp_path, source="v.sqlite", extra_data='column = "app; DROP TABLE x"\ntable = "readings"\n'), {"partition-id": 0})
     with pytest.raises(ldp.LDPParameterError, match="identifiers"):
         bad.load_values()
     gen = DeviceConfig.load(_write_device(tmp_path), {"partition-id": 3})

@@ -103,6 +103,10 @@ class DeviceConfig:
         except (OSError, tomllib.TOMLDecodeError):
             raise LDPParameterError(f"the device configuration {p.name!r} is not readable TOML") from None
         doc = _fill(doc, dict(node_config or {}))
+        left = sorted(set(re.findall(r"\{([A-Za-z0-9_-]+)\}", repr(doc))))
+        if left:
+            raise LDPParameterError(f"the device configuration uses {{{left[0]}}} but the node_config has no {left[0]!r} "
+                                    f"(the SuperNode's --node-config, or `device init --node-config '{left[0]}=...'`)")
         extra = sorted(set(doc) - {"device", "policy", "data"})
         if extra:
             raise LDPParameterError(f"unknown section(s) {extra} in the device configuration; allowed: device, policy, data")
@@ -135,7 +139,10 @@ class DeviceConfig:
                 func = getattr(importlib.import_module(mod), fn)
             except (ImportError, AttributeError):
                 raise LDPParameterError(f"[data] source {src!r} is not an importable module:function") from None
-            values = func(**(self.args or {}))
+            try:
+                values = func(**(self.args or {}))
+            except (TypeError, ValueError) as e:
+                raise LDPParameterError(f"the data source {src!r} failed ({type(e).__name__}); check [data.args]") from None
         else:
             values = self._read_file(self.base / src)
         if isinstance(values, np.ndarray):

@@ -81,14 +81,14 @@ class DeviceFleet:
     ledger if absent); a deployed SuperNode uses :meth:`open` (never creates) after :meth:`init`."""
 
     def __init__(self, ledger_path: str | Path, values: Sequence, *, lifetime_cap: Any, period_cap: Any = None, period: Optional[str] = None,
-                 policy: DevicePolicy = DevicePolicy(), name: str = "devices", keystore: Optional[Keystore] = None):
+                 policy: Optional[DevicePolicy] = None, name: str = "devices", keystore: Optional[Keystore] = None):
         from ..accountant import Accountant, Population
 
         self.values = np.asarray(values) if not isinstance(values, np.ndarray) else values
         n = int(self.values.shape[0])
         if n < 1:
             raise LDPParameterError("a fleet needs at least one device")
-        self.policy = policy
+        self.policy = DevicePolicy() if policy is None else policy
         self.keystore = keystore
         self.keys = keystore.device_keys(n) if keystore is not None else [os.urandom(32) for _ in range(n)]
         self._series_ok = True
