@@ -66,36 +66,95 @@ def write_connection(flwr_home: Path, name: str, address: str, *, root_certifica
     (flwr_home / "config.toml").write_text("\n".join(lines) + "\n")
 
 
+_MARK = "LDP_FEDERATED_SPAWN"
+
+
+def _marked(marker: str) -> list:
+    """The pids whose environment carries ``marker`` (our process and everything it started,
+    whatever session or process group they moved to)."""
+    needle = f"{_MARK}={marker}".encode()
+    pids = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/environ", "rb") as f:
+                if needle in f.read().split(b"\0"):
+                    pids.append(int(entry))
+        except OSError:
+            continue
+    return pids
+
+
+def _descendants(root: int) -> list:
+    """Every live process below ``root`` in the parent tree (read from /proc)."""
+    children: dict = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as f:
+                stat = f.read()
+            ppid = int(stat[stat.rindex(b")") + 2:].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        children.setdefault(ppid, []).append(int(entry))
+    out, todo = [], [root]
+    while todo:
+        for c in children.get(todo.pop(), []):
+            out.append(c)
+            todo.append(c)
+    return out
+
+
 class Spawned:
-    """A process started in its own session; :meth:`stop` kills its whole process group."""
+    """A process started in its own session, with a unique marker in its environment (inherited
+    by everything it starts: Flower's SuperExec, ``flwr-simulation``, Ray's workers and agents,
+    which start sessions of their own); :meth:`stop` kills its process group, then every process
+    that still carries the marker — only processes this object started."""
 
     def __init__(self, cmd: list, *, env: dict, log: Path, cwd: Optional[Path] = None):
         self.log = log
+        self.marker = os.urandom(12).hex()
         self._f = open(log, "ab")
-        self.proc = subprocess.Popen(cmd, env=env, stdout=self._f, stderr=subprocess.STDOUT, cwd=cwd, start_new_session=True)
+        self.proc = subprocess.Popen(cmd, env={**env, _MARK: self.marker}, stdout=self._f, stderr=subprocess.STDOUT, cwd=cwd,
+                                     start_new_session=True)
 
     def alive(self) -> bool:
         return self.proc.poll() is None
 
     def stop(self, sig: int = signal.SIGTERM, timeout: float = 10.0) -> None:
-        if self.proc.poll() is None:
+        """SIGTERM to the whole group, then SIGKILL to whatever is left of it — repeated, because
+        Flower's engine (Ray's agents) may still be starting processes in the group."""
+        pgid = self.proc.pid
+        tree = _descendants(pgid) if os.path.isdir("/proc") else []  # before anything dies: orphans leave the tree
+        try:
+            os.killpg(pgid, sig)
+        except ProcessLookupError:
+            pass
+        try:
+            self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            pass
+        for _ in range(10):
+            left = _marked(self.marker) + _descendants(pgid) + [p for p in tree if os.path.exists(f"/proc/{p}")] if os.path.isdir("/proc") else []
+            tree = []
             try:
-                os.killpg(self.proc.pid, sig)
-            except ProcessLookupError:
-                pass
-            try:
-                self.proc.wait(timeout=timeout)
-            except subprocess.TimeoutExpired:
-                try:
-                    os.killpg(self.proc.pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-                self.proc.wait(timeout=timeout)
-        else:  # the leader exited: its group may still hold children
-            try:
-                os.killpg(self.proc.pid, signal.SIGKILL)
+                os.killpg(pgid, signal.SIGKILL)
             except (ProcessLookupError, PermissionError):
                 pass
+            for pid in left:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    pass
+            if not left:
+                break
+            time.sleep(0.5)
+        try:
+            self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:  # pragma: no cover - a process that survives SIGKILL
+            pass
         self._f.close()
 
     def tail(self, n: int = 4000) -> str:
