@@ -181,3 +181,20 @@ def test_a_longitudinal_series_is_charged_its_lifetime_bound_on_the_device(tmp_p
     out = [grr_fleet.respond(Query.for_mechanism(f"day-{day}", grr).to_json()) for day in range(3)]
     assert [len(r["reports"]) for r in out] == [60, 60, 0] and out[2]["refused"] == {"budget_exhausted": 60}
     assert grr_fleet.ledger.spent() == 4
+
+
+@pytest.mark.slow
+def test_a_run_that_fails_inside_flower_exits_2(tmp_path):
+    """The ServerApp cannot write its results (the output directory is a file): the run fails
+    inside Flower, and the command says so with exit 2 — never exit 0, never a traceback."""
+    pytest.importorskip("flwr")
+    (tmp_path / "app").mkdir()
+    (tmp_path / "app" / "results").write_text("not a directory")
+    cmd = [sys.executable, "-m", "ldp_plugin.cli", "federated", "simulate", "--nodes", "1", "--users-per-node", "10", "--mechanism", "oue",
+           "--d", "4", "--epsilon", "1", "--device-cap", "4", "--out", str(tmp_path)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 2, proc.stdout[-1000:] + proc.stderr[-1000:]
+    assert "did not complete (finished:failed)" in proc.stderr and "Traceback" not in proc.stderr
+    log = proc.stderr.rsplit("its log is in ", 1)[1].strip()
+    assert os.path.exists(log)
+    os.unlink(log)
