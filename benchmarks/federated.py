@@ -1,5 +1,6 @@
-"""Federated runtime (issue 15): Flower simulation wall time and per-round time against the number
-of SuperNodes and devices per node, and the collector's ingest + validation throughput.
+"""Federated runtime (issues 15, 34): wall time of `ldp federated simulate` (the Flower app through
+`flwr run` on a local simulation SuperLink) against the number of SuperNodes and devices per node,
+and the collector's validation throughput on envelopes (nonce + one wire report each).
 
 Usage: python benchmarks/federated.py [--json OUT]
 """
@@ -8,43 +9,82 @@ from __future__ import annotations
 
 import argparse
 import json
-import logging
 import os
 import platform
-import tempfile
+import subprocess
+import sys
 import time
 
 import numpy as np
 
 import ldp_plugin as ldp
 from ldp_plugin.federated import Collector, Query
-from ldp_plugin.federated.flower import simulate
+from ldp_plugin.federated.envelope import seal
 
 
 def collector_throughput(mech, n=200_000, repeats=3):
     q = Query.for_mechanism("bench", mech)
     reports = mech.randomize_encoded(np.random.default_rng(0).integers(0, mech.d, n))
-    blobs = mech.to_wire_each(reports, tag=q.content_hash)
-    ids = [os.urandom(16) for _ in blobs]
+    blobs = seal(mech.to_wire_each(reports, tag=q.content_hash))
     best = 1e9
     for _ in range(repeats):
         col = Collector(q)
         t0 = time.perf_counter()
-        col.ingest(ids, blobs)
+        col.ingest(blobs)
         best = min(best, time.perf_counter() - t0)
     return n / best, len(blobs[0])
+
+
+def collector_vs_kernel(mech, n=1_000_000):
+    """Validated envelopes/s through Collector.ingest (length + header + nonce checks, then the
+    kernel) vs the kernel alone (mechanism.from_wire_many on the bare one-report blobs), and the
+    collector's peak traced memory (tracemalloc) over the 10^6 envelopes held by the caller."""
+    import tracemalloc
+
+    q = Query.for_mechanism("bench", mech)
+    reports = mech.randomize_encoded(np.random.default_rng(0).integers(0, mech.domain_size, n))
+    blobs = mech.to_wire_each(reports, tag=q.content_hash)
+    envs = seal(blobs)
+    t0 = time.perf_counter()
+    mech.from_wire_many(blobs, tag=q.content_hash)
+    kernel = n / (time.perf_counter() - t0)
+    col = Collector(q)
+    t0 = time.perf_counter()
+    res = col.ingest(envs)
+    rate = n / (time.perf_counter() - t0)
+    assert res["accepted"] == n
+    del col
+    tracemalloc.start()  # a second pass for memory only (tracing slows it down)
+    Collector(q).ingest(envs)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    return {"envelopes_per_second": rate, "kernel_reports_per_second": kernel, "peak_mib": peak / 2**20,
+            "input_mib": sum(map(len, envs)) / 2**20, "bytes_per_envelope": len(envs[0])}
 
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--json", default=None)
+    ap.add_argument("--collector-only", action="store_true", help="skip the Flower simulations")
     a = ap.parse_args()
-    logging.getLogger("flwr").setLevel(logging.ERROR)
+    if a.collector_only:
+        out = {}
+        for name, mech in (("krr-1024", ldp.KRR(epsilon=4.0, d=1024)), ("oue-16", ldp.OUE(epsilon=2.0, d=16))):
+            out[name] = collector_vs_kernel(mech)
+            r = out[name]
+            print(f"{name}: collector {r['envelopes_per_second']:,.0f} envelopes/s vs kernel {r['kernel_reports_per_second']:,.0f} reports/s; "
+                  f"peak {r['peak_mib']:.0f} MiB traced for {r['input_mib']:.0f} MiB of envelopes ({r['bytes_per_envelope']} B each)", flush=True)
+        if a.json:
+            with open(a.json, "w") as f:
+                json.dump({"meta": {"machine": platform.platform(), "python": platform.python_version(), "cpus": os.cpu_count(),
+                                    "load_average": os.getloadavg()}, "collector_1e6": out}, f, indent=1)
+        return
     rows = []
-    for nodes, users in ((10, 500), (60, 500), (200, 500), (60, 2000)):
-        with tempfile.TemporaryDirectory() as led:
-            out = simulate(nodes=nodes, users_per_node=users, mechanism=ldp.OUE(epsilon=2.0, d=16), rounds=3, device_cap="4",
-                           malformed_nodes=0, seed=1, ledger_dir=led)
+    for nodes, users in ((10, 500), (50, 500), (200, 500)):
+        cmd = [sys.executable, "-m", "ldp_plugin.cli", "federated", "simulate", "--nodes", str(nodes), "--users-per-node", str(users),
+               "--mechanism", "oue", "--d", "16", "--epsilon", "2", "--rounds", "3", "--device-cap", "4", "--seed", "1", "--json"]
+        proc = subprocess.run(cmd, capture_output=True, text=True, check=True)
+        out = json.loads(proc.stdout)
         per = [r["seconds"] for r in out["rounds"]]
         rows.append({"nodes": nodes, "users_per_node": users, "wall_seconds": out["seconds"], "round_seconds": per})
         print(f"nodes={nodes:<4} users/node={users:<5} wall {out['seconds']:>6.1f} s  rounds {per}", flush=True)

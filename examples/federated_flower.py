@@ -1,46 +1,56 @@
 """Federated analytics on Flower: devices randomize and enforce their own budget.
 
-Runs the device and server apps of ldp_plugin.federated on Flower's simulation engine: 3
-SuperNodes, each hosting 200 simulated devices. Every round publishes one query (OUE over 8
-apps, epsilon = 2 per device); each device checks its policy and its own budget ledger (lifetime
-cap 4) *before* randomizing, so the third round is refused by every device. One node forwards
-malformed reports, which the collector rejects and counts. The server never sees a raw value.
+Part 1 (no Flower needed) is one edge node's side: its owner writes a device TOML (data, ledger,
+keystore, policy), initializes it once, and the node answers queries — refusing a query its policy
+does not allow, or one that tries to carry a policy of its own. Part 2 runs the Flower app through
+`flwr run` on a local simulation SuperLink (`ldp federated simulate`): 3 SuperNodes x 200 devices,
+OUE over 8 apps at epsilon = 2 per round, lifetime cap 4, so round 3 is refused by every device.
 
 Needs the flower extra: pip install 'ldp-plugin[flower]'. Run: python examples/federated_flower.py
-
-On a real deployment the same apps run under Flower's SuperLink and SuperNodes:
-
-    flower-superlink --insecure
-    flower-supernode --insecure --superlink 127.0.0.1:9092   # on each device / edge node
-    flwr run .                                                # a Flower app whose client_app /
-                                                              # server_app are make_client_app()
-                                                              # and make_server_app(...)
-
-Each SuperNode then reads its devices' values and its ledger path from local configuration
-(the simulation carries them in a record instead). What the server learns: per report, only the
-mechanism's randomized output under the query's hash; what the device enforces: its policy (the
-mechanisms it allows, a maximum epsilon per query) and its lifetime/period caps, in a SQLite file
-on the device that a crash never under-counts.
+The real deployment (TLS, SuperNode authentication, `flwr run`) is in README, "Federated analytics".
 """
 
-import logging
+import json
+import subprocess
+import sys
 import tempfile
+from pathlib import Path
 
 import ldp_plugin as ldp
-from ldp_plugin.federated.flower import simulate
+from ldp_plugin.federated import DeviceConfig, DeviceFleet, Query
 
-logging.getLogger("flwr").setLevel(logging.ERROR)
+with tempfile.TemporaryDirectory() as tmp:
+    toml = Path(tmp) / "device.toml"
+    toml.write_text("""
+[device]
+name = "phone-fleet"
+ledger = "state/ledger.sqlite"
+keystore = "state/keystore.json"
 
+[policy]
+lifetime_cap = "4"
+max_epsilon_per_query = "2"
+allowed_mechanisms = ["oue", "loloha"]
 
-def show(row):
-    print(f"round {row['round']}: {row['reports_accepted']} reports accepted, {row['reports_rejected']} rejected "
-          f"{row['rejected_by_reason']}, {row['devices_refused']} devices refused")
+[data]
+source = "ldp_plugin.federated.synthetic:zipf_values"
+[data.args]
+devices = 100
+d = 8
+""")
+    cfg = DeviceConfig.load(toml)
+    print("owner init:", DeviceFleet.init(cfg))
+    fleet = DeviceFleet.open(cfg)  # what the SuperNode's ClientApp does for every message
+    ok = fleet.respond(Query.for_mechanism("apps-1", ldp.OUE(epsilon=2.0, d=8)).to_json())
+    print(f"OUE eps=2: {len(ok['reports'])} envelopes of {len(ok['reports'][0])} bytes, refused {ok['refused']}")
+    print("OUE eps=5:", fleet.respond(Query.for_mechanism("apps-2", ldp.OUE(epsilon=5.0, d=8)).to_json())["refused"])
+    print("KRR:", fleet.respond(Query.for_mechanism("apps-3", ldp.KRR(epsilon=1.0, d=8)).to_json())["refused"])
+    forged = dict(json.loads(Query.for_mechanism("apps-4", ldp.OUE(epsilon=1.0, d=8)).to_json()), max_epsilon="100")
+    print("a query carrying its own policy:", fleet.respond(json.dumps(forged))["refused"])
+    print("spent per device:", float(fleet.ledger.spent()), "of", float(cfg.policy.lifetime_cap))
+    fleet.close()
 
-
-with tempfile.TemporaryDirectory() as ledgers:
-    out = simulate(nodes=3, users_per_node=200, mechanism=ldp.OUE(epsilon=2.0, d=8), rounds=3, device_cap="4",
-                   malformed_nodes=1, seed=3, ledger_dir=ledgers, on_round=show)
-est = out["rounds"][0]["estimate"]
-print("\nround 1 estimate (item, estimate, 95% CI, truth):")
-for e in est:
-    print(f"  {e['item']}: {e['estimate']:.3f} [{e['ci_lower']:.3f}, {e['ci_upper']:.3f}]  truth {e['truth']:.3f}")
+print("\nthe Flower app through `flwr run` on a simulation SuperLink:")
+cmd = [sys.executable, "-m", "ldp_plugin.cli", "federated", "simulate", "--nodes", "3", "--users-per-node", "200", "--mechanism", "oue",
+       "--d", "8", "--epsilon", "2", "--rounds", "3", "--device-cap", "4", "--seed", "3"]
+sys.exit(subprocess.run(cmd).returncode)

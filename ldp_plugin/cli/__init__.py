@@ -17,6 +17,7 @@ from typing import Callable, Optional, Sequence
 
 from .._errors import LDPInputError, LDPParameterError, PrivacyVerificationError
 from ..cli_discovery import add_parsers as _discovery_parsers
+from ..federated.cli import add_parsers as _federated_parsers
 from ..estimation import POSTPROCESS_CHOICES
 from ..progress import enable
 from ..simulate import DISTRIBUTIONS, TRUTHS
@@ -27,8 +28,7 @@ from .series import add_parsers as _series_parsers
 __all__ = ["main", "build_parser", "COMMANDS", "command"]
 
 #: command -> (module, function): the one lazy import per command (heavy dependencies load only for
-#: the command that runs). ``federated`` still lives in ``ldp_plugin.cli_commands`` (another branch
-#: edits it this round; it moves to ``cli/federated.py`` after the merge).
+#: the command that runs). ``federated``'s logic lives in ``ldp_plugin.federated.cli``.
 COMMANDS = {
     "mechanisms": ("ldp_plugin.cli.mechanisms", "cmd_mechanisms"),
     "simulate": ("ldp_plugin.cli.simulate", "cmd_simulate"),
@@ -39,7 +39,7 @@ COMMANDS = {
     "amplify": ("ldp_plugin.cli.amplify", "cmd_amplify"),
     "budget": ("ldp_plugin.cli.budget", "cmd_budget"),
     "verify": ("ldp_plugin.cli.verify", "cmd_verify"),
-    "federated": ("ldp_plugin.cli_commands", "cmd_federated"),
+    "federated": ("ldp_plugin.federated.cli", "cmd_federated"),
 }
 
 
@@ -111,23 +111,7 @@ def build_parser() -> argparse.ArgumentParser:
     am.add_argument("--json", action="store_true", help="one JSON document on stdout")
     am.set_defaults(func=command("amplify"))
 
-    fd = sub.add_parser("federated", help="federated analytics on Flower: devices randomize and enforce their own budget")
-    fsub = fd.add_subparsers(dest="federated_command", required=True, parser_class=_Parser)
-    fs = fsub.add_parser("simulate", help="run the device and server apps on Flower's simulation engine on generated data")
-    fs.add_argument("--nodes", type=_int_in(1, 1000, "an integer"), required=True, help="simulated SuperNodes, in [1, 1000]")
-    fs.add_argument("--users-per-node", type=_int_in(1, 10**6, "an integer"), required=True, help="devices hosted by each node")
-    fs.add_argument("--mechanism", required=True, help=_mechanism_help())
-    fs.add_argument("--d", type=DOMAIN, default=None, help="domain size")
-    fs.add_argument("--epsilon", type=_epsilon, required=True, help="epsilon charged per device per round")
-    fs.add_argument("--rounds", type=_int_in(1, 1000, "an integer"), default=1, help="queries (one per round)")
-    fs.add_argument("--device-cap", required=True, help="each device's lifetime epsilon cap (exact decimal text)")
-    fs.add_argument("--max-epsilon", default="8", help="each device's largest epsilon per query (policy)")
-    fs.add_argument("--malformed-nodes", type=_int_in(0, 1000, "an integer"), default=0, help="nodes that forward malformed reports")
-    fs.add_argument("--min-batch", type=POSITIVE, default=1, help="reports the collector needs before it releases an estimate")
-    fs.add_argument("--param", action="append", default=[], metavar="KEY=VALUE", help="a mechanism parameter (repeatable)")
-    fs.add_argument("--seed", type=SEED, default=0, help="seed of the generated data (the randomization uses the OS CSPRNG)")
-    fs.add_argument("--json", action="store_true", help="one JSON document on stdout")
-    fd.set_defaults(func=command("federated"))
+    _federated_parsers(sub, _Parser, _int_in, _epsilon, SEED, DOMAIN, POSITIVE, _mechanism_help)  # ldp_plugin/federated/cli.py
 
     _series_parsers(sub, _Parser, _int_in, _epsilon, SEED)
     _discovery_parsers(sub, _Parser, _int_in, _epsilon, SEED)

@@ -1,17 +1,27 @@
 """The device side: the randomizer runs where the value lives, and the device can refuse.
 
-A :class:`DeviceFleet` is one device (``n_devices=1``: a phone, one SQLite file) or, in
-simulation, many devices hosted by one node — each device is one cohort of the fleet's own
-ledger, so every device's lifetime and per-period caps are enforced separately with the exact
-Fraction rules and crash safety of :class:`ldp_plugin.Accountant` (a spend is committed before
-any report exists; a retried query is charged once and answered with the kept reply, never a
-fresh randomization; a killed device never under-counts).
+A :class:`DeviceFleet` is one device (``n_devices=1``: a phone, one SQLite file) or many devices
+hosted by one edge node — each device is one cohort of the fleet's own ledger, so every device's
+lifetime and per-period caps are enforced separately with the exact Fraction rules and crash
+safety of :class:`ldp_plugin.Accountant` (a spend is committed before any report exists; a
+retried query is charged once and answered with the kept reply, never a fresh randomization; a
+killed device never under-counts and refuses the interrupted query rather than randomizing twice).
+
+**Configured only by its owner.** A deployed fleet is opened with :meth:`DeviceFleet.open` from
+a :class:`~ldp_plugin.federated.config.DeviceConfig` (the TOML its SuperNode's ``node_config``
+names): data source, ledger, keystore and policy all come from there. :meth:`open` never creates
+anything — the owner runs :meth:`DeviceFleet.init` (``ldp federated device init``) once — and the
+ledger is checked against the keystore's anchor before every query
+(:mod:`~ldp_plugin.federated.keystore`): a missing, replaced, truncated or edited ledger makes
+every device refuse until the owner re-initializes it. A query carries no policy, no path and
+no seed; :meth:`Query.from_json` refuses any field it does not define.
 
 For each query the fleet checks, cheapest first and before any randomization: the query's
 version and hash, its mechanism against the local policy (allowed names, a maximum ε per query),
 and every device's remaining budget; then it spends once (one transaction) for the devices that
-fit, randomizes their values with the OS CSPRNG, and returns one wire report per device or a
-refusal with a reason code. Raw values never leave it.
+fit, randomizes their values with the OS CSPRNG, and returns one envelope (nonce + wire report,
+:mod:`~ldp_plugin.federated.envelope`) per device or a refusal with a reason code. Raw values
+never leave it.
 
 **Repeated collections** (a longitudinal mechanism: memoized by each device's key): a query of
 the series is charged, on every device, the worst-case increment of the series' lifetime bound
@@ -22,12 +32,16 @@ units, so a refusal reveals nothing about its values. An unbounded increment (dB
 collection at the user level) is refused as ``budget_exhausted``. ``t`` is counted from the
 device's own spends of queries with the same mechanism spec; devices at different ``t`` are
 charged the largest of their increments (over-charging, never under-charging).
+The device's key is a PRF of the keystore's secret, so it survives restarts. A series needs the
+keystore: without it the devices refuse (``keystore_missing``) rather than start new permanent
+reports, and after the owner's ``--rekey`` every series begun under the lost keys stays refused.
 """
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+import shutil
+import time
 from fractions import Fraction
 from pathlib import Path
 from typing import Any, Optional, Sequence
@@ -36,19 +50,29 @@ import numpy as np
 
 from .._errors import LDPInputError, LDPParameterError
 from ..mechanisms.lifetime import UnboundedLossError
+from .config import DeviceConfig
+from .envelope import seal
+from .keystore import Keystore
+from .policy import DevicePolicy
 from .query import Query
 
-__all__ = ["DevicePolicy", "DeviceFleet", "REFUSAL_REASONS"]
+__all__ = ["DevicePolicy", "DeviceFleet", "DeviceRefusal", "REFUSAL_REASONS"]
 
-REFUSAL_REASONS = ("unsupported_version", "malformed_query", "mechanism_not_allowed", "epsilon_above_policy", "budget_exhausted", "interrupted")
+REFUSAL_REASONS = ("unsupported_version", "malformed_query", "mechanism_not_allowed", "epsilon_above_policy", "budget_exhausted", "interrupted",
+                   "in_progress", "keystore_missing", "ledger_missing", "ledger_corrupted", "ledger_tampered", "ledger_mismatch",
+                   "not_initialized", "device_misconfigured")
 
 
-@dataclass(frozen=True)
-class DevicePolicy:
-    """What a device accepts: a maximum ε per query and (optionally) the mechanisms allowed."""
+class DeviceRefusal(Exception):
+    """The fleet cannot answer at all (its state needs its owner); ``reason`` is a refusal code."""
 
-    max_epsilon_per_query: Fraction = Fraction(4)
-    allowed_mechanisms: Optional[tuple] = None
+    def __init__(self, reason: str, detail: str = ""):
+        super().__init__(detail or reason)
+        self.reason = reason
+
+
+def _reply(n: int, reason: str, retry: bool = False) -> dict:
+    return {"reports": [], "refused": {reason: n}, "retry": retry, "devices": n}
 
 
 def _table_spec(spec: Any) -> Any:
@@ -60,81 +84,172 @@ def _table_spec(spec: Any) -> Any:
 
 class DeviceFleet:
     """``values[i]`` is device ``i``'s value (it never leaves the fleet); its budget is cohort ``i``
-    of the ledger at ``ledger_path``; ``keys[i]`` its secret (memoized mechanisms)."""
+    of the ledger at ``ledger_path``; ``keys[i]`` its secret (memoized mechanisms): from
+    ``keystore`` if given (persistent), else fresh CSPRNG keys held in memory (this process only).
+
+    This constructor is the library API for an owner who builds a fleet in code (it creates the
+    ledger if absent); a deployed SuperNode uses :meth:`open` (never creates) after :meth:`init`."""
 
     def __init__(self, ledger_path: str | Path, values: Sequence, *, lifetime_cap: Any, period_cap: Any = None, period: Optional[str] = None,
-                 policy: DevicePolicy = DevicePolicy(), name: str = "devices"):
+                 policy: Optional[DevicePolicy] = None, name: str = "devices", keystore: Optional[Keystore] = None):
         from ..accountant import Accountant, Population
 
-        self.values = np.asarray(values)
+        self.values = np.asarray(values) if not isinstance(values, np.ndarray) else values
         n = int(self.values.shape[0])
         if n < 1:
             raise LDPParameterError("a fleet needs at least one device")
-        self.policy = policy
-        self.keys = [os.urandom(32) for _ in range(n)]  # each device's secret, generated on the device
+        self.policy = DevicePolicy() if policy is None else policy
+        self.keystore = keystore
+        self.keys = keystore.device_keys(n) if keystore is not None else [os.urandom(32) for _ in range(n)]
+        self._series_ok = True
         self.ledger = Accountant.create(ledger_path, Population(name=name, lifetime_cap=lifetime_cap, period_cap=period_cap, period=period, cohorts=n),
                                         exist_ok=True)
+
+    # -- owner-side lifecycle ------------------------------------------------------------------------
+    @classmethod
+    def init(cls, config: DeviceConfig, *, reset: bool = False, rekey: bool = False) -> dict:
+        """The owner's explicit initialization: a keystore (kept if present: memoized series
+        continue), a ledger with one cohort per device, and the anchor binding them. An existing
+        ledger is never replaced unless ``reset`` (then it is moved aside, not deleted, and the
+        devices start a new budget — the owner's decision, logged in the returned record)."""
+        from ..accountant import Accountant
+
+        values = config.load_values()
+        n = int(values.shape[0])
+        moved = None
+        if rekey:  # a lost keystore: a new secret for the existing ledger, its earlier series refused
+            if reset or not config.ledger.exists() or config.keystore.exists():
+                raise LDPParameterError("--rekey replaces a lost keystore of an existing ledger (the keystore must be missing; not with --reset)")
+            Accountant(config.ledger, config.population(n)).close()  # the ledger must be this population's and consistent
+            ks = Keystore.create(config.keystore)
+            ks.anchor_ledger(config.ledger)
+            ks.rekeyed_after = int(ks.anchor["spends"])
+            ks.save()
+            return {"devices": n, "ledger": str(config.ledger), "keystore": str(config.keystore), "previous_ledger": None,
+                    "series_refused_before_spend": ks.rekeyed_after}
+        if config.ledger.exists():
+            if not reset:
+                raise LDPParameterError(f"the device ledger {config.ledger.name!r} already exists; re-initializing starts a new budget and needs --reset")
+            moved = config.ledger.with_name(f"{config.ledger.name}.replaced-{time.strftime('%Y%m%dT%H%M%S')}-{os.urandom(3).hex()}")
+            shutil.move(str(config.ledger), str(moved))
+        ks = Keystore.open(config.keystore) if config.keystore.exists() else Keystore.create(config.keystore)
+        Accountant.create(config.ledger, config.population(n)).close()
+        ks.anchor_ledger(config.ledger)
+        return {"devices": n, "ledger": str(config.ledger), "keystore": str(config.keystore), "previous_ledger": None if moved is None else str(moved)}
+
+    @classmethod
+    def open(cls, config: DeviceConfig) -> "DeviceFleet":
+        """The fleet of a deployed node, from its owner's configuration only; never creates a
+        ledger or a keystore. Raises :class:`DeviceRefusal` when the devices must refuse."""
+        from ..accountant import Accountant
+        from ..accountant.budget import LedgerError
+
+        try:
+            values = config.load_values()
+        except (LDPParameterError, LDPInputError) as e:
+            raise DeviceRefusal("device_misconfigured", str(e)) from None
+        ks = None
+        if config.keystore.exists():
+            try:
+                ks = Keystore.open(config.keystore)
+            except LDPParameterError as e:
+                raise DeviceRefusal("device_misconfigured", str(e)) from None
+            reason = ks.verify_ledger(config.ledger)
+            if reason is not None:
+                raise DeviceRefusal(reason)
+        elif config.ledger.exists():
+            raise DeviceRefusal("keystore_missing", "the keystore is lost: its owner runs `ldp federated device init --rekey`")
+        else:
+            raise DeviceRefusal("not_initialized", "run `ldp federated device init` once")
+        try:
+            ledger = Accountant(config.ledger, config.population(int(values.shape[0])))
+        except LedgerError as e:
+            msg = str(e)
+            raise DeviceRefusal("ledger_mismatch" if "another definition" in msg else "ledger_corrupted", msg) from None
+        fleet = cls.__new__(cls)
+        fleet.values, fleet.policy, fleet.keystore, fleet.ledger = values, config.policy, ks, ledger
+        fleet.keys = ks.device_keys(int(values.shape[0])) if ks is not None else None
+        fleet._series_ok = ks is not None
+        return fleet
 
     @property
     def n_devices(self) -> int:
         return int(self.values.shape[0])
 
+    # -- answering a query ---------------------------------------------------------------------------
     def respond(self, query_json: str) -> dict:
-        """``{"ids": [16-byte report id per report], "reports": [wire bytes per accepting device],
-        "refused": {reason: devices}, "retry": bool}``. Report ids are fresh random bytes (the
-        collector refuses a report id it has seen: a replay)."""
+        """``{"reports": [envelope per accepting device], "refused": {reason: devices},
+        "retry": bool, "devices": n}``. A retried query returns the kept envelopes (same nonces)."""
         n = self.n_devices
         try:
             query = Query.from_json(query_json)
         except LDPInputError as e:
-            reason = "unsupported_version" if "version" in str(e) else "malformed_query"
-            return {"ids": [], "reports": [], "refused": {reason: n}, "retry": False}
+            return _reply(n, "unsupported_version" if "version" in str(e) else "malformed_query")
         except LDPParameterError:
-            return {"ids": [], "reports": [], "refused": {"malformed_query": n}, "retry": False}
+            return _reply(n, "malformed_query")
         name = query.spec.get("name") or query.spec.get("mechanism", {}).get("name")
-        if self.policy.allowed_mechanisms is not None and name not in self.policy.allowed_mechanisms:
-            return {"ids": [], "reports": [], "refused": {"mechanism_not_allowed": n}, "retry": False}
-        eps = query.epsilon_exact
-        if eps > self.policy.max_epsilon_per_query:
-            return {"ids": [], "reports": [], "refused": {"epsilon_above_policy": n}, "retry": False}
+        reason = self.policy.refusal(name, query.epsilon_exact)
+        if reason is not None:
+            return _reply(n, reason)
         try:
             mech = query.mechanism()
         except (LDPInputError, LDPParameterError):
-            return {"ids": [], "reports": [], "refused": {"malformed_query": n}, "retry": False}
+            return _reply(n, "malformed_query")
         qid = query.content_hash.hex()
-        if hasattr(mech, "collection_cost") and self.ledger.release_status(qid) is None:
+        series = mech.needs_user_keys or hasattr(mech, "collection_cost")
+        if series and (not self._series_ok or self._series_before_rekey(query)):
+            return _reply(n, "keystore_missing")
+        if self.keystore is not None:
+            reason = self.keystore.verify_ledger(self.ledger.path)
+            if reason is not None:
+                return _reply(n, reason)
+        status = self.ledger.release_status(qid)
+        if status in ("started", "partial"):  # charged, then killed or failed: never randomize twice
+            return _reply(n, "interrupted", retry=True)
+        if status == "released":  # a retried query: the kept reply, charged once
+            kept = self.ledger.kept_reports(qid)
+            return {"reports": [bytes.fromhex(h) for h in kept["reports"]], "refused": kept["refused"], "retry": True, "devices": n}
+        eps = query.epsilon_exact
+        if hasattr(mech, "collection_cost"):
             try:
                 eps = self._series_charge(query, mech)  # the worst-case lifetime increment, not ε of one report
             except UnboundedLossError:  # e.g. dBitFlipPM's second collection at the user level
-                return {"ids": [], "reports": [], "refused": {"budget_exhausted": n}, "retry": False}
+                return _reply(n, "budget_exhausted")
             if eps > self.policy.max_epsilon_per_query:
-                return {"ids": [], "reports": [], "refused": {"epsilon_above_policy": n}, "retry": False}
-        status = self.ledger.release_status(qid)
-        if status in ("started", "partial"):  # charged, then killed or failed: never randomize twice
-            return {"ids": [], "reports": [], "refused": {"interrupted": n}, "retry": True}
-        if status == "released":  # a retried query: the kept reply, charged once
-            kept = self.ledger.kept_reports(qid)
-            return {"ids": [bytes.fromhex(h) for h in kept["ids"]], "reports": [bytes.fromhex(h) for h in kept["reports"]], "refused": kept["refused"], "retry": True}
+                return _reply(n, "epsilon_above_policy")
         remaining = self.ledger.remaining_by_cohort()
         fit = [i for i in range(n) if remaining[i] >= eps]
         refused = {"budget_exhausted": n - len(fit)} if len(fit) < n else {}
         if not fit:
-            return {"ids": [], "reports": [], "refused": refused, "retry": False}
+            return {"reports": [], "refused": refused, "retry": False, "devices": n}
         tag = query.content_hash
 
         def produce() -> dict:
-            codes = mech.encode(self.values[fit]) if mech.input_kind == "value" else None
+            vals = self.values[fit]
+            codes = mech.encode(vals) if mech.input_kind == "value" else None
             if codes is None:
-                reports = mech.randomize(list(self.values[fit]))
+                reports = mech.randomize(list(vals))
             elif mech.needs_user_keys:
                 reports = mech.randomize_encoded(codes, user_keys=[self.keys[i] for i in fit])
             else:
                 reports = mech.randomize_encoded(codes)  # the OS CSPRNG
-            blobs = mech.to_wire_each(reports, tag=tag)
-            return {"ids": [os.urandom(16).hex() for _ in blobs], "reports": [b.hex() for b in blobs], "refused": refused}
+            return {"reports": [b.hex() for b in seal(mech.to_wire_each(reports, tag=tag))], "refused": refused}
 
-        kept = self.ledger.release(qid, eps, produce, cohorts=fit, keep_reports=True, mechanism=name, params=query.to_dict())
-        return {"ids": [bytes.fromhex(h) for h in kept["ids"]], "reports": [bytes.fromhex(h) for h in kept["reports"]], "refused": kept["refused"], "retry": False}
+        try:
+            kept = self.ledger.release(qid, eps, produce, cohorts=fit, keep_reports=True, mechanism=name, params=query.to_dict())
+        except LDPParameterError:  # the same query charged concurrently by another process, not yet released
+            return _reply(n, "in_progress", retry=True)
+        finally:
+            if self.keystore is not None:
+                self.keystore.anchor_ledger(self.ledger.path)
+        return {"reports": [bytes.fromhex(h) for h in kept["reports"]], "refused": kept["refused"], "retry": False, "devices": n}
+
+    def _series_before_rekey(self, query: Query) -> bool:
+        """A series with a spend made under a lost keystore's keys (refused for good)."""
+        k = None if self.keystore is None else self.keystore.rekeyed_after
+        if not k:
+            return False
+        return any(isinstance(r.params, dict) and r.params.get("spec") == query.spec for r in self.ledger.history()[:k])
 
     def _series_charge(self, query: Query, mech: Any) -> Fraction:
         """``max_i collection_cost(t_i)`` over the devices, ``t_i`` = 1 + device ``i``'s earlier
@@ -148,4 +263,3 @@ class DeviceFleet:
 
     def close(self) -> None:
         self.ledger.close()
-

@@ -14,6 +14,7 @@ __all__ = ["QUERY_VERSION", "Query"]
 
 QUERY_VERSION = 1
 COHORT_POLICIES = ("none", "random")
+_FIELDS = frozenset({"version", "query_id", "spec", "epsilon", "cohort_policy", "period", "min_batch"})
 
 
 @dataclass(frozen=True)
@@ -84,6 +85,11 @@ class Query:
             raise LDPInputError("the query is not valid JSON") from None
         if not isinstance(doc, dict) or doc.get("version") != QUERY_VERSION:
             raise LDPInputError(f"unsupported query version {doc.get('version') if isinstance(doc, dict) else None!r} (this device speaks {QUERY_VERSION})")
+        extra = sorted(set(doc) - _FIELDS)
+        if extra:  # a query carries no policy, path, cap or seed: anything else is refused, not ignored
+            raise LDPParameterError(f"the query has unknown field(s) {extra[:5]}")
+        if not isinstance(doc.get("spec"), dict) or not isinstance(doc.get("epsilon"), str):
+            raise LDPParameterError("the query's spec must be an object and its epsilon exact decimal text")
         try:
             return cls(query_id=doc["query_id"], spec=doc["spec"], epsilon=doc["epsilon"], cohort_policy=doc.get("cohort_policy", "none"),
                        period=doc.get("period"), min_batch=doc.get("min_batch", 1), version=doc["version"])

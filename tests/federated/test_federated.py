@@ -31,7 +31,7 @@ def test_device_refuses_over_budget_and_charges_a_retry_once(tmp_path):
     r1 = fleet.respond(q1.to_json())
     assert len(r1["reports"]) == 50 and r1["refused"] == {} and not r1["retry"]
     again = fleet.respond(q1.to_json())  # a retried query: the same reports, no new spend
-    assert again["retry"] and again["reports"] == r1["reports"] and again["ids"] == r1["ids"]
+    assert again["retry"] and again["reports"] == r1["reports"]  # the same envelopes, nonces included
     assert fleet.ledger.spent() == 2
     assert len(fleet.respond(q2.to_json())["reports"]) == 50
     r3 = fleet.respond(q3.to_json())
@@ -89,28 +89,28 @@ def test_collector_rejects_every_malformed_class_and_never_crashes(tmp_path):
     fleet = _fleet(tmp_path, n=40)
     mech = ldp.KRR(epsilon=1.0, d=4)
     q = Query.for_mechanism("c", mech, min_batch=30)
-    rep = fleet.respond(q.to_json())
-    ids, blobs = rep["ids"], rep["reports"]
+    envs = fleet.respond(q.to_json())["reports"]
     col = Collector(q)
     with pytest.raises(ldp.LDPParameterError, match="min_batch"):
         col.estimate()
-    out_of_range = mech.to_wire_each(np.array([7], dtype=np.uint32), tag=q.content_hash)[0]  # value 7 >= d
-    other = ldp.KRR(epsilon=0.5, d=4).to_wire_each(np.array([1], dtype=np.uint16), tag=q.content_hash)[0]
+    nonce = os.urandom
+    out_of_range = nonce(16) + mech.to_wire_each(np.array([7], dtype=np.uint32), tag=q.content_hash)[0]  # value 7 >= d
+    other = nonce(16) + ldp.KRR(epsilon=0.5, d=4).to_wire_each(np.array([1], dtype=np.uint16), tag=q.content_hash)[0]
+    e = envs[1]
     hostile = [
-        (os.urandom(16), blobs[0][:-1]),             # truncated
-        (os.urandom(16), blobs[1][:8] + bytes(16) + blobs[1][24:]),  # wrong query hash
-        (os.urandom(16), other),                     # another mechanism's report
-        (os.urandom(16), out_of_range),              # a value outside the domain
-        (ids[2], blobs[2]),                          # a replayed report id
-        (b"short", blobs[3]),                        # a malformed report id
-        (os.urandom(16), b""), (os.urandom(16), "text"), (os.urandom(16), None), (os.urandom(16), os.urandom(200)),
+        envs[0][:-1],                                # truncated (a wrong length: not exactly one report)
+        e[:24] + bytes(16) + e[40:],                 # wrong query hash (the tag after nonce + 8-byte header)
+        other,                                       # another mechanism's report
+        out_of_range,                                # a value outside the domain
+        envs[2],                                     # a replayed envelope (same nonce)
+        b"", "text", None, nonce(200),
     ]
-    first = col.ingest(ids, blobs)
+    first = col.ingest(envs)
     assert first == {"accepted": 40, "rejected": {}}
     before = col.acc.counts.copy()
-    res = col.ingest([h[0] for h in hostile], [h[1] for h in hostile])
+    res = col.ingest(hostile)
     assert res["accepted"] == 0
-    assert res["rejected"] == {"malformed": 6, "wrong_tag": 1, "wrong_mechanism": 1, "out_of_range": 1, "duplicate": 1}
+    assert res["rejected"] == {"not_one_report": 1, "malformed": 4, "wrong_tag": 1, "wrong_mechanism": 1, "out_of_range": 1, "duplicate": 1}
     assert np.array_equal(col.acc.counts, before)  # the estimate is unchanged
     est = col.estimate()
     assert est.n == 40
@@ -127,20 +127,22 @@ def test_query_is_versioned_and_hashed():
 
 @pytest.mark.slow
 def test_flower_simulation_end_to_end():
-    """Through the CLI, as a user runs it, in its own process: Ray and gRPC then never live in the
-    test process (whose later tests fork children, which a process with their threads cannot do safely)."""
+    """Through the CLI, as a user runs it, in its own process: `flwr run` on a private simulation
+    SuperLink (Ray and gRPC never live in the test process). Every device's lifetime cap is 4 and
+    each round charges 2, so the third round is refused by every device and reported incomplete."""
     pytest.importorskip("flwr")
     cmd = [sys.executable, "-m", "ldp_plugin.cli", "federated", "simulate", "--nodes", "3", "--users-per-node", "60", "--mechanism", "oue",
-           "--d", "8", "--epsilon", "2", "--rounds", "3", "--device-cap", "4", "--malformed-nodes", "1", "--seed", "2", "--json"]
+           "--d", "8", "--epsilon", "2", "--rounds", "3", "--device-cap", "4", "--seed", "2", "--json"]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-2000:]
     out = json.loads(proc.stdout)
     r1, r2, r3 = out["rounds"]
     for r in (r1, r2):
-        assert r["nodes_asked"] == 3 and r["reports_accepted"] == 120  # the two honest nodes
-        assert r["reports_rejected"] == 60 and set(r["rejected_by_reason"]) <= {"malformed", "wrong_tag", "duplicate"}
+        assert r["nodes_asked"] == 3 and r["nodes_answered"] == 3 and r["reports_accepted"] == 180 and r["status"] == "complete"
+        assert r["reports_rejected"] == 0 and r["node_errors"] == {}
         assert len(r["estimate"]) == 8 and all(e["truth"] is not None for e in r["estimate"])
-    assert r3["reports_accepted"] == 0 and r3["devices_refused"] == 180  # 6 > 4: every device refuses
+    assert r3["reports_accepted"] == 0 and r3["refused_by_reason"] == {"budget_exhausted": 180} and r3["status"] == "incomplete"
+    assert r3["estimate"] is None
 
 
 def test_memoized_queries_use_each_devices_secret_key(tmp_path):
@@ -149,7 +151,7 @@ def test_memoized_queries_use_each_devices_secret_key(tmp_path):
     q = Query(query_id="memo", spec=memo.spec(), epsilon=repr(memo.epsilon))
     rep = fleet.respond(q.to_json())
     col = Collector(q)
-    assert col.ingest(rep["ids"], rep["reports"]) == {"accepted": 40, "rejected": {}}
+    assert col.ingest(rep["reports"]) == {"accepted": 40, "rejected": {}}
     # the permanent layer is the keyed PRF of each device's own key: same keys, same permanent reports
     codes = np.arange(40) % 4
     assert np.array_equal(memo.permanent(codes, fleet.keys), memo.permanent(codes, fleet.keys))
@@ -179,7 +181,7 @@ def test_a_longitudinal_series_is_charged_its_lifetime_bound_on_the_device(tmp_p
             if rep["reports"]:
                 assert len(rep["reports"]) == 60 and rep["refused"] == {}
                 col = Collector(q)
-                col.ingest(rep["ids"], rep["reports"])
+                col.ingest(rep["reports"])
                 assert col.accepted == 60 and col.estimate().n == 60
             spent.append(fleet.ledger.spent())
         return fleet, spent, refused
@@ -198,3 +200,20 @@ def test_a_longitudinal_series_is_charged_its_lifetime_bound_on_the_device(tmp_p
     dbf = ldp.DBitFlipPM(epsilon_perm=2.0, epsilon_1=1.0, d=8)
     _, spent_d, refused_d = run(dbf, "dbf.sqlite", 2)
     assert refused_d == [{}, {"budget_exhausted": 60}] and spent_d == [2, 2]
+
+
+@pytest.mark.slow
+def test_a_run_that_fails_inside_flower_exits_2(tmp_path):
+    """The ServerApp cannot write its results (the output directory is a file): the run fails
+    inside Flower, and the command says so with exit 2 — never exit 0, never a traceback."""
+    pytest.importorskip("flwr")
+    (tmp_path / "app").mkdir()
+    (tmp_path / "app" / "results").write_text("not a directory")
+    cmd = [sys.executable, "-m", "ldp_plugin.cli", "federated", "simulate", "--nodes", "1", "--users-per-node", "10", "--mechanism", "oue",
+           "--d", "4", "--epsilon", "1", "--device-cap", "4", "--out", str(tmp_path)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 2, proc.stdout[-1000:] + proc.stderr[-1000:]
+    assert "did not complete (finished:failed)" in proc.stderr and "Traceback" not in proc.stderr
+    log = proc.stderr.rsplit("its log is in ", 1)[1].strip()
+    assert os.path.exists(log)
+    os.unlink(log)

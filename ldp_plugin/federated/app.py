@@ -1,0 +1,203 @@
+"""The Flower apps of the federated runtime (needs ``pip install 'ldp-plugin[flower]'``), the
+components of the app project ``ldp federated new`` writes::
+
+    [tool.flwr.app.components]
+    serverapp = "ldp_plugin.federated.app:server_app"
+    clientapp = "ldp_plugin.federated.app:client_app"
+
+* :data:`client_app` runs on each SuperNode. It opens the node's devices from the device TOML its
+  owner named in the SuperNode's ``node_config`` (``device-config``) — data, ledger, keystore and
+  policy — and answers a registration (how many devices it hosts) and each query
+  (:meth:`DeviceFleet.respond`). It reads nothing from a server message but the query JSON.
+* :data:`server_app` runs the plan (:class:`~ldp_plugin.federated.plan.Plan`, from the run
+  config): it waits for the expected SuperNodes, registers them (each node's quota = the devices
+  it registered, capped by ``max_devices_per_node``), then for every round and query sends the
+  :class:`Query` to the registered nodes with the round's deadline, validates each reply whole
+  (a malformed or over-quota reply is that node's error, counted by reason — it never ends the
+  run nor enters a count), feeds the rest to a :class:`Collector`, and writes the accepted
+  reports as Parquet parts plus one JSON summary per round. A round whose accepted reports stay
+  below the minimum batch is reported ``incomplete`` (no estimate), never silently smaller.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from typing import Any, Optional
+
+from flwr.app import ConfigRecord, Message, RecordDict
+from flwr.clientapp import ClientApp
+from flwr.serverapp import ServerApp
+
+from .._errors import LDPInputError, LDPParameterError
+from .collector import Collector
+from .config import DeviceConfig, device_config_path
+from .device import DeviceFleet, DeviceRefusal
+from .plan import Plan
+from .query import Query
+from .results import estimate_rows, round_dir, write_summary
+
+__all__ = ["client_app", "server_app", "reply_to_raw", "run_plan"]
+
+log = logging.getLogger("ldp_plugin.federated")
+_REPLY_KEYS = {"devices", "reports", "refused", "retry"}
+
+client_app = ClientApp()
+
+
+def _record(reply: dict) -> RecordDict:
+    rec: dict = {"devices": int(reply["devices"]), "refused": json.dumps(reply["refused"]), "retry": bool(reply["retry"])}
+    if reply["reports"]:  # a ConfigRecord cannot hold an empty list: absent means none
+        rec["reports"] = list(reply["reports"])
+    return RecordDict({"reply": ConfigRecord(rec)})
+
+
+def device_answer(content: Any, node_config: Any) -> dict:
+    """The device side of one message (registration or query), from the node's own config."""
+    try:
+        cfg = DeviceConfig.load(device_config_path(node_config), node_config)
+        fleet = DeviceFleet.open(cfg)
+    except (LDPParameterError, LDPInputError) as e:
+        log.error("device refuses: %s", e)
+        return {"devices": 1, "reports": [], "refused": {"device_misconfigured": 1}, "retry": False}
+    except DeviceRefusal as e:
+        log.error("device refuses (%s): %s", e.reason, e)
+        n = 1
+        try:
+            n = int(cfg.load_values().shape[0])
+        except Exception:  # noqa: BLE001 - the refusal stands whatever the data source does
+            pass
+        return {"devices": n, "reports": [], "refused": {e.reason: n}, "retry": False}
+    try:
+        if "query" in content:
+            return fleet.respond(str(content["query"]["json"]))
+        return {"devices": fleet.n_devices, "reports": [], "refused": {}, "retry": False}
+    finally:
+        fleet.close()
+
+
+@client_app.query()
+def _query(msg: Message, context) -> Message:  # pragma: no cover - runs inside Flower's engine
+    return Message(content=_record(device_answer(msg.content, context.node_config)), reply_to=msg)
+
+
+def reply_to_raw(rep: Any) -> tuple[Optional[dict], Optional[str]]:
+    """A Flower reply message → the plain reply mapping :func:`validate_reply` checks, or a node
+    error reason; never raises, whatever the node sent."""
+    try:
+        if rep.has_error():
+            return None, "flower_error"
+        content = rep.content
+        if "reply" not in content:
+            return None, "malformed"
+        rec = content["reply"]
+        keys = set(rec.keys())
+        if not keys <= _REPLY_KEYS or not {"devices", "refused", "retry"} <= keys:
+            return None, "malformed"
+        raw = {k: rec[k] for k in keys}
+        raw["reports"] = list(raw["reports"]) if "reports" in raw and isinstance(raw["reports"], list) else raw.get("reports", [])
+        return raw, None
+    except Exception:  # noqa: BLE001 - a hostile reply is that node's error, never the run's end
+        return None, "malformed"
+
+
+def _send(grid: Any, nodes: list, content: RecordDict, group: str, timeout: float) -> dict:
+    """Push one message per node and pull the replies until all arrived or the round's deadline
+    passed (polling every 0.25 s); ``{node id: first reply}`` — a node's extra replies are ignored."""
+    msgs = [Message(content=content, message_type="query", dst_node_id=nid, group_id=group) for nid in nodes]
+    pending = set(grid.push_messages(msgs)) if msgs else set()
+    out: dict = {}
+    deadline = time.time() + timeout
+    while pending and time.time() < deadline:
+        for rep in grid.pull_messages(list(pending)):
+            try:
+                pending.discard(rep.metadata.reply_to_message_id)
+                nid = int(rep.metadata.src_node_id)
+            except Exception:  # noqa: BLE001 - a reply without usable metadata is no reply
+                continue
+            if nid in nodes and nid not in out:
+                out[nid] = rep
+        if pending:
+            time.sleep(0.25)
+    return out
+
+
+def run_plan(grid: Any, plan: Plan) -> list:
+    """The ServerApp's body (see the module docstring); returns the round summaries."""
+    deadline = time.time() + plan.node_wait
+    nodes = sorted(grid.get_node_ids())
+    while len(nodes) < plan.expected_nodes and time.time() < deadline:  # SuperNodes connect asynchronously
+        time.sleep(0.2)
+        nodes = sorted(grid.get_node_ids())
+    quota: dict = {}
+    reg_errors: dict = {}
+    for nid, rep in _send(grid, nodes, RecordDict({"register": ConfigRecord({"version": 1})}), "register", plan.round_timeout).items():
+        raw, err = reply_to_raw(rep)
+        devices = raw.get("devices") if raw else None
+        if err is None and (isinstance(devices, bool) or not isinstance(devices, int) or devices < 0):
+            err = "bad_field"
+        if err is not None:
+            reg_errors[err] = reg_errors.get(err, 0) + 1
+            continue
+        quota[nid] = min(int(devices), plan.max_devices_per_node)
+    missing = len(nodes) - len(quota) - sum(reg_errors.values())
+    if missing:
+        reg_errors["no_reply"] = missing
+    registered = sorted(n for n, q in quota.items() if q > 0)
+    summaries = []
+    for r in plan.round_numbers():
+        summary = {"plan": plan.name, "round": r, "nodes_connected": len(nodes), "nodes_registered": len(registered),
+                   "registration_errors": reg_errors, "queries": []}
+        for pq in plan.queries:
+            t0 = time.perf_counter()
+            q = Query.for_mechanism(f"{plan.name}/{pq.name}/r{r}", pq.build(), min_batch=plan.min_batch)
+            out = None if plan.out_dir is None else round_dir(plan.out_dir, plan.name, r, pq.name)
+            col = Collector(q, out_dir=out)
+            replies = _send(grid, registered, RecordDict({"query": ConfigRecord({"json": q.to_json()})}), q.query_id, plan.round_timeout)
+            refused: dict = {}
+            retried = 0
+            for nid in registered:
+                if nid not in replies:
+                    col.node_errors["no_reply"] = col.node_errors.get("no_reply", 0) + 1
+                    continue
+                raw, err = reply_to_raw(replies[nid])
+                if err is not None:
+                    col.node_errors[err] = col.node_errors.get(err, 0) + 1
+                    continue
+                res = col.ingest_reply(raw, quota=quota[nid])
+                if res["error"] is None:
+                    for k, v in res["refused"].items():
+                        refused[k] = refused.get(k, 0) + v
+                    retried += res["accepted"] if res["retry"] else 0
+            row = {"query": pq.name, "query_id": q.query_id, "query_hash": q.content_hash.hex(), "mechanism": pq.mechanism,
+                   "epsilon": q.epsilon, "nodes_asked": len(registered), "nodes_answered": len(replies),
+                   "node_errors": dict(col.node_errors), "reports_accepted": col.accepted,
+                   "reports_rejected": int(sum(col.rejected.values())), "rejected_by_reason": dict(col.rejected),
+                   "devices_refused": int(sum(refused.values())), "refused_by_reason": refused, "reports_from_kept_replies": retried,
+                   "bytes_received": col.bytes_received, "status": "complete" if col.accepted >= q.min_batch else "incomplete",
+                   "estimate": None, "parts": None if out is None else str(out)}
+            if row["status"] == "complete":
+                try:
+                    row["estimate"] = estimate_rows(col.estimate(postprocess="none"))
+                except TypeError:
+                    row["estimate"] = estimate_rows(col.estimate())
+            row["seconds"] = round(time.perf_counter() - t0, 3)
+            summary["queries"].append(row)
+            log.info("round %d %s: %d accepted, %d rejected, %d refused, node errors %s, %s", r, pq.name, row["reports_accepted"],
+                     row["reports_rejected"], row["devices_refused"], row["node_errors"], row["status"])
+        if plan.out_dir is not None:
+            write_summary(plan.out_dir, plan.name, r, summary)
+        summaries.append(summary)
+    return summaries
+
+
+server_app = ServerApp()
+
+
+@server_app.main()
+def _main(grid, context) -> None:  # pragma: no cover - runs inside Flower's engine
+    if not log.handlers:  # our round lines in the run's log (Flower's own loggers untouched)
+        log.addHandler(logging.StreamHandler())
+        log.setLevel(logging.INFO)
+    run_plan(grid, Plan.from_run_config(context.run_config))

@@ -1,0 +1,199 @@
+"""``ldp federated``: ``new`` (write a Flower app project), ``certs`` (TLS certificates and
+SuperNode keys), ``device init`` (a node owner's explicit initialization of ledger + keystore)
+and ``simulate`` (the same app through ``flwr run`` on a local simulation SuperLink). Exits 2 with
+a clear message on any failure, including a run that fails inside Flower."""
+
+from __future__ import annotations
+
+import json
+import string
+import tempfile
+import time
+from importlib.resources import files
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .._errors import LDPParameterError
+from .config import ENV_DEVICE_CONFIG, DeviceConfig
+from .device import DeviceFleet
+
+__all__ = ["add_parsers", "cmd_federated", "new_project"]
+
+
+def _template(template: str, **subs: Any) -> str:
+    text = files("ldp_plugin.federated").joinpath("template", template).read_text()
+    return string.Template(text).substitute(**{k: str(v) for k, v in subs.items()})
+
+
+def new_project(directory: str | Path, *, nodes: int = 2, force: bool = False) -> dict:
+    """An app project in ``directory``: ``pyproject.toml`` (components, run config naming the
+    plan), ``plan.toml`` (the queries) and an example ``device.toml`` (a node owner's file)."""
+    d = Path(directory).resolve()
+    targets = {n: d / n for n in ("pyproject.toml", "plan.toml", "device.toml")}
+    existing = [n for n, p in targets.items() if p.exists()]
+    if existing and not force:
+        raise LDPParameterError(f"{existing} already exist in {d.name!r} (use --force to overwrite)")
+    d.mkdir(parents=True, exist_ok=True)
+    name = "".join(c if c.isalnum() or c == "-" else "-" for c in d.name.lower()).strip("-") or "ldp-app"
+    targets["pyproject.toml"].write_text(_template("pyproject.toml.tmpl", name=name, job=targets["plan.toml"]))
+    targets["plan.toml"].write_text(_template("plan.toml.tmpl", nodes=nodes))
+    targets["device.toml"].write_text(_template("device.toml.tmpl", device_toml=targets["device.toml"]))
+    return {k: str(v) for k, v in targets.items()}
+
+
+def add_parsers(sub, parser_class, int_in, epsilon_type, seed_type, domain_type, positive_type, mechanism_help) -> None:
+    fd = sub.add_parser("federated", help="federated analytics on Flower: devices randomize and enforce their own budget")
+    fsub = fd.add_subparsers(dest="federated_command", required=True, parser_class=parser_class)
+    nw = fsub.add_parser("new", help="write a Flower app project (pyproject with [tool.flwr.app], plan.toml, an example device.toml)")
+    nw.add_argument("directory")
+    nw.add_argument("--nodes", type=int_in(1, 100_000, "an integer"), default=2, help="SuperNodes the plan waits for")
+    nw.add_argument("--force", action="store_true", help="overwrite existing files")
+    ct = fsub.add_parser("certs", help="generate a CA, a SuperLink TLS certificate and SuperNode auth keys (cryptography, locally)")
+    ct.add_argument("directory")
+    ct.add_argument("--host", action="append", default=None, help="a host name or IP address of the SuperLink (repeatable; default 127.0.0.1, localhost)")
+    ct.add_argument("--nodes", type=int_in(0, 10_000, "an integer"), default=2, help="SuperNode key pairs to generate (node-0, node-1, ...)")
+    dv = fsub.add_parser("device", help="the node owner's commands")
+    dsub = dv.add_subparsers(dest="device_command", required=True, parser_class=parser_class)
+    di = dsub.add_parser("init", help="create the devices' ledger and keystore (once; --reset starts a new budget)")
+    di.add_argument("config", help="the device TOML")
+    di.add_argument("--node-config", default="", help="the SuperNode's node_config values used in the TOML, e.g. 'partition-id=0'")
+    di.add_argument("--reset", action="store_true", help="move an existing ledger aside and start a new budget (the keystore is kept)")
+    di.add_argument("--rekey", action="store_true", help="the keystore is lost: a new one for the existing ledger (series begun before stay refused)")
+    fs = fsub.add_parser("simulate", help="run the app through `flwr run` on a local simulation SuperLink, on generated data")
+    fs.add_argument("--nodes", type=int_in(1, 1000, "an integer"), required=True, help="simulated SuperNodes, in [1, 1000]")
+    fs.add_argument("--users-per-node", type=int_in(1, 10**6, "an integer"), required=True, help="devices hosted by each node")
+    fs.add_argument("--mechanism", required=True, help=mechanism_help())
+    fs.add_argument("--d", type=domain_type, default=None, help="domain size")
+    fs.add_argument("--epsilon", type=epsilon_type, default=None, help="epsilon per report (longitudinal mechanisms: --param epsilon_perm/epsilon_1)")
+    fs.add_argument("--rounds", type=int_in(1, 1000, "an integer"), default=1, help="collections of the query (one per round)")
+    fs.add_argument("--device-cap", required=True, help="each device's lifetime epsilon cap (exact decimal text)")
+    fs.add_argument("--max-epsilon", default="8", help="each device's largest epsilon per query (its policy)")
+    fs.add_argument("--min-batch", type=positive_type, default=1, help="reports the collector needs before it releases an estimate")
+    fs.add_argument("--param", action="append", default=[], metavar="KEY=VALUE", help="a mechanism parameter (repeatable)")
+    fs.add_argument("--seed", type=seed_type, default=0, help="seed of the generated data (the randomization uses the OS CSPRNG)")
+    fs.add_argument("--out", default=None, metavar="DIR", help="keep the app, devices and results here (default: a temporary directory)")
+    fs.add_argument("--timeout", type=int_in(10, 86400, "seconds"), default=900, help="fail if the run has not finished by then")
+    fs.add_argument("--json", action="store_true", help="one JSON document on stdout")
+    fd.set_defaults(func=cmd_federated)
+
+
+def _node_config(text: str) -> dict:
+    out = {}
+    for item in text.split():
+        k, sep, v = item.partition("=")
+        if not sep or not k:
+            raise LDPParameterError("--node-config must be 'key=value' items separated by spaces")
+        v = v.strip('"')
+        out[k] = int(v) if v.lstrip("-").isdigit() else v
+    return out
+
+
+def cmd_federated(args) -> int:
+    cmd = args.federated_command
+    if cmd == "new":
+        paths = new_project(args.directory, nodes=args.nodes, force=args.force)
+        print(f"wrote {paths['pyproject.toml']}, {paths['plan.toml']} and {paths['device.toml']}")
+        print("next: `ldp federated certs`, `ldp federated device init`, start the SuperLink and SuperNodes, `flwr run` (README, Federated analytics)")
+        return 0
+    if cmd == "certs":
+        from .certs import make_node_keys, make_tls
+
+        tls = make_tls(args.directory, tuple(args.host or ("127.0.0.1", "localhost")))
+        keys = [make_node_keys(Path(args.directory) / "nodes", f"node-{i}") for i in range(args.nodes)]
+        print(json.dumps({"tls": tls, "supernode_keys": keys}, indent=1))
+        return 0
+    if cmd == "device":
+        cfg = DeviceConfig.load(args.config, _node_config(args.node_config))
+        out = DeviceFleet.init(cfg, reset=args.reset, rekey=args.rekey)
+        print(json.dumps(out, indent=1))
+        return 0
+    return _simulate(args)
+
+
+def _plan_toml(args, nodes: int) -> str:
+    from ..simulate import parse_params
+
+    params = dict(parse_params(args.param))
+    if args.d is not None:
+        params["d"] = args.d
+    lines = ["[plan]", 'name = "sim"', f"rounds = {args.rounds}", f"min_batch = {args.min_batch}", 'out_dir = "results"',
+             "round_timeout = 300", f"max_devices_per_node = {max(args.users_per_node, 1)}", f"expected_nodes = {nodes}", "node_wait = 120", "",
+             "[[query]]", 'name = "q"', f"mechanism = {json.dumps(args.mechanism)}"]
+    if args.epsilon is not None:
+        lines.append(f"epsilon = {json.dumps(str(args.epsilon))}")
+    lines.append("params = {" + ", ".join(f"{k} = {json.dumps(v)}" for k, v in params.items()) + "}")
+    return "\n".join(lines) + "\n"
+
+
+def _simulate(args) -> int:
+    from .deploy import Spawned, flower_tool, free_port, run_to_completion, tool_env, write_connection
+    from .plan import Plan
+    from .synthetic import zipf_frequencies, zipf_values
+
+    tmp = None
+    if args.out is None:
+        tmp = tempfile.TemporaryDirectory(prefix="ldp-federated-")
+        work = Path(tmp.name)
+    else:
+        work = Path(args.out).resolve()
+        work.mkdir(parents=True, exist_ok=True)
+    superlink = None
+    try:
+        new_project(work / "app", nodes=args.nodes, force=True)
+        (work / "app" / "plan.toml").write_text(_plan_toml(args, args.nodes))
+        plan = Plan.from_toml(work / "app" / "plan.toml")
+        q0 = plan.queries[0].build()  # a bad mechanism or parameter fails here, before Flower starts
+        d = q0.domain_size
+        if d is None:
+            raise LDPParameterError("federated simulate generates categorical values: give a closed-alphabet mechanism (--d)")
+        device = work / "app" / "device.toml"
+        device.write_text("\n".join([
+            "[device]", 'name = "sim-{partition-id}"', 'ledger = "state/node-{partition-id}/ledger.sqlite"',
+            'keystore = "state/node-{partition-id}/keystore.json"', "", "[policy]", f"lifetime_cap = {json.dumps(str(args.device_cap))}",
+            f"max_epsilon_per_query = {json.dumps(str(args.max_epsilon))}", "", "[data]", 'source = "ldp_plugin.federated.synthetic:zipf_values"',
+            "[data.args]", f"devices = {args.users_per_node}", f"d = {d}", f'seed = "{args.seed}-{{partition-id}}"', ""]))
+        truth = np.zeros(d)
+        for pid in range(args.nodes):
+            DeviceFleet.init(DeviceConfig.load(device, {"partition-id": pid}))
+            truth += np.bincount(zipf_values(args.users_per_node, d, f"{args.seed}-{pid}"), minlength=d)
+        truth /= args.nodes * args.users_per_node
+        port = free_port()
+        env = tool_env(FLWR_HOME=str(work / "flwr-home"), **{ENV_DEVICE_CONFIG: str(device)})
+        write_connection(work / "flwr-home", "ldp-sim", f"127.0.0.1:{port}")
+        t0 = time.perf_counter()
+        superlink = Spawned([flower_tool("flower-superlink"), "--insecure", "--simulation", "--host", "127.0.0.1", "--port", str(port),
+                             "--database", str(work / "superlink.db"), "--disable-runtime-dependency-installation"], env=env, log=work / "superlink.log")
+        run_id = run_to_completion(work / "app", "ldp-sim", env=env, federation_config={"num-supernodes": args.nodes}, timeout=args.timeout)
+        seconds = round(time.perf_counter() - t0, 2)
+        rounds = []
+        for r in plan.round_numbers():
+            path = plan.out_dir / plan.name / f"round-{r:04d}.json"
+            if not path.is_file():
+                raise LDPParameterError(f"the run completed but round {r}'s summary is missing")
+            summary = json.loads(path.read_text())
+            row = summary["queries"][0]
+            if row["estimate"]:
+                for e in row["estimate"]:
+                    e["truth"] = float(truth[int(e["item"])]) if isinstance(e["item"], int) and 0 <= e["item"] < d else None
+            rounds.append({"round": r, **{k: v for k, v in row.items() if k not in ("query",)}})
+    finally:
+        if superlink is not None:
+            superlink.stop()
+        if tmp is not None:
+            tmp.cleanup()
+    out = {"rounds": rounds, "nodes": args.nodes, "users_per_node": args.users_per_node, "seconds": seconds, "run_id": str(run_id),
+           "mechanism": q0.params(), "zipf_truth": [float(x) for x in zipf_frequencies(d)]}
+    if args.json:
+        print(json.dumps(out, indent=1))
+    else:
+        for row in rounds:
+            print(f"round {row['round']}: {row['nodes_answered']}/{row['nodes_asked']} nodes, {row['reports_accepted']:,} reports accepted, "
+                  f"{row['reports_rejected']:,} rejected {row['rejected_by_reason']}, {row['devices_refused']:,} devices refused "
+                  f"{row['refused_by_reason']}, node errors {row['node_errors']}: {row['status']}")
+            if row["estimate"]:
+                covered = sum(e["ci_lower"] <= e["truth"] <= e["ci_upper"] for e in row["estimate"] if e["truth"] is not None)
+                print(f"  {covered}/{len(row['estimate'])} true frequencies inside their 95% intervals")
+        print(f"{seconds} s in all (flwr run on a simulation SuperLink, {args.nodes} SuperNodes)")
+    return 0

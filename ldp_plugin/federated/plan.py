@@ -1,0 +1,168 @@
+"""The collection plan a ServerApp runs: which queries, how many rounds, the minimum batch, the
+per-round deadline, the per-node quota cap and the output directory.
+
+It comes from the Flower app's run config (``[tool.flwr.app.config]`` of the app project, or
+``flwr run … --run-config 'key=value'``) — flat keys for one query — or from a TOML job the run
+config names (``job = "/path/plan.toml"``) for several::
+
+    [plan]
+    name = "demo"             # query ids are "<name>/<query>/r<round>": a rerun asks the same ids
+    rounds = 2
+    min_batch = 50
+    out_dir = "/abs/results"  # relative paths are relative to the job file
+    round_timeout = 60        # seconds: the round's deadline
+    max_devices_per_node = 100000
+    expected_nodes = 2        # wait (node_wait seconds) for this many SuperNodes
+    node_wait = 60
+
+    [[query]]
+    name = "apps"
+    mechanism = "oue"
+    epsilon = "1"
+    params = {d = 8}
+
+The plan never carries anything a device enforces: devices take their policy from their owner.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping, Optional
+
+from .._errors import LDPParameterError
+
+try:
+    import tomllib
+except ImportError:  # pragma: no cover
+    import tomli as tomllib
+
+__all__ = ["Plan", "PlannedQuery"]
+
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+_PLAN_KEYS = {"name", "rounds", "min_batch", "out_dir", "round_timeout", "max_devices_per_node", "expected_nodes", "node_wait"}
+_QUERY_KEYS = {"name", "mechanism", "epsilon", "params"}
+
+
+def _int(v: Any, name: str, lo: int, hi: int) -> int:
+    if isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= hi:
+        raise LDPParameterError(f"{name} must be an integer in [{lo}, {hi}]")
+    return int(v)
+
+
+@dataclass(frozen=True)
+class PlannedQuery:
+    name: str
+    mechanism: str
+    epsilon: Optional[str]  # None for a longitudinal mechanism (epsilon_perm / epsilon_1 in params)
+    params: dict = field(default_factory=dict)
+
+    def build(self):
+        from ldp_plugin.registry import build
+
+        params = dict(self.params)
+        d = params.pop("d", None)
+        if self.epsilon is not None:
+            params["epsilon"] = float(self.epsilon)  # the registry takes a number; the query carries its exact text
+        return build(self.mechanism, d=d, **params)
+
+
+@dataclass(frozen=True)
+class Plan:
+    name: str
+    queries: tuple
+    rounds: int = 1
+    min_batch: int = 1
+    out_dir: Optional[Path] = None
+    round_timeout: float = 60.0
+    max_devices_per_node: int = 100_000
+    expected_nodes: int = 1
+    node_wait: float = 60.0
+    first_round: int = 1  # rounds first_round .. first_round + rounds - 1 (a later day of a series: new query ids)
+
+    def round_numbers(self) -> range:
+        return range(self.first_round, self.first_round + self.rounds)
+
+    @classmethod
+    def from_dict(cls, plan: Mapping[str, Any], queries: list, base: Path) -> "Plan":
+        extra = sorted(set(plan) - _PLAN_KEYS)
+        if extra:
+            raise LDPParameterError(f"unknown plan key(s) {extra}; allowed: {sorted(_PLAN_KEYS)}")
+        name = plan.get("name", "ldp")
+        if not isinstance(name, str) or not _NAME.match(name):
+            raise LDPParameterError("the plan name must be 1-64 letters, digits, '_', '.' or '-'")
+        if not queries:
+            raise LDPParameterError("the plan needs at least one query")
+        qs, seen = [], set()
+        for q in queries:
+            if not isinstance(q, Mapping) or set(q) - _QUERY_KEYS or not {"name", "mechanism"} <= set(q):
+                raise LDPParameterError(f"each query needs a name and a mechanism (allowed keys: {sorted(_QUERY_KEYS)})")
+            if not isinstance(q["name"], str) or not _NAME.match(q["name"]) or q["name"] in seen:
+                raise LDPParameterError("query names must be unique, 1-64 letters, digits, '_', '.' or '-'")
+            seen.add(q["name"])
+            params = q.get("params", {})
+            if not isinstance(params, Mapping):
+                raise LDPParameterError("a query's params must be a table")
+            qs.append(PlannedQuery(q["name"], str(q["mechanism"]), None if q.get("epsilon") is None else str(q["epsilon"]), dict(params)))
+        out = plan.get("out_dir")
+        if out is not None and (not isinstance(out, str) or not out):
+            raise LDPParameterError("out_dir must be a path")
+        timeout = plan.get("round_timeout", 60)
+        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 1 <= timeout <= 86400:
+            raise LDPParameterError("round_timeout must be a number of seconds in [1, 86400]")
+        wait = plan.get("node_wait", 60)
+        if isinstance(wait, bool) or not isinstance(wait, (int, float)) or not 0 <= wait <= 86400:
+            raise LDPParameterError("node_wait must be a number of seconds in [0, 86400]")
+        return cls(name=name, queries=tuple(qs), rounds=_int(plan.get("rounds", 1), "rounds", 1, 10_000),
+                   min_batch=_int(plan.get("min_batch", 1), "min_batch", 1, 10**9),
+                   out_dir=None if out is None else (base / out).resolve(), round_timeout=float(timeout),
+                   max_devices_per_node=_int(plan.get("max_devices_per_node", 100_000), "max_devices_per_node", 1, 1 << 20),
+                   expected_nodes=_int(plan.get("expected_nodes", 1), "expected_nodes", 1, 100_000), node_wait=float(wait))
+
+    @classmethod
+    def from_toml(cls, path: str | Path) -> "Plan":
+        p = Path(path)
+        try:
+            with open(p, "rb") as f:
+                doc = tomllib.load(f)
+        except FileNotFoundError:
+            raise LDPParameterError(f"the plan file {p.name!r} does not exist") from None
+        except (OSError, tomllib.TOMLDecodeError):
+            raise LDPParameterError(f"the plan file {p.name!r} is not readable TOML") from None
+        extra = sorted(set(doc) - {"plan", "query"})
+        if extra:
+            raise LDPParameterError(f"unknown section(s) {extra} in the plan file; allowed: plan, query")
+        return cls.from_dict(doc.get("plan", {}), list(doc.get("query", [])), p.resolve().parent)
+
+    @classmethod
+    def from_run_config(cls, run_config: Mapping[str, Any]) -> "Plan":
+        """From a Flower run config: ``job`` names a plan TOML; otherwise the flat keys
+        ``plan-name``, ``rounds``, ``min-batch``, ``out-dir``, ``round-timeout``,
+        ``max-devices-per-node``, ``expected-nodes``, ``node-wait`` and one query
+        (``query-name``, ``mechanism``, ``epsilon``, ``params`` as ``"d=8 k=2"``). ``first-round``
+        (either way) numbers the rounds from there: the next collections of a series."""
+        cfg = dict(run_config)
+        first = _int(cfg.get("first-round", 1), "first-round", 1, 10**9)
+        job = cfg.get("job")
+        if isinstance(job, str) and job:
+            plan = dataclasses.replace(cls.from_toml(job), first_round=first)
+            out = cfg.get("out-dir")
+            if isinstance(out, str) and out:  # `flwr run ... --run-config 'out-dir="..."'` redirects a job's results
+                plan = dataclasses.replace(plan, out_dir=Path(out).resolve())
+            return plan
+        plan = {k.replace("-", "_"): cfg[k] for k in ("rounds", "min-batch", "out-dir", "round-timeout", "max-devices-per-node", "expected-nodes", "node-wait")
+                if k in cfg and cfg[k] != ""}
+        if "plan-name" in cfg:
+            plan["name"] = cfg["plan-name"]
+        if "mechanism" not in cfg:
+            raise LDPParameterError("the run config needs job = \"plan.toml\", or a mechanism (and its epsilon)")
+        params = {}
+        for item in str(cfg.get("params", "")).split():
+            k, sep, v = item.partition("=")
+            if not sep:
+                raise LDPParameterError("params must be 'key=value' items separated by spaces")
+            params[k] = int(v) if re.fullmatch(r"-?\d+", v) else float(v) if re.fullmatch(r"-?\d+\.\d*", v) else v
+        q = {"name": cfg.get("query-name", "q"), "mechanism": cfg["mechanism"], "epsilon": cfg.get("epsilon"), "params": params}
+        return dataclasses.replace(cls.from_dict(plan, [q], Path.cwd()), first_round=first)

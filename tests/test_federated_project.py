@@ -1,0 +1,48 @@
+"""Issue 34, the app project `ldp federated new` writes: Flower's own loader accepts it (components,
+run config naming the plan), the plan it ships parses and builds, the device TOML it ships
+initializes; plans from the run config (flat keys or a job file) are validated."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+import ldp_plugin as ldp
+from ldp_plugin.federated.cli import new_project
+from ldp_plugin.federated.config import DeviceConfig
+from ldp_plugin.federated.device import DeviceFleet
+from ldp_plugin.federated.plan import Plan
+
+
+def test_new_writes_a_project_flower_accepts(tmp_path):
+    flwr_config = pytest.importorskip("flwr.cli.config_utils")
+    proc = subprocess.run([sys.executable, "-m", "ldp_plugin.cli", "federated", "new", str(tmp_path / "app")], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    config, warnings = flwr_config.load_and_validate(tmp_path / "app" / "pyproject.toml")
+    assert config is not None, warnings
+    comps = config["tool"]["flwr"]["app"]["components"]
+    assert comps == {"serverapp": "ldp_plugin.federated.app:server_app", "clientapp": "ldp_plugin.federated.app:client_app"}
+    run_config = config["tool"]["flwr"]["app"]["config"]
+    plan = Plan.from_run_config(run_config)
+    assert plan.name == "demo" and [q.name for q in plan.queries] == ["apps", "daily-app"]
+    assert plan.out_dir == (tmp_path / "app" / "results").resolve()
+    assert [q.build().name for q in plan.queries] == ["oue", "loloha"]
+    again = subprocess.run([sys.executable, "-m", "ldp_plugin.cli", "federated", "new", str(tmp_path / "app")], capture_output=True, text=True, timeout=120)
+    assert again.returncode == 2 and "--force" in again.stderr  # never overwrites silently
+    cfg = DeviceConfig.load(tmp_path / "app" / "device.toml", {"partition-id": 1})
+    assert DeviceFleet.init(cfg)["devices"] == 200
+
+
+def test_plans_from_the_run_config_are_validated(tmp_path):
+    flat = Plan.from_run_config({"mechanism": "krr", "epsilon": "1", "params": "d=4", "rounds": 2, "first-round": 5, "min-batch": 10})
+    assert list(flat.round_numbers()) == [5, 6] and flat.queries[0].build().name == "krr"
+    with pytest.raises(ldp.LDPParameterError, match="unknown plan key"):
+        Plan.from_dict({"name": "x", "ledger": "/elsewhere"}, [{"name": "q", "mechanism": "oue"}], tmp_path)
+    with pytest.raises(ldp.LDPParameterError, match="rounds"):
+        Plan.from_run_config({"mechanism": "krr", "epsilon": "1", "params": "d=4", "rounds": 0})
+    with pytest.raises(ldp.LDPParameterError, match="unique"):
+        Plan.from_dict({}, [{"name": "q", "mechanism": "oue"}, {"name": "q", "mechanism": "oue"}], tmp_path)
+    with pytest.raises(ldp.LDPParameterError, match="does not exist"):
+        Plan.from_run_config({"job": str(tmp_path / "missing.toml")})

@@ -1,0 +1,166 @@
+"""Issue 34, the ServerApp's round logic (``run_plan``) against hostile and failing nodes.
+
+The Flower transport is replaced by a loopback grid (``push_messages`` / ``pull_messages`` /
+``get_node_ids``, the Grid API ``run_plan`` uses) that hands each real Flower ``Message`` to a
+node handler; honest nodes run the real device side (``device_answer``: device TOML, ledger,
+keystore), hostile ones forge replies. The real deployment is tested in test_federated_deploy.py.
+Checked: a sybil registration is capped, a flood/replay/batch/hostile reply is that node's error
+(counted by reason) and never changes the estimate, a node that drops out is ``no_reply`` and the
+round completes at the minimum batch or is reported ``incomplete``; nothing ends the run."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+import uuid
+
+import numpy as np
+import pytest
+
+pytest.importorskip("flwr")
+
+from flwr.app import ConfigRecord, Error, Message, RecordDict  # noqa: E402
+from flwr.supercore.task_identity import TaskIdentity  # noqa: E402
+
+import ldp_plugin as ldp  # noqa: E402
+from ldp_plugin.federated import DeviceConfig, DeviceFleet, Query  # noqa: E402
+from ldp_plugin.federated.app import _record, device_answer, run_plan  # noqa: E402
+from ldp_plugin.federated.envelope import seal  # noqa: E402
+from ldp_plugin.federated.plan import Plan  # noqa: E402
+
+DEVICES = 40
+
+
+@pytest.fixture(autouse=True)
+def flower_task():
+    TaskIdentity.run_id, TaskIdentity.task_id, TaskIdentity.node_id = 1, 1, 0
+    yield
+    TaskIdentity._run_id = TaskIdentity._task_id = TaskIdentity._node_id = None
+
+
+class LoopbackGrid:
+    def __init__(self, handlers: dict):
+        self.handlers = handlers
+        self.replies: dict = {}
+
+    def get_node_ids(self):
+        return list(self.handlers)
+
+    def push_messages(self, msgs):
+        ids = []
+        for m in msgs:
+            m.metadata._message_id = uuid.uuid4().hex
+            ids.append(m.metadata.message_id)
+            rep = self.handlers[m.metadata.dst_node_id](m)
+            if rep is not None:
+                self.replies[m.metadata.message_id] = rep
+        return ids
+
+    def pull_messages(self, ids):
+        return [self.replies.pop(i) for i in list(ids) if i in self.replies]
+
+
+def _honest(app_dir, pid):
+    node_config = {"device-config": str(app_dir / "device.toml"), "partition-id": pid}
+    return lambda m: Message(content=_record(device_answer(m.content, node_config)), reply_to=m)
+
+
+def _reply(m, devices, reports, refused="{}", retry=False):
+    rec = {"devices": devices, "refused": refused, "retry": retry}
+    if reports:
+        rec["reports"] = reports
+    return Message(content=RecordDict({"reply": ConfigRecord(rec)}), reply_to=m)
+
+
+def _is_query(m):
+    return "query" in m.content
+
+
+def _tag(m):
+    return Query.from_json(str(m.content["query"]["json"])).content_hash
+
+
+MECH = ldp.OUE(epsilon=1.0, d=8)
+
+
+def _sybil(m):  # registers a million devices, then floods 100x its cap with fresh, well-formed reports of item 7
+    if not _is_query(m):
+        return _reply(m, 10**6, [])
+    envs = seal(MECH.to_wire_each(MECH.randomize_encoded(np.full(5000, 7)), tag=_tag(m)))
+    return _reply(m, 5000, envs)
+
+
+def _batcher(m):  # one envelope holding a whole batch of reports
+    if not _is_query(m):
+        return _reply(m, DEVICES, [])
+    return _reply(m, DEVICES, [os.urandom(16) + MECH.to_wire(MECH.randomize_encoded(np.full(30, 7)), tag=_tag(m))])
+
+
+def _hostile_metadata(m):
+    if not _is_query(m):
+        return _reply(m, DEVICES, [])
+    return Message(content=RecordDict({"reply": ConfigRecord({"devices": DEVICES, "refused": "[1, 2]", "retry": False})}), reply_to=m)
+
+
+def _nan(m):
+    if not _is_query(m):
+        return _reply(m, DEVICES, [])
+    return _reply(m, DEVICES, [], refused=json.dumps({"budget_exhausted": float("nan")}))
+
+
+def _no_reply_record(m):
+    return Message(content=RecordDict({"other": ConfigRecord({"x": 1})}), reply_to=m)
+
+
+def _crash(m):
+    return Message(Error(code=1, reason="ClientApp crashed"), reply_to=m)
+
+
+def _dropout(m):  # registers, then never answers a query (the round's deadline ends the wait)
+    return None if _is_query(m) else _reply(m, DEVICES, [])
+
+
+def _setup(tmp_path, min_batch):
+    app = tmp_path / "app"
+    app.mkdir()
+    (app / "device.toml").write_text(
+        '[device]\nname = "n{partition-id}"\nledger = "s/{partition-id}/l.sqlite"\nkeystore = "s/{partition-id}/k.json"\n\n'
+        '[policy]\nlifetime_cap = "4"\nmax_epsilon_per_query = "2"\n\n[data]\nsource = "ldp_plugin.federated.synthetic:zipf_values"\n'
+        f'[data.args]\ndevices = {DEVICES}\nd = 8\nseed = "5-{{partition-id}}"\n')
+    for pid in range(2):
+        DeviceFleet.init(DeviceConfig.load(app / "device.toml", {"partition-id": pid}))
+    plan = Plan.from_dict({"name": "t", "rounds": 1, "min_batch": min_batch, "out_dir": "out", "round_timeout": 1.5, "max_devices_per_node": 50,
+                           "expected_nodes": 2, "node_wait": 0}, [{"name": "apps", "mechanism": "oue", "epsilon": "1", "params": {"d": 8}}], tmp_path)
+    return app, plan
+
+
+def test_hostile_and_failing_nodes_never_change_the_estimate(tmp_path):
+    app, plan = _setup(tmp_path, min_batch=2 * DEVICES)
+    honest = {1: _honest(app, 0), 2: _honest(app, 1)}
+    hostile = {10: _sybil, 11: _batcher, 12: _hostile_metadata, 13: _nan, 14: _no_reply_record, 15: _crash, 16: _dropout}
+    t0 = time.time()
+    (summary,) = run_plan(LoopbackGrid({**honest, **hostile}), plan)
+    assert time.time() - t0 < 30  # the dropout is bounded by the round's deadline, not held forever
+    row = summary["queries"][0]
+    assert summary["registration_errors"] == {"malformed": 1, "flower_error": 1}  # the two that cannot even register
+    assert row["nodes_asked"] == 7  # 2 honest + sybil (capped at 50) + batcher + metadata + nan + dropout
+    assert row["node_errors"] == {"over_quota": 1, "bad_field": 2, "no_reply": 1}
+    assert row["rejected_by_reason"] == {"not_one_report": 1}
+    assert row["reports_accepted"] == 2 * DEVICES and row["status"] == "complete"
+    hostile_est = [e["estimate"] for e in row["estimate"]]
+    written = json.loads((plan.out_dir / "t" / "round-0001.json").read_text())
+    assert written["queries"][0]["reports_accepted"] == 2 * DEVICES
+    # the same round again with the honest nodes only: their kept replies, so the estimate must be identical
+    (clean,) = run_plan(LoopbackGrid(honest), plan)
+    crow = clean["queries"][0]
+    assert crow["reports_from_kept_replies"] == 2 * DEVICES and crow["node_errors"] == {}
+    assert [e["estimate"] for e in crow["estimate"]] == hostile_est
+
+
+def test_a_round_below_its_minimum_batch_is_reported_incomplete(tmp_path):
+    app, plan = _setup(tmp_path, min_batch=2 * DEVICES)
+    (summary,) = run_plan(LoopbackGrid({1: _honest(app, 0), 2: _dropout}), plan)
+    row = summary["queries"][0]
+    assert row["reports_accepted"] == DEVICES and row["node_errors"] == {"no_reply": 1}
+    assert row["status"] == "incomplete" and row["estimate"] is None
