@@ -86,7 +86,7 @@ def test_the_federated_device_answers_every_mechanism(mech, tmp_path):
         q = Query(query_id="q", spec=mech.spec(), epsilon=repr(float(mech.epsilon)))
         rep = fleet.respond(q.to_json())
         assert rep["refused"] == {} and len(rep["reports"]) == N
-        assert Collector(q).ingest(rep["ids"], rep["reports"]) == {"accepted": N, "rejected": {}}
+        assert Collector(q).ingest(rep["reports"]) == {"accepted": N, "rejected": {}}
     finally:
         fleet.close()
 

@@ -16,6 +16,11 @@ from typing import Any
 import numpy as np
 
 from .._errors import LDPParameterError
+from ..simulate import parse_params
+from .certs import make_node_keys, make_tls
+from .deploy import Spawned, flower_tool, free_port, run_to_completion, tool_env, write_connection
+from .plan import Plan
+from .synthetic import zipf_frequencies, zipf_values
 from .config import ENV_DEVICE_CONFIG, DeviceConfig
 from .device import DeviceFleet
 
@@ -98,8 +103,6 @@ def cmd_federated(args) -> int:
         print("next: `ldp federated certs`, `ldp federated device init`, start the SuperLink and SuperNodes, `flwr run` (README, Federated analytics)")
         return 0
     if cmd == "certs":
-        from .certs import make_node_keys, make_tls
-
         tls = make_tls(args.directory, tuple(args.host or ("127.0.0.1", "localhost")))
         keys = [make_node_keys(Path(args.directory) / "nodes", f"node-{i}") for i in range(args.nodes)]
         print(json.dumps({"tls": tls, "supernode_keys": keys}, indent=1))
@@ -113,8 +116,6 @@ def cmd_federated(args) -> int:
 
 
 def _plan_toml(args, nodes: int) -> str:
-    from ..simulate import parse_params
-
     params = dict(parse_params(args.param))
     if args.d is not None:
         params["d"] = args.d
@@ -128,10 +129,6 @@ def _plan_toml(args, nodes: int) -> str:
 
 
 def _simulate(args) -> int:
-    from .deploy import Spawned, flower_tool, free_port, run_to_completion, tool_env, write_connection
-    from .plan import Plan
-    from .synthetic import zipf_frequencies, zipf_values
-
     tmp = None
     if args.out is None:
         tmp = tempfile.TemporaryDirectory(prefix="ldp-federated-")

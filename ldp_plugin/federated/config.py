@@ -41,6 +41,7 @@ from typing import Any, Mapping, Optional
 import numpy as np
 
 from .._errors import LDPInputError, LDPParameterError
+from ..accountant import Population
 from .policy import DevicePolicy
 
 try:  # Python >= 3.11
@@ -125,8 +126,6 @@ class DeviceConfig:
                    table=data.get("table"), args=args, base=base)
 
     def population(self, n_devices: int):
-        from ..accountant import Population
-
         pol = self.policy
         return Population(name=self.name, lifetime_cap=pol.lifetime_cap, period_cap=pol.period_cap, period=pol.period, cohorts=n_devices)
 

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any, Mapping, Optional
 
 from .._errors import LDPParameterError
+from ..registry import build
 
 try:
     import tomllib
@@ -60,8 +61,6 @@ class PlannedQuery:
     params: dict = field(default_factory=dict)
 
     def build(self):
-        from ldp_plugin.registry import build
-
         params = dict(self.params)
         d = params.pop("d", None)
         if self.epsilon is not None:
