@@ -433,3 +433,26 @@ class LDPLazyFrame:
         from .polars_discovery import heavy_hitters
 
         return heavy_hitters(self._lf, column, **kwargs)
+
+
+# -- numeric distributions (issue 37; adapters/polars_distribution.py) ------------------------------------
+def _add_distribution_methods(cls: type, attr: str) -> None:
+    from . import polars_distribution as _pd
+
+    def distribution(self, mechanism: Any, **kwargs) -> pl.DataFrame:
+        """The histogram of a distribution mechanism's reports (:func:`.polars_distribution.distribution`)."""
+        return _pd.distribution(getattr(self, attr), mechanism, **kwargs)
+
+    def quantiles(self, mechanism: Any, qs: Sequence[float], **kwargs) -> pl.DataFrame:
+        """Quantiles with intervals (:func:`.polars_distribution.quantiles`)."""
+        return _pd.quantiles(getattr(self, attr), mechanism, qs, **kwargs)
+
+    def range_count(self, mechanism: Any, lo: float, hi: float, **kwargs) -> pl.DataFrame:
+        """The users in ``[lo, hi)`` with an interval (:func:`.polars_distribution.range_count`)."""
+        return _pd.range_count(getattr(self, attr), mechanism, lo, hi, **kwargs)
+
+    cls.distribution, cls.quantiles, cls.range_count = distribution, quantiles, range_count
+
+
+_add_distribution_methods(LDPFrame, "_df")
+_add_distribution_methods(LDPLazyFrame, "_lf")

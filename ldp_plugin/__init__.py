@@ -84,3 +84,9 @@ __all__ = [
     "make_duchi", "make_piecewise", "make_hybrid", "make_one_bit_mean", "make_longitudinal",
 
 ] + _measurements.__all__
+
+# numeric distributions (issue 37): Square Wave + EMS, the bucketed oracle
+from .mechanisms.distribution import BucketedOracle, DistributionEstimate, SquareWave  # noqa: E402
+from .measurements_families import make_bucketed, make_square_wave, then_bucketed, then_square_wave  # noqa: E402
+
+__all__ += ["SquareWave", "BucketedOracle", "DistributionEstimate", "make_square_wave", "then_square_wave", "make_bucketed", "then_bucketed"]

@@ -1,0 +1,40 @@
+"""OpenDP measurements for the numeric-distribution, multi-attribute and key–value families.
+
+Each goes through :func:`ldp_plugin.measurements.make_ldp` unchanged: one user's input (a number,
+a tuple of attribute values, a list of key–value pairs) → one report; ``discrete_distance`` →
+``max_divergence``, map ``0 if d_in == 0 else ε`` (``unit="population"``: a batch,
+``hamming_distance``, ``d_in·ε`` rounded up). ``then_*`` are the chaining partials.
+"""
+
+from __future__ import annotations
+
+from .measurements import make_ldp, then_ldp
+from .mechanisms.distribution import BucketedOracle, SquareWave
+from .sampling import RNGLike
+
+__all__ = ["make_square_wave", "then_square_wave", "make_bucketed", "then_bucketed"]
+
+
+def make_square_wave(*, epsilon: float, lower: float = 0.0, upper: float = 1.0, grid: int = 256, unit: str = "user", rng: RNGLike = None):
+    """Square Wave (Li et al., SIGMOD 2020) as an OpenDP measurement: ε-LDP per user (one
+    user's number replaced by any other in ``[lower, upper]``).
+
+    >>> import ldp_plugin as ldp
+    >>> m = ldp.make_square_wave(epsilon=1.0, lower=0, upper=10, grid=16)
+    >>> 0 <= m(3.5) < 16 + 2 * ldp.SquareWave(epsilon=1.0, grid=16).half_window, m.map(1)
+    (True, 1.0)
+    """
+    return make_ldp(SquareWave(epsilon=epsilon, lower=lower, upper=upper, grid=grid), unit=unit, rng=rng)
+
+
+def then_square_wave(*, epsilon: float, lower: float = 0.0, upper: float = 1.0, grid: int = 256, unit=None, rng: RNGLike = None):
+    return then_ldp(SquareWave(epsilon=epsilon, lower=lower, upper=upper, grid=grid), unit=unit, rng=rng)
+
+
+def make_bucketed(*, epsilon: float, lower: float = 0.0, upper: float = 1.0, buckets: int = 16, oracle: str = "auto", unit: str = "user", rng: RNGLike = None):
+    """The bucketed frequency oracle as an OpenDP measurement (ε-LDP per user)."""
+    return make_ldp(BucketedOracle(epsilon=epsilon, lower=lower, upper=upper, buckets=buckets, oracle=oracle), unit=unit, rng=rng)
+
+
+def then_bucketed(*, epsilon: float, lower: float = 0.0, upper: float = 1.0, buckets: int = 16, oracle: str = "auto", unit=None, rng: RNGLike = None):
+    return then_ldp(BucketedOracle(epsilon=epsilon, lower=lower, upper=upper, buckets=buckets, oracle=oracle), unit=unit, rng=rng)
