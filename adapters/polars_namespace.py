@@ -456,3 +456,22 @@ def _add_distribution_methods(cls: type, attr: str) -> None:
 
 _add_distribution_methods(LDPFrame, "_df")
 _add_distribution_methods(LDPLazyFrame, "_lf")
+
+
+# -- several attributes per user (issue 37; adapters/polars_multi.py) -------------------------------------
+def _add_attribute_methods(cls: type, attr: str) -> None:
+    from . import polars_multi as _pm
+
+    def privatize_attributes(self, columns: Sequence[str], mechanism: Any, **kwargs) -> pl.DataFrame:
+        """One report per user from several attribute columns (:func:`.polars_multi.privatize_attributes`)."""
+        return _pm.privatize_attributes(getattr(self, attr), columns, mechanism, **kwargs)
+
+    def attribute_frequencies(self, mechanism: Any, **kwargs) -> pl.DataFrame:
+        """Per-attribute frequencies of multi-attribute reports (:func:`.polars_multi.attribute_frequencies`)."""
+        return _pm.attribute_frequencies(getattr(self, attr), mechanism, **kwargs)
+
+    cls.privatize_attributes, cls.attribute_frequencies = privatize_attributes, attribute_frequencies
+
+
+_add_attribute_methods(LDPFrame, "_df")
+_add_attribute_methods(LDPLazyFrame, "_lf")

@@ -90,3 +90,9 @@ from .mechanisms.distribution import BucketedOracle, DistributionEstimate, Squar
 from .measurements_families import make_bucketed, make_square_wave, then_bucketed, then_square_wave  # noqa: E402
 
 __all__ += ["SquareWave", "BucketedOracle", "DistributionEstimate", "make_square_wave", "then_square_wave", "make_bucketed", "then_bucketed"]
+
+# several attributes per user (issue 37): SPL, SMP, RS+FD
+from .mechanisms.multi_attribute import RSFD, SMP, SPL, MultiAttributeEstimate  # noqa: E402
+from .measurements_families import make_rsfd, make_smp, make_spl, then_rsfd, then_smp, then_spl  # noqa: E402
+
+__all__ += ["SPL", "SMP", "RSFD", "MultiAttributeEstimate", "make_spl", "then_spl", "make_smp", "then_smp", "make_rsfd", "then_rsfd"]

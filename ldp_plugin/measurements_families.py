@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from .measurements import make_ldp, then_ldp
 from .mechanisms.distribution import BucketedOracle, SquareWave
+from .mechanisms.multi_attribute import RSFD, SMP, SPL
 from .sampling import RNGLike
 
 __all__ = ["make_square_wave", "then_square_wave", "make_bucketed", "then_bucketed"]
@@ -38,3 +39,43 @@ def make_bucketed(*, epsilon: float, lower: float = 0.0, upper: float = 1.0, buc
 
 def then_bucketed(*, epsilon: float, lower: float = 0.0, upper: float = 1.0, buckets: int = 16, oracle: str = "auto", unit=None, rng: RNGLike = None):
     return then_ldp(BucketedOracle(epsilon=epsilon, lower=lower, upper=upper, buckets=buckets, oracle=oracle), unit=unit, rng=rng)
+
+
+# -- several attributes per user (one tuple in, one report out) ---------------------------------------------
+def make_spl(*, epsilon: float, domains, unit: str = "user", rng: RNGLike = None):
+    """SPL (k-RR at ε/A per attribute) as an OpenDP measurement: ε-LDP per user, the whole tuple
+    being the user's record.
+
+    >>> import ldp_plugin as ldp
+    >>> m = ldp.make_spl(epsilon=2.0, domains=(3, 4))
+    >>> len(m((2, 1))), m.map(1)
+    (2, 2.0)
+    """
+    return make_ldp(SPL(epsilon=epsilon, domains=domains), unit=unit, rng=rng)
+
+
+def then_spl(*, epsilon: float, domains, unit=None, rng: RNGLike = None):
+    return then_ldp(SPL(epsilon=epsilon, domains=domains), unit=unit, rng=rng)
+
+
+def make_smp(*, epsilon: float, domains, unit: str = "user", rng: RNGLike = None):
+    """SMP (one sampled attribute, k-RR at ε; the report is ``(attribute, value)``) as an OpenDP
+    measurement: ε-LDP per user (whole tuple)."""
+    return make_ldp(SMP(epsilon=epsilon, domains=domains), unit=unit, rng=rng)
+
+
+def then_smp(*, epsilon: float, domains, unit=None, rng: RNGLike = None):
+    return then_ldp(SMP(epsilon=epsilon, domains=domains), unit=unit, rng=rng)
+
+
+def make_rsfd(*, epsilon: float, domains, unit: str = "user", rng: RNGLike = None):
+    """RS+FD[GRR] as an OpenDP measurement: ε-LDP per user (whole tuple; see
+    :class:`ldp_plugin.RSFD` for the paper's per-attribute configuration)."""
+    return make_ldp(RSFD(epsilon=epsilon, domains=domains), unit=unit, rng=rng)
+
+
+def then_rsfd(*, epsilon: float, domains, unit=None, rng: RNGLike = None):
+    return then_ldp(RSFD(epsilon=epsilon, domains=domains), unit=unit, rng=rng)
+
+
+__all__ += ["make_spl", "then_spl", "make_smp", "then_smp", "make_rsfd", "then_rsfd"]
