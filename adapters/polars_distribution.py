@@ -50,7 +50,7 @@ def distribution(reports: Any, mechanism: Any, *, buckets: Optional[int] = None,
     """The histogram ``lo, hi, estimate, std_error, ci_lower, ci_upper`` on ``buckets`` equal
     buckets of ``[lower, upper]`` (default: the mechanism's resolution)."""
     est = _estimate(reports, mechanism, buckets=buckets, confidence=confidence, replicates=replicates, seed=seed, target=target)
-    return est.to_polars().with_columns(pl.lit(est.method).alias("method"))
+    return est.to_polars(buckets).with_columns(pl.lit(est.method).alias("method"))
 
 
 def quantiles(reports: Any, mechanism: Any, qs: Sequence[float], *, confidence: float = 0.95, replicates: int = 100, seed: int = 0,

@@ -96,3 +96,9 @@ from .mechanisms.multi_attribute import RSFD, SMP, SPL, MultiAttributeEstimate  
 from .measurements_families import make_rsfd, make_smp, make_spl, then_rsfd, then_smp, then_spl  # noqa: E402
 
 __all__ += ["SPL", "SMP", "RSFD", "MultiAttributeEstimate", "make_spl", "then_spl", "make_smp", "then_smp", "make_rsfd", "then_rsfd"]
+
+# ranges and quantiles on a fine grid (issue 37): the hierarchical histogram
+from .mechanisms.hierarchy import HierarchicalHistogram  # noqa: E402
+from .measurements_families import make_hierarchical_histogram, then_hierarchical_histogram  # noqa: E402
+
+__all__ += ["HierarchicalHistogram", "make_hierarchical_histogram", "then_hierarchical_histogram"]

@@ -11,6 +11,7 @@ from __future__ import annotations
 from .measurements import make_ldp, then_ldp
 from .mechanisms.distribution import BucketedOracle, SquareWave
 from .mechanisms.multi_attribute import RSFD, SMP, SPL
+from .mechanisms.hierarchy import HierarchicalHistogram
 from .sampling import RNGLike
 
 __all__ = ["make_square_wave", "then_square_wave", "make_bucketed", "then_bucketed"]
@@ -79,3 +80,25 @@ def then_rsfd(*, epsilon: float, domains, unit=None, rng: RNGLike = None):
 
 
 __all__ += ["make_spl", "then_spl", "make_smp", "then_smp", "make_rsfd", "then_rsfd"]
+
+
+# -- ranges and quantiles on a fine grid ----------------------------------------------------------------------
+def make_hierarchical_histogram(*, epsilon: float, lower: float = 0.0, upper: float = 1.0, buckets: int = 1024, fanout="auto",
+                                unit: str = "user", rng: RNGLike = None):
+    """The hierarchical histogram (Cormode et al., VLDB 2019) as an OpenDP measurement: ε-LDP per
+    user (one user's number replaced by any other in ``[lower, upper]``).
+
+    >>> import ldp_plugin as ldp
+    >>> m = ldp.make_hierarchical_histogram(epsilon=1.0, buckets=16)
+    >>> int(m(0.3)["level"][0]) in (1, 2), m.map(1)
+    (True, 1.0)
+    """
+    return make_ldp(HierarchicalHistogram(epsilon=epsilon, lower=lower, upper=upper, buckets=buckets, fanout=fanout), unit=unit, rng=rng)
+
+
+def then_hierarchical_histogram(*, epsilon: float, lower: float = 0.0, upper: float = 1.0, buckets: int = 1024, fanout="auto", unit=None,
+                                rng: RNGLike = None):
+    return then_ldp(HierarchicalHistogram(epsilon=epsilon, lower=lower, upper=upper, buckets=buckets, fanout=fanout), unit=unit, rng=rng)
+
+
+__all__ += ["make_hierarchical_histogram", "then_hierarchical_histogram"]

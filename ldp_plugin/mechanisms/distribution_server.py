@@ -19,8 +19,8 @@ normal intervals — a range or a CDF value is a linear functional ``aᵀθ̂`` 
 estimates, with ``Var = aᵀΣa``, ``Σ = (diag(P) − κ·PPᵀ)/(n(p* − q*)²)`` with ``P`` the support
 rates (estimated by ``c/n``), ``κ = 1`` for k-RR (one report names one bucket: multinomial)
 and, for OUE, the diagonal ``P(1 − P)`` (independent bits). Quantile intervals invert the
-pointwise CDF intervals (the smallest ``x`` whose upper CDF bound reaches the level, and the
-smallest whose lower bound does).
+pointwise CDF intervals: from the cell before the first edge whose upper bound reaches the level
+to the cell after the last edge whose lower bound is below it.
 """
 
 from __future__ import annotations
@@ -351,9 +351,12 @@ class DistributionEstimate:
             base = float(a @ self.raw) if self.raw is not None else float(cum[i])
             _, se = self._functional(a, float(cum[i]))
             upper_b[i], lower_b[i] = base + z * se, base - z * se
+        # the first edge whose upper band reaches q is at most j + 1, the last whose lower band is
+        # below q at least j (the quantile's cell j), each with probability >= 1 − α/2
         lo_i = int(np.argmax(upper_b >= q)) if (upper_b >= q).any() else D
-        hi_i = int(np.argmax(lower_b >= q)) if (lower_b >= q).any() else D
-        return float(edges[max(lo_i - 1, 0)]), float(edges[hi_i])
+        below = np.flatnonzero(lower_b < q)
+        hi_i = int(below[-1]) + 1 if below.size else 1
+        return float(edges[max(lo_i - 1, 0)]), float(edges[min(hi_i, D)])
 
     def to_polars(self, buckets: Optional[int] = None):
         """A tidy frame ``lo, hi, estimate, std_error, ci_lower, ci_upper``."""
