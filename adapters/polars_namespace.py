@@ -475,3 +475,22 @@ def _add_attribute_methods(cls: type, attr: str) -> None:
 
 _add_attribute_methods(LDPFrame, "_df")
 _add_attribute_methods(LDPLazyFrame, "_lf")
+
+
+# -- key-value sets (issue 37; adapters/polars_key_value.py) ---------------------------------------------
+def _add_key_value_methods(cls: type, attr: str) -> None:
+    from . import polars_key_value as _pkv
+
+    def privatize_key_values(self, keys: str, mechanism: Any, **kwargs) -> pl.DataFrame:
+        """One report per user from key-value sets (:func:`.polars_key_value.privatize_key_values`)."""
+        return _pkv.privatize_key_values(getattr(self, attr), keys, mechanism, **kwargs)
+
+    def key_values(self, mechanism: Any, **kwargs) -> pl.DataFrame:
+        """Each key's frequency and mean (:func:`.polars_key_value.key_values`)."""
+        return _pkv.key_values(getattr(self, attr), mechanism, **kwargs)
+
+    cls.privatize_key_values, cls.key_values = privatize_key_values, key_values
+
+
+_add_key_value_methods(LDPFrame, "_df")
+_add_key_value_methods(LDPLazyFrame, "_lf")

@@ -102,3 +102,9 @@ from .mechanisms.hierarchy import HierarchicalHistogram  # noqa: E402
 from .measurements_families import make_hierarchical_histogram, then_hierarchical_histogram  # noqa: E402
 
 __all__ += ["HierarchicalHistogram", "make_hierarchical_histogram", "then_hierarchical_histogram"]
+
+# key-value sets (issue 37): PCKV-GRR
+from .mechanisms.key_value import PCKV, KeyValueBatch, KeyValueEstimate  # noqa: E402
+from .measurements_families import make_pckv, then_pckv  # noqa: E402
+
+__all__ += ["PCKV", "KeyValueBatch", "KeyValueEstimate", "make_pckv", "then_pckv"]

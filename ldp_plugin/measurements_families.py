@@ -12,6 +12,7 @@ from .measurements import make_ldp, then_ldp
 from .mechanisms.distribution import BucketedOracle, SquareWave
 from .mechanisms.multi_attribute import RSFD, SMP, SPL
 from .mechanisms.hierarchy import HierarchicalHistogram
+from .mechanisms.key_value import PCKV
 from .sampling import RNGLike
 
 __all__ = ["make_square_wave", "then_square_wave", "make_bucketed", "then_bucketed"]
@@ -102,3 +103,23 @@ def then_hierarchical_histogram(*, epsilon: float, lower: float = 0.0, upper: fl
 
 
 __all__ += ["make_hierarchical_histogram", "then_hierarchical_histogram"]
+
+
+# -- key-value sets --------------------------------------------------------------------------------------------
+def make_pckv(*, epsilon: float, d: int, ell: int = 1, unit: str = "user", rng: RNGLike = None):
+    """PCKV-GRR (Gu et al., USENIX Security 2020) as an OpenDP measurement: ε-LDP per user (one
+    user's whole key–value set replaced by any other). Input: one user's list of ``(key, value)``.
+
+    >>> import ldp_plugin as ldp
+    >>> m = ldp.make_pckv(epsilon=1.0, d=4, ell=2)
+    >>> 0 <= m([(1, 0.5)]) < 12, m.map(1)
+    (True, 1.0)
+    """
+    return make_ldp(PCKV(epsilon=epsilon, d=d, ell=ell), unit=unit, rng=rng)
+
+
+def then_pckv(*, epsilon: float, d: int, ell: int = 1, unit=None, rng: RNGLike = None):
+    return then_ldp(PCKV(epsilon=epsilon, d=d, ell=ell), unit=unit, rng=rng)
+
+
+__all__ += ["make_pckv", "then_pckv"]
