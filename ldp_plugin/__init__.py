@@ -108,3 +108,9 @@ from .mechanisms.key_value import PCKV, KeyValueBatch, KeyValueEstimate  # noqa:
 from .measurements_families import make_pckv, then_pckv  # noqa: E402
 
 __all__ += ["PCKV", "KeyValueBatch", "KeyValueEstimate", "make_pckv", "then_pckv"]
+
+# ranges with the Haar wavelet (issue 37): HaarHRR
+from .mechanisms.haar import HaarHRR  # noqa: E402
+from .measurements_families import make_haar_hrr, then_haar_hrr  # noqa: E402
+
+__all__ += ["HaarHRR", "make_haar_hrr", "then_haar_hrr"]

@@ -13,6 +13,7 @@ from .mechanisms.distribution import BucketedOracle, SquareWave
 from .mechanisms.multi_attribute import RSFD, SMP, SPL
 from .mechanisms.hierarchy import HierarchicalHistogram
 from .mechanisms.key_value import PCKV
+from .mechanisms.haar import HaarHRR
 from .sampling import RNGLike
 
 __all__ = ["make_square_wave", "then_square_wave", "make_bucketed", "then_bucketed"]
@@ -123,3 +124,22 @@ def then_pckv(*, epsilon: float, d: int, ell: int = 1, unit=None, rng: RNGLike =
 
 
 __all__ += ["make_pckv", "then_pckv"]
+
+
+def make_haar_hrr(*, epsilon: float, lower: float = 0.0, upper: float = 1.0, buckets: int = 1024, unit: str = "user", rng: RNGLike = None):
+    """HaarHRR (Cormode et al., VLDB 2019) as an OpenDP measurement: ε-LDP per user (one user's
+    number replaced by any other in ``[lower, upper]``).
+
+    >>> import ldp_plugin as ldp
+    >>> m = ldp.make_haar_hrr(epsilon=1.0, buckets=16)
+    >>> sorted(m(0.3)), m.map(1)
+    (['bit', 'level', 'row'], 1.0)
+    """
+    return make_ldp(HaarHRR(epsilon=epsilon, lower=lower, upper=upper, buckets=buckets), unit=unit, rng=rng)
+
+
+def then_haar_hrr(*, epsilon: float, lower: float = 0.0, upper: float = 1.0, buckets: int = 1024, unit=None, rng: RNGLike = None):
+    return then_ldp(HaarHRR(epsilon=epsilon, lower=lower, upper=upper, buckets=buckets), unit=unit, rng=rng)
+
+
+__all__ += ["make_haar_hrr", "then_haar_hrr"]

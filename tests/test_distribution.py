@@ -8,7 +8,6 @@ import json
 import math
 import subprocess
 import sys
-from fractions import Fraction
 
 import numpy as np
 import polars as pl

@@ -5,7 +5,6 @@ spread, and ``target`` is honoured (and checked) everywhere a mean is estimated.
 from __future__ import annotations
 
 import numpy as np
-import polars as pl
 import pytest
 
 import ldp_plugin as ldp

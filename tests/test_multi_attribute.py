@@ -14,7 +14,7 @@ import pytest
 
 import ldp_plugin as ldp
 from ldp_plugin._errors import LDPInputError, LDPParameterError
-from ldp_plugin.exact import exp_lower_bound, ratio_within_exp
+from ldp_plugin.exact import ratio_within_exp
 from ldp_plugin.registry import KINDS, build, from_spec, load_registry, verify_instance
 
 A, K, EPS = 5, 10, 2.0

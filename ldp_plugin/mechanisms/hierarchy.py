@@ -29,9 +29,11 @@ same oracle), so the least-squares consistent tree is two linear passes — bott
 Every range or CDF value is then a linear functional ``wᵀx`` of the raw node estimates; ``w`` is
 computed by the adjoint of the two passes (``O(number of nodes)``), so its **standard error is
 exact** under the estimator's variance model: OUE's independent bits (fixed data:
-``[θ p(1−p) + (1−θ) q(1−q)]/(n_ℓ (p − q)²)`` per node), plus, against all ``n`` users'
-frequencies (``target="sample"``), each level's subsampling ``(1/n_ℓ − 1/n)·(Σ w²θ − (Σ wθ)²)``
-(the small negative covariance between levels' disjoint subsamples is left out: conservative).
+``[θ p(1−p) + (1−θ) q(1−q)]/(n_ℓ (p − q)²)`` per node), plus the users' split over the levels:
+with ``z_ℓ(u) = w_ℓ[node_ℓ(u)]`` (``Σ_ℓ z_ℓ(u) = a[leaf(u)]``: the estimator is exact on one
+user's consistent tree), ``Σ_ℓ Var(z_ℓ)/n_ℓ`` for an i.i.d. population (``target="population"``)
+and ``Σ_ℓ Var(z_ℓ)/n_ℓ − Var(a[leaf])/n`` against the ``n`` users themselves
+(``target="sample"``: a random partition's group means are negatively correlated).
 Quantile intervals invert the pointwise CDF intervals.
 """
 
@@ -40,8 +42,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from fractions import Fraction
-from statistics import NormalDist
-from typing import Any, ClassVar, Optional, Sequence
+from typing import Any, ClassVar, Optional
 
 import numpy as np
 
@@ -49,7 +50,7 @@ from .._errors import LDPInputError, LDPParameterError
 from ..exact import epsilon_of_ratio
 from ..sampling import RNGLike, as_source
 from ._base import Channel
-from .distribution_server import RangeEstimate
+from .linear_estimate import LinearLeafEstimate
 from .domain import check_epsilon
 from .protocol import Mechanism, MergeableCounts, ReportField
 from .unary import OUE, packed_column_counts
@@ -305,7 +306,7 @@ class HierarchyAccumulator(MergeableCounts):
         return HierarchyEstimate(m, raws, [float(v) for v in self.per_level], self.n, confidence, target)
 
 
-class HierarchyEstimate:
+class HierarchyEstimate(LinearLeafEstimate):
     """Raw node estimates per level and the consistent tree (module docstring): ranges,
     quantiles, the CDF and histograms with exact standard errors."""
 
@@ -355,93 +356,5 @@ class HierarchyEstimate:
         var = np.zeros(a.shape[1])
         for wl, vl, th, nl in zip(w, self._var, self._theta, self.n_level):
             var += (wl * wl * vl[:, None]).sum(axis=0)
-            sub = (1 / nl - 1 / self.n) if self.target == "sample" else 1 / nl
-            var += sub * np.maximum((wl * wl * th[:, None]).sum(axis=0) - ((wl * th[:, None]).sum(axis=0)) ** 2, 0.0)
-        return var
-
-    def _weights(self, lo: float, hi: float) -> np.ndarray:
-        m = self.mechanism
-        if not (math.isfinite(lo) and math.isfinite(hi)) or lo > hi:
-            raise LDPParameterError(f"a range needs finite lo <= hi (got lo={lo!r}, hi={hi!r})")
-        u = (np.clip([lo, hi], m.lower, m.upper) - m.lower) / (m.upper - m.lower) * m.buckets
-        k = np.arange(m.buckets)
-        return np.clip(np.minimum(k + 1, u[1]) - np.maximum(k, u[0]), 0.0, 1.0)
-
-    def _z(self, confidence: Optional[float]) -> float:
-        c = self.confidence if confidence is None else confidence
-        if not isinstance(c, float) or not 0 < c < 1:
-            raise LDPParameterError(f"confidence must be a float in (0, 1) (got {c!r})")
-        return NormalDist().inv_cdf(0.5 + c / 2)
-
-    # -- queries ------------------------------------------------------------------------------------
-    def range_fraction(self, lo: float, hi: float, *, confidence: Optional[float] = None):
-        """The fraction in ``[lo, hi)`` (consistent tree) with its exact standard error."""
-        a = self._weights(float(lo), float(hi))
-        est = float(a @ self.leaves)
-        se = math.sqrt(max(float(self._variance(a[:, None])[0]), 0.0))
-        z = self._z(confidence)
-        return RangeEstimate(float(lo), float(hi), est, se, est - z * se, est + z * se, est * self.n, self.n,
-                             self.confidence if confidence is None else confidence, "analytic")
-
-    range_count = range_fraction
-
-    def cdf_bands(self, confidence: Optional[float] = None, *, block: int = 256) -> tuple:
-        """``(edges, F̂, se)`` at every leaf boundary."""
-        m = self.mechanism
-        B = m.buckets
-        F = np.concatenate([[0.0], np.cumsum(self.leaves)])
-        se = np.zeros(B + 1)
-        for s in range(1, B + 1, block):
-            t = np.arange(s, min(s + block, B + 1))
-            a = (np.arange(B)[:, None] < t[None, :]).astype(np.float64)
-            se[t] = np.sqrt(np.maximum(self._variance(a), 0.0))
-        return np.linspace(m.lower, m.upper, B + 1), F, se
-
-    def quantiles(self, qs: Sequence[float], *, confidence: Optional[float] = None) -> list:
-        """``[{q, estimate, ci_lower, ci_upper}]``: the estimate from the consistent leaves
-        (negative leaves clipped for monotonicity), the interval by inverting the pointwise CDF
-        bands: from the leaf before the first edge whose upper band reaches ``q`` to the leaf
-        after the last edge whose lower band is below ``q`` (coverage ``>= 1 − α``)."""
-        z = self._z(confidence)
-        edges, F, se = self.cdf_bands(confidence)
-        pos = np.concatenate([[0.0], np.cumsum(np.maximum(self.leaves, 0.0))])
-        pos /= pos[-1] if pos[-1] > 0 else 1.0
-        out = []
-        for q in qs:
-            if isinstance(q, bool) or not isinstance(q, (int, float)) or not 0 < float(q) < 1:
-                raise LDPParameterError(f"quantile levels must be numbers in (0, 1) (got {q!r})")
-            q = float(q)
-            i = int(np.clip(np.searchsorted(pos, q, side="left"), 1, len(pos) - 1))
-            frac = (q - pos[i - 1]) / (pos[i] - pos[i - 1]) if pos[i] > pos[i - 1] else 0.0
-            est = float(edges[i - 1] + frac * (edges[i] - edges[i - 1]))
-            up, low = F + z * se, F - z * se
-            # the true quantile lies in leaf j with F(edge_j) < q <= F(edge_{j+1}): the first edge
-            # whose upper band reaches q is at most j + 1 and the last whose lower band is below q
-            # at least j, each with probability >= 1 − α/2
-            lo_i = int(np.argmax(up >= q)) if (up >= q).any() else len(F) - 1
-            below = np.flatnonzero(low < q)
-            hi_i = int(below[-1]) + 1 if below.size else 1
-            lo_e, hi_e = float(edges[max(lo_i - 1, 0)]), float(edges[min(hi_i, len(F) - 1)])
-            # the point estimate reads the clipped leaves: the interval is widened to hold it
-            out.append({"q": q, "estimate": est, "ci_lower": min(lo_e, est), "ci_upper": max(hi_e, est)})
-        return out
-
-    def histogram(self, buckets: Optional[int] = None, *, confidence: Optional[float] = None) -> dict:
-        m = self.mechanism
-        bk = m.buckets if buckets is None else int(buckets)
-        if bk < 1 or m.buckets % bk:
-            raise LDPParameterError(f"buckets must divide {m.buckets} (got {buckets!r})")
-        edges = np.linspace(m.lower, m.upper, bk + 1)
-        rows = [self.range_fraction(edges[i], edges[i + 1], confidence=confidence) for i in range(bk)]
-        return {"lo": edges[:-1], "hi": edges[1:], "estimate": np.array([r.fraction for r in rows]),
-                "std_error": np.array([r.std_error for r in rows]), "ci_lower": np.array([r.ci_lower for r in rows]),
-                "ci_upper": np.array([r.ci_upper for r in rows])}
-
-    def to_polars(self, buckets: Optional[int] = None):
-        import polars as pl
-
-        return pl.DataFrame(self.histogram(buckets if buckets is not None else min(self.mechanism.buckets, 64)))
-
-    @property
-    def method(self) -> str:
-        return "analytic"
+            var += np.maximum((wl * wl * th[:, None]).sum(axis=0) - ((wl * th[:, None]).sum(axis=0)) ** 2, 0.0) / nl
+        return var - (self._query_spread(a) if self.target == "sample" else 0.0)

@@ -34,7 +34,6 @@ with an ``O(1/n)`` bias), with ``n₊(k), n₋(k)`` the reports of key ``k`` wit
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from fractions import Fraction
 from statistics import NormalDist
