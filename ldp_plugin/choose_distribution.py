@@ -3,7 +3,8 @@ bucket rule of the bucketed oracle.
 
 There is no closed form for the Wasserstein error of Square Wave + EMS (the smoothing trades bias
 for variance in a data-dependent way), so both candidates are ranked by a **predicted** W1 error:
-the mean, over ``reps`` seeded repetitions, of the W1 distance (on ``[0, 1]``, at a resolution of
+the mean, over seeded repetitions (40 for the bucketed oracle, whose runs are cheap; 10 for
+Square Wave's EMS), of the W1 distance (on ``[0, 1]``, at a resolution of
 1024 cells) between a reference distribution and the estimate made from report counts drawn from
 the **exact channel** — ``Mult(n, Aθ)`` for Square Wave and k-RR, ``Bin(n_i, p*) + Bin(n − n_i, q*)``
 per bucket for OUE (``n_i ~ Mult(n, θ)``) — i.e. the i.i.d. sampling of ``n`` users from the
@@ -13,7 +14,7 @@ bumps at 0.25 and 0.75, sd 0.05) or ``"uniform"``.
 
 **Bucket rule** (:func:`bucket_rule`): the number of buckets ``B`` (a power of two in ``[2, 256]``)
 with the smallest predicted W1 of the bucketed oracle. At ``n = 10⁵`` on the smooth shape it
-gives 8 buckets at ε = 1, 16 at ε = 2 and 32 at ε = 4.
+gives 16 buckets at ε = 1, 16 at ε = 2 and 32 at ε = 4 (BENCHMARKS.md).
 """
 
 from __future__ import annotations
@@ -101,7 +102,7 @@ def _simulate(mech: Any, n: int, ref: np.ndarray, gen: np.random.Generator, buck
     return project_simplex((c / n - q) / (p - q))
 
 
-def predicted_w1(mech: Any, n: int, *, reference: Any = "smooth", reps: int = 5, seed: int = 0, buckets: Optional[int] = None) -> float:
+def predicted_w1(mech: Any, n: int, *, reference: Any = "smooth", reps: int = 20, seed: int = 0, buckets: Optional[int] = None) -> float:
     """The predicted W1 error of ``mech`` (a :class:`SquareWave` or :class:`BucketedOracle`) for
     ``n`` users drawn from ``reference`` (module docstring)."""
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or not 1 <= n <= 10**12:
@@ -117,7 +118,7 @@ def bucket_rule(epsilon: float, n: int, *, reference: Any = "smooth", max_bucket
     if isinstance(max_buckets, bool) or not isinstance(max_buckets, int) or not 2 <= max_buckets <= 1 << 12:
         raise LDPParameterError(f"max_buckets must be an integer in [2, 4096] (got {max_buckets!r})")
     cands = [1 << i for i in range(1, max_buckets.bit_length()) if 1 << i <= max_buckets]
-    return min(cands, key=lambda b: predicted_w1(BucketedOracle(epsilon=epsilon, buckets=b), n, reference=reference, seed=seed))
+    return min(cands, key=lambda b: predicted_w1(BucketedOracle(epsilon=epsilon, buckets=b), n, reference=reference, reps=40, seed=seed))
 
 
 @dataclass(frozen=True)
@@ -140,7 +141,7 @@ def rank_distribution_mechanisms(epsilon: float, *, n: int, buckets: Optional[in
     b = buckets if buckets is not None else bucket_rule(epsilon, n, reference=reference, seed=seed)
     bo = BucketedOracle(epsilon=epsilon, buckets=b)
     out = [
-        DistributionCandidate("square-wave", {"grid": sw.grid}, predicted_w1(sw, n, reference=reference, seed=seed, buckets=buckets)),
-        DistributionCandidate("bucketed", {"buckets": b, "oracle": bo.inner.name}, predicted_w1(bo, n, reference=reference, seed=seed)),
+        DistributionCandidate("square-wave", {"grid": sw.grid}, predicted_w1(sw, n, reference=reference, reps=10, seed=seed, buckets=buckets)),
+        DistributionCandidate("bucketed", {"buckets": b, "oracle": bo.inner.name}, predicted_w1(bo, n, reference=reference, reps=40, seed=seed)),
     ]
     return sorted(out, key=lambda c: c.predicted_w1)

@@ -37,7 +37,7 @@ def cmd_choose_distribution(args) -> int:
         print(json.dumps({"family": "distribution", "reference": ref, "recommended": rows[0], "ranking": rows}, indent=1))
         return 0
     print(f"ldp choose: numeric distribution, epsilon={args.epsilon}, n={args.n:,}, buckets={args.buckets or 'rule'}, "
-          f"predicted W1 on the {ref} (simulated report counts of the exact channel, 5 seeded runs)")
+          f"predicted W1 on the {ref} (simulated report counts of the exact channel; seeded runs)")
     for i, r in enumerate(rows):
         print(f"{'->' if i == 0 else '  '} {r['mechanism']:<12} {str(r['params']):<34} predicted W1 {r['predicted_w1']:.4g}")
     return 0
