@@ -83,6 +83,7 @@ def attribute_frequencies(reports: pl.DataFrame | pl.LazyFrame, mechanism: Any, 
     _check(mechanism)
     if names is not None and len(names) != mechanism.attributes:
         raise LDPParameterError(f"names must give {mechanism.attributes} attribute names")
+    labels = None if names is None else mechanism.group_labels(names)
     df = reports.collect() if isinstance(reports, pl.LazyFrame) else reports
     if df.height == 0:
         raise LDPInputError("the reports frame is empty: nothing to estimate")
@@ -90,6 +91,6 @@ def attribute_frequencies(reports: pl.DataFrame | pl.LazyFrame, mechanism: Any, 
     for start in range(0, df.height, ROWS_PER_CHUNK):
         acc.add(frame_to_reports(mechanism, df.slice(start, ROWS_PER_CHUNK)))
     out = mechanism.estimate_from(acc, confidence=confidence, target=target).to_polars()
-    if names is not None:
-        out = out.with_columns(pl.col("attribute").map_elements(lambda j: names[j], return_dtype=pl.String))
+    if labels is not None:  # an attribute's name (SMPPairs: "a x b" for each pair)
+        out = out.with_columns(pl.col("attribute").map_elements(lambda j: labels[j], return_dtype=pl.String))
     return out

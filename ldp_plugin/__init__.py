@@ -114,3 +114,9 @@ from .mechanisms.haar import HaarHRR  # noqa: E402
 from .measurements_families import make_haar_hrr, then_haar_hrr  # noqa: E402
 
 __all__ += ["HaarHRR", "make_haar_hrr", "then_haar_hrr"]
+
+# two-way marginals (issue 37): SMP over attribute pairs
+from .mechanisms.multi_attribute import SMPPairs  # noqa: E402
+from .measurements_families import make_smp_pairs, then_smp_pairs  # noqa: E402
+
+__all__ += ["SMPPairs", "make_smp_pairs", "then_smp_pairs"]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from .measurements import make_ldp, then_ldp
 from .mechanisms.distribution import BucketedOracle, SquareWave
-from .mechanisms.multi_attribute import RSFD, SMP, SPL
+from .mechanisms.multi_attribute import RSFD, SMP, SPL, SMPPairs
 from .mechanisms.hierarchy import HierarchicalHistogram
 from .mechanisms.key_value import PCKV
 from .mechanisms.haar import HaarHRR
@@ -143,3 +143,16 @@ def then_haar_hrr(*, epsilon: float, lower: float = 0.0, upper: float = 1.0, buc
 
 
 __all__ += ["make_haar_hrr", "then_haar_hrr"]
+
+
+def make_smp_pairs(*, epsilon: float, domains, unit: str = "user", rng: RNGLike = None):
+    """SMP over attribute pairs (two-way marginals) as an OpenDP measurement: ε-LDP per user
+    (whole tuple); the report is ``(pair, joint value)``."""
+    return make_ldp(SMPPairs(epsilon=epsilon, domains=domains), unit=unit, rng=rng)
+
+
+def then_smp_pairs(*, epsilon: float, domains, unit=None, rng: RNGLike = None):
+    return then_ldp(SMPPairs(epsilon=epsilon, domains=domains), unit=unit, rng=rng)
+
+
+__all__ += ["make_smp_pairs", "then_smp_pairs"]

@@ -23,7 +23,7 @@ KEYS = [i.to_bytes(4, "little") * 8 for i in range(300)]
 
 def test_default_registry_is_the_frequency_oracles():
     assert set(SERIES) == {"duchi", "piecewise", "hybrid", "one-bit-mean", "l-grr", "l-oue", "l-osue", "l-sue", "loloha", "dbitflip",
-                           "square-wave", "bucketed", "spl", "smp", "rsfd", "hierarchical-histogram", "pckv", "haar-hrr"}
+                           "square-wave", "bucketed", "spl", "smp", "rsfd", "hierarchical-histogram", "pckv", "haar-hrr", "smp-pairs"}
     assert not set(SERIES) & set(load_registry())
 
 

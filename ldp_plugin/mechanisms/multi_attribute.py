@@ -53,7 +53,7 @@ from .domain import check_epsilon
 from .protocol import Mechanism, MergeableCounts, ReportField
 from .randomized_response import KRR
 
-__all__ = ["SPL", "SMP", "RSFD", "MultiAttributeEstimate", "MultiAttributeAccumulator"]
+__all__ = ["SPL", "SMP", "RSFD", "SMPPairs", "MultiAttributeEstimate", "MultiAttributeAccumulator"]
 
 MAX_ATTRIBUTES = 64
 
@@ -80,10 +80,16 @@ class MultiAttributeEstimate:
     mechanism: str
 
     def to_polars(self):
-        """A tidy frame ``attribute, item, estimate, std_error, ci_lower, ci_upper``."""
+        """A tidy frame ``attribute, item, estimate, std_error, ci_lower, ci_upper`` (pairs: the
+        pair's index and ``item`` as ``"a,b"``)."""
         import polars as pl
 
-        frames = [e.to_polars().with_columns(pl.lit(j, dtype=pl.Int64).alias("attribute")) for j, e in enumerate(self.attributes)]
+        frames = []
+        for j, e in enumerate(self.attributes):
+            f = e.to_polars()
+            if f["item"].dtype != pl.Int64:  # joint cells (a, b)
+                f = f.with_columns(pl.Series("item", [",".join(map(str, it)) for it in e.items]))
+            frames.append(f.with_columns(pl.lit(j, dtype=pl.Int64).alias("attribute")))
         return pl.concat(frames).select("attribute", "item", "estimate", "std_error", "ci_lower", "ci_upper")
 
 
@@ -95,9 +101,10 @@ class MultiAttributeAccumulator(MergeableCounts):
 
     def __init__(self, mechanism: Any):
         self.mechanism = mechanism
-        self.offsets = np.concatenate([[0], np.cumsum(mechanism.domains)])
+        sizes = mechanism.group_sizes()
+        self.offsets = np.concatenate([[0], np.cumsum(sizes)])
         self.flat = np.zeros(int(self.offsets[-1]), dtype=np.int64)
-        self.covered = np.zeros(len(mechanism.domains), dtype=np.int64)
+        self.covered = np.zeros(len(sizes), dtype=np.int64)
         self.n = 0
 
     def counts(self, j: int) -> np.ndarray:
@@ -124,14 +131,14 @@ class MultiAttributeAccumulator(MergeableCounts):
         z = NormalDist().inv_cdf(0.5 + confidence / 2)
         m = self.mechanism
         out = []
-        for j, k in enumerate(m.domains):
+        for j, k in enumerate(m.group_sizes()):
             raw, var = m._attribute_estimate(j, self.counts(j), int(self.covered[j]), self.n)
             th = np.clip(raw, 0.0, 1.0)
             if target == "population":
                 var = var + th * (1 - th) / self.n
             se = np.sqrt(np.maximum(var, 0.0))
             out.append(FrequencyEstimate(project_simplex(raw), raw, se, np.clip(raw - z * se, 0, 1), np.clip(raw + z * se, 0, 1), self.n,
-                                         "projection", confidence, tuple(range(k)), target))
+                                         "projection", confidence, m.group_items(j), target))
         return MultiAttributeEstimate(tuple(out), self.n, m.name)
 
 
@@ -162,6 +169,17 @@ class _MultiAttribute(Mechanism):
     @property
     def attributes(self) -> int:
         return len(self.domains)
+
+    def group_sizes(self) -> tuple:
+        """What each estimate covers: one attribute each (pairs: :class:`SMPPairs`)."""
+        return self.domains
+
+    def group_items(self, j: int) -> tuple:
+        return tuple(range(self.group_sizes()[j]))
+
+    def group_labels(self, names: Any) -> list:
+        """The label of each estimate, from the attribute names."""
+        return list(names)
 
     @property
     def realized_epsilon(self) -> float:
@@ -527,4 +545,125 @@ class SMP(_MultiAttribute):
         for j, (o, k) in enumerate(zip(self.oracles, self.domains)):
             th = np.full(k, 1.0 / k) if theta is None else np.asarray(theta[j], dtype=np.float64)
             out.append(o.mse(max(n / A, 1.0)) + float(np.sum(th * (1 - th))) * (A - 1) / n)
+        return float(np.mean(out))
+
+
+# ---------------------------------------------------------------------------------------------------
+@dataclass(frozen=True, kw_only=True)
+class SMPPairs(_MultiAttribute):
+    """Two-way marginals: sample one **pair** of attributes ``(i, j)`` uniformly among the
+    ``A(A − 1)/2`` (an exact uniform integer, independent of the data) and report
+    ``(pair, k-RR_ε(x_i·k_j + x_j))`` over the pair's ``k_i·k_j`` joint values; the pair index is
+    in the report (SMP applied to attribute pairs: Wang et al., ICDE 2019, §III-B, the sampling
+    principle the paper uses for marginals; CALM, Zhang et al., CCS 2018, §4, collects marginals the
+    same way). ε-LDP per user (whole tuple; the realized ratio is the largest pair oracle's).
+    Each pair's joint distribution is estimated from the ``n_p`` users who sampled it, with the
+    subsampling term ``θ(1−θ)(1/n_p − 1/n)`` in its standard errors (as :class:`SMP`).
+
+    >>> import ldp_plugin as ldp, numpy as np
+    >>> m = ldp.SMPPairs(epsilon=2.0, domains=(2, 3, 2))
+    >>> m.pairs
+    ((0, 1), (0, 2), (1, 2))
+    >>> est = m.estimate(m.randomize(np.random.default_rng(0).integers(0, [2, 3, 2], size=(3000, 3)), rng=1))
+    >>> est.attributes[0].items[:3]
+    ((0, 0), (0, 1), (0, 2))
+    """
+
+    name: ClassVar[str] = "smp-pairs"
+
+    @property
+    def pairs(self) -> tuple:
+        A = len(self.domains)
+        return tuple((i, j) for i in range(A) for j in range(i + 1, A))
+
+    def group_sizes(self) -> tuple:
+        return tuple(self.domains[i] * self.domains[j] for i, j in self.pairs)
+
+    def group_items(self, g: int) -> tuple:
+        i, j = self.pairs[g]
+        return tuple((a, b) for a in range(self.domains[i]) for b in range(self.domains[j]))
+
+    def group_labels(self, names: Any) -> list:
+        return [f"{names[i]} x {names[j]}" for i, j in self.pairs]
+
+    def _oracles(self, eps: float) -> tuple:
+        return tuple(KRR(epsilon=eps, d=self.domains[i] * self.domains[j]) for i, j in self.pairs)
+
+    def _ratio(self) -> Fraction:
+        return max(o.realized_ratio for o in self.oracles)
+
+    def report_fields(self) -> tuple:
+        return (ReportField("pair", "uint16", kind="int", bound=len(self.pairs)),
+                ReportField("report", "uint32", kind="int", bound=max(self.group_sizes())))
+
+    def _to_columns(self, reports: Any) -> dict:
+        pair, val = reports
+        return {"pair": np.asarray(pair), "report": np.asarray(val)}
+
+    def _from_columns(self, cols: dict) -> Any:
+        return (np.asarray(cols["pair"]), np.asarray(cols["report"]))
+
+    def _rows_out_of_attribute_range(self, reports: Any) -> Optional[np.ndarray]:
+        pair, val = (np.asarray(a) for a in reports)
+        if pair.shape != val.shape or pair.ndim != 1:
+            return None
+        sizes = np.asarray(self.group_sizes() + (0,))
+        return val.astype(np.int64) >= sizes[np.minimum(pair.astype(np.int64), len(self.pairs))]
+
+    def output_alphabet_size(self) -> int:
+        return int(sum(self.group_sizes()))
+
+    def output_index(self, reports: Any) -> np.ndarray:
+        pair, val = reports
+        offsets = np.concatenate([[0], np.cumsum(self.group_sizes())])
+        return offsets[np.asarray(pair, dtype=np.int64)] + np.asarray(val, dtype=np.int64)
+
+    def _randomize_codes(self, x: np.ndarray, source: Any) -> tuple:
+        n = x.shape[0]
+        pair = source.uniform_int(len(self.pairs), n).astype(np.int64)
+        val = np.empty(n, dtype=np.uint32)
+        for g, ((i, j), o) in enumerate(zip(self.pairs, self.oracles)):
+            idx = np.flatnonzero(pair == g)
+            if idx.size:
+                val[idx] = o._randomize_codes(x[idx, i] * self.domains[j] + x[idx, j], source)
+        return pair.astype(np.uint16), val
+
+    def channel(self) -> Channel:
+        self._check_channel_size()
+        T = self._tuples()
+        P = len(self.pairs)
+        rows = []
+        for x in T:
+            row = []
+            for (i, j), o in zip(self.pairs, self.oracles):
+                code = int(x[i]) * self.domains[j] + int(x[j])
+                row.extend((o.p_star_exact if y == code else o.q_star_exact) / P for y in range(o.d))
+            rows.append(tuple(row))
+        return Channel(tuple(range(self.output_alphabet_size())), tuple(rows))
+
+    def _tally(self, reports: Any) -> tuple:
+        pair, val = (np.asarray(a, dtype=np.int64) for a in reports)
+        offsets = np.concatenate([[0], np.cumsum(self.group_sizes())])
+        flat = np.bincount(offsets[pair] + val, minlength=int(offsets[-1])).astype(np.int64)
+        return flat, np.bincount(pair, minlength=len(self.pairs)).astype(np.int64), int(pair.size)
+
+    def _attribute_estimate(self, g: int, counts: np.ndarray, covered: int, n: int) -> tuple:
+        o = self.oracles[g]
+        p, q = o.p_star, o.q_star
+        if covered == 0:
+            k = o.d
+            return np.full(k, 1.0 / k), np.full(k, 0.25)
+        raw = (counts / covered - q) / (p - q)
+        th = np.clip(raw, 0, 1)
+        return raw, pure_variance(th, covered, p, q) + th * (1 - th) * (1 / covered - 1 / n)
+
+    def analytic_mse(self, n: int, *, theta: Any = None, f: Any = None, sampling: str = "fixed") -> float:  # type: ignore[override]
+        """Per-pair squared l2 error of the joint distribution against all ``n`` users', averaged
+        over pairs: k-RR's error on ``n/P`` users plus ``Σθ(1−θ)(P − 1)/n`` (``theta``: one joint
+        distribution per pair, flattened; uniform if None)."""
+        P = len(self.pairs)
+        out = []
+        for g, o in enumerate(self.oracles):
+            th = np.full(o.d, 1.0 / o.d) if theta is None else np.asarray(theta[g], dtype=np.float64)
+            out.append(o.mse(max(n / P, 1.0)) + float(np.sum(th * (1 - th))) * (P - 1) / n)
         return float(np.mean(out))
