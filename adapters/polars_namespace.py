@@ -432,3 +432,64 @@ class LDPLazyFrame:
     def heavy_hitters(self, column: str, **kwargs) -> pl.DataFrame:
         """Discover frequent strings of ``column`` (:func:`ldp_plugin.adapters.polars_discovery.heavy_hitters`)."""
         return heavy_hitters(self._lf, column, **kwargs)
+
+
+# -- numeric distributions (issue 37; adapters/polars_distribution.py) ------------------------------------
+def _add_distribution_methods(cls: type, attr: str) -> None:
+    from . import polars_distribution as _pd
+
+    def distribution(self, mechanism: Any, **kwargs) -> pl.DataFrame:
+        """The histogram of a distribution mechanism's reports (:func:`.polars_distribution.distribution`)."""
+        return _pd.distribution(getattr(self, attr), mechanism, **kwargs)
+
+    def quantiles(self, mechanism: Any, qs: Sequence[float], **kwargs) -> pl.DataFrame:
+        """Quantiles with intervals (:func:`.polars_distribution.quantiles`)."""
+        return _pd.quantiles(getattr(self, attr), mechanism, qs, **kwargs)
+
+    def range_count(self, mechanism: Any, lo: float, hi: float, **kwargs) -> pl.DataFrame:
+        """The users in ``[lo, hi)`` with an interval (:func:`.polars_distribution.range_count`)."""
+        return _pd.range_count(getattr(self, attr), mechanism, lo, hi, **kwargs)
+
+    cls.distribution, cls.quantiles, cls.range_count = distribution, quantiles, range_count
+
+
+_add_distribution_methods(LDPFrame, "_df")
+_add_distribution_methods(LDPLazyFrame, "_lf")
+
+
+# -- several attributes per user (issue 37; adapters/polars_multi.py) -------------------------------------
+def _add_attribute_methods(cls: type, attr: str) -> None:
+    from . import polars_multi as _pm
+
+    def privatize_attributes(self, columns: Sequence[str], mechanism: Any, **kwargs) -> pl.DataFrame:
+        """One report per user from several attribute columns (:func:`.polars_multi.privatize_attributes`)."""
+        return _pm.privatize_attributes(getattr(self, attr), columns, mechanism, **kwargs)
+
+    def attribute_frequencies(self, mechanism: Any, **kwargs) -> pl.DataFrame:
+        """Per-attribute frequencies of multi-attribute reports (:func:`.polars_multi.attribute_frequencies`)."""
+        return _pm.attribute_frequencies(getattr(self, attr), mechanism, **kwargs)
+
+    cls.privatize_attributes, cls.attribute_frequencies = privatize_attributes, attribute_frequencies
+
+
+_add_attribute_methods(LDPFrame, "_df")
+_add_attribute_methods(LDPLazyFrame, "_lf")
+
+
+# -- key-value sets (issue 37; adapters/polars_key_value.py) ---------------------------------------------
+def _add_key_value_methods(cls: type, attr: str) -> None:
+    from . import polars_key_value as _pkv
+
+    def privatize_key_values(self, keys: str, mechanism: Any, **kwargs) -> pl.DataFrame:
+        """One report per user from key-value sets (:func:`.polars_key_value.privatize_key_values`)."""
+        return _pkv.privatize_key_values(getattr(self, attr), keys, mechanism, **kwargs)
+
+    def key_values(self, mechanism: Any, **kwargs) -> pl.DataFrame:
+        """Each key's frequency and mean (:func:`.polars_key_value.key_values`)."""
+        return _pkv.key_values(getattr(self, attr), mechanism, **kwargs)
+
+    cls.privatize_key_values, cls.key_values = privatize_key_values, key_values
+
+
+_add_key_value_methods(LDPFrame, "_df")
+_add_key_value_methods(LDPLazyFrame, "_lf")

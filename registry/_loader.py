@@ -35,7 +35,7 @@ ALL_LAYERS = ("exact", "sampling-path", "goodness-of-fit", "rates", "joint", "au
 #: what a declaration's ``kind`` may be: frequency oracles (the default, what ``load_registry()``
 #: returns), numeric means, longitudinal protocols (``epsilon_perm``/``epsilon_1`` instead of
 #: ``epsilon``; their clients need each user's secret key)
-KINDS = ("frequency", "mean", "longitudinal")
+KINDS = ("frequency", "mean", "longitudinal", "distribution", "multi-attribute", "key-value")
 
 
 @dataclass(frozen=True)

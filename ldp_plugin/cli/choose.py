@@ -6,6 +6,7 @@ import json
 
 from .._errors import LDPParameterError
 from ._common import FINITE as _finite, PROBABILITY as _prob
+from .families import add_distribution_choose_arguments, cmd_choose_distribution
 from ..choose import rank_mechanisms, rank_longitudinal_mechanisms, rank_mean_mechanisms
 
 
@@ -41,17 +42,20 @@ def cmd_choose(args) -> int:
 
 def add_choose_arguments(ch, epsilon, int_in) -> None:
     """``ldp choose --family mean|longitudinal`` and their options."""
-    ch.add_argument("--family", choices=["frequency", "mean", "longitudinal"], default="frequency",
-                    help="frequency oracles (default), numeric means, or longitudinal protocols")
+    ch.add_argument("--family", choices=["frequency", "mean", "longitudinal", "distribution"], default="frequency",
+                    help="frequency oracles (default), numeric means, longitudinal protocols, or numeric distributions")
     ch.add_argument("--epsilon-perm", type=epsilon, default=None, help="longitudinal: epsilon of the memoized layer")
     ch.add_argument("--epsilon-1", type=epsilon, default=None, help="longitudinal: epsilon of one report")
     ch.add_argument("--rounds", type=int_in(1, 10_000, "an integer"), default=20, help="longitudinal: collections (lifetime cost), in [1, 10000]")
     ch.add_argument("--change-prob", type=_prob, default=0.2, help="longitudinal: probability a value is redrawn before a round")
     ch.add_argument("--lower", type=_finite, default=0.0, help="mean: declared lower end")
     ch.add_argument("--upper", type=_finite, default=1.0, help="mean: declared upper end")
+    add_distribution_choose_arguments(ch, int_in)
 
 
 def cmd_choose_series(args) -> int:
+    if args.family == "distribution":
+        return cmd_choose_distribution(args)
     if args.family == "mean":
         if args.epsilon is None:
             raise LDPParameterError("ldp choose --family mean needs --epsilon")

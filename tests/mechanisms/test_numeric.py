@@ -112,9 +112,13 @@ def test_estimates_on_the_declared_range_and_merge():
     part = m.estimate_from(acc)
     assert part.mean == pytest.approx(whole.mean) and part.std_error == pytest.approx(whole.std_error)
     assert whole.ci_lower <= x.mean() <= whole.ci_upper  # seeded; se about 9 seconds
-    # the interval is the i.i.d.-population one: the users' own spread is in the sample variance
+    # target="sample" (default): the variance given these users, the analytic one (issue 37);
+    # target="population": the users' own spread is added (the decoded values' sample variance)
     spread = np.var(x, ddof=1) / x.size
-    assert whole.std_error**2 == pytest.approx(m.analytic_mse(x.size, values=x) + spread, rel=0.05)
+    assert whole.target == "sample" and whole.std_error**2 == pytest.approx(m.analytic_mse(x.size, values=x), rel=0.05)
+    pop = m.estimate(rep, target="population")
+    assert pop.std_error**2 == pytest.approx(m.analytic_mse(x.size, values=x) + spread, rel=0.05)
+    assert abs(whole.std_error**2 / (m.analytic_mse(x.size, values=x) + spread) - 1) > 0.1
 
 
 def test_input_errors_name_the_parameter_and_never_echo_values():

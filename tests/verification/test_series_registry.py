@@ -21,7 +21,8 @@ KEYS = [i.to_bytes(4, "little") * 8 for i in range(300)]
 
 
 def test_default_registry_is_the_frequency_oracles():
-    assert set(SERIES) == {"duchi", "piecewise", "hybrid", "one-bit-mean", "l-grr", "l-oue", "l-osue", "l-sue", "loloha", "dbitflip"}
+    assert set(SERIES) == {"duchi", "piecewise", "hybrid", "one-bit-mean", "l-grr", "l-oue", "l-osue", "l-sue", "loloha", "dbitflip",
+                           "square-wave", "bucketed", "spl", "smp", "rsfd", "hierarchical-histogram", "pckv", "haar-hrr", "smp-pairs"}
     assert not set(SERIES) & set(load_registry())
 
 
@@ -35,6 +36,10 @@ def _build(name, inst):
 def _reports(m, n=300):
     if m.needs_user_keys:
         return m.randomize(np.arange(n) % m.d, KEYS[:n], rng=3)
+    if m.input_kind == "key-value":  # key-value sets (issue 37)
+        return m.randomize([[(i % m.d, (i % 7) / 7 - 0.5)] if i % 3 else [] for i in range(n)], rng=3)
+    if m.input_kind == "tuple":  # several attributes per user (issue 37)
+        return m.randomize(np.stack([np.arange(n) % k for k in m.domains], axis=1), rng=3)
     return m.randomize(np.linspace(m.lower, m.upper, n), rng=3)
 
 

@@ -32,10 +32,13 @@ Mechanisms (``ε`` per user per report):
 * :class:`OneBitMean` — Ding et al. (2017) 1BitMean: Duchi's bit on ``[lower, upper]`` with
   α-point rounding to ``G`` steps.
 
-The estimate is the mean of the decoded values with a normal interval from their sample
-variance (:class:`MeanEstimate`): it covers the mean of a population the users are an i.i.d.
-sample of, and is conservative for the mean of the users who reported (their own spread,
-``Var(x)/n``, is in the sample variance; for ε <= 4 it is a small part of it).
+The estimate is the mean of the decoded values with a normal interval (:class:`MeanEstimate`)
+for ``target``: ``"sample"`` (default) the mean of the users who reported — the variance given
+the users, ``Σ_u Var(v | x_u)/n²``, estimated with an unbiased decoder of ``t²``
+(:meth:`NumericMechanism.square_decoder`; Piecewise and Hybrid), so the interval's width follows
+the estimator's real spread even on skewed data; ``"population"`` the mean of a population they
+are an i.i.d. sample of — the decoded values' sample variance. Duchi's and 1BitMean's one bit
+cannot estimate ``mean(t²)``: their sample interval is the population one (an upper bound).
 :meth:`NumericMechanism.analytic_mse` is the exact variance of the estimate for a given
 population (rounding included).
 """
@@ -161,12 +164,29 @@ class NumericMechanism(MechanismBase, Numeric):
     def accumulator(self) -> MeanAccumulator:
         return MeanAccumulator(self)
 
-    def estimate(self, reports: Any, *, confidence: float = 0.95, **_: Any) -> MeanEstimate:  # type: ignore[override]
-        """The mean on ``[lower, upper]`` with a normal interval (the decoded values' sample variance)."""
-        return self.accumulator().add(reports).estimate(confidence=confidence)
+    def estimate(self, reports: Any, *, confidence: float = 0.95, target: str = "sample", **_: Any) -> MeanEstimate:  # type: ignore[override]
+        """The mean on ``[lower, upper]`` with a normal interval for ``target`` (``"sample"``: the
+        users who reported; ``"population"``: an i.i.d. population; :class:`MeanAccumulator`)."""
+        return self.accumulator().add(reports).estimate(confidence=confidence, target=target)
 
-    def estimate_from(self, acc: Any, *, confidence: float = 0.95, **_: Any) -> MeanEstimate:  # type: ignore[override]
-        return acc.estimate(confidence=confidence)
+    def estimate_from(self, acc: Any, *, confidence: float = 0.95, target: str = "sample", **_: Any) -> MeanEstimate:  # type: ignore[override]
+        return acc.estimate(confidence=confidence, target=target)
+
+    def square_decoder(self) -> Optional[np.ndarray]:
+        """``ŵ`` over the reports with ``E[ŵ(y) | k] = t_k²`` for every grid input, or None.
+
+        When the decoded second moment ``E[v² | k]`` is quadratic in ``t_k`` with a nonzero
+        ``t²`` term (Piecewise; Hybrid, whose Duchi part adds a constant), ``t² = c₀ + c₁ t +
+        c₂ E[v² | k]`` on the grid and ``ŵ = c₀ + c₁ v + c₂ v²`` (``E[v | k] = t_k``); the fit
+        must be exact (residual below 10⁻⁹) or None is returned (Duchi: ``E[v²|k] = C²``)."""
+        t = self.grid_values()
+        m2 = self.second_moments()
+        X = np.stack([np.ones_like(t), t, m2], axis=1)
+        c, *_ = np.linalg.lstsq(X, t * t, rcond=None)
+        if not np.all(np.isfinite(c)) or np.abs(X @ c - t * t).max() > 1e-9:
+            return None
+        v = self.decode(np.arange(self.output_alphabet_size()))
+        return c[0] + c[1] * v + c[2] * v * v
 
     def analytic_mse(self, n: int, *, values: Any = None, **_: Any) -> float:  # type: ignore[override]
         """Exact variance of the mean estimate for the population ``values`` (its ``n`` users),

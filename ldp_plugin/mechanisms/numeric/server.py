@@ -17,7 +17,8 @@ __all__ = ["MeanEstimate", "MeanAccumulator"]
 @dataclass(frozen=True)
 class MeanEstimate:
     """The estimated mean on ``[lower, upper]`` with its standard error and a two-sided normal
-    interval at ``confidence`` (from the decoded values' sample variance)."""
+    interval at ``confidence``; ``target`` says what the interval covers (see
+    :meth:`MeanAccumulator.estimate`)."""
 
     mean: float
     std_error: float
@@ -25,6 +26,7 @@ class MeanEstimate:
     ci_upper: float
     n: int
     confidence: float
+    target: str = "sample"
 
     def to_dict(self) -> dict:
         return dict(self.__dict__)
@@ -68,7 +70,17 @@ class MeanAccumulator(MergeableCounts):
         self.n += int(w.sum())
         return self
 
-    def estimate(self, *, confidence: float = 0.95, **_: Any) -> MeanEstimate:
+    def estimate(self, *, confidence: float = 0.95, target: str = "sample", **_: Any) -> MeanEstimate:
+        """The mean with a normal interval for ``target``:
+
+        * ``"population"``: the mean of a population the users are an i.i.d. sample of — the
+          decoded values' sample variance ``s²/n`` (consistent: it holds the users' own spread);
+        * ``"sample"`` (default): the mean of the users who reported — the variance of the
+          estimate given the users, ``(1/n²) Σ_u Var(v | x_u)``, estimated consistently by
+          ``mean(v²) − mean(ŵ(y))`` where ``ŵ`` is the mechanism's unbiased decoder of ``t²``
+          (:meth:`~ldp_plugin.mechanisms.numeric.NumericMechanism.square_decoder`), plus the
+          rounding's at most ``(1/G)²``. Without such a decoder (Duchi's and 1BitMean's single
+          bit cannot tell ``mean(t²)`` apart) the population variance is used: an upper bound."""
         from statistics import NormalDist
 
         m = self.mechanism
@@ -76,11 +88,17 @@ class MeanAccumulator(MergeableCounts):
             raise LDPParameterError("an estimate needs at least one report (n >= 1)")
         if not isinstance(confidence, float) or not 0 < confidence < 1:
             raise LDPParameterError(f"confidence must be a float in (0, 1) (got {confidence!r})")
+        if target not in ("sample", "population"):
+            raise LDPParameterError(f"target must be 'sample' or 'population' (got {target!r})")
         v = m.decode(np.arange(self.counts.size))
         n, s = self.n, m._scale()
         mv = float(self.counts @ v) / n
-        var = max(float(self.counts @ (v * v)) / n - mv * mv, 0.0) * n / (n - 1) if n > 1 else float("inf")
+        m2 = float(self.counts @ (v * v)) / n
+        var = max(m2 - mv * mv, 0.0) * n / (n - 1) if n > 1 else float("inf")
+        w = m.square_decoder() if target == "sample" else None
+        if w is not None and n > 1:
+            var = max(m2 - float(self.counts @ w) / n, 0.0) + 1.0 / m.grid**2
         mean = m.lower + s * (mv + 1.0)
         se = s * math.sqrt(var / n)
         z = NormalDist().inv_cdf(0.5 + confidence / 2)
-        return MeanEstimate(mean, se, mean - z * se, mean + z * se, n, confidence)
+        return MeanEstimate(mean, se, mean - z * se, mean + z * se, n, confidence, target)

@@ -1,0 +1,74 @@
+"""Numeric distributions from a reports frame (issue 37): ``reports.ldp.distribution(mech)``,
+``reports.ldp.quantiles(mech, [0.5, 0.95])`` and ``reports.ldp.range_count(mech, lo, hi)``.
+
+The mechanism is one that estimates a distribution (``estimates_distribution``: Square Wave,
+the bucketed oracle). Square Wave's intervals come from a seeded bootstrap of the reports
+(``replicates`` resamples, EMS re-run; percentile intervals), the bucketed oracle's are analytic
+(normal, from the oracle's exact variance) — the ``method`` column says which.
+
+>>> import numpy as np, polars as pl, ldp_plugin as ldp
+>>> sw = ldp.SquareWave(epsilon=2.0, lower=0, upper=1000, grid=64)
+>>> df = pl.DataFrame({"latency": np.random.default_rng(0).beta(2, 5, 4000) * 1000})
+>>> reports = df.ldp.privatize("latency", sw, seed=1)
+>>> reports.ldp.quantiles(sw, [0.5], replicates=20).columns
+['q', 'estimate', 'ci_lower', 'ci_upper', 'method']
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional, Sequence
+
+import polars as pl
+
+from ldp_plugin._errors import LDPInputError, LDPParameterError
+
+from .polars_namespace import ROWS_PER_CHUNK, frame_to_reports
+
+__all__ = ["distribution", "quantiles", "range_count"]
+
+
+def _estimate(reports: pl.DataFrame | pl.LazyFrame, mechanism: Any, **kwargs: Any):
+    if not getattr(mechanism, "estimates_distribution", False):
+        raise LDPParameterError("distribution, quantiles and range_count need a distribution mechanism (SquareWave, BucketedOracle)")
+    acc = mechanism.accumulator()
+    cols = list(mechanism.report_schema.names())
+    if isinstance(reports, pl.LazyFrame):
+        missing = [c for c in cols if c not in reports.collect_schema()]
+        if missing:
+            raise LDPInputError(f"the reports frame lacks column(s) {missing} for mechanism {mechanism.name}")
+        for batch in reports.select(cols).collect_batches(chunk_size=ROWS_PER_CHUNK, engine="streaming"):
+            acc.add(frame_to_reports(mechanism, batch))
+    elif reports.height:
+        acc.add(frame_to_reports(mechanism, reports))
+    if acc.n == 0:
+        raise LDPInputError("the reports frame is empty: nothing to estimate")
+    return mechanism.estimate_from(acc, **kwargs)
+
+
+def distribution(reports: Any, mechanism: Any, *, buckets: Optional[int] = None, confidence: float = 0.95, replicates: int = 100,
+                 seed: int = 0, target: str = "sample") -> pl.DataFrame:
+    """The histogram ``lo, hi, estimate, std_error, ci_lower, ci_upper`` on ``buckets`` equal
+    buckets of ``[lower, upper]`` (default: the mechanism's resolution)."""
+    est = _estimate(reports, mechanism, buckets=buckets, confidence=confidence, replicates=replicates, seed=seed, target=target)
+    return est.to_polars(buckets).with_columns(pl.lit(est.method).alias("method"))
+
+
+def quantiles(reports: Any, mechanism: Any, qs: Sequence[float], *, confidence: float = 0.95, replicates: int = 100, seed: int = 0,
+              target: str = "sample") -> pl.DataFrame:
+    """One row per level: ``q, estimate, ci_lower, ci_upper, method``."""
+    est = _estimate(reports, mechanism, confidence=confidence, replicates=replicates, seed=seed, target=target)
+    rows = est.quantiles(list(qs))
+    return pl.DataFrame({"q": [r["q"] for r in rows], "estimate": [r["estimate"] for r in rows], "ci_lower": [r["ci_lower"] for r in rows],
+                         "ci_upper": [r["ci_upper"] for r in rows], "method": [est.method] * len(rows)})
+
+
+def range_count(reports: Any, mechanism: Any, lo: float, hi: float, *, confidence: float = 0.95, replicates: int = 100, seed: int = 0,
+                target: str = "sample") -> pl.DataFrame:
+    """One row: the users with a value in ``[lo, hi)`` — ``count`` and ``fraction`` with the
+    standard error and interval of each, ``n`` and ``method``."""
+    est = _estimate(reports, mechanism, confidence=confidence, replicates=replicates, seed=seed, target=target)
+    r = est.range_count(lo, hi)
+    return pl.DataFrame({
+        "lo": [r.lo], "hi": [r.hi], "count": [r.count], "count_ci_lower": [r.ci_lower * r.n], "count_ci_upper": [r.ci_upper * r.n],
+        "fraction": [r.fraction], "std_error": [r.std_error], "ci_lower": [r.ci_lower], "ci_upper": [r.ci_upper], "n": [r.n], "method": [r.method],
+    })

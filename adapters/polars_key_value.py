@@ -1,0 +1,94 @@
+"""Key–value sets (issue 37): ``df.ldp.privatize_key_values("keys", ldp.PCKV(...), values="durations")``
+(two list columns) or ``df.ldp.privatize_key_values("apps", pckv)`` (one list-of-struct column with
+fields ``key`` and ``value``) → one report per user; ``reports.ldp.key_values(pckv)`` → ``key,
+frequency, frequency_se, frequency_ci_lower, frequency_ci_upper, mean, mean_se, mean_ci_lower,
+mean_ci_upper``.
+
+>>> import polars as pl, ldp_plugin as ldp
+>>> df = pl.DataFrame({"keys": [[0, 2], [], [1]], "values": [[0.5, -1.0], [], [0.25]]})
+>>> pckv = ldp.PCKV(epsilon=2.0, d=3, ell=2)
+>>> reports = df.ldp.privatize_key_values("keys", pckv, values="values", seed=0)
+>>> reports.height, reports.ldp.key_values(pckv).columns[:3]
+(3, ['key', 'frequency', 'frequency_se'])
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+import numpy as np
+import polars as pl
+
+from ldp_plugin._errors import LDPInputError, LDPParameterError
+from ldp_plugin.mechanisms.key_value import KeyValueBatch
+from ldp_plugin.sampling import RNGLike, chunk_source
+
+from .polars_namespace import ROWS_PER_CHUNK, frame_to_reports
+
+__all__ = ["privatize_key_values", "key_values"]
+
+
+def _check(mechanism: Any) -> None:
+    if getattr(mechanism, "input_kind", None) != "key-value":
+        raise LDPParameterError("privatize_key_values and key_values need a key-value mechanism (PCKV)")
+
+
+def _batch(df: pl.DataFrame, keys: str, values: Optional[str]) -> KeyValueBatch:
+    ks = df[keys]
+    if values is None:
+        if not (isinstance(ks.dtype, pl.List) and isinstance(ks.dtype.inner, pl.Struct)):
+            raise LDPInputError(f"column {keys!r} must be a list of structs with fields 'key' and 'value' (or give values=)")
+        names = [f.name for f in ks.dtype.inner.fields]
+        if "key" not in names or "value" not in names:
+            raise LDPInputError(f"the structs of column {keys!r} need fields 'key' and 'value'")
+        if ks.null_count():
+            raise LDPInputError(f"column {keys!r} has a null set at row {int(ks.is_null().arg_true()[0])} (an empty set is [])")
+        lens = ks.list.len()
+        flat = ks.filter(lens > 0).explode().struct.unnest() if lens.sum() else pl.DataFrame({"key": [], "value": []})
+        k, v = flat["key"], flat["value"]
+    else:
+        vs = df[values]
+        for name, s in ((keys, ks), (values, vs)):
+            if not isinstance(s.dtype, pl.List):
+                raise LDPInputError(f"column {name!r} must be a list column")
+            if s.null_count():
+                raise LDPInputError(f"column {name!r} has a null list at row {int(s.is_null().arg_true()[0])} (an empty set is [])")
+        lens = ks.list.len()
+        bad = lens != vs.list.len()
+        if bad.any():
+            raise LDPInputError(f"columns {keys!r} and {values!r} have lists of different lengths at row {int(bad.arg_true()[0])}")
+        # empty lists filtered first: exploding one gives a null row in some Polars versions
+        k, v = ks.filter(lens > 0).explode(), vs.filter(lens > 0).explode()
+    if k.null_count() or v.null_count():
+        raise LDPInputError("a key or a value inside a set is null")
+    offsets = np.concatenate([[0], np.cumsum(lens.to_numpy().astype(np.int64))])
+    return KeyValueBatch(k.cast(pl.Float64).to_numpy(), v.cast(pl.Float64).to_numpy(), offsets)
+
+
+def privatize_key_values(frame: pl.DataFrame | pl.LazyFrame, keys: str, mechanism: Any, *, values: Optional[str] = None,
+                         seed: RNGLike = None) -> pl.DataFrame:
+    """One report per user from a list-of-struct column, or from two list columns."""
+    _check(mechanism)
+    df = frame.collect() if isinstance(frame, pl.LazyFrame) else frame
+    for c in [keys] + ([values] if values else []):
+        if c not in df.columns:
+            raise LDPInputError(f"column {c!r} is not in the frame")
+    if df.height == 0:
+        raise LDPInputError("the frame has no rows: nothing to privatize")
+    batches = []
+    for start in range(0, df.height, ROWS_PER_CHUNK):  # every chunk checked before any report exists
+        batches.append(mechanism.encode_pairs(_batch(df.slice(start, ROWS_PER_CHUNK), keys, values)))
+    parts = [mechanism.reports_to_frame(mechanism.randomize(b, rng=chunk_source(seed, i))) for i, b in enumerate(batches)]
+    return pl.concat(parts, rechunk=True)
+
+
+def key_values(reports: pl.DataFrame | pl.LazyFrame, mechanism: Any, *, confidence: float = 0.95) -> pl.DataFrame:
+    """Each key's frequency and mean value with standard errors and intervals."""
+    _check(mechanism)
+    df = reports.collect() if isinstance(reports, pl.LazyFrame) else reports
+    if df.height == 0:
+        raise LDPInputError("the reports frame is empty: nothing to estimate")
+    acc = mechanism.accumulator()
+    for start in range(0, df.height, ROWS_PER_CHUNK):
+        acc.add(frame_to_reports(mechanism, df.slice(start, ROWS_PER_CHUNK)))
+    return mechanism.estimate_from(acc, confidence=confidence).to_polars()

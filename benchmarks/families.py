@@ -1,0 +1,190 @@
+"""Issue 37's anchors, measured against the analytic (or predicted) error on the same data.
+
+    python benchmarks/families.py [--quick] [--json benchmarks/results/families.json]
+
+* distributions: Square Wave + EMS vs the bucketed oracle (bucket rule), W1 on Beta(2, 5) and on a
+  bimodal mixture, n = 10^5 (mean of 5 seeded runs), beside ``ldp choose``'s prediction;
+* ranges: hierarchical histogram and HaarHRR, a range of width B/4 at an unaligned offset,
+  B in {256, 4096}: measured variance over R runs of the same users vs the exact analytic one, and
+  the flat OUE sum's analytic variance; quantile interval coverage (p50, p95);
+* several attributes: SMP / SPL / RS+FD, 5 attributes, k = 10, ε = 2, n = 20,000: per-attribute
+  MSE vs analytic, interval coverage;
+* key-value: PCKV, d = 8, ℓ = 2, ε = 2: frequency and mean bias (z), MSE vs analytic, coverage;
+* means: Piecewise / Hybrid / Duchi on a clipped log-normal at ε = 4, sample target: coverage
+  and mean standard error over the estimates' real spread.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import time
+
+import numpy as np
+
+import ldp_plugin as ldp
+from ldp_plugin.choose_distribution import predicted_w1, w1_distance, bucket_rule
+from ldp_plugin.mechanisms.hierarchy import flat_range_variance
+
+
+def fine_truth(x, cells=1024):
+    return np.bincount(np.minimum((x * cells).astype(int), cells - 1), minlength=cells) / x.size
+
+
+def distributions(runs):
+    gen = np.random.default_rng(1)
+    n = 100_000
+    data = {"beta(2,5)": gen.beta(2, 5, n),
+            "bimodal": np.clip(np.where(gen.random(n) < 0.5, gen.normal(0.25, 0.05, n), gen.normal(0.75, 0.05, n)), 0, 1)}
+    shape = {"beta(2,5)": "smooth", "bimodal": "bimodal"}
+    rows = []
+    for name, x in data.items():
+        truth = fine_truth(x)
+        for eps in (0.5, 1.0, 2.0, 4.0):
+            sw = ldp.SquareWave(epsilon=eps)
+            B = bucket_rule(eps, n, reference=shape[name])
+            bo = ldp.BucketedOracle(epsilon=eps, buckets=B)
+            t0 = time.perf_counter()
+            w_sw = np.mean([w1_distance(sw.estimate(sw.randomize(x, rng=s), replicates=0).theta, truth) for s in range(runs)])
+            t1 = time.perf_counter()
+            w_bo = np.mean([w1_distance(bo.estimate(bo.randomize(x, rng=s), replicates=0).theta, truth) for s in range(runs)])
+            rows.append({"data": name, "epsilon": eps, "sw_w1": w_sw, "sw_predicted": predicted_w1(sw, n, reference=shape[name]),
+                         "bucketed_B": B, "bucketed_w1": w_bo, "bucketed_predicted": predicted_w1(bo, n, reference=shape[name]),
+                         "sw_seconds_per_run": (t1 - t0) / runs})
+            r = rows[-1]
+            print(f"  {name:<9} eps={eps:<4} SW+EMS W1 {r['sw_w1']:.5f} (predicted {r['sw_predicted']:.5f})   "
+                  f"bucketed B={B:<3} W1 {r['bucketed_w1']:.5f} (predicted {r['bucketed_predicted']:.5f})", flush=True)
+    return rows
+
+
+def ranges(quick):
+    rows = []
+    lo, hi = 0.1234, 0.3734
+    for B, n, R_hh, R_haar in ((256, 20_000, 200, 1000), (4096, 100_000, 10 if quick else 30, 60 if quick else 200)):
+        x = np.random.default_rng(0).beta(2, 5, n)
+        truth = np.quantile(x, [0.5, 0.95])
+        for m, R in ((ldp.HierarchicalHistogram(epsilon=1.0, buckets=B), R_hh), (ldp.HaarHRR(epsilon=1.0, buckets=B), R_haar)):
+            vals, cover = [], []
+            t0 = time.perf_counter()
+            for s in range(R):
+                e = m.estimate(m.randomize(x, rng=s))
+                vals.append(e.range_fraction(lo, hi).fraction)
+                if s < 100:
+                    q = e.quantiles([0.5, 0.95])
+                    cover.append([r["ci_lower"] <= t <= r["ci_upper"] for r, t in zip(q, truth)])
+            sec = (time.perf_counter() - t0) / R
+            analytic = m.analytic_range_variance(x, lo, hi)
+            k = m.encode(x)
+            th = np.bincount(k, minlength=B) / n
+            a = np.clip(np.minimum(np.arange(B) + 1, hi * B) - np.maximum(np.arange(B), lo * B), 0, 1)
+            flat = flat_range_variance(1.0, n, int((a > 0).sum()), theta=th[a > 0])
+            measured = float(np.var(vals, ddof=1))
+            rows.append({"mechanism": m.name, "B": B, "n": n, "runs": R, "measured_var": measured, "analytic_var": analytic,
+                         "ratio": measured / analytic, "ratio_sd": math.sqrt(2 / (R - 1)), "flat_over_analytic": flat / analytic,
+                         "quantile_coverage": np.mean(cover, axis=0).tolist(), "seconds_per_run": sec})
+            r = rows[-1]
+            print(f"  {m.name:<22} B={B:<5} measured/analytic {r['ratio']:.3f} (± {r['ratio_sd']:.3f}, {R} runs)  flat/ours {r['flat_over_analytic']:.1f}x"
+                  f"  quantile coverage p50 {r['quantile_coverage'][0]:.2f} p95 {r['quantile_coverage'][1]:.2f}  {sec:.2f} s/run", flush=True)
+    return rows
+
+
+def attributes(runs):
+    A, K, eps, n = 5, 10, 2.0, 20_000
+    gen = np.random.default_rng(0)
+    theta = [np.r_[0.3, np.full(K - 1, 0.7 / (K - 1))]] + [np.full(K, 1 / K)] * (A - 1)
+    x = np.stack([gen.choice(K, n, p=theta[j]) for j in range(A)], 1)
+    truth = [np.bincount(x[:, j], minlength=K) / n for j in range(A)]
+    rows = []
+    for m in (ldp.SMP(epsilon=eps, domains=(K,) * A), ldp.SPL(epsilon=eps, domains=(K,) * A), ldp.RSFD(epsilon=eps, domains=(K,) * A),
+              ldp.RSFD.from_attribute_epsilon(eps, domains=(K,) * A)):
+        mse, cov = [], []
+        t0 = time.perf_counter()
+        for s in range(runs):
+            e = m.estimate(m.randomize(x, rng=s))
+            mse.append(np.mean([np.sum((a.raw - truth[j]) ** 2) for j, a in enumerate(e.attributes)]))
+            cov.append(np.mean([np.mean((a.ci_lower <= truth[j]) & (truth[j] <= a.ci_upper)) for j, a in enumerate(e.attributes)]))
+        sec = (time.perf_counter() - t0) / runs
+        analytic = m.analytic_mse(n, theta=truth) if m.name == "smp" else m.analytic_mse(n)
+        rows.append({"mechanism": m.name, "epsilon_user": m.epsilon, "mse": float(np.mean(mse)), "analytic": analytic,
+                     "ratio": float(np.mean(mse)) / analytic, "coverage": float(np.mean(cov)), "seconds_per_run": sec})
+        r = rows[-1]
+        print(f"  {m.name:<5} user eps {m.epsilon:.3f}: per-attribute MSE {r['mse']:.3e} (analytic {analytic:.3e}, ratio {r['ratio']:.3f}) "
+              f"coverage {r['coverage']:.3f}", flush=True)
+    return rows
+
+
+def key_values(runs):
+    D, ELL, n, eps = 8, 2, 20_000, 2.0
+    gen = np.random.default_rng(0)
+    hold = gen.random((n, D)) < np.linspace(0.05, 0.35, D)
+    mu = np.linspace(-0.6, 0.6, D)
+    keys, vals, off = [], [], [0]
+    for i in range(n):
+        ks = np.flatnonzero(hold[i])[:ELL]
+        keys += ks.tolist()
+        vals += np.clip(mu[ks] + gen.normal(0, 0.3, ks.size), -1, 1).tolist()
+        off.append(len(keys))
+    k, v = np.array(keys), np.array(vals)
+    batch = ldp.KeyValueBatch(k, v, np.array(off))
+    f_true = np.bincount(k, minlength=D) / n
+    m_true = np.bincount(k, weights=v, minlength=D) / np.bincount(k, minlength=D)
+    m = ldp.PCKV(epsilon=eps, d=D, ell=ELL)
+    F, M, cf, cm, sf = [], [], [], [], []
+    for s in range(runs):
+        e = m.estimate(m.randomize(batch, rng=s))
+        F.append(e.frequency)
+        M.append(e.mean)
+        sf.append(e.frequency_se ** 2)
+        cf.append((e.frequency_ci_lower <= f_true) & (f_true <= e.frequency_ci_upper))
+        cm.append((e.mean_ci_lower <= m_true) & (m_true <= e.mean_ci_upper))
+    F, M = np.array(F), np.array(M)
+    out = {"frequency_mse": float(np.mean(np.sum((F - f_true) ** 2, axis=1))), "frequency_mse_plugin": float(np.mean(np.sum(sf, axis=1))),
+           "mean_mse": float(np.mean(np.sum((M - m_true) ** 2, axis=1))),
+           "max_abs_z_frequency": float(np.abs((F.mean(0) - f_true) / (F.std(0, ddof=1) / math.sqrt(runs))).max()),
+           "max_abs_z_mean": float(np.abs((M.mean(0) - m_true) / (M.std(0, ddof=1) / math.sqrt(runs))).max()),
+           "coverage_frequency": float(np.mean(cf)), "coverage_mean": float(np.mean(cm))}
+    print(f"  pckv d={D} ell={ELL} eps={eps}: frequency MSE {out['frequency_mse']:.3e} (plug-in analytic {out['frequency_mse_plugin']:.3e}), "
+          f"mean MSE {out['mean_mse']:.3e}; max |z| of the bias: frequency {out['max_abs_z_frequency']:.2f}, mean {out['max_abs_z_mean']:.2f}; "
+          f"coverage frequency {out['coverage_frequency']:.3f}, mean {out['coverage_mean']:.3f}", flush=True)
+    return out
+
+
+def means(runs):
+    x = np.clip(np.random.default_rng(0).lognormal(0, 1, 10_000), 0, 10)
+    rows = []
+    for cls in (ldp.Piecewise, ldp.Hybrid, ldp.Duchi):
+        m = cls(epsilon=4.0, lower=0, upper=10)
+        for target in ("sample", "population"):
+            est = [m.estimate(m.randomize(x, rng=s), target=target) for s in range(runs)]
+            means_ = np.array([e.mean for e in est])
+            ses = np.array([e.std_error for e in est])
+            cover = float(np.mean([e.ci_lower <= x.mean() <= e.ci_upper for e in est]))
+            rows.append({"mechanism": m.name, "target": target, "coverage": cover, "se_over_real": float(ses.mean() / means_.std(ddof=1))})
+            print(f"  {m.name:<10} target={target:<10} coverage {cover:.3f}  mean se / real spread {rows[-1]['se_over_real']:.3f}", flush=True)
+    return rows
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--json", default=None)
+    args = ap.parse_args()
+    out = {}
+    print("distributions (W1, mean of 5 runs):", flush=True)
+    out["distributions"] = distributions(5)
+    print("ranges (width B/4, eps = 1):", flush=True)
+    out["ranges"] = ranges(args.quick)
+    print("several attributes (5 x k=10, eps = 2, n = 20,000, 200 runs):", flush=True)
+    out["attributes"] = attributes(200)
+    print("key-value (200 runs):", flush=True)
+    out["key_value"] = key_values(200)
+    print("means on a clipped log-normal (eps = 4, n = 10,000, 1,000 runs):", flush=True)
+    out["means"] = means(1000)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(out, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,365 @@
+"""The server side of the numeric-distribution mechanisms (:mod:`.distribution`): exact count
+accumulators, the EMS reconstruction of Square Wave, and :class:`DistributionEstimate` — a
+histogram on ``[lower, upper]`` with its quantiles and range counts and their intervals.
+
+Everything here is post-processing of the reports: it never touches the privacy budget.
+
+**EMS** (Li et al., SIGMOD 2020, §5.2, Alg. 1): with output counts ``c_j`` and the channel
+``A[j, k] = q + (p − q)·[k <= j <= k + 2s]``, each iteration is the EM step
+``θ_k ← θ_k · Σ_j A[j,k] c_j / (n·(Aθ)_j)`` followed by the binomial smoothing
+``θ_k ← (θ_{k−1} + 2θ_k + θ_{k+1})/4`` (at the ends ``(2θ_0 + θ_1)/3``); it stops when the
+log-likelihood ``Σ_j c_j ln (Aθ)_j`` gains less than ``tol`` (default ``10⁻⁴·e^ε·n/10⁵``,
+:func:`ems`). ``Aθ`` and ``Aᵀr`` are window sums, so an iteration costs ``O(grid)``.
+
+**Intervals.** Square Wave: a bootstrap of the reports — the output counts redrawn from their
+multinomial ``Mult(n, c/n)`` (which *is* resampling the reports with replacement), EMS re-run,
+``replicates`` times (seeded: the same reports give the same intervals); percentile intervals.
+They measure the estimator's variance, not the smoothing bias. The bucketed oracle: analytic
+normal intervals — a range or a CDF value is a linear functional ``aᵀθ̂`` of unbiased bucket
+estimates, with ``Var = aᵀΣa``, ``Σ = (diag(P) − κ·PPᵀ)/(n(p* − q*)²)`` with ``P`` the support
+rates (estimated by ``c/n``), ``κ = 1`` for k-RR (one report names one bucket: multinomial)
+and, for OUE, the diagonal ``P(1 − P)`` (independent bits). Quantile intervals invert the
+pointwise CDF intervals: from the cell before the first edge whose upper bound reaches the level
+to the cell after the last edge whose lower bound is below it.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from statistics import NormalDist
+from typing import Any, Optional, Sequence
+
+import numpy as np
+
+from .._errors import LDPInputError, LDPParameterError
+from ..estimation import project_simplex
+from .protocol import MergeableCounts
+
+__all__ = ["ems", "DistributionAccumulator", "DistributionEstimate", "RangeEstimate"]
+
+
+# -- EMS ----------------------------------------------------------------------------------------------
+def _forward(theta: np.ndarray, s: int, p_hi: float, p_lo: float) -> np.ndarray:
+    D = theta.size
+    c = np.concatenate([[0.0], np.cumsum(theta)])
+    j = np.arange(D + 2 * s)
+    hi = np.minimum(j, D - 1) + 1
+    lo = np.maximum(j - 2 * s, 0)
+    return p_lo * c[-1] + (p_hi - p_lo) * (c[hi] - c[lo])
+
+
+def _backward(r: np.ndarray, s: int, D: int, p_hi: float, p_lo: float) -> np.ndarray:
+    c = np.concatenate([[0.0], np.cumsum(r)])
+    k = np.arange(D)
+    return p_lo * c[-1] + (p_hi - p_lo) * (c[k + 2 * s + 1] - c[k])
+
+
+def _smooth(theta: np.ndarray) -> np.ndarray:
+    if theta.size < 3:
+        return theta
+    out = np.empty_like(theta)
+    out[1:-1] = (theta[:-2] + 2 * theta[1:-1] + theta[2:]) / 4
+    out[0] = (2 * theta[0] + theta[1]) / 3
+    out[-1] = (theta[-2] + 2 * theta[-1]) / 3
+    return out / out.sum()
+
+
+def ems(mech: Any, counts: Any, *, tol: Optional[float] = None, max_iter: int = 10_000, smooth: bool = True) -> np.ndarray:
+    """Expectation–maximization with smoothing over Square Wave's input cells (module docstring).
+
+    ``tol``: the log-likelihood gain below which it stops; default ``10⁻⁴ · e^ε`` (scaled by the
+    number of reports over ``10⁵``: a gain's size grows with ``n``). ``smooth=False`` is plain EM."""
+    c = np.asarray(counts, dtype=np.float64)
+    if c.shape != (mech.cells,):
+        raise LDPInputError(f"square-wave counts must have {mech.cells} entries")
+    n = float(c.sum())
+    if n <= 0:
+        raise LDPParameterError("an estimate needs at least one report (n >= 1)")
+    if tol is None:
+        tol = 1e-4 * math.exp(mech.epsilon) * n / 1e5
+    s, D = mech.half_window, mech.grid
+    ph, pl = float(mech.p_hi), float(mech.p_lo)
+    theta = np.full(D, 1.0 / D)
+    P = _forward(theta, s, ph, pl)
+    ll = float(c @ np.log(P))
+    for _ in range(int(max_iter)):
+        theta = theta * _backward(c / P, s, D, ph, pl) / n
+        theta /= theta.sum()
+        if smooth:
+            theta = _smooth(theta)
+        P = _forward(theta, s, ph, pl)
+        new = float(c @ np.log(P))
+        if new - ll < tol:
+            break
+        ll = new
+    return theta
+
+
+# -- accumulator ------------------------------------------------------------------------------------------
+class DistributionAccumulator(MergeableCounts):
+    """Exact integer counts of each output (Square Wave) or the inner oracle's accumulator
+    (bucketed): batches, partitions and devices merge; the estimate is formed only at the end."""
+
+    _summed = ("counts", "n")
+
+    def __init__(self, mechanism: Any):
+        self.mechanism = mechanism
+        self.n = 0
+        inner = getattr(mechanism, "inner", None)
+        self.inner_acc = inner.accumulator() if inner is not None else None
+        self.counts = np.zeros(mechanism.output_alphabet_size() if inner is None else mechanism.buckets, dtype=np.int64)
+
+    def add(self, reports: Any) -> "DistributionAccumulator":
+        m = self.mechanism
+        if self.inner_acc is not None:
+            self.inner_acc.add(reports)
+            self.counts, self.n = self.inner_acc.counts.copy(), int(self.inner_acc.n)
+            return self
+        r = np.asarray(reports)
+        if r.ndim != 1 or (r.size and (r.dtype.kind not in "iu" or r.min() < 0 or r.max() >= m.cells)):
+            raise LDPInputError(f"{m.name} reports must be a 1-d batch of integers in [0, {m.cells})")
+        self.counts += np.bincount(r.astype(np.int64), minlength=m.cells)
+        self.n += int(r.size)
+        return self
+
+    def add_histogram(self, columns: dict, weights: Any) -> "DistributionAccumulator":
+        if self.inner_acc is not None:
+            self.inner_acc.add_histogram(columns, weights)
+            self.counts, self.n = self.inner_acc.counts.copy(), int(self.inner_acc.n)
+            return self
+        values = np.asarray(columns["report"]).astype(np.int64)
+        w = np.asarray(weights, dtype=np.int64)
+        if values.size and (values.min() < 0 or values.max() >= self.counts.size):
+            raise LDPInputError("reports outside the mechanism's output range")
+        np.add.at(self.counts, values, w)
+        self.n += int(w.sum())
+        return self
+
+    def merge(self, other: Any) -> "DistributionAccumulator":
+        out = super().merge(other)
+        if self.inner_acc is not None:
+            out.inner_acc = self.inner_acc.merge(other.inner_acc)
+        return out
+
+    def estimate(self, *, buckets: Optional[int] = None, confidence: float = 0.95, replicates: int = 100, seed: int = 0,
+                 target: str = "sample", tol: Optional[float] = None, **_: Any) -> "DistributionEstimate":
+        """The distribution on ``[lower, upper]``: Square Wave by EMS with bootstrap intervals
+        (``replicates`` seeded resamples, ``0`` for none), the bucketed oracle with analytic
+        intervals (see the module docstring). ``buckets`` only sets the default histogram's
+        resolution (:meth:`DistributionEstimate.histogram`); quantiles and ranges use the full
+        resolution. ``target``: ``"sample"`` (the users who reported) or ``"population"`` (an
+        i.i.d. population they are drawn from: the bootstrap/analytic spread plus ``F(1−F)/n``)."""
+        m = self.mechanism
+        if self.n == 0:
+            raise LDPParameterError("an estimate needs at least one report (n >= 1)")
+        if not isinstance(confidence, float) or not 0 < confidence < 1:
+            raise LDPParameterError(f"confidence must be a float in (0, 1) (got {confidence!r})")
+        if target not in ("sample", "population"):
+            raise LDPParameterError(f"target must be 'sample' or 'population' (got {target!r})")
+        res = m.grid
+        b = res if buckets is None else int(buckets)
+        if isinstance(buckets, bool) or b < 1 or res % b:
+            raise LDPParameterError(f"buckets must divide the mechanism's resolution {res} (got {buckets!r})")
+        if isinstance(replicates, bool) or not isinstance(replicates, int) or not 0 <= replicates <= 10_000:
+            raise LDPParameterError(f"replicates must be an integer in [0, 10000] (got {replicates!r})")
+        if self.inner_acc is None:
+            theta = ems(m, self.counts, tol=tol)
+            reps = None
+            if replicates:
+                gen = np.random.default_rng(seed)
+                pr = self.counts / self.n
+                reps = np.stack([ems(m, gen.multinomial(self.n, pr), tol=tol) for _ in range(replicates)])
+            return DistributionEstimate(m.lower, m.upper, theta, self.n, confidence, b, "ems+bootstrap", target, replicates=reps)
+        inner = m.inner
+        p, q = inner.p_star, inner.q_star
+        P = self.counts / self.n
+        raw = (P - q) / (p - q)
+        kappa = 1.0 if getattr(inner, "name", "") == "krr" else 0.0
+        return DistributionEstimate(m.lower, m.upper, project_simplex(raw), self.n, confidence, b, "analytic", target,
+                                    raw=raw, rates=P, scale=1.0 / (self.n * (p - q) ** 2), kappa=kappa)
+
+
+# -- estimate -----------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class RangeEstimate:
+    """A fraction of the users (``fraction``) and their count (``count = n·fraction``) with a
+    standard error and a two-sided interval at ``confidence`` (for the fraction)."""
+
+    lo: float
+    hi: float
+    fraction: float
+    std_error: float
+    ci_lower: float
+    ci_upper: float
+    count: float
+    n: int
+    confidence: float
+    method: str
+
+    def to_dict(self) -> dict:
+        return dict(self.__dict__)
+
+
+@dataclass(frozen=True, eq=False)
+class DistributionEstimate:
+    """A distribution on ``[lower, upper]`` over ``cells`` equal cells (``theta``, summing to 1),
+    with what its intervals need: bootstrap ``replicates`` (Square Wave) or the analytic
+    covariance model (bucketed: ``raw`` unbiased cells, support ``rates``, ``scale``, ``kappa``).
+
+    ``histogram(buckets)``, ``quantiles(qs)``, ``range_count(lo, hi)`` and ``cdf(x)``; within a
+    cell the mass is spread uniformly. ``method`` says how the intervals were made."""
+
+    lower: float
+    upper: float
+    theta: np.ndarray
+    n: int
+    confidence: float
+    buckets: int
+    method: str
+    target: str = "sample"
+    replicates: Optional[np.ndarray] = None
+    raw: Optional[np.ndarray] = None
+    rates: Optional[np.ndarray] = None
+    scale: float = 0.0
+    kappa: float = 0.0
+
+    @property
+    def cells(self) -> int:
+        return int(self.theta.size)
+
+    @property
+    def estimate(self) -> np.ndarray:
+        """The histogram on the default ``buckets``."""
+        return self.theta.reshape(self.buckets, -1).sum(axis=1)
+
+    @property
+    def edges(self) -> np.ndarray:
+        return np.linspace(self.lower, self.upper, self.buckets + 1)
+
+    def _z(self, confidence: Optional[float]) -> float:
+        c = self.confidence if confidence is None else confidence
+        if not isinstance(c, float) or not 0 < c < 1:
+            raise LDPParameterError(f"confidence must be a float in (0, 1) (got {c!r})")
+        return NormalDist().inv_cdf(0.5 + c / 2)
+
+    # -- linear functionals: weights over the cells -------------------------------------------------
+    def _weights(self, lo: float, hi: float) -> np.ndarray:
+        """Weight of each cell in ``[lo, hi)`` (fractional at the ends: uniform within a cell)."""
+        if not (math.isfinite(lo) and math.isfinite(hi)) or lo > hi:
+            raise LDPParameterError(f"a range needs finite lo <= hi (got lo={lo!r}, hi={hi!r})")
+        D = self.cells
+        u = (np.clip([lo, hi], self.lower, self.upper) - self.lower) / (self.upper - self.lower) * D
+        k = np.arange(D)
+        return np.clip(np.minimum(k + 1, u[1]) - np.maximum(k, u[0]), 0.0, 1.0)
+
+    def _functional(self, a: np.ndarray, point: float) -> tuple[float, float]:
+        """``(estimate, std_error)`` of ``aᵀθ`` for the chosen target."""
+        if self.replicates is not None:
+            vals = self.replicates @ a
+            var = float(np.var(vals, ddof=1)) if vals.size > 1 else 0.0
+        elif self.rates is not None:
+            P = self.rates
+            if self.kappa:
+                var = self.scale * (float(a * a @ P) - float(a @ P) ** 2)
+            else:
+                var = self.scale * float(a * a @ (P * (1 - P)))
+        else:
+            var = 0.0
+        if self.target == "population":
+            f = min(max(point, 0.0), 1.0)
+            var += f * (1 - f) / self.n
+        return point, math.sqrt(max(var, 0.0))
+
+    def _interval(self, a: np.ndarray, point: float, confidence: Optional[float]) -> tuple[float, float, float, float]:
+        est, se = self._functional(a, point)
+        if self.replicates is not None and self.target == "sample":
+            alpha = 1 - (self.confidence if confidence is None else confidence)
+            self._z(confidence)
+            vals = self.replicates @ a
+            lo, hi = np.quantile(vals, [alpha / 2, 1 - alpha / 2])
+            return est, se, float(lo), float(hi)
+        z = self._z(confidence)
+        return est, se, est - z * se, est + z * se
+
+    # -- the user-facing queries ----------------------------------------------------------------------
+    def histogram(self, buckets: Optional[int] = None, *, confidence: Optional[float] = None) -> dict:
+        """``{edges, estimate, std_error, ci_lower, ci_upper}`` on ``buckets`` equal buckets."""
+        b = self.buckets if buckets is None else int(buckets)
+        if b < 1 or self.cells % b:
+            raise LDPParameterError(f"buckets must divide the estimate's resolution {self.cells} (got {buckets!r})")
+        edges = np.linspace(self.lower, self.upper, b + 1)
+        rows = [self.range_fraction(edges[i], edges[i + 1], confidence=confidence) for i in range(b)]
+        return {
+            "lo": edges[:-1], "hi": edges[1:],
+            "estimate": np.array([r.fraction for r in rows]), "std_error": np.array([r.std_error for r in rows]),
+            "ci_lower": np.array([r.ci_lower for r in rows]), "ci_upper": np.array([r.ci_upper for r in rows]),
+        }
+
+    def range_fraction(self, lo: float, hi: float, *, confidence: Optional[float] = None) -> RangeEstimate:
+        """The fraction of users with a value in ``[lo, hi)`` and its interval (bucketed: the
+        unbiased sum of the raw bucket estimates; Square Wave: the EMS estimate)."""
+        a = self._weights(float(lo), float(hi))
+        # bucketed: the unbiased (raw) sum, which its analytic interval is centred on
+        est, se, cl, cu = self._interval(a, float(a @ (self.theta if self.raw is None else self.raw)), confidence)
+        c = self.confidence if confidence is None else confidence
+        return RangeEstimate(float(lo), float(hi), est, se, cl, cu, est * self.n, self.n, c, self.method)
+
+    def range_count(self, lo: float, hi: float, *, confidence: Optional[float] = None) -> RangeEstimate:
+        """The same as :meth:`range_fraction` (``count`` is ``n·fraction``)."""
+        return self.range_fraction(lo, hi, confidence=confidence)
+
+    def cdf(self, x: float) -> float:
+        return float(self._weights(self.lower, min(max(float(x), self.lower), self.upper)) @ self.theta)
+
+    def _quantile_of(self, theta: np.ndarray, q: float) -> float:
+        c = np.concatenate([[0.0], np.cumsum(np.maximum(theta, 0.0))])
+        c /= c[-1] if c[-1] > 0 else 1.0
+        k = int(np.clip(np.searchsorted(c, q, side="left") - 1, 0, theta.size - 1))
+        mass = c[k + 1] - c[k]
+        frac = 0.0 if mass <= 0 else (q - c[k]) / mass
+        h = (self.upper - self.lower) / theta.size
+        return float(self.lower + (k + min(max(frac, 0.0), 1.0)) * h)
+
+    def quantiles(self, qs: Sequence[float], *, confidence: Optional[float] = None) -> list:
+        """``[{q, estimate, ci_lower, ci_upper}]``: bootstrap percentiles (Square Wave) or the
+        inverted pointwise CDF intervals (bucketed; module docstring)."""
+        out = []
+        for q in qs:
+            if isinstance(q, bool) or not isinstance(q, (int, float)) or not 0 < float(q) < 1:
+                raise LDPParameterError(f"quantile levels must be numbers in (0, 1) (got {q!r})")
+            q = float(q)
+            est = self._quantile_of(self.theta, q)
+            if self.replicates is not None and self.target == "sample":
+                alpha = 1 - (self.confidence if confidence is None else confidence)
+                vals = np.array([self._quantile_of(r, q) for r in self.replicates])
+                lo, hi = np.quantile(vals, [alpha / 2, 1 - alpha / 2])
+            else:
+                lo, hi = self._cdf_inversion(q, confidence)
+            out.append({"q": q, "estimate": est, "ci_lower": float(lo), "ci_upper": float(hi)})
+        return out
+
+    def _cdf_inversion(self, q: float, confidence: Optional[float]) -> tuple[float, float]:
+        z = self._z(confidence)
+        D = self.cells
+        edges = np.linspace(self.lower, self.upper, D + 1)
+        upper_b = np.empty(D + 1)
+        lower_b = np.empty(D + 1)
+        cum = np.concatenate([[0.0], np.cumsum(self.theta)])
+        for i in range(D + 1):
+            a = (np.arange(D) < i).astype(np.float64)
+            base = float(a @ self.raw) if self.raw is not None else float(cum[i])
+            _, se = self._functional(a, float(cum[i]))
+            upper_b[i], lower_b[i] = base + z * se, base - z * se
+        # the first edge whose upper band reaches q is at most j + 1, the last whose lower band is
+        # below q at least j (the quantile's cell j), each with probability >= 1 − α/2
+        lo_i = int(np.argmax(upper_b >= q)) if (upper_b >= q).any() else D
+        below = np.flatnonzero(lower_b < q)
+        hi_i = int(below[-1]) + 1 if below.size else 1
+        return float(edges[max(lo_i - 1, 0)]), float(edges[min(hi_i, D)])
+
+    def to_polars(self, buckets: Optional[int] = None):
+        """A tidy frame ``lo, hi, estimate, std_error, ci_lower, ci_upper``."""
+        import polars as pl
+
+        return pl.DataFrame(self.histogram(buckets))

@@ -1,0 +1,296 @@
+"""Key–value data under ε-LDP: **PCKV-GRR** (Gu, Li, Cheng, Xiong, Cao, *PCKV: Locally Differentially
+Private Correlated Key-Value Data Collection with Optimized Utility*, USENIX Security 2020, §4,
+Alg. 1 padding-and-sampling, Alg. 2 / eq. (9) PCKV-GRR, estimators §4.4 eq. (13)–(14)).
+
+A user holds a set of key–value pairs (keys in ``[0, d)``, values in ``[−1, 1]``, at most one value
+per key). Client, one report per user:
+
+1. **padding and sampling**: the set is padded with dummy keys ``d, …, d + ℓ − 1`` up to ``ℓ``
+   pairs (a dummy key's value is 0) and one pair is drawn uniformly (an exact uniform integer; a
+   set larger than ``ℓ``: one of its own pairs, uniformly — then frequencies are under-estimated,
+   as in the paper);
+2. **discretization**: the value becomes ``s = +1`` with probability ``(1 + v)/2``, else ``−1``
+   (unbiased: ``E[s] = v``);
+3. **perturbation**: the code ``2·key + [s = +1]`` over ``2d' = 2(d + ℓ)`` codes is reported with
+   k-RR: kept with ``p = e^ε/(e^ε + 2d' − 1)``, else any other code with ``q = 1/(e^ε + 2d' − 1)``
+   — PCKV-GRR's key-keep probability ``a = p + q = (e^ε + 1)/(e^ε + 2d' − 1)`` and value-keep
+   probability ``b = p/(p + q) = e^ε/(e^ε + 1)``, the paper's optimal budget allocation, realized
+   by the library's exact k-RR (integer thresholds).
+
+**Guarantee**: ε-LDP per user — ``max_{S,S',y} P(y|S)/P(y|S') <= e^ε`` (``max_divergence``),
+neighbouring relation: one user's whole key–value set replaced by any other (``discrete_distance``).
+Steps 1–2 draw the code from a distribution that depends on the set; step 3 is ε-LDP for every
+pair of codes, so the mixture is ε-LDP (the exact channel verified by ``ldp verify`` is step 3's,
+over the ``2d'`` codes; steps 1–2 use no privacy threshold).
+
+**Estimators** (unbiased for the frequency and for ``f·m``; the mean is their ratio, consistent
+with an ``O(1/n)`` bias), with ``n₊(k), n₋(k)`` the reports of key ``k`` with each sign:
+
+* frequency ``f̂_k = ℓ·((n₊ + n₋)/n − 2q)/(p − q)``;
+* value sum ``Ŝ_k = ℓ·(n₊ − n₋)/(n (p − q))`` (``E = f_k·m_k``);
+* mean ``m̂_k = Ŝ_k / f̂_k`` clipped to ``[−1, 1]``; its standard error by the delta method from the
+  multinomial covariance of ``(n₊, n₋)`` (plug-in rates).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from fractions import Fraction
+from statistics import NormalDist
+from typing import Any, ClassVar, Optional
+
+import numpy as np
+
+from .._errors import LDPInputError, LDPParameterError
+from ..exact import TWO64, epsilon_of_ratio
+from ..sampling import RNGLike, as_source
+from ._base import Channel
+from .domain import check_epsilon
+from .base import MechanismBase
+from .protocol import MergeableCounts, ReportField
+from .randomized_response import KRR
+
+__all__ = ["PCKV", "KeyValueEstimate", "KeyValueAccumulator", "KeyValueBatch"]
+
+
+@dataclass(frozen=True)
+class KeyValueBatch:
+    """Users' key–value sets in CSR form: ``keys``/``values`` flat, user ``i``'s pairs at
+    ``offsets[i]:offsets[i+1]``."""
+
+    keys: np.ndarray
+    values: np.ndarray
+    offsets: np.ndarray
+
+    @property
+    def n(self) -> int:
+        return int(self.offsets.size - 1)
+
+
+@dataclass(frozen=True, kw_only=True)
+class PCKV(MechanismBase):
+    """PCKV-GRR over ``d`` keys with padding length ``ell`` (module docstring).
+
+    >>> import ldp_plugin as ldp
+    >>> m = ldp.PCKV(epsilon=2.0, d=4, ell=2)
+    >>> r = m.randomize([[(0, 0.5), (3, -1.0)], [], [(1, 1.0)]], rng=0)
+    >>> r.shape, int(r.max()) < 2 * (4 + 2)
+    ((3,), True)
+    """
+
+    name: ClassVar[str] = "pckv"
+    input_kind: ClassVar[str] = "key-value"
+
+    epsilon: float
+    d: int
+    ell: int = 1
+    inner: KRR = field(init=False, repr=False, compare=False)
+    #: the fair coin of a dummy key's sign (read by the sampling-path layer)
+    dummy_sign_threshold: int = field(init=False, repr=False, compare=False, default=TWO64 // 2)
+
+    def __post_init__(self) -> None:
+        eps = check_epsilon(self.epsilon)
+        object.__setattr__(self, "epsilon", eps)
+        if isinstance(self.d, bool) or not isinstance(self.d, (int, np.integer)) or not 1 <= int(self.d) <= 1 << 20:
+            raise LDPParameterError(f"d (the number of keys) must be an integer in [1, 2^20] (got {self.d!r})")
+        if isinstance(self.ell, bool) or not isinstance(self.ell, (int, np.integer)) or not 1 <= int(self.ell) <= 1 << 10:
+            raise LDPParameterError(f"ell (the padding length) must be an integer in [1, 1024] (got {self.ell!r})")
+        object.__setattr__(self, "d", int(self.d))
+        object.__setattr__(self, "ell", int(self.ell))
+        object.__setattr__(self, "inner", KRR(epsilon=eps, d=2 * (self.d + self.ell)))
+
+    @property
+    def codes(self) -> int:
+        return 2 * (self.d + self.ell)
+
+    @property
+    def realized_ratio(self) -> Fraction:
+        return self.inner.realized_ratio
+
+    @property
+    def realized_epsilon(self) -> float:
+        return epsilon_of_ratio(self.realized_ratio)
+
+    @property
+    def domain_size(self) -> int:
+        return self.codes
+
+    def spec(self) -> dict:
+        return {"name": self.name, "params": {"epsilon": self.epsilon, "d": self.d, "ell": self.ell}}
+
+    # -- client -----------------------------------------------------------------------------------
+    def encode_pairs(self, data: Any) -> KeyValueBatch:
+        """A :class:`KeyValueBatch` from a batch, or from a list with one list of ``(key, value)``
+        pairs per user (keys integers in ``[0, d)``, values in ``[−1, 1]``, no key twice)."""
+        if isinstance(data, KeyValueBatch):
+            b = data
+        else:
+            keys, values, offsets = [], [], [0]
+            for pairs in data:
+                if pairs is None:
+                    raise LDPInputError(f"user {len(offsets) - 1} has a null key-value set (an empty set is [])")
+                for pair in pairs:
+                    try:
+                        k, v = pair
+                    except (TypeError, ValueError):
+                        raise LDPInputError(f"user {len(offsets) - 1}: every item must be a (key, value) pair") from None
+                    keys.append(k)
+                    values.append(v)
+                offsets.append(len(keys))
+            try:
+                b = KeyValueBatch(np.asarray(keys, dtype=np.float64), np.asarray(values, dtype=np.float64), np.asarray(offsets, dtype=np.int64))
+            except (TypeError, ValueError):
+                raise LDPInputError("keys must be integers and values numbers") from None
+        k = np.asarray(b.keys, dtype=np.float64)
+        v = np.asarray(b.values, dtype=np.float64)
+        off = np.asarray(b.offsets, dtype=np.int64)
+        if off.ndim != 1 or off.size < 1 or off[0] != 0 or (np.diff(off) < 0).any() or off[-1] != k.size or k.size != v.size:
+            raise LDPInputError("a key-value batch needs offsets 0 = o_0 <= ... <= o_n = len(keys) = len(values)")
+        bad_k = ~np.isfinite(k) | (k != np.floor(k)) | (k < 0) | (k >= self.d)
+        if bad_k.any():
+            raise LDPInputError(f"keys must be integers in [0, {self.d}) ({int(bad_k.sum())} outside; first at pair {int(np.flatnonzero(bad_k)[0])})")
+        bad_v = ~np.isfinite(v) | (v < -1) | (v > 1)
+        if bad_v.any():
+            raise LDPInputError(f"values must be in [-1, 1] ({int(bad_v.sum())} outside or missing; first at pair {int(np.flatnonzero(bad_v)[0])})")
+        ki = k.astype(np.int64)
+        user = np.repeat(np.arange(off.size - 1), np.diff(off))
+        if ki.size and np.unique(user * (self.d + 1) + ki).size != ki.size:
+            raise LDPInputError("a user's set holds a key twice: one value per key")
+        return KeyValueBatch(ki, v, off)
+
+    def randomize(self, values: Any, *, rng: RNGLike = None, cohorts: Any = None, user_keys: Any = None) -> np.ndarray:
+        """One report (a code in ``[0, 2(d + ell))``, ``uint32``) per user."""
+        self._check_client_arguments(cohorts=cohorts, user_keys=user_keys)
+        self._check_no_cohorts(cohorts)
+        b = self.encode_pairs(values)
+        source = as_source(rng)
+        return self._randomize_codes(self._sample_codes(b, source), source)
+
+    def _sample_codes(self, b: KeyValueBatch, source: Any) -> np.ndarray:
+        """Padding and sampling, then discretization: each user's code ``2·key + [s = +1]``."""
+        sizes = np.diff(b.offsets)
+        slot = source.uniform_int_each(np.maximum(sizes, self.ell))
+        real = slot < sizes
+        n = sizes.size
+        key = np.empty(n, dtype=np.int64)
+        plus = np.empty(n, dtype=bool)
+        idx = b.offsets[:-1][real] + slot[real]
+        key[real] = b.keys[idx]
+        # s = +1 with probability (1 + v)/2: randomized rounding of the value (not a privacy decision)
+        thr = np.minimum(np.floor((1 + b.values[idx]) / 2 * 2.0**64), 2.0**64 - 2048).astype(np.uint64)
+        plus[real] = source.bernoulli_each(thr) if idx.size else np.zeros(0, dtype=bool)
+        dummy = ~real
+        key[dummy] = self.d + (slot[dummy] - sizes[dummy])
+        plus[dummy] = source.bernoulli(self.dummy_sign_threshold, int(dummy.sum()))
+        return 2 * key + plus
+
+    def randomize_encoded(self, codes: Any, *, rng: RNGLike = None, cohorts: Any = None, user_keys: Any = None, offsets: Any = None) -> np.ndarray:
+        """Reports for already sampled and discretized codes in ``[0, 2(d + ell))``."""
+        self._check_client_arguments(cohorts=cohorts, user_keys=user_keys, offsets=offsets)
+        self._check_no_cohorts(cohorts)
+        c = np.asarray(codes, dtype=np.int64).ravel()
+        if c.size and (c.min() < 0 or c.max() >= self.codes):
+            raise LDPInputError(f"codes must be in [0, {self.codes})")
+        return self._randomize_codes(c, as_source(rng))
+
+    def _randomize_codes(self, codes: np.ndarray, source: Any) -> np.ndarray:
+        return self.inner._randomize_codes(codes, source).astype(np.uint32)
+
+    def randomize_one(self, value: Any, *, rng: RNGLike = None, user_key: Any = None) -> int:
+        self._check_client_arguments(user_keys=None if user_key is None else [user_key])
+        return int(self.randomize([list(value)], rng=rng)[0])
+
+    def report_fields(self) -> tuple:
+        return (ReportField("report", "uint32", kind="int", bound=self.codes),)
+
+    # -- verification: the ε-channel over codes ---------------------------------------------------
+    def channel(self) -> Channel:
+        return self.inner.channel()
+
+    def verification_input_count(self) -> int:
+        return self.codes
+
+    def output_index(self, reports: Any) -> np.ndarray:
+        return np.asarray(reports, dtype=np.int64)
+
+    # -- server -----------------------------------------------------------------------------------
+    def accumulator(self) -> "KeyValueAccumulator":
+        return KeyValueAccumulator(self)
+
+    def estimate(self, reports: Any, *, confidence: float = 0.95, **_: Any) -> "KeyValueEstimate":  # type: ignore[override]
+        return self.accumulator().add(reports).estimate(confidence=confidence)
+
+    def estimate_from(self, acc: Any, *, confidence: float = 0.95, **_: Any) -> "KeyValueEstimate":  # type: ignore[override]
+        return acc.estimate(confidence=confidence)
+
+
+class KeyValueAccumulator(MergeableCounts):
+    """Counts of each code and the number of reports (mergeable)."""
+
+    def __init__(self, mechanism: PCKV):
+        self.mechanism = mechanism
+        self.counts = np.zeros(mechanism.codes, dtype=np.int64)
+        self.n = 0
+
+    def add(self, reports: Any) -> "KeyValueAccumulator":
+        m = self.mechanism
+        r = np.asarray(reports)
+        if r.ndim != 1 or (r.size and (r.dtype.kind not in "iu" or r.min() < 0 or r.max() >= m.codes)):
+            raise LDPInputError(f"pckv reports must be a 1-d batch of integers in [0, {m.codes})")
+        self.counts += np.bincount(r.astype(np.int64), minlength=m.codes)
+        self.n += int(r.size)
+        return self
+
+    def estimate(self, *, confidence: float = 0.95, **_: Any) -> "KeyValueEstimate":
+        m = self.mechanism
+        if self.n == 0:
+            raise LDPParameterError("an estimate needs at least one report (n >= 1)")
+        if not isinstance(confidence, float) or not 0 < confidence < 1:
+            raise LDPParameterError(f"confidence must be a float in (0, 1) (got {confidence!r})")
+        n, ell = self.n, m.ell
+        p, q = m.inner.p_star, m.inner.q_star
+        c = self.counts[: 2 * m.d].reshape(m.d, 2)
+        P_minus, P_plus = c[:, 0] / n, c[:, 1] / n
+        scale = ell / (p - q)
+        f = scale * (P_plus + P_minus - 2 * q)
+        S = scale * (P_plus - P_minus)
+        var_f = scale**2 * (P_plus + P_minus) * (1 - P_plus - P_minus) / n
+        var_S = scale**2 * (P_plus + P_minus - (P_plus - P_minus) ** 2) / n
+        cov = scale**2 * (P_plus * (1 - P_plus) - P_minus * (1 - P_minus)) / n  # Cov(n₊ + n₋, n₊ − n₋)/n²
+        with np.errstate(divide="ignore", invalid="ignore"):
+            mean_raw = np.where(f > 0, S / f, 0.0)
+            mean = np.clip(mean_raw, -1.0, 1.0)
+            var_m = np.where(f > 0, (var_S - 2 * mean_raw * cov + mean_raw**2 * var_f) / (f * f), np.inf)
+        z = NormalDist().inv_cdf(0.5 + confidence / 2)
+        se_f, se_m = np.sqrt(var_f), np.sqrt(np.maximum(var_m, 0.0))
+        return KeyValueEstimate(f, se_f, f - z * se_f, f + z * se_f, mean, se_m, np.clip(mean - z * se_m, -1, 1), np.clip(mean + z * se_m, -1, 1),
+                                S, np.sqrt(var_S), n, confidence)
+
+
+@dataclass(frozen=True, eq=False)
+class KeyValueEstimate:
+    """Per key: frequency (share of users holding it) and mean value, each with a standard error
+    and a two-sided normal interval; ``value_sum`` is the unbiased ``f·m`` (module docstring)."""
+
+    frequency: np.ndarray
+    frequency_se: np.ndarray
+    frequency_ci_lower: np.ndarray
+    frequency_ci_upper: np.ndarray
+    mean: np.ndarray
+    mean_se: np.ndarray
+    mean_ci_lower: np.ndarray
+    mean_ci_upper: np.ndarray
+    value_sum: np.ndarray
+    value_sum_se: np.ndarray
+    n: int
+    confidence: float
+
+    def to_polars(self, keys: Optional[Any] = None):
+        import polars as pl
+
+        return pl.DataFrame({
+            "key": list(range(self.frequency.size)) if keys is None else list(keys),
+            "frequency": self.frequency, "frequency_se": self.frequency_se,
+            "frequency_ci_lower": self.frequency_ci_lower, "frequency_ci_upper": self.frequency_ci_upper,
+            "mean": self.mean, "mean_se": self.mean_se, "mean_ci_lower": self.mean_ci_lower, "mean_ci_upper": self.mean_ci_upper,
+        })

@@ -1,0 +1,100 @@
+"""HaarHRR (issue 37): the exact channel, the Haar reconstruction (exact on the users' own
+coefficients; its adjoint against finite differences), the range variance against the exact
+analytic one with a power check, quantile coverage, Polars and OpenDP."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import polars as pl
+import pytest
+
+import ldp_plugin as ldp
+from ldp_plugin._errors import LDPParameterError
+from ldp_plugin.exact import ratio_within_exp
+from ldp_plugin.mechanisms.haar import HaarEstimate
+from ldp_plugin.registry import build, from_spec, verify_instance
+
+
+def _coefficients(m, k):
+    out = []
+    for l in range(1, m.levels + 1):
+        a, s = m._node_and_sign(k, np.full(k.size, l))
+        out.append(np.bincount(a, weights=s, minlength=1 << (l - 1)) / k.size)
+    return out
+
+
+def test_channel_layers_spec_and_errors():
+    for eps, B in [(1.0, 4), (3.0, 8)]:
+        m = build("haar-hrr", epsilon=eps, buckets=B)
+        ch = m.channel()
+        assert ch.rows_sum_to_one() and ch.max_ratio() == m.realized_ratio and ratio_within_exp(m.realized_ratio, eps)
+        assert from_spec(m.spec()) == m
+    m = build("haar-hrr", epsilon=1.0, buckets=8)
+    assert verify_instance(m, name="haar-hrr", instance={}, quick=True)["passed"]
+    r = m.randomize(np.linspace(0, 1, 50), rng=0)
+    bad = {k: v.copy() for k, v in r.items()}
+    bad["row"][np.asarray(bad["level"]) == 1] = 1  # level 1 has one Hadamard row
+    _, rej = m.check_reports(bad)
+    assert rej["out_of_range"] == int((np.asarray(r["level"]) == 1).sum())
+    with pytest.raises(LDPParameterError, match="buckets must be a power of two"):
+        ldp.HaarHRR(epsilon=1.0, buckets=12)
+
+
+def test_reconstruction_is_exact_and_the_adjoint_is_the_gradient():
+    m = ldp.HaarHRR(epsilon=1.0, buckets=64)
+    k = m.encode(np.random.default_rng(0).beta(2, 5, 5000))
+    D = _coefficients(m, k)
+    e = HaarEstimate(m, D, [800.0] * 6, 5000, 0.95, "sample")
+    assert np.abs(e.leaves - np.bincount(k, minlength=64) / k.size).max() < 1e-12
+    a = e._weights(0.1, 0.37)
+    w = e._adjoint(a[:, None])
+    base = a @ e._reconstruct(D)
+    for l in range(6):
+        for j in (0, (1 << l) - 1):
+            bumped = [d.copy() for d in D]
+            bumped[l][j] += 1e-3
+            assert (a @ e._reconstruct(bumped) - base) / 1e-3 == pytest.approx(float(w[l][j, 0]), abs=1e-9)
+
+
+@pytest.mark.slow
+def test_range_variance_matches_analytic_with_power():
+    """B = 64, n = 5000, ε = 1, an unaligned range of width B/4: the measured variance over 2000
+    seeded collections of the same users within 3 standard errors (±9.5%) of the exact analytic
+    one; a variance model 30% off is rejected; the estimate is unbiased."""
+    x = np.random.default_rng(0).beta(2, 5, 5000)
+    m = ldp.HaarHRR(epsilon=1.0, buckets=64)
+    lo, hi = 0.1234, 0.3734
+    vals = [m.estimate(m.randomize(x, rng=s)).range_fraction(lo, hi).fraction for s in range(2000)]
+    analytic = m.analytic_range_variance(x, lo, hi)
+    ratio = np.var(vals, ddof=1) / analytic
+    band = 3 * math.sqrt(2 / 1999)
+    assert abs(ratio - 1) < band and abs(ratio * 1.3 - 1) > band and abs(ratio / 1.3 - 1) > band
+    k = m.encode(x)
+    a = np.clip(np.minimum(np.arange(64) + 1, hi * 64) - np.maximum(np.arange(64), lo * 64), 0, 1)
+    assert abs(np.mean(vals) - a @ (np.bincount(k, minlength=64) / k.size)) < 4 * math.sqrt(analytic / 2000)
+
+
+@pytest.mark.slow
+def test_quantile_intervals_cover():
+    x = np.random.default_rng(3).beta(2, 5, 10_000)
+    m = ldp.HaarHRR(epsilon=1.0, buckets=256)
+    truth = np.quantile(x, [0.5, 0.95])
+    cover = []
+    for s in range(150):
+        q = m.estimate(m.randomize(x, rng=s)).quantiles([0.5, 0.95])
+        cover.append([r["ci_lower"] <= t <= r["ci_upper"] for r, t in zip(q, truth)])
+    assert (np.mean(cover, axis=0) >= 0.93).all()
+
+
+def test_polars_and_opendp():
+    m = ldp.HaarHRR(epsilon=2.0, lower=0, upper=1000, buckets=64)
+    df = pl.DataFrame({"latency": np.random.default_rng(0).beta(2, 5, 6000) * 1000})
+    reports = df.ldp.privatize("latency", m, seed=1)
+    assert reports.schema == m.report_schema
+    q = reports.ldp.quantiles(m, [0.5, 0.95])
+    assert (q["ci_lower"] <= q["estimate"]).all() and (q["estimate"] <= q["ci_upper"]).all()
+    r = reports.lazy().ldp.range_count(m, 100, 300)
+    assert r["count_ci_lower"][0] <= r["count"][0] <= r["count_ci_upper"][0]
+    assert ldp.make_haar_hrr(epsilon=1.0, buckets=16).map(1) == 1.0
