@@ -22,7 +22,9 @@ import polars as pl
 
 from ldp_plugin._errors import LDPInputError, LDPParameterError
 
-from .polars_namespace import ROWS_PER_CHUNK, frame_to_reports
+from ldp_plugin.mechanisms.reports import frame_to_reports
+
+from .polars_frames import ROWS_PER_CHUNK
 
 __all__ = ["distribution", "quantiles", "range_count"]
 

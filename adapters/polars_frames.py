@@ -8,6 +8,9 @@ import polars as pl
 
 from ldp_plugin.estimation import FrequencyEstimate
 
+#: rows per streamed chunk of a LazyFrame (every Polars adapter)
+ROWS_PER_CHUNK = 1 << 18
+
 __all__ = ["estimate_frame"]
 
 

@@ -23,7 +23,9 @@ from ldp_plugin._errors import LDPInputError, LDPParameterError
 from ldp_plugin.mechanisms.key_value import KeyValueBatch
 from ldp_plugin.sampling import RNGLike, chunk_source
 
-from .polars_namespace import ROWS_PER_CHUNK, frame_to_reports
+from ldp_plugin.mechanisms.reports import frame_to_reports
+
+from .polars_frames import ROWS_PER_CHUNK
 
 __all__ = ["privatize_key_values", "key_values"]
 

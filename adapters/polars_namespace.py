@@ -49,12 +49,12 @@ from ldp_plugin.mechanisms.protocol import refuse_keyed
 from ldp_plugin.sampling import RNGLike, chunk_source
 
 from .polars_discovery import heavy_hitters
-from .polars_frames import estimate_frame
+from .polars_frames import ROWS_PER_CHUNK, estimate_frame
+from . import polars_distribution as _pd, polars_key_value as _pkv, polars_multi as _pm
 from ldp_plugin.progress import progress
 
 __all__ = ["ROWS_PER_CHUNK", "privatize", "estimate", "reports_to_frame", "frame_to_reports", "LDPFrame", "LDPLazyFrame"]
 
-ROWS_PER_CHUNK = 1 << 18
 UNKNOWN = ("error", "other")
 
 
@@ -77,10 +77,19 @@ def frame_to_reports(mechanism: Any, frame: pl.DataFrame) -> Any:
 
 
 # -- privatize ------------------------------------------------------------------------------------------
+#: input kinds with their own Polars entry point (issue 37): what a user holds, and the method
+_ENTRY_BY_KIND = {"key-value": ("a set of (key, value) pairs", "privatize_key_values"),
+                  "tuple": ("one value per attribute (several columns)", "privatize_attributes")}
+
+
 class _Privatizer:
     def __init__(self, mechanism, column, *, user_id, cohorts, keep_user_id, unknown, other, rng):
         _check_mechanism(mechanism)
         refuse_keyed(mechanism, "privatize")
+        entry = _ENTRY_BY_KIND.get(mechanism.input_kind)
+        if entry is not None:
+            raise LDPParameterError(f"{mechanism.name} takes {entry[0]} per user, which privatize's one column cannot hold: "
+                                    f"use df.ldp.{entry[1]}(...)")
         if unknown not in UNKNOWN:
             raise LDPParameterError(f"unknown must be one of {UNKNOWN} (got {unknown!r})")
         self.mechanism = mechanism
@@ -436,8 +445,6 @@ class LDPLazyFrame:
 
 # -- numeric distributions (issue 37; adapters/polars_distribution.py) ------------------------------------
 def _add_distribution_methods(cls: type, attr: str) -> None:
-    from . import polars_distribution as _pd
-
     def distribution(self, mechanism: Any, **kwargs) -> pl.DataFrame:
         """The histogram of a distribution mechanism's reports (:func:`.polars_distribution.distribution`)."""
         return _pd.distribution(getattr(self, attr), mechanism, **kwargs)
@@ -459,8 +466,6 @@ _add_distribution_methods(LDPLazyFrame, "_lf")
 
 # -- several attributes per user (issue 37; adapters/polars_multi.py) -------------------------------------
 def _add_attribute_methods(cls: type, attr: str) -> None:
-    from . import polars_multi as _pm
-
     def privatize_attributes(self, columns: Sequence[str], mechanism: Any, **kwargs) -> pl.DataFrame:
         """One report per user from several attribute columns (:func:`.polars_multi.privatize_attributes`)."""
         return _pm.privatize_attributes(getattr(self, attr), columns, mechanism, **kwargs)
@@ -478,8 +483,6 @@ _add_attribute_methods(LDPLazyFrame, "_lf")
 
 # -- key-value sets (issue 37; adapters/polars_key_value.py) ---------------------------------------------
 def _add_key_value_methods(cls: type, attr: str) -> None:
-    from . import polars_key_value as _pkv
-
     def privatize_key_values(self, keys: str, mechanism: Any, **kwargs) -> pl.DataFrame:
         """One report per user from key-value sets (:func:`.polars_key_value.privatize_key_values`)."""
         return _pkv.privatize_key_values(getattr(self, attr), keys, mechanism, **kwargs)

@@ -47,6 +47,10 @@ def declaring(capability):
 def _values(m, n=32):
     if m.input_kind == "number":
         return np.linspace(m.lower, m.upper, n)
+    if m.input_kind == "key-value":  # one (key, value) pair per user, some empty sets (issue 37)
+        return [[(i % m.d, (i % 7) / 7 - 0.5)] if i % 3 else [] for i in range(n)]
+    if m.input_kind == "tuple":  # an n × attributes array of codes (issue 37)
+        return np.stack([np.arange(n) % k for k in m.domains], axis=1)
     codes = np.arange(n) % m.domain_size
     items = getattr(m, "items", None)
     return codes if items is None else np.array([items[c] for c in codes])

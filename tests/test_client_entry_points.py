@@ -45,9 +45,22 @@ def _values(mech, n=N):
     """One valid value per user (a single item for set mechanisms: a set of one)."""
     if mech.input_kind == "number":
         return np.linspace(mech.lower, mech.upper, n)
+    if mech.input_kind == "key-value":  # one (key, value) pair per user (issue 37)
+        out = np.empty(n, dtype=object)
+        out[:] = [[(i % mech.d, (i % 7) / 7 - 0.5)] for i in range(n)]
+        return out
+    if mech.input_kind == "tuple":  # one value per attribute (issue 37)
+        out = np.empty(n, dtype=object)
+        out[:] = [tuple(i % k for k in mech.domains) for i in range(n)]
+        return out
     codes = np.arange(n) % mech.domain_size
     items = getattr(mech, "items", None)
     return codes if items is None else np.array([items[c] for c in codes])
+
+
+def _first(x):
+    v = x[0]
+    return v.item() if isinstance(v, np.generic) else v
 
 
 def _refused_for_keys(exc: LDPParameterError) -> bool:
@@ -63,18 +76,22 @@ def test_make_ldp_works_or_names_the_entry_point(mech):
             assert mech.needs_user_keys and _refused_for_keys(e)
             continue
         assert not mech.needs_user_keys
-        out = meas(x[0].item()) if unit == "user" else meas(list(x.tolist()))
+        out = meas(_first(x)) if unit == "user" else meas(list(x.tolist()))
         assert out is not None
         assert meas.map(1) >= float(mech.epsilon) - 1e-12
 
 
 def test_privatize_works_or_names_the_entry_point(mech):
     x = _values(mech)
-    df = pl.DataFrame({"x": x.tolist() if mech.input_kind != "set" else [[v] for v in x.tolist()]})
+    if mech.input_kind in ("key-value", "tuple"):  # refused before the column is read
+        df = pl.DataFrame({"x": list(range(N))})
+    else:
+        df = pl.DataFrame({"x": x.tolist() if mech.input_kind != "set" else [[v] for v in x.tolist()]})
     try:
         out = df.ldp.privatize("x", mech, seed=5)
     except LDPParameterError as e:
-        assert mech.needs_user_keys and _refused_for_keys(e)
+        own = {"key-value": "privatize_key_values", "tuple": "privatize_attributes"}.get(mech.input_kind)
+        assert (mech.needs_user_keys and _refused_for_keys(e)) or (own is not None and own in str(e))
         return
     assert not mech.needs_user_keys
     assert out.height == N and out.schema == mech.report_schema
@@ -93,13 +110,15 @@ def test_the_federated_device_answers_every_mechanism(mech, tmp_path):
 
 def test_one_client_signature(mech):
     x = _values(mech, 8)
+    if mech.input_kind == "tuple":  # the client takes an n × attributes array of codes
+        x = np.array([list(v) for v in x], dtype=np.int64)
     keys = KEYS[:8] if mech.needs_user_keys else None
     a = mech.randomize(x, rng=9, cohorts=None, user_keys=keys)
     codes = mech.encode(x) if mech.input_kind == "value" else None
     if codes is not None:
         b = mech.randomize_encoded(codes, rng=9, cohorts=None, user_keys=keys, offsets=None)
         assert mech.to_wire(a) == mech.to_wire(b)  # randomize is randomize_encoded(encode(values))
-    one = mech.randomize_one(x[0].item(), rng=9, user_key=None if keys is None else keys[0])
+    one = mech.randomize_one(_first(x) if x.ndim == 1 else tuple(x[0].tolist()), rng=9, user_key=None if keys is None else keys[0])
     assert one is not None
     if not mech.needs_user_keys and not getattr(mech, "accepts_user_keys", False):
         with pytest.raises(LDPParameterError, match="user_keys= applies only to keyed"):

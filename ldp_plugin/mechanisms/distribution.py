@@ -51,7 +51,7 @@ from ..exact import TWO64, epsilon_of_ratio, exp_lower_bound, ratio_within_exp
 from ..sampling import RNGLike, as_source
 from ._base import Channel
 from .domain import check_epsilon
-from .distribution_server import DistributionAccumulator, DistributionEstimate
+from .distribution_server import DistributionAccumulator, DistributionEstimate, ems
 from .base import MechanismBase
 from .protocol import ReportField
 from .randomized_response import KRR
@@ -252,8 +252,6 @@ class SquareWave(_NumberCells, MechanismBase):
 
     def reconstruct(self, counts: np.ndarray, *, tol: float | None = None, max_iter: int = 10_000) -> np.ndarray:
         """EMS on the output counts → the distribution over the ``grid`` input cells."""
-        from .distribution_server import ems
-
         return ems(self, counts, tol=tol, max_iter=max_iter)
 
     def analytic_mse(self, n: int, *, theta: Any = None, f: Any = None, sampling: str = "fixed") -> float:  # type: ignore[override]

@@ -129,6 +129,8 @@ class PCKV(MechanismBase):
             for pairs in data:
                 if pairs is None:
                     raise LDPInputError(f"user {len(offsets) - 1} has a null key-value set (an empty set is [])")
+                if not isinstance(pairs, (list, tuple)):
+                    raise LDPInputError(f"user {len(offsets) - 1}: a key-value set is a list of (key, value) pairs")
                 for pair in pairs:
                     try:
                         k, v = pair

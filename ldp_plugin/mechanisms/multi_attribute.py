@@ -250,6 +250,10 @@ class _MultiAttribute(MechanismBase):
         codes = np.repeat(self._tuples()[x:x + 1], n, axis=0)
         return self.output_index(self.randomize_encoded(codes, rng=source))
 
+    def _verification_randomize(self, codes: Any, source: Any) -> Any:
+        """The real client on a batch of verification input codes (indices into the tuples)."""
+        return self.randomize_encoded(self._tuples()[np.asarray(codes, dtype=np.int64)], rng=source)
+
     def _check_channel_size(self) -> None:
         if self.domain_size * self.output_alphabet_size() > 1 << 16:
             raise LDPParameterError("channel enumeration is limited to 65536 entries (use a small instance)")

@@ -69,6 +69,20 @@ def entry_cases(mech: Any) -> list:
     rows = mech.channel().matrix
     keyed = bool(getattr(mech, "needs_user_keys", False))
     cases: list = []
+    if kind == "tuple":  # several attributes: the public client takes an n × attributes array of codes
+        tuples = mech._tuples()
+        for x in range(mech.verification_input_count()):
+            cases.append((f"tuple {tuple(tuples[x].tolist())}", mech, lambda n, x=x: np.repeat(tuples[x:x + 1], n, axis=0), keyed, list(rows[x]), x))
+        return cases
+    if kind == "key-value":  # the channel is over the sampled (key, value) code, drawn inside the client:
+        return cases         # no public input maps to one row (the positions layer covers the code channel)
+    if kind == "number" and len(rows) != getattr(mech, "grid", -2) + 1:
+        # cell inputs (Square Wave, bucketed oracles, trees): a value at the centre of cell k is row k
+        lo, hi, g = mech.lower, mech.upper, len(rows)
+        for k in range(g):
+            v = lo + (hi - lo) * (k + 0.5) / g
+            cases.append((f"value at the centre of cell {k}", mech, lambda n, v=v: np.full(n, v), keyed, list(rows[k]), k))
+        return cases
     if kind == "number":
         lo, hi, g = mech.lower, mech.upper, mech.grid
         variants = [False, True] if _takes_user_keys(mech) else [keyed]
