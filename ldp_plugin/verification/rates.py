@@ -125,10 +125,11 @@ def _component(ch: Any, sampler: Any, n_inputs: int, *, keyed: bool, quick: bool
     worst, detects, needed, impossible = 1.0, 0.0, 0, 0
     sizes: list = []
     detects_target = None
-    for i, (x, testable, zero) in enumerate(plan):
-        cap = caps[0] if target and i == 0 else caps[1]
-        if not testable:
+    for x, testable, zero in plan:
+        if not testable:  # e.g. the wheel's empty set: every output equally likely, one class
             continue
+        first = not sizes  # the first input with a testable class is the sized one
+        cap = caps[0] if target and first else caps[1]
         top = max([float(m) for _c, m in testable if m <= Fraction(1, 2)] or [0.5])
         need = rates_sample_size(top, alpha_each)
         needed = max(needed, need)
@@ -145,7 +146,7 @@ def _component(ch: Any, sampler: Any, n_inputs: int, *, keyed: bool, quick: bool
             k = int(counts[cols].sum())
             worst = min(worst, float(binomtest(k, size, float(m)).pvalue))
         detects = max(detects, _detectable(top, size, alpha_each))
-        if i == 0:
+        if first:
             detects_target = _detectable(top, size, alpha_each)
         sizes.append(size)
     return {
