@@ -12,7 +12,8 @@ and the wrappers alike.
 
 **Test.** For each tested input ``x`` (the first, middle and last verification inputs), the
 outputs are grouped into *rate classes*: the outputs whose declared probability ``Q(y|x)`` is the
-same exact rational (k-RR: the own item; the ``d − 1`` others). Each class's realized count
+same exact rational (k-RR: the own item; the ``d − 1`` others; a uniform row: each output on its
+own). Each class's realized count
 among ``n`` reports is tested against its declared mass ``m`` with an exact two-sided binomial
 test; an output whose declared probability is 0 must never appear. The layer fails when a
 p-value is below ``α / #tests`` (Bonferroni), so a correct sampler fails with probability at most
@@ -112,6 +113,8 @@ def _component(ch: Any, sampler: Any, n_inputs: int, *, keyed: bool, quick: bool
     plan = []
     for x in xs:
         classes = rate_classes(ch.matrix[x])
+        if len(classes) == 1:  # one class of mass 1 (a uniform row, e.g. the wheel's empty set): each output
+            classes = [(np.asarray([j]), Fraction(p)) for j, p in enumerate(ch.matrix[x])]
         testable = [(cols, m) for cols, m in classes if 0 < m < 1]
         zero = [cols for cols, m in classes if m == 0]
         plan.append((x, testable, np.concatenate(zero) if zero else np.empty(0, np.int64)))
