@@ -113,12 +113,14 @@ def _component(ch: Any, sampler: Any, n_inputs: int, *, keyed: bool, quick: bool
     plan = []
     for x in xs:
         classes = rate_classes(ch.matrix[x])
-        if len(classes) == 1:  # one class of mass 1 (a uniform row, e.g. the wheel's empty set): each output
+        uniform = len(classes) == 1
+        if uniform:  # one class of mass 1 (a uniform row, e.g. the wheel's empty set): each output
             classes = [(np.asarray([j]), Fraction(p)) for j, p in enumerate(ch.matrix[x])]
         testable = [(cols, m) for cols, m in classes if 0 < m < 1]
         zero = [cols for cols, m in classes if m == 0]
-        plan.append((x, testable, np.concatenate(zero) if zero else np.empty(0, np.int64)))
-    n_tests = max(1, sum(len(t) for _x, t, _z0 in plan))
+        plan.append((uniform, x, testable, np.concatenate(zero) if zero else np.empty(0, np.int64)))
+    plan.sort(key=lambda e: e[0])  # the sized input: the first with more than one rate class
+    n_tests = max(1, sum(len(t) for _u, _x, t, _z0 in plan))
     alpha_each = alpha / n_tests
     if quick:
         caps = (QUICK_N if keyed else QUICK_TARGET_MAX, QUICK_N)
@@ -128,7 +130,7 @@ def _component(ch: Any, sampler: Any, n_inputs: int, *, keyed: bool, quick: bool
     worst, detects, needed, impossible = 1.0, 0.0, 0, 0
     sizes: list = []
     detects_target = None
-    for x, testable, zero in plan:
+    for _uniform, x, testable, zero in plan:
         if not testable:  # e.g. the wheel's empty set: every output equally likely, one class
             continue
         first = not sizes  # the first input with a testable class is the sized one
