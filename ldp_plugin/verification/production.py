@@ -23,6 +23,9 @@ ran:
   count below 5 pooled, level ``α / (m · backends)``): a client that is exact on the seeded
   source but not on the AES path or on one backend fails here.
 
+Without numba installed (the ``fast`` extra) only the numpy backend can be requested; the report's
+``backends`` then lists ``numpy`` alone, so a run that did not exercise the compiled kernels says so.
+
 What it cannot see: anything that needs two batches or two processes (the joint layer's
 cross-batch, cross-request and forked-child checks), and a defect whose effect is below the χ²
 test's power at this batch size (about ``2/√(n/m)`` relative on a bin).

@@ -12,7 +12,8 @@ and the wrappers alike.
 
 **Test.** For each tested input ``x`` (the first, middle and last verification inputs), the
 outputs are grouped into *rate classes*: the outputs whose declared probability ``Q(y|x)`` is the
-same exact rational (k-RR: the own item; the ``d − 1`` others). Each class's realized count
+same exact rational (k-RR: the own item; the ``d − 1`` others; a uniform row: each output on its
+own). Each class's realized count
 among ``n`` reports is tested against its declared mass ``m`` with an exact two-sided binomial
 test; an output whose declared probability is 0 must never appear. The layer fails when a
 p-value is below ``α / #tests`` (Bonferroni), so a correct sampler fails with probability at most
@@ -112,10 +113,14 @@ def _component(ch: Any, sampler: Any, n_inputs: int, *, keyed: bool, quick: bool
     plan = []
     for x in xs:
         classes = rate_classes(ch.matrix[x])
+        uniform = len(classes) == 1
+        if uniform:  # one class of mass 1 (a uniform row, e.g. the wheel's empty set): each output
+            classes = [(np.asarray([j]), Fraction(p)) for j, p in enumerate(ch.matrix[x])]
         testable = [(cols, m) for cols, m in classes if 0 < m < 1]
         zero = [cols for cols, m in classes if m == 0]
-        plan.append((x, testable, np.concatenate(zero) if zero else np.empty(0, np.int64)))
-    n_tests = max(1, sum(len(t) for _x, t, _z0 in plan))
+        plan.append((uniform, x, testable, np.concatenate(zero) if zero else np.empty(0, np.int64)))
+    plan.sort(key=lambda e: e[0])  # the sized input: the first with more than one rate class
+    n_tests = max(1, sum(len(t) for _u, _x, t, _z0 in plan))
     alpha_each = alpha / n_tests
     if quick:
         caps = (QUICK_N if keyed else QUICK_TARGET_MAX, QUICK_N)
@@ -125,10 +130,11 @@ def _component(ch: Any, sampler: Any, n_inputs: int, *, keyed: bool, quick: bool
     worst, detects, needed, impossible = 1.0, 0.0, 0, 0
     sizes: list = []
     detects_target = None
-    for i, (x, testable, zero) in enumerate(plan):
-        cap = caps[0] if target and i == 0 else caps[1]
-        if not testable:
+    for _uniform, x, testable, zero in plan:
+        if not testable:  # e.g. the wheel's empty set: every output equally likely, one class
             continue
+        first = not sizes  # the first input with a testable class is the sized one
+        cap = caps[0] if target and first else caps[1]
         top = max([float(m) for _c, m in testable if m <= Fraction(1, 2)] or [0.5])
         need = rates_sample_size(top, alpha_each)
         needed = max(needed, need)
@@ -145,7 +151,7 @@ def _component(ch: Any, sampler: Any, n_inputs: int, *, keyed: bool, quick: bool
             k = int(counts[cols].sum())
             worst = min(worst, float(binomtest(k, size, float(m)).pvalue))
         detects = max(detects, _detectable(top, size, alpha_each))
-        if i == 0:
+        if first:
             detects_target = _detectable(top, size, alpha_each)
         sizes.append(size)
     return {
