@@ -39,6 +39,10 @@ def _inputs(mech):
     gen = np.random.default_rng(11)
     if mech.input_kind == "number":
         return gen.uniform(mech.lower, mech.upper, N)
+    if mech.input_kind == "key-value":  # (key, value) sets, some empty (issue 37)
+        return [[(int(gen.integers(0, mech.d)), float(gen.uniform(-1, 1)))] if gen.random() < 0.7 else [] for _ in range(N)]
+    if mech.input_kind == "tuple":  # one code per attribute (issue 37)
+        return np.stack([gen.integers(0, k, N) for k in mech.domains], axis=1)
     d = mech.domain_size
     if mech.input_kind == "set":
         return [sorted(gen.choice(d, size=int(gen.integers(0, mech.m + 1)), replace=False).tolist()) for _ in range(N)]
@@ -47,7 +51,7 @@ def _inputs(mech):
 
 def _digest(mech, seed):
     x = _inputs(mech)
-    if mech.input_kind in ("set", "number"):
+    if mech.input_kind in ("set", "number", "key-value", "tuple"):
         reports = mech.randomize(x, rng=seed)
     elif getattr(mech, "needs_user_keys", False):
         reports = mech.randomize_encoded(x, rng=seed, user_keys=KEYS[:N])
