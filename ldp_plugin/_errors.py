@@ -6,7 +6,7 @@ Messages name the parameter and the allowed range; they never contain user data 
 
 from __future__ import annotations
 
-__all__ = ["LDPParameterError", "LDPInputError", "PrivacyVerificationError"]
+__all__ = ["LDPParameterError", "LDPInputError", "PrivacyVerificationError", "UnderdeterminedWarning"]
 
 
 class LDPParameterError(ValueError):
@@ -19,3 +19,8 @@ class LDPInputError(ValueError):
 
 class PrivacyVerificationError(ValueError):
     """The realized channel of a mechanism does not satisfy its declared privacy bound."""
+
+
+class UnderdeterminedWarning(UserWarning):
+    """An estimate from a design that cannot identify every item (a cohort oracle built with
+    ``underdetermined=True``): its intervals were widened to the whole range."""

@@ -278,9 +278,9 @@ def build(
     if wrap and m is None:
         m = 1
     if categories is not None:
-        if isinstance(categories, (str, bytes)):
-            raise LDPParameterError("categories must be a list of labels, not a single string")
-        categories = tuple(categories)
+        from ldp_plugin.mechanisms.domain import check_labels
+
+        categories = check_labels(categories, "categories")  # ordered, one type, no None/NaN/duplicates
     if name == "orr" and "k" not in params:
         S = len(categories) if categories is not None else d
         if S is None:

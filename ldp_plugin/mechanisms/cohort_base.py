@@ -17,6 +17,7 @@ from ..exact import epsilon_of_ratio, ratio_within_exp
 from ..hashing import check_seed, cohort_seeds, item_keys, keys_of_items, seeded_hash, seeded_permutation
 from ..sampling import RNGLike, as_source
 from ._base import Channel, check_domain, check_epsilon, encode_values
+from .cohort_design import DENSE_LIMIT, check_closed_design
 
 __all__ = ["CohortReports", "CohortAccumulator", "OTHER", "MAX_K", "MAX_COHORTS", "MAX_TABLE"]
 
@@ -26,8 +27,6 @@ OTHER = "<other>"
 MAX_K = 1 << 24
 MAX_COHORTS = 1 << 20
 MAX_TABLE = 1 << 28  # entries of a closed-alphabet position table (C · h · S)
-#: ``decoder="auto"`` solves least squares up to this many candidates, then streams (sketch decoder).
-DENSE_LIMIT = 1024
 #: The least-squares decoder's ``S × S`` matrix is refused above this many candidates.
 MAX_DENSE = 8192
 DECODERS = ("auto", "least-squares", "sketch")
@@ -64,6 +63,10 @@ class _CohortMechanism(Mechanism, abc.ABC):
     hash_seed: int = 0
     d: Optional[int] = None
     categories: Optional[tuple] = None
+    #: opt-in to a design whose cells cannot identify every item (channel studies): construction
+    #: then accepts it and an estimate warns (:class:`UnderdeterminedWarning`) and widens every
+    #: interval to ``[0, total]`` instead of refusing (:mod:`.cohort_design`)
+    underdetermined: bool = False
     p_exact: Fraction = field(init=False, repr=False, compare=False)
     q_exact: Fraction = field(init=False, repr=False, compare=False)
     realized_ratio: Fraction = field(init=False, repr=False, compare=False)
@@ -82,6 +85,9 @@ class _CohortMechanism(Mechanism, abc.ABC):
         object.__setattr__(self, "k", int(k))
         object.__setattr__(self, "cohorts", int(C))
         object.__setattr__(self, "hash_seed", check_seed(self.hash_seed))
+        if not isinstance(self.underdetermined, (bool, np.bool_)):
+            raise LDPParameterError(f"underdetermined must be True or False (got type {type(self.underdetermined).__name__})")
+        object.__setattr__(self, "underdetermined", bool(self.underdetermined))
         self._validate_extra()
         h = self.hashes_per_item
         object.__setattr__(self, "_seeds", cohort_seeds(self.hash_seed, self.cohorts * h).reshape(self.cohorts, h))
@@ -110,6 +116,8 @@ class _CohortMechanism(Mechanism, abc.ABC):
         object.__setattr__(self, "p_exact", p)
         object.__setattr__(self, "q_exact", q)
         object.__setattr__(self, "realized_ratio", ratio)
+        if self.closed and not self.underdetermined:
+            check_closed_design(self)
 
     def _validate_extra(self) -> None:
         pass
@@ -167,7 +175,15 @@ class _CohortMechanism(Mechanism, abc.ABC):
         out = {"mechanism": self.name, "epsilon": self.epsilon, "k": self.k, "cohorts": self.cohorts, "hash_seed": self.hash_seed}
         if self.closed:
             out["d"] = self.d
+        if self.underdetermined:
+            out["underdetermined"] = True
         out.update(self._extra_params())
+        return out
+
+    def spec(self) -> dict:
+        out = super().spec()
+        if not self.underdetermined:  # the default is not part of what a report's fingerprint names
+            out["params"].pop("underdetermined", None)
         return out
 
     def _extra_params(self) -> dict:

@@ -4,15 +4,18 @@ decoders (least squares, paper 002 eq. 20–22; the streamed sketch decoder of
 
 from __future__ import annotations
 
+import dataclasses
+import warnings
 from typing import Any
 
 import numpy as np
 
-from .._errors import LDPInputError, LDPParameterError
+from .._errors import LDPInputError, LDPParameterError, UnderdeterminedWarning
 from ..estimation import FrequencyEstimate, check_postprocess, finalize_estimate, least_squares_decode
 from ..estimation_sketch import MIN_COHORTS
 from .mixins import MergeableCounts
 from .cohort_base import DECODERS, DENSE_LIMIT, MAX_DENSE, OTHER
+from .cohort_design import needed_rank, rank_bound, rank_deficient_error
 
 __all__ = ["CohortAccumulator"]
 
@@ -78,8 +81,9 @@ class CohortAccumulator(MergeableCounts):
         m = self.mechanism
         keys, items = m.candidate_keys(candidates)
         S = len(items)
+        active = int((self.n_c > 0).sum())
         if decoder == "auto":
-            decoder = "least-squares" if S <= DENSE_LIMIT or int((self.n_c > 0).sum()) < MIN_COHORTS else "sketch"
+            decoder = "least-squares" if S <= DENSE_LIMIT or active < MIN_COHORTS else "sketch"
         if decoder == "sketch":
             from ..estimation_sketch import sketch_decode
 
@@ -96,6 +100,14 @@ class CohortAccumulator(MergeableCounts):
             raise LDPParameterError(
                 f"least-squares decoding holds an S x S matrix: at most {MAX_DENSE} candidates (got {S}); use decoder='sketch'"
             )
+        # least squares identifies what the cells' design has rank for (the streamed sketch decoder
+        # above instead averages collisions out over many cohorts, its errors from their spread)
+        unknowns = S + (1 if not m.closed and other and not m.signed else 0)  # + an unsigned open alphabet's outside mass
+        need = needed_rank(unknowns, m.known_total)
+        bound = min(rank_bound(m.k, active, m.hashes_per_item, m.signed), unknowns)
+        what = f"its d={S} items" if m.closed else f"{S} candidates" + (" and the mass outside them" if unknowns > S else "")
+        if bound < need:  # the counting bound: refused before the S x S work
+            self._underdetermined(unknowns, bound, what, active)
         pos, signs = m.covers_of(keys, np.arange(S))
         uniform, other_sum = None, False
         if not m.closed and other:
@@ -107,11 +119,28 @@ class CohortAccumulator(MergeableCounts):
                 other_sum = True
             items = (*items, OTHER)
         z, p, q, cov, noise = m.cell_statistic(self.counts, self.n_c)
-        raw, se, _rank = least_squares_decode(
+        raw, se, rank = least_squares_decode(
             z, self.n_c, p, q, pos, covariance=cov, uniform_weight=uniform, noise=noise, signs=signs, other_sum=other_sum,
             total=1.0 if m.known_total else None,
         )
-        return finalize_estimate(raw, se, self.n, postprocess=postprocess, confidence=confidence, items=items, total=total)
+        if need > rank and bound >= need:
+            self._underdetermined(unknowns, rank, what, active)
+        est = finalize_estimate(raw, se, self.n, postprocess=postprocess, confidence=confidence, items=items, total=total)
+        return self._flagged(est, total) if rank < need else est
+
+    def _underdetermined(self, unknowns: int, rank: int, what: str, active: int) -> None:
+        """Refuse a rank-deficient decode, or (``underdetermined=True``) warn loudly."""
+        m = self.mechanism
+        err = rank_deficient_error(m, unknowns, rank, what, active)
+        if not m.underdetermined:
+            raise err
+        warnings.warn(f"{err} — underdetermined=True: every interval widened to the whole range", UnderdeterminedWarning, stacklevel=3)
+
+    @staticmethod
+    def _flagged(est: FrequencyEstimate, total: float) -> FrequencyEstimate:
+        """An underdetermined estimate: its intervals cannot be trusted, so they span ``[0, total]``."""
+        lo = np.zeros_like(est.ci_lower)
+        return dataclasses.replace(est, ci_lower=lo, ci_upper=np.full_like(est.ci_upper, float(total)))
 
     def __repr__(self) -> str:
         return f"CohortAccumulator({self.mechanism.name}, k={self.mechanism.k}, cohorts={self.mechanism.cohorts}, n={self.n})"
