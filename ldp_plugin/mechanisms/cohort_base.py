@@ -194,7 +194,7 @@ class _CohortMechanism(Mechanism, abc.ABC):
         """Closed alphabet: item codes (``int64``); open alphabet: 64-bit item keys."""
         if self.closed:
             return encode_values(values, self.d, self.categories, self._index)
-        return item_keys(values)
+        return item_keys(_flat_items(values, "values"))
 
     def positions(self, encoded: np.ndarray, cohort: np.ndarray) -> np.ndarray:
         """``(n, h)`` cells of each user's item in their cohort."""
@@ -286,7 +286,7 @@ class _CohortMechanism(Mechanism, abc.ABC):
             raise LDPParameterError("candidates must not be empty")
         if len(set(items)) != len(items):
             raise LDPParameterError("candidates must be unique")
-        return item_keys(np.asarray(items, dtype=object)), items
+        return item_keys(np.asarray(_flat_items(list(items), "candidates"), dtype=object)), items
 
     def positions_of(self, keys: Optional[np.ndarray], idx: np.ndarray) -> np.ndarray:
         """``(C, h, len(idx))`` cells of candidates ``idx`` in every cohort (a cell hit twice by one item: -1)."""
@@ -436,6 +436,27 @@ class _CohortMechanism(Mechanism, abc.ABC):
                 term = float((G * (sigma @ G)).sum())
             total += nc * term
         return float(max(total / (delta * delta) - (1 - 1 / S) / n, 0.0))
+
+
+_NESTED = (list, tuple, set, frozenset, dict, np.ndarray)
+
+
+def _flat_items(values: Any, name: str) -> Any:
+    """An open alphabet's batch as given if it holds one item per user; a nested batch (a list of
+    lists, a 2-d array: sets, not items) is refused instead of being flattened into more users."""
+    if type(values).__module__.startswith("polars") or isinstance(values, (str, bytes)):
+        return values
+    if isinstance(values, (list, tuple)):
+        nested = any(isinstance(v, _NESTED) for v in values)
+    else:
+        arr = np.asarray(values.to_numpy() if hasattr(values, "to_numpy") else values)
+        nested = arr.ndim > 1 or (arr.dtype == object and any(isinstance(v, _NESTED) for v in arr.reshape(-1).tolist()))
+    if nested:
+        raise LDPInputError(
+            f"{name} must be a 1-d batch of items (integers, strings or bytes), one per user; got a nested batch "
+            "(for a set of items per user use SampleOne or a set mechanism)"
+        )
+    return values
 
 
 def _check_cohort_column(cohort: Any, n: int, C: int) -> np.ndarray:

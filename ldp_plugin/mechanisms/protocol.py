@@ -39,7 +39,7 @@ from typing import Any, ClassVar, Optional
 
 import numpy as np
 
-from .._errors import LDPInputError, LDPParameterError
+from .._errors import LDPArgumentError, LDPInputError, LDPParameterError
 
 __all__ = ["Mechanism", "ReportField", "SeededReports", "SetInput", "WIRE_MAGIC", "WIRE_VERSION", "REJECT_REASONS", "json_value"]
 
@@ -110,7 +110,7 @@ class _CheckedArguments(abc.ABCMeta):
         try:
             sig.bind(*args, **kwargs)
         except TypeError as exc:
-            raise LDPParameterError(_argument_message(cls, sig, args, kwargs, exc)) from None
+            raise LDPArgumentError(_argument_message(cls, sig, args, kwargs, exc)) from None
         return super().__call__(*args, **kwargs)
 
 
