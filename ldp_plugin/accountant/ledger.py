@@ -226,17 +226,20 @@ class Accountant(_Releases, _OpenDPInterop, _ShuffleClaims):
 
     def _max_total(self, table: str, cohorts: tuple, period: Optional[str] = None) -> Fraction:
         best = Fraction(0)
-        where = "cohort IN (%s)" % ",".join("?" * len(cohorts)) if len(cohorts) < self.population.cohorts else "1"
-        args: list = list(cohorts) if where != "1" else []
-        if table == "period_total":
-            sql = f"SELECT total FROM period_total WHERE period = ? AND {where}"
-            args = [period, *args]
-        else:
-            sql = f"SELECT total FROM cohort_total WHERE {where}"
-        for (t,) in self._con.execute(sql, args):
-            f = _text_frac(t)
-            if f > best:
-                best = f
+        every = len(cohorts) >= self.population.cohorts
+        # SQLite binds at most 32766 variables (999 before 3.32): IN-lists go in chunks
+        for chunk in ([()] if every else _chunks(cohorts)):
+            where = "1" if every else "cohort IN (%s)" % ",".join("?" * len(chunk))
+            args: list = list(chunk)
+            if table == "period_total":
+                sql = f"SELECT total FROM period_total WHERE period = ? AND {where}"
+                args = [period, *args]
+            else:
+                sql = f"SELECT total FROM cohort_total WHERE {where}"
+            for (t,) in self._con.execute(sql, args):
+                f = _text_frac(t)
+                if f > best:
+                    best = f
         return best
 
     def spent(self, cohorts: Optional[Iterable[int]] = None) -> Fraction:
@@ -281,6 +284,8 @@ class Accountant(_Releases, _OpenDPInterop, _ShuffleClaims):
         """Would the query fit? Returns the remaining budget after it, or raises
         :class:`BudgetExceededError`. Spends nothing (a pre-check, e.g. before an OpenDP filter)."""
         eps, _, _ = _cost_of(measurement, d_in)
+        if eps == 0:
+            raise LDPParameterError("epsilon must be > 0 to check a query (epsilon=0 charges nothing: there is nothing to check)")
         cs = self._cohorts(cohorts)
         self._fits(eps, cs, when or datetime.now(timezone.utc))
         return self.remaining(cs, when=when) - eps
@@ -370,18 +375,31 @@ class Accountant(_Releases, _OpenDPInterop, _ShuffleClaims):
     def _add_totals(self, table: str, cs: tuple, eps: Fraction, period: Optional[str] = None) -> None:
         con = self._con
         if table == "cohort_total":
-            cur = dict(con.execute("SELECT cohort, total FROM cohort_total WHERE cohort IN (%s)" % ",".join("?" * len(cs)), cs).fetchall())
+            cur = {}
+            for chunk in _chunks(cs):
+                cur.update(con.execute("SELECT cohort, total FROM cohort_total WHERE cohort IN (%s)" % ",".join("?" * len(chunk)), chunk).fetchall())
             con.executemany(
                 "INSERT OR REPLACE INTO cohort_total(cohort, total) VALUES (?, ?)",
                 [(c, _frac_text(_text_frac(cur[c]) + eps if c in cur else eps)) for c in cs],
             )
         else:
-            cur = dict(
-                con.execute(
-                    "SELECT cohort, total FROM period_total WHERE period = ? AND cohort IN (%s)" % ",".join("?" * len(cs)), (period, *cs)
-                ).fetchall()
-            )
+            cur = {}
+            for chunk in _chunks(cs):
+                cur.update(
+                    con.execute(
+                        "SELECT cohort, total FROM period_total WHERE period = ? AND cohort IN (%s)" % ",".join("?" * len(chunk)), (period, *chunk)
+                    ).fetchall()
+                )
             con.executemany(
                 "INSERT OR REPLACE INTO period_total(period, cohort, total) VALUES (?, ?, ?)",
                 [(period, c, _frac_text(_text_frac(cur[c]) + eps if c in cur else eps)) for c in cs],
             )
+
+
+#: cohorts bound per SQL statement (SQLite's limit is 999 variables before 3.32, 32766 after)
+SQL_CHUNK = 900
+
+
+def _chunks(cs: tuple) -> list:
+    """``cs`` in slices small enough for one statement's bound variables."""
+    return [tuple(cs[i : i + SQL_CHUNK]) for i in range(0, len(cs), SQL_CHUNK)] or [()]
