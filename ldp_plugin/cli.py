@@ -13,6 +13,7 @@ from typing import Optional, Sequence
 import numpy as np
 
 from ._errors import LDPInputError, LDPParameterError, PrivacyVerificationError
+from ._boundary import translate
 from .estimation import POSTPROCESS_CHOICES
 from .sampling import as_source
 from .simulate import DISTRIBUTIONS, TRUTHS, draw_users, parse_params, simulate, true_distribution
@@ -144,6 +145,8 @@ def cmd_collect(args) -> int:
     else:
         print(f"ldp collect: {summary['users']:,} users, {summary['mechanism']['mechanism']} with epsilon={summary['epsilon']} per user")
         print(f"estimates: {summary['estimates']}" + (f"; plot: {summary['plot']}" if summary["plot"] else ""))
+        if summary.get("budget"):  # a retry says so in text too, never only in --json
+            print(("NOTE: " if not summary["budget"].get("charged", True) else "budget: ") + str(summary["budget"]["note"]))
         for row in summary["top"]:
             print(f"  {str(row['item']):<20} {row['estimate']:.4f}  [{row['ci_lower']:.4f}, {row['ci_upper']:.4f}]")
     return 0
@@ -406,6 +409,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except Exception as exc:  # one error path: every library error is exit 2 and a message, never a traceback
         if os.environ.get("LDP_PLUGIN_DEBUG"):
             raise
+        exc = translate(exc) or exc  # engines' raw messages (Polars, SQLite, OpenDP, OS) -> ours, naming the file
         known = isinstance(exc, (LDPParameterError, LDPInputError, PrivacyVerificationError, ValueError))
         msg = str(exc) if known else f"{type(exc).__name__}: {exc}"
         if isinstance(exc, (OSError, sqlite3.Error)):
