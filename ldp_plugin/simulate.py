@@ -185,6 +185,14 @@ def check_simulation_memory(mechanism: Any, n: int, limit_bytes: int = 8 << 30) 
         )
 
 
+#: ``--param`` keys that are options of the commands themselves (given as ``--param`` they would
+#: reach the builder twice)
+OPTION_KEYS = {
+    "epsilon": "--epsilon", "d": "--d", "m": "--m", "n": "--n", "categories": "--d or the job's categories",
+    "epsilon_perm": "--epsilon-perm", "epsilon_1": "--epsilon-1", "seed": "--seed", "rng": "--seed", "on_long": "the job's on_long",
+}
+
+
 def parse_params(pairs: list[str]) -> Mapping[str, Any]:
     """``KEY=VALUE`` strings → dict (integers as ints, floats as floats, ``[a, b]`` as a JSON
     list, anything else as text)."""
@@ -193,8 +201,14 @@ def parse_params(pairs: list[str]) -> Mapping[str, Any]:
     out: dict[str, Any] = {}
     for pair in pairs or []:
         key, sep, value = pair.partition("=")
+        key = key.strip()
         if not sep or not key:
             raise LDPParameterError(f"--param takes KEY=VALUE (got {pair!r})")
+        if key in OPTION_KEYS:
+            opt = OPTION_KEYS[key]
+            raise LDPParameterError(f"--param {key}=... duplicates the option {opt}; give {key} once, as {opt}")
+        if key in out:
+            raise LDPParameterError(f"--param {key} is given twice; give each parameter once")
         if value.strip().startswith("["):
             try:
                 out[key] = json.loads(value)

@@ -260,7 +260,10 @@ def build(
     decl = reg[name]
     if decl.kind == "longitudinal":
         if epsilon is not None:
-            raise LDPParameterError(f"mechanism {name!r} takes epsilon_perm and epsilon_1, not epsilon")
+            raise LDPParameterError(
+                f"mechanism {name!r} is a longitudinal protocol: it takes epsilon_perm and epsilon_1, not epsilon "
+                f"(on the command line: ldp longitudinal simulate --mechanism {name})"
+            )
     elif epsilon is None:
         raise LDPParameterError(f"mechanism {name!r} needs epsilon (a number > 0; on the command line: --epsilon E)")
     unknown = set(params) - set(decl.parameters)
@@ -308,6 +311,11 @@ def build(
         kwargs["d"] = d
         if categories is not None:
             kwargs["categories"] = categories
+    elif d is not None and decl.kind == "mean":  # a frequency command asked for a mean mechanism
+        raise LDPParameterError(
+            f"mechanism {name!r} estimates the mean of numbers, not frequencies over d items: use "
+            f"`ldp mean simulate --mechanism {name} --lower L --upper U` (it takes no d)"
+        )
     elif d is not None:  # never silently dropped
         raise LDPParameterError(f"mechanism {name!r} has no parameter 'd'; it takes {sorted(decl.parameters)}")
     cls = decl.mechanism_class()

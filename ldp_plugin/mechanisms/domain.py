@@ -13,18 +13,34 @@ import numpy as np
 
 from .._errors import LDPInputError, LDPParameterError
 
-__all__ = ["MAX_D", "check_epsilon", "check_domain", "check_labels", "encode_values"]
+__all__ = ["MAX_D", "MIN_EPSILON", "MAX_EPSILON", "check_epsilon", "check_domain", "check_labels", "encode_values"]
 
 MAX_D = 1 << 31
+#: the usable range of a per-user ε: above ``MAX_EPSILON`` ``e**ε`` is not a finite float (and a
+#: report is the value itself); below ``MIN_EPSILON`` the 64-bit thresholds of the exact samplers
+#: cannot separate the probabilities (and no realistic population could see a signal)
+MIN_EPSILON = 1e-6
+MAX_EPSILON = 700.0
 
 
 def check_epsilon(epsilon: Any, name: str = "epsilon") -> float:
-    """A finite float > 0, or :class:`LDPParameterError` naming the parameter."""
+    """A finite float in ``[MIN_EPSILON, MAX_EPSILON]``, or :class:`LDPParameterError` naming the
+    parameter and the usable range."""
     if isinstance(epsilon, bool) or not isinstance(epsilon, (int, float, np.integer, np.floating)):
         raise LDPParameterError(f"{name} must be a real number > 0 (got type {type(epsilon).__name__})")
     eps = float(epsilon)
     if not math.isfinite(eps) or eps <= 0:
-        raise LDPParameterError(f"{name} must be a finite number > 0 (got {eps!r})")
+        raise LDPParameterError(f"{name} must be a finite number > 0 (got {eps!r}); the usable range is [{MIN_EPSILON:g}, {MAX_EPSILON:g}]")
+    if eps < MIN_EPSILON:
+        raise LDPParameterError(
+            f"{name}={eps!r} is too small: the smallest usable {name} is {MIN_EPSILON:g} (64-bit thresholds cannot "
+            f"separate the report probabilities below it); the usable range is [{MIN_EPSILON:g}, {MAX_EPSILON:g}]"
+        )
+    if eps > MAX_EPSILON:
+        raise LDPParameterError(
+            f"{name}={eps!r} is too large: the largest usable {name} is {MAX_EPSILON:g} (e**{name} must be a finite "
+            f"float; such a report is the value itself); the usable range is [{MIN_EPSILON:g}, {MAX_EPSILON:g}]"
+        )
     return eps
 
 
