@@ -80,6 +80,8 @@ class Accountant(_Releases, _OpenDPInterop, _ShuffleClaims):
 
     def __init__(self, path: str | Path, population: Optional[Population] = None):
         path = Path(path)
+        if path.is_dir():
+            raise LedgerError(f"ledger {str(path)!r} is a directory; give the ledger file")
         if not path.is_file():
             raise LedgerError(f"ledger {str(path)!r} does not exist (create it with Accountant.create or `ldp budget init`)")
         self.path = path
@@ -120,7 +122,16 @@ class Accountant(_Releases, _OpenDPInterop, _ShuffleClaims):
     @classmethod
     def create(cls, path: str | Path, population: Population, *, exist_ok: bool = False) -> "Accountant":
         """Create a new ledger file for ``population`` (or open it if ``exist_ok`` and it matches)."""
+        if not hasattr(population, "definition"):
+            raise LDPParameterError(
+                f"population must be a Population, e.g. Population(name='app-users', lifetime_cap='4') "
+                f"(got type {type(population).__name__})"
+            )
+        if isinstance(path, bool) or not isinstance(path, (str, os.PathLike)):
+            raise LDPParameterError(f"path must be a file path (got type {type(path).__name__})")
         path = Path(path)
+        if path.is_dir():
+            raise LedgerError(f"ledger {str(path)!r} is a directory; give a file path")
         if path.exists():
             if exist_ok:
                 return cls(path, population)

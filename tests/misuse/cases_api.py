@@ -47,7 +47,7 @@ def bad_values(pname: str, spec: dict) -> list:
         lo = _lower_bound(rng)
         if lo is not None:
             out += [("below-range", int(lo) - 1)]
-        if not nullable and pname != "d":
+        if not nullable and pname != "d" and "'" not in typ:  # a quoted alternative ('auto') may be spelled None
             out += [("none", None)]
     elif typ.startswith("str"):
         out += [("unknown-choice", "bogus"), ("int", 3)]
