@@ -12,6 +12,7 @@ from typing import Any, Optional
 import numpy as np
 
 from ._errors import LDPParameterError
+from .workload import check_work
 from .sampling.source import SeededRandomSource
 
 __all__ = ["simulate_longitudinal", "simulate_mean", "zipf_distribution", "LONGITUDINAL_NAMES", "MEAN_NAMES", "build_longitudinal", "build_mean"]
@@ -72,6 +73,8 @@ def simulate_longitudinal(mechanism: Any, *, rounds: int, change_prob: float, n:
         raise LDPParameterError(f"repeats must be an integer in [1, 1000] (got {repeats!r})")
     if isinstance(change_prob, bool) or not isinstance(change_prob, (int, float)) or not 0 <= change_prob <= 1:
         raise LDPParameterError(f"change_prob must be in [0, 1] (got {change_prob!r})")
+    check_work(float(n) * rounds * repeats, rate=2e6, what=f"{repeats:,} populations of {n:,} users over {rounds:,} rounds",
+               options="--n, --rounds or --repeats")
     d = mechanism.d
     theta = zipf_distribution(d) if theta is None else np.asarray(theta, dtype=np.float64)
     mse = np.zeros(rounds)
@@ -117,6 +120,7 @@ def simulate_mean(mechanism: Any, *, n: int, repeats: int, seed: int = 0, confid
         raise LDPParameterError(f"n must be an integer in [2, 10^8] (got {n!r})")
     if isinstance(repeats, bool) or not isinstance(repeats, int) or not 1 <= repeats <= 10**5:
         raise LDPParameterError(f"repeats must be an integer in [1, 10^5] (got {repeats!r})")
+    check_work(float(n) * repeats, rate=2e7, what=f"{repeats:,} randomizations of {n:,} numbers", options="--n or --repeats")
     data = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(1,)))
     values = mechanism.lower + (mechanism.upper - mechanism.lower) * data.beta(2.0, 5.0, size=n)
     truth = float(values.mean())

@@ -14,6 +14,7 @@ from typing import Any, Mapping, Optional
 import numpy as np
 
 from ._errors import LDPParameterError
+from .workload import check_memory, check_work
 from .estimation import POSTPROCESS_CHOICES
 from .sampling import SecureRandomSource, SeededRandomSource
 
@@ -41,6 +42,7 @@ def true_distribution(kind: str, d: int, gen: np.random.Generator) -> np.ndarray
 
 def draw_users(theta: np.ndarray, n: int, gen: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
     """n users i.i.d. from θ: returns (values as codes, per-item counts)."""
+    check_memory(16.0 * n, what=f"drawing n={n:,} users", options="--n")
     counts = gen.multinomial(n, theta)
     values = np.repeat(np.arange(theta.size, dtype=np.int64), counts)
     gen.shuffle(values)
@@ -117,6 +119,9 @@ def simulate(
         raise LDPParameterError(f"truth must be one of {TRUTHS} (got {truth!r})")
     if distribution not in DISTRIBUTIONS:
         raise LDPParameterError(f"distribution must be one of {DISTRIBUTIONS} (got {distribution!r})")
+    check_memory(16.0 * n, what=f"a simulation of n={n:,} users", options="--n")
+    check_work(float(n) * repeats + float(mechanism.domain_size or 0) * repeats, rate=2e7,
+               what=f"{repeats:,} simulated collections of {n:,} users", options="--n or --repeats")
     gen = np.random.default_rng(seed)
     source = SeededRandomSource(int(gen.integers(0, 2**63))) if seed is not None else SecureRandomSource()
     is_set = mechanism.input_kind == "set"

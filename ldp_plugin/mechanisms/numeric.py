@@ -105,6 +105,13 @@ class NumericMechanism(Mechanism):
                 raise LDPParameterError(f"{name} must be a finite number (got {v!r})")
         if not float(lo) < float(hi):
             raise LDPParameterError(f"lower must be below upper (got lower={lo!r}, upper={hi!r})")
+        width = float(hi) - float(lo)
+        scale = max(abs(float(lo)), abs(float(hi)))
+        if not (math.isfinite(width) and math.isfinite(2.0 / width) and width >= 1e-9 * scale):
+            raise LDPParameterError(
+                f"upper - lower must be a finite width of at least 1e-9 of the values' magnitude (got lower={lo!r}, upper={hi!r}): "
+                "rescale the values (e.g. to [0, 1]) before randomizing"
+            )
         object.__setattr__(self, "lower", float(lo))
         object.__setattr__(self, "upper", float(hi))
         g = self.grid
