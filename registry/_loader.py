@@ -313,8 +313,8 @@ def build(
             kwargs["categories"] = categories
     elif d is not None and decl.kind == "mean":  # a frequency command asked for a mean mechanism
         raise LDPParameterError(
-            f"mechanism {name!r} estimates the mean of numbers, not frequencies over d items: use "
-            f"`ldp mean simulate --mechanism {name} --lower L --upper U` (it takes no d)"
+            f"mechanism {name!r} has no parameter 'd': it estimates the mean of numbers, not frequencies over d items; "
+            f"use `ldp mean simulate --mechanism {name} --lower L --upper U`"
         )
     elif d is not None:  # never silently dropped
         raise LDPParameterError(f"mechanism {name!r} has no parameter 'd'; it takes {sorted(decl.parameters)}")
