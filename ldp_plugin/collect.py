@@ -116,6 +116,11 @@ def build_mechanism(spec: dict, n_hint: int) -> Any:
     reg = load_registry()
     name = spec["name"]
     params = dict(spec.get("params", {}))
+    if not isinstance(spec.get("params", {}), dict):
+        raise LDPParameterError("[mechanism] params must be a table, e.g. params = {k = 8, cohorts = 16}")
+    for key in ("epsilon", "d", "m", "on_long", "n"):
+        if key in params:
+            raise LDPParameterError(f"[mechanism] params.{key} duplicates [mechanism] {key}; give it once, in [mechanism]")
     cats, d = params.pop("categories", spec.get("categories")), spec.get("d")
     if name == "orr" and "k" not in params and cats is None and d is None and spec.get("_candidates"):
         d = len(spec["_candidates"])  # open alphabet: size the cohorts for the candidates
@@ -246,6 +251,8 @@ def run_job(job: Job, *, executor: Optional[str] = None, address: Optional[str] 
                 raise LDPInputError(f"[input] {key} = {job.input[key]!r} is not a column of {src.name}")
         used = [pl.col(job.input[k]).null_count() for k in ("column", "user_id") if job.input.get(k) is not None]
         n_hint = int(lf.select(pl.len(), *used).collect(engine="streaming").item(0, 0))
+    if n_hint == 0:
+        raise LDPInputError(f"[input] path {str(src)!r} has no rows (no users): nothing to collect")
     coll = job.collection
     spec = dict(job.mechanism, _candidates=coll.get("candidates"))
     mech = build_mechanism(spec, max(n_hint, 1))
