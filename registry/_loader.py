@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import functools
 import importlib
 import sys
 from dataclasses import dataclass
@@ -87,14 +88,29 @@ def fingerprint(decl: "Declaration") -> str:
 
 
 def _lock() -> dict:
-    with (_HERE / "names.lock").open("rb") as f:
+    path = _HERE / "names.lock"
+    st = path.stat()
+    return dict(_lock_cached(str(path), st.st_mtime_ns, st.st_size))
+
+
+@functools.lru_cache(maxsize=4)
+def _lock_cached(path: str, mtime_ns: int, size: int) -> dict:
+    with open(path, "rb") as f:
         return tomllib.load(f)
 
 
 def _parse(path: Path) -> Declaration:
-    with path.open("rb") as f:
+    """One declaration file, parsed once per (path, modification time, size): the CLI builds its
+    help from the registry several times per call."""
+    st = path.stat()
+    return _parse_cached(str(path), st.st_mtime_ns, st.st_size)
+
+
+@functools.lru_cache(maxsize=512)
+def _parse_cached(path: str, mtime_ns: int, size: int) -> Declaration:
+    with open(path, "rb") as f:
         raw = tomllib.load(f)
-    return parse_declaration(raw, path.name)
+    return parse_declaration(raw, Path(path).name)
 
 
 def parse_declaration(raw: Mapping[str, Any], origin: str = "<declaration>") -> Declaration:
