@@ -83,4 +83,8 @@ __all__ = [
     "RUE", "make_rue",
     "make_duchi", "make_piecewise", "make_hybrid", "make_one_bit_mean", "make_longitudinal",
 
-] + _measurements.__all__
+]
+__all__ += _measurements.__all__
+from ._errors import LDPArgumentError, UnderdeterminedWarning  # noqa: E402  (issue 38: argument errors, underdetermined designs)
+
+__all__ += ["LDPArgumentError", "UnderdeterminedWarning"]

@@ -161,6 +161,18 @@ class FrequencyEstimate:
             cols["truth"] = np.asarray(truth, dtype=np.float64)
         return pl.DataFrame(cols)
 
+    def __repr__(self) -> str:
+        """A notebook-sized summary: n, target, confidence and up to 8 items with their intervals."""
+        rows = [
+            f"  {str(item)[:24]:<24} {float(e):8.4f}  [{float(lo):.4f}, {float(hi):.4f}]"
+            for item, e, lo, hi in list(zip(self.items, self.estimate, self.ci_lower, self.ci_upper))[:8]
+        ]
+        more = f"\n  ... {len(self.items) - 8} more items (to_polars() for all)" if len(self.items) > 8 else ""
+        return (
+            f"FrequencyEstimate(n={self.n:,}, items={len(self.items)}, postprocess={self.postprocess!r}, "
+            f"{self.confidence:.0%} intervals covering the {self.target} frequencies)\n" + "\n".join(rows) + more
+        )
+
     def to_dict(self) -> dict:
         return {
             "n": self.n,

@@ -257,6 +257,17 @@ class Accountant(_Releases, _OpenDPInterop, _ShuffleClaims):
         """The largest lifetime spend over the given cohorts (all by default)."""
         return self._max_total("cohort_total", self._cohorts(cohorts))
 
+    def __repr__(self) -> str:
+        """The ledger, its population and what remains (read from the ledger; never raises)."""
+        try:
+            pop = self.population
+            left = float(self.remaining())
+            period = f", period_cap={float(pop.period_cap):g} per {pop.period}" if pop.period_cap is not None else ""
+            return (f"Accountant({str(self.path)!r}, population={pop.name!r}, lifetime_cap={float(pop.lifetime_cap):g}{period}, "
+                    f"cohorts={pop.cohorts}, remaining={left:g})")
+        except Exception:  # a repr must not fail (e.g. a ledger deleted under it)
+            return f"Accountant({str(getattr(self, 'path', '?'))!r})"
+
     def remaining(self, cohorts: Optional[Iterable[int]] = None, *, when: Optional[datetime] = None) -> Fraction:
         """Exact budget a new query on ``cohorts`` may still spend (lifetime and period caps)."""
         cs = self._cohorts(cohorts)

@@ -290,3 +290,32 @@ def test_measurement_still_composes_and_maps():
     pop = ldp.make_krr(epsilon=1.0, d=4, unit="population")
     assert pop.map(3) == pytest.approx(3.0) and len(pop([0, 1, 2])) == 3
     assert_clear_api(lambda: pop(3), ["batch"])
+
+
+# -- sinks, reprs, the public surface ------------------------------------------------------------------
+@pytest.mark.parametrize("kind", ["file", "under-a-file"])
+def test_sink_that_is_a_file(tmp_path, kind):
+    import polars as pl
+
+    from ldp_plugin.adapters import privatize
+
+    f = tmp_path / "afile"
+    f.write_text(SENTINEL)
+    sink = f if kind == "file" else f / "sub"
+    m = ldp.KRR(epsilon=1.0, categories=["a", "b"])
+    assert_clear_api(lambda: privatize(pl.DataFrame({"v": ["a", "b"]}).lazy(), "v", m, sink=sink), ["sink"])
+
+
+def test_readable_reprs(tmp_path):
+    from ldp_plugin.accountant import Accountant, Population
+
+    m = ldp.KRR(epsilon=1.0, categories=[f"item{i}" for i in range(20)])
+    text = repr(m.estimate(m.randomize([f"item{i % 20}" for i in range(400)], rng=1)))
+    assert text.startswith("FrequencyEstimate(n=400, items=20") and "12 more items" in text and len(text.splitlines()) == 10
+    acc = Accountant.create(tmp_path / "l.db", Population(name="app", lifetime_cap="4"))
+    assert repr(acc) == f"Accountant({str(tmp_path / 'l.db')!r}, population='app', lifetime_cap=4, cohorts=1, remaining=4)"
+
+
+def test_public_names_are_explicit_exports():
+    for name in ("KRR", "ORR", "make_krr", "LDPInputError", "LDPArgumentError", "UnderdeterminedWarning", "FrequencyEstimate"):
+        assert name in ldp.__all__
