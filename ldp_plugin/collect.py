@@ -326,6 +326,10 @@ def _finish(job: Job, mech: Any, est: Any, n_hint: int, coll: dict, reports_dir:
         },
         "privatize_seconds": round(t1 - t0, 3),
         "estimate_seconds": round(t2 - t1, 3),
+        "intervals": (
+            f"{float(coll.get('confidence', 0.95)):.0%} confidence intervals around the unbiased estimate, covering the frequencies "
+            f"of the users in the input; estimates post-processed by {coll.get('postprocess', 'projection')!r}"
+        ),
         "top": est.sort("estimate", descending=True).head(10).to_dicts(),
     }
 

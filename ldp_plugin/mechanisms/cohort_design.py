@@ -102,3 +102,25 @@ def check_closed_design(mech: Any) -> None:
     rank = int(normal_inverse(M, known_total=mech.known_total)[1].sum())
     if rank < need:
         raise rank_deficient_error(mech, d, rank, f"its d={d} items")
+
+
+def design_rank(mech: Any, positions: np.ndarray, signs: Any, uniform_weight: Any) -> int:
+    """The rank the decoder's normal matrix would have with a report in *every* cohort: the
+    design's own identifiability, apart from cohorts that happen to be empty in a small batch
+    (``uniform_weight``: an unsigned open alphabet's outside-mass column, as in the decoder)."""
+    C, k = mech.cohorts, mech.k
+    h, S0 = positions.shape[1], positions.shape[2]
+    if C * h * S0 * (1 + h * S0 / k) > 1 << 26:  # too large to recheck here: the counting bound held
+        return S0 + (1 if uniform_weight is not None else 0)
+    ones = np.ones(C, dtype=np.int64)
+    M = _normal_matrix(positions, None if signs is None else np.asarray(signs, dtype=np.float64), ones, np.arange(C), k)
+    if uniform_weight is not None:
+        S = M.shape[0]
+        w = float(uniform_weight)
+        Me = np.zeros((S + 1, S + 1))
+        Me[:S, :S] = M
+        valid = (positions >= 0).sum(axis=1)  # (C, S): cells covered per candidate
+        Me[:S, S] = Me[S, :S] = w * valid.sum(axis=0)
+        Me[S, S] = w * w * k * C
+        M = Me
+    return int(normal_inverse(M, known_total=mech.known_total)[1].sum())

@@ -15,7 +15,7 @@ from ..estimation import FrequencyEstimate, check_postprocess, finalize_estimate
 from ..estimation_sketch import MIN_COHORTS
 from .mixins import MergeableCounts
 from .cohort_base import DECODERS, DENSE_LIMIT, MAX_DENSE, OTHER
-from .cohort_design import needed_rank, rank_bound, rank_deficient_error
+from .cohort_design import design_rank, needed_rank, rank_bound, rank_deficient_error
 
 __all__ = ["CohortAccumulator"]
 
@@ -104,10 +104,10 @@ class CohortAccumulator(MergeableCounts):
         # above instead averages collisions out over many cohorts, its errors from their spread)
         unknowns = S + (1 if not m.closed and other and not m.signed else 0)  # + an unsigned open alphabet's outside mass
         need = needed_rank(unknowns, m.known_total)
-        bound = min(rank_bound(m.k, active, m.hashes_per_item, m.signed), unknowns)
+        bound = min(rank_bound(m.k, m.cohorts, m.hashes_per_item, m.signed), unknowns)
         what = f"its d={S} items" if m.closed else f"{S} candidates" + (" and the mass outside them" if unknowns > S else "")
         if bound < need:  # the counting bound: refused before the S x S work
-            self._underdetermined(unknowns, bound, what, active)
+            self._underdetermined(unknowns, bound, what, m.cohorts)
         pos, signs = m.covers_of(keys, np.arange(S))
         uniform, other_sum = None, False
         if not m.closed and other:
@@ -123,10 +123,14 @@ class CohortAccumulator(MergeableCounts):
             z, self.n_c, p, q, pos, covariance=cov, uniform_weight=uniform, noise=noise, signs=signs, other_sum=other_sum,
             total=1.0 if m.known_total else None,
         )
-        if need > rank and bound >= need:
-            self._underdetermined(unknowns, rank, what, active)
+        deficient = False
+        if need > rank:  # the design itself, or only cohorts left empty by a small batch (not refused)?
+            full = rank if active == m.cohorts else design_rank(m, pos, signs, uniform)
+            if full < need:
+                deficient = True
+                self._underdetermined(unknowns, full, what, m.cohorts)
         est = finalize_estimate(raw, se, self.n, postprocess=postprocess, confidence=confidence, items=items, total=total)
-        return self._flagged(est, total) if rank < need else est
+        return self._flagged(est, total) if deficient or bound < need else est
 
     def _underdetermined(self, unknowns: int, rank: int, what: str, active: int) -> None:
         """Refuse a rank-deficient decode, or (``underdetermined=True``) warn loudly."""

@@ -120,6 +120,8 @@ def cli_cases() -> list:
         for f in ["nope.db", "adir", "notdb.db"]:
             argv = ["budget", sub[0], "{D}/" + f] + sub[1:] + (["{D}/backup.db"] if sub[0] == "backup" else [])
             cases.append((f"budget-{sub[0]}-{f}", argv, [f]))
+    cases.append(("budget-backup-to-dir", ["budget", "backup", "{D}/ledger.db", "{D}/adir"], ["adir"]))
+    cases.append(("budget-backup-no-parent", ["budget", "backup", "{D}/ledger.db", "{D}/no/such/b.db"], ["b.db", "directory"]))
     sc = ["budget", "spend-check", "{D}/ledger.db", "--epsilon", "1"]
     cases += _opt_cases("budget-spend-check", sc, "--epsilon", ["0", "-1", "abc", "1e309", "inf", "nan", "1e99999999", ""], ["epsilon"])
     cases += _opt_cases("budget-spend-check", sc, "--cohorts", ["abc", "-1", "99", "1,abc", ""], ["cohorts"])
