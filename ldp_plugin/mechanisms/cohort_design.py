@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from .._errors import LDPParameterError
-from ..estimation_lsq import _normal_matrix, normal_inverse
+from ..estimation_lsq import _normal_matrix
 from ..estimation_sketch import MIN_COHORTS
 
 __all__ = ["DENSE_LIMIT", "rank_bound", "needed_rank", "smallest_usable", "check_closed_design", "rank_deficient_error"]
@@ -27,8 +27,8 @@ __all__ = ["DENSE_LIMIT", "rank_bound", "needed_rank", "smallest_usable", "check
 #: the exact rank of a closed alphabet is computed at construction up to this many items and
 #: about this many candidate pairs (beyond it the counting bound is checked; the estimate checks
 #: the decoder's own rank again)
-EXACT_D = 512
-EXACT_PAIRS = 1 << 22
+EXACT_D = 256
+EXACT_PAIRS = 1 << 21
 #: ``decoder="auto"`` solves least squares up to this many candidates, then streams (sketch decoder).
 DENSE_LIMIT = 1024
 
@@ -97,11 +97,36 @@ def check_closed_design(mech: Any) -> None:
         raise rank_deficient_error(mech, d, bound, f"its d={d} items")
     if d > EXACT_D or C * h * d * (1 + h * d / k) > EXACT_PAIRS:
         return
-    pos, signs = mech.covers_of(None, np.arange(d))
-    M = _normal_matrix(pos, None if signs is None else signs.astype(np.float64), np.ones(C, dtype=np.int64), np.arange(C), k)
-    rank = int(normal_inverse(M, known_total=mech.known_total)[1].sum())
+    rank = _closed_rank(mech)
     if rank < need:
         raise rank_deficient_error(mech, d, rank, f"its d={d} items")
+
+
+def _rank(M: np.ndarray, known_total: bool) -> int:
+    """``rank`` of the PSD normal matrix with :func:`normal_inverse`'s tolerance (eigenvalues only)."""
+    if known_total:
+        M = M - M.mean(axis=0, keepdims=True)
+        M = M - M.mean(axis=1, keepdims=True)
+    lam = np.linalg.eigvalsh(M)
+    tol = lam.max() * M.shape[0] * np.finfo(np.float64).eps if lam.size and lam.max() > 0 else 0.0
+    return int((lam > tol).sum())
+
+
+def _closed_rank(mech: Any) -> int:
+    """The exact rank of a closed alphabet's design, remembered per design (a mechanism is rebuilt
+    from its spec by every collector and device: the table is a pure function of these values)."""
+    key = (type(mech).__name__, mech.k, mech.cohorts, mech.hashes_per_item, mech.hash_seed, mech.d, mech.categories)
+    if key not in _RANKS:
+        C, k = mech.cohorts, mech.k
+        pos, signs = mech.covers_of(None, np.arange(mech.d))
+        M = _normal_matrix(pos, None if signs is None else signs.astype(np.float64), np.ones(C, dtype=np.int64), np.arange(C), k)
+        if len(_RANKS) >= 256:
+            _RANKS.pop(next(iter(_RANKS)))
+        _RANKS[key] = _rank(M, mech.known_total)
+    return _RANKS[key]
+
+
+_RANKS: dict = {}
 
 
 def design_rank(mech: Any, positions: np.ndarray, signs: Any, uniform_weight: Any) -> int:
@@ -123,4 +148,4 @@ def design_rank(mech: Any, positions: np.ndarray, signs: Any, uniform_weight: An
         Me[:S, S] = Me[S, :S] = w * valid.sum(axis=0)
         Me[S, S] = w * w * k * C
         M = Me
-    return int(normal_inverse(M, known_total=mech.known_total)[1].sum())
+    return _rank(M, mech.known_total)
