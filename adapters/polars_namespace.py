@@ -318,6 +318,13 @@ def privatize(
         raise LDPParameterError("keep_reports stores the reports in the ledger; it cannot be combined with sink=")
     if sink is not None:  # every cheap check before any spend
         out_dir = Path(sink)
+        if out_dir.exists() and not out_dir.is_dir():
+            raise LDPParameterError(f"sink {str(out_dir)!r} is a file; reports are written into a directory (give a new or existing directory)")
+        probe = out_dir
+        while not probe.exists() and probe != probe.parent:
+            probe = probe.parent
+        if not probe.is_dir() or not os.access(probe, os.W_OK):
+            raise LDPParameterError(f"sink directory {str(out_dir)!r} cannot be created (its nearest existing parent is not a writable directory)")
         if out_dir.exists() and any(out_dir.glob("part-*.parquet")):
             raise LDPParameterError(f"sink directory {str(out_dir)!r} already holds report parts: use a new directory")
         if out_dir.exists() and not os.access(out_dir, os.W_OK):

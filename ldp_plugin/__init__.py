@@ -84,7 +84,8 @@ __all__ = [
     "RUE", "make_rue",
     "make_duchi", "make_piecewise", "make_hybrid", "make_one_bit_mean", "make_longitudinal",
 
-] + _measurements.__all__
+]
+__all__ += _measurements.__all__
 
 # numeric distributions (issue 37): Square Wave + EMS, the bucketed oracle
 from .mechanisms.distribution import BucketedOracle, DistributionEstimate, SquareWave  # noqa: E402
@@ -121,3 +122,7 @@ from .mechanisms.multi_attribute import SMPPairs  # noqa: E402
 from .measurements_families import make_smp_pairs, then_smp_pairs  # noqa: E402
 
 __all__ += ["SMPPairs", "make_smp_pairs", "then_smp_pairs"]
+
+from ._errors import LDPArgumentError, UnderdeterminedWarning  # noqa: E402  (issue 38: argument errors, underdetermined designs)
+
+__all__ += ["LDPArgumentError", "UnderdeterminedWarning"]

@@ -6,7 +6,7 @@ Messages name the parameter and the allowed range; they never contain user data 
 
 from __future__ import annotations
 
-__all__ = ["LDPParameterError", "LDPInputError", "PrivacyVerificationError"]
+__all__ = ["LDPParameterError", "LDPInputError", "PrivacyVerificationError", "UnderdeterminedWarning", "LDPArgumentError"]
 
 
 class LDPParameterError(ValueError):
@@ -19,3 +19,14 @@ class LDPInputError(ValueError):
 
 class PrivacyVerificationError(ValueError):
     """The realized channel of a mechanism does not satisfy its declared privacy bound."""
+
+
+class UnderdeterminedWarning(UserWarning):
+    """An estimate from a design that cannot identify every item (a cohort oracle built with
+    ``underdetermined=True``): its intervals were widened to the whole range."""
+
+
+class LDPArgumentError(LDPParameterError, TypeError):
+    """A constructor called with a missing, unknown or positional argument: an
+    :class:`LDPParameterError` (the message names the parameter and what the constructor takes)
+    that is also the ``TypeError`` Python raises for a bad call."""

@@ -7,6 +7,7 @@ import time
 from pathlib import Path
 
 from ._errors import LDPInputError
+from ._boundary import reading
 
 
 def add_parsers(sub, parser_class, int_in, epsilon, seed) -> None:
@@ -38,10 +39,11 @@ def read_column(path: str, column: str):
     suffix = src.suffix.lower()
     if suffix not in (".csv", ".parquet"):
         raise LDPInputError(f"--input must be a .parquet or .csv file (got {suffix!r})")
-    lf = pl.scan_parquet(src) if suffix == ".parquet" else pl.scan_csv(src, infer_schema=False)
-    if column not in lf.collect_schema().names():
-        raise LDPInputError(f"--column {column!r} is not a column of {src.name}")
-    return lf.select(pl.col(column)).collect().to_series()
+    with reading(src, "--input"):  # Polars' messages quote values and lines: named by file only
+        lf = pl.scan_parquet(src) if suffix == ".parquet" else pl.scan_csv(src, infer_schema=False)
+        if column not in lf.collect_schema().names():
+            raise LDPInputError(f"--column {column!r} is not a column of {src.name}")
+        return lf.select(pl.col(column)).collect().to_series()
 
 
 def build_query(method: str, **kw):

@@ -52,6 +52,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from ._errors import LDPInputError, LDPParameterError
+from ._boundary import reading
 from .registry import build, load_registry
 from .adapters import estimate as estimate_reports, privatize
 from .theory import choose_orr
@@ -119,6 +120,11 @@ def build_mechanism(spec: dict, n_hint: int) -> Any:
     reg = load_registry()
     name = spec["name"]
     params = dict(spec.get("params", {}))
+    if not isinstance(spec.get("params", {}), dict):
+        raise LDPParameterError("[mechanism] params must be a table, e.g. params = {k = 8, cohorts = 16}")
+    for key in ("epsilon", "d", "m", "on_long", "n"):
+        if key in params:
+            raise LDPParameterError(f"[mechanism] params.{key} duplicates [mechanism] {key}; give it once, in [mechanism]")
     cats, d = params.pop("categories", spec.get("categories")), spec.get("d")
     if name == "orr" and "k" not in params and cats is None and d is None and spec.get("_candidates"):
         d = len(spec["_candidates"])  # open alphabet: size the cohorts for the candidates
@@ -136,6 +142,8 @@ def _read_input(job: Job):
     src = job.path(job.input["path"])
     if not src.exists():
         raise LDPInputError(f"input file {str(src)!r} does not exist")
+    if src.is_dir():
+        raise LDPInputError(f"[input] path {str(src)!r} is a directory; give a .parquet or .csv file (a glob needs --executor)")
     column = job.input["column"]
     if src.suffix.lower() == ".parquet":
         lf = pl.scan_parquet(src)
@@ -188,14 +196,35 @@ def plot_estimates(frame, path: Path, *, title: str, max_items: int = 40) -> Non
     plt.close(fig)
 
 
+#: what ``[output] plot`` may be (matplotlib picks the format from the extension)
+PLOT_SUFFIXES = (".png", ".svg", ".pdf", ".jpg", ".jpeg")
+
+
 def _check_outputs(job: Job) -> None:
-    """Every output path must be creatable and writable (checked before the spend)."""
+    """Every output path must be of the right kind, creatable and writable, and the plot's
+    matplotlib importable — all checked before the spend (a failure after it would cost ε)."""
+    import importlib.util
     import os
 
     for key in ("estimates", "plot", "reports"):
         if key not in job.output:
             continue
+        if not isinstance(job.output[key], str) or not job.output[key].strip():
+            raise LDPParameterError(f"[output] {key} must be a path (a non-empty string)")
         p = job.path(job.output[key])
+        shown = f"[output] {key} = {str(job.output[key])!r}"
+        if key == "reports":
+            if p.exists() and not p.is_dir():
+                raise LDPParameterError(f"{shown} is a file; reports are written into a directory (give a new or existing directory)")
+        elif p.is_dir():
+            raise LDPParameterError(f"{shown} is a directory; give a file path")
+        if key == "estimates" and p.suffix.lower() not in (".parquet", ".csv"):
+            raise LDPParameterError(f"{shown}: estimates are written as .parquet or .csv (got {p.suffix or 'no extension'!r})")
+        if key == "plot":
+            if p.suffix.lower() not in PLOT_SUFFIXES:
+                raise LDPParameterError(f"{shown}: the plot is written as one of {', '.join(PLOT_SUFFIXES)} (got {p.suffix or 'no extension'!r})")
+            if importlib.util.find_spec("matplotlib") is None:
+                raise LDPParameterError("[output] plot needs matplotlib: pip install 'ldp-plugin[plot]' (or drop [output] plot)")
         parent = p if key == "reports" else p.parent
         probe = parent
         while not probe.exists() and probe != probe.parent:
@@ -216,7 +245,16 @@ def run_job(job: Job, *, executor: Optional[str] = None, address: Optional[str] 
     if executor is not None:
         return _run_partitioned(job, executor, address)
     lf = _read_input(job)
-    n_hint = int(lf.select(pl.len()).collect(engine="streaming").item())
+    src = job.path(job.input["path"])
+    with reading(src, "[input] path"):  # before any spend: the file parses and has the column(s)
+        names = lf.collect_schema().names()
+        for key in ("column", "user_id"):
+            if job.input.get(key) is not None and job.input[key] not in names:
+                raise LDPInputError(f"[input] {key} = {job.input[key]!r} is not a column of {src.name}")
+        used = [pl.col(job.input[k]).null_count() for k in ("column", "user_id") if job.input.get(k) is not None]
+        n_hint = int(lf.select(pl.len(), *used).collect(engine="streaming").item(0, 0))
+    if n_hint == 0:
+        raise LDPInputError(f"[input] path {str(src)!r} has no rows (no users): nothing to collect")
     coll = job.collection
     spec = dict(job.mechanism, _candidates=coll.get("candidates"))
     mech = build_mechanism(spec, max(n_hint, 1))
@@ -231,7 +269,21 @@ def run_job(job: Job, *, executor: Optional[str] = None, address: Optional[str] 
     prior = None if accountant is None else accountant.release_status(budget["query_id"])
     t0 = time.perf_counter()
     reports_dir = job.output.get("reports")
-    reports = privatize(
+    with reading(src, "[input] path"):
+        reports = _privatize(lf, job, mech, coll, reports_dir, accountant, budget)
+    t1 = time.perf_counter()
+    est = estimate_reports(
+        reports,
+        mech,
+        candidates=coll.get("candidates"),
+        postprocess=coll.get("postprocess", "projection"),
+        confidence=float(coll.get("confidence", 0.95)),
+    )
+    return _finish(job, mech, est, n_hint, coll, reports_dir, accountant, budget, prior, t0, t1)
+
+
+def _privatize(lf, job: Job, mech: Any, coll: dict, reports_dir: Any, accountant: Any, budget: dict):
+    return privatize(
         lf,
         job.input["column"],
         mech,
@@ -245,14 +297,9 @@ def run_job(job: Job, *, executor: Optional[str] = None, address: Optional[str] 
         budget_cohorts=budget.get("cohorts"),
         keep_reports=accountant is not None and reports_dir is None,
     )
-    t1 = time.perf_counter()
-    est = estimate_reports(
-        reports,
-        mech,
-        candidates=coll.get("candidates"),
-        postprocess=coll.get("postprocess", "projection"),
-        confidence=float(coll.get("confidence", 0.95)),
-    )
+
+
+def _finish(job: Job, mech: Any, est: Any, n_hint: int, coll: dict, reports_dir: Any, accountant: Any, budget: dict, prior: Any, t0: float, t1: float) -> dict:
     t2 = time.perf_counter()
     out_path = job.path(job.output["estimates"])
     _write_table(est, out_path)
@@ -271,10 +318,17 @@ def run_job(job: Job, *, executor: Optional[str] = None, address: Optional[str] 
         "budget": None if accountant is None else {
             "ledger": str(accountant.path), "query_id": budget["query_id"], "remaining": float(accountant.remaining(budget.get("cohorts"))),
             "charged": prior is None,
-            "note": "retry: no new spend; kept reports returned" if prior is not None else f"charged epsilon={mech.epsilon}",
+            "note": (
+                f"retry: query id {budget['query_id']!r} was already released; these estimates are from the reports kept by that "
+                "earlier run, not from the input file as it is now; no new spend (use a new query id for a new collection)"
+            ) if prior is not None else f"charged epsilon={mech.epsilon}",
         },
         "privatize_seconds": round(t1 - t0, 3),
         "estimate_seconds": round(t2 - t1, 3),
+        "intervals": (
+            f"{float(coll.get('confidence', 0.95)):.0%} confidence intervals around the unbiased estimate, covering the frequencies "
+            f"of the users in the input; estimates post-processed by {coll.get('postprocess', 'projection')!r}"
+        ),
         "top": est.sort("estimate", descending=True).head(10).to_dicts(),
     }
 
@@ -288,7 +342,8 @@ def _run_partitioned(job: Job, kind: str, address: Optional[str]) -> dict:
     if job.input.get("list_separator") is not None:
         raise LDPParameterError("--executor reads Parquet partitions; list_separator applies to single CSV inputs")
     paths = resolve_paths(str(job.path(job.input["path"])))
-    n_hint = int(pl.scan_parquet(paths).select(pl.len()).collect(engine="streaming").item())
+    with reading(job.input["path"], "[input] path"):
+        n_hint = int(pl.scan_parquet(paths).select(pl.len()).collect(engine="streaming").item())
     coll = job.collection
     mech = build_mechanism(dict(job.mechanism, _candidates=coll.get("candidates")), max(n_hint, 1))
     budget = job.budget or {}

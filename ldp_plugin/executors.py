@@ -26,12 +26,15 @@ import functools
 import glob as globlib
 import operator
 import os
+import re
+import socket
 import uuid
 from pathlib import Path
 from typing import Any, Callable, Optional, Sequence
 
 
 from ._errors import LDPInputError, LDPParameterError
+from ._boundary import reading
 from .mechanisms.reports import frame_to_reports
 from .persist import INCOMPLETE_MARKER, AccumulatorState, file_identity, mechanism_from_spec, mechanism_spec, read_report_spec, spec_fingerprint, write_reports
 from .progress import progress
@@ -63,6 +66,9 @@ class DaskExecutor:
 
     name = "dask"
 
+    #: seconds to wait for a scheduler before giving up (``$LDP_PLUGIN_DASK_TIMEOUT`` overrides)
+    CONNECT_TIMEOUT = 10.0
+
     def __init__(self, address: Optional[str] = None, *, client: Any = None, retries: int = 2):
         try:
             from distributed import Client
@@ -71,9 +77,36 @@ class DaskExecutor:
         self._own = client is None
         if client is None:
             address = address or os.environ.get("DASK_SCHEDULER_ADDRESS")
-            client = Client(address) if address else Client(n_workers=2, threads_per_worker=1, dashboard_address=None)
+            client = self._connect(Client, address) if address else Client(n_workers=2, threads_per_worker=1, dashboard_address=None)
         self.client = client
         self.retries = int(retries)
+
+    @classmethod
+    def _connect(cls, Client: Any, address: str) -> Any:
+        """A client of the scheduler at ``address``, waiting a bounded time (said up front), or
+        :class:`LDPParameterError` naming the address and the option."""
+        import sys
+
+        try:
+            timeout = float(os.environ.get("LDP_PLUGIN_DASK_TIMEOUT", cls.CONNECT_TIMEOUT))
+        except ValueError:
+            raise LDPParameterError("LDP_PLUGIN_DASK_TIMEOUT must be a number of seconds") from None
+        if not (timeout > 0 and timeout <= 600):
+            raise LDPParameterError("LDP_PLUGIN_DASK_TIMEOUT must be in (0, 600] seconds")
+        print(f"ldp: connecting to the Dask scheduler at {address} (waiting up to {timeout:g} s)", file=sys.stderr)
+        m = re.fullmatch(r"(?:tcp|tls)://\[?([^\]/]+?)\]?:(\d{1,5})/?", address.strip())
+        if m is None and "://" not in address:
+            raise LDPParameterError(f"--address {address!r} is not a scheduler address; use tcp://HOST:PORT (e.g. tcp://10.0.0.5:8786)")
+        try:  # a bare TCP probe first: an unroutable host fails here, bounded, before Dask's own retries
+            if m is not None:
+                socket.create_connection((m.group(1), int(m.group(2))), timeout=timeout).close()
+            return Client(address, timeout=timeout)
+        except Exception as exc:
+            why = f" ({type(exc).__name__})" if isinstance(exc, OSError) else ""
+            raise LDPParameterError(
+                f"--address {address!r}: no Dask scheduler answered within {timeout:g} s{why}; check the "
+                "address (tcp://HOST:PORT) and that the scheduler runs, or omit --address for a local cluster"
+            ) from None
 
     def map_reduce(self, fn: Callable, sources: Sequence, combine: Callable = operator.add) -> Any:
         sources = list(sources)
@@ -125,7 +158,13 @@ def resolve_paths(sources: Any) -> list[str]:
 
 
 def aggregate_file(path: str, *, spec: dict, fingerprint: str) -> AccumulatorState:
-    """The map: one report file → its accumulator state (the file's mechanism must match)."""
+    """The map: one report file → its accumulator state (the file's mechanism must match).
+    Polars and file-system failures name the file, never a value (:func:`ldp_plugin._boundary.reading`)."""
+    with reading(path, "report file"):
+        return _aggregate_file(path, spec=spec, fingerprint=fingerprint)
+
+
+def _aggregate_file(path: str, *, spec: dict, fingerprint: str) -> AccumulatorState:
     import polars as pl
 
     _, fp = read_report_spec(path)
@@ -217,8 +256,9 @@ def _privatize_one(item: tuple, *, column: str, spec: dict, out_dir: str, seed: 
 
     index, path = item
     mech = mechanism_from_spec(spec)
-    lf = pl.scan_parquet(path) if str(path).endswith(".parquet") else pl.scan_csv(path)
-    reports = privatize(lf, column, mech, user_id=user_id, cohorts=cohorts, seed=seed, unknown=unknown, partition=index)
+    with reading(path, "input partition"):
+        lf = pl.scan_parquet(path) if str(path).endswith(".parquet") else pl.scan_csv(path)
+        reports = privatize(lf, column, mech, user_id=user_id, cohorts=cohorts, seed=seed, unknown=unknown, partition=index)
     return str(write_reports(reports, Path(out_dir) / f"part-{index:05d}.parquet", mech))
 
 

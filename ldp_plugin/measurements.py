@@ -25,6 +25,7 @@ import opendp.prelude as dp
 from opendp.mod import _PartialConstructor as PartialConstructor
 
 from ._errors import LDPParameterError
+from ._opendp_boundary import argument_check, checked
 from .exact import scale_epsilon_up
 from .mechanisms import (CMS, HCMS, KRR, OLH, ORAPPOR, ORR, OUE, RAPPOR, RUE, THE, BinaryMechanism, CountSketch, Duchi, FrequencyOracle,
                          GeometricMechanism, HadamardMechanism, HadamardResponse, Hybrid, KSubset, OneBitMean, Piecewise, PrivSet,
@@ -229,7 +230,8 @@ def _make_ldp(
         def privacy_map(d_in):
             return scale_epsilon_up(_check_d_in(d_in), eps)
 
-    return dp.m.make_user_measurement(domain, metric, dp.max_divergence(), function, privacy_map)
+    # checked before the FFI call: the argument (LDPInputError, never OpenDP's stack) and d_in
+    return checked(dp.m.make_user_measurement(domain, metric, dp.max_divergence(), function, privacy_map), argument_check(mechanism, unit))
 
 
 def then_ldp(mechanism: FrequencyOracle, *, unit: Optional[str] = None, rng: RNGLike = None) -> PartialConstructor:

@@ -194,20 +194,29 @@ class AccumulatorState:
     @classmethod
     def load(cls, path: str | Path) -> "AccumulatorState":
         path = Path(path)
+        if path.is_dir():
+            raise LDPInputError(f"accumulator state {str(path)!r} is a directory; give a JSON file path")
         try:
             doc = json.loads(path.read_text())
         except FileNotFoundError:
             raise LDPInputError(f"accumulator state {str(path)!r} does not exist") from None
-        except ValueError:
+        except (ValueError, UnicodeDecodeError):
             raise LDPInputError(f"accumulator state {str(path)!r} is not valid JSON") from None
-        if doc.get("format") != STATE_FORMAT:
-            raise LDPInputError(f"{str(path)!r} is not an ldp-plugin accumulator state")
-        spec = doc["mechanism"]
-        if spec_fingerprint(spec) != doc.get("fingerprint"):
-            raise LDPInputError(f"accumulator state {str(path)!r} is corrupted (fingerprint mismatch)")
-        counts = np.array(doc["counts"], dtype=np.int64).reshape(doc["shape"])
-        n_c = None if doc.get("n_c") is None else np.array(doc["n_c"], dtype=np.int64)
-        n = int(doc["n"])
+        except OSError as e:
+            raise LDPInputError(f"accumulator state {str(path)!r} cannot be read ({e.strerror or type(e).__name__})") from None
+        if not isinstance(doc, dict) or doc.get("format") != STATE_FORMAT:
+            raise LDPInputError(f"{str(path)!r} is not an ldp-plugin accumulator state (a JSON object written by --state)")
+        try:
+            spec = doc["mechanism"]
+            if spec_fingerprint(spec) != doc.get("fingerprint"):
+                raise LDPInputError(f"accumulator state {str(path)!r} is corrupted (fingerprint mismatch)")
+            counts = np.array(doc["counts"], dtype=np.int64).reshape(doc["shape"])
+            n_c = None if doc.get("n_c") is None else np.array(doc["n_c"], dtype=np.int64)
+            n = int(doc["n"])
+        except LDPInputError:
+            raise
+        except (KeyError, TypeError, ValueError, OverflowError):
+            raise LDPInputError(f"accumulator state {str(path)!r} is corrupted (missing or malformed fields)") from None
         if n_c is not None and int(n_c.sum()) != n:
             raise LDPInputError(f"accumulator state {str(path)!r} is corrupted (cohort sizes do not add up)")
         return cls(spec, doc["fingerprint"], counts, n, n_c, list(doc.get("ingested", [])))

@@ -22,6 +22,7 @@ import numpy as np
 from ._errors import LDPParameterError
 from ._kernels import preload
 from ._validation import check_choice, check_int, check_real
+from .workload import check_memory, check_work
 from .estimation import POSTPROCESS_CHOICES
 from .exact import float_up
 from .mechanisms import numeric
@@ -55,6 +56,7 @@ def true_distribution(kind: str, d: int, gen: np.random.Generator) -> np.ndarray
 
 def draw_users(theta: np.ndarray, n: int, gen: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
     """n users i.i.d. from θ: returns (values as codes, per-item counts)."""
+    check_memory(16.0 * n, what=f"drawing n={n:,} users", options="--n")
     counts = gen.multinomial(n, theta)
     values = np.repeat(np.arange(theta.size, dtype=np.int64), counts)
     gen.shuffle(values)
@@ -127,6 +129,9 @@ def simulate(
         raise LDPParameterError(f"truth must be one of {TRUTHS} (got {truth!r})")
     if distribution not in DISTRIBUTIONS:
         raise LDPParameterError(f"distribution must be one of {DISTRIBUTIONS} (got {distribution!r})")
+    check_memory(16.0 * n, what=f"a simulation of n={n:,} users", options="--n")
+    check_work(float(n) * repeats + float(mechanism.domain_size or 0) * repeats, rate=2e7,
+               what=f"{repeats:,} simulated collections of {n:,} users", options="--n or --repeats")
     gen = np.random.default_rng(seed)
     source = SeededRandomSource(int(gen.integers(0, 2**63))) if seed is not None else SecureRandomSource()
     is_set = mechanism.input_kind == "set"
@@ -194,6 +199,14 @@ def check_simulation_memory(mechanism: Any, n: int, limit_bytes: int = 8 << 30) 
         )
 
 
+#: ``--param`` keys that are options of the commands themselves (given as ``--param`` they would
+#: reach the builder twice)
+OPTION_KEYS = {
+    "epsilon": "--epsilon", "d": "--d", "m": "--m", "n": "--n", "categories": "--d or the job's categories",
+    "epsilon_perm": "--epsilon-perm", "epsilon_1": "--epsilon-1", "seed": "--seed", "rng": "--seed", "on_long": "the job's on_long",
+}
+
+
 def parse_params(pairs: list[str]) -> Mapping[str, Any]:
     """``KEY=VALUE`` strings → dict (integers as ints, floats as floats, ``[a, b]`` as a JSON
     list, anything else as text)."""
@@ -202,8 +215,14 @@ def parse_params(pairs: list[str]) -> Mapping[str, Any]:
     out: dict[str, Any] = {}
     for pair in pairs or []:
         key, sep, value = pair.partition("=")
+        key = key.strip()
         if not sep or not key:
             raise LDPParameterError(f"--param takes KEY=VALUE (got {pair!r})")
+        if key in OPTION_KEYS:
+            opt = OPTION_KEYS[key]
+            raise LDPParameterError(f"--param {key}=... duplicates the option {opt}; give {key} once, as {opt}")
+        if key in out:
+            raise LDPParameterError(f"--param {key} is given twice; give each parameter once")
         if value.strip().startswith("["):
             try:
                 out[key] = json.loads(value)
@@ -274,6 +293,8 @@ def simulate_longitudinal(mechanism: Any, *, rounds: int, change_prob: float, n:
     n = check_int("n", n, 2, 10**7)
     repeats = check_int("repeats", repeats, 1, 1000)
     change_prob = check_real("change_prob", change_prob, 0, 1)
+    check_work(float(n) * rounds * repeats, rate=2e6, what=f"{repeats:,} populations of {n:,} users over {rounds:,} rounds",
+               options="--n, --rounds or --repeats")
     d = mechanism.d
     theta = zipf_distribution(d) if theta is None else np.asarray(theta, dtype=np.float64)
     mse = np.zeros(rounds)
@@ -323,6 +344,7 @@ def simulate_mean(mechanism: Any, *, n: int, repeats: int, seed: int = 0, confid
     often the interval covered the true mean."""
     n = check_int("n", n, 2, 10**8)
     repeats = check_int("repeats", repeats, 1, 10**5)
+    check_work(float(n) * repeats, rate=2e7, what=f"{repeats:,} randomizations of {n:,} numbers", options="--n or --repeats")
     data = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(1,)))
     values = mechanism.lower + (mechanism.upper - mechanism.lower) * data.beta(2.0, 5.0, size=n)
     truth = float(values.mean())

@@ -90,14 +90,29 @@ def fingerprint(decl: "Declaration") -> str:
 
 
 def _lock() -> dict:
-    with (_HERE / "names.lock").open("rb") as f:
+    path = _HERE / "names.lock"
+    st = path.stat()
+    return dict(_lock_cached(str(path), st.st_mtime_ns, st.st_size))
+
+
+@functools.lru_cache(maxsize=4)
+def _lock_cached(path: str, mtime_ns: int, size: int) -> dict:
+    with open(path, "rb") as f:
         return tomllib.load(f)
 
 
 def _parse(path: Path) -> Declaration:
-    with path.open("rb") as f:
+    """One declaration file, parsed once per (path, modification time, size): the CLI builds its
+    help from the registry several times per call."""
+    st = path.stat()
+    return _parse_cached(str(path), st.st_mtime_ns, st.st_size)
+
+
+@functools.lru_cache(maxsize=512)
+def _parse_cached(path: str, mtime_ns: int, size: int) -> Declaration:
+    with open(path, "rb") as f:
         raw = tomllib.load(f)
-    return parse_declaration(raw, path.name)
+    return parse_declaration(raw, Path(path).name)
 
 
 def parse_declaration(raw: Mapping[str, Any], origin: str = "<declaration>") -> Declaration:
@@ -247,7 +262,10 @@ def build(
     decl = reg[name]
     if decl.kind == "longitudinal":
         if epsilon is not None:
-            raise LDPParameterError(f"mechanism {name!r} takes epsilon_perm and epsilon_1, not epsilon")
+            raise LDPParameterError(
+                f"mechanism {name!r} is a longitudinal protocol: it takes epsilon_perm and epsilon_1, not epsilon "
+                f"(on the command line: ldp longitudinal simulate --mechanism {name})"
+            )
     elif epsilon is None:
         raise LDPParameterError(f"mechanism {name!r} needs epsilon (a number > 0; on the command line: --epsilon E)")
     unknown = set(params) - set(decl.parameters)
@@ -265,9 +283,9 @@ def build(
     if wrap and m is None:
         m = 1
     if categories is not None:
-        if isinstance(categories, (str, bytes)):
-            raise LDPParameterError("categories must be a list of labels, not a single string")
-        categories = tuple(categories)
+        from ldp_plugin.mechanisms.domain import check_labels
+
+        categories = check_labels(categories, "categories")  # ordered, one type, no None/NaN/duplicates
     if name == "orr" and "k" not in params:
         S = len(categories) if categories is not None else d
         if S is None:
@@ -294,6 +312,11 @@ def build(
         kwargs["d"] = d
         if categories is not None:
             kwargs["categories"] = categories
+    elif d is not None and decl.kind == "mean":  # a frequency command asked for a mean mechanism
+        raise LDPParameterError(
+            f"mechanism {name!r} has no parameter 'd': it estimates the mean of numbers, not frequencies over d items; "
+            f"use `ldp mean simulate --mechanism {name} --lower L --upper U`"
+        )
     elif d is not None:  # never silently dropped
         raise LDPParameterError(f"mechanism {name!r} has no parameter 'd'; it takes {sorted(decl.parameters)}")
     cls = decl.mechanism_class()

@@ -51,7 +51,7 @@ def _reports(mech, n=64, rng=0):
 
 EXTRA = [
     pytest.param(lambda: ldp.SampleOne(mechanism=ldp.KRR(epsilon=1.0, d=5), m=2), id="sample-one-krr"),
-    pytest.param(lambda: ldp.SampleOne(mechanism=ldp.ORR(epsilon=2.0, d=6, k=3, cohorts=2), m=3), id="sample-one-orr"),
+    pytest.param(lambda: ldp.SampleOne(mechanism=ldp.ORR(epsilon=2.0, d=6, k=3, cohorts=4), m=3), id="sample-one-orr"),
     pytest.param(lambda: ldp.Memoized(epsilon_permanent=2.0, epsilon_instantaneous=1.0, d=4, max_values=2), id="memoized"),
 ]
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import re
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from fractions import Fraction
@@ -36,9 +37,19 @@ class LedgerError(ValueError):
     """The ledger file is missing, corrupted, or belongs to another population definition."""
 
 
+#: the largest ε (or cap) a ledger tracks: beyond it no guarantee means anything, and a float
+#: view of the value (reports, JSON) would overflow (``1e309`` is inf)
+MAX_EPSILON = 10**6
+_DECIMAL = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d{1,4})?$|^[+-]?\d+/\d+$")
+
+
 def as_fraction(value: Any, name: str = "epsilon") -> Fraction:
     """The exact value of an ε or a cap: a Fraction, an int, a decimal string, or a float (its
-    exact binary value). Must be finite and > 0 for caps, >= 0 for costs."""
+    exact binary value). Must be finite, in ``[0, MAX_EPSILON]`` (> 0 for caps)."""
+    if isinstance(value, str) and (len(value.strip()) > 100 or not _DECIMAL.match(value.strip())):
+        raise LDPParameterError(
+            f"{name} must be a finite number in [0, {MAX_EPSILON:.0e}] as decimal text ('0.1') or a fraction ('1/3')"
+        )
     if isinstance(value, Fraction):
         f = value
     elif isinstance(value, bool):
@@ -58,6 +69,8 @@ def as_fraction(value: Any, name: str = "epsilon") -> Fraction:
         raise LDPParameterError(f"{name} must be a number (got type {type(value).__name__})")
     if f < 0:
         raise LDPParameterError(f"{name} must be >= 0 (got {float(f)})")
+    if f > MAX_EPSILON:
+        raise LDPParameterError(f"{name} must be at most {MAX_EPSILON:.0e} (the allowed range is [0, {MAX_EPSILON:.0e}])")
     return f
 
 

@@ -80,6 +80,8 @@ class Accountant(_Releases, _OpenDPInterop, _ShuffleClaims):
 
     def __init__(self, path: str | Path, population: Optional[Population] = None):
         path = Path(path)
+        if path.is_dir():
+            raise LedgerError(f"ledger {str(path)!r} is a directory; give the ledger file")
         if not path.is_file():
             raise LedgerError(f"ledger {str(path)!r} does not exist (create it with Accountant.create or `ldp budget init`)")
         self.path = path
@@ -120,7 +122,16 @@ class Accountant(_Releases, _OpenDPInterop, _ShuffleClaims):
     @classmethod
     def create(cls, path: str | Path, population: Population, *, exist_ok: bool = False) -> "Accountant":
         """Create a new ledger file for ``population`` (or open it if ``exist_ok`` and it matches)."""
+        if not hasattr(population, "definition"):
+            raise LDPParameterError(
+                f"population must be a Population, e.g. Population(name='app-users', lifetime_cap='4') "
+                f"(got type {type(population).__name__})"
+            )
+        if isinstance(path, bool) or not isinstance(path, (str, os.PathLike)):
+            raise LDPParameterError(f"path must be a file path (got type {type(path).__name__})")
         path = Path(path)
+        if path.is_dir():
+            raise LedgerError(f"ledger {str(path)!r} is a directory; give a file path")
         if path.exists():
             if exist_ok:
                 return cls(path, population)
@@ -226,22 +237,36 @@ class Accountant(_Releases, _OpenDPInterop, _ShuffleClaims):
 
     def _max_total(self, table: str, cohorts: tuple, period: Optional[str] = None) -> Fraction:
         best = Fraction(0)
-        where = "cohort IN (%s)" % ",".join("?" * len(cohorts)) if len(cohorts) < self.population.cohorts else "1"
-        args: list = list(cohorts) if where != "1" else []
-        if table == "period_total":
-            sql = f"SELECT total FROM period_total WHERE period = ? AND {where}"
-            args = [period, *args]
-        else:
-            sql = f"SELECT total FROM cohort_total WHERE {where}"
-        for (t,) in self._con.execute(sql, args):
-            f = _text_frac(t)
-            if f > best:
-                best = f
+        every = len(cohorts) >= self.population.cohorts
+        # SQLite binds at most 32766 variables (999 before 3.32): IN-lists go in chunks
+        for chunk in ([()] if every else _chunks(cohorts)):
+            where = "1" if every else "cohort IN (%s)" % ",".join("?" * len(chunk))
+            args: list = list(chunk)
+            if table == "period_total":
+                sql = f"SELECT total FROM period_total WHERE period = ? AND {where}"
+                args = [period, *args]
+            else:
+                sql = f"SELECT total FROM cohort_total WHERE {where}"
+            for (t,) in self._con.execute(sql, args):
+                f = _text_frac(t)
+                if f > best:
+                    best = f
         return best
 
     def spent(self, cohorts: Optional[Iterable[int]] = None) -> Fraction:
         """The largest lifetime spend over the given cohorts (all by default)."""
         return self._max_total("cohort_total", self._cohorts(cohorts))
+
+    def __repr__(self) -> str:
+        """The ledger, its population and what remains (read from the ledger; never raises)."""
+        try:
+            pop = self.population
+            left = float(self.remaining())
+            period = f", period_cap={float(pop.period_cap):g} per {pop.period}" if pop.period_cap is not None else ""
+            return (f"Accountant({str(self.path)!r}, population={pop.name!r}, lifetime_cap={float(pop.lifetime_cap):g}{period}, "
+                    f"cohorts={pop.cohorts}, remaining={left:g})")
+        except Exception:  # a repr must not fail (e.g. a ledger deleted under it)
+            return f"Accountant({str(getattr(self, 'path', '?'))!r})"
 
     def remaining(self, cohorts: Optional[Iterable[int]] = None, *, when: Optional[datetime] = None) -> Fraction:
         """Exact budget a new query on ``cohorts`` may still spend (lifetime and period caps)."""
@@ -281,6 +306,8 @@ class Accountant(_Releases, _OpenDPInterop, _ShuffleClaims):
         """Would the query fit? Returns the remaining budget after it, or raises
         :class:`BudgetExceededError`. Spends nothing (a pre-check, e.g. before an OpenDP filter)."""
         eps, _, _ = _cost_of(measurement, d_in)
+        if eps == 0:
+            raise LDPParameterError("epsilon must be > 0 to check a query (epsilon=0 charges nothing: there is nothing to check)")
         cs = self._cohorts(cohorts)
         self._fits(eps, cs, when or datetime.now(timezone.utc))
         return self.remaining(cs, when=when) - eps
@@ -382,18 +409,31 @@ class Accountant(_Releases, _OpenDPInterop, _ShuffleClaims):
     def _add_totals(self, table: str, cs: tuple, eps: Fraction, period: Optional[str] = None) -> None:
         con = self._con
         if table == "cohort_total":
-            cur = dict(con.execute("SELECT cohort, total FROM cohort_total WHERE cohort IN (%s)" % ",".join("?" * len(cs)), cs).fetchall())
+            cur = {}
+            for chunk in _chunks(cs):
+                cur.update(con.execute("SELECT cohort, total FROM cohort_total WHERE cohort IN (%s)" % ",".join("?" * len(chunk)), chunk).fetchall())
             con.executemany(
                 "INSERT OR REPLACE INTO cohort_total(cohort, total) VALUES (?, ?)",
                 [(c, _frac_text(_text_frac(cur[c]) + eps if c in cur else eps)) for c in cs],
             )
         else:
-            cur = dict(
-                con.execute(
-                    "SELECT cohort, total FROM period_total WHERE period = ? AND cohort IN (%s)" % ",".join("?" * len(cs)), (period, *cs)
-                ).fetchall()
-            )
+            cur = {}
+            for chunk in _chunks(cs):
+                cur.update(
+                    con.execute(
+                        "SELECT cohort, total FROM period_total WHERE period = ? AND cohort IN (%s)" % ",".join("?" * len(chunk)), (period, *chunk)
+                    ).fetchall()
+                )
             con.executemany(
                 "INSERT OR REPLACE INTO period_total(period, cohort, total) VALUES (?, ?, ?)",
                 [(period, c, _frac_text(_text_frac(cur[c]) + eps if c in cur else eps)) for c in cs],
             )
+
+
+#: cohorts bound per SQL statement (SQLite's limit is 999 variables before 3.32, 32766 after)
+SQL_CHUNK = 900
+
+
+def _chunks(cs: tuple) -> list:
+    """``cs`` in slices small enough for one statement's bound variables."""
+    return [tuple(cs[i : i + SQL_CHUNK]) for i in range(0, len(cs), SQL_CHUNK)] or [()]

@@ -69,8 +69,13 @@ class _Releases:
         """A consistent copy of the ledger (SQLite's online backup API, safe while in use)."""
         dst = Path(destination)
         if dst.exists():
-            raise LedgerError(f"backup destination {str(dst)!r} already exists")
-        out = sqlite3.connect(str(dst))
+            raise LedgerError(f"backup destination {str(dst)!r} already exists" + (" (a directory; give a new file path)" if dst.is_dir() else ""))
+        if not dst.parent.is_dir():
+            raise LedgerError(f"backup destination {str(dst)!r}: its directory does not exist")
+        try:
+            out = sqlite3.connect(str(dst))
+        except sqlite3.Error:
+            raise LedgerError(f"backup destination {str(dst)!r} cannot be created (is its directory writable?)") from None
         try:
             self._con.backup(out)
         finally:

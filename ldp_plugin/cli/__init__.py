@@ -15,6 +15,7 @@ import sys
 from importlib.metadata import PackageNotFoundError, version
 from typing import Callable, Optional, Sequence
 
+from .._boundary import translate
 from .._errors import LDPInputError, LDPParameterError, PrivacyVerificationError
 from ..cli_discovery import add_parsers as _discovery_parsers
 from ..federated.cli import add_parsers as _federated_parsers
@@ -198,6 +199,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except Exception as exc:  # one error path: every library error is exit 2 and a message, never a traceback
         if os.environ.get("LDP_PLUGIN_DEBUG"):
             raise
+        exc = translate(exc) or exc  # engines' raw messages (Polars, SQLite, OpenDP, OS) -> ours, naming the file
         known = isinstance(exc, (LDPParameterError, LDPInputError, PrivacyVerificationError, ValueError))
         msg = str(exc) if known else f"{type(exc).__name__}: {exc}"
         if isinstance(exc, (OSError, sqlite3.Error)):

@@ -23,6 +23,8 @@ def cmd_budget(args) -> int:
     else:
         acc = Accountant(args.ledger)
         cohorts = None
+        if getattr(args, "cohorts", None) is not None and not str(args.cohorts).strip():
+            raise LDPParameterError("--cohorts is empty; give comma-separated cohorts (or omit --cohorts for all)")
         if getattr(args, "cohorts", None):
             try:
                 cohorts = [int(c) for c in args.cohorts.split(",")]

@@ -19,6 +19,10 @@ def cmd_collect(args) -> int:
     else:
         print(f"ldp collect: {summary['users']:,} users, {summary['mechanism']['mechanism']} with epsilon={summary['epsilon']} per user")
         print(f"estimates: {summary['estimates']}" + (f"; plot: {summary['plot']}" if summary["plot"] else ""))
+        if summary.get("intervals"):
+            print(f"intervals: {summary['intervals']}")
+        if summary.get("budget"):  # a retry says so in text too, never only in --json
+            print(("NOTE: " if not summary["budget"].get("charged", True) else "budget: ") + str(summary["budget"]["note"]))
         for row in summary["top"]:
             print(f"  {str(row['item']):<20} {row['estimate']:.4f}  [{row['ci_lower']:.4f}, {row['ci_upper']:.4f}]")
     return 0

@@ -84,6 +84,8 @@ def cmd_verify(args) -> int:
         from pathlib import Path
 
         parent = Path(args.report).resolve().parent
+        if Path(args.report).is_dir():
+            raise LDPParameterError(f"--report {args.report!r} is a directory; give a file path (e.g. audit.md)")
         if not parent.is_dir() or not os.access(parent, os.W_OK):
             raise LDPParameterError(f"--report {args.report!r}: the directory {str(parent)!r} does not exist or is not writable")
     t0 = time.perf_counter()

@@ -26,6 +26,7 @@ i.e. k-RR; paper 002 §4.4).
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass
 from statistics import NormalDist
 from typing import Optional, Sequence
@@ -73,6 +74,10 @@ def project_simplex(v: np.ndarray, total: float = 1.0) -> np.ndarray:
     v = np.asarray(v, dtype=np.float64)
     if v.ndim != 1 or v.size == 0:
         raise LDPParameterError("projection needs a non-empty 1-d vector")
+    if not np.isfinite(v).all():
+        raise LDPParameterError(f"projection needs finite values (entry {int(np.flatnonzero(~np.isfinite(v))[0])} is NaN or infinite)")
+    if not isinstance(total, (int, float, np.integer, np.floating)) or isinstance(total, bool) or not math.isfinite(float(total)):
+        raise LDPParameterError("total must be a finite number")
     if total <= 0:  # the simplex of total 0 is the single point 0 (e.g. a set total estimated at 0)
         return np.zeros(v.size)
     u = np.sort(v)[::-1]
@@ -156,6 +161,18 @@ class FrequencyEstimate:
         if truth is not None:
             cols["truth"] = np.asarray(truth, dtype=np.float64)
         return pl.DataFrame(cols)
+
+    def __repr__(self) -> str:
+        """A notebook-sized summary: n, target, confidence and up to 8 items with their intervals."""
+        rows = [
+            f"  {str(item)[:24]:<24} {float(e):8.4f}  [{float(lo):.4f}, {float(hi):.4f}]"
+            for item, e, lo, hi in list(zip(self.items, self.estimate, self.ci_lower, self.ci_upper))[:8]
+        ]
+        more = f"\n  ... {len(self.items) - 8} more items (to_polars() for all)" if len(self.items) > 8 else ""
+        return (
+            f"FrequencyEstimate(n={self.n:,}, items={len(self.items)}, postprocess={self.postprocess!r}, "
+            f"{self.confidence:.0%} intervals covering the {self.target} frequencies)\n" + "\n".join(rows) + more
+        )
 
     def to_dict(self) -> dict:
         return {

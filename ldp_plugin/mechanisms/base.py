@@ -13,11 +13,12 @@ the column hooks and ``estimate_from`` — plus the flags the capabilities read 
 from __future__ import annotations
 
 import dataclasses
+import inspect
 from typing import Any, ClassVar, Optional
 
 import numpy as np
 
-from .._errors import LDPParameterError
+from .._errors import LDPArgumentError, LDPParameterError
 from ..estimation import retarget
 from ..sampling import as_source
 from . import reports as _codecs
@@ -39,7 +40,44 @@ def json_value(v: Any) -> Any:
     raise LDPParameterError(f"mechanism parameter of type {type(v).__name__} cannot be stored as data")
 
 
-class MechanismBase(Mechanism):
+
+class _CheckedArguments(type(Mechanism)):
+    """Constructing a mechanism with a missing, unknown or repeated keyword raises
+    :class:`LDPArgumentError` (an ``LDPParameterError`` and a ``TypeError``) naming the parameter
+    and what the constructor takes, instead of Python's ``__init__() missing 1 required
+    keyword-only argument`` (a ``TypeError`` raised *inside* a constructor is not touched)."""
+
+    def __call__(cls, *args: Any, **kwargs: Any) -> Any:
+        try:  # the constructor's own signature (``inspect.signature(cls)`` would read this __call__)
+            full = inspect.signature(cls.__init__)
+        except (TypeError, ValueError):  # pragma: no cover - every mechanism has a signature
+            return super().__call__(*args, **kwargs)
+        sig = full.replace(parameters=list(full.parameters.values())[1:])
+        try:
+            sig.bind(*args, **kwargs)
+        except TypeError as exc:
+            raise LDPArgumentError(_argument_message(cls, sig, args, kwargs, exc)) from None
+        return super().__call__(*args, **kwargs)
+
+
+def _argument_message(cls: Any, sig: inspect.Signature, args: tuple, kwargs: dict, exc: TypeError) -> str:
+    name = cls.name if isinstance(getattr(cls, "name", None), str) else cls.__name__
+    params = sig.parameters
+    takes = ", ".join(p for p in params)
+    unknown = sorted(k for k in kwargs if k not in params)
+    if unknown:
+        return f"{name} has no parameter(s) {unknown}; it takes {takes}"
+    missing = [p.name for p in params.values() if p.default is inspect.Parameter.empty and p.name not in kwargs
+               and p.kind is not inspect.Parameter.VAR_KEYWORD and p.kind is not inspect.Parameter.VAR_POSITIONAL]
+    positional = [p for p in params.values() if p.kind in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)]
+    if args and len(args) > len(positional):
+        return f"{name} takes keyword arguments only ({takes}); e.g. {cls.__name__}(epsilon=1.0, ...)"
+    if missing:
+        return f"{name} needs the parameter(s) {missing}; it takes {takes}"
+    return f"{name}: invalid arguments; it takes {takes}"
+
+
+class MechanismBase(Mechanism, metaclass=_CheckedArguments):
     """The defaults of every mechanism and wrapper, in one class (see the module docstring).
     Subclasses supply ``report_fields``, ``encode``, the client (``_randomize_codes`` or their own
     ``randomize_encoded``), ``accumulator`` and, if their native batch is not one array,

@@ -4,6 +4,7 @@ dictionary encoding, errors by position, never by value)."""
 
 from __future__ import annotations
 
+import collections.abc
 import functools
 import math
 from typing import Any, Optional, Sequence
@@ -12,35 +13,43 @@ import numpy as np
 
 from .._errors import LDPInputError, LDPParameterError
 
-__all__ = ["MAX_D", "check_epsilon", "check_domain", "encode_values"]
+__all__ = ["MAX_D", "MIN_EPSILON", "MAX_EPSILON", "check_epsilon", "check_domain", "check_labels", "encode_values"]
 
 MAX_D = 1 << 31
+#: the usable range of a per-user ε: above ``MAX_EPSILON`` ``e**ε`` is not a finite float (and a
+#: report is the value itself); below ``MIN_EPSILON`` the 64-bit thresholds of the exact samplers
+#: cannot separate the probabilities (and no realistic population could see a signal)
+MIN_EPSILON = 1e-6
+MAX_EPSILON = 700.0
 
 
 def check_epsilon(epsilon: Any, name: str = "epsilon") -> float:
-    """A finite float > 0, or :class:`LDPParameterError` naming the parameter."""
+    """A finite float in ``[MIN_EPSILON, MAX_EPSILON]``, or :class:`LDPParameterError` naming the
+    parameter and the usable range."""
     if isinstance(epsilon, bool) or not isinstance(epsilon, (int, float, np.integer, np.floating)):
         raise LDPParameterError(f"{name} must be a real number > 0 (got type {type(epsilon).__name__})")
     eps = float(epsilon)
     if not math.isfinite(eps) or eps <= 0:
-        raise LDPParameterError(f"{name} must be a finite number > 0 (got {eps!r})")
+        raise LDPParameterError(f"{name} must be a finite number > 0 (got {eps!r}); the usable range is [{MIN_EPSILON:g}, {MAX_EPSILON:g}]")
+    if eps < MIN_EPSILON:
+        raise LDPParameterError(
+            f"{name}={eps!r} is too small: the smallest usable {name} is {MIN_EPSILON:g} (64-bit thresholds cannot "
+            f"separate the report probabilities below it); the usable range is [{MIN_EPSILON:g}, {MAX_EPSILON:g}]"
+        )
+    if eps > MAX_EPSILON:
+        raise LDPParameterError(
+            f"{name}={eps!r} is too large: the largest usable {name} is {MAX_EPSILON:g} (e**{name} must be a finite "
+            f"float; such a report is the value itself); the usable range is [{MIN_EPSILON:g}, {MAX_EPSILON:g}]"
+        )
     return eps
 
 
 def check_domain(d: Any, categories: Optional[Sequence]) -> tuple[int, Optional[tuple]]:
     """Validate the domain: ``d`` in ``[2, 2**31]`` and/or unique, hashable ``categories``."""
     if categories is not None:
-        if isinstance(categories, (str, bytes)):
-            raise LDPParameterError("categories must be a sequence of labels, not a single string")
-        cats = tuple(categories)
-        if len(cats) == 0:
-            raise LDPParameterError("categories must not be empty")
-        try:
-            distinct = len(set(cats))
-        except TypeError:
-            raise LDPParameterError("categories must be hashable labels") from None
-        if distinct != len(cats):
-            raise LDPParameterError(f"categories must be unique ({len(cats) - distinct} duplicate(s) found)")
+        cats = check_labels(categories, "categories")
+        if d is not None and (isinstance(d, bool) or not isinstance(d, (int, np.integer))):
+            raise LDPParameterError(f"d must be an integer in [2, 2**31] (got type {type(d).__name__})")
         if d is not None and int(d) != len(cats):
             raise LDPParameterError(f"d must equal len(categories) (d={d}, len(categories)={len(cats)})")
         d = len(cats)
@@ -54,6 +63,61 @@ def check_domain(d: Any, categories: Optional[Sequence]) -> tuple[int, Optional[
     if not 2 <= d <= MAX_D:
         raise LDPParameterError(f"d must be an integer in [2, 2**31] (got {d})")
     return d, cats
+
+
+def _label_kind(c: Any) -> str:
+    if isinstance(c, (bool, np.bool_)):
+        return "bool"
+    if isinstance(c, (int, np.integer)):
+        return "int"
+    if isinstance(c, (float, np.floating)):
+        return "float"
+    if isinstance(c, str):
+        return "str"
+    return type(c).__name__
+
+
+def check_labels(labels: Any, name: str = "categories") -> tuple:
+    """An ordered tuple of unique labels of one type, or :class:`LDPParameterError` naming
+    ``name`` and the position (never the label): a ``set``/``frozenset``/dict or dict view is
+    refused (its order follows per-process string hashing, so a client process and a server
+    process would decode different labels), and so are ``None``, NaN, mixed types (``1`` and
+    ``"1"``, ``1`` and ``1.0``) and duplicates."""
+    if isinstance(labels, (str, bytes)):
+        raise LDPParameterError(f"{name} must be a sequence of labels, not a single string")
+    if isinstance(labels, (collections.abc.Set, collections.abc.Mapping, collections.abc.MappingView)):
+        raise LDPParameterError(
+            f"{name} must be an ordered sequence (a list or tuple), not a {type(labels).__name__}: "
+            "its order is not the same in every process; pass sorted(...) or a list"
+        )
+    if hasattr(labels, "to_list") and not isinstance(labels, np.ndarray):
+        labels = labels.to_list()
+    elif isinstance(labels, np.ndarray):
+        if labels.ndim != 1:
+            raise LDPParameterError(f"{name} must be a 1-d sequence of labels")
+        labels = labels.tolist()
+    try:
+        cats = tuple(labels)
+    except TypeError:
+        raise LDPParameterError(f"{name} must be a sequence of labels (got type {type(labels).__name__})") from None
+    if len(cats) == 0:
+        raise LDPParameterError(f"{name} must not be empty")
+    kinds = set()
+    for i, c in enumerate(cats):
+        if c is None:
+            raise LDPParameterError(f"{name} must not contain None (at position {i})")
+        if isinstance(c, (float, np.floating)) and not math.isfinite(float(c)):
+            raise LDPParameterError(f"{name} must not contain NaN or infinite labels (at position {i})")
+        kinds.add(_label_kind(c))
+    if len(kinds) > 1:
+        raise LDPParameterError(f"{name} must all have one type (got {', '.join(sorted(kinds))})")
+    try:
+        distinct = len(set(cats))
+    except TypeError:
+        raise LDPParameterError(f"{name} must be hashable labels") from None
+    if distinct != len(cats):
+        raise LDPParameterError(f"{name} must be unique ({len(cats) - distinct} duplicate(s) found)")
+    return cats
 
 
 def encode_values(values: Any, d: int, categories: Optional[tuple], index: Optional[dict]) -> np.ndarray:

@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from .._errors import LDPInputError
+from .._errors import LDPInputError, LDPParameterError
 from ..exact import TWO64, exp_lower_bound
 from .protocol import ReportField
 from ._base import Channel, FrequencyOracle, floor_threshold
@@ -129,6 +129,10 @@ class WarnerRR(KRR):
     name = "warner"
 
     def __post_init__(self) -> None:
+        if self.d not in (None, 2) or isinstance(self.d, bool):
+            raise LDPParameterError(f"warner has d fixed at 2 (booleans); got d={self.d!r}")
+        if self.categories is not None and tuple(self.categories) != (False, True):
+            raise LDPParameterError("warner's categories are fixed at (False, True); do not pass categories (use KRR for labels)")
         object.__setattr__(self, "d", 2)
         object.__setattr__(self, "categories", (False, True))
         super().__post_init__()

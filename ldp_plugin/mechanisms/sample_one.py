@@ -59,6 +59,16 @@ class SampleOne(MechanismBase):
         if self.on_long not in ON_LONG:
             raise LDPParameterError(f"on_long must be one of {ON_LONG} (got {self.on_long!r})")
         mech = self.mechanism
+        if not isinstance(mech, Mechanism):
+            raise LDPParameterError(
+                f"mechanism must be a categorical mechanism object, e.g. KRR(epsilon=1.0, d=5) (got type {type(mech).__name__}); "
+                "from a name use ldp_plugin.registry.build('sample-NAME', ...)"
+            )
+        if mech.input_kind != "value" or mech.needs_user_keys:
+            what = {"set": "already takes sets (use it directly)", "number": "takes numbers, not items"}.get(mech.input_kind, "needs user keys")
+            raise LDPParameterError(
+                f"SampleOne wraps a mechanism of one item per user; {mech.name} {what}"
+            )
         if getattr(mech, "closed", True) is False:
             padded = mech  # open alphabet: PAD is one more string
         elif mech.categories is not None:

@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import warnings
 
 import numpy as np
 import pytest
 from scipy import stats
 
 from ldp_plugin import HCMS, CountSketch, ORAPPOR, ORR, CohortReports, LDPInputError, LDPParameterError
+from ldp_plugin._errors import UnderdeterminedWarning
 from ldp_plugin.exact import ratio_within_exp
 from ldp_plugin.sampling import SeededRandomSource
 from ldp_plugin.theory import choose_orr, mse_cohort
@@ -19,13 +21,13 @@ ALPHA = 1e-6
 
 SMALL = [
     ("orr-closed-d4-k2-C3", lambda e: ORR(epsilon=e, k=2, cohorts=3, d=4), None),
-    ("orr-closed-d6-k3-C2", lambda e: ORR(epsilon=e, k=3, cohorts=2, categories=list("abcdef")), None),
+    ("orr-closed-d6-k3-C2", lambda e: ORR(epsilon=e, k=3, cohorts=2, categories=list("abcdef"), underdetermined=True), None),
     ("orr-open-k3-C2", lambda e: ORR(epsilon=e, k=3, cohorts=2, hash_seed=11), ["x", "y", "z", 7]),
     ("orappor-closed-d3-k4-C2", lambda e: ORAPPOR(epsilon=e, k=4, cohorts=2, d=3), None),
     ("orappor-open-k4-h2-C2", lambda e: ORAPPOR(epsilon=e, k=4, h=2, cohorts=2), ["a", "b", "c"]),
     ("hcms-closed-d5-k4-C2", lambda e: HCMS(epsilon=e, k=4, cohorts=2, d=5), None),
     ("hcms-open-k8-C2", lambda e: HCMS(epsilon=e, k=8, cohorts=2, hash_seed=4), ["a", "b", 3]),
-    ("count-sketch-closed-d6-k2-C2", lambda e: CountSketch(epsilon=e, k=2, cohorts=2, d=6), None),
+    ("count-sketch-closed-d6-k2-C2", lambda e: CountSketch(epsilon=e, k=2, cohorts=2, d=6, underdetermined=True), None),
     ("count-sketch-open-k4-C2", lambda e: CountSketch(epsilon=e, k=4, cohorts=2, hash_seed=4), ["a", "b", 3, "d"]),
 ]
 
@@ -156,9 +158,14 @@ def test_cohorts_beat_a_single_cohort_paper_002_setting():
     S, n, eps = 64, 100_000, 2.0
     vals, emp = _geometric(S, n, 1)
     l1 = {}
-    for C in (1, 32):
-        m = ORR(epsilon=eps, k=8, cohorts=C, d=S)
-        e = m.estimate(m.randomize(vals, rng=C))
+    for C in (1, 32):  # C = 1 cannot identify 64 items with 8 cells: refused unless opted in (and then flagged)
+        if C == 1:
+            with pytest.raises(LDPParameterError, match="k=8, cohorts=1 cannot tell"):
+                ORR(epsilon=eps, k=8, cohorts=C, d=S)
+        m = ORR(epsilon=eps, k=8, cohorts=C, d=S, underdetermined=C == 1)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UnderdeterminedWarning)
+            e = m.estimate(m.randomize(vals, rng=C))
         l1[C] = np.abs(e.estimate - emp).sum()
     assert l1[32] < 0.5 * l1[1]
 

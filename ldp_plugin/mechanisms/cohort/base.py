@@ -21,6 +21,7 @@ from .._base import Channel, check_domain, check_epsilon, encode_values
 from ...theory import mse_cohort
 from ...estimation.least_squares import normal_inverse
 from .server import DECODERS, DENSE_LIMIT, MAX_DENSE, OTHER, CohortAccumulator  # noqa: F401 (re-exported)
+from .design import check_closed_design
 
 __all__ = ["CohortReports", "CohortAccumulator", "report_batch_arrays", "report_batch_from_arrays", "OTHER", "MAX_K", "MAX_COHORTS", "MAX_TABLE"]
 
@@ -61,6 +62,10 @@ class _CohortMechanism(MechanismBase, Cohorted, abc.ABC):
     hash_seed: int = 0
     d: Optional[int] = None
     categories: Optional[tuple] = None
+    #: opt-in to a design whose cells cannot identify every item (channel studies): construction
+    #: then accepts it and an estimate warns (:class:`UnderdeterminedWarning`) and widens every
+    #: interval to ``[0, total]`` instead of refusing (:mod:`.design`)
+    underdetermined: bool = False
     p_exact: Fraction = field(init=False, repr=False, compare=False)
     q_exact: Fraction = field(init=False, repr=False, compare=False)
     realized_ratio: Fraction = field(init=False, repr=False, compare=False)
@@ -79,6 +84,9 @@ class _CohortMechanism(MechanismBase, Cohorted, abc.ABC):
         object.__setattr__(self, "k", int(k))
         object.__setattr__(self, "cohorts", int(C))
         object.__setattr__(self, "hash_seed", check_seed(self.hash_seed))
+        if not isinstance(self.underdetermined, (bool, np.bool_)):
+            raise LDPParameterError(f"underdetermined must be True or False (got type {type(self.underdetermined).__name__})")
+        object.__setattr__(self, "underdetermined", bool(self.underdetermined))
         self._validate_extra()
         h = self.hashes_per_item
         object.__setattr__(self, "_seeds", cohort_seeds(self.hash_seed, self.cohorts * h).reshape(self.cohorts, h))
@@ -107,6 +115,8 @@ class _CohortMechanism(MechanismBase, Cohorted, abc.ABC):
         object.__setattr__(self, "p_exact", p)
         object.__setattr__(self, "q_exact", q)
         object.__setattr__(self, "realized_ratio", ratio)
+        if self.closed and not self.underdetermined:
+            check_closed_design(self)
 
     def _validate_extra(self) -> None:
         pass
@@ -164,7 +174,15 @@ class _CohortMechanism(MechanismBase, Cohorted, abc.ABC):
         out = {"mechanism": self.name, "epsilon": self.epsilon, "k": self.k, "cohorts": self.cohorts, "hash_seed": self.hash_seed}
         if self.closed:
             out["d"] = self.d
+        if self.underdetermined:
+            out["underdetermined"] = True
         out.update(self._extra_params())
+        return out
+
+    def spec(self) -> dict:
+        out = super().spec()
+        if not self.underdetermined:  # the default is not part of what a report's fingerprint names
+            out["params"].pop("underdetermined", None)
         return out
 
     def _extra_params(self) -> dict:
@@ -175,7 +193,7 @@ class _CohortMechanism(MechanismBase, Cohorted, abc.ABC):
         """Closed alphabet: item codes (``int64``); open alphabet: 64-bit item keys."""
         if self.closed:
             return encode_values(values, self.d, self.categories, self._index)
-        return item_keys(values)
+        return item_keys(_flat_items(values, "values"))
 
     def positions(self, encoded: np.ndarray, cohort: np.ndarray) -> np.ndarray:
         """``(n, h)`` cells of each user's item in their cohort."""
@@ -269,7 +287,7 @@ class _CohortMechanism(MechanismBase, Cohorted, abc.ABC):
             raise LDPParameterError("candidates must not be empty")
         if len(set(items)) != len(items):
             raise LDPParameterError("candidates must be unique")
-        return item_keys(np.asarray(items, dtype=object)), items
+        return item_keys(np.asarray(_flat_items(list(items), "candidates"), dtype=object)), items
 
     def positions_of(self, keys: Optional[np.ndarray], idx: np.ndarray) -> np.ndarray:
         """``(C, h, len(idx))`` cells of candidates ``idx`` in every cohort (a cell hit twice by one item: -1)."""
@@ -416,6 +434,27 @@ class _CohortMechanism(MechanismBase, Cohorted, abc.ABC):
                 term = float((G * (sigma @ G)).sum())
             total += nc * term
         return float(max(total / (delta * delta) - (1 - 1 / S) / n, 0.0))
+
+
+_NESTED = (list, tuple, set, frozenset, dict, np.ndarray)
+
+
+def _flat_items(values: Any, name: str) -> Any:
+    """An open alphabet's batch as given if it holds one item per user; a nested batch (a list of
+    lists, a 2-d array: sets, not items) is refused instead of being flattened into more users."""
+    if type(values).__module__.startswith("polars") or isinstance(values, (str, bytes)):
+        return values
+    if isinstance(values, (list, tuple)):
+        nested = any(isinstance(v, _NESTED) for v in values)
+    else:
+        arr = np.asarray(values.to_numpy() if hasattr(values, "to_numpy") else values)
+        nested = arr.ndim > 1 or (arr.dtype == object and any(isinstance(v, _NESTED) for v in arr.reshape(-1).tolist()))
+    if nested:
+        raise LDPInputError(
+            f"{name} must be a 1-d batch of items (integers, strings or bytes), one per user; got a nested batch "
+            "(for a set of items per user use SampleOne or a set mechanism)"
+        )
+    return values
 
 
 def _check_cohort_column(cohort: Any, n: int, C: int) -> np.ndarray:

@@ -4,21 +4,22 @@ decoders (least squares, paper 002 eq. 20–22; the streamed sketch decoder of
 
 from __future__ import annotations
 
+import dataclasses
+import warnings
 from typing import Any
 
 import numpy as np
 
-from ..._errors import LDPInputError, LDPParameterError
+from ..._errors import LDPInputError, LDPParameterError, UnderdeterminedWarning
 from ...estimation import FrequencyEstimate, check_postprocess, finalize_estimate, least_squares_decode
 from ...estimation.sketch import MIN_COHORTS, sketch_decode
 from ..mixins import MergeableCounts
+from .design import DENSE_LIMIT, design_rank, needed_rank, rank_bound, rank_deficient_error
 
 __all__ = ["CohortAccumulator", "OTHER", "DENSE_LIMIT", "MAX_DENSE", "DECODERS"]
 
 #: The label of the estimated total mass of items outside an open alphabet's candidates.
 OTHER = "<other>"
-#: ``decoder="auto"`` solves least squares up to this many candidates, then streams (sketch decoder).
-DENSE_LIMIT = 1024
 #: The least-squares decoder's ``S × S`` matrix is refused above this many candidates.
 MAX_DENSE = 8192
 DECODERS = ("auto", "least-squares", "sketch")
@@ -85,8 +86,9 @@ class CohortAccumulator(MergeableCounts):
         m = self.mechanism
         keys, items = m.candidate_keys(candidates)
         S = len(items)
+        active = int((self.n_c > 0).sum())
         if decoder == "auto":
-            decoder = "least-squares" if S <= DENSE_LIMIT or int((self.n_c > 0).sum()) < MIN_COHORTS else "sketch"
+            decoder = "least-squares" if S <= DENSE_LIMIT or active < MIN_COHORTS else "sketch"
         if decoder == "sketch":
 
             if not m.closed and OTHER in items:
@@ -102,6 +104,14 @@ class CohortAccumulator(MergeableCounts):
             raise LDPParameterError(
                 f"least-squares decoding holds an S x S matrix: at most {MAX_DENSE} candidates (got {S}); use decoder='sketch'"
             )
+        # least squares identifies what the cells' design has rank for (the streamed sketch decoder
+        # above instead averages collisions out over many cohorts, its errors from their spread)
+        unknowns = S + (1 if not m.closed and other and not m.signed else 0)  # + an unsigned open alphabet's outside mass
+        need = needed_rank(unknowns, m.known_total)
+        bound = min(rank_bound(m.k, m.cohorts, m.hashes_per_item, m.signed), unknowns)
+        what = f"its d={S} items" if m.closed else f"{S} candidates" + (" and the mass outside them" if unknowns > S else "")
+        if bound < need:  # the counting bound: refused before the S x S work
+            self._underdetermined(unknowns, bound, what, m.cohorts)
         pos, signs = m.covers_of(keys, np.arange(S))
         uniform, other_sum = None, False
         if not m.closed and other:
@@ -113,11 +123,32 @@ class CohortAccumulator(MergeableCounts):
                 other_sum = True
             items = (*items, OTHER)
         z, p, q, cov, noise = m.cell_statistic(self.counts, self.n_c)
-        raw, se, _rank = least_squares_decode(
+        raw, se, rank = least_squares_decode(
             z, self.n_c, p, q, pos, covariance=cov, uniform_weight=uniform, noise=noise, signs=signs, other_sum=other_sum,
             total=1.0 if m.known_total else None,
         )
-        return finalize_estimate(raw, se, self.n, postprocess=postprocess, confidence=confidence, items=items, total=total)
+        deficient = False
+        if need > rank:  # the design itself, or only cohorts left empty by a small batch (not refused)?
+            full = rank if active == m.cohorts else design_rank(m, pos, signs, uniform)
+            if full < need:
+                deficient = True
+                self._underdetermined(unknowns, full, what, m.cohorts)
+        est = finalize_estimate(raw, se, self.n, postprocess=postprocess, confidence=confidence, items=items, total=total)
+        return self._flagged(est, total) if deficient or bound < need else est
+
+    def _underdetermined(self, unknowns: int, rank: int, what: str, active: int) -> None:
+        """Refuse a rank-deficient decode, or (``underdetermined=True``) warn loudly."""
+        m = self.mechanism
+        err = rank_deficient_error(m, unknowns, rank, what, active)
+        if not m.underdetermined:
+            raise err
+        warnings.warn(f"{err} — underdetermined=True: every interval widened to the whole range", UnderdeterminedWarning, stacklevel=3)
+
+    @staticmethod
+    def _flagged(est: FrequencyEstimate, total: float) -> FrequencyEstimate:
+        """An underdetermined estimate: its intervals cannot be trusted, so they span ``[0, total]``."""
+        lo = np.zeros_like(est.ci_lower)
+        return dataclasses.replace(est, ci_lower=lo, ci_upper=np.full_like(est.ci_upper, float(total)))
 
     def __repr__(self) -> str:
         return f"CohortAccumulator({self.mechanism.name}, k={self.mechanism.k}, cohorts={self.mechanism.cohorts}, n={self.n})"

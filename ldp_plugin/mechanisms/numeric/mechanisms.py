@@ -71,6 +71,25 @@ def _threshold_floor(p: Fraction) -> int:
     return (p.numerator * TWO64) // p.denominator
 
 
+def _numbers(values: Any) -> np.ndarray:
+    """A 1-d float64 batch of real numbers, or :class:`LDPInputError` (strings — even numeric
+    ones —, booleans and nested batches are refused, not converted; never echoes a value)."""
+    try:
+        arr = np.asarray(values, dtype=object) if isinstance(values, (list, tuple)) else np.asarray(values)
+    except ValueError:
+        raise LDPInputError("values must be a 1-d batch of real numbers (got a nested batch)") from None
+    if arr.ndim > 1:
+        raise LDPInputError(f"values must be a 1-d batch of real numbers (got an array with {arr.ndim} dimensions)")
+    if arr.dtype == object:
+        for i, v in enumerate(arr.reshape(-1).tolist()):
+            if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating))):
+                raise LDPInputError(f"values must be real numbers (the value at position {i} has type {type(v).__name__})")
+        arr = np.array([np.nan if v is None else v for v in arr.reshape(-1).tolist()], dtype=np.float64)
+    elif arr.dtype.kind not in "iuf":
+        raise LDPInputError(f"values must be real numbers (got dtype {arr.dtype}); convert strings or booleans first")
+    return arr.astype(np.float64, copy=False).ravel()
+
+
 @dataclass(frozen=True, kw_only=True)
 class NumericMechanism(MechanismBase, Numeric):
     """Shared shape of the mean mechanisms (see the module docstring)."""
@@ -91,6 +110,13 @@ class NumericMechanism(MechanismBase, Numeric):
                 raise LDPParameterError(f"{name} must be a finite number (got {v!r})")
         if not float(lo) < float(hi):
             raise LDPParameterError(f"lower must be below upper (got lower={lo!r}, upper={hi!r})")
+        width = float(hi) - float(lo)
+        scale = max(abs(float(lo)), abs(float(hi)))
+        if not (math.isfinite(width) and math.isfinite(2.0 / width) and width >= 1e-9 * scale):
+            raise LDPParameterError(
+                f"upper - lower must be a finite width of at least 1e-9 of the values' magnitude (got lower={lo!r}, upper={hi!r}): "
+                "rescale the values (e.g. to [0, 1]) before randomizing"
+            )
         object.__setattr__(self, "lower", float(lo))
         object.__setattr__(self, "upper", float(hi))
         g = self.grid
@@ -103,7 +129,7 @@ class NumericMechanism(MechanismBase, Numeric):
 
     # -- shared client -----------------------------------------------------------------------------
     def _t(self, values: Any) -> np.ndarray:
-        x = np.asarray(values.to_numpy() if hasattr(values, "to_numpy") else values, dtype=np.float64).ravel()
+        x = _numbers(values.to_numpy() if hasattr(values, "to_numpy") else values)
         bad = ~np.isfinite(x) | (x < self.lower) | (x > self.upper)
         if bad.any():
             raise LDPInputError(
