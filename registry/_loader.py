@@ -15,6 +15,7 @@ else:  # pragma: no cover
 from ldp_plugin._errors import LDPParameterError, LDPInputError
 from ldp_plugin.theory import choose_orr
 from ldp_plugin.mechanisms import SampleOne
+from ldp_plugin.mechanisms.domain import check_labels
 from ldp_plugin.memo import Memoized
 
 __all__ = [
@@ -283,8 +284,6 @@ def build(
     if wrap and m is None:
         m = 1
     if categories is not None:
-        from ldp_plugin.mechanisms.domain import check_labels
-
         categories = check_labels(categories, "categories")  # ordered, one type, no None/NaN/duplicates
     if name == "orr" and "k" not in params:
         S = len(categories) if categories is not None else d

@@ -34,7 +34,7 @@ SOURCES = {"ldp_plugin": "ldp_plugin", "adapters": "ldp_plugin.adapters", "regis
 #: its own layer and every layer below, never above.
 LAYERS = [
     ("leaves", ["ldp_plugin._errors", "ldp_plugin._validation", "ldp_plugin._env", "ldp_plugin.exact", "ldp_plugin.progress",
-                "ldp_plugin.hashing", "ldp_plugin.theory"]),
+                "ldp_plugin.hashing", "ldp_plugin.theory", "ldp_plugin._boundary", "ldp_plugin._opendp_boundary", "ldp_plugin.workload"]),
     ("sampling", ["ldp_plugin.sampling", "ldp_plugin._kernels", "ldp_plugin._numba_kernels"]),
     ("estimation", ["ldp_plugin.estimation"]),
     ("mechanisms", ["ldp_plugin.mechanisms", "ldp_plugin.memo", "ldp_plugin.sets"]),
