@@ -59,7 +59,7 @@ class SampleOne(MechanismBase):
         if self.on_long not in ON_LONG:
             raise LDPParameterError(f"on_long must be one of {ON_LONG} (got {self.on_long!r})")
         mech = self.mechanism
-        if not isinstance(mech, Mechanism):
+        if not isinstance(mech, MechanismBase):
             raise LDPParameterError(
                 f"mechanism must be a categorical mechanism object, e.g. KRR(epsilon=1.0, d=5) (got type {type(mech).__name__}); "
                 "from a name use ldp_plugin.registry.build('sample-NAME', ...)"
