@@ -47,6 +47,12 @@ class _CheckedArguments(type(Mechanism)):
     and what the constructor takes, instead of Python's ``__init__() missing 1 required
     keyword-only argument`` (a ``TypeError`` raised *inside* a constructor is not touched)."""
 
+    @property
+    def __signature__(cls) -> inspect.Signature:
+        """``inspect.signature(cls)`` shows the constructor's keywords (not this ``__call__``)."""
+        full = inspect.signature(cls.__init__)
+        return full.replace(parameters=list(full.parameters.values())[1:])
+
     def __call__(cls, *args: Any, **kwargs: Any) -> Any:
         try:  # the constructor's own signature (``inspect.signature(cls)`` would read this __call__)
             full = inspect.signature(cls.__init__)
