@@ -137,6 +137,19 @@ def argument_check(mechanism: Any, unit: str) -> Optional[Callable[[Any], None]]
             if not isinstance(value, (list, tuple, set, frozenset)):
                 raise LDPInputError(f"the measurement's argument must be one user's set (a list of items), got type {type(value).__name__}")
             return
+        if kind == "tuple":  # several attributes: one code per attribute
+            doms = tuple(mechanism.domains)
+            if not isinstance(value, (list, tuple, np.ndarray)) or len(value) != len(doms):
+                raise LDPInputError(f"the measurement's argument must be one user's tuple of {len(doms)} attribute codes")
+            for j, (v, k) in enumerate(zip(value, doms)):
+                if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or not 0 <= int(v) < k:
+                    raise LDPInputError(f"attribute {j} of the measurement's argument must be an integer code in [0, {k})")
+            return
+        if kind == "key-value":  # one user's set of (key, value) pairs; the mechanism checks each pair
+            if not isinstance(value, (list, tuple)):
+                raise LDPInputError(f"the measurement's argument must be one user's list of (key, value) pairs, got type {type(value).__name__}")
+            mechanism.encode_pairs([list(value)])
+            return
         if kind == "number":
             if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
                 raise LDPInputError(f"the measurement's argument must be one real number (got type {type(value).__name__})")

@@ -58,9 +58,10 @@ def _values(mech, n=N):
     return codes if items is None else np.array([items[c] for c in codes])
 
 
-def _first(x):
+def _first(x, mech=None):
     v = x[0]
-    return v.item() if isinstance(v, np.generic) else v
+    v = v.item() if isinstance(v, np.generic) else v
+    return [v] if mech is not None and mech.input_kind == "set" else v  # one user's set of one item
 
 
 def _refused_for_keys(exc: LDPParameterError) -> bool:
@@ -76,7 +77,7 @@ def test_make_ldp_works_or_names_the_entry_point(mech):
             assert mech.needs_user_keys and _refused_for_keys(e)
             continue
         assert not mech.needs_user_keys
-        out = meas(_first(x)) if unit == "user" else meas(list(x.tolist()))
+        out = meas(_first(x, mech)) if unit == "user" else meas(list(x.tolist()))
         assert out is not None
         assert meas.map(1) >= float(mech.epsilon) - 1e-12
 

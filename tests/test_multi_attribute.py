@@ -51,7 +51,7 @@ def test_rsfd_amplified_configuration_is_per_attribute_only():
 
 
 def test_errors():
-    with pytest.raises(LDPParameterError, match="domain size must be an integer"):
+    with pytest.raises(LDPParameterError, match=r"domains\[0\] \(attribute 0's domain size\) must be an integer"):
         ldp.SMP(epsilon=1.0, domains=(1, 3))
     with pytest.raises(LDPParameterError, match="2 to 64 attributes"):
         ldp.SPL(epsilon=1.0, domains=(3,))

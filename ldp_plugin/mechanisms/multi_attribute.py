@@ -63,9 +63,9 @@ def _check_domains(domains: Any) -> tuple:
     if isinstance(domains, (str, bytes)) or not hasattr(domains, "__len__"):
         raise LDPParameterError(f"domains must be a sequence of attribute domain sizes (got {domains!r})")
     out = []
-    for k in domains:
+    for i, k in enumerate(domains):
         if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 2 <= int(k) <= 1 << 16:
-            raise LDPParameterError(f"every attribute's domain size must be an integer in [2, 65536] (got {k!r})")
+            raise LDPParameterError(f"domains[{i}] (attribute {i}'s domain size) must be an integer in [2, 65536] (got type {type(k).__name__})")
         out.append(int(k))
     if not 2 <= len(out) <= MAX_ATTRIBUTES:
         raise LDPParameterError(f"domains must list 2 to {MAX_ATTRIBUTES} attributes (got {len(out)})")
