@@ -161,7 +161,7 @@ def test_discovery_finds_the_heavy_hitters(population, method):
     # the returned estimates are unbiased with calibrated errors (15 items: all within 4 sd)
     z = (res.estimate - np.array([freq.get(w, 0.0) for w in res.items])) / res.std_error
     assert np.all(np.abs(z) < 4.0)
-    assert res.epsilon == 4.0 and len(res.levels) == len(q.lengths)
+    assert res.epsilon == 4.0 and len(res.levels) == len(q.lengths) + 1 and res.levels[-1]["held_out"]
     assert 0 < res.allocated_mass <= 1 and abs(res.missing_mass - (1 - res.allocated_mass)) < 1e-12
     assert res.significant[:5].all()
 
