@@ -105,9 +105,12 @@ def test_decoder_choice_and_limits(zipf_reports):
 def test_prefix_codec_items_candidates_and_errors():
     c = PrefixCodec("ab", 3)
     assert c.lengths(2) == (2, 3)
-    assert c.extensions(1) == [TERM, "a", "b"] and c.extension_count(2) == 7
-    assert c.level_items(pl.Series(["a", "ab", "abb"]), 2).to_list() == ["a" + TERM, "ab", "ab"]
-    assert c.extend(["a" + TERM, "ab"], 1) == ["a" + TERM, "ab" + TERM, "aba", "abb"]
+    # a live prefix of length s stands for strings longer than s: a string of exactly s symbols finishes there
+    assert c.extensions(1) == ["a" + TERM, "b" + TERM, "a", "b"] and c.extension_count(2) == 10 and c.finished_count(2) == 6
+    assert c.extensions(1, root=True, live=False) == [TERM, "a" + TERM, "b" + TERM]
+    assert c.level_items(pl.Series(["a", "ab", "abb", ""]), 2).to_list() == ["a" + TERM, "ab" + TERM, "ab", TERM]
+    assert c.extend(["a" + TERM, "ab"], 1) == ["a" + TERM, "aba" + TERM, "abb" + TERM, "aba", "abb"]
+    assert c.extend([""], 1, live=False) == [TERM, "a" + TERM, "b" + TERM]
     secret = "bbbb"
     with pytest.raises(LDPInputError, match="longer than max_length=3") as e:
         c.check(pl.Series([secret, "a"]))
@@ -148,7 +151,7 @@ def population():
 def _recall_precision(res, freq, hi=0.01, lo=0.002):
     heavy = {w for w, v in freq.items() if v >= hi}
     got = list(res.items)
-    return len(heavy & set(got)) / len(heavy), np.mean([freq.get(w, 0.0) >= lo for w in got])
+    return len(heavy & set(got)) / len(heavy), float(np.mean([freq.get(w, 0.0) >= lo for w in got])) if got else 1.0
 
 
 @pytest.mark.parametrize("method", ["pem", "treehist"])

@@ -221,17 +221,20 @@ def result(
     interval_method: str = INTERVAL_METHOD, privacy_unit: str = PRIVACY_UNIT,
 ) -> HeavyHitters:
     """The result of a discovery over its tested candidates ``labels``: selection over all of them
-    at ``alpha``, the selected ones returned largest first (at most ``top_k``; with
+    at ``alpha``, the selected ones returned by their FCR lower bound, largest first (at most ``top_k``; with
     ``query.unselected`` the ``top_k`` largest, the unselected marked), FCR-adjusted intervals for
     the selected (:func:`fcr_confidence`) and marginal ones for the rest."""
     estimate = np.asarray(estimate, dtype=np.float64)
     se = np.asarray(se, dtype=np.float64)
     p = p_values(estimate, se)
     sig = select(p, query.alpha, query.selection) if len(labels) else np.zeros(0, dtype=bool)
-    order = np.argsort(-estimate, kind="stable")
-    top = (order if query.unselected else order[sig[order]])[: query.top_k]
     m, R = len(labels), int(sig.sum())
     level = fcr_confidence(query.confidence, R, m)
+    # selected first, ranked by their (unclipped) FCR lower bound: the frequency each is most surely
+    # above, so a noisy estimate from few users does not outrank a precise one; then the rest by estimate
+    lower = estimate - _N.inv_cdf(0.5 + level / 2) * se
+    order = np.lexsort((-estimate, -np.where(sig, lower, -np.inf)))
+    top = (order if query.unselected else order[sig[order]])[: query.top_k]
     lo_s, hi_s = intervals(estimate[top], se[top], level)
     lo_m, hi_m = intervals(estimate[top], se[top], query.confidence)
     lo, hi = np.where(sig[top], lo_s, lo_m), np.where(sig[top], hi_s, hi_m)

@@ -2,8 +2,10 @@
 one level's survivors extend to (the domain of prefix-tree heavy-hitter discovery).
 
 A string ``w`` over the public ``alphabet`` with ``len(w) <= max_length`` is, at a level of
-prefix length ``s``, the item ``w[:s]`` if ``len(w) >= s`` and ``w + TERM`` otherwise: a finished
-string carries one terminator and stays the same item at every later level. Everything here is a
+prefix length ``s``, the item ``w + TERM`` if ``len(w) <= s`` (it is **finished** there: a string
+of exactly ``s`` symbols finishes at that level and never has to compete as a live prefix) and
+``w[:s]`` otherwise (a live prefix: it stands for strings *longer* than ``s``). A finished string
+carries one terminator and stays the same item at every later level. Everything here is a
 function of public parameters and of the user's own value (no data-dependent choice)."""
 
 from __future__ import annotations
@@ -72,25 +74,34 @@ class PrefixCodec:
         """Each value's item at prefix length ``length`` (see the module docstring)."""
         return (
             pl.select(
-                pl.when(values.str.len_chars() >= length).then(values.str.slice(0, length)).otherwise(values + TERM)
+                pl.when(values.str.len_chars() > length).then(values.str.slice(0, length)).otherwise(values + TERM)
             ).to_series()
         )
 
-    def extensions(self, step: int) -> list[str]:
-        """The strings a live prefix grows by in ``step`` positions: ``step`` alphabet symbols, or
-        fewer followed by the terminator."""
+    def extensions(self, step: int, *, root: bool = False, live: bool = True) -> list[str]:
+        """The strings a live prefix grows by in ``step`` positions: ``1..step`` alphabet symbols
+        and the terminator (``0..step`` for the ``root``, the empty prefix: a live prefix of
+        length ``s`` stands for strings longer than ``s``), then, if ``live``, ``step`` symbols."""
         out = []
-        for j in range(step + 1):
-            tails = ("".join(t) for t in itertools.product(self.alphabet, repeat=j))
-            out.extend(t if j == step else t + TERM for t in tails)
+        for j in range(0 if root else 1, step + 1):
+            out.extend("".join(t) + TERM for t in itertools.product(self.alphabet, repeat=j))
+        if live:
+            out.extend("".join(t) for t in itertools.product(self.alphabet, repeat=step))
         return out
 
-    def extend(self, prefixes: Iterable[str], step: int) -> list[str]:
-        """Next level's candidates: a finished prefix stays itself, a live one gets every extension."""
-        ext = self.extensions(step)
+    def extend(self, prefixes: Iterable[str], step: int, *, live: bool = True) -> list[str]:
+        """Next level's candidates: a finished prefix stays itself, a live one gets every extension
+        (``live=False`` at the last level: no string is longer than ``max_length``)."""
+        ext, ext_root = self.extensions(step, live=live), None
         out: list[str] = []
         for p in prefixes:
-            out.extend([p] if p.endswith(TERM) else [p + e for e in ext])
+            if p.endswith(TERM):
+                out.append(p)
+            elif p == "":
+                ext_root = ext_root or self.extensions(step, root=True, live=live)
+                out.extend(ext_root)
+            else:
+                out.extend(p + e for e in ext)
         return out
 
     @staticmethod
@@ -110,8 +121,14 @@ class PrefixCodec:
         return tuple(out)
 
     def extension_count(self, step: int) -> int:
+        """Candidates one live prefix (or the root, at most one more) extends to in ``step`` positions."""
         a = len(self.alphabet)
-        return sum(a**j for j in range(step + 1))
+        return sum(a**j for j in range(1, step + 1)) + a**step
+
+    def finished_count(self, step: int) -> int:
+        """Of :meth:`extension_count`, the finished ones (terminated)."""
+        a = len(self.alphabet)
+        return sum(a**j for j in range(1, step + 1))
 
 
 def _class_escape(chars: str) -> str:

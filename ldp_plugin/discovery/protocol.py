@@ -83,24 +83,19 @@ ORACLES = tuple(_ORACLE_CLASSES)
 _LEVEL_TAG = 0x6C6576656C  # "level": level ℓ's hash seed is cohort_seed(hash_seed, _LEVEL_TAG + ℓ)
 
 
-def plan_lengths(codec: PrefixCodec, beam: int, max_candidates: int, step: Optional[int] = None) -> tuple[int, ...]:
-    """Prefix length of every discovery level (module docstring): a fixed ``step`` gives
-    ``step, 2·step, …, max_length``; otherwise the first level takes the most symbols whose
-    extensions of the root fit ``max_candidates``, and every later one the most whose
-    ``beam`` extensions fit. A function of public parameters only."""
-    L = codec.max_length
-    if step is not None:
-        return codec.lengths(step)
-    first = 1
-    while first < L and codec.extension_count(first + 1) <= max_candidates:
-        first += 1
-    later = 1
-    while later < L and beam * codec.extension_count(later + 1) <= max_candidates:
-        later += 1
-    out = [first]
-    while out[-1] < L:
-        out.append(min(L, out[-1] + later))
-    return tuple(out)
+def plan_lengths(codec: PrefixCodec, top_k: int, max_candidates: int, step: Optional[int] = None, beam: Optional[int] = None) -> tuple[tuple[int, ...], int]:
+    """``(prefix lengths, beam)`` of the discovery levels (module docstring): ``step`` symbols per
+    level (default: the most with ``2·top_k · extension_count(step) <= max_candidates``, so every
+    level's race has the same number of candidates per beam slot), lengths ``step, 2·step, …,
+    max_length``, and the beam (default ``4·top_k``, less when ``max_candidates`` needs it, never
+    below ``top_k``). A function of public parameters only."""
+    if step is None:
+        step = 1
+        while step < codec.max_length and 2 * top_k * codec.extension_count(step + 1) <= max_candidates:
+            step += 1
+    if beam is None:
+        beam = max(top_k, min(4 * top_k, max_candidates // codec.extension_count(step)))
+    return codec.lengths(step), beam
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -113,14 +108,16 @@ class PrefixDiscovery(DiscoveryOptions):
         (significance pruning of live prefixes).
     :param alphabet: the public characters strings are made of; ``max_length`` their longest length
         (:func:`~ldp_plugin.discovery.prefix.infer_domain` reads both from the data in a simulation).
-    :param step: a fixed number of symbols per level (default: the adaptive plan of :func:`plan_lengths`).
+    :param step: symbols per level (default: the most the alphabet allows, :func:`plan_lengths`).
     :param beam: live prefixes kept per level (default ``4·top_k``, down to ``2·top_k`` when that
         lets a level add one more symbol).
     :param oracle: ``"orr"``, ``"cms"``, ``"hcms"`` or ``"count-sketch"``; ``k`` its cells (default as in the module docstring),
         ``cohorts`` its hash functions.
     :param final_share: the held-out group's share of users relative to one level.
-    :param finish_z, pool_per_level: a finished string joins the pool when its first estimate is
-        at least ``finish_z`` standard errors, at most ``pool_per_level`` per level (default ``4·beam``).
+    :param screen_z, finish_z, pool_per_level: a finished string is screened at its first level
+        (at least ``screen_z`` standard errors, at most ``max_candidates/8``) and joins the pool
+        when its estimate pooled over that level and the next is at least ``finish_z`` standard
+        errors (at most ``pool_per_level`` per level, default 2048).
     :param alpha, selection: level and method (``"bh"``/``"bonferroni"``) of the selection.
 
     >>> q = PrefixDiscovery(epsilon=4.0, top_k=2, alphabet="ab", max_length=3, step=2, cohorts=32)
@@ -136,6 +133,7 @@ class PrefixDiscovery(DiscoveryOptions):
     final_share: int = 2
     max_candidates: int = 1 << 16
     finish_z: float = 1.0
+    screen_z: float = 0.0
     pool_per_level: Optional[int] = None
     codec: PrefixCodec = field(init=False, repr=False, compare=False)
     mechanisms: tuple = field(init=False, repr=False, compare=False)
@@ -155,22 +153,18 @@ class PrefixDiscovery(DiscoveryOptions):
                 raise LDPParameterError(
                     f"step={self.step} gives {self.codec.extension_count(self.step)} extensions per prefix, more than max_candidates={self.max_candidates}"
                 )
-        if self.beam is None:
-            step = self.step
-            if step is None:  # the most symbols per level a beam of at least 2·top_k allows
-                step = 1
-                while step < self.max_length and 2 * self.top_k * self.codec.extension_count(step + 1) <= self.max_candidates:
-                    step += 1
-            beam = max(self.top_k, min(4 * self.top_k, self.max_candidates // self.codec.extension_count(step)))
-        else:
-            beam = self.beam
+        lengths, beam = plan_lengths(self.codec, self.top_k, self.max_candidates, self.step, self.beam)
+        set_("step", lengths[0] if self.step is None else self.step)
         set_("beam", positive_int(beam, "beam", self.top_k, 1 << 16))
+        set_("lengths", lengths)
         set_("final_share", positive_int(self.final_share, "final_share", 1, 64))
         if not (isinstance(self.finish_z, (int, float)) and not isinstance(self.finish_z, bool) and -10.0 <= float(self.finish_z) <= 10.0):
             raise LDPParameterError(f"finish_z must be a number in [-10, 10] (got {self.finish_z!r})")
         set_("finish_z", float(self.finish_z))
-        set_("pool_per_level", positive_int(4 * self.beam if self.pool_per_level is None else self.pool_per_level, "pool_per_level", 1, 1 << 20))
-        set_("lengths", plan_lengths(self.codec, self.beam, self.max_candidates, self.step))
+        set_("pool_per_level", positive_int(2048 if self.pool_per_level is None else self.pool_per_level, "pool_per_level", 1, 1 << 20))
+        if not (isinstance(self.screen_z, (int, float)) and not isinstance(self.screen_z, bool) and -10.0 <= float(self.screen_z) <= 10.0):
+            raise LDPParameterError(f"screen_z must be a number in [-10, 10] (got {self.screen_z!r})")
+        set_("screen_z", float(self.screen_z))
         default_k = max(2, round(math.exp(self.epsilon)) + 1) if self.oracle == "orr" else 1024
         set_("k", positive_int(default_k if self.k is None else self.k, "k", 2, 1 << 24))
         mechs = tuple(self._level_mechanism(i) for i in range(len(self.lengths) + 1))
@@ -201,20 +195,24 @@ class PrefixDiscovery(DiscoveryOptions):
             "protocol": self.method, "epsilon": self.epsilon, "top_k": self.top_k, "alphabet": self.alphabet,
             "max_length": self.max_length, "prefix_lengths": list(self.lengths), "beam": self.beam, "oracle": self.oracle, "k": self.k,
             "cohorts": self.cohorts, "hash_seed": self.hash_seed, "final_share": self.final_share, "finish_z": self.finish_z,
-            "pool_per_level": self.pool_per_level,
+            "screen_z": self.screen_z, "pool_per_level": self.pool_per_level,
         }
 
     def _level_candidates(self) -> list[tuple[int, int]]:
-        """``(live candidates, new finished candidates)`` each level can decode at most."""
+        """``(live candidates, finished candidates)`` each level decodes at most (new ones only)."""
         out, prev, live = [], 0, 1
+        last = len(self.lengths) - 1
         for i, length in enumerate(self.lengths):
             step = length - prev
-            a = len(self.alphabet)
-            total = live * self.codec.extension_count(step)
-            finished = total if i == len(self.lengths) - 1 else live * sum(a**j for j in range(step))
-            out.append((total - (0 if i == len(self.lengths) - 1 else finished), finished))
+            fin = live * (self.codec.finished_count(step) + (1 if i == 0 else 0))
+            out.append((0 if i == last else live * len(self.alphabet) ** step, fin))
             live, prev = self.beam, length
         return out
+
+    @property
+    def screen_cap(self) -> int:
+        """Finished strings screened per level at most (the largest z first)."""
+        return max(1, self.max_candidates // 8)
 
     def pool_bound(self) -> int:
         """The most strings the final selection tests (the finished pool's size bound)."""
@@ -225,15 +223,17 @@ class PrefixDiscovery(DiscoveryOptions):
         ``n``, ``ε`` and the protocol before anything is collected; the largest over the level
         where the string finishes (``by_level=True``: one value per finishing level).
 
-        A string finishing at level ``f`` must pass ``f + 2`` stages: its prefix survives every
-        earlier level's pruning (bounded by exceeding the Bonferroni maximum of the level's noise,
-        ``z_{1−α/S_ℓ}`` standard errors: PEM's ``beam``-th largest noise is below it, and so is
-        TreeHist's BH threshold, assuming fewer than ``beam`` prefixes at a level are heavier),
-        it joins the pool at level ``f`` (at least ``max(finish_z, z_{1 − pool_per_level/F_f})``
-        standard errors), and it is selected from the pooled estimate of the later levels and the
-        held-out group (Bonferroni over :meth:`pool_bound`, which BH's threshold never exceeds).
-        Each stage gets the margin ``z_{1 − 1/(2J)}`` for ``J`` stages, so by the union bound all
-        pass with probability ≥ ½. Standard errors use the oracle's single-cell variance
+        A string finishing at level ``f`` must pass every stage: its prefix survives each earlier
+        level's pruning (bounded by exceeding the Bonferroni maximum of the level's noise,
+        ``z_{1−α/S_ℓ}`` standard errors over its ``S_ℓ`` live candidates: PEM's ``beam``-th largest
+        noise is below it, and so is TreeHist's BH threshold, assuming fewer than ``beam`` prefixes
+        at a level are heavier); it passes the screen at level ``f`` (``max(screen_z,
+        z_{1−cap/F_f})`` over ``F_f`` finished candidates) and the pool's entry on levels ``f`` and
+        ``f + 1`` pooled (``max(finish_z, z_{1−pool_per_level/F_f})``); and it is selected from the
+        pooled estimate of the later levels and the held-out group (Bonferroni over
+        :meth:`pool_bound`, which BH's threshold never exceeds). Each of the ``J`` stages gets the
+        margin ``z_{1 − 1/(2J)}``, so by the union bound all pass with probability ≥ ½. Standard
+        errors use the oracle's single-cell variance
         (:meth:`~ldp_plugin.mechanisms.cohort_base._CohortMechanism.cell_variance`) over each
         group's expected users (the group split)."""
         n = positive_int(n, "n", 1, 1 << 62)
@@ -241,16 +241,25 @@ class PrefixDiscovery(DiscoveryOptions):
         sd = [cell_sd(m, n * s / total) for m, s in zip(self.mechanisms, self.shares)]
         cands = self._level_candidates()
         tests = self.pool_bound()
+        last = len(self.lengths) - 1
+        inv = lambda s: float(np.sqrt(1.0 / sum(1.0 / (x * x) for x in s)))  # noqa: E731  pooled sd
+        q = lambda frac: _N.inv_cdf(1.0 - min(max(frac, 1e-300), 0.5))  # noqa: E731
         out = []
         for f in range(len(self.lengths)):
-            J = f + 2
+            two = f < last
+            J = f + (3 if two else 2)
             margin = _N.inv_cdf(1.0 - 1.0 / (2 * J))
-            need = [(_N.inv_cdf(1.0 - self.alpha / max(sum(cands[l]), 1)) + margin) * sd[l] for l in range(f)]
-            newf = max(cands[f][1], 1)
-            keep_z = max(self.finish_z, _N.inv_cdf(1.0 - min(self.pool_per_level / newf, 0.5)))
-            need.append((keep_z + margin) * sd[f])
-            later = sd[f + 1 :]
-            pooled_sd = float(np.sqrt(1.0 / sum(1.0 / (s * s) for s in later)))
+            need = [(q(self.alpha / max(cands[l][0], 1)) + margin) * sd[l] for l in range(f)]
+            F = max(cands[f][1], 1)
+            entry = max(self.finish_z, q(self.pool_per_level / F))
+            if two:
+                need.append((max(self.screen_z, q(self.screen_cap / F)) + margin) * sd[f])
+                need.append((entry + margin) * inv(sd[f : f + 2]))
+                rest = sd[f + 2 :]
+            else:
+                need.append((entry + margin) * sd[f])
+                rest = sd[f + 1 :]
+            pooled_sd = inv(rest)
             need.append(detectable(pooled_sd, self.alpha, tests, self.selection) + margin * pooled_sd)
             out.append(max(need))
         return tuple(out) if by_level else max(out)
@@ -306,30 +315,36 @@ class PrefixDiscovery(DiscoveryOptions):
         if missing:
             raise LDPInputError(f"no reports for group(s) {missing}: every level and the held-out group need reports")
         live: list = [""]
-        pool: dict = {}  # finished string -> level where it joined the pool
-        later: dict = {}  # finished string -> [(estimate, se)] from groups after that level
+        screened: dict = {}  # finished string -> its first level's (estimate, se): one more level decides
+        pool: dict = {}  # finished string -> the level where it joined the pool
+        later: dict = {}  # pooled string -> [(estimate, se)] from the groups after that level
         rows = []
         prev = 0
         last = len(self.lengths) - 1
         for level, length in enumerate(self.lengths):
             t0 = time.perf_counter()
-            new = self.codec.extend(live, length - prev) if live else []
-            old = list(pool)
-            cands = new + old
+            new = self.codec.extend(live, length - prev, live=level < last) if live else []
+            old_s, old_p = list(screened), list(pool)
+            cands = new + old_s + old_p
             if not cands:
                 break
             est = acc.levels[level].estimate(candidates=cands, postprocess="none", confidence=self.confidence)
             raw, se = np.asarray(est.raw[: len(cands)]), np.asarray(est.std_error[: len(cands)])
-            for i, c in enumerate(old, start=len(new)):
+            for i, c in enumerate(old_p, start=len(new) + len(old_s)):
                 later[c].append((float(raw[i]), float(se[i])))
+            # screened strings: pooled over their first level and this one, the largest z join the pool
+            pz = np.array([_z(pooled([screened[c], (float(raw[i]), float(se[i]))])) for i, c in enumerate(old_s, start=len(new))])
+            joined = self._enter(old_s, pz, pool, later, level)
             nr, nse = raw[: len(new)], se[: len(new)]
-            done = np.ones(len(new), dtype=bool) if level == last else np.array([self.codec.finished(c) for c in new], dtype=bool)
+            done = np.array([self.codec.finished(c) for c in new], dtype=bool)
             z = nr / np.maximum(nse, 1e-300)
-            fin = np.flatnonzero(done & (z >= self.finish_z))
-            fin = fin[np.argsort(-z[fin], kind="stable")][: self.pool_per_level]
-            for i in fin:
-                pool[new[i]] = level
-                later[new[i]] = []
+            if level == last:  # no later level to screen on: this level's estimate decides
+                joined += self._enter(new, np.where(done, z, -np.inf), pool, later, level)
+                screened = {}
+            else:
+                fin = np.flatnonzero(done & (z >= self.screen_z))
+                fin = fin[np.argsort(-z[fin], kind="stable")][: self.screen_cap]
+                screened = {new[i]: (float(nr[i]), float(nse[i])) for i in fin}
             open_ = np.flatnonzero(~done)
             if self.method == "pem":
                 order = open_[np.argsort(-nr[open_], kind="stable")][: self.beam]
@@ -339,9 +354,9 @@ class PrefixDiscovery(DiscoveryOptions):
                 keep = sig[np.argsort(-nr[sig], kind="stable")][: self.beam]
             live = [new[i] for i in keep]
             rows.append({"level": level, "prefix_length": length, "users": acc.levels[level].n, "candidates": len(cands),
-                         "kept": len(live), "pooled": len(fin), "seconds": round(time.perf_counter() - t0, 3)})
+                         "kept": len(live), "screened": len(screened), "pooled": joined, "seconds": round(time.perf_counter() - t0, 3)})
             status(f"level {level + 1}/{len(self.lengths)}: prefix length {length}, {acc.levels[level].n} users, "
-                   f"{len(cands)} candidates, {len(live)} live, {len(fin)} finished pooled")
+                   f"{len(cands)} candidates, {len(live)} live, {joined} finished strings pooled")
             prev = length
         t0 = time.perf_counter()
         final = list(pool)
@@ -351,13 +366,27 @@ class PrefixDiscovery(DiscoveryOptions):
             for c, r, s in zip(final, est.raw[: len(final)], est.std_error[: len(final)]):
                 later[c].append((float(r), float(s)))
         rows.append({"level": self.holdout, "prefix_length": self.max_length, "users": acc.levels[self.holdout].n, "candidates": len(final),
-                     "kept": len(final), "pooled": 0, "seconds": round(time.perf_counter() - t0, 3), "held_out": True})
+                     "kept": len(final), "screened": 0, "pooled": 0, "seconds": round(time.perf_counter() - t0, 3), "held_out": True})
         est_se = np.array([pooled(later[c]) for c in final]) if final else np.zeros((0, 2))
         return result(self, [self.codec.display(c) for c in final], est_se[:, 0], est_se[:, 1], acc.n, rows)
+
+    def _enter(self, items: list, z: np.ndarray, pool: dict, later: dict, level: int) -> int:
+        """Pool the ``items`` whose z-score is at least ``finish_z`` (at most ``pool_per_level``,
+        the largest first); their estimates start from the next group."""
+        ok = np.flatnonzero(z >= self.finish_z)
+        ok = ok[np.argsort(-z[ok], kind="stable")][: self.pool_per_level]
+        for i in ok:
+            pool[items[i]] = level
+            later[items[i]] = []
+        return int(ok.size)
 
     def charge(self, accountant: Any, query_id: str, **kw: Any):
         """Spend this collection's ε per user under ``query_id`` (before any report exists)."""
         return accountant.spend(query_id, self.epsilon, mechanism=self.method, params=self.spec(), **kw)
+
+
+def _z(est_se: tuple) -> float:
+    return est_se[0] / max(est_se[1], 1e-300)
 
 
 class DiscoveryAccumulator:
