@@ -311,3 +311,46 @@ def test_sketch_decoder_reads_hcms_hadamard_statistic():
     wrong, wse = sketch_decode(m, acc.counts, acc.n_c, lambda idx: m.positions_of(keys, idx), len(cands), p=1.0, q=0.0)
     zw = (wrong[:-1] - truth) / wse[:-1]
     assert np.abs(zw[:20]).max() > 10
+
+
+# -- the decoder choice (issue 36) -----------------------------------------------------------------
+def _decode_z(m, words, f, S, decoder, runs, n=60_000):
+    """z-scores and squared errors of ``S`` candidates (half present, half absent) over ``runs``
+    randomizations of fresh samples."""
+    z, err2, se2 = [], [], []
+    for r in range(runs):
+        x = np.random.default_rng(100 + r).choice(len(words), size=n, p=f)
+        emp = np.bincount(x, minlength=len(words)) / n
+        rep = m.randomize(np.array(words, dtype=object)[x], rng=r)
+        cands = words[: S // 2] + [f"absent{i}" for i in range(S - S // 2)]
+        truth = np.r_[emp[: S // 2], np.zeros(S - S // 2)]
+        est = m.accumulator().add(rep).estimate(candidates=cands, postprocess="none", decoder=decoder)
+        raw, se = np.asarray(est.raw[:S]), np.asarray(est.std_error[:S])
+        z.append((raw - truth) / se)
+        err2.append((raw - truth) ** 2)
+        se2.append(se**2)
+    return np.concatenate(z), float(np.sqrt(np.mean(np.concatenate(se2)) / np.mean(np.concatenate(err2))))
+
+
+@pytest.mark.slow
+def test_auto_decoder_has_the_smaller_error_and_calibrated_standard_errors():
+    """O-RR k = 8 (ε = 2), 256 cohorts: ``decoder="auto"`` picks least squares at 40 candidates and
+    the sketch at 840 and 2,000 (least squares is predicted ~37% noisier there), and the chosen
+    decoder's standard errors match the empirical spread within 10%. With ``m`` z-scores the sd of
+    their sample sd is ``1/√(2m)``; every check uses ``m >= 480`` (so 10% is over 3 of those).
+    Power: least squares forced at 840 candidates overstates its error by more than 10%."""
+    from ldp_plugin.estimation_sketch import choose_decoder, predicted_variances
+    from ldp_plugin.mechanisms.cohort_base import DENSE_LIMIT
+
+    words, f, _ = _zipf_words(1, 5000, 3, 8, s=1.1)
+    m = ORR(epsilon=2.0, k=8, cohorts=256, hash_seed=3)
+    n_c = np.full(256, 60_000 // 256)
+    ls, sk = predicted_variances(m, 60_000, 840, 256)
+    assert 1.25 < math.sqrt(ls / sk) < 1.5
+    for S, runs, expect in ((40, 12, "least-squares"), (840, 1, "sketch"), (2000, 1, "sketch")):
+        assert choose_decoder(m, n_c, S, DENSE_LIMIT) == expect
+        z, ratio = _decode_z(m, words, f, S, "auto", runs)
+        assert z.size >= 480 and 3 / math.sqrt(2 * z.size) < 0.1
+        assert abs(z.std() - 1) < 0.1 and abs(ratio - 1) < 0.1, (S, z.std(), ratio)
+    z, ratio = _decode_z(m, words, f, 840, "least-squares", 1)
+    assert ratio > 1.1 and z.std() < 0.9

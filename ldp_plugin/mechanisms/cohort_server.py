@@ -10,7 +10,7 @@ import numpy as np
 
 from .._errors import LDPInputError, LDPParameterError
 from ..estimation import FrequencyEstimate, check_postprocess, finalize_estimate, least_squares_decode
-from ..estimation_sketch import MIN_COHORTS
+from ..estimation_sketch import choose_decoder
 from .mixins import MergeableCounts
 from .cohort_base import DECODERS, DENSE_LIMIT, MAX_DENSE, OTHER
 
@@ -64,8 +64,7 @@ class CohortAccumulator(MergeableCounts):
         ``decoder``: ``"least-squares"`` (the weighted least squares of paper 002 eq. 20–22 with
         model standard errors; ``S × S`` memory), ``"sketch"`` (streamed, bounded memory, errors
         from the spread over cohorts: :mod:`ldp_plugin.estimation_sketch`) or ``"auto"``
-        (least squares up to :data:`DENSE_LIMIT` candidates or with fewer than
-        :data:`~ldp_plugin.estimation_sketch.MIN_COHORTS` cohorts, else the sketch decoder).
+        (the one of smaller predicted error: :func:`~ldp_plugin.estimation_sketch.choose_decoder`).
 
         Open alphabets also estimate :data:`OTHER`, the total frequency of all non-candidate
         items (``other=True``, the default): without it their mass biases the candidates
@@ -79,7 +78,7 @@ class CohortAccumulator(MergeableCounts):
         keys, items = m.candidate_keys(candidates)
         S = len(items)
         if decoder == "auto":
-            decoder = "least-squares" if S <= DENSE_LIMIT or int((self.n_c > 0).sum()) < MIN_COHORTS else "sketch"
+            decoder = choose_decoder(m, self.n_c, S, DENSE_LIMIT)
         if decoder == "sketch":
             from ..estimation_sketch import sketch_decode
 
