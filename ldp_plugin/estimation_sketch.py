@@ -97,6 +97,9 @@ def _read(b: np.ndarray, cover: tuple) -> np.ndarray:
     pos, sg = cover
     C, h, s = pos.shape
     rows = np.arange(C)[:, None]
+    if h == 1:  # one cell per item: never a duplicate, so a plain gather
+        v = np.take_along_axis(b, pos[:, 0, :], axis=1)
+        return v if sg is None else v * sg[:, 0, :]
     total = np.zeros((C, s))
     used = np.zeros((C, s))
     for t in range(h):
@@ -106,6 +109,14 @@ def _read(b: np.ndarray, cover: tuple) -> np.ndarray:
         total += v if sg is None else v * sg[:, t, :]
         used += ok
     return total / np.maximum(used, 1.0)
+
+
+def _moments(z: np.ndarray, w: np.ndarray, w2: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per column of ``z`` (``(C, s)``): the weighted mean ``z̄ = wᵀz`` (``Σ w = 1``) and
+    ``Σ_c w_c² (z_c − z̄)² = w²ᵀz² − 2 z̄ w²ᵀz + z̄² Σ w²`` (three matrix-vector products)."""
+    zbar = w @ z
+    spread = w2 @ (z * z) - 2 * zbar * (w2 @ z) + zbar * zbar * w2.sum()
+    return zbar, np.maximum(spread, 0.0)
 
 
 def _add_mass(out: np.ndarray, cover: tuple, mass: np.ndarray) -> None:
@@ -160,10 +171,12 @@ def sketch_decode(
     # pass 1: the plain read-out and its cohort-spread error, to pick the heavy candidates
     first = np.empty(S)
     zscore = np.empty(S)
-    for lo, hi in spans:
-        est = (_read(b, _covers(positions_of, np.arange(lo, hi))) - u) / (1 - u)
-        first[lo:hi] = t = w @ est
-        zscore[lo:hi] = t / np.sqrt(np.maximum(corr * (w**2) @ ((est - t) ** 2), 1e-300))
+    w2 = w * w
+    for lo, hi in spans:  # est = (read − u)/(1 − u) is linear in the read-out: moments by matrix-vector products
+        z = _read(b, _covers(positions_of, np.arange(lo, hi)))
+        zbar, spread = _moments(z, w, w2)
+        first[lo:hi] = t = (zbar - u) / (1 - u)
+        zscore[lo:hi] = t / np.sqrt(np.maximum(corr * spread / (1 - u) ** 2, 1e-300))
     # heavy: significant at HEAVY_Z standard errors (not merely the largest: the largest read-outs of
     # many light candidates are noise, and subtracting noise as mass would bias everything else)
     order = np.argsort(-zscore, kind="stable")[: min(int(heavy), S)]
@@ -188,15 +201,16 @@ def sketch_decode(
     theta = np.empty(S + 1)
     var = np.empty(S + 1)
     per_cohort_total = np.zeros(C)
-    for lo, hi in spans:
+    act = active.astype(np.float64)
+    for lo, hi in spans:  # per candidate est_c = a·z_c + c (a = 1 for a heavy one, 1/(1 − u) else): linear again
         z = _read(resid, _covers(positions_of, np.arange(lo, hi)))
         hv = is_heavy[lo:hi]
-        est = np.where(hv, z + own[lo:hi] - rest * u, (z - rest * u) / (1 - u))
-        est[~active] = 0.0
-        t = w @ est
-        theta[lo:hi] = t
-        var[lo:hi] = corr * (w**2) @ ((est - t) ** 2)
-        per_cohort_total += est.sum(axis=1)
+        a = np.where(hv, 1.0, 1.0 / (1 - u))
+        c = np.where(hv, own[lo:hi] - rest * u, -rest * u / (1 - u))
+        zbar, spread = _moments(z, w, w2)
+        theta[lo:hi] = a * zbar + c
+        var[lo:hi] = corr * a * a * spread
+        per_cohort_total += act * (z @ a + c.sum())
     other_c = np.where(active, 1.0 - per_cohort_total, 0.0)
     theta[S] = float(w @ other_c)
     var[S] = corr * float((w**2) @ ((other_c - theta[S]) ** 2))
