@@ -434,3 +434,33 @@ def test_returned_intervals_exclude_zero_only_for_held_strings():
     assert returned >= 60 and share <= 0.05
     wrong, _ = _false_nonzero_share(True, 4)
     assert wrong > 0.2
+
+
+# -- defaults a user can live with (issue 36) ----------------------------------------------------------
+def test_domain_inferred_from_the_data_and_reported(tmp_path, capsys):
+    from ldp_plugin.discovery import infer_domain
+
+    rng = np.random.default_rng(4)
+    words = ["don't", "i", "is", "internationalization", "café"] + [f"w{i}x" for i in range(300)]
+    p = np.r_[[0.2, 0.2, 0.15, 0.1, 0.1], np.full(300, 0.25 / 300)]
+    pl.DataFrame({"word": rng.choice(words, size=60_000, p=p)}).write_csv(tmp_path / "words.csv")
+    code = main(["heavy-hitters", "simulate", "--input", str(tmp_path / "words.csv"), "--column", "word", "--epsilon", "4",
+                 "--top-k", "8", "--seed", "1", "--json"])
+    out = json.loads(capsys.readouterr().out)
+    assert code == 0
+    assert out["max_length"] == 20 and set(out["alphabet"]) == set("".join(words)) and "'" in out["alphabet"] and "é" in out["alphabet"]
+    assert out["domain_source"].startswith("inferred from the data") and "not private" in out["domain_source"]
+    assert out["privacy_unit"].startswith("one user")
+    assert {"don't", "i", "is", "internationalization", "café"} <= {r["item"] for r in out["items"]}
+    assert all(r["significant"] for r in out["items"]) and len(out["items"]) <= 8
+    # the cap is clear and echoes no value; a given domain is kept
+    with pytest.raises(LDPInputError, match="longer than 64 characters, the cap on max_length") as e:
+        infer_domain(pl.Series(["x" * 70, "ab"]))
+    assert "xxxx" not in str(e.value)
+    assert infer_domain(pl.Series(["ab", "c"]), alphabet="abcd") == ("abcd", 2)
+    assert infer_domain(pl.Series([["ab", "ccc"], ["d"]])) == ("abcd", 3)
+    # with an accountant the domain must be public
+    acc = Accountant.create(tmp_path / "l.sqlite", Population(name="p", lifetime_cap=5.0))
+    with pytest.raises(LDPParameterError, match="public domain"):
+        pl.DataFrame({"w": ["ab"] * 10}).ldp.heavy_hitters("w", epsilon=1.0, accountant=acc, query_id="q")
+    assert acc.spent() == 0

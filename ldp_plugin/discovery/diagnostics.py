@@ -30,6 +30,7 @@ class DiscoveryOptions:
     selection: str = "bh"
     confidence: float = 0.95
     unselected: bool = False
+    domain_source: str = field(default="given", compare=False)
 
     def _check_shared(self) -> None:
         """Check (and normalize) the shared options; sets ``codec`` (each query declares it)."""
@@ -246,5 +247,6 @@ def result(
         min_detectable_frequency=query.min_detectable_frequency(max(n, 1)), levels=tuple(levels),
         extra={"discoveries": R, "final_candidates": m, "selected_interval_confidence": level, "interval_method": interval_method,
                "privacy_unit": privacy_unit, "alphabet": query.alphabet, "max_length": query.max_length,
+               "domain_source": query.domain_source,
                "returned": "selected and unselected (marked)" if query.unselected else "selected only (top_k is a maximum)"},
     )

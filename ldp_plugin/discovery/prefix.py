@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Optional, Sequence
 
 import polars as pl
 
 from .._errors import LDPInputError, LDPParameterError
 
-__all__ = ["TERM", "PrefixCodec", "DEFAULT_ALPHABET"]
+__all__ = ["TERM", "PrefixCodec", "DEFAULT_ALPHABET", "infer_domain", "MAX_LENGTH", "INFERRED"]
 
 #: The terminator of a finished string (never part of the alphabet).
 TERM = "\x00"
@@ -129,6 +129,43 @@ class PrefixCodec:
         """Of :meth:`extension_count`, the finished ones (terminated)."""
         a = len(self.alphabet)
         return sum(a**j for j in range(1, step + 1))
+
+
+#: How a result states an inferred domain (``domain_source``).
+INFERRED = "inferred from the data (a simulation convenience, not private: a deployment fixes alphabet and max_length in advance)"
+
+
+def infer_domain(values: Any, *, alphabet: Optional[str] = None, max_length: Optional[int] = None, cap: int = MAX_LENGTH) -> tuple[str, int]:
+    """``(alphabet, max_length)`` for ``values`` (strings; a list column's elements): each one
+    given is kept, the other read from the data — the alphabet as the sorted set of characters
+    (Unicode code points, so UTF-8 text needs no byte mode), the longest string's length (at least
+    1). Reading the raw data is **not** private: this is for simulations; a deployment publishes
+    both in advance. Refuses (naming the cap, never a value) a string longer than ``cap`` and
+    an alphabet of more than 1024 characters or with NUL."""
+    s = values if isinstance(values, pl.Series) else pl.Series("values", list(values), dtype=pl.String, strict=False)
+    if isinstance(s.dtype, pl.List):
+        s = s.explode()
+    if s.dtype in (pl.Categorical, pl.Enum):
+        s = s.cast(pl.String)
+    if s.dtype != pl.String:
+        raise LDPInputError(f"values must be strings (got {s.dtype})")
+    s = s.drop_nulls()
+    if max_length is None:
+        longest = int(s.str.len_chars().max() or 0)
+        if longest > cap:
+            raise LDPInputError(
+                f"{int((s.str.len_chars() > cap).sum())} value(s) are longer than {cap} characters, the cap on max_length; "
+                "shorten them (e.g. truncate to a prefix) before discovery"
+            )
+        max_length = max(1, longest)
+    if alphabet is None:
+        chars = sorted(set("".join(s.unique().to_list())))
+        if TERM in chars:
+            raise LDPInputError("values contain the NUL character, which discovery reserves as the terminator")
+        if len(chars) > 1024:
+            raise LDPInputError(f"values use {len(chars)} distinct characters; discovery supports at most 1024")
+        alphabet = "".join(chars) or "a"
+    return alphabet, max_length
 
 
 def _class_escape(chars: str) -> str:
