@@ -94,10 +94,12 @@ class HeavyHitters:
     tested candidate). Only selected items are returned unless the query asks for ``unselected``.
 
     ``allocated_mass`` is the estimated total frequency of the significant items, ``missing_mass``
-    ``1 − allocated_mass``; ``min_detectable_frequency`` is the frequency an item needs to be
-    selected with probability ½ at the final level (announced before collection by
+    ``1 − allocated_mass``; ``min_detectable_frequency`` is the frequency at which a string is
+    returned with probability ≥ ½ through every stage it must pass (announced before collection by
     :meth:`~ldp_plugin.discovery.PrefixDiscovery.min_detectable_frequency`); ``levels`` one row per
-    level (prefix length, users, candidates, survivors, seconds); ``epsilon`` what each user spent."""
+    level and one for the held-out group (prefix length, users, candidates, survivors, seconds);
+    ``epsilon`` what each user spent; ``extra`` states ``interval_method``, ``privacy_unit``,
+    ``alphabet``, ``max_length`` and ``domain_source`` (given, or read from the data)."""
 
     items: tuple
     estimate: np.ndarray
