@@ -72,7 +72,7 @@ from ..hashing import assign_cohorts, cohort_seed
 from ..mechanisms import CMS, HCMS, ORR, CountSketch
 from ..progress import status
 from ..sampling import RNGLike, as_source
-from .diagnostics import _N, DiscoveryOptions, HeavyHitters, cell_sd, detectable, positive_int, p_values, pooled, result, select
+from .diagnostics import _N, DiscoveryOptions, HeavyHitters, cell_sd, detectable, discovery_decoder, positive_int, p_values, pooled, result, select
 from .prefix import PrefixCodec
 
 __all__ = ["PrefixDiscovery", "DiscoveryAccumulator", "METHODS", "ORACLES"]
@@ -328,7 +328,7 @@ class PrefixDiscovery(DiscoveryOptions):
             cands = new + old_s + old_p
             if not cands:
                 break
-            est = acc.levels[level].estimate(candidates=cands, postprocess="none", confidence=self.confidence)
+            est = acc.levels[level].estimate(candidates=cands, postprocess="none", confidence=self.confidence, decoder=discovery_decoder(acc.levels[level]))
             raw, se = np.asarray(est.raw[: len(cands)]), np.asarray(est.std_error[: len(cands)])
             for i, c in enumerate(old_p, start=len(new) + len(old_s)):
                 later[c].append((float(raw[i]), float(se[i])))
@@ -362,7 +362,7 @@ class PrefixDiscovery(DiscoveryOptions):
         final = list(pool)
         if final:
             h = acc.levels[self.holdout]
-            est = h.estimate(candidates=final, postprocess="none", confidence=self.confidence)
+            est = h.estimate(candidates=final, postprocess="none", confidence=self.confidence, decoder=discovery_decoder(h))
             for c, r, s in zip(final, est.raw[: len(final)], est.std_error[: len(final)]):
                 later[c].append((float(r), float(s)))
         rows.append({"level": self.holdout, "prefix_length": self.max_length, "users": acc.levels[self.holdout].n, "candidates": len(final),
