@@ -11,7 +11,8 @@ Per run (one JSON line): ``recall`` = share of the strings with frequency >= 0.5
 ``slots`` = the same over min(20, their number) (the share of the top-20 slots they could fill);
 ``precision`` = share of the returned strings with frequency >= 0.1%; ``false_nonzero`` = returned
 strings no user holds whose interval excludes zero; ``returned`` (only selected strings are
-returned: at most 20); ``mdf`` the announced minimum detectable frequency; client/server seconds.
+returned: at most 20); ``mdf`` the announced minimum detectable frequency; client/server wall
+and CPU seconds (CPU: this process's, all threads — on a shared machine the wall time is inflated).
 The alphabet and max length are read from the data (``infer_domain``), as the CLI does."""
 
 from __future__ import annotations
@@ -48,14 +49,15 @@ def run(name: str, values, freq: dict, eps: float, method: str, seed: int) -> di
         q = SFP(epsilon=eps, top_k=20, alphabet=alphabet, max_length=max_length)
     else:
         q = PrefixDiscovery(epsilon=eps, top_k=20, alphabet=alphabet, max_length=max_length, method=method)
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     rep = q.privatize(values, rng=seed)
-    t1 = time.perf_counter()
+    t1, c1 = time.perf_counter(), time.process_time()
     res = q.discover(rep)
-    t2 = time.perf_counter()
+    t2, c2 = time.perf_counter(), time.process_time()
     out = {"corpus": name, "epsilon": eps, "method": method, "n": values.len(), "alphabet_size": len(alphabet), "max_length": max_length,
            **score(res, freq), "mdf": round(q.min_detectable_frequency(values.len()), 5),
-           "client_seconds": round(t1 - t0, 1), "server_seconds": round(t2 - t1, 1)}
+           "client_seconds": round(t1 - t0, 1), "server_seconds": round(t2 - t1, 1),
+           "client_cpu_seconds": round(c1 - c0, 1), "server_cpu_seconds": round(c2 - c1, 1)}
     if method != "sfp":
         out["prefix_lengths"] = list(q.lengths)
         out["beam"] = q.beam
