@@ -43,8 +43,8 @@ OLH's hash-then-k-RR with ``cohorts`` hash functions and OLH's variance-optimal
 ``"cms"`` (Apple's count-mean sketch: O-RAPPOR with one hash, ``k = 1024`` bits) or ``"hcms"``
 (Apple's Hadamard count-mean sketch: one ±1 coefficient per report, ``k = 1024``) or
 ``"count-sketch"`` (the private count sketch: HCMS's report of a signed cell, ``k = 1024``).
-**As discovery oracles the sketches lose**: a light cell's variance per report is 5–15× O-RR's at
-ε ≥ 2 (``cell_variance()``), and a prefix level has tens of thousands of candidates, so their
+**As discovery oracles the sketches lose**: a light cell's variance per report is 2.5× (CMS) to 15× (HCMS, count sketch) O-RR's at
+ε = 4 (``cell_variance()``), and a prefix level has tens of thousands of candidates, so their
 recall on English words stayed at 0.26–0.30 from ε = 2 to 8 where O-RR reached 0.87, and on Zipf
 words at ε = 4 at 0.52–0.57 vs 0.905 (BENCHMARKS.md); use them only when 1-bit reports are required. Candidates are decoded by the decoder of smaller predicted error
 (:meth:`~ldp_plugin.mechanisms.cohort_server.CohortAccumulator.estimate`, ``decoder="auto"``).
