@@ -8,21 +8,21 @@ one group per discovery level and one **held-out** group. A user of level ``ℓ`
 of their string at prefix length ``s_ℓ`` (:mod:`ldp_plugin.discovery.prefix`) through one
 frequency oracle, once; a held-out user reports their whole string.
 
-**Level plan** (:func:`plan_lengths`): the first level covers as many symbols as
-``max_candidates`` allows from the root alone; every later level adds the most symbols with
-``beam · extensions(step) <= max_candidates``; so a small alphabet gets few levels and a large one
-still gets two symbols per level where the beam allows (the default beam shrinks from
-``4·top_k`` towards ``2·top_k`` to make room).
+**Level plan** (:func:`plan_lengths`): ``step`` symbols per level, the most for which a beam of
+``2·top_k`` prefixes extends to at most ``max_candidates`` (two symbols for ``a-z'``, one for 39
+symbols), prefix lengths ``step, 2·step, …, max_length``; the beam is ``4·top_k`` when the
+candidates allow, less otherwise.
 
 **Decoding.** Level ``ℓ``'s candidates are the live prefixes of level ``ℓ − 1`` extended by every
-string of ``s_ℓ − s_{ℓ−1}`` symbols (or a shorter one and the terminator), plus the **finished
-pool**. A candidate that ends in the terminator (or reaches ``max_length``) is finished: it
-**leaves the race** — it never competes with live prefixes for the beam. It joins the pool when
-its estimate at its first level is at least ``finish_z`` standard errors (at most
-``pool_per_level`` per level, the largest z first), and from then on every later level's users
-and the held-out group estimate it (their reports of it are pooled, inverse-variance: the groups
-are disjoint). Live prefixes: PEM keeps the ``beam`` largest estimates, TreeHist the prefixes
-selected by Benjamini–Hochberg at ``alpha`` (at most ``beam``).
+string of ``1..step`` symbols and the terminator (finished) or of ``step`` symbols (live), plus the
+strings being screened and the **finished pool**. A finished string (one of exactly ``s_ℓ`` symbols
+or fewer finishes at level ``ℓ``) **leaves the race**: it never competes with live prefixes for
+the beam. It is screened at its first level (``z >= screen_z``, at most ``max_candidates/8``),
+joins the pool when its estimate pooled over that level and the next is at least ``finish_z``
+standard errors (at most ``pool_per_level`` per level; the last level decides alone), and from then
+on every later level's users and the held-out group estimate it (pooled inverse-variance: the
+groups are disjoint). Live prefixes: PEM keeps the ``beam`` largest estimates, TreeHist the
+prefixes selected by Benjamini–Hochberg at ``alpha`` (at most ``beam``).
 
 **Selection-honest inference.** A pooled string's reported estimate, standard error, p-value and
 interval come only from users whose reports played no part in making it a candidate: the levels
