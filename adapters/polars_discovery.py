@@ -58,7 +58,11 @@ def heavy_hitters(
     ci_lower, ci_upper, p_value, significant``. ``epsilon`` is what each user spends; with an
     ``accountant`` it is charged under ``query_id`` after every check and before any report.
     ``query`` passes :class:`~ldp_plugin.discovery.PrefixDiscovery` options (``alphabet``,
-    ``max_length``, ``oracle``, ...). For sets, estimates are the fractions of users holding an item."""
+    ``max_length``, ``oracle``, ...); an ``alphabet`` or ``max_length`` not given is read from the
+    column (:func:`~ldp_plugin.discovery.infer_domain`: its characters, its longest string, capped at
+    64) — not private, so refused with an ``accountant``. Only the selected strings are returned
+    (``top_k`` at most; ``unselected=True`` adds the rest, marked). For sets, estimates are the
+    fractions of users holding an item."""
     from ldp_plugin.cli_discovery import build_query
 
     lf = frame.lazy() if isinstance(frame, pl.DataFrame) else frame
@@ -70,6 +74,15 @@ def heavy_hitters(
         raise LDPParameterError("a column of sets needs set_size= (SampleOne pads every set to it)")
     if not is_set and set_size is not None:
         raise LDPParameterError("set_size applies to a column of sets (list of strings) only")
+    if query.get("alphabet") is None or query.get("max_length") is None:
+        if accountant is not None:
+            raise LDPParameterError(
+                "spending from an accountant needs a public domain: pass alphabet= and max_length= (inferring them from the data is not private)"
+            )
+        from ldp_plugin.discovery.prefix import INFERRED, infer_domain
+
+        query["alphabet"], query["max_length"] = infer_domain(series, alphabet=query.get("alphabet"), max_length=query.get("max_length"))
+        query["domain_source"] = INFERRED
     q = build_query(method, epsilon=epsilon, top_k=top_k + 1 if is_set else top_k, **query)
     if is_set:
         q.codec.check(series.explode().drop_nulls(), name=column)

@@ -21,9 +21,13 @@ def add_parsers(sub, parser_class, int_in, epsilon, seed) -> None:
     s.add_argument("--epsilon", type=epsilon, required=True, help="epsilon per user (> 0)")
     s.add_argument("--method", choices=METHODS + ("sfp",), default="pem", help="discovery protocol (default pem)")
     s.add_argument("--top-k", type=int_in(1, 10_000, "an integer"), default=20, help="strings to return, in [1, 10000]")
-    s.add_argument("--alphabet", default=None, help="the characters strings are made of (default: a-z and 0-9)")
-    s.add_argument("--max-length", type=int_in(1, 64, "an integer"), default=10, help="longest string, in [1, 64]")
-    s.add_argument("--oracle", choices=ORACLES, default="orr", help="per-level frequency oracle (pem, treehist)")
+    s.add_argument("--alphabet", default=None, help="the characters strings are made of (default: read from the data, reported)")
+    s.add_argument("--max-length", type=int_in(1, 64, "an integer"), default=None,
+                   help="longest string, in [1, 64] (default: read from the data, capped at 64, reported)")
+    s.add_argument("--oracle", choices=ORACLES, default="orr",
+                   help="per-level frequency oracle (pem, treehist); orr by default: cms, hcms and count-sketch send 1-bit "
+                        "reports but lose as discovery oracles (recall 0.26-0.30 on English words where orr reached 0.87; BENCHMARKS.md)")
+    s.add_argument("--unselected", action="store_true", help="also list the top-k strings that are not selected (marked)")
     s.add_argument("--seed", type=seed, default=0, help="seed of the randomization (simulation only: not secure)")
     s.add_argument("--json", action="store_true", help="one JSON document on stdout")
     hh.set_defaults(func=cmd_heavy_hitters)
@@ -59,11 +63,13 @@ def build_query(method: str, **kw):
 
 
 def cmd_heavy_hitters(args) -> int:
-    from .discovery import DEFAULT_ALPHABET
+    from .discovery.prefix import INFERRED, infer_domain
 
     values = read_column(args.input, args.column)
-    q = build_query(args.method, epsilon=args.epsilon, top_k=args.top_k, alphabet=args.alphabet or DEFAULT_ALPHABET,
-                    max_length=args.max_length, oracle=args.oracle)
+    alphabet, max_length = infer_domain(values, alphabet=args.alphabet, max_length=args.max_length)
+    source = "given" if args.alphabet is not None and args.max_length is not None else INFERRED
+    q = build_query(args.method, epsilon=args.epsilon, top_k=args.top_k, alphabet=alphabet, max_length=max_length,
+                    oracle=args.oracle, unselected=args.unselected, domain_source=source)
     t0 = time.perf_counter()
     reports = q.privatize(values, rng=args.seed)
     t1 = time.perf_counter()
@@ -78,9 +84,12 @@ def cmd_heavy_hitters(args) -> int:
         out["items"] = [{k: r[k] for k in keep} for r in out["items"]]
         print(json.dumps(out, indent=1))
         return 0
-    print(f"ldp heavy-hitters simulate: {args.method}, epsilon={args.epsilon} per user, n={values.len():,}, top {args.top_k}")
+    print(f"ldp heavy-hitters simulate: {args.method}, epsilon={args.epsilon} per user, n={values.len():,}, at most {args.top_k} strings")
+    print(f"  privacy unit: {out['privacy_unit']}")
+    print(f"  alphabet ({len(alphabet)} characters) {alphabet!r}, max_length {max_length}: {source}")
     print(f"  minimum detectable frequency {out['min_detectable_frequency']:.4%}; {out['discoveries']} significant "
           f"({out['selection']} at alpha={out['alpha']}), allocated mass {out['allocated_mass']:.3f}")
+    print(f"  intervals: {out['interval_method']}")
     print(f"  {'item':<20} {'estimate':>9} {'ci_lower':>9} {'ci_upper':>9}  significant")
     for r in out["items"]:
         print(f"  {r['item'][:20]:<20} {r['estimate']:>9.5f} {r['ci_lower']:>9.5f} {r['ci_upper']:>9.5f}  {'yes' if r['significant'] else 'no'}")

@@ -2,21 +2,23 @@
 one level's survivors extend to (the domain of prefix-tree heavy-hitter discovery).
 
 A string ``w`` over the public ``alphabet`` with ``len(w) <= max_length`` is, at a level of
-prefix length ``s``, the item ``w[:s]`` if ``len(w) >= s`` and ``w + TERM`` otherwise: a finished
-string carries one terminator and stays the same item at every later level. Everything here is a
+prefix length ``s``, the item ``w + TERM`` if ``len(w) <= s`` (it is **finished** there: a string
+of exactly ``s`` symbols finishes at that level and never has to compete as a live prefix) and
+``w[:s]`` otherwise (a live prefix: it stands for strings *longer* than ``s``). A finished string
+carries one terminator and stays the same item at every later level. Everything here is a
 function of public parameters and of the user's own value (no data-dependent choice)."""
 
 from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Optional, Sequence
 
 import polars as pl
 
 from .._errors import LDPInputError, LDPParameterError
 
-__all__ = ["TERM", "PrefixCodec", "DEFAULT_ALPHABET"]
+__all__ = ["TERM", "PrefixCodec", "DEFAULT_ALPHABET", "infer_domain", "MAX_LENGTH", "INFERRED"]
 
 #: The terminator of a finished string (never part of the alphabet).
 TERM = "\x00"
@@ -72,25 +74,34 @@ class PrefixCodec:
         """Each value's item at prefix length ``length`` (see the module docstring)."""
         return (
             pl.select(
-                pl.when(values.str.len_chars() >= length).then(values.str.slice(0, length)).otherwise(values + TERM)
+                pl.when(values.str.len_chars() > length).then(values.str.slice(0, length)).otherwise(values + TERM)
             ).to_series()
         )
 
-    def extensions(self, step: int) -> list[str]:
-        """The strings a live prefix grows by in ``step`` positions: ``step`` alphabet symbols, or
-        fewer followed by the terminator."""
+    def extensions(self, step: int, *, root: bool = False, live: bool = True) -> list[str]:
+        """The strings a live prefix grows by in ``step`` positions: ``1..step`` alphabet symbols
+        and the terminator (``0..step`` for the ``root``, the empty prefix: a live prefix of
+        length ``s`` stands for strings longer than ``s``), then, if ``live``, ``step`` symbols."""
         out = []
-        for j in range(step + 1):
-            tails = ("".join(t) for t in itertools.product(self.alphabet, repeat=j))
-            out.extend(t if j == step else t + TERM for t in tails)
+        for j in range(0 if root else 1, step + 1):
+            out.extend("".join(t) + TERM for t in itertools.product(self.alphabet, repeat=j))
+        if live:
+            out.extend("".join(t) for t in itertools.product(self.alphabet, repeat=step))
         return out
 
-    def extend(self, prefixes: Iterable[str], step: int) -> list[str]:
-        """Next level's candidates: a finished prefix stays itself, a live one gets every extension."""
-        ext = self.extensions(step)
+    def extend(self, prefixes: Iterable[str], step: int, *, live: bool = True) -> list[str]:
+        """Next level's candidates: a finished prefix stays itself, a live one gets every extension
+        (``live=False`` at the last level: no string is longer than ``max_length``)."""
+        ext, ext_root = self.extensions(step, live=live), None
         out: list[str] = []
         for p in prefixes:
-            out.extend([p] if p.endswith(TERM) else [p + e for e in ext])
+            if p.endswith(TERM):
+                out.append(p)
+            elif p == "":
+                ext_root = ext_root or self.extensions(step, root=True, live=live)
+                out.extend(ext_root)
+            else:
+                out.extend(p + e for e in ext)
         return out
 
     @staticmethod
@@ -110,8 +121,51 @@ class PrefixCodec:
         return tuple(out)
 
     def extension_count(self, step: int) -> int:
+        """Candidates one live prefix (or the root, at most one more) extends to in ``step`` positions."""
         a = len(self.alphabet)
-        return sum(a**j for j in range(step + 1))
+        return sum(a**j for j in range(1, step + 1)) + a**step
+
+    def finished_count(self, step: int) -> int:
+        """Of :meth:`extension_count`, the finished ones (terminated)."""
+        a = len(self.alphabet)
+        return sum(a**j for j in range(1, step + 1))
+
+
+#: How a result states an inferred domain (``domain_source``).
+INFERRED = "inferred from the data (a simulation convenience, not private: a deployment fixes alphabet and max_length in advance)"
+
+
+def infer_domain(values: Any, *, alphabet: Optional[str] = None, max_length: Optional[int] = None, cap: int = MAX_LENGTH) -> tuple[str, int]:
+    """``(alphabet, max_length)`` for ``values`` (strings; a list column's elements): each one
+    given is kept, the other read from the data — the alphabet as the sorted set of characters
+    (Unicode code points, so UTF-8 text needs no byte mode), the longest string's length (at least
+    1). Reading the raw data is **not** private: this is for simulations; a deployment publishes
+    both in advance. Refuses (naming the cap, never a value) a string longer than ``cap`` and
+    an alphabet of more than 1024 characters or with NUL."""
+    s = values if isinstance(values, pl.Series) else pl.Series("values", list(values), dtype=pl.String, strict=False)
+    if isinstance(s.dtype, pl.List):
+        s = s.explode()
+    if s.dtype in (pl.Categorical, pl.Enum):
+        s = s.cast(pl.String)
+    if s.dtype != pl.String:
+        raise LDPInputError(f"values must be strings (got {s.dtype})")
+    s = s.drop_nulls()
+    if max_length is None:
+        longest = int(s.str.len_chars().max() or 0)
+        if longest > cap:
+            raise LDPInputError(
+                f"{int((s.str.len_chars() > cap).sum())} value(s) are longer than {cap} characters, the cap on max_length; "
+                "shorten them (e.g. truncate to a prefix) before discovery"
+            )
+        max_length = max(1, longest)
+    if alphabet is None:
+        chars = sorted(set("".join(s.unique().to_list())))
+        if TERM in chars:
+            raise LDPInputError("values contain the NUL character, which discovery reserves as the terminator")
+        if len(chars) > 1024:
+            raise LDPInputError(f"values use {len(chars)} distinct characters; discovery supports at most 1024")
+        alphabet = "".join(chars) or "a"
+    return alphabet, max_length
 
 
 def _class_escape(chars: str) -> str:

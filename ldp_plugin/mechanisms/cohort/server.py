@@ -12,7 +12,7 @@ import numpy as np
 
 from ..._errors import LDPInputError, LDPParameterError, UnderdeterminedWarning
 from ...estimation import FrequencyEstimate, check_postprocess, finalize_estimate, least_squares_decode
-from ...estimation.sketch import MIN_COHORTS, sketch_decode
+from ...estimation.sketch import choose_decoder, sketch_decode
 from ..mixins import MergeableCounts
 from .design import DENSE_LIMIT, design_rank, needed_rank, rank_bound, rank_deficient_error
 
@@ -72,8 +72,7 @@ class CohortAccumulator(MergeableCounts):
         ``decoder``: ``"least-squares"`` (the weighted least squares of paper 002 eq. 20–22 with
         model standard errors; ``S × S`` memory), ``"sketch"`` (streamed, bounded memory, errors
         from the spread over cohorts: :mod:`ldp_plugin.estimation.sketch`) or ``"auto"``
-        (least squares up to :data:`DENSE_LIMIT` candidates or with fewer than
-        :data:`~ldp_plugin.estimation.sketch.MIN_COHORTS` cohorts, else the sketch decoder).
+        (the one of smaller predicted error: :func:`~ldp_plugin.estimation.sketch.choose_decoder`).
 
         Open alphabets also estimate :data:`OTHER`, the total frequency of all non-candidate
         items (``other=True``, the default): without it their mass biases the candidates
@@ -88,7 +87,7 @@ class CohortAccumulator(MergeableCounts):
         S = len(items)
         active = int((self.n_c > 0).sum())
         if decoder == "auto":
-            decoder = "least-squares" if S <= DENSE_LIMIT or active < MIN_COHORTS else "sketch"
+            decoder = choose_decoder(m, self.n_c, S, DENSE_LIMIT)
         if decoder == "sketch":
 
             if not m.closed and OTHER in items:
