@@ -251,8 +251,16 @@ class ChannelAccumulator(MergeableCounts):
         return finalize_estimate(raw, se, n, postprocess=postprocess, confidence=confidence, items=mech.items)
 
 
+def _check_d(d: Any) -> None:
+    if d is not None and (isinstance(d, bool) or not isinstance(d, (int, np.integer))):
+        raise LDPParameterError(f"d (the number of inputs) must be an integer (got type {type(d).__name__})")
+
+
 def _check_prior(p: Any, d: int, name: str) -> np.ndarray:
-    arr = np.asarray(p, dtype=np.float64)
+    try:
+        arr = np.asarray(p, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise LDPParameterError(f"{name} must be a positive distribution over the {d} inputs (a list of numbers summing to 1)") from None
     if arr.shape != (d,) or not np.all(np.isfinite(arr)) or (arr <= 0).any() or abs(arr.sum() - 1) > 1e-9:
         raise LDPParameterError(f"{name} must be a positive distribution over the {d} inputs (summing to 1)")
     for _ in range(8):  # normalize to a fixed point, so that rebuilding from a spec gives the same floats
@@ -284,6 +292,7 @@ class BinaryMechanism(FiniteChannel):
     p1: Optional[tuple] = None
 
     def _validate_extra(self) -> None:
+        _check_d(self.d)
         d = self.d if self.d is not None else (len(self.categories) if self.categories is not None else None)
         if d is None and self.p0 is not None:
             d = len(self.p0)
@@ -296,6 +305,9 @@ class BinaryMechanism(FiniteChannel):
             object.__setattr__(self, "p1", tuple(float(v) for v in P1))
             subset = tuple(int(x) for x in np.flatnonzero(P0 >= P1))
         else:
+            if isinstance(self.subset, (str, bytes)) or not hasattr(self.subset, "__iter__") or any(
+                    isinstance(x, bool) or not isinstance(x, (int, np.integer)) for x in self.subset):
+                raise LDPParameterError("subset must be a list of integer input codes (the inputs reported as 0 preferably)")
             subset = tuple(sorted({int(x) for x in self.subset}))
             if d is None or any(not 0 <= x < d for x in subset):
                 raise LDPParameterError("subset must hold input codes in [0, d)")
@@ -417,6 +429,7 @@ class StaircaseMechanism(FiniteChannel):
     def _validate_extra(self) -> None:
         if self.utility not in UTILITIES:
             raise LDPParameterError(f"utility must be one of {UTILITIES} (got {self.utility!r})")
+        _check_d(self.d)
         given = self.prior if self.utility == "mutual_information" else self.p0
         d = self.d if self.d is not None else (len(given) if given is not None else None)
         if d is None:
