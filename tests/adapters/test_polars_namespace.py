@@ -146,10 +146,11 @@ item = st.one_of(st.text(min_size=0, max_size=6), st.sampled_from(APPS))
 )
 def test_generated_set_frames_round_trip(rows, seed):
     df = pl.DataFrame({"uid": [r[0] for r in rows], "items": [r[1] for r in rows]}, schema={"uid": pl.Int64, "items": pl.List(pl.String)})
-    mech = ldp.SampleOne(mechanism=ldp.ORR(epsilon=2.0, k=8, cohorts=4), m=4)
+    # 64 cohorts × k = 8 identify up to 121 candidates (a smaller design is refused as rank-deficient)
+    mech = ldp.SampleOne(mechanism=ldp.ORR(epsilon=2.0, k=8, cohorts=64), m=4)
     rep = df.ldp.privatize("items", mech, user_id="uid", cohorts=seed, seed=seed, keep_user_id=True)
     assert rep.height == df.height and rep["uid"].equals(df["uid"])
-    assert rep["cohort"].max() < 4 and rep["report"].max() < 8
+    assert rep["cohort"].max() < 64 and rep["report"].max() < 8
     assert rep.equals(df.lazy().ldp.privatize("items", mech, user_id="uid", cohorts=seed, seed=seed, keep_user_id=True))
     cands = sorted({x for r in rows for x in r[1]}) or ["none"]
     est = rep.ldp.estimate(mech, candidates=cands)
