@@ -37,19 +37,19 @@ import numpy as np
 
 from .._errors import LDPInputError, LDPParameterError
 from ..exact import TWO64, epsilon_of_ratio, exp_lower_bound, ratio_within_exp
-from ..sampling import RNGLike, as_source
 from ._base import Channel, floor_threshold
 from .domain import check_epsilon
 from .hadamard import fast_walsh_hadamard, parity
 from .linear_estimate import LinearLeafEstimate
 from .base import MechanismBase
+from .leaf_client import LeafClient
 from .protocol import MergeableCounts, ReportField
 
 __all__ = ["HaarHRR", "HaarEstimate", "HaarAccumulator"]
 
 
 @dataclass(frozen=True, kw_only=True)
-class HaarHRR(MechanismBase):
+class HaarHRR(LeafClient, MechanismBase):
     """The Haar wavelet with Hadamard randomized response per level (module docstring).
 
     >>> import ldp_plugin as ldp, numpy as np
@@ -114,31 +114,6 @@ class HaarHRR(MechanismBase):
         return self.buckets
 
     # -- client -----------------------------------------------------------------------------------
-    def encode(self, values: Any) -> np.ndarray:
-        x = np.asarray(values.to_numpy() if hasattr(values, "to_numpy") else values, dtype=np.float64).ravel()
-        bad = ~np.isfinite(x) | (x < self.lower) | (x > self.upper)
-        if bad.any():
-            raise LDPInputError(f"{int(bad.sum())} value(s) are missing or outside [lower, upper] = [{self.lower!r}, {self.upper!r}] "
-                                f"(first at position {int(np.flatnonzero(bad)[0])}); clip or drop them before randomizing")
-        return np.clip(np.floor((x - self.lower) / (self.upper - self.lower) * self.buckets).astype(np.int64), 0, self.buckets - 1)
-
-    def randomize(self, values: Any, *, rng: RNGLike = None, cohorts: Any = None, user_keys: Any = None) -> dict:
-        self._check_client_arguments(cohorts=cohorts, user_keys=user_keys)
-        self._check_no_cohorts(cohorts)
-        return self._randomize_codes(self.encode(values), as_source(rng))
-
-    def randomize_encoded(self, codes: Any, *, rng: RNGLike = None, cohorts: Any = None, user_keys: Any = None, offsets: Any = None) -> dict:
-        self._check_client_arguments(cohorts=cohorts, user_keys=user_keys, offsets=offsets)
-        self._check_no_cohorts(cohorts)
-        k = np.asarray(codes, dtype=np.int64).ravel()
-        if k.size and (k.min() < 0 or k.max() >= self.buckets):
-            raise LDPInputError(f"leaves must be in [0, {self.buckets})")
-        return self._randomize_codes(k, as_source(rng))
-
-    def randomize_one(self, value: Any, *, rng: RNGLike = None, user_key: Any = None) -> dict:
-        self._check_client_arguments(user_keys=None if user_key is None else [user_key])
-        return self.randomize(np.array([value], dtype=np.float64), rng=rng)
-
     def _node_and_sign(self, k: np.ndarray, level: np.ndarray) -> tuple:
         """The level-``ℓ`` coefficient index above leaf ``k`` and the sign (+1 left, −1 right)."""
         shift = self.levels - level  # the child's subtree holds 2^shift leaves

@@ -48,11 +48,11 @@ import numpy as np
 
 from .._errors import LDPInputError, LDPParameterError
 from ..exact import epsilon_of_ratio
-from ..sampling import RNGLike, as_source
 from ._base import Channel
 from .linear_estimate import LinearLeafEstimate
 from .domain import check_epsilon
 from .base import MechanismBase
+from .leaf_client import LeafClient
 from .protocol import MergeableCounts, ReportField
 from .unary import OUE, packed_column_counts
 
@@ -79,7 +79,7 @@ def flat_range_variance(epsilon: float, n: int, width: int, theta: Optional[np.n
 
 
 @dataclass(frozen=True, kw_only=True)
-class HierarchicalHistogram(MechanismBase):
+class HierarchicalHistogram(LeafClient, MechanismBase):
     """Hierarchical histogram over ``buckets`` leaves with OUE per level (module docstring).
 
     >>> import ldp_plugin as ldp, numpy as np
@@ -150,32 +150,6 @@ class HierarchicalHistogram(MechanismBase):
                                               "fanout": self.fanout}}
 
     # -- client -----------------------------------------------------------------------------------
-    def encode(self, values: Any) -> np.ndarray:
-        """Each number's leaf in ``[0, buckets)`` (errors give the position, never the value)."""
-        x = np.asarray(values.to_numpy() if hasattr(values, "to_numpy") else values, dtype=np.float64).ravel()
-        bad = ~np.isfinite(x) | (x < self.lower) | (x > self.upper)
-        if bad.any():
-            raise LDPInputError(f"{int(bad.sum())} value(s) are missing or outside [lower, upper] = [{self.lower!r}, {self.upper!r}] "
-                                f"(first at position {int(np.flatnonzero(bad)[0])}); clip or drop them before randomizing")
-        return np.clip(np.floor((x - self.lower) / (self.upper - self.lower) * self.buckets).astype(np.int64), 0, self.buckets - 1)
-
-    def randomize(self, values: Any, *, rng: RNGLike = None, cohorts: Any = None, user_keys: Any = None) -> dict:
-        self._check_client_arguments(cohorts=cohorts, user_keys=user_keys)
-        self._check_no_cohorts(cohorts)
-        return self._randomize_codes(self.encode(values), as_source(rng))
-
-    def randomize_encoded(self, codes: Any, *, rng: RNGLike = None, cohorts: Any = None, user_keys: Any = None, offsets: Any = None) -> dict:
-        self._check_client_arguments(cohorts=cohorts, user_keys=user_keys, offsets=offsets)
-        self._check_no_cohorts(cohorts)
-        k = np.asarray(codes, dtype=np.int64).ravel()
-        if k.size and (k.min() < 0 or k.max() >= self.buckets):
-            raise LDPInputError(f"leaves must be in [0, {self.buckets})")
-        return self._randomize_codes(k, as_source(rng))
-
-    def randomize_one(self, value: Any, *, rng: RNGLike = None, user_key: Any = None) -> dict:
-        self._check_client_arguments(user_keys=None if user_key is None else [user_key])
-        return self.randomize(np.array([value], dtype=np.float64), rng=rng)
-
     def _randomize_codes(self, k: np.ndarray, source: Any) -> dict:
         n, h, b = k.size, self.levels, self.fanout
         level = source.uniform_int(h, n).astype(np.int64)  # data-independent: 0-based level
