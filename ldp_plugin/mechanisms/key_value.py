@@ -160,6 +160,10 @@ class PCKV(MechanismBase):
             raise LDPInputError("a user's set holds a key twice: one value per key")
         return KeyValueBatch(ki, v, off)
 
+    def encode(self, values: Any) -> KeyValueBatch:
+        """The users' key–value sets as a checked :class:`KeyValueBatch` (:meth:`encode_pairs`)."""
+        return self.encode_pairs(values)
+
     def randomize(self, values: Any, *, rng: RNGLike = None, cohorts: Any = None, user_keys: Any = None) -> np.ndarray:
         """One report (a code in ``[0, 2(d + ell))``, ``uint32``) per user."""
         self._check_client_arguments(cohorts=cohorts, user_keys=user_keys)

@@ -51,6 +51,8 @@ for a fixed population from the true frequencies (``analytic_mse``).
 
 from __future__ import annotations
 
+from abc import abstractmethod
+
 import hashlib
 import math
 from dataclasses import dataclass, field
@@ -176,10 +178,10 @@ class LongitudinalMechanism(MechanismBase):
         """``N``: the memoized units (values; LOLOHA hashed values; dBitFlipPM patterns)."""
         return self.d
 
+    @abstractmethod
     def _inst_ratio(self) -> Optional[tuple]:
         """``(r, m)``: the instantaneous layer's worst ratio over any two inputs is ``r**m``
-        (``None``: no instantaneous layer)."""
-        raise NotImplementedError
+        (``None``: no instantaneous layer); every protocol declares it."""
 
     @property
     def epsilon_inst(self) -> Optional[Fraction]:

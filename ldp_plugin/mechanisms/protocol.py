@@ -35,6 +35,7 @@ a message saying so. The report codecs and the wire format are in :mod:`.reports
 
 from __future__ import annotations
 
+from abc import abstractmethod
 from typing import Any, ClassVar, Optional, Protocol, runtime_checkable
 
 from .._errors import LDPParameterError
@@ -54,38 +55,49 @@ class Mechanism(Protocol):
     epsilon: float
 
     @property
+    @abstractmethod
     def base(self) -> "Mechanism":
-        raise NotImplementedError("declared by the protocol; the mechanism does not implement it")
+        ...
 
+    @abstractmethod
     def spec(self) -> dict:
-        raise NotImplementedError("declared by the protocol; the mechanism does not implement it")
+        ...
 
+    @abstractmethod
     def encode(self, values: Any) -> Any:
-        raise NotImplementedError("declared by the protocol; the mechanism does not implement it")
+        ...
 
+    @abstractmethod
     def randomize(self, values: Any, *, rng: Any = None, cohorts: Any = None, user_keys: Any = None) -> Any:
-        raise NotImplementedError("declared by the protocol; the mechanism does not implement it")
+        ...
 
+    @abstractmethod
     def randomize_encoded(self, codes: Any, *, rng: Any = None, cohorts: Any = None, user_keys: Any = None, offsets: Any = None) -> Any:
-        raise NotImplementedError("declared by the protocol; the mechanism does not implement it")
+        ...
 
+    @abstractmethod
     def randomize_one(self, value: Any, *, rng: Any = None, user_key: Any = None) -> Any:
-        raise NotImplementedError("declared by the protocol; the mechanism does not implement it")
+        ...
 
+    @abstractmethod
     def report_fields(self) -> tuple:
-        raise NotImplementedError("declared by the protocol; the mechanism does not implement it")
+        ...
 
+    @abstractmethod
     def to_columns(self, reports: Any) -> dict:
-        raise NotImplementedError("declared by the protocol; the mechanism does not implement it")
+        ...
 
+    @abstractmethod
     def from_columns(self, cols: dict) -> Any:
-        raise NotImplementedError("declared by the protocol; the mechanism does not implement it")
+        ...
 
+    @abstractmethod
     def accumulator(self) -> Any:
-        raise NotImplementedError("declared by the protocol; the mechanism does not implement it")
+        ...
 
+    @abstractmethod
     def estimate_from(self, acc: Any, *, candidates: Any = None, postprocess: str = "projection", confidence: float = 0.95, target: str = "sample") -> Any:
-        raise NotImplementedError("declared by the protocol; the mechanism does not implement it")
+        ...
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -103,19 +115,23 @@ class ClosedDomain(Protocol):
     categories: Optional[tuple]
 
     @property
+    @abstractmethod
     def domain_size(self) -> Optional[int]:
-        raise NotImplementedError("declared by the protocol; the mechanism does not implement it")
+        ...
 
     @property
+    @abstractmethod
     def closed(self) -> bool:
-        raise NotImplementedError("declared by the protocol; the mechanism does not implement it")
+        ...
 
     @property
+    @abstractmethod
     def items(self) -> tuple:
-        raise NotImplementedError("declared by the protocol; the mechanism does not implement it")
+        ...
 
+    @abstractmethod
     def with_categories(self, categories: Any) -> Any:
-        raise NotImplementedError("declared by the protocol; the mechanism does not implement it")
+        ...
 
 
 @runtime_checkable
@@ -126,8 +142,9 @@ class Cohorted(Protocol):
     cohorts: int
     hash_seed: int
 
+    @abstractmethod
     def check_cohorts(self, cohorts: Any, n: int) -> Any:
-        raise NotImplementedError("declared by the protocol; the mechanism does not implement it")
+        ...
 
 
 @runtime_checkable
@@ -137,8 +154,9 @@ class Keyed(Protocol):
 
     needs_user_keys: ClassVar[bool]
 
+    @abstractmethod
     def collection_cost(self, t: int) -> Any:
-        raise NotImplementedError("declared by the protocol; the mechanism does not implement it")
+        ...
 
 
 @runtime_checkable
@@ -169,28 +187,34 @@ class Verifiable(Protocol):
 
     channel_is_client: ClassVar[bool]
 
+    @abstractmethod
     def channel(self) -> Any:
-        raise NotImplementedError("declared by the protocol; the mechanism does not implement it")
+        ...
 
+    @abstractmethod
     def output_index(self, reports: Any) -> Any:
-        raise NotImplementedError("declared by the protocol; the mechanism does not implement it")
+        ...
 
+    @abstractmethod
     def verification_input_count(self) -> int:
-        raise NotImplementedError("declared by the protocol; the mechanism does not implement it")
+        ...
 
+    @abstractmethod
     def sample_verification_outputs(self, x: int, n: int, source: Any) -> Any:
-        raise NotImplementedError("declared by the protocol; the mechanism does not implement it")
+        ...
 
 
 @runtime_checkable
 class Analytic(Protocol):
     """Closed-form error of the raw estimator."""
 
+    @abstractmethod
     def analytic_mse(self, n: int, *, theta: Any = None, f: Any = None, sampling: str = "fixed") -> float:
-        raise NotImplementedError("declared by the protocol; the mechanism does not implement it")
+        ...
 
+    @abstractmethod
     def variance(self, *args: Any, **kwargs: Any) -> Any:
-        raise NotImplementedError("declared by the protocol; the mechanism does not implement it")
+        ...
 
 
 CAPABILITIES = {"closed_domain": ClosedDomain, "cohorted": Cohorted, "keyed": Keyed, "numeric": Numeric,

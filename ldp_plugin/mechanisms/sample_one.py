@@ -198,6 +198,14 @@ class SampleOne(MechanismBase):
         pad = self.mechanism.d if self.closed else item_keys(np.array([PAD], dtype=object))[0]
         return enc, pad
 
+    def encode(self, sets: Any) -> tuple[np.ndarray, np.ndarray]:
+        """The users' sets as CSR item encodings ``(codes, offsets)`` of the padded mechanism, checked
+        (unknown items, duplicates); :meth:`sample` draws one item per user from them."""
+        batch = _as_batch(sets)
+        enc, _pad = self._encode_flat(batch)
+        _check_duplicates(batch, enc.astype(np.int64) if enc.dtype != np.uint64 else enc.view(np.int64))
+        return enc, batch.offsets
+
     def sample(self, sets: Any, *, rng: RNGLike = None) -> tuple[np.ndarray, int]:
         """The sampled item encoding of each user, and how many users were sampled down."""
         source = as_source(rng)

@@ -138,6 +138,13 @@ class NumericMechanism(MechanismBase, Numeric):
             )
         return np.clip((x - self.lower) / (self.upper - self.lower) * 2.0 - 1.0, -1.0, 1.0)
 
+    def encode(self, values: Any) -> np.ndarray:
+        """The client's input: each number checked against ``[lower, upper]`` (errors give the
+        position, never the value) and mapped to ``t`` in ``[−1, 1]``. Its grid index is drawn at
+        randomization (randomized rounding is a random decision, so it is not part of encoding);
+        :meth:`randomize_encoded` takes grid indices."""
+        return self._t(values)
+
     def _round(self, t: np.ndarray, source: Any, alpha: Optional[np.ndarray] = None) -> np.ndarray:
         """Grid index ``k`` with ``E[t_k] = t``: randomized rounding, or α-point rounding with
         the user's ``alpha`` (round up iff the fractional part exceeds α)."""
