@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import time
 import uuid
 
 import numpy as np
@@ -139,9 +138,7 @@ def test_hostile_and_failing_nodes_never_change_the_estimate(tmp_path):
     app, plan = _setup(tmp_path, min_batch=2 * DEVICES)
     honest = {1: _honest(app, 0), 2: _honest(app, 1)}
     hostile = {10: _sybil, 11: _batcher, 12: _hostile_metadata, 13: _nan, 14: _no_reply_record, 15: _crash, 16: _dropout}
-    t0 = time.time()
-    (summary,) = run_plan(LoopbackGrid({**honest, **hostile}), plan)
-    assert time.time() - t0 < 30  # the dropout is bounded by the round's deadline, not held forever
+    (summary,) = run_plan(LoopbackGrid({**honest, **hostile}), plan)  # the dropout ends at the round's deadline: no_reply below
     row = summary["queries"][0]
     assert summary["registration_errors"] == {"malformed": 1, "flower_error": 1}  # the two that cannot even register
     assert row["nodes_asked"] == 7  # 2 honest + sybil (capped at 50) + batcher + metadata + nan + dropout
