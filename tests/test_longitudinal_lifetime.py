@@ -24,7 +24,7 @@ import pytest
 import ldp_plugin as ldp
 from ldp_plugin._errors import LDPParameterError
 from ldp_plugin.exact import TWO64, epsilon_of_ratio, float_up
-from ldp_plugin.federated import DeviceFleet, Query
+from ldp_plugin.federated import DeviceFleet, DevicePolicy, Query
 from ldp_plugin.mechanisms.lifetime import UnboundedLossError, user_bound
 from ldp_plugin.registry import from_spec
 from ldp_plugin.sampling import SeededRandomSource
@@ -284,7 +284,8 @@ def test_device_counts_collections_across_relations(tmp_path):
     across them: after two user-level collections a value-level query is collection 3."""
     lol = ldp.LOLOHA(epsilon_perm=2.0, epsilon_1=1.0, d=8)
     value = dataclasses.replace(lol, relation="value")
-    fleet = DeviceFleet(tmp_path / "d.sqlite", np.arange(10) % 8, lifetime_cap="100")
+    owner = DevicePolicy(max_epsilon_per_query=Fraction(100), allowed_relations=("user", "value"))  # the owner allows the value level
+    fleet = DeviceFleet(tmp_path / "d.sqlite", np.arange(10) % 8, lifetime_cap="100", policy=owner)
     for day in range(2):
         assert len(fleet.respond(Query.for_mechanism(f"u{day}", lol).to_json())["reports"]) == 10
     assert len(fleet.respond(Query.for_mechanism("v", value).to_json())["reports"]) == 10

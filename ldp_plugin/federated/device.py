@@ -58,7 +58,7 @@ from .query import Query
 
 __all__ = ["DevicePolicy", "DeviceFleet", "DeviceRefusal", "REFUSAL_REASONS"]
 
-REFUSAL_REASONS = ("unsupported_version", "malformed_query", "mechanism_not_allowed", "epsilon_above_policy", "budget_exhausted", "interrupted",
+REFUSAL_REASONS = ("unsupported_version", "malformed_query", "mechanism_not_allowed", "relation_not_allowed", "epsilon_above_policy", "budget_exhausted", "interrupted",
                    "in_progress", "keystore_missing", "ledger_missing", "ledger_corrupted", "ledger_tampered", "ledger_mismatch",
                    "not_initialized", "device_misconfigured")
 
@@ -188,7 +188,8 @@ class DeviceFleet:
         except LDPParameterError:
             return _reply(n, "malformed_query")
         name = query.spec.get("name") or query.spec.get("mechanism", {}).get("name")
-        reason = self.policy.refusal(name, query.epsilon_exact)
+        params = query.spec.get("params") if isinstance(query.spec.get("params"), dict) else {}
+        reason = self.policy.refusal(name, query.epsilon_exact, params.get("relation"))
         if reason is not None:
             return _reply(n, reason)
         try:

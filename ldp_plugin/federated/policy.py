@@ -37,10 +37,14 @@ class DevicePolicy:
     lifetime_cap: Optional[Fraction] = None
     period_cap: Optional[Fraction] = None
     period: Optional[str] = None
+    #: the neighbouring relations a repeated (keyed) series may be charged under: ``"user"`` (any two
+    #: histories of one user) by default; ``"value"`` (the papers' same-change-pattern relation) only if
+    #: the device's owner lists it — a server's query cannot lower the charge on its own
+    allowed_relations: tuple = ("user",)
 
     @classmethod
     def from_dict(cls, doc: dict) -> "DevicePolicy":
-        known = {"max_epsilon_per_query", "allowed_mechanisms", "lifetime_cap", "period_cap", "period"}
+        known = {"max_epsilon_per_query", "allowed_mechanisms", "lifetime_cap", "period_cap", "period", "allowed_relations"}
         extra = sorted(set(doc) - known)
         if extra:
             raise LDPParameterError(f"unknown [policy] key(s) {extra}; allowed: {sorted(known)}")
@@ -55,14 +59,20 @@ class DevicePolicy:
         pcap = doc.get("period_cap")
         if (period is None) != (pcap is None):
             raise LDPParameterError("[policy] needs both period_cap and period (or neither)")
+        relations = doc.get("allowed_relations", ["user"])
+        if not isinstance(relations, list) or not relations or not set(relations) <= {"user", "value"}:
+            raise LDPParameterError('[policy] allowed_relations must be a non-empty list of "user" and/or "value"')
         return cls(max_epsilon_per_query=_frac(doc["max_epsilon_per_query"], "max_epsilon_per_query"), allowed_mechanisms=allowed,
                    lifetime_cap=_frac(doc["lifetime_cap"], "lifetime_cap"), period_cap=None if pcap is None else _frac(pcap, "period_cap"),
-                   period=period)
+                   period=period, allowed_relations=tuple(relations))
 
-    def refusal(self, mechanism_name: Optional[str], epsilon: Fraction) -> Optional[str]:
-        """The reason this policy refuses a query, or ``None``."""
+    def refusal(self, mechanism_name: Optional[str], epsilon: Fraction, relation: Optional[str] = None) -> Optional[str]:
+        """The reason this policy refuses a query, or ``None`` (``relation``: the charging relation a
+        keyed series names in its spec)."""
         if self.allowed_mechanisms is not None and (mechanism_name or "").lower() not in self.allowed_mechanisms:
             return "mechanism_not_allowed"
+        if relation is not None and relation not in self.allowed_relations:
+            return "relation_not_allowed"
         if epsilon > self.max_epsilon_per_query:
             return "epsilon_above_policy"
         return None

@@ -170,8 +170,8 @@ def test_a_longitudinal_series_is_charged_its_lifetime_bound_on_the_device(tmp_p
     values = np.arange(60) % 8
     lol = ldp.LOLOHA(epsilon_perm=2.0, epsilon_1=1.0, d=8)
 
-    def run(mech, path, days):
-        fleet = DeviceFleet(tmp_path / path, values, lifetime_cap="4")
+    def run(mech, path, days, policy=None):
+        fleet = DeviceFleet(tmp_path / path, values, lifetime_cap="4", **({} if policy is None else {"policy": policy}))
         spent, refused = [], []
         for day in range(days):
             fleet.values = np.where(np.arange(60) < 30, values, np.roll(values, day))  # half constant, half changing daily
@@ -191,7 +191,11 @@ def test_a_longitudinal_series_is_charged_its_lifetime_bound_on_the_device(tmp_p
     assert refused[:3] == [{}] * 3 and refused[3] == refused[4] == {"budget_exhausted": 60}
     assert len(set(fleet.ledger.remaining_by_cohort())) == 1  # constant and changing devices: the same charge
     value = dataclasses.replace(lol, relation="value")
-    fleet_v, spent_v, refused_v = run(value, "lolv.sqlite", 5)
+    # a server's query cannot lower the charge: the value level is refused unless the owner's policy lists it
+    _, spent_s, refused_s = run(value, "lols.sqlite", 1)
+    assert refused_s == [{"relation_not_allowed": 60}] and spent_s == [0]
+    owner = DevicePolicy(max_epsilon_per_query=Fraction(4), allowed_relations=("user", "value"))
+    fleet_v, spent_v, refused_v = run(value, "lolv.sqlite", 5, policy=owner)
     assert spent_v == [value.lifetime_bound(t) for t in range(1, 6)] and spent_v[-1] == 4 and refused_v == [{}] * 5
     assert all(r.params["spec"]["params"]["relation"] == "value" for r in fleet_v.ledger.history())
     grr = ldp.LGRR(epsilon_perm=2.0, epsilon_1=1.0, d=8)
