@@ -25,6 +25,19 @@ from .memo import DistinctValueGuard, Memoized, new_user_key
 from .choose import make_auto, rank_mechanisms
 from .measurements import make_duchi, make_hybrid, make_one_bit_mean, make_piecewise, make_rue
 from .measurements_series import make_longitudinal
+from .mechanisms.distribution import BucketedOracle, DistributionEstimate, SquareWave
+from .measurements_families import make_bucketed, make_square_wave, then_bucketed, then_square_wave
+from .mechanisms.multi_attribute import RSFD, SMP, SPL, MultiAttributeEstimate
+from .measurements_families import make_rsfd, make_smp, make_spl, then_rsfd, then_smp, then_spl
+from .mechanisms.hierarchy import HierarchicalHistogram
+from .measurements_families import make_hierarchical_histogram, then_hierarchical_histogram
+from .mechanisms.key_value import PCKV, KeyValueBatch, KeyValueEstimate
+from .measurements_families import make_pckv, then_pckv
+from .mechanisms.haar import HaarHRR
+from .measurements_families import make_haar_hrr, then_haar_hrr
+from .mechanisms.multi_attribute import SMPPairs
+from .measurements_families import make_smp_pairs, then_smp_pairs
+from ._errors import LDPArgumentError, UnderdeterminedWarning
 from . import adapters as _adapters  # registers the Polars `ldp` namespace
 from . import _compat  # noqa: F401  (old module paths of moved modules; removed next round)
 
@@ -88,41 +101,27 @@ __all__ = [
 __all__ += _measurements.__all__
 
 # numeric distributions (issue 37): Square Wave + EMS, the bucketed oracle
-from .mechanisms.distribution import BucketedOracle, DistributionEstimate, SquareWave  # noqa: E402
-from .measurements_families import make_bucketed, make_square_wave, then_bucketed, then_square_wave  # noqa: E402
 
 __all__ += ["SquareWave", "BucketedOracle", "DistributionEstimate", "make_square_wave", "then_square_wave", "make_bucketed", "then_bucketed"]
 
 # several attributes per user (issue 37): SPL, SMP, RS+FD
-from .mechanisms.multi_attribute import RSFD, SMP, SPL, MultiAttributeEstimate  # noqa: E402
-from .measurements_families import make_rsfd, make_smp, make_spl, then_rsfd, then_smp, then_spl  # noqa: E402
 
 __all__ += ["SPL", "SMP", "RSFD", "MultiAttributeEstimate", "make_spl", "then_spl", "make_smp", "then_smp", "make_rsfd", "then_rsfd"]
 
 # ranges and quantiles on a fine grid (issue 37): the hierarchical histogram
-from .mechanisms.hierarchy import HierarchicalHistogram  # noqa: E402
-from .measurements_families import make_hierarchical_histogram, then_hierarchical_histogram  # noqa: E402
 
 __all__ += ["HierarchicalHistogram", "make_hierarchical_histogram", "then_hierarchical_histogram"]
 
 # key-value sets (issue 37): PCKV-GRR
-from .mechanisms.key_value import PCKV, KeyValueBatch, KeyValueEstimate  # noqa: E402
-from .measurements_families import make_pckv, then_pckv  # noqa: E402
 
 __all__ += ["PCKV", "KeyValueBatch", "KeyValueEstimate", "make_pckv", "then_pckv"]
 
 # ranges with the Haar wavelet (issue 37): HaarHRR
-from .mechanisms.haar import HaarHRR  # noqa: E402
-from .measurements_families import make_haar_hrr, then_haar_hrr  # noqa: E402
 
 __all__ += ["HaarHRR", "make_haar_hrr", "then_haar_hrr"]
 
 # two-way marginals (issue 37): SMP over attribute pairs
-from .mechanisms.multi_attribute import SMPPairs  # noqa: E402
-from .measurements_families import make_smp_pairs, then_smp_pairs  # noqa: E402
 
 __all__ += ["SMPPairs", "make_smp_pairs", "then_smp_pairs"]
-
-from ._errors import LDPArgumentError, UnderdeterminedWarning  # noqa: E402  (issue 38: argument errors, underdetermined designs)
 
 __all__ += ["LDPArgumentError", "UnderdeterminedWarning"]

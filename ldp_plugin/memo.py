@@ -51,6 +51,7 @@ from ._errors import LDPInputError, LDPParameterError
 from .estimation import FrequencyEstimate, estimate_pure
 from .mechanisms import KRR, FrequencyAccumulator, MechanismBase
 from .exact import epsilon_of_ratio
+from .mechanisms.domain import check_user_keys as _check_keys  # shared with the longitudinal clients
 from .mechanisms._base import check_epsilon
 from .mechanisms.lifetime import TranscriptModel, check_relation, increment
 from .mechanisms.lifetime import bound as lifetime_bound_of
@@ -67,8 +68,6 @@ def new_user_key() -> bytes:
 
     return os.urandom(32)
 
-
-from .mechanisms.domain import check_user_keys as _check_keys  # noqa: E402  (shared with the longitudinal clients)
 
 
 @dataclass(frozen=True, kw_only=True)
