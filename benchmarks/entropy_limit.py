@@ -25,7 +25,7 @@ import time
 import numpy as np
 
 import ldp_plugin as ldp
-from ldp_plugin._kernels import preload
+from ldp_plugin.sampling.kernels import preload
 from ldp_plugin.sampling import SecureRandomSource
 
 

@@ -123,7 +123,7 @@ def main() -> None:
                     f"x{row['ratio_client_secure']:,.0f} client, x{row['ratio_server']:,.0f} server",
                     flush=True,
                 )
-    from ldp_plugin._kernels import kernel_backend
+    from ldp_plugin.sampling.kernels import kernel_backend
 
     meta = {"python": platform.python_version(), "machine": platform.machine(), "processor": platform.processor(), "cpus": __import__("os").cpu_count(), "kernels": kernel_backend()}
     if args.json:

@@ -21,7 +21,7 @@ from .sets import PAD, SetBatch, as_set_batch
 from .mechanisms import SampleOne
 from .mechanisms import Duchi, Hybrid, MeanEstimate, OneBitMean, Piecewise, LGRR, LOUE, LOSUE, LSUE, LOLOHA, DBitFlipPM, LifetimeTracker
 from .accountant import Accountant, BudgetExceededError, LedgerError, Population
-from .memo import DistinctValueGuard, Memoized, new_user_key
+from .mechanisms.longitudinal import DistinctValueGuard, Memoized, new_user_key
 from .choose import make_auto, rank_mechanisms
 from .measurements import make_duchi, make_hybrid, make_one_bit_mean, make_piecewise, make_rue
 from .measurements_series import make_longitudinal

@@ -13,6 +13,14 @@ old path                               new home
 ``ldp_plugin.mechanisms.numeric_server`` :mod:`ldp_plugin.mechanisms.numeric.server`
 ``ldp_plugin.cli_series``              :mod:`ldp_plugin.cli.series`
 ``ldp_plugin.cli_types``               :mod:`ldp_plugin.cli._common`
+``ldp_plugin.cli_discovery``           :mod:`ldp_plugin.cli.discovery`
+``ldp_plugin.mechanisms.longitudinal_hashed`` :mod:`ldp_plugin.mechanisms.longitudinal.hashed`
+``ldp_plugin.mechanisms.longitudinal_unary``  :mod:`ldp_plugin.mechanisms.longitudinal.unary`
+``ldp_plugin.memo``                    :mod:`ldp_plugin.mechanisms.longitudinal.memoized`
+``ldp_plugin._kernels``                :mod:`ldp_plugin.sampling.kernels`
+``ldp_plugin._env``                    :mod:`ldp_plugin.sampling._env`
+``ldp_plugin._opendp_boundary``        :mod:`ldp_plugin._boundary.opendp`
+``ldp_plugin.workload``                :mod:`ldp_plugin._boundary.workload`
 =====================================  ==========================================
 """
 
@@ -25,6 +33,10 @@ from .cli import _common as cli_common, series as cli_series
 from .estimation import least_squares, sketch
 from .mechanisms.cohort import base as cohort_base, server as cohort_server
 from .mechanisms.numeric import server as numeric_server
+from .mechanisms.longitudinal import hashed as longitudinal_hashed, memoized, unary as longitudinal_unary
+from .sampling import _env, kernels
+from ._boundary import opendp as opendp_boundary, workload
+from .cli import discovery as cli_discovery
 
 ALIASES = {
     "ldp_plugin.estimation_lsq": least_squares,
@@ -36,6 +48,14 @@ ALIASES = {
     "ldp_plugin.mechanisms.numeric_server": numeric_server,
     "ldp_plugin.cli_series": cli_series,
     "ldp_plugin.cli_types": cli_common,
+    "ldp_plugin.cli_discovery": cli_discovery,
+    "ldp_plugin.mechanisms.longitudinal_hashed": longitudinal_hashed,
+    "ldp_plugin.mechanisms.longitudinal_unary": longitudinal_unary,
+    "ldp_plugin.memo": memoized,
+    "ldp_plugin._kernels": kernels,
+    "ldp_plugin._env": _env,
+    "ldp_plugin._opendp_boundary": opendp_boundary,
+    "ldp_plugin.workload": workload,
 }
 
 for _old, _module in ALIASES.items():

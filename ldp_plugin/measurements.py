@@ -25,7 +25,7 @@ import opendp.prelude as dp
 from opendp.mod import _PartialConstructor as PartialConstructor
 
 from ._errors import LDPParameterError
-from ._opendp_boundary import argument_check, checked
+from ._boundary.opendp import argument_check, checked
 from .exact import scale_epsilon_up
 from .mechanisms import (CMS, HCMS, KRR, OLH, ORAPPOR, ORR, OUE, RAPPOR, RUE, THE, BinaryMechanism, CountSketch, Duchi, FrequencyOracle,
                          GeometricMechanism, HadamardMechanism, HadamardResponse, Hybrid, KSubset, OneBitMean, Piecewise, PrivSet,

@@ -20,14 +20,14 @@ from typing import Any, Mapping, Optional
 import numpy as np
 
 from ._errors import LDPParameterError
-from ._kernels import preload
+from .sampling.kernels import preload
 from ._validation import check_choice, check_int, check_real
-from .workload import check_memory, check_work
+from ._boundary.workload import check_memory, check_work
 from .estimation import POSTPROCESS_CHOICES
 from .exact import float_up
 from .mechanisms import numeric
 from .mechanisms.longitudinal import LGRR, LOLOHA, LifetimeTracker
-from .mechanisms.longitudinal_unary import LOSUE, LOUE, LSUE, DBitFlipPM
+from .mechanisms.longitudinal import LOSUE, LOUE, LSUE, DBitFlipPM
 from .mechanisms.reports import wire_size
 from .mechanisms.sets import SetBatch
 from .sampling import SecureRandomSource, SeededRandomSource

@@ -16,7 +16,7 @@ from ldp_plugin._errors import LDPParameterError, LDPInputError
 from ldp_plugin.theory import choose_orr
 from ldp_plugin.mechanisms import SampleOne
 from ldp_plugin.mechanisms.domain import check_labels
-from ldp_plugin.memo import Memoized
+from ldp_plugin.mechanisms.longitudinal import Memoized
 
 __all__ = [
     "Declaration",

@@ -17,7 +17,7 @@ from typing import Callable, Optional, Sequence
 
 from .._boundary import translate
 from .._errors import LDPInputError, LDPParameterError, PrivacyVerificationError
-from ..cli_discovery import add_parsers as _discovery_parsers
+from .discovery import add_parsers as _discovery_parsers
 from ..federated.cli import add_parsers as _federated_parsers
 from ..estimation import POSTPROCESS_CHOICES
 from ..progress import enable

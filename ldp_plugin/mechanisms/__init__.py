@@ -15,6 +15,6 @@ from .subset import KSubset
 from .unary import OUE, RAPPOR, RUE, THE, UnaryEncoding
 from .numeric import Duchi, Hybrid, MeanEstimate, OneBitMean, Piecewise
 from .longitudinal import LGRR, LOLOHA, LifetimeTracker
-from .longitudinal_unary import LOSUE, LOUE, LSUE, DBitFlipPM
+from .longitudinal import LOSUE, LOUE, LSUE, DBitFlipPM
 
 __all__ = ["Mechanism", "MechanismBase", "ReportField", "SampleOne", "Channel", "FrequencyAccumulator", "FrequencyOracle", "KRR", "WarnerRR", "KSubset", "OLH", "HadamardResponse", "HadamardMechanism", "THE", "BinaryMechanism", "FiniteChannel", "GeometricMechanism", "StaircaseMechanism", "Wheel", "RapporSet", "PrivSet", "SetAccumulator", "ORR", "ORAPPOR", "CMS", "HCMS", "CountSketch", "CohortReports", "CohortAccumulator", "OUE", "RAPPOR", "RUE", "UnaryEncoding", "Duchi", "Piecewise", "Hybrid", "OneBitMean", "MeanEstimate", "LGRR", "LOUE", "LOSUE", "LSUE", "LOLOHA", "DBitFlipPM", "LifetimeTracker"]

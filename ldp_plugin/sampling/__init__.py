@@ -20,7 +20,7 @@ is an exact rational number that the mechanism can check at construction:
   ``[0, N)`` in random order (partial Fisher–Yates, exactly uniform).
 
 The two batch samplers have compiled kernels (numba, the ``fast`` extra) and numpy twins that
-turn the same random bytes into the same output (:mod:`ldp_plugin._kernels`); work is cut into
+turn the same random bytes into the same output (:mod:`ldp_plugin.sampling.kernels`); work is cut into
 fixed segments that run on all cores, and a seeded stream is consumed in the same order
 whatever the number of cores or the backend.
 

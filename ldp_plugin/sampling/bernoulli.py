@@ -206,7 +206,7 @@ def _bernoulli_runs(source: "RandomSource", threshold: int, n_rows: int, n_bits:
     """Events of probability ``threshold / 2**64``: the sparse sampler when it is cheaper, else
     geometric-run decoding. ``after(a, b, rows)``, if given, is applied to each finished segment of
     rows ``[a, b)`` while it is still in cache (sparse path) or to all rows at the end."""
-    from .._kernels import compiled
+    from .kernels import compiled
 
     rare = min(threshold, (1 << 64) - threshold)  # a 1 is rare (or a 0: sample 0s, flip)
     if use_sparse(rare):
@@ -237,7 +237,7 @@ def _bernoulli_sparse(source: "RandomSource", threshold: int, n_rows: int, n_bit
     """Sparse path (:mod:`.sparse`): events of probability ``threshold / 2**64`` by exact geometric
     skips, in the same fixed segments of rows; ``flip``: the complement of every bit (padding
     bits cleared); ``after``: see :func:`_bernoulli_runs`."""
-    from .._kernels import compiled
+    from .kernels import compiled
 
     kernel = compiled("sparse_runs", work=n_rows * n_bits)
     note("numba" if kernel is not None else "numpy")

@@ -29,7 +29,7 @@ from typing import Optional
 
 import numpy as np
 
-from .._env import use_fast
+from ._env import use_fast
 from .trace import note
 
 __all__ = ["random_backend", "secure_bytes", "CIPHER_MIN"]

@@ -6,7 +6,7 @@ inherited a pool object would queue work for threads that do not exist and wait 
 forked child's first large draw never returned). The pools are therefore per process: an
 ``os.register_at_fork`` hook forgets them in the child, and the dictionary is also keyed by the
 process id, so a child that forks by other means (or a platform without the hook) never reuses
-its parent's pool. The kernel loader's lock (:mod:`ldp_plugin._kernels`) is reset the same way."""
+its parent's pool. The kernel loader's lock (:mod:`ldp_plugin.sampling.kernels`) is reset the same way."""
 
 from __future__ import annotations
 
@@ -44,7 +44,7 @@ if hasattr(os, "register_at_fork"):  # POSIX
 
 
 def _kernel(name: str, work=None):
-    from .._kernels import compiled
+    from .kernels import compiled
 
     k = compiled(name, work)
     note("numba" if k is not None else "numpy")

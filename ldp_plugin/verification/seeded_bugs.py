@@ -45,15 +45,15 @@ from typing import ClassVar
 
 import numpy as np
 
-from .._kernels import compiled
+from ..sampling.kernels import compiled
 from ..exact import TWO64, exp_lower_bound
 from ..hashing import mix64
 from ..mechanisms import KRR, OLH, OUE, RAPPOR, GeometricMechanism, KSubset, Piecewise, SampleOne
 from ..mechanisms._base import floor_threshold
-from ..mechanisms.longitudinal import LGRR, _grr_sample
+from ..mechanisms.longitudinal.base import LGRR, _grr_sample
 from ..mechanisms.numeric import Duchi
 from ..mechanisms.unary import UnaryEncoding, randomize_bit_rows
-from ..memo import Memoized
+from ..mechanisms.longitudinal import Memoized
 from ..sampling import RandomSource, SeededRandomSource
 from ..sampling.cipher import CIPHER_MIN, _cipher_module
 

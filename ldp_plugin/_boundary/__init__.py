@@ -20,7 +20,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any, Iterator, Optional
 
-from ._errors import LDPInputError, LDPParameterError
+from .._errors import LDPInputError, LDPParameterError
 
 __all__ = ["reading", "polars_error", "sqlite_error", "os_error", "opendp_error", "translate", "is_polars_error"]
 

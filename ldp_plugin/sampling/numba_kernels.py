@@ -1,6 +1,6 @@
 """The numba kernels of the sampling layer, at module level so that numba's on-disk cache works
 (kernels defined inside a function were recompiled by every process: ~3 s per CLI call).
-Imported only by :mod:`ldp_plugin._kernels` when numba is installed; ``LDP_PLUGIN_NUMBA_CACHE=0``
+Imported only by :mod:`ldp_plugin.sampling.kernels` when numba is installed; ``LDP_PLUGIN_NUMBA_CACHE=0``
 compiles in memory (set by the loader when no cache directory is usable)."""
 
 import os

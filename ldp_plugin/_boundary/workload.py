@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 
-from ._errors import LDPParameterError
+from .._errors import LDPParameterError
 
 __all__ = ["MAX_SECONDS", "MAX_BYTES", "check_work", "check_memory"]
 

@@ -47,15 +47,17 @@ from typing import Any, Optional, Sequence
 
 import numpy as np
 
-from ._errors import LDPInputError, LDPParameterError
-from .estimation import FrequencyEstimate, estimate_pure
-from .mechanisms import KRR, FrequencyAccumulator, MechanismBase
-from .exact import epsilon_of_ratio
-from .mechanisms.domain import check_user_keys as _check_keys  # shared with the longitudinal clients
-from .mechanisms._base import check_epsilon
-from .mechanisms.lifetime import TranscriptModel, check_relation, increment
-from .mechanisms.lifetime import bound as lifetime_bound_of
-from .sampling import RNGLike
+from ..._errors import LDPInputError, LDPParameterError
+from ...estimation import FrequencyEstimate, estimate_pure
+from ..randomized_response import KRR
+from .._base import FrequencyAccumulator
+from ..base import MechanismBase
+from ...exact import epsilon_of_ratio
+from ..domain import check_user_keys as _check_keys  # shared with the longitudinal clients
+from .._base import check_epsilon
+from ..lifetime import TranscriptModel, check_relation, increment
+from ..lifetime import bound as lifetime_bound_of
+from ...sampling import RNGLike
 
 __all__ = ["Memoized", "DistinctValueGuard", "new_user_key"]
 
@@ -246,7 +248,7 @@ class Memoized(MechanismBase):
         return self.randomize(codes if self.categories is None else np.array([self.categories[c] for c in codes.tolist()], dtype=object), user_keys, rng=rng)
 
     def analytic_mse(self, n: int, *, theta: Any = None, f: Any = None, sampling: str = "fixed") -> float:
-        from .theory import mse_pure
+        from ...theory import mse_pure
 
         extra = 0.0 if sampling == "fixed" else (1 - float(np.sum(np.asarray(theta) ** 2))) / n
         return float(mse_pure(self.d, n, float(self.p_star_exact), float(self.q_star_exact))) + extra
@@ -258,7 +260,7 @@ class Memoized(MechanismBase):
     def channel(self):
         """Exact channel of one report: the permanent k-RR (a keyed PRF of a random user key:
         exactly k-RR for a uniformly random key) followed by the instantaneous k-RR."""
-        from .mechanisms import Channel
+        from .._base import Channel
 
         A, B = self.permanent_mechanism.channel().matrix, self.instantaneous_mechanism.channel().matrix
         d = self.d

@@ -19,7 +19,7 @@ from typing import Any, Callable, Optional
 import opendp.prelude as dp
 from opendp.mod import AnyMeasurement
 
-from ._errors import LDPInputError, LDPParameterError
+from .._errors import LDPInputError, LDPParameterError
 
 __all__ = ["CheckedMeasurement", "checked", "check_d_in", "reraise_opendp"]
 

@@ -61,17 +61,17 @@ from typing import Any, Optional, Sequence
 
 import numpy as np
 
-from .._errors import LDPInputError, LDPParameterError
-from ..estimation import FrequencyEstimate, estimate_pure, pure_variance
-from ..exact import TWO64, epsilon_of_ratio, exp_lower_bound, float_up, ratio_within_exp
-from ..sampling import RNGLike, as_source
-from .domain import check_epsilon
-from .domain import check_user_keys as _check_keys
-from .base import MechanismBase
-from .lifetime import TranscriptModel, bound, check_relation, increment
-from .protocol import MergeableCounts, ReportField
+from ..._errors import LDPInputError, LDPParameterError
+from ...estimation import FrequencyEstimate, estimate_pure, pure_variance
+from ...exact import TWO64, epsilon_of_ratio, exp_lower_bound, float_up, ratio_within_exp
+from ...sampling import RNGLike, as_source
+from ..domain import check_epsilon
+from ..domain import check_user_keys as _check_keys
+from ..base import MechanismBase
+from ..lifetime import TranscriptModel, bound, check_relation, increment
+from ..protocol import MergeableCounts, ReportField
 
-__all__ = ["LongitudinalMechanism", "LGRR", "LOLOHA", "LifetimeTracker", "loloha_optimal_g"]
+__all__ = ["LongitudinalMechanism", "LGRR", "LifetimeTracker"]
 
 _M64 = (1 << 64) - 1
 
@@ -376,7 +376,7 @@ class LGRR(LongitudinalMechanism):
 
     def channel(self):
         """Exact one-report channel (the permanent layer for a uniformly random key, composed)."""
-        from ._base import Channel
+        from .._base import Channel
 
         ps, qs = self.p_star_exact, self.q_star_exact
         return Channel(tuple(range(self.d)), tuple(tuple(ps if y == x else qs for y in range(self.d)) for x in range(self.d)))
@@ -386,7 +386,7 @@ class LGRR(LongitudinalMechanism):
         permanent GRR(ε∞) over the ``k`` units (the real keyed PRF, a fresh random key per report)
         and of the instantaneous GRR over the ``k`` units (the real source sampler);
         ``sampler(x, n, source)`` gives ``n`` outputs (unit codes) on unit ``x``."""
-        from ._base import Channel
+        from .._base import Channel
 
         k = self._k()
         p1, q1, p2, q2 = self.thresholds[2:6]
@@ -466,6 +466,3 @@ class LifetimeTracker:
         if self.mechanism.relation == "value":
             return self.value_spend()
         return np.full(self.seen.shape[0], self.user_bound())
-
-
-from .longitudinal_hashed import LOLOHA, loloha_optimal_g  # noqa: E402,F401  (re-exported; it builds on LGRR)

@@ -6,12 +6,12 @@ import json
 import time
 from pathlib import Path
 
-from ._errors import LDPInputError
-from ._boundary import reading
+from .._errors import LDPInputError
+from .._boundary import reading
 
 
 def add_parsers(sub, parser_class, int_in, epsilon, seed) -> None:
-    from .discovery import METHODS, ORACLES
+    from ..discovery import METHODS, ORACLES
 
     hh = sub.add_parser("heavy-hitters", help="discover frequent strings without a dictionary (PEM, TreeHist, SFP)")
     hsub = hh.add_subparsers(dest="heavy_hitters_command", required=True, parser_class=parser_class)
@@ -53,17 +53,17 @@ def read_column(path: str, column: str):
 def build_query(method: str, **kw):
     """The discovery query of ``method`` (``pem``, ``treehist`` or ``sfp``)."""
     if method == "sfp":
-        from .discovery.sfp import SFP
+        from ..discovery.sfp import SFP
 
         kw.pop("oracle", None)
         return SFP(**kw)
-    from .discovery import PrefixDiscovery
+    from ..discovery import PrefixDiscovery
 
     return PrefixDiscovery(method=method, **kw)
 
 
 def cmd_heavy_hitters(args) -> int:
-    from .discovery.prefix import INFERRED, infer_domain
+    from ..discovery.prefix import INFERRED, infer_domain
 
     values = read_column(args.input, args.column)
     alphabet, max_length = infer_domain(values, alphabet=args.alphabet, max_length=args.max_length)

@@ -89,10 +89,10 @@ def _import_and_compile() -> Optional[dict]:
 
 
 def _import_kernels(cache: bool) -> dict:
-    """Import :mod:`ldp_plugin._numba_kernels` (compiled, or loaded from numba's disk cache)."""
+    """Import :mod:`ldp_plugin.sampling.numba_kernels` (compiled, or loaded from numba's disk cache)."""
     os.environ["LDP_PLUGIN_NUMBA_CACHE"] = "1" if cache else "0"
-    sys.modules.pop("ldp_plugin._numba_kernels", None)
-    return dict(importlib.import_module("ldp_plugin._numba_kernels").KERNELS)
+    sys.modules.pop("ldp_plugin.sampling.numba_kernels", None)
+    return dict(importlib.import_module("ldp_plugin.sampling.numba_kernels").KERNELS)
 
 
 def preload(work: Optional[int] = None) -> str:
