@@ -24,7 +24,7 @@ import time
 import numpy as np
 
 import ldp_plugin as ldp
-from ldp_plugin.choose_distribution import predicted_w1, w1_distance, bucket_rule
+from ldp_plugin.choose.distribution import predicted_w1, w1_distance, bucket_rule
 from ldp_plugin.mechanisms.hierarchy import flat_range_variance
 
 

@@ -24,19 +24,19 @@ from .accountant import Accountant, BudgetExceededError, LedgerError, Population
 from .mechanisms.longitudinal import DistinctValueGuard, Memoized, new_user_key
 from .choose import make_auto, rank_mechanisms
 from .measurements import make_duchi, make_hybrid, make_one_bit_mean, make_piecewise, make_rue
-from .measurements_series import make_longitudinal
+from .measurements import make_longitudinal
 from .mechanisms.distribution import BucketedOracle, DistributionEstimate, SquareWave
-from .measurements_families import make_bucketed, make_square_wave, then_bucketed, then_square_wave
+from .measurements import make_bucketed, make_square_wave, then_bucketed, then_square_wave
 from .mechanisms.multi_attribute import RSFD, SMP, SPL, MultiAttributeEstimate
-from .measurements_families import make_rsfd, make_smp, make_spl, then_rsfd, then_smp, then_spl
+from .measurements import make_rsfd, make_smp, make_spl, then_rsfd, then_smp, then_spl
 from .mechanisms.hierarchy import HierarchicalHistogram
-from .measurements_families import make_hierarchical_histogram, then_hierarchical_histogram
+from .measurements import make_hierarchical_histogram, then_hierarchical_histogram
 from .mechanisms.key_value import PCKV, KeyValueBatch, KeyValueEstimate
-from .measurements_families import make_pckv, then_pckv
+from .measurements import make_pckv, then_pckv
 from .mechanisms.haar import HaarHRR
-from .measurements_families import make_haar_hrr, then_haar_hrr
+from .measurements import make_haar_hrr, then_haar_hrr
 from .mechanisms.multi_attribute import SMPPairs
-from .measurements_families import make_smp_pairs, then_smp_pairs
+from .measurements import make_smp_pairs, then_smp_pairs
 from ._errors import LDPArgumentError, UnderdeterminedWarning
 from . import adapters as _adapters  # registers the Polars `ldp` namespace
 from . import _compat  # noqa: F401  (old module paths of moved modules; removed next round)

@@ -21,6 +21,9 @@ old path                               new home
 ``ldp_plugin._env``                    :mod:`ldp_plugin.sampling._env`
 ``ldp_plugin._opendp_boundary``        :mod:`ldp_plugin._boundary.opendp`
 ``ldp_plugin.workload``                :mod:`ldp_plugin._boundary.workload`
+``ldp_plugin.measurements_series``     :mod:`ldp_plugin.measurements` (``make_longitudinal``, the means' pairs)
+``ldp_plugin.measurements_families``   :mod:`ldp_plugin.measurements` (the families' pairs)
+``ldp_plugin.choose_distribution``     :mod:`ldp_plugin.choose.distribution`
 =====================================  ==========================================
 """
 
@@ -28,7 +31,7 @@ from __future__ import annotations
 
 import sys
 
-from . import choose, simulate
+from . import choose, measurements, simulate
 from .cli import _common as cli_common, series as cli_series
 from .estimation import least_squares, sketch
 from .mechanisms.cohort import base as cohort_base, server as cohort_server
@@ -37,6 +40,7 @@ from .mechanisms.longitudinal import hashed as longitudinal_hashed, memoized, un
 from .sampling import _env, kernels
 from ._boundary import opendp as opendp_boundary, workload
 from .cli import discovery as cli_discovery
+from .choose import distribution as choose_distribution
 
 ALIASES = {
     "ldp_plugin.estimation_lsq": least_squares,
@@ -56,6 +60,9 @@ ALIASES = {
     "ldp_plugin._env": _env,
     "ldp_plugin._opendp_boundary": opendp_boundary,
     "ldp_plugin.workload": workload,
+    "ldp_plugin.measurements_series": measurements,
+    "ldp_plugin.measurements_families": measurements,
+    "ldp_plugin.choose_distribution": choose_distribution,
 }
 
 for _old, _module in ALIASES.items():

@@ -10,6 +10,12 @@ OpenDP never calls a user domain's ``member`` function, so the measurement valid
 itself (errors name the problem, never the value). The randomness source is the OS CSPRNG unless
 a seed is given (then the measurement is reproducible and *not* suitable for a release).
 
+A longitudinal (keyed) measurement takes the input a user holds — the value's code — and holds
+the user's secret key inside (:func:`make_longitudinal`); its map is the instantaneous layer's
+``ε_inst`` per call, which composes correctly over repeated calls (the lifetime bound a ledger
+charges for a whole series is the mechanism's ``collection_cost``, see
+:mod:`ldp_plugin.mechanisms.lifetime`).
+
 Requires ``dp.enable_features("contrib", "honest-but-curious")``, which :func:`make_ldp` turns on:
 user-defined measurements are trusted code in OpenDP's model, and the trust here rests on the
 exact realized-channel check each mechanism performs at construction.
@@ -18,18 +24,27 @@ exact realized-channel check each mechanism performs at construction.
 from __future__ import annotations
 
 import inspect
+import os
+import threading
 from typing import Any, Optional
+
+import numpy as np
 
 import opendp.prelude as dp
 # OpenDP's own then_* functions return this class; it is what `transformation >> partial` expects.
 from opendp.mod import _PartialConstructor as PartialConstructor
 
-from ._errors import LDPParameterError
+from ._errors import LDPInputError, LDPParameterError
 from ._boundary.opendp import argument_check, checked
-from .exact import scale_epsilon_up
+from .exact import float_up, scale_epsilon_up
 from .mechanisms import (CMS, HCMS, KRR, OLH, ORAPPOR, ORR, OUE, RAPPOR, RUE, THE, BinaryMechanism, CountSketch, Duchi, FrequencyOracle,
                          GeometricMechanism, HadamardMechanism, HadamardResponse, Hybrid, KSubset, OneBitMean, Piecewise, PrivSet,
                          RapporSet, SampleOne, StaircaseMechanism, WarnerRR, Wheel)
+from .mechanisms.distribution import BucketedOracle, SquareWave
+from .mechanisms.haar import HaarHRR
+from .mechanisms.hierarchy import HierarchicalHistogram
+from .mechanisms.key_value import PCKV
+from .mechanisms.multi_attribute import RSFD, SMP, SPL, SMPPairs
 from .mechanisms.protocol import Mechanism, refuse_keyed
 from .sampling import RNGLike, as_source
 
@@ -94,6 +109,25 @@ __all__ = [
     "then_one_bit_mean",
     "make_randomized_response_warner",
     "then_randomized_response_warner",
+    "make_square_wave",
+    "then_square_wave",
+    "make_bucketed",
+    "then_bucketed",
+    "make_spl",
+    "then_spl",
+    "make_smp",
+    "then_smp",
+    "make_rsfd",
+    "then_rsfd",
+    "make_hierarchical_histogram",
+    "then_hierarchical_histogram",
+    "make_pckv",
+    "then_pckv",
+    "make_haar_hrr",
+    "then_haar_hrr",
+    "make_smp_pairs",
+    "then_smp_pairs",
+    "make_longitudinal",
 ]
 
 UNITS = ("user", "population")
@@ -297,6 +331,57 @@ _DUCHI_DOC = """Duchi et al.'s mechanism as an OpenDP measurement (ε-LDP per us
     (True, 1.0)
     """
 
+_SQUARE_WAVE_DOC = """Square Wave (Li et al., SIGMOD 2020) as an OpenDP measurement: ε-LDP per user (one
+    user's number replaced by any other in ``[lower, upper]``).
+
+    >>> import ldp_plugin as ldp
+    >>> m = ldp.make_square_wave(epsilon=1.0, lower=0, upper=10, grid=16)
+    >>> 0 <= m(3.5) < 16 + 2 * ldp.SquareWave(epsilon=1.0, grid=16).half_window, m.map(1)
+    (True, 1.0)
+    """
+_BUCKETED_DOC = """The bucketed frequency oracle as an OpenDP measurement (ε-LDP per user)."""
+_SPL_DOC = """SPL (k-RR at ε/A per attribute) as an OpenDP measurement: ε-LDP per user, the whole tuple
+    being the user's record.
+
+    >>> import ldp_plugin as ldp
+    >>> m = ldp.make_spl(epsilon=2.0, domains=(3, 4))
+    >>> len(m((2, 1))), m.map(1)
+    (2, 2.0)
+    """
+_SMP_DOC = """SMP (one sampled attribute, k-RR at ε; the report is ``(attribute, value)``) as an OpenDP
+    measurement: ε-LDP per user (whole tuple).
+    """
+_RSFD_DOC = """RS+FD[GRR] as an OpenDP measurement: ε-LDP per user (whole tuple; see
+    :class:`ldp_plugin.RSFD` for the paper's per-attribute configuration).
+    """
+_HIERARCHY_DOC = """The hierarchical histogram (Cormode et al., VLDB 2019) as an OpenDP measurement: ε-LDP per
+    user (one user's number replaced by any other in ``[lower, upper]``).
+
+    >>> import ldp_plugin as ldp
+    >>> m = ldp.make_hierarchical_histogram(epsilon=1.0, buckets=16)
+    >>> int(m(0.3)["level"][0]) in (1, 2), m.map(1)
+    (True, 1.0)
+    """
+_PCKV_DOC = """PCKV-GRR (Gu et al., USENIX Security 2020) as an OpenDP measurement: ε-LDP per user (one
+    user's whole key–value set replaced by any other). Input: one user's list of ``(key, value)``.
+
+    >>> import ldp_plugin as ldp
+    >>> m = ldp.make_pckv(epsilon=1.0, d=4, ell=2)
+    >>> 0 <= m([(1, 0.5)]) < 12, m.map(1)
+    (True, 1.0)
+    """
+_HAAR_DOC = """HaarHRR (Cormode et al., VLDB 2019) as an OpenDP measurement: ε-LDP per user (one user's
+    number replaced by any other in ``[lower, upper]``).
+
+    >>> import ldp_plugin as ldp
+    >>> m = ldp.make_haar_hrr(epsilon=1.0, buckets=16)
+    >>> sorted(m(0.3)), m.map(1)
+    (['bit', 'level', 'row'], 1.0)
+    """
+_SMP_PAIRS_DOC = """SMP over attribute pairs (two-way marginals) as an OpenDP measurement: ε-LDP per user
+    (whole tuple); the report is ``(pair, joint value)``.
+    """
+
 
 # -- one make_X / then_X pair per registered name (OpenDP's to_then shape) -------------------------------
 def _pair(cls: type, name: str, doc: Optional[str] = None) -> tuple:
@@ -309,15 +394,16 @@ def _pair(cls: type, name: str, doc: Optional[str] = None) -> tuple:
     extra = [inspect.Parameter("unit", inspect.Parameter.KEYWORD_ONLY, default="user"),
              inspect.Parameter("rng", inspect.Parameter.KEYWORD_ONLY, default=None)]
     signature = inspect.Signature(params + extra)
+    then_signature = inspect.Signature(params + [extra[0].replace(default=None), extra[1]])
 
-    def _mechanism(kwargs: dict) -> tuple:
+    def _mechanism(kwargs: dict, sig: inspect.Signature = signature) -> tuple:
         try:
-            bound = signature.bind(**kwargs)
+            bound = sig.bind(**kwargs)
         except TypeError:
             raise LDPParameterError(f"make_{name.replace('-', '_')} takes the keyword parameters {', '.join(signature.parameters)} "
                                     f"(got {', '.join(sorted(kwargs))})") from None
         args = dict(bound.arguments)
-        unit, rng = args.pop("unit", "user"), args.pop("rng", None)
+        unit, rng = args.pop("unit", sig.parameters["unit"].default), args.pop("rng", None)
         return cls(**args), unit, rng
 
     def make(**kwargs: Any) -> dp.Measurement:
@@ -325,16 +411,17 @@ def _pair(cls: type, name: str, doc: Optional[str] = None) -> tuple:
         return make_ldp(mech, unit=unit, rng=rng)
 
     def then(**kwargs: Any) -> PartialConstructor:
-        mech, unit, rng = _mechanism(kwargs)
+        mech, unit, rng = _mechanism(kwargs, then_signature)
         return then_ldp(mech, unit=unit, rng=rng)
 
     ident = name.replace("-", "_")
     summary = (cls.__doc__ or cls.__name__).strip().split("\n\n")[0]
     make.__doc__ = doc or f"{cls.__name__} (registered as ``{name}``) as an OpenDP measurement: ``ε``-LDP per user.\n\n    {summary}"
-    then.__doc__ = f"Partial of :func:`make_{ident}` for chaining (``transformation >> then_{ident}(...)``)."
-    for fn, prefix in ((make, "make_"), (then, "then_")):
+    then.__doc__ = (f"Partial of :func:`make_{ident}` for chaining (``transformation >> then_{ident}(...)``; the unit "
+                    "follows from the transformation's metric unless given).")
+    for fn, prefix, sig in ((make, "make_", signature), (then, "then_", then_signature)):
         fn.__name__ = fn.__qualname__ = prefix + ident
-        fn.__signature__ = signature
+        fn.__signature__ = sig
         fn.__module__ = __name__
     return make, then
 
@@ -364,8 +451,77 @@ make_duchi, then_duchi = _pair(Duchi, "duchi", doc=_DUCHI_DOC)
 make_piecewise, then_piecewise = _pair(Piecewise, "piecewise")
 make_hybrid, then_hybrid = _pair(Hybrid, "hybrid")
 make_one_bit_mean, then_one_bit_mean = _pair(OneBitMean, "one-bit-mean")
+make_square_wave, then_square_wave = _pair(SquareWave, "square-wave", doc=_SQUARE_WAVE_DOC)
+make_bucketed, then_bucketed = _pair(BucketedOracle, "bucketed", doc=_BUCKETED_DOC)
+make_spl, then_spl = _pair(SPL, "spl", doc=_SPL_DOC)
+make_smp, then_smp = _pair(SMP, "smp", doc=_SMP_DOC)
+make_rsfd, then_rsfd = _pair(RSFD, "rsfd", doc=_RSFD_DOC)
+make_hierarchical_histogram, then_hierarchical_histogram = _pair(HierarchicalHistogram, "hierarchical-histogram", doc=_HIERARCHY_DOC)
+make_pckv, then_pckv = _pair(PCKV, "pckv", doc=_PCKV_DOC)
+make_haar_hrr, then_haar_hrr = _pair(HaarHRR, "haar-hrr", doc=_HAAR_DOC)
+make_smp_pairs, then_smp_pairs = _pair(SMPPairs, "smp-pairs", doc=_SMP_PAIRS_DOC)
 # the longitudinal names (l-grr, l-oue, l-osue, l-sue, loloha, dbitflip) are keyed: their one entry
-# point is measurements_series.make_longitudinal (a user's (code, key) pair), never make_ldp
+# point is make_longitudinal below (a user's code, the key held inside), never make_ldp
 
 # compatibility aliases (removed next round)
 make_randomized_response_warner, then_randomized_response_warner = make_warner, then_warner
+
+
+def make_longitudinal(mechanism: Any, *, key: Optional[bytes] = None, rng: RNGLike = None) -> dp.Measurement:
+    """Reports of a keyed (memoized) longitudinal ``mechanism`` for **one user**: input the code of
+    the value the user holds, output one report per call; the user's secret key is held inside
+    the measurement (a fresh 32-byte OS-CSPRNG key per measurement unless ``key`` is passed).
+    ``discrete_distance``, ``max_divergence``, map ``0 if d_in == 0 else ε_inst`` (rounded up).
+
+    Guarantee (user level: any two values of the user at each call). With the key hidden, the
+    permanent table ``B`` is random but *shared by every call*: one call, conditioned on any past
+    outputs of this key, is a mixture over the posterior of ``B`` of the instantaneous layer, hence
+    ``ε_inst``-LDP (:mod:`ldp_plugin.mechanisms.lifetime`, Lemma 2) — so OpenDP's sequential
+    composition of ``T`` calls (``T·ε_inst``) is valid even though the calls share the key.
+    ``ε₁`` (one report's ε) is **not** a valid map: after a few calls the permanent layer is
+    known and a call costs ``ε_inst`` (a black-box audit of the measurement finds it). A ledger
+    that charges a whole series should charge ``mechanism.collection_cost(t)`` (tighter over
+    many collections). dBitFlipPM has no instantaneous layer: its measurement answers **once**
+    (map ``ε∞``; a second call is refused — it would be unbounded) and takes no ``key=`` (a key
+    shared with another measurement would make its one call unbounded too).
+
+    >>> import ldp_plugin as ldp
+    >>> mech = ldp.LGRR(epsilon_perm=2.0, epsilon_1=1.0, d=8)
+    >>> m = ldp.make_longitudinal(mech)
+    >>> 0 <= int(m(3)[0]) < 8, m.map(1) == float(mech.epsilon_inst) > mech.epsilon_1
+    (True, True)
+    """
+    enable_ldp_features()
+    if not getattr(mechanism, "needs_user_keys", False) or not hasattr(mechanism, "collection_cost") or not hasattr(mechanism, "epsilon_inst"):
+        raise LDPParameterError("make_longitudinal takes a longitudinal mechanism (l-grr, l-oue, l-osue, l-sue, dbitflip, loloha)")
+    once = mechanism.epsilon_inst is None
+    if once and key is not None:
+        raise LDPParameterError(f"{mechanism.name} has no instantaneous layer: its measurement holds its own fresh key (no key=)")
+    if key is None:
+        key = os.urandom(32)
+    if not isinstance(key, (bytes, bytearray)) or not 16 <= len(key) <= 255:
+        raise LDPParameterError("key must be 16 to 255 bytes (the user's secret)")
+    key = bytes(key)
+    eps = float(mechanism.epsilon) if once else float_up(mechanism.epsilon_inst)
+    d = int(mechanism.d)
+    source = as_source(rng)
+    state = {"calls": 0}
+    lock = threading.Lock()
+    domain = dp.user_domain(f"LDPValueCode(d={d}, {mechanism.name}, keyed)", lambda _x: True)
+
+    def function(code):
+        if isinstance(code, bool) or not isinstance(code, (int, np.integer)) or not 0 <= int(code) < d:
+            raise LDPInputError(f"a longitudinal report takes one item code in [0, {d})")
+        with lock:
+            if once and state["calls"]:
+                raise LDPParameterError(f"{mechanism.name} has no instantaneous layer: a second report of the same key has "
+                                        "unbounded user-level privacy loss (refused)")
+            state["calls"] += 1
+        return mechanism.randomize(np.array([int(code)]), [key], rng=source)
+
+    def privacy_map(d_in):
+        if isinstance(d_in, bool) or not isinstance(d_in, int) or d_in < 0:
+            raise LDPParameterError("d_in must be a non-negative Python int")
+        return 0.0 if d_in == 0 else eps
+
+    return dp.m.make_user_measurement(domain, dp.discrete_distance(), dp.max_divergence(), function, privacy_map)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 from .._errors import LDPParameterError
-from ..choose_distribution import rank_distribution_mechanisms
+from ..choose.distribution import rank_distribution_mechanisms
 
 
 def add_distribution_choose_arguments(ch, int_in) -> None:

@@ -31,7 +31,7 @@ from its multinomial, EMS re-run; percentile intervals), since EMS has no closed
 reported with a frequency oracle (k-RR when ``B < 3e^ε + 2``, else OUE — the smaller variance,
 Wang et al., USENIX Security 2017, §4.3); its histogram, ranges and quantiles are linear in
 unbiased bucket estimates, so their intervals are **analytic** (normal, from the oracle's exact
-variance). The bucket rule (:func:`ldp_plugin.choose_distribution.bucket_rule`) picks the
+variance). The bucket rule (:func:`ldp_plugin.choose.distribution.bucket_rule`) picks the
 ``B`` with the smallest *predicted* W1 error for the user's ``n`` and ε on a reference shape
 (smooth by default), predicted by simulating the exact channel's report counts; the same
 prediction ranks Square Wave against the bucketed oracle in ``ldp choose --family distribution``.

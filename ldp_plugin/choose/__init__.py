@@ -23,6 +23,9 @@ Choosing a mean or a longitudinal mechanism (``ldp choose --family mean|longitud
   ``E[min(#memoized units, bound)]·ε∞`` (value redraws uniform over ``d``; LOLOHA's units are
   hashed values, uniform over ``g``; dBitFlipPM's are patterns) and the worst case
   ``min(min(rounds, bound)·ε∞, user level)`` (``lifetime_value_expected`` / ``lifetime_value_worst``).
+
+Choosing how to estimate a numeric distribution (``ldp choose --family distribution``) and the
+bucketed oracle's bucket rule: :mod:`ldp_plugin.choose.distribution`.
 """
 
 from __future__ import annotations
@@ -33,18 +36,18 @@ from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
 
-from ._errors import LDPParameterError
-from ._validation import check_choice, check_int, check_real
-from .exact import float_up
-from .mechanisms import KRR, OLH, ORR, OUE, RAPPOR, RUE, THE, HadamardMechanism, HadamardResponse, KSubset, PrivSet, RapporSet, Wheel
-from .mechanisms._base import check_epsilon
-from .mechanisms import SampleOne
-from .mechanisms.local_hashing import olh_default_g
-from .mechanisms.protocol import SupportRates, Verifiable
-from .mechanisms.reports import report_bits
-from .theory import choose_orr
-from .simulate import LONGITUDINAL_NAMES, MEAN_NAMES, build_longitudinal, build_mean
-from .amplification import amplify
+from .._errors import LDPParameterError
+from .._validation import check_choice, check_int, check_real
+from ..exact import float_up
+from ..mechanisms import KRR, OLH, ORR, OUE, RAPPOR, RUE, THE, HadamardMechanism, HadamardResponse, KSubset, PrivSet, RapporSet, Wheel
+from ..mechanisms._base import check_epsilon
+from ..mechanisms import SampleOne
+from ..mechanisms.local_hashing import olh_default_g
+from ..mechanisms.protocol import SupportRates, Verifiable
+from ..mechanisms.reports import report_bits
+from ..theory import choose_orr
+from ..simulate import LONGITUDINAL_NAMES, MEAN_NAMES, build_longitudinal, build_mean
+from ..amplification import amplify
 
 __all__ = ["Candidate", "rank_mechanisms", "make_auto", "METRICS", "rank_mean_mechanisms", "rank_longitudinal_mechanisms", "SeriesCandidate"]
 

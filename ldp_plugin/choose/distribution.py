@@ -25,10 +25,10 @@ from typing import Any, Optional
 
 import numpy as np
 
-from ._errors import LDPParameterError
-from .estimation import project_simplex
-from .mechanisms.distribution import BucketedOracle, SquareWave
-from .mechanisms.distribution_server import ems
+from .._errors import LDPParameterError
+from ..estimation import project_simplex
+from ..mechanisms.distribution import BucketedOracle, SquareWave
+from ..mechanisms.distribution_server import ems
 
 __all__ = ["SHAPES", "reference_histogram", "predicted_w1", "bucket_rule", "rank_distribution_mechanisms", "w1_distance"]
 
