@@ -9,6 +9,8 @@ import numpy as np
 import polars as pl
 
 from ldp_plugin._errors import LDPInputError, LDPParameterError
+from ldp_plugin.discovery.prefix import INFERRED, infer_domain
+from ldp_plugin.discovery.query import build_query
 from ldp_plugin.sampling import RNGLike, as_source
 
 __all__ = ["heavy_hitters", "sample_one_string"]
@@ -63,8 +65,6 @@ def heavy_hitters(
     64) — not private, so refused with an ``accountant``. Only the selected strings are returned
     (``top_k`` at most; ``unselected=True`` adds the rest, marked). For sets, estimates are the
     fractions of users holding an item."""
-    from ldp_plugin.cli_discovery import build_query
-
     lf = frame.lazy() if isinstance(frame, pl.DataFrame) else frame
     if column not in lf.collect_schema().names():
         raise LDPInputError(f"column {column!r} is not in the frame")
@@ -79,8 +79,6 @@ def heavy_hitters(
             raise LDPParameterError(
                 "spending from an accountant needs a public domain: pass alphabet= and max_length= (inferring them from the data is not private)"
             )
-        from ldp_plugin.discovery.prefix import INFERRED, infer_domain
-
         query["alphabet"], query["max_length"] = infer_domain(series, alphabet=query.get("alphabet"), max_length=query.get("max_length"))
         query["domain_source"] = INFERRED
     q = build_query(method, epsilon=epsilon, top_k=top_k + 1 if is_set else top_k, **query)

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import sys
 
-from . import choose, measurements, simulate
+from . import choose, measurements, registry, simulate
 from .cli import _common as cli_common, series as cli_series
 from .estimation import least_squares, sketch
 from .mechanisms.cohort import base as cohort_base, server as cohort_server
@@ -65,7 +65,19 @@ ALIASES = {
     "ldp_plugin.choose_distribution": choose_distribution,
 }
 
+#: names that moved out of a module, kept readable at the old place: ``(old module, name)`` -> object
+#: (``from ldp_plugin.verification import self_test`` — the self-test moved to the registry, which
+#: drives the verification layers; verification never imports the registry)
+ATTRIBUTE_ALIASES = {
+    ("ldp_plugin.verification", "self_test"): registry.self_test,
+    ("ldp_plugin.verification", "wrapper_instances"): registry.wrapper_instances,
+    ("ldp_plugin.verification.seeded_bugs", "seeded_declaration_bugs"): registry.seeded_declaration_bugs,
+}
+
 for _old, _module in ALIASES.items():
     sys.modules.setdefault(_old, _module)
     _parent, _, _leaf = _old.rpartition(".")
     setattr(sys.modules[_parent], _leaf, _module)
+
+for (_module_name, _name), _obj in ATTRIBUTE_ALIASES.items():
+    setattr(sys.modules[_module_name], _name, _obj)

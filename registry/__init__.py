@@ -25,6 +25,7 @@ from ._loader import (
 )
 from ._register import register
 from ._verify import VerificationResult, verify, verify_exact, verify_instance
+from ._suite import seeded_declaration_bugs, self_test, wrapper_instances
 
 __all__ = [
     "ALL_LAYERS",
@@ -42,4 +43,7 @@ __all__ = [
     "verify",
     "verify_exact",
     "verify_instance",
+    "self_test",
+    "wrapper_instances",
+    "seeded_declaration_bugs",
 ]

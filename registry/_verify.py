@@ -6,6 +6,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ldp_plugin.exact import epsilon_of_ratio, ratio_within_exp
+from ldp_plugin.verification.client_channel import client_channel_check
+from ldp_plugin.verification.draws import DRAW_LAYERS, random_instances
+from ldp_plugin.verification.entry_points import entry_points_layer
+from ldp_plugin.verification.layers import FAMILY_ALPHA, audit_layer, exact_layer, gof_layer
+from ldp_plugin.verification.positions import positions_layer
+from ldp_plugin.verification.production import production_layer
+from ldp_plugin.verification.rates import rates_layer
+from ldp_plugin.verification.sampling_path import joint_layer, rate_layer, sampling_path_layer
+from ldp_plugin.verification.transcript import transcript_layer
 
 from ._loader import ALL_LAYERS, Declaration
 
@@ -27,8 +36,6 @@ def verify(
     the family-wise false-alarm rate (default ``10⁻⁶`` split over its instances). ``draws``: that
 many random parameter draws (:mod:`ldp_plugin.verification.draws`, seeded by ``seed``) are added,
 checked by the exact and sampling-path layers (rows with ``random_draw: True``)."""
-    from ldp_plugin.verification.layers import FAMILY_ALPHA
-
     cls = decl.mechanism_class()
     a = (alpha if alpha is not None else FAMILY_ALPHA) / len(decl.canonical)
     rows = []
@@ -36,8 +43,6 @@ checked by the exact and sampling-path layers (rows with ``random_draw: True``).
         mech = cls(**inst)
         rows.append(verify_instance(mech, name=decl.name, instance=dict(inst), seed=seed + 7919 * i, quick=quick, alpha=a, layers=layers, rates_target=i == 0))
     if draws:  # random parameter draws beyond the canonical instances: exact and sampling-path layers
-        from ldp_plugin.verification.draws import DRAW_LAYERS, random_instances
-
         for j, (inst, mech) in enumerate(random_instances(decl, seed=seed, count=draws)):
             r = verify_instance(mech, name=decl.name, instance=inst, seed=seed + 104_729 * (j + 1), quick=quick, alpha=a,
                                 layers=tuple(x for x in DRAW_LAYERS if x in layers))
@@ -51,11 +56,6 @@ def verify_instance(mech, *, name: str, instance: dict, seed: int = 0, quick: bo
     the declared channel (exact), the code that samples (sampling path, rates, joint) and the
     black-box layers (goodness of fit, audit). ``rates_target``: the rates layer is sized for a
     0.5% relative error (a family's canonical instance; smaller samples otherwise)."""
-    from ldp_plugin.verification.layers import audit_layer, exact_layer, gof_layer
-    from ldp_plugin.verification.client_channel import client_channel_check
-    from ldp_plugin.verification.rates import rates_layer
-    from ldp_plugin.verification.sampling_path import joint_layer, rate_layer, sampling_path_layer
-
     out = {"name": name, "instance": instance, "declared_epsilon": float(mech.epsilon)}
     passed = True
     if "exact" in layers:
@@ -80,20 +80,14 @@ def verify_instance(mech, *, name: str, instance: dict, seed: int = 0, quick: bo
         out["joint"] = jt
         passed &= jt["passed"]
     if "positions" in layers:
-        from ldp_plugin.verification.positions import positions_layer
-
         po = positions_layer(mech, quick=quick, alpha=alpha / 6, seed=seed + 11)
         out["positions"] = po
         passed &= po["passed"]
     if "entry-points" in layers:
-        from ldp_plugin.verification.entry_points import entry_points_layer
-
         ep = entry_points_layer(mech, quick=quick, alpha=alpha / 6, seed=seed + 13)
         out["entry_points"] = ep
         passed &= ep["passed"]
     if "production" in layers:
-        from ldp_plugin.verification.production import production_layer
-
         pr = production_layer(mech, quick=quick, alpha=alpha / 6)
         out["production"] = pr
         passed &= pr["passed"]
@@ -110,8 +104,6 @@ def verify_instance(mech, *, name: str, instance: dict, seed: int = 0, quick: bo
         out["audit"] = a
         passed &= a["passed"]
     if "transcript" in layers and hasattr(mech, "transcript_model"):  # keyed mechanisms: repeated collections
-        from ldp_plugin.verification.transcript import transcript_layer
-
         tr = transcript_layer(mech, quick=quick)
         out["transcript"] = tr
         passed &= tr["passed"]

@@ -6,13 +6,16 @@ import json
 import time
 from pathlib import Path
 
+import polars as pl
+
 from .._errors import LDPInputError
 from .._boundary import reading
+from ..discovery import METHODS, ORACLES
+from ..discovery.prefix import INFERRED, infer_domain
+from ..discovery.query import build_query
 
 
 def add_parsers(sub, parser_class, int_in, epsilon, seed) -> None:
-    from ..discovery import METHODS, ORACLES
-
     hh = sub.add_parser("heavy-hitters", help="discover frequent strings without a dictionary (PEM, TreeHist, SFP)")
     hsub = hh.add_subparsers(dest="heavy_hitters_command", required=True, parser_class=parser_class)
     s = hsub.add_parser("simulate", help="randomize a column of strings (one per user) and discover its heavy hitters")
@@ -35,8 +38,6 @@ def add_parsers(sub, parser_class, int_in, epsilon, seed) -> None:
 
 def read_column(path: str, column: str):
     """The column of a CSV/Parquet file as a Polars Series (errors name the file and the column)."""
-    import polars as pl
-
     src = Path(path)
     if not src.exists():
         raise LDPInputError(f"input file {str(src)!r} does not exist")
@@ -50,21 +51,7 @@ def read_column(path: str, column: str):
         return lf.select(pl.col(column)).collect().to_series()
 
 
-def build_query(method: str, **kw):
-    """The discovery query of ``method`` (``pem``, ``treehist`` or ``sfp``)."""
-    if method == "sfp":
-        from ..discovery.sfp import SFP
-
-        kw.pop("oracle", None)
-        return SFP(**kw)
-    from ..discovery import PrefixDiscovery
-
-    return PrefixDiscovery(method=method, **kw)
-
-
 def cmd_heavy_hitters(args) -> int:
-    from ..discovery.prefix import INFERRED, infer_domain
-
     values = read_column(args.input, args.column)
     alphabet, max_length = infer_domain(values, alphabet=args.alphabet, max_length=args.max_length)
     source = "given" if args.alphabet is not None and args.max_length is not None else INFERRED

@@ -7,8 +7,8 @@ import os
 
 from .._errors import LDPParameterError
 from ._common import registry as _registry_of
-from ..registry import verify, verify_instance
-from ..verification import FAMILY_ALPHA, save_status, self_test, wrapper_instances
+from ..registry import self_test, verify, verify_instance, wrapper_instances
+from ..verification import FAMILY_ALPHA, save_status
 from ..progress import progress
 from ..verification.draws import DRAWS_FULL, DRAWS_QUICK
 

@@ -11,7 +11,8 @@ from typing import Any, Optional
 import numpy as np
 
 from .._errors import LDPParameterError
-from ..estimation_sketch import MIN_COHORTS
+from ..estimation.sketch import MIN_COHORTS
+from ..mechanisms.domain import check_epsilon
 from .prefix import DEFAULT_ALPHABET, PrefixCodec
 
 
@@ -35,8 +36,6 @@ class DiscoveryOptions:
 
     def _check_shared(self) -> None:
         """Check (and normalize) the shared options; sets ``codec`` (each query declares it)."""
-        from ..mechanisms._base import check_epsilon
-
         set_ = lambda name, v: object.__setattr__(self, name, v)  # noqa: E731
         set_("epsilon", check_epsilon(self.epsilon))
         check_selection(self)

@@ -29,6 +29,7 @@ from typing import Any, Iterable, Optional
 import numpy as np
 
 from .._errors import LDPParameterError
+from ..persist import write_reports
 from .envelope import NONCE_BYTES, envelope_size
 from .query import Query
 from .reply import validate_reply
@@ -134,8 +135,6 @@ class Collector:
             if n:
                 self.acc.add(reports)
                 if self.out_dir is not None:
-                    from ..persist import write_reports
-
                     self.out_dir.mkdir(parents=True, exist_ok=True)
                     write_reports(self.mechanism.reports_to_frame(reports), self.out_dir / f"part-{self._parts:06d}.parquet", self.mechanism)
                     self._parts += 1

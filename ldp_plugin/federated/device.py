@@ -49,7 +49,10 @@ from typing import Any, Optional, Sequence
 import numpy as np
 
 from .._errors import LDPInputError, LDPParameterError
+from ..accountant import Accountant, Population
+from ..accountant.budget import LedgerError
 from ..mechanisms.lifetime import UnboundedLossError
+from ..mechanisms.protocol import Keyed
 from .config import DeviceConfig
 from .envelope import seal
 from .keystore import Keystore
@@ -92,8 +95,6 @@ class DeviceFleet:
 
     def __init__(self, ledger_path: str | Path, values: Sequence, *, lifetime_cap: Any, period_cap: Any = None, period: Optional[str] = None,
                  policy: Optional[DevicePolicy] = None, name: str = "devices", keystore: Optional[Keystore] = None):
-        from ..accountant import Accountant, Population
-
         self.values = np.asarray(values) if not isinstance(values, np.ndarray) else values
         n = int(self.values.shape[0])
         if n < 1:
@@ -112,8 +113,6 @@ class DeviceFleet:
         continue), a ledger with one cohort per device, and the anchor binding them. An existing
         ledger is never replaced unless ``reset`` (then it is moved aside, not deleted, and the
         devices start a new budget — the owner's decision, logged in the returned record)."""
-        from ..accountant import Accountant
-
         values = config.load_values()
         n = int(values.shape[0])
         moved = None
@@ -141,9 +140,6 @@ class DeviceFleet:
     def open(cls, config: DeviceConfig) -> "DeviceFleet":
         """The fleet of a deployed node, from its owner's configuration only; never creates a
         ledger or a keystore. Raises :class:`DeviceRefusal` when the devices must refuse."""
-        from ..accountant import Accountant
-        from ..accountant.budget import LedgerError
-
         try:
             values = config.load_values()
         except (LDPParameterError, LDPInputError) as e:
@@ -197,7 +193,7 @@ class DeviceFleet:
         except (LDPInputError, LDPParameterError):
             return _reply(n, "malformed_query")
         qid = query.content_hash.hex()
-        series = mech.needs_user_keys or hasattr(mech, "collection_cost")
+        series = isinstance(mech, Keyed)
         if series and (not self._series_ok or self._series_before_rekey(query)):
             return _reply(n, "keystore_missing")
         if self.keystore is not None:
@@ -211,7 +207,7 @@ class DeviceFleet:
             kept = self.ledger.kept_reports(qid)
             return {"reports": [bytes.fromhex(h) for h in kept["reports"]], "refused": kept["refused"], "retry": True, "devices": n}
         eps = query.epsilon_exact
-        if hasattr(mech, "collection_cost"):
+        if isinstance(mech, Keyed):
             try:
                 eps = self._series_charge(query, mech)  # the worst-case lifetime increment, not ε of one report
             except UnboundedLossError:  # e.g. dBitFlipPM's second collection at the user level

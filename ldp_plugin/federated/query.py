@@ -9,6 +9,7 @@ from fractions import Fraction
 from typing import Any, Optional
 
 from .._errors import LDPInputError, LDPParameterError
+from ..registry import from_spec
 
 __all__ = ["QUERY_VERSION", "Query"]
 
@@ -57,8 +58,6 @@ class Query:
     def mechanism(self):
         """The mechanism, rebuilt from the spec by the registry (only registered constructors)."""
         if self._mechanism is None:
-            from ldp_plugin.registry import from_spec
-
             mech = from_spec(self.spec)
             if Fraction(repr(float(mech.epsilon))) != self.epsilon_exact:
                 raise LDPInputError("the query's epsilon differs from its mechanism's epsilon")

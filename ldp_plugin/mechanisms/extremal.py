@@ -43,6 +43,7 @@ from .protocol import ReportField, MergeableCounts
 from .._errors import LDPInputError, LDPParameterError, PrivacyVerificationError
 from ..estimation import FrequencyEstimate, finalize_estimate
 from ..exact import TWO64, exp_lower_bound, ratio_within_exp
+from ..sampling import as_source
 from ._base import Channel, RealizedChannel, check_domain, check_epsilon
 
 __all__ = [
@@ -181,8 +182,6 @@ class FiniteChannel(RealizedChannel, abc.ABC):
         return out.astype(np.uint16 if self.outputs <= 1 << 16 else np.uint32)
 
     def randomize(self, values: Any, *, rng=None, cohorts: Any = None, user_keys: Any = None) -> np.ndarray:
-        from ..sampling import as_source
-
         self._check_client_arguments(cohorts=cohorts, user_keys=user_keys)
         return self._randomize_codes(self.encode(values), as_source(rng))
 

@@ -10,6 +10,7 @@ import math
 
 import numpy as np
 
+from . import kernels
 from .runner import _run_segments
 from .sparse import SparseSegment, sparse_tables, use_sparse
 from .trace import note
@@ -206,12 +207,10 @@ def _bernoulli_runs(source: "RandomSource", threshold: int, n_rows: int, n_bits:
     """Events of probability ``threshold / 2**64``: the sparse sampler when it is cheaper, else
     geometric-run decoding. ``after(a, b, rows)``, if given, is applied to each finished segment of
     rows ``[a, b)`` while it is still in cache (sparse path) or to all rows at the end."""
-    from .kernels import compiled
-
     rare = min(threshold, (1 << 64) - threshold)  # a 1 is rare (or a 0: sample 0s, flip)
     if use_sparse(rare):
         return _bernoulli_sparse(source, rare, n_rows, n_bits, flip=rare != threshold, after=after)
-    kernel = compiled("decode_runs", work=n_rows * n_bits)
+    kernel = kernels.compiled("decode_runs", work=n_rows * n_bits)
     note("numba" if kernel is not None else "numpy")
     table = run_table(int(threshold))
     nb = (n_bits + 7) // 8
@@ -237,9 +236,7 @@ def _bernoulli_sparse(source: "RandomSource", threshold: int, n_rows: int, n_bit
     """Sparse path (:mod:`.sparse`): events of probability ``threshold / 2**64`` by exact geometric
     skips, in the same fixed segments of rows; ``flip``: the complement of every bit (padding
     bits cleared); ``after``: see :func:`_bernoulli_runs`."""
-    from .kernels import compiled
-
-    kernel = compiled("sparse_runs", work=n_rows * n_bits)
+    kernel = kernels.compiled("sparse_runs", work=n_rows * n_bits)
     note("numba" if kernel is not None else "numpy")
     tables = sparse_tables(int(threshold))
     out = np.zeros((n_rows, (n_bits + 7) // 8), dtype=np.uint8)

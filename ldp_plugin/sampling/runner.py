@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 import os
 
+from . import kernels
 from .trace import note
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -44,9 +45,7 @@ if hasattr(os, "register_at_fork"):  # POSIX
 
 
 def _kernel(name: str, work=None):
-    from .kernels import compiled
-
-    k = compiled(name, work)
+    k = kernels.compiled(name, work)
     note("numba" if k is not None else "numpy")
     return k
 

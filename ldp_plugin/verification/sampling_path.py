@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from ..exact import TWO64
+from ..mechanisms.protocol import Mechanism
 from ..sampling import SeededRandomSource
 from .joint import joint_layer  # noqa: F401  (the joint layer lives in .joint; kept importable here)
 
@@ -121,8 +122,6 @@ def _thresholds_of(obj: Any, seen: set, depth: int = 0) -> set:
         elif name == "thresholds" or name == "_T":
             flat = np.asarray(v, dtype=object).ravel().tolist() if v is not None else []
             out.update(int(t) for t in flat if isinstance(t, (int, np.integer)))
-    from ..mechanisms.protocol import Mechanism
-
     for child in getattr(obj, "__dict__", {}).values():  # the mechanisms it wraps or combines
         if isinstance(child, Mechanism):
             out |= _thresholds_of(child, seen, depth + 1)

@@ -36,7 +36,6 @@ suite run the layers on them.
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import os
 from dataclasses import dataclass
@@ -85,7 +84,6 @@ __all__ = [
     "FirstItemsSampleOne",
     "KeylessMemoized",
     "seeded_bugs",
-    "seeded_declaration_bugs",
 ]
 
 
@@ -330,15 +328,6 @@ class GridEpsilonKRR(KRR):
         return p, q, Fraction(T * (self.d - 1), TWO64 - T)
 
 
-def seeded_declaration_bugs() -> list:
-    """``(name, registry declaration, layers expected to catch it)`` for bugs that only a random
-    parameter draw can reveal: the declaration is k-RR's (same ranges, same canonical instances)
-    with the broken constructor."""
-    from ldp_plugin.registry import load_registry
-
-    krr = load_registry()["krr"]
-    decl = dataclasses.replace(krr, name="grid-epsilon-krr", constructor="ldp_plugin.verification.seeded_bugs:GridEpsilonKRR")
-    return [("grid-epsilon-krr", decl, ("random-draws",))]
 class _FixedKeyAES(RandomSource):
     """A broken "secure" source: requests of at least 64 KiB are the AES-256-CTR keystream under a
     *fixed* key from counter 0 (every large request returns the same bytes)."""

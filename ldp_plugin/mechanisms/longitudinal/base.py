@@ -68,6 +68,7 @@ from ...sampling import RNGLike, as_source
 from ..domain import check_epsilon
 from ..domain import check_user_keys as _check_keys
 from ..base import MechanismBase
+from ..channel import Channel
 from ..lifetime import TranscriptModel, bound, check_relation, increment
 from ..protocol import MergeableCounts, ReportField
 
@@ -376,8 +377,6 @@ class LGRR(LongitudinalMechanism):
 
     def channel(self):
         """Exact one-report channel (the permanent layer for a uniformly random key, composed)."""
-        from .._base import Channel
-
         ps, qs = self.p_star_exact, self.q_star_exact
         return Channel(tuple(range(self.d)), tuple(tuple(ps if y == x else qs for y in range(self.d)) for x in range(self.d)))
 
@@ -386,8 +385,6 @@ class LGRR(LongitudinalMechanism):
         permanent GRR(ε∞) over the ``k`` units (the real keyed PRF, a fresh random key per report)
         and of the instantaneous GRR over the ``k`` units (the real source sampler);
         ``sampler(x, n, source)`` gives ``n`` outputs (unit codes) on unit ``x``."""
-        from .._base import Channel
-
         k = self._k()
         p1, q1, p2, q2 = self.thresholds[2:6]
 

@@ -10,6 +10,9 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..._errors import LDPParameterError
+from ...hashing import item_keys, seeded_hash
+from ..channel import Channel
+from ..local_hashing import VERIFICATION_SEEDS, olh_support_counts
 from .base import LGRR, _check_keys, _grr_layers, _grr_sample, _prf
 from ..protocol import ReportField
 
@@ -76,8 +79,6 @@ class LOLOHA(LGRR):
         return _prf(keys, self._fp(), b"hash-seed", None, 1)[:, 0]
 
     def _hashed(self, codes: np.ndarray, seeds: np.ndarray) -> np.ndarray:
-        from ...hashing import item_keys, seeded_hash
-
         return seeded_hash(item_keys(codes), seeds, self.g).astype(np.int64)
 
     def memo_units(self, codes: Any, user_keys: Sequence[bytes]) -> np.ndarray:
@@ -106,9 +107,6 @@ class LOLOHA(LGRR):
         return np.stack([np.asarray(cols["seed"], dtype=np.uint64), np.asarray(cols["report"], dtype=np.uint64)], axis=1)
 
     def _statistics(self, reports: Any) -> np.ndarray:
-        from ...hashing import item_keys
-        from ..local_hashing import olh_support_counts
-
         r = np.asarray(reports, dtype=np.uint64)
         return olh_support_counts(r[:, 0], r[:, 1], self.g, item_keys(np.arange(self.d)))
 
@@ -121,8 +119,6 @@ class LOLOHA(LGRR):
     channel_is_client = False
 
     def _verification_randomize(self, codes: Any, source: Any) -> Any:
-        from ..local_hashing import VERIFICATION_SEEDS
-
         codes = np.asarray(codes, dtype=np.int64)
         raw = np.asarray(source.random_bytes(32 * codes.size), dtype=np.uint8).reshape(codes.size, 32)
         seeds = np.asarray(VERIFICATION_SEEDS, dtype=np.uint64)[source.uniform_int(len(VERIFICATION_SEEDS), codes.size)]
@@ -132,9 +128,6 @@ class LOLOHA(LGRR):
         """The exact one-report channel conditional on the hash seed being one of OLH's
         verification seeds (uniformly): outputs ``(seed index, y)``; the permanent layer for a
         random key, composed with the instantaneous one (L-GRR over ``g`` of the hashed value)."""
-        from ...hashing import item_keys, seeded_hash
-        from .._base import Channel
-        from ..local_hashing import VERIFICATION_SEEDS
 
         S, ps, qs = len(VERIFICATION_SEEDS), self.p_star_exact, self.q_star_exact
         hashed = [seeded_hash(item_keys(np.arange(self.d)), np.uint64(s), self.g) for s in VERIFICATION_SEEDS]
@@ -142,8 +135,6 @@ class LOLOHA(LGRR):
         return Channel(tuple((si, y) for si in range(S) for y in range(self.g)), rows)
 
     def output_index(self, reports: Any) -> np.ndarray:
-        from ..local_hashing import VERIFICATION_SEEDS
-
         r = np.asarray(reports, dtype=np.uint64)
         index = {s: i for i, s in enumerate(VERIFICATION_SEEDS)}
         si = np.array([index[int(s)] for s in r[:, 0].tolist()], dtype=np.int64)

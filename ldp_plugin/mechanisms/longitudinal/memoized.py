@@ -58,6 +58,8 @@ from .._base import check_epsilon
 from ..lifetime import TranscriptModel, check_relation, increment
 from ..lifetime import bound as lifetime_bound_of
 from ...sampling import RNGLike
+from ...theory import mse_pure
+from ..channel import Channel
 
 __all__ = ["Memoized", "DistinctValueGuard", "new_user_key"]
 
@@ -248,8 +250,6 @@ class Memoized(MechanismBase):
         return self.randomize(codes if self.categories is None else np.array([self.categories[c] for c in codes.tolist()], dtype=object), user_keys, rng=rng)
 
     def analytic_mse(self, n: int, *, theta: Any = None, f: Any = None, sampling: str = "fixed") -> float:
-        from ...theory import mse_pure
-
         extra = 0.0 if sampling == "fixed" else (1 - float(np.sum(np.asarray(theta) ** 2))) / n
         return float(mse_pure(self.d, n, float(self.p_star_exact), float(self.q_star_exact))) + extra
 
@@ -260,8 +260,6 @@ class Memoized(MechanismBase):
     def channel(self):
         """Exact channel of one report: the permanent k-RR (a keyed PRF of a random user key:
         exactly k-RR for a uniformly random key) followed by the instantaneous k-RR."""
-        from .._base import Channel
-
         A, B = self.permanent_mechanism.channel().matrix, self.instantaneous_mechanism.channel().matrix
         d = self.d
         rows = tuple(tuple(sum(A[x][z] * B[z][y] for z in range(d)) for y in range(d)) for x in range(d))

@@ -13,6 +13,7 @@ import numpy as np
 from ..._errors import LDPParameterError
 from ...estimation import FrequencyEstimate, finalize_estimate
 from ...exact import TWO64, exp_lower_bound, ratio_within_exp
+from ..channel import Channel
 from ..lifetime import TranscriptModel
 from .base import LongitudinalMechanism, _check_keys, _floor_t, _prf, _prf_uniform, keys_rows
 from ..protocol import ReportField
@@ -138,8 +139,6 @@ class _LUnary(LongitudinalMechanism):
     def channel(self):
         """Exact one-report channel over the ``2^d`` bit vectors (``d <= 12``): independent bits,
         ``P(1) = P(1|1)`` at the own item, ``P(1|0)`` elsewhere (the permanent layer for a random key)."""
-        from .._base import Channel
-
         if self.d > 12:
             raise LDPParameterError("the exact channel enumerates 2^d outputs: d <= 12")
         P1, P0 = self.p_star_exact, self.q_star_exact
@@ -161,8 +160,6 @@ class _LUnary(LongitudinalMechanism):
         unary encoding (the real keyed PRF, a fresh random key per report) on value ``x`` and of
         the instantaneous flip on the one-hot vector of ``x`` (the real source sampler); outputs
         are bit vectors as integers (bit ``j`` = item ``j``), channels over the ``2^d`` vectors."""
-        from .._base import Channel
-
         if self.d > 12:
             raise LDPParameterError("the layer channels enumerate 2^d outputs: d <= 12")
         d = self.d
@@ -354,8 +351,6 @@ class DBitFlipPM(LongitudinalMechanism):
 
     def channel(self):
         """Exact one-report channel over (sampled buckets, bits) for a random key (small d)."""
-        from .._base import Channel
-
         combos = list(self._combos())
         if len(combos) * (1 << self.d_bits) > 4096:
             raise LDPParameterError("the exact channel enumerates C(d, d_bits)·2^d_bits outputs: at most 4096")
