@@ -1,22 +1,25 @@
 """Every family's realized channel, rebuilt from the values its client passes to the random source
-(issue 32, item 2): :mod:`ldp_plugin.verification.client_channel` replays the real client once
-per outcome path of its exact sampler calls (Bernoulli thresholds, uniform ranges, inverse-CDF
-boundaries, subsets) and adds up the exact weights; the result must be the declared channel.
+(issue 32, item 2): :mod:`ldp_plugin.verification.client_channel` runs the real client on one user
+per combination of outcomes of its exact sampler calls (Bernoulli thresholds, uniform ranges,
+inverse-CDF boundaries, subsets; the enumerating source of the positions layer) and adds up the
+exact weights; the result must be the declared channel.
 Unlike the sampling-path layer's membership check, a threshold used in the wrong place fails."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from fractions import Fraction
 
 import numpy as np
 import pytest
 
-from ldp_plugin import KRR, OUE
+from ldp_plugin import KRR, LGRR, OUE
 from ldp_plugin.exact import TWO64
 from ldp_plugin.registry import KINDS, load_registry
 from ldp_plugin.verification import wrapper_instances
-from ldp_plugin.verification.client_channel import NotEnumerable, ReplaySource, client_channel, client_channel_row
+from ldp_plugin.verification.client_channel import NotEnumerable, client_channel, client_channel_row
 from ldp_plugin.verification.draws import random_instances
+from ldp_plugin.verification.positions import EnumeratingSource
 from ldp_plugin.verification.sampling_path import sampling_path_layer
 from ldp_plugin.verification.seeded_bugs import LastBitOUE, NoPredecessorSubset, RateLowOUE, StickyRAPPOR, ThresholdDriftKRR
 
@@ -104,11 +107,20 @@ def test_a_threshold_in_the_wrong_place_changes_the_rebuilt_channel():
         assert client_channel(bug) != [list(r) for r in bug.channel().matrix], type(bug).__name__
 
 
-def test_replay_source_weights_are_exact():
+def test_enumerated_weights_are_exact():
     krr = KRR(epsilon=1.0, d=3)
     row = client_channel_row(krr, 1)
     assert row == {0: krr.q_star_exact, 1: krr.p_star_exact, 2: krr.q_star_exact}
-    src = ReplaySource([1])
-    assert not src.bernoulli(5, 1)[0] and src.weight == 1 - __import__("fractions").Fraction(5, TWO64)
-    with pytest.raises(NotEnumerable):
-        ReplaySource([]).words(1)
+    probe = EnumeratingSource(1)
+    probe.bernoulli(5, 1)
+    src = EnumeratingSource(2, probe.calls)  # user 0: outcome 0 (false), user 1: outcome 1 (true)
+    assert src.bernoulli(5, 2).tolist() == [False, True]
+    assert [Fraction(w, src.weight_den) for w in src.weight_num.tolist()] == [1 - Fraction(5, TWO64), Fraction(5, TWO64)]
+    probe = EnumeratingSource(1)
+    probe.inverse_cdf(np.array([[0, 3, 1 << 63]], dtype=np.uint64), np.zeros(1, dtype=np.int64))
+    src = EnumeratingSource(3, probe.calls)
+    assert src.inverse_cdf(np.array([[0, 3, 1 << 63]], dtype=np.uint64), np.zeros(3, dtype=np.int64)).tolist() == [0, 1, 2]
+    assert [w for w in src.weight_num.tolist()] == [3, (1 << 63) - 3, 1 << 63] and src.weight_den == TWO64
+    with pytest.raises(NotEnumerable):  # a keyed client (raw bytes): never replicated here
+        client_channel_row(LGRR(epsilon_perm=2.0, epsilon_1=1.0, d=3), 0)
+

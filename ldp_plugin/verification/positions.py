@@ -18,6 +18,11 @@ so rebuilds the client's realized channel per input:
    maps to ``y`` — exact rationals;
 3. it must **equal** the declared channel's row ``x`` exactly.
 
+The same source in *replay* mode (one user, each call's outcome read from a script) drives
+:func:`replay_client`: one client call per leaf of the tree of outcomes, depth first — the exact
+rebuild of :mod:`.client_channel` (the sampling-path layer), which also covers clients whose calls
+depend on earlier outcomes. One outcome model (the weights of every sampler call) serves both.
+
 Raw draws (``words``, ``random_bytes``: a memoized layer's secret keys, a hash seed) cannot be
 enumerated: they get ``K`` independent random values (replicates), identical across the ``L``
 users of one replicate, so each replicate's channel is exact *given* those keys — the keyed
@@ -31,6 +36,7 @@ sampling-path layer still covers it.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -43,7 +49,11 @@ from ..exact import TWO64
 from ..sampling import RandomSource, SeededRandomSource
 from .production import production_outputs
 
-__all__ = ["CallRecord", "EnumeratingSource", "enumerated_channel", "positions_layer"]
+__all__ = ["CallRecord", "EnumeratingSource", "enumerate_client", "replay_client", "enumerated_channel", "positions_layer"]
+
+
+#: replay mode: the most sampler calls one user may make (a rejection loop would never end)
+MAX_REPLAY_CALLS = 256
 
 
 class _Grow(Exception):
@@ -97,23 +107,35 @@ class EnumeratingSource(RandomSource):
 
     secure = False
 
-    def __init__(self, n_users: int, plan: Optional[list] = None, *, replicates: int = 1, seed: int = 0):
+    def __init__(self, n_users: int, plan: Optional[list] = None, *, replicates: int = 1, seed: int = 0, script: Optional[list] = None):
         self.n = n_users
         self.plan = plan
+        self.script = script  # replay mode (one user): the outcome of each call, then 0s
         self.calls: list = []
         self.K = replicates
         self.L = n_users // replicates
-        self.raw = SeededRandomSource(seed)
+        self.seed = seed
         self.weight_num = np.ones(n_users, dtype=object)
         self.weight_den = 1
         self._stride = 1
-        self._probe_rng = SeededRandomSource(seed + 1)
+
+    @functools.cached_property
+    def raw(self) -> SeededRandomSource:  # the replicates' raw draws (made on first use: replay never reads one)
+        return SeededRandomSource(self.seed)
+
+    @functools.cached_property
+    def _probe_rng(self) -> SeededRandomSource:
+        return SeededRandomSource(self.seed + 1)
 
     # -- bookkeeping ----------------------------------------------------------------------------
     def _next(self, rec: CallRecord) -> Optional[np.ndarray]:
         """Record ``rec``; in enumeration mode return each user's digit for this call."""
         k = len(self.calls)
         self.calls.append(rec)
+        if self.script is not None:  # replay: this call's outcome from the script (one user)
+            if k >= MAX_REPLAY_CALLS:  # e.g. a rejection loop: an unbounded tree of outcomes
+                raise NotEnumerable(f"more than {MAX_REPLAY_CALLS} sampler calls for one user (a rejection loop?)")
+            return np.array([self.script[k] if k < len(self.script) else 0] * self.n, dtype=np.int64)
         if self.plan is None:  # probe: outcome 0 for every user
             return np.zeros(self.n, dtype=np.int64)
         if k >= len(self.plan) or self.plan[k].kind != rec.kind or self.plan[k].per_row != rec.per_row:
@@ -141,6 +163,8 @@ class EnumeratingSource(RandomSource):
     # -- the sampling API -----------------------------------------------------------------------
     def random_bytes(self, n: int) -> np.ndarray:
         per = _rows_of(n, self.n)
+        if self.script is not None:
+            raise NotEnumerable("the client reads raw random words or bytes (a secret key, a hash seed, a rejection draw)")
         self.calls.append(CallRecord("random_bytes", per, 1, raw=per, detail={"raw_bytes_per_user": per}))
         if self.plan is None:
             return self._probe_rng.random_bytes(n)
@@ -173,6 +197,8 @@ class EnumeratingSource(RandomSource):
         return self.bernoulli_rows(threshold, n_rows, n_bits, np.zeros((n_rows, 0), dtype=np.int64), threshold, kind="bernoulli_packed")
 
     def bernoulli_rows(self, q_threshold: int, n_rows: int, n_bits: int, positions, p_threshold: int, kind: str = "bernoulli_rows") -> np.ndarray:
+        if n_rows == 0:  # no user takes part (a replayed user outside this group)
+            return np.zeros((0, (n_bits + 7) // 8), dtype=np.uint8)
         if n_rows != self.n:
             raise NotEnumerable("a packed call over a subset of the users")
         positions = np.asarray(positions, dtype=np.int64).reshape(n_rows, -1)
@@ -211,9 +237,27 @@ class EnumeratingSource(RandomSource):
         self._weigh(num, den)
         return vals.reshape(-1)
 
+    def inverse_cdf(self, boundaries: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        """One outcome per interval of the element's boundary row, of weight
+        ``(B[r, j+1] − B[r, j]) / 2**64`` (the last interval ends at ``2**64``)."""
+        B = np.asarray(boundaries, dtype=np.uint64)
+        rows = np.asarray(rows, dtype=np.int64)
+        per = _rows_of(rows.size, self.n)
+        width = int(B.shape[1])
+        digit = self._next(CallRecord("inverse_cdf", per, width**per, detail={"intervals": width}))
+        vals = (digit[:, None] // (width ** np.arange(per, dtype=object)).astype(np.int64)[None, :]) % width
+        edges = [[int(v) for v in row] + [TWO64] for row in B.tolist()]
+        num = np.ones(self.n, dtype=object)
+        for j, (r, v) in enumerate(zip(rows.reshape(self.n, per).T.tolist(), vals.T.tolist())):
+            num = num * np.array([edges[a][b + 1] - edges[a][b] for a, b in zip(r, v)], dtype=object)
+        self._weigh(num, TWO64**per)
+        return vals.reshape(-1).astype(np.int64)
+
     def sorted_subsets(self, x: np.ndarray, include: np.ndarray, d: int, k: int) -> np.ndarray:
         x = np.asarray(x, dtype=np.int64)
         include = np.asarray(include, dtype=bool)
+        if x.size == 0:
+            return np.zeros((0, k), dtype=np.int64)
         if x.size != self.n:
             raise NotEnumerable("a subset call over a subset of the users")
         options = {a: list(combinations(range(d - 1), k - a)) for a in (0, 1)}
@@ -233,6 +277,8 @@ class EnumeratingSource(RandomSource):
         return out
 
     def partial_shuffle_prefix(self, n_rows: int, population: int, s: int) -> np.ndarray:
+        if n_rows == 0:
+            return np.zeros((0, s), dtype=np.int64)
         if n_rows != self.n:
             raise NotEnumerable("a shuffle over a subset of the users")
         opts = list(permutations(range(population), s))
@@ -281,6 +327,34 @@ def enumerate_client(run, width: int, *, replicates: int = 1024, max_rows: int =
         rep = np.arange(L * K) // L
         rows = np.bincount(rep * width + out, weights=w, minlength=K * width).reshape(K, width)
     return {"calls": plan, "exact": exact, "replicates": K, "users": L * K, "rows": rows}
+
+
+def replay_client(run, width: int, *, max_leaves: int = 50_000) -> tuple:
+    """The exact output distribution of ``run(1, source) -> output index`` (a client on one user)
+    by replaying it once per leaf of its tree of sampler outcomes, depth first, on the same
+    :class:`EnumeratingSource` (replay mode: each call's outcome read from a script): clients
+    whose calls depend on earlier outcomes (a group per sampled attribute, a level per user) are
+    covered, one client call per leaf. Returns ``(row of Fractions, leaves)``; raises
+    :class:`NotEnumerable` (raw draws, more than ``max_leaves`` leaves) or :class:`OutsideChannel`."""
+    acc = [Fraction(0)] * width
+    script: list = []
+    for leaf in range(max_leaves):
+        src = EnumeratingSource(1, script=script)
+        y = int(np.asarray(run(1, src)).ravel()[0])
+        w = Fraction(int(src.weight_num[0]), src.weight_den)
+        if w:
+            if not 0 <= y < width:
+                raise OutsideChannel(f"the client produced an output outside the declared channel's {width} outputs")
+            acc[y] += w
+        radix = [c.radix for c in src.calls]
+        taken = script + [0] * (len(radix) - len(script))
+        j = len(radix) - 1
+        while j >= 0 and taken[j] + 1 >= radix[j]:
+            j -= 1
+        if j < 0:
+            return acc, leaf + 1
+        script = taken[:j] + [taken[j] + 1]
+    raise NotEnumerable(f"more than {max_leaves} outcome paths")
 
 
 def enumerated_channel(mech: Any, x: int, *, replicates: int = 1024, max_rows: int = 1 << 15, seed: int = 0) -> dict:
