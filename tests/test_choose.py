@@ -30,6 +30,7 @@ def test_ranking_is_sorted_and_covers_the_families():
             rank_mechanisms(**{**dict(d=64, epsilon=1.0), **bad})
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("d,eps,m", [(16, 2.0, 1), (8, 1.0, 2)])
 def test_predictions_match_simulation(d, eps, m):
     n, R = 4000 - 4000 % d, 300

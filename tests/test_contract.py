@@ -110,6 +110,7 @@ def _repeated_estimates(m, theta_counts, repeats, seed, p=None, q=None):
     return est
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("eps", [1.0, 4.0])
 def test_unbiased_and_variance_match_analytic(factory, eps):
     m = factory(eps)

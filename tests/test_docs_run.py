@@ -16,6 +16,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 
 
+@pytest.mark.slow
 def test_readme_python_blocks_run_in_order(tmp_path):
     blocks = re.findall(r"```python\n(.*?)```", (ROOT / "README.md").read_text(), re.S)
     assert len(blocks) >= 4
@@ -26,6 +27,7 @@ def test_readme_python_blocks_run_in_order(tmp_path):
         assert out.returncode == 0, f"run {attempt + 1}: {out.stderr[-2000:]}"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("script", sorted(p.name for p in (ROOT / "examples").glob("*.py")))
 def test_every_example_runs_and_leaves_nothing_behind(script, tmp_path):
     out = subprocess.run([sys.executable, str(ROOT / "examples" / script)], cwd=tmp_path, capture_output=True, text=True, timeout=300)
@@ -75,6 +77,7 @@ def test_version(cli):
     assert out.returncode == 0 and out.stdout.startswith("ldp-plugin ")
 
 
+@pytest.mark.slow
 def test_malformed_csv_and_unopenable_ledger_exit_2(tmp_path):
     bad = tmp_path / "in.csv"
     bad.write_bytes(b'user,app\n1,"unterminated\n2,maps\n\xff\xfe')

@@ -72,6 +72,7 @@ def test_parallel_cohorts_and_periods(tmp_path):
         Population(name="p", lifetime_cap=1, period_cap=2, period="day")  # no silent renewal beyond the lifetime cap
 
 
+@pytest.mark.slow
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     ops=st.lists(
@@ -209,6 +210,7 @@ def _worker(path, seed, n_queries, out_q):
     out_q.put(ok)
 
 
+@pytest.mark.slow
 def test_concurrent_processes_never_overspend(tmp_path):
     acc = Accountant.create(tmp_path / "c.sqlite", Population(name="p", lifetime_cap="3", cohorts=4))
     ctx = mp.get_context("fork")
@@ -243,6 +245,7 @@ def _crashy(path, marker, start):
         i += 1
 
 
+@pytest.mark.slow
 def test_sigkill_never_undercounts(tmp_path):
     acc = Accountant.create(tmp_path / "k.sqlite", Population(name="p", lifetime_cap="1000"))
     marker = tmp_path / "released.txt"

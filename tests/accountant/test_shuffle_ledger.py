@@ -28,6 +28,7 @@ def _claims(a):
     return a._con.execute("SELECT count(*) FROM shuffle_claim").fetchone()[0]
 
 
+@pytest.mark.slow
 def test_record_is_the_amplified_bound_at_the_guaranteed_minimum(acc):
     acc.spend("q1", MECH)
     rec = acc.record_shuffle("q1", MECH, batch_id="b1", n_min=N, n_observed=N + 37, delta=1e-8)
@@ -39,6 +40,7 @@ def test_record_is_the_amplified_bound_at_the_guaranteed_minimum(acc):
     assert acc.shuffle_records() == [rec]
 
 
+@pytest.mark.slow
 def test_central_epsilon_composes_per_cohort(acc):
     acc.spend("q1", MECH)
     acc.spend("q2", MECH, cohorts=[0, 1])
@@ -57,6 +59,7 @@ def test_central_epsilon_composes_per_cohort(acc):
         acc.central_epsilon(1.5e-8)  # cohort 0 composes two releases of delta 1e-8 each
 
 
+@pytest.mark.slow
 def test_many_releases_compose_below_the_sum(acc):
     for i in range(12):
         acc.spend(f"q{i}", ldp.KRR(epsilon=0.5, d=16), cohorts=[0])

@@ -31,6 +31,7 @@ def _job(tmp_path, body):
     return str(p)
 
 
+@pytest.mark.slow
 def test_collect_sets_parquet_with_plot(data, capsys):
     tmp, truth = data
     job = _job(tmp, f"""

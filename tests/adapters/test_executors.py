@@ -54,6 +54,7 @@ def _in_memory(inputs, mech, seed):
     return acc
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name,make", MECHS, ids=[m[0] for m in MECHS])
 def test_local_dask_and_in_memory_agree_bit_for_bit(tmp_path, inputs, dask_executor, name, make):
     mech = make()
@@ -72,6 +73,7 @@ def test_local_dask_and_in_memory_agree_bit_for_bit(tmp_path, inputs, dask_execu
     assert np.allclose(e.raw, mem.estimate(postprocess="none").raw)
 
 
+@pytest.mark.slow
 def test_worker_killed_mid_job_is_retried_never_double_counted(tmp_path, inputs, dask_executor):
     mech = ldp.KRR(epsilon=1.0, d=12)
     files = privatize_files(str(inputs / "in-*.parquet"), "v", mech, tmp_path / "r", seed=1)

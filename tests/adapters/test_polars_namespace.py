@@ -134,6 +134,7 @@ def test_sink_writes_parquet_parts(tmp_path, small_chunks):
 item = st.one_of(st.text(min_size=0, max_size=6), st.sampled_from(APPS))
 
 
+@pytest.mark.slow
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     rows=st.lists(

@@ -73,6 +73,7 @@ def test_krr_lower_bound_is_attained_by_an_exact_pair(eps0, d, n):
     assert _exact_delta(m.channel().as_float_array(), others, 0, 1, low) >= 1e-3 * (1 - 1e-6)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("eps0,d,n", [(1.0, 3, 30), (3.0, 4, 25), (2.0, 5, 20)])
 def test_krr_bound_is_never_below_an_exact_neighbouring_pair(eps0, d, n):
     m = ldp.KRR(epsilon=eps0, d=d)
@@ -125,6 +126,7 @@ def test_blanket_bound_catches_a_claimed_blanket_too_large():
     assert shuffle_delta(2.0, mechanism_variation_parameters(m), 25) >= honest  # both certified; here the blanket is tighter
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("eps0,d,n", [(1.0, 3, 2000), (4.0, 64, 10**5), (2.0, 1024, 10**5), (6.0, 16, 10**4)])
 def test_blanket_bound_is_above_the_exact_lower_bound_and_close_to_it(eps0, d, n):
     m = ldp.KRR(epsilon=eps0, d=d)
@@ -141,6 +143,7 @@ def test_blanket_binary_rr_never_below_its_exact_lower_bound(eps0):
         assert exact - 1e-12 <= ub <= eps0
 
 
+@pytest.mark.slow
 def test_blanket_monotone_in_n_and_eps0():
     e = [blanket_epsilon(blanket_parameters(ldp.KRR(epsilon=2.0, d=64)), n, 1e-8, epsilon0=2.0) for n in (10**3, 10**4, 10**5)]
     assert e[0] > e[1] > e[2]
@@ -148,6 +151,7 @@ def test_blanket_monotone_in_n_and_eps0():
     assert by_eps0 == sorted(by_eps0) and len(set(by_eps0)) == 4
 
 
+@pytest.mark.slow
 def test_monotone_in_n_eps0_and_beta():
     base = generic_parameters(2.0)
     e = [shuffle_epsilon(base, n, 1e-6) for n in (10**3, 10**4, 10**5)]
@@ -168,6 +172,7 @@ def test_closed_form_parameters_equal_the_exact_ones(mech):
     assert (a.p, a.beta, a.q, a.point_masses) == pytest.approx((b.p, b.beta, b.q, b.point_masses), rel=1e-12)
 
 
+@pytest.mark.slow
 def test_amplify_reports_both_numbers_and_the_assumption():
     out = amplify(ldp.KRR(epsilon=4.0, d=64), 10**5, 1e-10)
     assert out["epsilon_lower"] <= out["epsilon"] <= min(out["epsilon_generic"], out["epsilon_specific"], out["epsilon_blanket"], 4.0)
@@ -176,6 +181,7 @@ def test_amplify_reports_both_numbers_and_the_assumption():
     assert amplify(ldp.OUE(epsilon=2.0, d=16), 10**4, 1e-6)["epsilon_lower"] is None  # no exact pair for unary encodings
 
 
+@pytest.mark.slow
 def test_opendp_profile_composes_with_fix_delta():
     import opendp.prelude as dp
 

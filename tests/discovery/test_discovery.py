@@ -71,6 +71,7 @@ def test_sketch_decoder_power_wrong_probabilities_fail(zipf_reports):
     assert np.max(np.abs(z[:20])) > 4.5  # the heavy items are off by many standard errors
 
 
+@pytest.mark.slow
 def test_sketch_and_least_squares_agree(zipf_reports):
     m, rep, words, emp = zipf_reports
     acc = m.accumulator().add(rep)
@@ -154,6 +155,7 @@ def _recall_precision(res, freq, hi=0.01, lo=0.002):
     return len(heavy & set(got)) / len(heavy), float(np.mean([freq.get(w, 0.0) >= lo for w in got])) if got else 1.0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("method", ["pem", "treehist"])
 def test_discovery_finds_the_heavy_hitters(population, method):
     values, freq = population
@@ -169,6 +171,7 @@ def test_discovery_finds_the_heavy_hitters(population, method):
     assert res.significant[:5].all()
 
 
+@pytest.mark.slow
 def test_discovery_power_mismatched_query_finds_nothing(population):
     values, freq = population
     q = PrefixDiscovery(epsilon=4.0, top_k=15, alphabet=ALPHA, max_length=7, cohorts=128)
@@ -178,6 +181,7 @@ def test_discovery_power_mismatched_query_finds_nothing(population):
     assert recall < 0.5
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("oracle", ["orr", "hcms", "count-sketch"])
 def test_minimum_detectable_frequency_is_met(population, oracle):
     values, freq = population
@@ -205,6 +209,7 @@ def test_levels_are_data_independent_and_reports_one_per_user(population):
     assert all(m.realized_ratio <= math.exp(2.0) * (1 + 1e-12) for m in q.mechanisms)
 
 
+@pytest.mark.slow
 def test_accumulator_merge_and_parquet_round_trip(tmp_path, population):
     values, _ = population
     q = PrefixDiscovery(epsilon=4.0, top_k=5, alphabet=ALPHA, max_length=7, cohorts=64)
@@ -266,6 +271,7 @@ def test_cli_heavy_hitters_simulate_json(tmp_path, capsys):
     assert "--column 'nope'" in err and "Traceback" not in err
 
 
+@pytest.mark.slow
 def test_sfp_joins_fragments_and_splits_epsilon(population):
     from ldp_plugin.discovery import SFP
 

@@ -73,6 +73,7 @@ def test_retarget_formula_and_validation():
         retarget(est, "everyone")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("d,k,h,C", [(64, 32, 1, 8), (64, 128, 2, 4), (16, 32, 4, 4)])
 def test_orappor_predicted_mse_matches_simulation(d, k, h, C):
     mech = ldp.ORAPPOR(epsilon=2.0, d=d, k=k, h=h, cohorts=C)

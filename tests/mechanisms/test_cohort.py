@@ -81,6 +81,7 @@ def test_sampler_follows_channel_with_power(inst, eps):
     assert min(p_wrong) * len(items) < ALPHA
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "factory",
     [
@@ -170,6 +171,7 @@ def test_cohorts_beat_a_single_cohort_paper_002_setting():
     assert l1[32] < 0.5 * l1[1]
 
 
+@pytest.mark.slow
 def test_predicted_mse_matches_simulation():
     # the prediction is for a uniform population (every item n/S users), a fixed population
     S, n = 128, 128 * 1500
@@ -187,6 +189,7 @@ def test_predicted_mse_matches_simulation():
         assert not 0.88 < np.mean(errs) / wrong < 1.12  # power: ε 30% off is visible
 
 
+@pytest.mark.slow
 def test_hcms_predicted_mse_and_transform():
     """HCMS: the Walsh–Hadamard transform equals the explicit Sylvester matrix, and the predicted
     MSE (exact trace on the instance's partitions) matches simulation, with a power check."""

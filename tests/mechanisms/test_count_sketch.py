@@ -59,6 +59,7 @@ def test_signed_positions_open_and_closed():
         assert np.array_equal(np.abs(B).sum(axis=1), np.full(8, 2)) and not B.sum(axis=1).any()
 
 
+@pytest.mark.slow
 def test_closed_alphabet_known_total_is_imposed():
     """At d = 2k the signed cells cancel the total: the decoder imposes Σθ = 1 and is unbiased with
     calibrated errors; the plain pseudo-inverse (no total) loses the total (power check)."""
@@ -86,6 +87,7 @@ def test_closed_alphabet_known_total_is_imposed():
     assert abs(np.mean(np.sum(plain, axis=1)) - 1.0) > 0.5  # without the total: its sum is lost
 
 
+@pytest.mark.slow
 def test_open_alphabet_outside_mass_and_errors():
     """40% of users hold items outside the candidates: signed collisions average out (no
     uniform-mass unknown), ``<other> = 1 − Σθ̂``; every entry unbiased with calibrated errors
@@ -108,6 +110,7 @@ def test_open_alphabet_outside_mass_and_errors():
     assert unbiased and ok and not wrong
 
 
+@pytest.mark.slow
 def test_streamed_read_out_needs_no_collision_correction():
     """The sketch decoder at 200 candidates, 128 cohorts and a heavy tail outside the candidates:
     the signed read-out is unbiased over the hash (a fresh ``hash_seed`` per run: collisions are part
@@ -143,6 +146,7 @@ def test_streamed_read_out_needs_no_collision_correction():
     assert np.all(np.abs(np.mean(unsigned, axis=0) - theta[:3]) / se_top > stats.norm.isf(ALPHA))
 
 
+@pytest.mark.slow
 def test_predicted_mse_matches_simulation_with_power():
     """Closed alphabet: the exact trace on the instance's signed partitions (with the known total)
     matches simulation; the random-partition approximation stays within 12% of it."""

@@ -119,6 +119,7 @@ def done_when():
                                         change_prob=0.2, n=2000, seed=0, repeats=5) for name in LONGITUDINAL_NAMES}
 
 
+@pytest.mark.slow
 def test_done_when_loloha_spend(done_when):
     lol, grr = done_when["loloha"], done_when["l-grr"]
     # value level (the papers' relation, named): at most g·ε∞ = 4, below L-GRR's
@@ -153,6 +154,7 @@ def test_the_mse_check_fails_for_a_wrong_estimator():
     assert abs(out["mse_ratio"] - 1) > 0.15
 
 
+@pytest.mark.slow
 def test_cli_longitudinal_simulate():
     out = subprocess.run([sys.executable, "-m", "ldp_plugin.cli", "longitudinal", "simulate", "--mechanism", "loloha", "--d", "16",
                           "--epsilon-perm", "2", "--epsilon-1", "1", "--rounds", "3", "--change-prob", "0.2", "--n", "500",

@@ -51,6 +51,7 @@ def test_permanent_follows_krr_channel_over_random_keys_with_power():
     assert stats.chisquare(counts, f_exp=wrong[2] * n).pvalue < ALPHA
 
 
+@pytest.mark.slow
 def test_composite_estimator_unbiased_with_power():
     m = Memoized(epsilon_permanent=2.0, epsilon_instantaneous=1.0, categories=list("abcd"))
     counts = np.array([500, 300, 150, 50])

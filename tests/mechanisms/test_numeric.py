@@ -76,6 +76,7 @@ def _within_analytic(out, sds=4.0):
             and out["coverage"] >= c - sds * np.sqrt(c * (1 - c) / R))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["duchi", "piecewise", "hybrid", "one-bit-mean"])
 def test_issue_setting_eps_1_n_1e5_200_repeats(name):
     """The issue's setting (ε = 1, n = 10^5, 200 repeats). 200 repeats measure the MSE to
@@ -84,6 +85,7 @@ def test_issue_setting_eps_1_n_1e5_200_repeats(name):
     assert _within_analytic(out)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["duchi", "piecewise", "hybrid", "one-bit-mean"])
 def test_mse_and_coverage_match_the_analysis_precisely(name):
     """2,000 repeats (n = 5,000): the MSE within 4·3.2% of the analytic one, coverage >= 93%."""
@@ -161,6 +163,7 @@ def test_polars_numeric_column_and_ledger_refusal(tmp_path):
         pl.DataFrame({"seconds": ["a"]}).ldp.privatize("seconds", m)
 
 
+@pytest.mark.slow
 def test_cli_mean_simulate():
     out = subprocess.run([sys.executable, "-m", "ldp_plugin.cli", "mean", "simulate", "--mechanism", "hybrid", "--epsilon", "1",
                           "--n", "20000", "--repeats", "20", "--seed", "0", "--json"], capture_output=True, text=True, timeout=120)

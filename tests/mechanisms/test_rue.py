@@ -35,6 +35,7 @@ def test_rue_minimizes_the_exact_uniform_mse(d, eps):
     assert ratio_within_exp(m.realized_ratio, eps)
 
 
+@pytest.mark.slow
 def test_simulated_error_matches_and_beats_oue():
     """d = 4, ε = 4 (RUE's error is half of OUE's): 400 repeats of n = 5,000 users on the uniform
     distribution; the measured MSE is within 4 sd (sqrt(2/400) relative) of the analytic one, and

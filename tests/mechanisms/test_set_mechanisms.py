@@ -55,6 +55,7 @@ def test_sampler_follows_channel_with_power(tiny, eps):
         assert g["power_check_rejects_1.3eps"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "make",
     [lambda: Wheel(epsilon=1.5, d=8, m=2), lambda: RapporSet(epsilon=1.5, d=8, m=2), lambda: PrivSet(epsilon=1.5, d=8, m=2)],

@@ -27,6 +27,7 @@ def test_sample_is_uniform_over_padded_slots():
     assert stats.chisquare(counts[[0, 3, 5]], f_exp=np.array([0.27, 0.25, 0.48]) * n).pvalue < ALPHA  # power
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "inner",
     [lambda: ldp.KRR(epsilon=2.0, d=6), lambda: ldp.OUE(epsilon=2.0, d=6), lambda: ldp.ORR(epsilon=2.0, k=4, cohorts=8, d=6)],

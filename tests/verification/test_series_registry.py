@@ -65,6 +65,7 @@ def test_exact_and_sampling_path_layers(name, i, inst):
     assert out["passed"], out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name,i", [("hybrid", 2), ("l-grr", 2)])
 def test_all_layers_quick(name, i):
     """Every layer on one instance per family (all instances: `ldp verify NAME`, VERIFICATION.md)."""

@@ -23,6 +23,7 @@ def _state(tmp_path, monkeypatch):
     unregister_all()
 
 
+@pytest.mark.slow
 def test_every_seeded_bug_is_caught_by_the_expected_layers():
     from ldp_plugin.verification.seeded_bugs import seeded_bugs, seeded_declaration_bugs
 
@@ -94,6 +95,7 @@ def test_sampling_path_reads_the_client():
     assert src.calls == [("bernoulli", 5, 3, None)]
 
 
+@pytest.mark.slow
 def test_no_registered_mechanism_is_flagged_quick():
     for name, decl in load_registry().items():
         for r in verify(decl, seed=5, quick=True):
@@ -154,6 +156,7 @@ def test_user_registration_verifies_and_refuses(capsys):
     assert decl.name == "my-krr"
 
 
+@pytest.mark.slow
 def test_ldp_verify_cli_json_report_and_exit_status(tmp_path, capsys):
     report = tmp_path / "audit.md"
     assert main(["verify", "krr", "orr", "--quick", "--self-test", "--report", str(report), "--json"]) == 0
