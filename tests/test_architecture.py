@@ -266,3 +266,19 @@ def test_size_and_late_import_guards_catch_planted_violations(copy):
     assert len(top_level_modules(copy)) == 17
     _plant(copy / "ldp_plugin" / "mechanisms" / "channel.py", "\nfrom .reports import ReportField  # noqa: E402\n")
     assert late_imports(copy) and all(h.startswith("ldp_plugin/mechanisms/channel.py:") for h in late_imports(copy))
+
+
+def test_one_make_then_pair_per_registered_name():
+    """``measurements.py`` has one generated ``make_X, then_X`` pair per registered name, exported
+    (keyed names: ``make_longitudinal`` only)."""
+    import ldp_plugin.measurements as m
+    from ldp_plugin.registry import KINDS, load_registry
+
+    for name, decl in sorted(load_registry(kinds=KINDS).items()):
+        ident = name.replace("-", "_")
+        if decl.kind == "longitudinal":
+            assert not hasattr(m, "make_" + ident) and decl.measurement.endswith(":make_longitudinal"), name
+            continue
+        make, then = getattr(m, "make_" + ident), getattr(m, "then_" + ident)
+        assert make.__name__ == "make_" + ident and then.__name__ == "then_" + ident
+        assert {"make_" + ident, "then_" + ident} <= set(m.__all__), name
