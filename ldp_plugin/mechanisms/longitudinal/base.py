@@ -41,7 +41,7 @@ depends on ``t`` only (a device's refusal reveals nothing about its values).
 :meth:`LongitudinalMechanism.lifetime_spend` is the value-level charge of a user who used
 ``distinct_units`` units (simulation only; never a user-level charge).
 
-(L-OUE, L-OSUE, L-SUE and dBitFlipPM are in :mod:`.longitudinal_unary`.)
+(L-OUE, L-OSUE, L-SUE and dBitFlipPM are in :mod:`.unary`; LOLOHA in :mod:`.hashed`.)
 
 **Estimation** per round from the composed one-report channel with the shared estimator
 (``estimate_pure``): L-GRR ``(p*, q*)``, L-*UE per bit ``(P(1|1), P(1|0))``, LOLOHA ``(p*, 1/g)``
