@@ -282,3 +282,35 @@ def test_one_make_then_pair_per_registered_name():
         make, then = getattr(m, "make_" + ident), getattr(m, "then_" + ident)
         assert make.__name__ == "make_" + ident and then.__name__ == "then_" + ident
         assert {"make_" + ident, "then_" + ident} <= set(m.__all__), name
+
+
+def class_switches(root: Path) -> list:
+    """``isinstance``/``issubclass`` tests on a mechanism class outside ``ldp_plugin/mechanisms/``
+    (a consumer asks a declared capability — the Protocols of ``mechanisms/protocol.py`` — or a
+    method, never the class)."""
+    mech_dir = root / "ldp_plugin" / "mechanisms"
+    protocols = {n.name for n in ast.parse((mech_dir / "protocol.py").read_text(encoding="utf-8")).body if isinstance(n, ast.ClassDef)}
+    classes = {n.name for p in mech_dir.rglob("*.py") for n in ast.walk(ast.parse(p.read_text(encoding="utf-8")))
+               if isinstance(n, ast.ClassDef)} - protocols
+    out = []
+    for src in SOURCES:
+        for path in sorted((root / src).rglob("*.py")):
+            if mech_dir in path.parents:
+                continue
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                if isinstance(node, ast.Call) and getattr(node.func, "id", None) in ("isinstance", "issubclass") and len(node.args) == 2:
+                    named = {n.id for n in ast.walk(node.args[1]) if isinstance(n, ast.Name)}
+                    named |= {n.attr for n in ast.walk(node.args[1]) if isinstance(n, ast.Attribute)}
+                    if named & classes:
+                        out.append(f"{path.relative_to(root)}:{node.lineno} tests {sorted(named & classes)}")
+    return out
+
+
+def test_no_switch_on_mechanism_classes_outside_mechanisms():
+    assert class_switches(ROOT) == []
+
+
+def test_class_switch_guard_catches_a_planted_switch(copy):
+    _plant(copy / "ldp_plugin" / "simulate.py", "\n\ndef _kind(m):\n    return isinstance(m, (KRR, ldp_mechanisms.OUE))\n")
+    found = class_switches(copy)
+    assert len(found) == 1 and found[0].startswith("ldp_plugin/simulate.py:") and "KRR" in found[0] and "OUE" in found[0]

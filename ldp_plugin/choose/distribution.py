@@ -85,12 +85,14 @@ def _coarsen(theta: np.ndarray, cells: int) -> np.ndarray:
     raise LDPParameterError("resolutions must divide each other")
 
 
-def _simulate(mech: Any, n: int, ref: np.ndarray, gen: np.random.Generator, buckets: Optional[int]) -> np.ndarray:
-    if isinstance(mech, SquareWave):
-        theta = _coarsen(ref, mech.grid)
-        probs = mech.channel_matrix() @ theta
-        est = ems(mech, gen.multinomial(n, probs / probs.sum()))
-        return _coarsen(est, buckets) if buckets else est
+def _simulate_square_wave(mech: Any, n: int, ref: np.ndarray, gen: np.random.Generator, buckets: Optional[int]) -> np.ndarray:
+    theta = _coarsen(ref, mech.grid)
+    probs = mech.channel_matrix() @ theta
+    est = ems(mech, gen.multinomial(n, probs / probs.sum()))
+    return _coarsen(est, buckets) if buckets else est
+
+
+def _simulate_bucketed(mech: Any, n: int, ref: np.ndarray, gen: np.random.Generator, buckets: Optional[int]) -> np.ndarray:
     inner = mech.inner
     theta = _coarsen(ref, mech.buckets)
     p, q = inner.p_star, inner.q_star
@@ -102,9 +104,19 @@ def _simulate(mech: Any, n: int, ref: np.ndarray, gen: np.random.Generator, buck
     return project_simplex((c / n - q) / (p - q))
 
 
+#: the candidates' simulators, by registered name (a lookup, not a test on the class)
+_SIMULATORS = {SquareWave.name: _simulate_square_wave, BucketedOracle.name: _simulate_bucketed}
+
+
+def _simulate(mech: Any, n: int, ref: np.ndarray, gen: np.random.Generator, buckets: Optional[int]) -> np.ndarray:
+    return _SIMULATORS[mech.name](mech, n, ref, gen, buckets)
+
+
 def predicted_w1(mech: Any, n: int, *, reference: Any = "smooth", reps: int = 20, seed: int = 0, buckets: Optional[int] = None) -> float:
     """The predicted W1 error of ``mech`` (a :class:`SquareWave` or :class:`BucketedOracle`) for
     ``n`` users drawn from ``reference`` (module docstring)."""
+    if getattr(mech, "name", None) not in _SIMULATORS:
+        raise LDPParameterError(f"predicted_w1 takes a square-wave or bucketed mechanism (got {getattr(mech, 'name', type(mech).__name__)!r})")
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or not 1 <= n <= 10**12:
         raise LDPParameterError(f"n must be an integer in [1, 10^12] (got {n!r})")
     ref = reference_histogram(reference, max(FINE, getattr(mech, "grid", 0), getattr(mech, "buckets", 0) or 0))
