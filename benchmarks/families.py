@@ -58,34 +58,53 @@ def distributions(runs):
     return rows
 
 
-def ranges(quick):
+RANGES = ((0.1234, 0.3734), (0.0, 0.25), (0.3, 0.55), (0.5, 0.75))  # width B/4: one unaligned, three others
+
+
+def ranges(quick, settings=None):
+    """Per (B, n, runs per mechanism): the same users randomized R times (seeds 0..R-1); each of
+    the four ranges of width B/4 gives measured/analytic variance, with the sampling sd of a
+    variance ratio, sqrt(2/(R - 1)); the pooled ratio is their mean (they are correlated, so its sd
+    is between sd/2 and sd)."""
     rows = []
-    lo, hi = 0.1234, 0.3734
-    for B, n, R_hh, R_haar in ((256, 20_000, 200, 1000), (4096, 100_000, 10 if quick else 30, 60 if quick else 200)):
+    if settings is None:
+        settings = ((256, 20_000, 200, 1000), (4096, 100_000, 10 if quick else 30, 60 if quick else 200))
+    for B, n, R_hh, R_haar in settings:
         x = np.random.default_rng(0).beta(2, 5, n)
         truth = np.quantile(x, [0.5, 0.95])
+        k_true = np.minimum((x * B).astype(int), B - 1)
+        th = np.bincount(k_true, minlength=B) / n
         for m, R in ((ldp.HierarchicalHistogram(epsilon=1.0, buckets=B), R_hh), (ldp.HaarHRR(epsilon=1.0, buckets=B), R_haar)):
+            if R < 2:
+                continue
             vals, cover = [], []
             t0 = time.perf_counter()
             for s in range(R):
                 e = m.estimate(m.randomize(x, rng=s))
-                vals.append(e.range_fraction(lo, hi).fraction)
-                if s < 100:
+                vals.append([e.range_fraction(lo, hi).fraction for lo, hi in RANGES])
+                if s < 200:
                     q = e.quantiles([0.5, 0.95])
                     cover.append([r["ci_lower"] <= t <= r["ci_upper"] for r, t in zip(q, truth)])
             sec = (time.perf_counter() - t0) / R
-            analytic = m.analytic_range_variance(x, lo, hi)
-            k = m.encode(x)
-            th = np.bincount(k, minlength=B) / n
-            a = np.clip(np.minimum(np.arange(B) + 1, hi * B) - np.maximum(np.arange(B), lo * B), 0, 1)
-            flat = flat_range_variance(1.0, n, int((a > 0).sum()), theta=th[a > 0])
-            measured = float(np.var(vals, ddof=1))
-            rows.append({"mechanism": m.name, "B": B, "n": n, "runs": R, "measured_var": measured, "analytic_var": analytic,
-                         "ratio": measured / analytic, "ratio_sd": math.sqrt(2 / (R - 1)), "flat_over_analytic": flat / analytic,
-                         "quantile_coverage": np.mean(cover, axis=0).tolist(), "seconds_per_run": sec})
+            vals = np.array(vals)
+            per_range = []
+            for i, (lo, hi) in enumerate(RANGES):
+                analytic = m.analytic_range_variance(x, lo, hi)
+                a = np.clip(np.minimum(np.arange(B) + 1, hi * B) - np.maximum(np.arange(B), lo * B), 0, 1)
+                flat = flat_range_variance(1.0, n, int((a > 0).sum()), theta=th[a > 0])
+                measured = float(np.var(vals[:, i], ddof=1))
+                per_range.append({"lo": lo, "hi": hi, "measured_var": measured, "analytic_var": analytic, "ratio": measured / analytic,
+                                  "flat_over_analytic": flat / analytic, "bias_z": float((vals[:, i].mean() - a @ th) / math.sqrt(measured / R))})
+            ratio = float(np.mean([r["ratio"] for r in per_range]))
+            rows.append({"mechanism": m.name, "B": B, "n": n, "runs": R, "ranges": per_range, "ratio": ratio,
+                         "ratio_sd_one_range": math.sqrt(2 / (R - 1)), "flat_over_analytic": [r["flat_over_analytic"] for r in per_range],
+                         "quantile_coverage": np.mean(cover, axis=0).tolist(), "quantile_runs": len(cover), "seconds_per_run": sec})
             r = rows[-1]
-            print(f"  {m.name:<22} B={B:<5} measured/analytic {r['ratio']:.3f} (± {r['ratio_sd']:.3f}, {R} runs)  flat/ours {r['flat_over_analytic']:.1f}x"
-                  f"  quantile coverage p50 {r['quantile_coverage'][0]:.2f} p95 {r['quantile_coverage'][1]:.2f}  {sec:.2f} s/run", flush=True)
+            print(f"  {m.name:<22} B={B:<5} n={n:<6} {R} runs: measured/analytic per range "
+                  + " ".join(f"{p['ratio']:.3f}" for p in per_range) + f" (each ± {r['ratio_sd_one_range']:.3f}), pooled {ratio:.3f}; "
+                  f"flat/ours {min(r['flat_over_analytic']):.1f}-{max(r['flat_over_analytic']):.1f}x; bias |z| max "
+                  f"{max(abs(p['bias_z']) for p in per_range):.2f}; quantile coverage p50 {r['quantile_coverage'][0]:.3f} "
+                  f"p95 {r['quantile_coverage'][1]:.3f} ({len(cover)} runs); {sec:.3f} s/run", flush=True)
     return rows
 
 
@@ -165,22 +184,34 @@ def means(runs):
     return rows
 
 
+SECTIONS = ("distributions", "ranges", "attributes", "key_value", "means")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--json", default=None)
+    ap.add_argument("--sections", nargs="+", choices=SECTIONS, default=list(SECTIONS))
+    ap.add_argument("--range-setting", action="append", default=None, metavar="B,N,RUNS_HIERARCHY,RUNS_HAAR",
+                    help="a range setting (repeatable); default: 256,20000,200,1000 and 4096,100000,30,200")
     args = ap.parse_args()
     out = {}
-    print("distributions (W1, mean of 5 runs):", flush=True)
-    out["distributions"] = distributions(5)
-    print("ranges (width B/4, eps = 1):", flush=True)
-    out["ranges"] = ranges(args.quick)
-    print("several attributes (5 x k=10, eps = 2, n = 20,000, 200 runs):", flush=True)
-    out["attributes"] = attributes(200)
-    print("key-value (200 runs):", flush=True)
-    out["key_value"] = key_values(200)
-    print("means on a clipped log-normal (eps = 4, n = 10,000, 1,000 runs):", flush=True)
-    out["means"] = means(1000)
+    if "distributions" in args.sections:
+        print("distributions (W1, mean of 5 runs):", flush=True)
+        out["distributions"] = distributions(5)
+    if "ranges" in args.sections:
+        print("ranges (width B/4, eps = 1):", flush=True)
+        settings = None if args.range_setting is None else [tuple(int(v) for v in r.split(",")) for r in args.range_setting]
+        out["ranges"] = ranges(args.quick, settings)
+    if "attributes" in args.sections:
+        print("several attributes (5 x k=10, eps = 2, n = 20,000, 200 runs):", flush=True)
+        out["attributes"] = attributes(200)
+    if "key_value" in args.sections:
+        print("key-value (200 runs):", flush=True)
+        out["key_value"] = key_values(200)
+    if "means" in args.sections:
+        print("means on a clipped log-normal (eps = 4, n = 10,000, 1,000 runs):", flush=True)
+        out["means"] = means(1000)
     if args.json:
         with open(args.json, "w") as f:
             json.dump(out, f, indent=1)
