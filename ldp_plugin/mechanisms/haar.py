@@ -37,11 +37,9 @@ import numpy as np
 from .._errors import LDPParameterError
 from ..exact import TWO64, exp_lower_bound, ratio_within_exp
 from ._base import Channel, floor_threshold
-from .domain import check_epsilon
 from .hadamard import fast_walsh_hadamard, parity
 from .linear_estimate import LinearLeafEstimate
-from .base import MechanismBase
-from .leaf_client import AccumulatedEstimate, ColumnReports, LeafClient, check_power_of_two, checked_reports
+from .leaf_client import GridTree, checked_reports
 from ..estimation import check_estimate_request
 from .protocol import MergeableCounts, ReportField
 
@@ -49,7 +47,7 @@ __all__ = ["HaarHRR", "HaarEstimate", "HaarAccumulator"]
 
 
 @dataclass(frozen=True, kw_only=True)
-class HaarHRR(LeafClient, ColumnReports, AccumulatedEstimate, MechanismBase):
+class HaarHRR(GridTree):
     """The Haar wavelet with Hadamard randomized response per level (module docstring).
 
     >>> import ldp_plugin as ldp, numpy as np
@@ -61,23 +59,11 @@ class HaarHRR(LeafClient, ColumnReports, AccumulatedEstimate, MechanismBase):
     """
 
     name: ClassVar[str] = "haar-hrr"
-    input_kind: ClassVar[str] = "number"
-    estimates_distribution: ClassVar[bool] = True
 
-    epsilon: float
-    lower: float = 0.0
-    upper: float = 1.0
-    buckets: int = 1024
-    levels: int = field(init=False, repr=False, compare=False)
     keep_threshold: int = field(init=False, repr=False, compare=False)
-    realized_ratio: Fraction = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        eps = check_epsilon(self.epsilon)
-        object.__setattr__(self, "epsilon", eps)
-        self._set_range()
-        B = check_power_of_two("buckets", self.buckets, 2, 1 << 20)
-        object.__setattr__(self, "buckets", B)
+        eps, B = self._check_grid()
         object.__setattr__(self, "levels", B.bit_length() - 1)
         L = exp_lower_bound(eps)
         T = floor_threshold(L / (L + 1))
@@ -92,10 +78,6 @@ class HaarHRR(LeafClient, ColumnReports, AccumulatedEstimate, MechanismBase):
     @property
     def p(self) -> float:
         return self.keep_threshold / 2.0**64
-
-    @property
-    def grid(self) -> int:
-        return self.buckets
 
     # -- client -----------------------------------------------------------------------------------
     def _node_and_sign(self, k: np.ndarray, level: np.ndarray) -> tuple:

@@ -41,7 +41,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from fractions import Fraction
 from typing import Any, ClassVar, Optional
 
 import numpy as np
@@ -49,9 +48,7 @@ import numpy as np
 from .._errors import LDPParameterError
 from ._base import Channel
 from .linear_estimate import LinearLeafEstimate
-from .domain import check_epsilon
-from .base import MechanismBase
-from .leaf_client import AccumulatedEstimate, ColumnReports, LeafClient, check_power_of_two, checked_reports
+from .leaf_client import GridTree, checked_reports
 from ..estimation import check_estimate_request
 from .protocol import MergeableCounts, ReportField
 from .unary import OUE, packed_column_counts
@@ -79,7 +76,7 @@ def flat_range_variance(epsilon: float, n: int, width: int, theta: Optional[np.n
 
 
 @dataclass(frozen=True, kw_only=True)
-class HierarchicalHistogram(LeafClient, ColumnReports, AccumulatedEstimate, MechanismBase):
+class HierarchicalHistogram(GridTree):
     """Hierarchical histogram over ``buckets`` leaves with OUE per level (module docstring).
 
     >>> import ldp_plugin as ldp, numpy as np
@@ -93,26 +90,15 @@ class HierarchicalHistogram(LeafClient, ColumnReports, AccumulatedEstimate, Mech
     """
 
     name: ClassVar[str] = "hierarchical-histogram"
-    input_kind: ClassVar[str] = "number"
-    estimates_distribution: ClassVar[bool] = True
+    bucket_range: ClassVar[tuple] = (4, 1 << 16)
 
-    epsilon: float
-    lower: float = 0.0
-    upper: float = 1.0
-    buckets: int = 1024
     fanout: Any = "auto"
-    levels: int = field(init=False, repr=False, compare=False)
     oracles: tuple = field(init=False, repr=False, compare=False)
     #: every level's OUE thresholds (read by the sampling-path layer)
     oracle_thresholds: tuple = field(init=False, repr=False, compare=False)
-    realized_ratio: Fraction = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        eps = check_epsilon(self.epsilon)
-        object.__setattr__(self, "epsilon", eps)
-        self._set_range()
-        B = check_power_of_two("buckets", self.buckets, 4, 1 << 16)
-        object.__setattr__(self, "buckets", B)
+        eps, B = self._check_grid()
         b = choose_fanout(B) if self.fanout == "auto" else self.fanout
         if isinstance(b, bool) or not isinstance(b, (int, np.integer)) or int(b) not in _fanouts(B) or int(b) == B:
             raise LDPParameterError(f"fanout must be 'auto' or a power of two b < buckets with buckets a power of b: {_fanouts(B)[:-1]} (got {self.fanout!r})")
@@ -123,10 +109,6 @@ class HierarchicalHistogram(LeafClient, ColumnReports, AccumulatedEstimate, Mech
         object.__setattr__(self, "oracles", oracles)
         object.__setattr__(self, "oracle_thresholds", tuple(t for o in oracles for t in (o.p_threshold, o.q_threshold)))
         object.__setattr__(self, "realized_ratio", max(o.realized_ratio for o in oracles))
-
-    @property
-    def grid(self) -> int:
-        return self.buckets
 
     def spec(self) -> dict:
         return {"name": self.name, "params": {"epsilon": self.epsilon, "lower": self.lower, "upper": self.upper, "buckets": self.buckets,

@@ -12,15 +12,19 @@ mechanism's guarantee (stated in its own module) is over the cells and carries o
 from __future__ import annotations
 
 import math
-from typing import Any
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any, ClassVar
 
 import numpy as np
 
 from .._errors import LDPInputError, LDPParameterError
 from ..exact import epsilon_of_ratio
 from ..sampling import RNGLike, as_source
+from .base import MechanismBase
+from .domain import check_epsilon
 
-__all__ = ["check_range", "check_power_of_two", "NumberCells", "LeafClient", "ColumnReports", "AccumulatedEstimate", "checked_reports"]
+__all__ = ["check_range", "check_power_of_two", "NumberCells", "LeafClient", "ColumnReports", "AccumulatedEstimate", "checked_reports", "GridTree"]
 
 
 def check_range(lower: Any, upper: Any) -> tuple[float, float]:
@@ -139,3 +143,35 @@ class AccumulatedEstimate:
         kwargs.pop("candidates", None)
         kwargs.pop("postprocess", None)
         return acc.estimate(**kwargs)
+
+
+@dataclass(frozen=True, kw_only=True)
+class GridTree(LeafClient, ColumnReports, AccumulatedEstimate, MechanismBase):
+    """Base of the tree mechanisms over ``buckets`` leaves of ``[lower, upper]`` (hierarchical
+    histogram, HaarHRR): the shared fields and their checks; the subclass sets ``levels`` and
+    ``realized_ratio`` in ``__post_init__`` after :meth:`_check_grid`."""
+
+    input_kind: ClassVar[str] = "number"
+    estimates_distribution: ClassVar[bool] = True
+    #: the allowed numbers of leaves (powers of two)
+    bucket_range: ClassVar[tuple] = (2, 1 << 20)
+
+    epsilon: float
+    lower: float = 0.0
+    upper: float = 1.0
+    buckets: int = 1024
+    levels: int = field(init=False, repr=False, compare=False)
+    realized_ratio: Fraction = field(init=False, repr=False, compare=False)
+
+    def _check_grid(self) -> tuple[float, int]:
+        """Check and normalize ``epsilon``, ``lower``/``upper`` and ``buckets``; ``(ε, B)``."""
+        eps = check_epsilon(self.epsilon)
+        object.__setattr__(self, "epsilon", eps)
+        self._set_range()
+        B = check_power_of_two("buckets", self.buckets, *self.bucket_range)
+        object.__setattr__(self, "buckets", B)
+        return eps, B
+
+    @property
+    def grid(self) -> int:
+        return self.buckets
