@@ -117,20 +117,56 @@ def attributes(runs):
     rows = []
     for m in (ldp.SMP(epsilon=eps, domains=(K,) * A), ldp.SPL(epsilon=eps, domains=(K,) * A), ldp.RSFD(epsilon=eps, domains=(K,) * A),
               ldp.RSFD.from_attribute_epsilon(eps, domains=(K,) * A)):
-        mse, cov = [], []
+        mse, cov, own = [], [], []
         t0 = time.perf_counter()
         for s in range(runs):
-            e = m.estimate(m.randomize(x, rng=s))
+            r = m.randomize(x, rng=s)
+            e = m.estimate(r)
             mse.append(np.mean([np.sum((a.raw - truth[j]) ** 2) for j, a in enumerate(e.attributes)]))
+            if m.name == "smp":  # against the sampled users' own frequencies (the oracle's error alone)
+                att = np.asarray(r[0])
+                own.append(np.mean([np.sum((a.raw - np.bincount(x[att == j, j], minlength=K) / (att == j).sum()) ** 2)
+                                    for j, a in enumerate(e.attributes)]))
             cov.append(np.mean([np.mean((a.ci_lower <= truth[j]) & (truth[j] <= a.ci_upper)) for j, a in enumerate(e.attributes)]))
         sec = (time.perf_counter() - t0) / runs
         analytic = m.analytic_mse(n, theta=truth) if m.name == "smp" else m.analytic_mse(n)
         rows.append({"mechanism": m.name, "epsilon_user": m.epsilon, "mse": float(np.mean(mse)), "analytic": analytic,
-                     "ratio": float(np.mean(mse)) / analytic, "coverage": float(np.mean(cov)), "seconds_per_run": sec})
+                     "ratio": float(np.mean(mse)) / analytic, "coverage": float(np.mean(cov)), "seconds_per_run": sec,
+                     "mse_own": float(np.mean(own)) if own else None})
         r = rows[-1]
         print(f"  {m.name:<5} user eps {m.epsilon:.3f}: per-attribute MSE {r['mse']:.3e} (analytic {analytic:.3e}, ratio {r['ratio']:.3f}) "
               f"coverage {r['coverage']:.3f}", flush=True)
+    smp, spl = rows[0], rows[1]
+    print(f"  measured SPL / SMP: {spl['mse'] / smp['mse']:.1f}x against all users, {spl['mse'] / smp['mse_own']:.1f}x against SMP's "
+          f"sampled users' own frequencies (SMP own MSE {smp['mse_own']:.3e})", flush=True)
+    rows.append(attribute_oracles(A, K, eps, n, truth))
     return rows
+
+
+def attribute_oracles(A, K, eps, n, truth):
+    """The analytic per-attribute MSE (summed over items, fixed data) of SPL and SMP with each
+    frequency oracle, on the oracle-only basis (SMP against its sampled users' own frequencies)
+    and against all users (SMP's subsampling term added), and the issue's low-frequency ratio."""
+    def oracle_mse(o, users):
+        return float(np.mean([o.analytic_mse(int(round(users)), theta=t) for t in truth]))
+
+    sub = float(np.mean([np.sum(t * (1 - t)) * (A - 1) / n for t in truth]))  # SMP's subsampling term
+    spl = {"krr": oracle_mse(ldp.KRR(epsilon=eps / A, d=K), n), "oue": oracle_mse(ldp.OUE(epsilon=eps / A, d=K), n)}
+    smp = {"krr": oracle_mse(ldp.KRR(epsilon=eps, d=K), n / A), "oue": oracle_mse(ldp.OUE(epsilon=eps, d=K), n / A)}
+    e1, e2 = math.exp(eps / A), math.exp(eps)
+    low_freq = ((e1 + K - 2) / (e1 - 1) ** 2) / (A * (e2 + K - 2) / (e2 - 1) ** 2)
+    out = {"spl": spl, "smp": smp, "smp_subsampling": sub, "issue_low_frequency_krr_ratio": low_freq}
+    for a in ("krr", "oue"):
+        for b in ("krr", "oue"):
+            out[f"spl_{a}_over_smp_{b}"] = {"oracle_only": spl[a] / smp[b], "all_users": spl[a] / (smp[b] + sub)}
+    print(f"  analytic per-attribute MSE x n: SPL k-RR@eps/A {spl['krr'] * n:.1f}, SPL OUE@eps/A {spl['oue'] * n:.1f}; "
+          f"SMP k-RR@eps {smp['krr'] * n:.1f}, SMP OUE@eps {smp['oue'] * n:.1f} (+ subsampling {sub * n:.1f} against all users)", flush=True)
+    for a in ("krr", "oue"):
+        for b in ("krr", "oue"):
+            r = out[f"spl_{a}_over_smp_{b}"]
+            print(f"    SPL[{a}] / SMP[{b}]: {r['oracle_only']:.1f}x oracle-only, {r['all_users']:.1f}x against all users", flush=True)
+    print(f"    the issue's low-frequency k-RR ratio (e^e'+k-2)/(e^e'-1)^2 / (A (e^e+k-2)/(e^e-1)^2): {low_freq:.1f}x", flush=True)
+    return out
 
 
 def key_values(runs):
@@ -169,18 +205,36 @@ def key_values(runs):
     return out
 
 
-def means(runs):
-    x = np.clip(np.random.default_rng(0).lognormal(0, 1, 10_000), 0, 10)
+def means(runs, epsilons=(1.0, 2.0, 4.0)):
+    """A log-normal(0, 1) clipped to [0, 10], n = 10,000. ``target="sample"``: the same users
+    randomized ``runs`` times, coverage of their own mean; ``target="population"``: fresh users
+    each run, coverage of the population mean (exact: ``e^{1/2}Φ(ln 10 − 1) + 10(1 − Φ(ln 10))``).
+    Width: the mean standard error over the estimates' real spread (sd over the runs)."""
+    from statistics import NormalDist
+
+    n, c = 10_000, 10.0
+    Phi = NormalDist().cdf
+    pop_mean = math.exp(0.5) * Phi(math.log(c) - 1) + c * (1 - Phi(math.log(c)))
+    x = np.clip(np.random.default_rng(0).lognormal(0, 1, n), 0, c)
     rows = []
-    for cls in (ldp.Piecewise, ldp.Hybrid, ldp.Duchi):
-        m = cls(epsilon=4.0, lower=0, upper=10)
-        for target in ("sample", "population"):
-            est = [m.estimate(m.randomize(x, rng=s), target=target) for s in range(runs)]
-            means_ = np.array([e.mean for e in est])
-            ses = np.array([e.std_error for e in est])
-            cover = float(np.mean([e.ci_lower <= x.mean() <= e.ci_upper for e in est]))
-            rows.append({"mechanism": m.name, "target": target, "coverage": cover, "se_over_real": float(ses.mean() / means_.std(ddof=1))})
-            print(f"  {m.name:<10} target={target:<10} coverage {cover:.3f}  mean se / real spread {rows[-1]['se_over_real']:.3f}", flush=True)
+    for eps in epsilons:
+        for cls in (ldp.Piecewise, ldp.Hybrid, ldp.Duchi):
+            m = cls(epsilon=eps, lower=0, upper=c)
+            for target in ("sample", "population"):
+                est = []
+                for s in range(runs):
+                    xs = x if target == "sample" else np.clip(np.random.default_rng(10_000 + s).lognormal(0, 1, n), 0, c)
+                    est.append(m.estimate(m.randomize(xs, rng=s), target=target))
+                truth = x.mean() if target == "sample" else pop_mean
+                means_ = np.array([e.mean for e in est])
+                ses = np.array([e.std_error for e in est])
+                cover = float(np.mean([e.ci_lower <= truth <= e.ci_upper for e in est]))
+                rows.append({"mechanism": m.name, "epsilon": eps, "target": target, "coverage": cover,
+                             "coverage_sd": math.sqrt(0.95 * 0.05 / runs), "se_over_real": float(ses.mean() / means_.std(ddof=1)),
+                             "bias_z": float((means_.mean() - truth) / (means_.std(ddof=1) / math.sqrt(runs)))})
+                r = rows[-1]
+                print(f"  eps={eps:<4} {m.name:<10} target={target:<10} coverage {cover:.3f}  mean se / real spread "
+                      f"{r['se_over_real']:.3f}  bias z {r['bias_z']:+.2f}", flush=True)
     return rows
 
 
@@ -210,7 +264,7 @@ def main() -> None:
         print("key-value (200 runs):", flush=True)
         out["key_value"] = key_values(200)
     if "means" in args.sections:
-        print("means on a clipped log-normal (eps = 4, n = 10,000, 1,000 runs):", flush=True)
+        print("means on a clipped log-normal (eps = 1, 2, 4, n = 10,000, 1,000 runs):", flush=True)
         out["means"] = means(1000)
     if args.json:
         with open(args.json, "w") as f:
