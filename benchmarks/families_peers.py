@@ -8,8 +8,10 @@ tuples to a temporary file and runs the peer there (``--as-peer``, which imports
 multi_freq_ldpy). The configuration is the paper's: ``ε`` per attribute, k-RR at
 ``ε' = ln(A(e^ε − 1) + 1)`` — ours is ``RSFD.from_attribute_epsilon(ε)`` (its ``epsilon``, the
 whole-tuple guarantee, is ``ε'``). Accuracy: per-attribute MSE of each library's post-processed
-estimate (peer: clip and normalize; ours: projection onto the simplex) against the users' own
-frequencies, averaged over ``runs``. Speed: client + server wall time for the ``n`` users.
+estimate (peer: clip and normalize; ours: projection onto the simplex, and the peer's clip and
+normalize on our raw estimate — the like-for-like ratio) against the users' own frequencies,
+averaged over ``runs``. Speed: client + server wall time for the ``n`` users. The peer runs with
+``python -P`` (this folder holds a ``coverage.py`` that would shadow the package numba imports).
 """
 
 from __future__ import annotations
@@ -90,7 +92,7 @@ def main() -> None:
         with tempfile.TemporaryDirectory() as d:
             path = os.path.join(d, "x.npy")
             np.save(path, x)
-            p = subprocess.run([args.peer_python, __file__, "--as-peer", path, "--runs", str(args.runs)], capture_output=True, text=True, check=True)
+            p = subprocess.run([args.peer_python, "-P", __file__, "--as-peer", path, "--runs", str(args.runs)], capture_output=True, text=True, check=True)
             result["multi_freq_ldpy"] = json.loads(p.stdout.strip().splitlines()[-1])
     for name in ("rsfd", "smp"):
         o = result["ours"][name]

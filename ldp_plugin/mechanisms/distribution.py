@@ -50,10 +50,9 @@ from .._errors import LDPParameterError
 from ..exact import TWO64, exp_lower_bound, ratio_within_exp
 from ..sampling import RNGLike
 from ._base import Channel
-from .domain import check_epsilon
 from .distribution_server import DistributionAccumulator, DistributionEstimate, ems
 from .base import MechanismBase
-from .leaf_client import AccumulatedEstimate, LeafClient, NumberCells, check_power_of_two
+from .leaf_client import AccumulatedEstimate, LeafClient, NumberCells
 from .window import WindowChannel
 from .protocol import ReportField
 from .randomized_response import KRR
@@ -100,10 +99,7 @@ class SquareWave(WindowChannel, LeafClient, AccumulatedEstimate, MechanismBase):
     window_threshold: int = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        eps = check_epsilon(self.epsilon)
-        object.__setattr__(self, "epsilon", eps)
-        self._set_range()
-        object.__setattr__(self, "grid", check_power_of_two("grid", self.grid, 2, 1 << 16))
+        eps = self._check_cells("grid", 2, 1 << 16)
         s = max(0, int(round(square_wave_b(eps) * self.grid))) if eps < 30 else 0
         object.__setattr__(self, "half_window", s)
         w, M = 2 * s + 1, self.grid + 2 * s
@@ -205,10 +201,7 @@ class BucketedOracle(NumberCells, AccumulatedEstimate, MechanismBase):
     inner: Any = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        eps = check_epsilon(self.epsilon)
-        object.__setattr__(self, "epsilon", eps)
-        self._set_range()
-        object.__setattr__(self, "buckets", check_power_of_two("buckets", self.buckets, 2, 1 << 16))
+        eps = self._check_cells("buckets", 2, 1 << 16)
         if self.oracle not in ("auto", "krr", "oue"):
             raise LDPParameterError(f"oracle must be 'auto', 'krr' or 'oue' (got {self.oracle!r})")
         object.__setattr__(self, "inner", _oracle_for(eps, self.buckets, self.oracle))

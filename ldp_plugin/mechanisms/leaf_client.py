@@ -51,11 +51,16 @@ class NumberCells:
     lower: float
     upper: float
 
-    def _set_range(self) -> None:
-        """Validate and normalize the (frozen) ``lower``/``upper`` fields."""
-        lo, hi = check_range(self.lower, self.upper)
-        object.__setattr__(self, "lower", lo)
-        object.__setattr__(self, "upper", hi)
+    def _check_cells(self, name: str, lo: int, hi: int) -> float:
+        """Check and normalize the (frozen) ``epsilon``, ``lower``/``upper`` and the power-of-two
+        cell count field ``name`` (in ``[lo, hi]``); returns ε."""
+        eps = check_epsilon(self.epsilon)  # type: ignore[attr-defined]
+        object.__setattr__(self, "epsilon", eps)
+        low, up = check_range(self.lower, self.upper)
+        object.__setattr__(self, "lower", low)
+        object.__setattr__(self, "upper", up)
+        object.__setattr__(self, name, check_power_of_two(name, getattr(self, name), lo, hi))
+        return eps
 
     def encode(self, values: Any) -> np.ndarray:
         """Each number's cell in ``[0, grid)`` (errors give the position, never the value)."""
@@ -165,12 +170,7 @@ class GridTree(LeafClient, ColumnReports, AccumulatedEstimate, MechanismBase):
 
     def _check_grid(self) -> tuple[float, int]:
         """Check and normalize ``epsilon``, ``lower``/``upper`` and ``buckets``; ``(ε, B)``."""
-        eps = check_epsilon(self.epsilon)
-        object.__setattr__(self, "epsilon", eps)
-        self._set_range()
-        B = check_power_of_two("buckets", self.buckets, *self.bucket_range)
-        object.__setattr__(self, "buckets", B)
-        return eps, B
+        return self._check_cells("buckets", *self.bucket_range), self.buckets
 
     @property
     def grid(self) -> int:
