@@ -1,17 +1,19 @@
 """Issue 37's anchors, measured against the analytic (or predicted) error on the same data.
 
-    python benchmarks/families.py [--quick] [--json benchmarks/results/families.json]
+    python3 -P benchmarks/families.py [--quick] [--sections ...] [--range-setting B,N,RUNS_HH,RUNS_HAAR ...]
+                                      [--json benchmarks/results/families.json]
 
 * distributions: Square Wave + EMS vs the bucketed oracle (bucket rule), W1 on Beta(2, 5) and on a
   bimodal mixture, n = 10^5 (mean of 5 seeded runs), beside ``ldp choose``'s prediction;
-* ranges: hierarchical histogram and HaarHRR, a range of width B/4 at an unaligned offset,
-  B in {256, 4096}: measured variance over R runs of the same users vs the exact analytic one, and
-  the flat OUE sum's analytic variance; quantile interval coverage (p50, p95);
+* ranges: hierarchical histogram and HaarHRR, four ranges of width B/4 (one unaligned), B in
+  {256, 4096}: measured variance over R runs of the same users vs the exact analytic one, the flat
+  OUE sum's analytic variance, the bias; quantile interval coverage (p50, p95);
 * several attributes: SMP / SPL / RS+FD, 5 attributes, k = 10, ε = 2, n = 20,000: per-attribute
-  MSE vs analytic, interval coverage;
+  MSE vs analytic, interval coverage, SMP against its sampled users' own frequencies, and the
+  analytic SPL/SMP ratio for each frequency oracle (k-RR, OUE);
 * key-value: PCKV, d = 8, ℓ = 2, ε = 2: frequency and mean bias (z), MSE vs analytic, coverage;
-* means: Piecewise / Hybrid / Duchi on a clipped log-normal at ε = 4, sample target: coverage
-  and mean standard error over the estimates' real spread.
+* means: Piecewise / Hybrid / Duchi on a clipped log-normal at ε = 1, 2, 4, both targets (the
+  population one on fresh users): coverage and mean standard error over the estimates' real spread.
 """
 
 from __future__ import annotations
