@@ -20,11 +20,10 @@ from typing import Any, Optional, Sequence
 
 import polars as pl
 
-from ldp_plugin._errors import LDPInputError, LDPParameterError
+from ldp_plugin._errors import LDPParameterError
 
-from ldp_plugin.mechanisms.reports import frame_to_reports
 
-from .polars_frames import ROWS_PER_CHUNK
+from .polars_frames import accumulate_reports
 
 __all__ = ["distribution", "quantiles", "range_count"]
 
@@ -32,18 +31,7 @@ __all__ = ["distribution", "quantiles", "range_count"]
 def _estimate(reports: pl.DataFrame | pl.LazyFrame, mechanism: Any, **kwargs: Any):
     if not getattr(mechanism, "estimates_distribution", False):
         raise LDPParameterError("distribution, quantiles and range_count need a distribution mechanism (SquareWave, BucketedOracle)")
-    acc = mechanism.accumulator()
-    cols = list(mechanism.report_schema.names())
-    if isinstance(reports, pl.LazyFrame):
-        missing = [c for c in cols if c not in reports.collect_schema()]
-        if missing:
-            raise LDPInputError(f"the reports frame lacks column(s) {missing} for mechanism {mechanism.name}")
-        for batch in reports.select(cols).collect_batches(chunk_size=ROWS_PER_CHUNK, engine="streaming"):
-            acc.add(frame_to_reports(mechanism, batch))
-    elif reports.height:
-        acc.add(frame_to_reports(mechanism, reports))
-    if acc.n == 0:
-        raise LDPInputError("the reports frame is empty: nothing to estimate")
+    acc = accumulate_reports(reports, mechanism)
     return mechanism.estimate_from(acc, **kwargs)
 
 

@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Optional, Sequence
+from typing import Any, Optional, Sequence
 
 import polars as pl
 
+from ldp_plugin._errors import LDPInputError
 from ldp_plugin.estimation import FrequencyEstimate
+from ldp_plugin.mechanisms.reports import frame_to_reports
 
 #: rows per streamed chunk of a LazyFrame (every Polars adapter)
 ROWS_PER_CHUNK = 1 << 18
 
-__all__ = ["estimate_frame"]
+__all__ = ["estimate_frame", "accumulate_reports"]
 
 
 def estimate_frame(estimate: FrequencyEstimate, truth: Optional[Sequence[float]] = None) -> pl.DataFrame:
@@ -20,3 +22,24 @@ def estimate_frame(estimate: FrequencyEstimate, truth: Optional[Sequence[float]]
     if truth is not None:
         df = df.with_columns(covered=(pl.col("truth") >= pl.col("ci_lower")) & (pl.col("truth") <= pl.col("ci_upper")))
     return df
+
+
+def accumulate_reports(reports: pl.DataFrame | pl.LazyFrame, mechanism: Any) -> Any:
+    """The mechanism's accumulator over a reports frame, added in chunks of
+    :data:`ROWS_PER_CHUNK` rows (a LazyFrame streamed, only its report columns read); a frame
+    without one of the mechanism's report columns, or without rows, is refused."""
+    cols = list(mechanism.report_schema.names())
+    schema = reports.collect_schema() if isinstance(reports, pl.LazyFrame) else reports.schema
+    missing = [c for c in cols if c not in schema]
+    if missing:
+        raise LDPInputError(f"the reports frame lacks column(s) {missing} for mechanism {mechanism.name}")
+    if isinstance(reports, pl.LazyFrame):
+        batches = reports.select(cols).collect_batches(chunk_size=ROWS_PER_CHUNK, engine="streaming")
+    else:
+        batches = (reports.slice(start, ROWS_PER_CHUNK) for start in range(0, reports.height, ROWS_PER_CHUNK))
+    acc = mechanism.accumulator()
+    for batch in batches:
+        acc.add(frame_to_reports(mechanism, batch))
+    if acc.n == 0:
+        raise LDPInputError("the reports frame is empty: nothing to estimate")
+    return acc

@@ -23,9 +23,8 @@ from ldp_plugin._errors import LDPInputError, LDPParameterError
 from ldp_plugin.mechanisms.key_value import KeyValueBatch
 from ldp_plugin.sampling import RNGLike, chunk_source
 
-from ldp_plugin.mechanisms.reports import frame_to_reports
 
-from .polars_frames import ROWS_PER_CHUNK
+from .polars_frames import ROWS_PER_CHUNK, accumulate_reports
 
 __all__ = ["privatize_key_values", "key_values"]
 
@@ -87,10 +86,4 @@ def privatize_key_values(frame: pl.DataFrame | pl.LazyFrame, keys: str, mechanis
 def key_values(reports: pl.DataFrame | pl.LazyFrame, mechanism: Any, *, confidence: float = 0.95) -> pl.DataFrame:
     """Each key's frequency and mean value with standard errors and intervals."""
     _check(mechanism)
-    df = reports.collect() if isinstance(reports, pl.LazyFrame) else reports
-    if df.height == 0:
-        raise LDPInputError("the reports frame is empty: nothing to estimate")
-    acc = mechanism.accumulator()
-    for start in range(0, df.height, ROWS_PER_CHUNK):
-        acc.add(frame_to_reports(mechanism, df.slice(start, ROWS_PER_CHUNK)))
-    return mechanism.estimate_from(acc, confidence=confidence).to_polars()
+    return mechanism.estimate_from(accumulate_reports(reports, mechanism), confidence=confidence).to_polars()

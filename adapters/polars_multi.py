@@ -27,9 +27,8 @@ import polars as pl
 from ldp_plugin._errors import LDPInputError, LDPParameterError
 from ldp_plugin.sampling import RNGLike, chunk_source
 
-from ldp_plugin.mechanisms.reports import frame_to_reports
 
-from .polars_frames import ROWS_PER_CHUNK
+from .polars_frames import ROWS_PER_CHUNK, accumulate_reports
 
 __all__ = ["privatize_attributes", "attribute_frequencies"]
 
@@ -86,13 +85,7 @@ def attribute_frequencies(reports: pl.DataFrame | pl.LazyFrame, mechanism: Any, 
     if names is not None and len(names) != mechanism.attributes:
         raise LDPParameterError(f"names must give {mechanism.attributes} attribute names")
     labels = None if names is None else mechanism.group_labels(names)
-    df = reports.collect() if isinstance(reports, pl.LazyFrame) else reports
-    if df.height == 0:
-        raise LDPInputError("the reports frame is empty: nothing to estimate")
-    acc = mechanism.accumulator()
-    for start in range(0, df.height, ROWS_PER_CHUNK):
-        acc.add(frame_to_reports(mechanism, df.slice(start, ROWS_PER_CHUNK)))
-    out = mechanism.estimate_from(acc, confidence=confidence, target=target).to_polars()
+    out = mechanism.estimate_from(accumulate_reports(reports, mechanism), confidence=confidence, target=target).to_polars()
     if labels is not None:  # an attribute's name (SMPPairs: "a x b" for each pair)
         out = out.with_columns(pl.col("attribute").map_elements(lambda j: labels[j], return_dtype=pl.String))
     return out

@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import json
 import math
-import subprocess
-import sys
 
 import numpy as np
 import polars as pl
@@ -74,8 +72,14 @@ def test_registry_spec_wire_and_verification_layers():
         r = m.randomize(np.linspace(0, 1, 200), rng=3)
         back, rej = m.from_wire(m.to_wire(r))
         assert not rej and np.array_equal(np.asarray(m._to_columns(back)["report"]), np.asarray(m._to_columns(r)["report"]))
-        out = verify_instance(m, name=name, instance=inst, quick=True)
-        assert out["passed"], out
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name,inst", [("square-wave", {"epsilon": 1.0, "grid": 16}), ("bucketed", {"epsilon": 1.0, "buckets": 4}),
+                                       ("bucketed", {"epsilon": 0.5, "buckets": 8, "oracle": "oue"})])
+def test_verification_layers(name, inst):
+    out = verify_instance(build(name, **inst), name=name, instance=inst, quick=True)
+    assert out["passed"], out
 
 
 def test_sampling_path_catches_a_drifted_threshold():
@@ -198,12 +202,11 @@ def test_choose_picks_bucketed_on_bimodal_low_epsilon_and_square_wave_on_smooth(
     assert bucket_rule(4.0, 100_000) > bucket_rule(1.0, 100_000)  # more buckets when the noise is lower
 
 
-def test_choose_cli():
-    out = subprocess.run([sys.executable, "-m", "ldp_plugin.cli", "choose", "--family", "distribution", "--epsilon", "1", "--shape", "bimodal",
-                          "--json"], capture_output=True, text=True)
+def test_choose_cli(cli):
+    out = cli("choose", "--family", "distribution", "--epsilon", "1", "--shape", "bimodal", "--json")
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout)["recommended"]["mechanism"] == "bucketed"
-    bad = subprocess.run([sys.executable, "-m", "ldp_plugin.cli", "choose", "--family", "distribution"], capture_output=True, text=True)
+    bad = cli("choose", "--family", "distribution")
     assert bad.returncode == 2 and "needs --epsilon" in bad.stderr and "Traceback" not in bad.stderr
 
 

@@ -97,6 +97,11 @@ def test_polars_and_opendp():
     assert r1.equals(r2) and r1.height == 150
     out = r1.ldp.key_values(pckv)
     assert out.height == 3 and {"frequency", "mean_ci_upper"} <= set(out.columns)
+    assert out.equals(r1.lazy().ldp.key_values(pckv))  # the streamed reports give the same estimate
+    with pytest.raises(LDPInputError, match=r"lacks column\(s\) \['report'\]"):
+        r1.rename({"report": "r"}).ldp.key_values(pckv)
+    with pytest.raises(LDPInputError, match="empty"):
+        r1.head(0).ldp.key_values(pckv)
     with pytest.raises(LDPInputError, match="different lengths at row 1"):
         pl.DataFrame({"keys": [[0], [1, 2]], "values": [[0.5], [0.1]]}).ldp.privatize_key_values("keys", pckv, values="values")
     with pytest.raises(LDPParameterError, match="key-value mechanism"):

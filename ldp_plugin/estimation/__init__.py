@@ -47,6 +47,8 @@ __all__ = [
     "estimate_pure",
     "finalize_estimate",
     "check_postprocess",
+    "check_estimate_request",
+    "normal_quantile",
     "least_squares_decode",
 ]
 
@@ -219,6 +221,25 @@ def check_postprocess(postprocess: str, confidence: float, *, em_allowed: bool =
         raise LDPParameterError("postprocess='em' is available only for mechanisms whose report names one item (krr)")
     if not (isinstance(confidence, float) and 0.0 < confidence < 1.0):
         raise LDPParameterError("confidence must be a float in (0, 1)")
+
+
+def normal_quantile(confidence: object) -> float:
+    """``z`` of a two-sided normal interval at ``confidence`` (a float in (0, 1), checked)."""
+    if not isinstance(confidence, float) or not 0 < confidence < 1:
+        raise LDPParameterError(f"confidence must be a float in (0, 1) (got {confidence!r})")
+    return NormalDist().inv_cdf(0.5 + confidence / 2)
+
+
+def check_estimate_request(n: int, confidence: object, target: object = "sample") -> float:
+    """The checks every accumulator's ``estimate`` makes before it estimates: at least one
+    report, ``confidence`` a float in (0, 1) and ``target`` ``"sample"`` or ``"population"``;
+    returns the interval's ``z``."""
+    if n == 0:
+        raise LDPParameterError("an estimate needs at least one report (n >= 1)")
+    z = normal_quantile(confidence)
+    if target not in ("sample", "population"):
+        raise LDPParameterError(f"target must be 'sample' or 'population' (got {target!r})")
+    return z
 
 
 def finalize_estimate(

@@ -46,13 +46,14 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from .._errors import LDPInputError, LDPParameterError
-from ..exact import TWO64, epsilon_of_ratio, exp_lower_bound, ratio_within_exp
-from ..sampling import RNGLike, as_source
+from .._errors import LDPParameterError
+from ..exact import TWO64, exp_lower_bound, ratio_within_exp
+from ..sampling import RNGLike
 from ._base import Channel
-from .domain import check_epsilon
 from .distribution_server import DistributionAccumulator, DistributionEstimate, ems
 from .base import MechanismBase
+from .leaf_client import AccumulatedEstimate, LeafClient, NumberCells
+from .window import WindowChannel
 from .protocol import ReportField
 from .randomized_response import KRR
 from .unary import OUE
@@ -66,42 +67,9 @@ def square_wave_b(epsilon: float) -> float:
     return (epsilon * e - e + 1) / (2 * e * (e - 1 - epsilon))
 
 
-def _check_range(lower: Any, upper: Any) -> tuple[float, float]:
-    for name, v in (("lower", lower), ("upper", upper)):
-        if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)) or not math.isfinite(float(v)):
-            raise LDPParameterError(f"{name} must be a finite number (got {v!r})")
-    if not float(lower) < float(upper):
-        raise LDPParameterError(f"lower must be below upper (got lower={lower!r}, upper={upper!r})")
-    return float(lower), float(upper)
-
-
-def _check_pow2(name: str, v: Any, lo: int, hi: int) -> int:
-    if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or not lo <= int(v) <= hi or int(v) & (int(v) - 1):
-        raise LDPParameterError(f"{name} must be a power of two in [{lo}, {hi}] (got {v!r})")
-    return int(v)
-
-
-class _NumberCells:
-    """A declared range cut into ``cells`` equal cells: a number's cell, with clear errors."""
-
-    lower: float
-    upper: float
-
-    def _cells_of(self, values: Any, cells: int) -> np.ndarray:
-        x = np.asarray(values.to_numpy() if hasattr(values, "to_numpy") else values, dtype=np.float64).ravel()
-        bad = ~np.isfinite(x) | (x < self.lower) | (x > self.upper)
-        if bad.any():
-            raise LDPInputError(
-                f"{int(bad.sum())} value(s) are missing or outside [lower, upper] = [{self.lower!r}, {self.upper!r}] "
-                f"(first at position {int(np.flatnonzero(bad)[0])}); clip or drop them before randomizing"
-            )
-        k = np.floor((x - self.lower) / (self.upper - self.lower) * cells).astype(np.int64)
-        return np.clip(k, 0, cells - 1)
-
-
 # ---------------------------------------------------------------------------------------------------
 @dataclass(frozen=True, kw_only=True)
-class SquareWave(_NumberCells, MechanismBase):
+class SquareWave(WindowChannel, LeafClient, AccumulatedEstimate, MechanismBase):
     """Square Wave on ``grid`` exact input cells (see the module docstring for the guarantee,
     the paper and the equations).
 
@@ -129,15 +97,9 @@ class SquareWave(_NumberCells, MechanismBase):
     grid: int = 256
     half_window: int = field(init=False, repr=False, compare=False)
     window_threshold: int = field(init=False, repr=False, compare=False)
-    realized_ratio: Fraction = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        eps = check_epsilon(self.epsilon)
-        object.__setattr__(self, "epsilon", eps)
-        lo, hi = _check_range(self.lower, self.upper)
-        object.__setattr__(self, "lower", lo)
-        object.__setattr__(self, "upper", hi)
-        object.__setattr__(self, "grid", _check_pow2("grid", self.grid, 2, 1 << 16))
+        eps = self._check_cells("grid", 2, 1 << 16)
         s = max(0, int(round(square_wave_b(eps) * self.grid))) if eps < 30 else 0
         object.__setattr__(self, "half_window", s)
         w, M = 2 * s + 1, self.grid + 2 * s
@@ -147,10 +109,8 @@ class SquareWave(_NumberCells, MechanismBase):
         if not 0 < T < TWO64:
             raise LDPParameterError(f"square-wave: epsilon={eps!r} gives a window probability that rounds to 0 or 1 at 64 bits")
         object.__setattr__(self, "window_threshold", int(T))
-        ratio = self.p_hi / self.p_lo
-        if not ratio_within_exp(ratio, eps):  # pragma: no cover - floor thresholds make this impossible
+        if not ratio_within_exp(self.realized_ratio, eps):  # pragma: no cover - floor thresholds make this impossible
             raise LDPParameterError(f"square-wave: the realized likelihood ratio exceeds e^epsilon (epsilon={eps!r})")
-        object.__setattr__(self, "realized_ratio", ratio)
 
     # -- exact channel ---------------------------------------------------------------------------
     @property
@@ -158,28 +118,8 @@ class SquareWave(_NumberCells, MechanismBase):
         return 2 * self.half_window + 1
 
     @property
-    def cells(self) -> int:
-        """Number of output cells ``M = grid + 2·half_window``."""
-        return self.grid + 2 * self.half_window
-
-    @property
-    def p_hi(self) -> Fraction:
-        return Fraction(self.window_threshold, TWO64) / self.window
-
-    @property
-    def p_lo(self) -> Fraction:
-        return (1 - Fraction(self.window_threshold, TWO64)) / (self.cells - self.window)
-
-    @property
-    def realized_epsilon(self) -> float:
-        return epsilon_of_ratio(self.realized_ratio)
-
-    @property
-    def domain_size(self) -> int:
+    def _window_inputs(self) -> int:
         return self.grid
-
-    def output_alphabet_size(self) -> int:
-        return self.cells
 
     def channel(self) -> Channel:
         if self.grid * self.cells > 1 << 16:
@@ -195,60 +135,23 @@ class SquareWave(_NumberCells, MechanismBase):
         inside = (j >= k) & (j <= k + 2 * self.half_window)
         return np.where(inside, float(self.p_hi), float(self.p_lo))
 
-    def verification_input_count(self) -> int:
-        return self.grid
-
     def output_index(self, reports: Any) -> np.ndarray:
         return np.asarray(reports, dtype=np.int64)
 
-    # -- client -----------------------------------------------------------------------------------
-    def encode(self, values: Any) -> np.ndarray:
-        """Each number's input cell in ``[0, grid)`` (errors give the position, never the value)."""
-        return self._cells_of(values, self.grid)
-
-    def randomize(self, values: Any, *, rng: RNGLike = None, cohorts: Any = None, user_keys: Any = None) -> np.ndarray:
-        """One report (an output cell, ``uint32``) per number, vectorized over the batch."""
-        self._check_client_arguments(cohorts=cohorts, user_keys=user_keys)
-        self._check_no_cohorts(cohorts)
-        return self._randomize_codes(self.encode(values), as_source(rng))
-
-    def randomize_encoded(self, codes: Any, *, rng: RNGLike = None, cohorts: Any = None, user_keys: Any = None, offsets: Any = None) -> np.ndarray:
-        """Reports for input cells ``k`` in ``[0, grid)``."""
-        self._check_client_arguments(cohorts=cohorts, user_keys=user_keys, offsets=offsets)
-        self._check_no_cohorts(cohorts)
-        k = np.asarray(codes, dtype=np.int64).ravel()
-        if k.size and (k.min() < 0 or k.max() >= self.grid):
-            raise LDPInputError(f"input cells must be in [0, {self.grid})")
-        return self._randomize_codes(k, as_source(rng))
-
-    def randomize_one(self, value: Any, *, rng: RNGLike = None, user_key: Any = None) -> int:
-        self._check_client_arguments(user_keys=None if user_key is None else [user_key])
-        return int(self.randomize(np.array([value], dtype=np.float64), rng=rng)[0])
-
+    # -- client (one report per number: an output cell, ``uint32``; :class:`.LeafClient`) -----------
     def _randomize_codes(self, k: np.ndarray, source: Any) -> np.ndarray:
-        n = k.size
-        w, M = self.window, self.cells
-        inside = source.bernoulli(self.window_threshold, n)
-        j_in = k + source.uniform_int(w, n)
-        u = source.uniform_int(M - w, n)
-        j_out = np.where(u < k, u, u + w)  # uniform over the cells outside [k, k + 2s]
-        return np.where(inside, j_in, j_out).astype(np.uint32)
+        return self._window_sample(k, source)
+
+    def _report_of_one(self, reports: Any) -> int:
+        return int(reports[0])
 
     def report_fields(self) -> tuple:
         return (ReportField("report", "uint32", kind="int", bound=self.cells),)
 
     # -- server -----------------------------------------------------------------------------------
     def accumulator(self) -> DistributionAccumulator:
+        """EMS histogram (:meth:`DistributionAccumulator.estimate`, via ``estimate``)."""
         return DistributionAccumulator(self)
-
-    def estimate(self, reports: Any, **kwargs: Any) -> DistributionEstimate:  # type: ignore[override]
-        """EMS histogram on ``buckets`` buckets (see :meth:`DistributionAccumulator.estimate`)."""
-        return self.accumulator().add(reports).estimate(**kwargs)
-
-    def estimate_from(self, acc: Any, **kwargs: Any) -> DistributionEstimate:  # type: ignore[override]
-        kwargs.pop("candidates", None)
-        kwargs.pop("postprocess", None)
-        return acc.estimate(**kwargs)
 
     def reconstruct(self, counts: np.ndarray, *, tol: float | None = None, max_iter: int = 10_000) -> np.ndarray:
         """EMS on the output counts → the distribution over the ``grid`` input cells."""
@@ -270,7 +173,7 @@ def _oracle_for(epsilon: float, buckets: int, oracle: str):
 
 
 @dataclass(frozen=True, kw_only=True)
-class BucketedOracle(_NumberCells, MechanismBase):
+class BucketedOracle(NumberCells, AccumulatedEstimate, MechanismBase):
     """A number's bucket among ``buckets`` equal buckets of ``[lower, upper]``, reported with a
     frequency oracle (``oracle``: ``"krr"``, ``"oue"`` or ``"auto"``; module docstring).
 
@@ -298,12 +201,7 @@ class BucketedOracle(_NumberCells, MechanismBase):
     inner: Any = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        eps = check_epsilon(self.epsilon)
-        object.__setattr__(self, "epsilon", eps)
-        lo, hi = _check_range(self.lower, self.upper)
-        object.__setattr__(self, "lower", lo)
-        object.__setattr__(self, "upper", hi)
-        object.__setattr__(self, "buckets", _check_pow2("buckets", self.buckets, 2, 1 << 16))
+        eps = self._check_cells("buckets", 2, 1 << 16)
         if self.oracle not in ("auto", "krr", "oue"):
             raise LDPParameterError(f"oracle must be 'auto', 'krr' or 'oue' (got {self.oracle!r})")
         object.__setattr__(self, "inner", _oracle_for(eps, self.buckets, self.oracle))
@@ -315,14 +213,6 @@ class BucketedOracle(_NumberCells, MechanismBase):
     @property
     def realized_ratio(self) -> Fraction:
         return self.inner.realized_ratio
-
-    @property
-    def realized_epsilon(self) -> float:
-        return self.inner.realized_epsilon
-
-    @property
-    def domain_size(self) -> int:
-        return self.buckets
 
     @property
     def histogram_columns(self):  # type: ignore[override]
@@ -346,14 +236,8 @@ class BucketedOracle(_NumberCells, MechanismBase):
     def channel(self) -> Channel:
         return self.inner.channel()
 
-    def verification_input_count(self) -> int:
-        return self.buckets
-
     def output_index(self, reports: Any) -> np.ndarray:
         return self.inner.output_index(reports)
-
-    def encode(self, values: Any) -> np.ndarray:
-        return self._cells_of(values, self.buckets)
 
     def randomize(self, values: Any, *, rng: RNGLike = None, cohorts: Any = None, user_keys: Any = None):
         self._check_client_arguments(cohorts=cohorts, user_keys=user_keys)
@@ -380,13 +264,6 @@ class BucketedOracle(_NumberCells, MechanismBase):
 
     def accumulator(self) -> DistributionAccumulator:
         return DistributionAccumulator(self)
-
-    def estimate(self, reports: Any, **kwargs: Any) -> DistributionEstimate:  # type: ignore[override]
-        return self.accumulator().add(reports).estimate(**kwargs)
-
-    def estimate_from(self, acc: Any, **kwargs: Any) -> DistributionEstimate:  # type: ignore[override]
-        kwargs.pop("candidates", None)
-        return acc.estimate(**kwargs)
 
     def analytic_mse(self, n: int, *, theta: Any = None, f: Any = None, sampling: str = "fixed") -> float:  # type: ignore[override]
         """The inner oracle's squared l2 error of the raw bucket estimates."""

@@ -27,14 +27,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from statistics import NormalDist
 from typing import Any, Optional, Sequence
 
 import numpy as np
 
 from .._errors import LDPInputError, LDPParameterError
-from ..estimation import project_simplex
-from .protocol import MergeableCounts
+from ..estimation import check_estimate_request, normal_quantile, project_simplex
+from .mixins import OutputCounts
 
 __all__ = ["ems", "DistributionAccumulator", "DistributionEstimate", "RangeEstimate"]
 
@@ -97,43 +96,27 @@ def ems(mech: Any, counts: Any, *, tol: Optional[float] = None, max_iter: int = 
 
 
 # -- accumulator ------------------------------------------------------------------------------------------
-class DistributionAccumulator(MergeableCounts):
+class DistributionAccumulator(OutputCounts):
     """Exact integer counts of each output (Square Wave) or the inner oracle's accumulator
     (bucketed): batches, partitions and devices merge; the estimate is formed only at the end."""
 
-    _summed = ("counts", "n")
-
     def __init__(self, mechanism: Any):
-        self.mechanism = mechanism
-        self.n = 0
         inner = getattr(mechanism, "inner", None)
+        super().__init__(mechanism, mechanism.output_alphabet_size() if inner is None else mechanism.buckets)
         self.inner_acc = inner.accumulator() if inner is not None else None
-        self.counts = np.zeros(mechanism.output_alphabet_size() if inner is None else mechanism.buckets, dtype=np.int64)
 
     def add(self, reports: Any) -> "DistributionAccumulator":
-        m = self.mechanism
-        if self.inner_acc is not None:
-            self.inner_acc.add(reports)
-            self.counts, self.n = self.inner_acc.counts.copy(), int(self.inner_acc.n)
-            return self
-        r = np.asarray(reports)
-        if r.ndim != 1 or (r.size and (r.dtype.kind not in "iu" or r.min() < 0 or r.max() >= m.cells)):
-            raise LDPInputError(f"{m.name} reports must be a 1-d batch of integers in [0, {m.cells})")
-        self.counts += np.bincount(r.astype(np.int64), minlength=m.cells)
-        self.n += int(r.size)
+        if self.inner_acc is None:
+            return super().add(reports)
+        self.inner_acc.add(reports)
+        self.counts, self.n = self.inner_acc.counts.copy(), int(self.inner_acc.n)
         return self
 
     def add_histogram(self, columns: dict, weights: Any) -> "DistributionAccumulator":
-        if self.inner_acc is not None:
-            self.inner_acc.add_histogram(columns, weights)
-            self.counts, self.n = self.inner_acc.counts.copy(), int(self.inner_acc.n)
-            return self
-        values = np.asarray(columns["report"]).astype(np.int64)
-        w = np.asarray(weights, dtype=np.int64)
-        if values.size and (values.min() < 0 or values.max() >= self.counts.size):
-            raise LDPInputError("reports outside the mechanism's output range")
-        np.add.at(self.counts, values, w)
-        self.n += int(w.sum())
+        if self.inner_acc is None:
+            return super().add_histogram(columns, weights)
+        self.inner_acc.add_histogram(columns, weights)
+        self.counts, self.n = self.inner_acc.counts.copy(), int(self.inner_acc.n)
         return self
 
     def merge(self, other: Any) -> "DistributionAccumulator":
@@ -151,12 +134,7 @@ class DistributionAccumulator(MergeableCounts):
         resolution. ``target``: ``"sample"`` (the users who reported) or ``"population"`` (an
         i.i.d. population they are drawn from: the bootstrap/analytic spread plus ``F(1−F)/n``)."""
         m = self.mechanism
-        if self.n == 0:
-            raise LDPParameterError("an estimate needs at least one report (n >= 1)")
-        if not isinstance(confidence, float) or not 0 < confidence < 1:
-            raise LDPParameterError(f"confidence must be a float in (0, 1) (got {confidence!r})")
-        if target not in ("sample", "population"):
-            raise LDPParameterError(f"target must be 'sample' or 'population' (got {target!r})")
+        check_estimate_request(self.n, confidence, target)
         res = m.grid
         b = res if buckets is None else int(buckets)
         if isinstance(buckets, bool) or b < 1 or res % b:
@@ -238,10 +216,7 @@ class DistributionEstimate:
         return np.linspace(self.lower, self.upper, self.buckets + 1)
 
     def _z(self, confidence: Optional[float]) -> float:
-        c = self.confidence if confidence is None else confidence
-        if not isinstance(c, float) or not 0 < c < 1:
-            raise LDPParameterError(f"confidence must be a float in (0, 1) (got {c!r})")
-        return NormalDist().inv_cdf(0.5 + c / 2)
+        return normal_quantile(self.confidence if confidence is None else confidence)
 
     # -- linear functionals: weights over the cells -------------------------------------------------
     def _weights(self, lo: float, hi: float) -> np.ndarray:

@@ -28,28 +28,26 @@ one coefficient per level and every range is a linear functional with an exact s
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, ClassVar
 
 import numpy as np
 
-from .._errors import LDPInputError, LDPParameterError
-from ..exact import TWO64, epsilon_of_ratio, exp_lower_bound, ratio_within_exp
+from .._errors import LDPParameterError
+from ..exact import TWO64, exp_lower_bound, ratio_within_exp
 from ._base import Channel, floor_threshold
-from .domain import check_epsilon
 from .hadamard import fast_walsh_hadamard, parity
 from .linear_estimate import LinearLeafEstimate
-from .base import MechanismBase
-from .leaf_client import LeafClient
+from .leaf_client import GridTree, checked_reports
+from ..estimation import check_estimate_request
 from .protocol import MergeableCounts, ReportField
 
 __all__ = ["HaarHRR", "HaarEstimate", "HaarAccumulator"]
 
 
 @dataclass(frozen=True, kw_only=True)
-class HaarHRR(LeafClient, MechanismBase):
+class HaarHRR(GridTree):
     """The Haar wavelet with Hadamard randomized response per level (module docstring).
 
     >>> import ldp_plugin as ldp, numpy as np
@@ -61,32 +59,12 @@ class HaarHRR(LeafClient, MechanismBase):
     """
 
     name: ClassVar[str] = "haar-hrr"
-    input_kind: ClassVar[str] = "number"
-    estimates_distribution: ClassVar[bool] = True
 
-    epsilon: float
-    lower: float = 0.0
-    upper: float = 1.0
-    buckets: int = 1024
-    levels: int = field(init=False, repr=False, compare=False)
     keep_threshold: int = field(init=False, repr=False, compare=False)
-    realized_ratio: Fraction = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        eps = check_epsilon(self.epsilon)
-        object.__setattr__(self, "epsilon", eps)
-        for name, v in (("lower", self.lower), ("upper", self.upper)):
-            if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)) or not math.isfinite(float(v)):
-                raise LDPParameterError(f"{name} must be a finite number (got {v!r})")
-        if not float(self.lower) < float(self.upper):
-            raise LDPParameterError(f"lower must be below upper (got lower={self.lower!r}, upper={self.upper!r})")
-        object.__setattr__(self, "lower", float(self.lower))
-        object.__setattr__(self, "upper", float(self.upper))
-        B = self.buckets
-        if isinstance(B, bool) or not isinstance(B, (int, np.integer)) or not 2 <= int(B) <= 1 << 20 or int(B) & (int(B) - 1):
-            raise LDPParameterError(f"buckets must be a power of two in [2, 2^20] (got {B!r})")
-        object.__setattr__(self, "buckets", int(B))
-        object.__setattr__(self, "levels", int(B).bit_length() - 1)
+        eps, B = self._check_grid()
+        object.__setattr__(self, "levels", B.bit_length() - 1)
         L = exp_lower_bound(eps)
         T = floor_threshold(L / (L + 1))
         if not 0 < T < TWO64:
@@ -98,20 +76,8 @@ class HaarHRR(LeafClient, MechanismBase):
         object.__setattr__(self, "realized_ratio", ratio)
 
     @property
-    def realized_epsilon(self) -> float:
-        return epsilon_of_ratio(self.realized_ratio)
-
-    @property
     def p(self) -> float:
         return self.keep_threshold / 2.0**64
-
-    @property
-    def domain_size(self) -> int:
-        return self.buckets
-
-    @property
-    def grid(self) -> int:
-        return self.buckets
 
     # -- client -----------------------------------------------------------------------------------
     def _node_and_sign(self, k: np.ndarray, level: np.ndarray) -> tuple:
@@ -136,12 +102,6 @@ class HaarHRR(LeafClient, MechanismBase):
                 ReportField("row", "uint32", kind="int", bound=max(1, self.buckets // 2)),
                 ReportField("bit", "bool", kind="bool"))
 
-    def _to_columns(self, reports: Any) -> dict:
-        return dict(reports)
-
-    def _from_columns(self, cols: dict) -> dict:
-        return {k: np.asarray(v) for k, v in cols.items()}
-
     def check_reports(self, reports: Any) -> tuple:
         """Row-wise validation: a level in ``[1, h]`` and a row below ``2^{ℓ−1}``."""
         ok, counts = super().check_reports(reports)
@@ -149,16 +109,9 @@ class HaarHRR(LeafClient, MechanismBase):
         row = np.asarray(ok["row"]).astype(np.int64)
         bad = (lv < 1) | (lv > self.levels)
         bad |= row >= np.left_shift(1, np.clip(lv, 1, self.levels) - 1)
-        if not bad.any():
-            return ok, counts
-        counts = dict(counts)
-        counts["out_of_range"] = counts.get("out_of_range", 0) + int(bad.sum())
-        return {key: np.asarray(v)[~bad] for key, v in ok.items()}, counts
+        return self._drop_rows(ok, counts, bad)
 
     # -- verification -----------------------------------------------------------------------------
-    def verification_input_count(self) -> int:
-        return self.buckets
-
     def _offsets(self) -> np.ndarray:
         return np.concatenate([[0], np.cumsum([2 * (1 << (l - 1)) for l in range(1, self.levels + 1)])])
 
@@ -191,14 +144,6 @@ class HaarHRR(LeafClient, MechanismBase):
     def accumulator(self) -> "HaarAccumulator":
         return HaarAccumulator(self)
 
-    def estimate(self, reports: Any, **kwargs: Any) -> "HaarEstimate":  # type: ignore[override]
-        return self.accumulator().add(reports).estimate(**kwargs)
-
-    def estimate_from(self, acc: Any, **kwargs: Any) -> "HaarEstimate":  # type: ignore[override]
-        kwargs.pop("candidates", None)
-        kwargs.pop("postprocess", None)
-        return acc.estimate(**kwargs)
-
     def analytic_range_variance(self, values: Any, lo: float, hi: float) -> float:
         """The exact variance (``n_ℓ = n/h``) of the estimate of the fraction in ``[lo, hi)`` for
         the users holding ``values``."""
@@ -228,9 +173,7 @@ class HaarAccumulator(MergeableCounts):
 
     def add(self, reports: Any) -> "HaarAccumulator":
         m = self.mechanism
-        ok, rej = m.check_reports(reports)
-        if rej:
-            raise LDPInputError(f"{m.name}: {sum(rej.values())} report(s) do not have the mechanism's layout or range")
+        ok = checked_reports(m, reports)
         lv = np.asarray(ok["level"]).astype(np.int64)
         pos = self.offsets[lv - 1] + np.asarray(ok["row"]).astype(np.int64)
         sign = np.where(np.asarray(ok["bit"]), 1, -1)
@@ -242,14 +185,9 @@ class HaarAccumulator(MergeableCounts):
 
     def estimate(self, *, confidence: float = 0.95, target: str = "sample", **_: Any) -> "HaarEstimate":
         m = self.mechanism
-        if self.n == 0:
-            raise LDPParameterError("an estimate needs at least one report (n >= 1)")
+        check_estimate_request(self.n, confidence, target)
         if (self.per_level == 0).any():
             raise LDPParameterError(f"every level needs at least one report (levels without: {np.flatnonzero(self.per_level == 0) + 1})")
-        if not isinstance(confidence, float) or not 0 < confidence < 1:
-            raise LDPParameterError(f"confidence must be a float in (0, 1) (got {confidence!r})")
-        if target not in ("sample", "population"):
-            raise LDPParameterError(f"target must be 'sample' or 'population' (got {target!r})")
         c = 2 * m.p - 1
         D = []
         for l in range(m.levels):

@@ -41,18 +41,15 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from fractions import Fraction
 from typing import Any, ClassVar, Optional
 
 import numpy as np
 
-from .._errors import LDPInputError, LDPParameterError
-from ..exact import epsilon_of_ratio
+from .._errors import LDPParameterError
 from ._base import Channel
 from .linear_estimate import LinearLeafEstimate
-from .domain import check_epsilon
-from .base import MechanismBase
-from .leaf_client import LeafClient
+from .leaf_client import GridTree, checked_reports
+from ..estimation import check_estimate_request
 from .protocol import MergeableCounts, ReportField
 from .unary import OUE, packed_column_counts
 
@@ -79,7 +76,7 @@ def flat_range_variance(epsilon: float, n: int, width: int, theta: Optional[np.n
 
 
 @dataclass(frozen=True, kw_only=True)
-class HierarchicalHistogram(LeafClient, MechanismBase):
+class HierarchicalHistogram(GridTree):
     """Hierarchical histogram over ``buckets`` leaves with OUE per level (module docstring).
 
     >>> import ldp_plugin as ldp, numpy as np
@@ -93,35 +90,15 @@ class HierarchicalHistogram(LeafClient, MechanismBase):
     """
 
     name: ClassVar[str] = "hierarchical-histogram"
-    input_kind: ClassVar[str] = "number"
-    estimates_distribution: ClassVar[bool] = True
+    bucket_range: ClassVar[tuple] = (4, 1 << 16)
 
-    epsilon: float
-    lower: float = 0.0
-    upper: float = 1.0
-    buckets: int = 1024
     fanout: Any = "auto"
-    levels: int = field(init=False, repr=False, compare=False)
     oracles: tuple = field(init=False, repr=False, compare=False)
     #: every level's OUE thresholds (read by the sampling-path layer)
     oracle_thresholds: tuple = field(init=False, repr=False, compare=False)
-    realized_ratio: Fraction = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        eps = check_epsilon(self.epsilon)
-        object.__setattr__(self, "epsilon", eps)
-        for name, v in (("lower", self.lower), ("upper", self.upper)):
-            if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)) or not math.isfinite(float(v)):
-                raise LDPParameterError(f"{name} must be a finite number (got {v!r})")
-        if not float(self.lower) < float(self.upper):
-            raise LDPParameterError(f"lower must be below upper (got lower={self.lower!r}, upper={self.upper!r})")
-        object.__setattr__(self, "lower", float(self.lower))
-        object.__setattr__(self, "upper", float(self.upper))
-        B = self.buckets
-        if isinstance(B, bool) or not isinstance(B, (int, np.integer)) or not 4 <= int(B) <= 1 << 16 or int(B) & (int(B) - 1):
-            raise LDPParameterError(f"buckets must be a power of two in [4, 65536] (got {B!r})")
-        B = int(B)
-        object.__setattr__(self, "buckets", B)
+        eps, B = self._check_grid()
         b = choose_fanout(B) if self.fanout == "auto" else self.fanout
         if isinstance(b, bool) or not isinstance(b, (int, np.integer)) or int(b) not in _fanouts(B) or int(b) == B:
             raise LDPParameterError(f"fanout must be 'auto' or a power of two b < buckets with buckets a power of b: {_fanouts(B)[:-1]} (got {self.fanout!r})")
@@ -132,18 +109,6 @@ class HierarchicalHistogram(LeafClient, MechanismBase):
         object.__setattr__(self, "oracles", oracles)
         object.__setattr__(self, "oracle_thresholds", tuple(t for o in oracles for t in (o.p_threshold, o.q_threshold)))
         object.__setattr__(self, "realized_ratio", max(o.realized_ratio for o in oracles))
-
-    @property
-    def realized_epsilon(self) -> float:
-        return epsilon_of_ratio(self.realized_ratio)
-
-    @property
-    def domain_size(self) -> int:
-        return self.buckets
-
-    @property
-    def grid(self) -> int:
-        return self.buckets
 
     def spec(self) -> dict:
         return {"name": self.name, "params": {"epsilon": self.epsilon, "lower": self.lower, "upper": self.upper, "buckets": self.buckets,
@@ -166,12 +131,6 @@ class HierarchicalHistogram(LeafClient, MechanismBase):
         return (ReportField("level", "uint8", kind="int", bound=self.levels + 1),) + tuple(
             ReportField(f"level_{l}", "uint8", width=o.n_bytes, kind="bits", bound=o.d) for l, o in enumerate(self.oracles, start=1))
 
-    def _to_columns(self, reports: Any) -> dict:
-        return dict(reports)
-
-    def _from_columns(self, cols: dict) -> dict:
-        return {k: np.asarray(v) for k, v in cols.items()}
-
     def check_reports(self, reports: Any) -> tuple:
         """Row-wise validation: a level in ``[1, h]`` and every other level's bits zero."""
         ok, counts = super().check_reports(reports)
@@ -179,16 +138,9 @@ class HierarchicalHistogram(LeafClient, MechanismBase):
         bad = (lv < 1) | (lv > self.levels)
         for l in range(1, self.levels + 1):
             bad |= (lv != l) & np.asarray(ok[f"level_{l}"]).any(axis=1)
-        if not bad.any():
-            return ok, counts
-        counts = dict(counts)
-        counts["out_of_range"] = counts.get("out_of_range", 0) + int(bad.sum())
-        return {k: np.asarray(v)[~bad] for k, v in ok.items()}, counts
+        return self._drop_rows(ok, counts, bad)
 
     # -- verification -----------------------------------------------------------------------------
-    def verification_input_count(self) -> int:
-        return self.buckets
-
     def output_alphabet_size(self) -> int:
         return sum(1 << o.d for o in self.oracles) if self.buckets < 64 else 1 << 62
 
@@ -220,14 +172,6 @@ class HierarchicalHistogram(LeafClient, MechanismBase):
     def accumulator(self) -> "HierarchyAccumulator":
         return HierarchyAccumulator(self)
 
-    def estimate(self, reports: Any, **kwargs: Any) -> "HierarchyEstimate":  # type: ignore[override]
-        return self.accumulator().add(reports).estimate(**kwargs)
-
-    def estimate_from(self, acc: Any, **kwargs: Any) -> "HierarchyEstimate":  # type: ignore[override]
-        kwargs.pop("candidates", None)
-        kwargs.pop("postprocess", None)
-        return acc.estimate(**kwargs)
-
     def node_variance(self, theta: np.ndarray, n_level: float) -> np.ndarray:
         """OUE's fixed-data variance of each node's raw estimate from ``n_level`` users."""
         p, q = self.oracles[0].p_star, self.oracles[0].q_star
@@ -257,9 +201,7 @@ class HierarchyAccumulator(MergeableCounts):
 
     def add(self, reports: Any) -> "HierarchyAccumulator":
         m = self.mechanism
-        ok, rej = m.check_reports(reports)
-        if rej:
-            raise LDPInputError(f"{m.name}: {sum(rej.values())} report(s) do not have the mechanism's layout or range")
+        ok = checked_reports(m, reports)
         lv = np.asarray(ok["level"]).astype(np.int64)
         for l, o in enumerate(m.oracles, start=1):
             sel = lv == l
@@ -271,14 +213,9 @@ class HierarchyAccumulator(MergeableCounts):
 
     def estimate(self, *, confidence: float = 0.95, target: str = "sample", **_: Any) -> "HierarchyEstimate":
         m = self.mechanism
-        if self.n == 0:
-            raise LDPParameterError("an estimate needs at least one report (n >= 1)")
+        check_estimate_request(self.n, confidence, target)
         if (self.per_level == 0).any():
             raise LDPParameterError(f"every level needs at least one report (levels without: {np.flatnonzero(self.per_level == 0) + 1})")
-        if not isinstance(confidence, float) or not 0 < confidence < 1:
-            raise LDPParameterError(f"confidence must be a float in (0, 1) (got {confidence!r})")
-        if target not in ("sample", "population"):
-            raise LDPParameterError(f"target must be 'sample' or 'population' (got {target!r})")
         p, q = m.oracles[0].p_star, m.oracles[0].q_star
         raws = [(self.flat[self.offsets[l]:self.offsets[l + 1]] / self.per_level[l] - q) / (p - q) for l in range(m.levels)]
         return HierarchyEstimate(m, raws, [float(v) for v in self.per_level], self.n, confidence, target)

@@ -36,7 +36,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from fractions import Fraction
-from statistics import NormalDist
 from typing import Any, ClassVar, Optional
 
 import numpy as np
@@ -47,7 +46,9 @@ from ..sampling import RNGLike, as_source
 from ._base import Channel
 from .domain import check_epsilon
 from .base import MechanismBase
-from .protocol import MergeableCounts, ReportField
+from .mixins import OutputCounts
+from .protocol import ReportField
+from ..estimation import check_estimate_request
 from .randomized_response import KRR
 
 __all__ = ["PCKV", "KeyValueEstimate", "KeyValueAccumulator", "KeyValueBatch"]
@@ -230,29 +231,15 @@ class PCKV(MechanismBase):
         return acc.estimate(confidence=confidence)
 
 
-class KeyValueAccumulator(MergeableCounts):
+class KeyValueAccumulator(OutputCounts):
     """Counts of each code and the number of reports (mergeable)."""
 
     def __init__(self, mechanism: PCKV):
-        self.mechanism = mechanism
-        self.counts = np.zeros(mechanism.codes, dtype=np.int64)
-        self.n = 0
-
-    def add(self, reports: Any) -> "KeyValueAccumulator":
-        m = self.mechanism
-        r = np.asarray(reports)
-        if r.ndim != 1 or (r.size and (r.dtype.kind not in "iu" or r.min() < 0 or r.max() >= m.codes)):
-            raise LDPInputError(f"pckv reports must be a 1-d batch of integers in [0, {m.codes})")
-        self.counts += np.bincount(r.astype(np.int64), minlength=m.codes)
-        self.n += int(r.size)
-        return self
+        super().__init__(mechanism, mechanism.codes)
 
     def estimate(self, *, confidence: float = 0.95, **_: Any) -> "KeyValueEstimate":
         m = self.mechanism
-        if self.n == 0:
-            raise LDPParameterError("an estimate needs at least one report (n >= 1)")
-        if not isinstance(confidence, float) or not 0 < confidence < 1:
-            raise LDPParameterError(f"confidence must be a float in (0, 1) (got {confidence!r})")
+        z = check_estimate_request(self.n, confidence)
         n, ell = self.n, m.ell
         p, q = m.inner.p_star, m.inner.q_star
         c = self.counts[: 2 * m.d].reshape(m.d, 2)
@@ -267,7 +254,6 @@ class KeyValueAccumulator(MergeableCounts):
             mean_raw = np.where(f > 0, S / f, 0.0)
             mean = np.clip(mean_raw, -1.0, 1.0)
             var_m = np.where(f > 0, (var_S - 2 * mean_raw * cov + mean_raw**2 * var_f) / (f * f), np.inf)
-        z = NormalDist().inv_cdf(0.5 + confidence / 2)
         se_f, se_m = np.sqrt(var_f), np.sqrt(np.maximum(var_m, 0.0))
         return KeyValueEstimate(f, se_f, f - z * se_f, f + z * se_f, mean, se_m, np.clip(mean - z * se_m, -1, 1), np.clip(mean + z * se_m, -1, 1),
                                 S, np.sqrt(var_S), n, confidence)

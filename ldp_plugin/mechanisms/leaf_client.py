@@ -1,43 +1,177 @@
-"""The client shared by the tree mechanisms over a fine grid of ``buckets`` leaves on
-``[lower, upper]`` (:class:`~ldp_plugin.mechanisms.hierarchy.HierarchicalHistogram`,
-:class:`~ldp_plugin.mechanisms.haar.HaarHRR`): a number's leaf, and the one client signature
-around the family's own ``_randomize_codes(leaves, source)``."""
+"""The client shared by the mechanisms over a declared range ``[lower, upper]`` cut into ``grid``
+equal cells (:class:`~ldp_plugin.mechanisms.distribution.SquareWave`,
+:class:`~ldp_plugin.mechanisms.distribution.BucketedOracle`,
+:class:`~ldp_plugin.mechanisms.hierarchy.HierarchicalHistogram`,
+:class:`~ldp_plugin.mechanisms.haar.HaarHRR`): the range and grid checks, a number's cell, and the
+one client signature around the family's own ``_randomize_codes(cells, source)``.
+
+Nothing here randomizes: a number's cell is a deterministic function of the number, so each
+mechanism's guarantee (stated in its own module) is over the cells and carries over to the numbers
+(one user's number replaced by any other in ``[lower, upper]`` changes its cell at most)."""
 
 from __future__ import annotations
 
-from typing import Any
+import math
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any, ClassVar
 
 import numpy as np
 
-from .._errors import LDPInputError
+from .._errors import LDPInputError, LDPParameterError
+from ..exact import epsilon_of_ratio
 from ..sampling import RNGLike, as_source
+from .base import MechanismBase
+from .domain import check_epsilon
+
+__all__ = ["check_range", "check_power_of_two", "NumberCells", "LeafClient", "ColumnReports", "AccumulatedEstimate", "checked_reports", "GridTree"]
 
 
-class LeafClient:
-    """Mixin: ``encode`` (numbers → leaves) and ``randomize`` / ``randomize_encoded`` /
-    ``randomize_one``; the class supplies ``lower``, ``upper``, ``buckets`` and
-    ``_randomize_codes``, and inherits ``_check_client_arguments`` from the mechanism base."""
+def check_range(lower: Any, upper: Any) -> tuple[float, float]:
+    """``(lower, upper)`` as floats: finite numbers with ``lower < upper``."""
+    for name, v in (("lower", lower), ("upper", upper)):
+        if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)) or not math.isfinite(float(v)):
+            raise LDPParameterError(f"{name} must be a finite number (got {v!r})")
+    if not float(lower) < float(upper):
+        raise LDPParameterError(f"lower must be below upper (got lower={lower!r}, upper={upper!r})")
+    return float(lower), float(upper)
+
+
+def check_power_of_two(name: str, v: Any, lo: int, hi: int) -> int:
+    """``v`` as an int: a power of two in ``[lo, hi]``."""
+    if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or not lo <= int(v) <= hi or int(v) & (int(v) - 1):
+        raise LDPParameterError(f"{name} must be a power of two in [{lo}, {hi}] (got {v!r})")
+    return int(v)
+
+
+class NumberCells:
+    """A declared range cut into ``grid`` equal cells: a number's cell, with clear errors (the
+    class supplies ``lower``, ``upper``, ``grid`` and ``realized_ratio``)."""
+
+    lower: float
+    upper: float
+
+    def _check_cells(self, name: str, lo: int, hi: int) -> float:
+        """Check and normalize the (frozen) ``epsilon``, ``lower``/``upper`` and the power-of-two
+        cell count field ``name`` (in ``[lo, hi]``); returns ε."""
+        eps = check_epsilon(self.epsilon)  # type: ignore[attr-defined]
+        object.__setattr__(self, "epsilon", eps)
+        low, up = check_range(self.lower, self.upper)
+        object.__setattr__(self, "lower", low)
+        object.__setattr__(self, "upper", up)
+        object.__setattr__(self, name, check_power_of_two(name, getattr(self, name), lo, hi))
+        return eps
 
     def encode(self, values: Any) -> np.ndarray:
-        """Each number's leaf in ``[0, buckets)`` (errors give the position, never the value)."""
+        """Each number's cell in ``[0, grid)`` (errors give the position, never the value)."""
         x = np.asarray(values.to_numpy() if hasattr(values, "to_numpy") else values, dtype=np.float64).ravel()
         bad = ~np.isfinite(x) | (x < self.lower) | (x > self.upper)
         if bad.any():
             raise LDPInputError(f"{int(bad.sum())} value(s) are missing or outside [lower, upper] = [{self.lower!r}, {self.upper!r}] "
                                 f"(first at position {int(np.flatnonzero(bad)[0])}); clip or drop them before randomizing")
-        return np.clip(np.floor((x - self.lower) / (self.upper - self.lower) * self.buckets).astype(np.int64), 0, self.buckets - 1)
+        cells = self.grid  # type: ignore[attr-defined]
+        return np.clip(np.floor((x - self.lower) / (self.upper - self.lower) * cells).astype(np.int64), 0, cells - 1)
 
-    def randomize(self, values: Any, *, rng: RNGLike = None, cohorts: Any = None, user_keys: Any = None) -> dict:
-        self._check_client_arguments(cohorts=cohorts, user_keys=user_keys)
-        return self._randomize_codes(self.encode(values), as_source(rng))
+    @property
+    def realized_epsilon(self) -> float:
+        return epsilon_of_ratio(self.realized_ratio)  # type: ignore[attr-defined]
 
-    def randomize_encoded(self, codes: Any, *, rng: RNGLike = None, cohorts: Any = None, user_keys: Any = None, offsets: Any = None) -> dict:
-        self._check_client_arguments(cohorts=cohorts, user_keys=user_keys, offsets=offsets)
+    @property
+    def domain_size(self) -> int:
+        return self.grid  # type: ignore[attr-defined]
+
+    def verification_input_count(self) -> int:
+        return self.grid  # type: ignore[attr-defined]
+
+
+class LeafClient(NumberCells):
+    """Mixin: ``randomize`` / ``randomize_encoded`` / ``randomize_one`` on the cells; the class
+    supplies ``_randomize_codes`` and inherits ``_check_client_arguments`` from the mechanism base."""
+
+    def randomize(self, values: Any, *, rng: RNGLike = None, cohorts: Any = None, user_keys: Any = None) -> Any:
+        self._check_client_arguments(cohorts=cohorts, user_keys=user_keys)  # type: ignore[attr-defined]
+        return self._randomize_codes(self.encode(values), as_source(rng))  # type: ignore[attr-defined]
+
+    def randomize_encoded(self, codes: Any, *, rng: RNGLike = None, cohorts: Any = None, user_keys: Any = None, offsets: Any = None) -> Any:
+        """Reports for cells ``k`` in ``[0, grid)``."""
+        self._check_client_arguments(cohorts=cohorts, user_keys=user_keys, offsets=offsets)  # type: ignore[attr-defined]
         k = np.asarray(codes, dtype=np.int64).ravel()
-        if k.size and (k.min() < 0 or k.max() >= self.buckets):
-            raise LDPInputError(f"leaves must be in [0, {self.buckets})")
-        return self._randomize_codes(k, as_source(rng))
+        if k.size and (k.min() < 0 or k.max() >= self.grid):  # type: ignore[attr-defined]
+            raise LDPInputError(f"cells must be in [0, {self.grid})")  # type: ignore[attr-defined]
+        return self._randomize_codes(k, as_source(rng))  # type: ignore[attr-defined]
 
-    def randomize_one(self, value: Any, *, rng: RNGLike = None, user_key: Any = None) -> dict:
-        self._check_client_arguments(user_keys=None if user_key is None else [user_key])
-        return self.randomize(np.array([value], dtype=np.float64), rng=rng)
+    def randomize_one(self, value: Any, *, rng: RNGLike = None, user_key: Any = None) -> Any:
+        self._check_client_arguments(user_keys=None if user_key is None else [user_key])  # type: ignore[attr-defined]
+        return self._report_of_one(self.randomize(np.array([value], dtype=np.float64), rng=rng))  # type: ignore[attr-defined]
+
+
+class ColumnReports:
+    """Reports as a dict of named columns (the tree mechanisms): the columns codec and the
+    row-wise rejection of ``check_reports``; one user's report is the batch of one."""
+
+    def _to_columns(self, reports: Any) -> dict:
+        return dict(reports)
+
+    def _from_columns(self, cols: dict) -> dict:
+        return {k: np.asarray(v) for k, v in cols.items()}
+
+    def _report_of_one(self, reports: Any) -> Any:
+        return reports
+
+    @staticmethod
+    def _drop_rows(ok: dict, counts: dict, bad: np.ndarray) -> tuple:
+        """``check_reports``' result with the rows ``bad`` rejected as ``out_of_range``."""
+        if not bad.any():
+            return ok, counts
+        counts = dict(counts)
+        counts["out_of_range"] = counts.get("out_of_range", 0) + int(bad.sum())
+        return {k: np.asarray(v)[~bad] for k, v in ok.items()}, counts
+
+
+def checked_reports(mechanism: Any, reports: Any) -> Any:
+    """The reports if every row has the mechanism's layout and range, else :class:`LDPInputError`
+    (an accumulator adds a batch whole or not at all)."""
+    ok, rejected = mechanism.check_reports(reports)
+    if rejected:
+        raise LDPInputError(f"{mechanism.name}: {sum(rejected.values())} report(s) do not have the mechanism's layout or range")
+    return ok
+
+
+class AccumulatedEstimate:
+    """``estimate`` / ``estimate_from`` for mechanisms whose accumulator makes the estimate itself
+    (the frequency-oracle keywords ``candidates``/``postprocess`` do not apply)."""
+
+    def estimate(self, reports: Any, **kwargs: Any) -> Any:
+        return self.accumulator().add(reports).estimate(**kwargs)  # type: ignore[attr-defined]
+
+    def estimate_from(self, acc: Any, **kwargs: Any) -> Any:
+        kwargs.pop("candidates", None)
+        kwargs.pop("postprocess", None)
+        return acc.estimate(**kwargs)
+
+
+@dataclass(frozen=True, kw_only=True)
+class GridTree(LeafClient, ColumnReports, AccumulatedEstimate, MechanismBase):
+    """Base of the tree mechanisms over ``buckets`` leaves of ``[lower, upper]`` (hierarchical
+    histogram, HaarHRR): the shared fields and their checks; the subclass sets ``levels`` and
+    ``realized_ratio`` in ``__post_init__`` after :meth:`_check_grid`."""
+
+    input_kind: ClassVar[str] = "number"
+    estimates_distribution: ClassVar[bool] = True
+    #: the allowed numbers of leaves (powers of two)
+    bucket_range: ClassVar[tuple] = (2, 1 << 20)
+
+    epsilon: float
+    lower: float = 0.0
+    upper: float = 1.0
+    buckets: int = 1024
+    levels: int = field(init=False, repr=False, compare=False)
+    realized_ratio: Fraction = field(init=False, repr=False, compare=False)
+
+    def _check_grid(self) -> tuple[float, int]:
+        """Check and normalize ``epsilon``, ``lower``/``upper`` and ``buckets``; ``(ε, B)``."""
+        return self._check_cells("buckets", *self.bucket_range), self.buckets
+
+    @property
+    def grid(self) -> int:
+        return self.buckets

@@ -6,12 +6,12 @@ inverting the pointwise bands) and histograms follow, with their standard errors
 from __future__ import annotations
 
 import math
-from statistics import NormalDist
 from typing import Optional, Sequence
 
 import numpy as np
 
 from .._errors import LDPParameterError
+from ..estimation import normal_quantile
 from .distribution_server import RangeEstimate
 
 __all__ = ["LinearLeafEstimate"]
@@ -45,10 +45,7 @@ class LinearLeafEstimate:
         return np.clip(np.minimum(k + 1, u[1]) - np.maximum(k, u[0]), 0.0, 1.0)
 
     def _z(self, confidence: Optional[float]) -> float:
-        c = self.confidence if confidence is None else confidence
-        if not isinstance(c, float) or not 0 < c < 1:
-            raise LDPParameterError(f"confidence must be a float in (0, 1) (got {c!r})")
-        return NormalDist().inv_cdf(0.5 + c / 2)
+        return normal_quantile(self.confidence if confidence is None else confidence)
 
     # -- queries ------------------------------------------------------------------------------------
     def range_fraction(self, lo: float, hi: float, *, confidence: Optional[float] = None):

@@ -12,7 +12,7 @@ from .._errors import LDPInputError, LDPParameterError
 from .sets import set_codes, limit_sets
 from ..sampling import as_source
 
-__all__ = ["MergeableCounts", "SeededReports", "SetInput"]
+__all__ = ["MergeableCounts", "OutputCounts", "SeededReports", "SetInput"]
 
 
 class MergeableCounts:
@@ -31,6 +31,37 @@ class MergeableCounts:
         for name in self._summed:
             setattr(out, name, getattr(self, name) + getattr(other, name))
         return out
+
+
+class OutputCounts(MergeableCounts):
+    """Exact integer counts of each output of a mechanism whose report is one integer in
+    ``[0, size)`` (a 1-d batch): batches, grouped (histogram) scans, partitions and devices merge."""
+
+    _summed = ("counts", "n")
+
+    def __init__(self, mechanism: Any, size: int):
+        self.mechanism = mechanism
+        self.counts = np.zeros(int(size), dtype=np.int64)
+        self.n = 0
+
+    def add(self, reports: Any):
+        m, size = self.mechanism, self.counts.size
+        r = np.asarray(reports)
+        if r.ndim != 1 or (r.size and (r.dtype.kind not in "iu" or r.min() < 0 or r.max() >= size)):
+            raise LDPInputError(f"{m.name} reports must be a 1-d batch of integers in [0, {size})")
+        self.counts += np.bincount(r.astype(np.int64), minlength=size)
+        self.n += int(r.size)
+        return self
+
+    def add_histogram(self, columns: dict, weights: Any):
+        """Distinct report values with their counts (a grouped Parquet scan)."""
+        values = np.asarray(columns["report"]).astype(np.int64)
+        w = np.asarray(weights, dtype=np.int64)
+        if values.size and (values.min() < 0 or values.max() >= self.counts.size):
+            raise LDPInputError("reports outside the mechanism's output range")
+        np.add.at(self.counts, values, w)
+        self.n += int(w.sum())
+        return self
 
 
 class SetInput:

@@ -39,18 +39,18 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from fractions import Fraction
-from statistics import NormalDist
 from typing import Any, ClassVar, Optional
 
 import numpy as np
 
 from .._errors import LDPInputError, LDPParameterError
-from ..estimation import FrequencyEstimate, project_simplex, pure_variance
+from ..estimation import FrequencyEstimate, check_estimate_request, project_simplex, pure_variance
 from ..exact import epsilon_of_ratio, ratio_within_exp
 from ..sampling import RNGLike, as_source
 from ._base import Channel
 from .domain import check_epsilon
 from .base import MechanismBase
+from .leaf_client import checked_reports
 from .protocol import MergeableCounts, ReportField
 from .randomized_response import KRR
 
@@ -113,23 +113,14 @@ class MultiAttributeAccumulator(MergeableCounts):
 
     def add(self, reports: Any) -> "MultiAttributeAccumulator":
         m = self.mechanism
-        ok, rejected = m.check_reports(reports)
-        if rejected:
-            raise LDPInputError(f"{m.name}: {sum(rejected.values())} report(s) do not have the mechanism's layout or range")
-        f, c, n = m._tally(ok)
+        f, c, n = m._tally(checked_reports(m, reports))
         self.flat += f
         self.covered += c
         self.n += n
         return self
 
     def estimate(self, *, confidence: float = 0.95, target: str = "sample", **_: Any) -> MultiAttributeEstimate:
-        if self.n == 0:
-            raise LDPParameterError("an estimate needs at least one report (n >= 1)")
-        if not isinstance(confidence, float) or not 0 < confidence < 1:
-            raise LDPParameterError(f"confidence must be a float in (0, 1) (got {confidence!r})")
-        if target not in ("sample", "population"):
-            raise LDPParameterError(f"target must be 'sample' or 'population' (got {target!r})")
-        z = NormalDist().inv_cdf(0.5 + confidence / 2)
+        z = check_estimate_request(self.n, confidence, target)
         m = self.mechanism
         out = []
         for j, k in enumerate(m.group_sizes()):

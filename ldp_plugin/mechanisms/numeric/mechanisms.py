@@ -61,6 +61,7 @@ from .server import MeanAccumulator, MeanEstimate
 from ..base import MechanismBase
 from ..protocol import Numeric, ReportField
 from ..channel import Channel
+from ..window import WindowChannel
 
 __all__ = ["MeanEstimate", "MeanAccumulator", "NumericMechanism", "Duchi", "Piecewise", "Hybrid", "OneBitMean"]
 
@@ -335,7 +336,7 @@ class OneBitMean(Duchi):
 
 # ---------------------------------------------------------------------------------------------------
 @dataclass(frozen=True, kw_only=True)
-class Piecewise(NumericMechanism):
+class Piecewise(WindowChannel, NumericMechanism):
     """The Piecewise mechanism on ``M = L + grid`` exact output cells (module docstring)."""
 
     name = "piecewise"
@@ -353,35 +354,11 @@ class Piecewise(NumericMechanism):
         object.__setattr__(self, "window_threshold", _threshold_floor(L * E / (L * E + (M - L))))
 
     @property
-    def cells(self) -> int:
-        return self.window + self.grid
-
-    @property
-    def p_hi(self) -> Fraction:
-        return Fraction(self.window_threshold, TWO64) / self.window
-
-    @property
-    def p_lo(self) -> Fraction:
-        return (1 - Fraction(self.window_threshold, TWO64)) / (self.cells - self.window)
-
-    @property
-    def realized_ratio(self) -> Fraction:
-        return self.p_hi / self.p_lo
-
-    @property
-    def realized_epsilon(self) -> float:
-        return epsilon_of_ratio(self.realized_ratio)
-
-    def output_alphabet_size(self) -> int:
-        return self.cells
+    def _window_inputs(self) -> int:
+        return self.grid + 1
 
     def _sample(self, k: np.ndarray, source: Any) -> np.ndarray:
-        n = k.size
-        inside = source.bernoulli(self.window_threshold, n)
-        j_in = k + source.uniform_int(self.window, n)
-        u = source.uniform_int(self.cells - self.window, n)
-        j_out = np.where(u < k, u, u + self.window)  # uniform over the cells outside [k, k + L)
-        return np.where(inside, j_in, j_out).astype(np.uint32)
+        return self._window_sample(k, source)
 
     def _affine(self) -> tuple[float, float]:
         """``v = A·j + B`` with ``E[v | k] = t_k`` (exact in the rationals, then rounded)."""

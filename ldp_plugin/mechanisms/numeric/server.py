@@ -8,8 +8,8 @@ from typing import Any, Optional
 
 import numpy as np
 
-from ..._errors import LDPInputError, LDPParameterError
-from ..protocol import MergeableCounts
+from ...estimation import check_estimate_request
+from ..mixins import OutputCounts
 
 __all__ = ["MeanEstimate", "MeanAccumulator"]
 
@@ -41,34 +41,13 @@ class MeanEstimate:
         return pl.DataFrame(row)
 
 
-class MeanAccumulator(MergeableCounts):
+class MeanAccumulator(OutputCounts):
     """Exact integer counts of each report value and their number: batches, partitions, devices
     and saved states merge (``ldp aggregate --state``); the decoded sums are formed only when
     estimating, so the estimate is the same however the reports were split."""
 
     def __init__(self, mechanism: Any):
-        self.mechanism = mechanism
-        self.counts = np.zeros(mechanism.output_alphabet_size(), dtype=np.int64)
-        self.n = 0
-
-    def add(self, reports: Any) -> "MeanAccumulator":
-        m = self.mechanism
-        r = np.asarray(reports)
-        if r.ndim != 1 or (r.size and (r.dtype.kind not in "iu" or r.min() < 0 or r.max() >= m.output_alphabet_size())):
-            raise LDPInputError(f"{m.name} reports must be a 1-d batch of integers in [0, {m.output_alphabet_size()})")
-        self.counts += np.bincount(r.astype(np.int64), minlength=self.counts.size)
-        self.n += int(r.size)
-        return self
-
-    def add_histogram(self, columns: dict, weights: Any) -> "MeanAccumulator":
-        """Distinct report values with their counts (a grouped Parquet scan)."""
-        values = np.asarray(columns["report"]).astype(np.int64)
-        w = np.asarray(weights, dtype=np.int64)
-        if values.size and (values.min() < 0 or values.max() >= self.counts.size):
-            raise LDPInputError("reports outside the mechanism's output range")
-        np.add.at(self.counts, values, w)
-        self.n += int(w.sum())
-        return self
+        super().__init__(mechanism, mechanism.output_alphabet_size())
 
     def estimate(self, *, confidence: float = 0.95, target: str = "sample", **_: Any) -> MeanEstimate:
         """The mean with a normal interval for ``target``:
@@ -81,15 +60,8 @@ class MeanAccumulator(MergeableCounts):
           (:meth:`~ldp_plugin.mechanisms.numeric.NumericMechanism.square_decoder`), plus the
           rounding's at most ``(1/G)²``. Without such a decoder (Duchi's and 1BitMean's single
           bit cannot tell ``mean(t²)`` apart) the population variance is used: an upper bound."""
-        from statistics import NormalDist
-
         m = self.mechanism
-        if self.n == 0:
-            raise LDPParameterError("an estimate needs at least one report (n >= 1)")
-        if not isinstance(confidence, float) or not 0 < confidence < 1:
-            raise LDPParameterError(f"confidence must be a float in (0, 1) (got {confidence!r})")
-        if target not in ("sample", "population"):
-            raise LDPParameterError(f"target must be 'sample' or 'population' (got {target!r})")
+        z = check_estimate_request(self.n, confidence, target)
         v = m.decode(np.arange(self.counts.size))
         n, s = self.n, m._scale()
         mv = float(self.counts @ v) / n
@@ -100,5 +72,4 @@ class MeanAccumulator(MergeableCounts):
             var = max(m2 - float(self.counts @ w) / n, 0.0) + 1.0 / m.grid**2
         mean = m.lower + s * (mv + 1.0)
         se = s * math.sqrt(var / n)
-        z = NormalDist().inv_cdf(0.5 + confidence / 2)
         return MeanEstimate(mean, se, mean - z * se, mean + z * se, n, confidence, target)
