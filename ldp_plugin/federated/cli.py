@@ -1,7 +1,8 @@
 """``ldp federated``: ``new`` (write a Flower app project), ``certs`` (TLS certificates and
-SuperNode keys), ``device init`` (a node owner's explicit initialization of ledger + keystore)
-and ``simulate`` (the same app through ``flwr run`` on a local simulation SuperLink). Exits 2 with
-a clear message on any failure, including a run that fails inside Flower."""
+SuperNode keys), ``device init`` (a node owner's explicit initialization of ledger + keystore),
+``analyzer-keys`` / ``analyze`` (the analyzer of a shuffled collection) and ``simulate`` (the
+same app through ``flwr run`` on a local simulation SuperLink). Exits 2 with a clear message on
+any failure, including a run that fails inside Flower."""
 
 from __future__ import annotations
 
@@ -23,6 +24,8 @@ from .plan import Plan
 from .synthetic import zipf_frequencies, zipf_values
 from .config import ENV_DEVICE_CONFIG, DeviceConfig
 from .device import DeviceFleet
+from .analyzer import analyze_batch
+from .sealed import generate_analyzer_keys
 
 __all__ = ["add_parsers", "cmd_federated", "new_project"]
 
@@ -81,6 +84,17 @@ def add_parsers(sub, parser_class, int_in, epsilon_type, seed_type, domain_type,
     fs.add_argument("--out", default=None, metavar="DIR", help="keep the app, devices and results here (default: a temporary directory)")
     fs.add_argument("--timeout", type=int_in(10, 86400, "seconds"), default=900, help="fail if the run has not finished by then")
     fs.add_argument("--json", action="store_true", help="one JSON document on stdout")
+    ak = fsub.add_parser("analyzer-keys", help="generate the analyzer's key pair (analyzer.key 0600, analyzer.pub for the device owners to pin)")
+    ak.add_argument("directory")
+    ak.add_argument("--force", action="store_true", help="replace an existing private key (reports sealed to it can no longer be opened)")
+    an = fsub.add_parser("analyze", help="open, validate and aggregate a shuffled batch; record its central (epsilon, delta) in a ledger")
+    an.add_argument("batch", help="the batch file the shuffler forwarded")
+    an.add_argument("--key", required=True, help="the analyzer's private key file (analyzer.key)")
+    an.add_argument("--ledger", required=True, help="the analyzer's ledger (created once with `ldp budget init`)")
+    an.add_argument("--delta", type=float, required=True, help="delta of the central (epsilon, delta) recorded, in (0, 1)")
+    an.add_argument("--query-id", default=None, help="refuse a batch of any other query")
+    an.add_argument("--out", default=None, metavar="DIR", help="also write the accepted reports as Parquet parts here")
+    an.add_argument("--json", action="store_true", help="one JSON document on stdout")
     fd.set_defaults(func=cmd_federated)
 
 
@@ -111,6 +125,18 @@ def cmd_federated(args) -> int:
         cfg = DeviceConfig.load(args.config, _node_config(args.node_config))
         out = DeviceFleet.init(cfg, reset=args.reset, rekey=args.rekey)
         print(json.dumps(out, indent=1))
+        return 0
+    if cmd == "analyzer-keys":
+        print(json.dumps(generate_analyzer_keys(args.directory, force=args.force), indent=1))
+        return 0
+    if cmd == "analyze":
+        out = analyze_batch(args.batch, key=args.key, ledger=args.ledger, delta=args.delta, expect_query_id=args.query_id, out_dir=args.out)
+        if args.json:
+            print(json.dumps(out, indent=1))
+        else:
+            print(f"batch {out['batch_id']} of {out['query_id']}: {out['reports_accepted']:,} of {out['reports_received']:,} reports accepted, "
+                  f"{out['reports_rejected']:,} rejected {out['rejected_by_reason']}")
+            print(f"recorded: local epsilon {out['epsilon_local']:g}, central ({out['epsilon_central']:.4g}, {out['delta']:g}) at n={out['n_amplified']:,}")
         return 0
     return _simulate(args)
 
