@@ -140,3 +140,44 @@ def test_a_shuffled_round_below_its_minimum_forwards_nothing(tmp_path):
     with pytest.raises(ldp.LDPParameterError, match="memoized series"):  # refused before any node is asked (no device spends)
         run_shuffled_plan(LoopbackGrid({NODE_IDS[0]: lambda m: asked.append(m)}), series)
     assert asked == []
+
+
+@pytest.mark.slow
+def test_flwr_run_of_a_shuffled_collection_on_a_simulation_superlink(tmp_path):
+    """The same through Flower's own tools: ``flwr run`` of the app project ``ldp federated new``
+    writes, with the shuffler as its ServerApp, on a private simulation SuperLink (its own process
+    group, stopped in ``finally``); the analyzer then records the batch in its ledger."""
+    from ldp_plugin.federated.cli import new_project
+    from ldp_plugin.federated.config import ENV_DEVICE_CONFIG
+    from ldp_plugin.federated.deploy import Spawned, flower_tool, free_port, run_to_completion, tool_env, write_connection
+
+    keys = generate_analyzer_keys(tmp_path / "analyzer")
+    app = tmp_path / "app"
+    new_project(app, nodes=2)
+    py = app / "pyproject.toml"
+    py.write_text(py.read_text().replace('serverapp = "ldp_plugin.federated.app:server_app"', 'serverapp = "ldp_plugin.federated.shuffler_app:server_app"'))
+    (app / "plan.toml").write_text('[plan]\nname = "shuf"\nrounds = 1\nmin_batch = 60\nout_dir = "results"\nround_timeout = 120\n'
+                                   'max_devices_per_node = 1000\nexpected_nodes = 2\nnode_wait = 120\n\n'
+                                   '[[query]]\nname = "apps"\nmechanism = "krr"\nepsilon = "1"\nparams = {d = 8}\n')
+    (app / "device.toml").write_text(DEVICE % (f'analyzer_key = "{keys["public_key_hex"]}"\n', DEVICES))
+    for pid in range(2):
+        DeviceFleet.init(DeviceConfig.load(app / "device.toml", {"partition-id": pid}))
+    port = free_port()
+    env = tool_env(FLWR_HOME=str(tmp_path / "flwr-home"), **{ENV_DEVICE_CONFIG: str(app / "device.toml")})
+    write_connection(tmp_path / "flwr-home", "ldp-sim", f"127.0.0.1:{port}")
+    link = Spawned([flower_tool("flower-superlink"), "--insecure", "--simulation", "--host", "127.0.0.1", "--port", str(port),
+                    "--database", str(tmp_path / "superlink.db"), "--disable-runtime-dependency-installation"], env=env, log=tmp_path / "superlink.log")
+    try:
+        run_to_completion(app, "ldp-sim", env=env, federation_config={"num-supernodes": 2}, timeout=600)
+    finally:
+        link.stop()
+    row = json.loads((app / "results" / "shuf" / "round-0001.json").read_text())["queries"][0]
+    assert row["status"] == "forwarded" and row["ciphertexts_held"] == 2 * DEVICES and row["node_errors"] == {} and row["rejected_by_reason"] == {}
+    header, _ = read_batch(row["batch"])
+    assert set(header) == HEADER_KEYS and header["n"] == 2 * DEVICES
+    ledger = tmp_path / "analyzer.sqlite"
+    ldp.Accountant.create(ledger, ldp.Population(name="analyzer", lifetime_cap="10")).close()
+    out = analyze_batch(row["batch"], key=keys["private_key"], ledger=ledger, delta=DELTA)
+    assert out["reports_accepted"] == 2 * DEVICES and out["epsilon_central"] < 1.0
+    with ldp.Accountant(ledger) as acc:
+        assert [r.batch_id for r in acc.shuffle_records()] == [row["batch_id"]]
