@@ -19,14 +19,15 @@ pytest.importorskip("flwr")
 pytest.importorskip("nacl")
 
 import ldp_plugin as ldp  # noqa: E402
-from ldp_plugin.federated import DeviceConfig, DeviceFleet  # noqa: E402
+from ldp_plugin.federated import DeviceConfig, DeviceFleet, Query  # noqa: E402
 from ldp_plugin.federated.analyzer import analyze_batch  # noqa: E402
 from ldp_plugin.federated.batch import HEADER_KEYS, iter_ciphertexts, read_batch  # noqa: E402
 from ldp_plugin.federated.plan import Plan  # noqa: E402
 from ldp_plugin.federated.sealed import generate_analyzer_keys  # noqa: E402
+from ldp_plugin.federated.shuffler import Shuffler  # noqa: E402
 from ldp_plugin.federated.shuffler_app import BATCH_FILE, run_shuffled_plan  # noqa: E402
 from ldp_plugin.federated.app import _record, device_answer  # noqa: E402
-from flwr.app import Message  # noqa: E402
+from flwr.app import ConfigRecord, Message, RecordDict  # noqa: E402
 
 from .test_federated_server import DEVICES, LoopbackGrid, _dropout, _honest, _is_query, flower_task  # noqa: E402,F401
 
@@ -142,6 +143,19 @@ def test_a_shuffled_round_below_its_minimum_forwards_nothing(tmp_path):
     assert asked == []
 
 
+def test_a_device_seals_only_to_its_owners_key_and_a_bad_key_refuses_before_any_spend(tmp_path):
+    app, keys, plan, ledger = _setup(tmp_path)
+    q = Query.for_mechanism("t/apps/r1", ldp.KRR(epsilon=1.0, d=8), min_batch=1)
+    content = RecordDict({"query": ConfigRecord({"json": q.to_json()})})
+    sealed = device_answer(content, {"device-config": str(app / "device.toml"), "partition-id": 0})
+    assert len(sealed["reports"]) == DEVICES and {len(c) for c in sealed["reports"]} == {Shuffler(q).ciphertext_size}
+    (app / "bad.toml").write_text(DEVICE % ('analyzer_key = "00ff"\n', DEVICES))
+    refused = device_answer(content, {"device-config": str(app / "bad.toml"), "partition-id": 1})
+    assert refused["reports"] == [] and refused["refused"] == {"device_misconfigured": 1}
+    with ldp.Accountant(app / "s" / "1" / "l.sqlite") as acc:
+        assert acc.history() == []  # the key is checked when the owner's TOML is read, before any budget is spent
+
+
 @pytest.mark.slow
 def test_flwr_run_of_a_shuffled_collection_on_a_simulation_superlink(tmp_path):
     """The same through Flower's own tools: ``flwr run`` of the app project ``ldp federated new``
@@ -181,3 +195,55 @@ def test_flwr_run_of_a_shuffled_collection_on_a_simulation_superlink(tmp_path):
     assert out["reports_accepted"] == 2 * DEVICES and out["epsilon_central"] < 1.0
     with ldp.Accountant(ledger) as acc:
         assert [r.batch_id for r in acc.shuffle_records()] == [row["batch_id"]]
+
+
+@pytest.mark.slow
+def test_tls_deployment_of_a_shuffled_collection_the_batch_holds_no_node_id(tmp_path):
+    """The real deployment of test_federated_deploy.py (TLS, SuperNode authentication, two
+    ``flower-supernode`` processes with their owners' device TOMLs), the shuffler as the ServerApp:
+    the node ids the SuperLink assigned (``flwr supernode list``) appear nowhere in the batch, and
+    the analyzer records the central (ε, δ). Every process is stopped in ``finally``."""
+    import subprocess
+
+    from ldp_plugin.federated.cli import new_project
+    from ldp_plugin.federated.deploy import flower_tool, flwr_run, wait_for_run
+
+    from .test_federated_deploy import DEVICE as DEPLOY_DEVICE, DEVICES as DEPLOY_DEVICES, PLAN, _wait, start_deployment
+
+    keys = generate_analyzer_keys(tmp_path / "analyzer")
+    app = tmp_path / "app"
+    new_project(app, nodes=2)
+    py = app / "pyproject.toml"
+    py.write_text(py.read_text().replace('serverapp = "ldp_plugin.federated.app:server_app"', 'serverapp = "ldp_plugin.federated.shuffler_app:server_app"'))
+    (app / "plan.toml").write_text(PLAN.replace('mechanism = "oue"', 'mechanism = "krr"'))
+    (app / "device.toml").write_text(DEPLOY_DEVICE.replace('keystore = "state/{partition-id}/keystore.json"\n',
+                                                           f'keystore = "state/{{partition-id}}/keystore.json"\nanalyzer_key = "{keys["public_key"]}"\n')
+                                     .replace('allowed_mechanisms = ["oue"]', 'allowed_mechanisms = ["krr"]'))
+    for pid in range(2):
+        DeviceFleet.init(DeviceConfig.load(app / "device.toml", {"partition-id": pid}))
+    procs: list = []
+    try:
+        env = start_deployment(tmp_path, app, procs)
+        run = flwr_run(app, "ldp-tls", env=env)
+        summary = app / "results" / "deploy" / "round-0001.json"
+        _wait(summary.exists, 120, "the shuffler's round summary", procs)
+        assert wait_for_run(run, "ldp-tls", env=env, timeout=60)["status"] == "finished:completed"
+        listed = subprocess.run([flower_tool("flwr"), "supernode", "list", "ldp-tls", "--format", "json"], env=env, capture_output=True, text=True, timeout=60)
+        assert listed.returncode == 0, listed.stdout + listed.stderr
+    finally:
+        for p in reversed(procs):
+            p.stop()
+    node_ids = [int(n["node-id"]) for n in json.loads(listed.stdout)["nodes"]]
+    assert len(node_ids) == 2
+    row = json.loads(summary.read_text())["queries"][0]
+    assert row["status"] == "forwarded" and row["ciphertexts_held"] == 2 * DEPLOY_DEVICES and row["rejected_by_reason"] == {}
+    raw = Path(row["batch"]).read_bytes()
+    for nid in node_ids:
+        for enc in (str(nid).encode(), nid.to_bytes(8, "little"), nid.to_bytes(8, "big"), f"{nid:x}".encode()):
+            assert enc not in raw
+    ledger = tmp_path / "analyzer.sqlite"
+    ldp.Accountant.create(ledger, ldp.Population(name="analyzer", lifetime_cap="10")).close()
+    out = analyze_batch(row["batch"], key=keys["private_key"], ledger=ledger, delta=DELTA)
+    assert out["reports_accepted"] == 2 * DEPLOY_DEVICES and out["epsilon_central"] < 1.0
+    with ldp.Accountant(ledger) as acc:
+        assert [(r.batch_id, r.n_min) for r in acc.shuffle_records()] == [(row["batch_id"], 2 * DEPLOY_DEVICES)]

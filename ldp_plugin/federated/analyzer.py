@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Any, Optional
+from typing import Optional
 
 from .._errors import LDPInputError, LDPParameterError
 from ..accountant import Accountant

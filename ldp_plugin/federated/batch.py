@@ -13,13 +13,12 @@ a batch of at least the query's minimum (:class:`~ldp_plugin.federated.shuffler.
 from __future__ import annotations
 
 import json
-import os
-import secrets
 import struct
 from pathlib import Path
 from typing import Iterator
 
 from .._errors import LDPInputError
+from .atomic import write_atomic
 
 __all__ = ["BATCH_MAGIC", "BATCH_VERSION", "HEADER_KEYS", "write_batch", "read_batch", "iter_ciphertexts"]
 
@@ -37,22 +36,7 @@ def write_batch(path: str | Path, *, query_json: str, batch_id: str, ciphertexts
         raise LDPInputError("every ciphertext of a batch must have the query's ciphertext size")
     header = json.dumps({"format": "ldp-shuffled-batch", "version": BATCH_VERSION, "batch_id": batch_id, "query": query_json,
                          "n": len(ciphertexts), "ciphertext_size": int(ciphertext_size)}, sort_keys=True, separators=(",", ":")).encode()
-    p.parent.mkdir(parents=True, exist_ok=True)
-    tmp = p.with_name(f".{p.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
-    try:
-        with open(tmp, "wb") as f:
-            f.write(BATCH_MAGIC + _LEN.pack(len(header)) + header)
-            f.write(b"".join(ciphertexts))
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, p)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
-    return p
+    return write_atomic(p, BATCH_MAGIC + _LEN.pack(len(header)) + header, b"".join(ciphertexts))
 
 
 def read_batch(path: str | Path) -> tuple[dict, bytes]:

@@ -24,11 +24,11 @@ import hashlib
 import json
 import os
 import re
-import secrets
 from pathlib import Path
 from typing import Iterable, Optional
 
 from .._errors import LDPParameterError
+from .atomic import write_atomic
 
 try:  # the federated extra: pip install 'ldp-plugin[flower]'
     from nacl.exceptions import CryptoError
@@ -55,23 +55,6 @@ def key_fingerprint(key: "PublicKey") -> str:
     return hashlib.sha256(bytes(key)).hexdigest()[:32]
 
 
-def _write_private(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    try:
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
-
-
 def generate_analyzer_keys(directory: str | Path, *, force: bool = False) -> dict:
     """A fresh X25519 key pair (libsodium's CSPRNG) as ``analyzer.key`` (0600, JSON with the
     private key) and ``analyzer.pub`` (the public key, 64 hex digits) in ``directory``. Refuses
@@ -84,10 +67,9 @@ def generate_analyzer_keys(directory: str | Path, *, force: bool = False) -> dic
         raise LDPParameterError(f"{priv_path.name!r} already exists in {d.name!r}: replacing it loses every report sealed to it (use --force)")
     d.mkdir(parents=True, exist_ok=True)
     sk = PrivateKey.generate()
-    _write_private(priv_path, json.dumps({"version": KEY_VERSION, "private_key": bytes(sk).hex()}))
-    tmp = pub_path.with_name(f".{pub_path.name}.{secrets.token_hex(4)}.tmp")
-    tmp.write_text(bytes(sk.public_key).hex() + "\n")
-    os.replace(tmp, pub_path)
+    write_atomic(priv_path, json.dumps({"version": KEY_VERSION, "private_key": bytes(sk).hex()}).encode())  # 0600
+    write_atomic(pub_path, (bytes(sk.public_key).hex() + "\n").encode())
+    pub_path.chmod(0o644)  # the public key is for the devices' owners
     return {"private_key": str(priv_path), "public_key": str(pub_path), "public_key_hex": bytes(sk.public_key).hex(),
             "fingerprint": key_fingerprint(sk.public_key)}
 
