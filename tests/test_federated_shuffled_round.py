@@ -156,6 +156,17 @@ def test_a_device_seals_only_to_its_owners_key_and_a_bad_key_refuses_before_any_
         assert acc.history() == []  # the key is checked when the owner's TOML is read, before any budget is spent
 
 
+def test_new_shuffled_writes_a_project_flower_accepts(tmp_path, cli):
+    from flwr.cli.config_utils import load_and_validate
+
+    out = cli("federated", "new", str(tmp_path / "app"), "--shuffled")
+    assert out.returncode == 0, out.stderr
+    config, warnings = load_and_validate(tmp_path / "app" / "pyproject.toml")
+    assert config is not None, warnings
+    assert config["tool"]["flwr"]["app"]["components"] == {"serverapp": "ldp_plugin.federated.shuffler_app:server_app",
+                                                          "clientapp": "ldp_plugin.federated.app:client_app"}
+
+
 @pytest.mark.slow
 def test_flwr_run_of_a_shuffled_collection_on_a_simulation_superlink(tmp_path):
     """The same through Flower's own tools: ``flwr run`` of the app project ``ldp federated new``
@@ -167,9 +178,7 @@ def test_flwr_run_of_a_shuffled_collection_on_a_simulation_superlink(tmp_path):
 
     keys = generate_analyzer_keys(tmp_path / "analyzer")
     app = tmp_path / "app"
-    new_project(app, nodes=2)
-    py = app / "pyproject.toml"
-    py.write_text(py.read_text().replace('serverapp = "ldp_plugin.federated.app:server_app"', 'serverapp = "ldp_plugin.federated.shuffler_app:server_app"'))
+    new_project(app, nodes=2, shuffled=True)
     (app / "plan.toml").write_text('[plan]\nname = "shuf"\nrounds = 1\nmin_batch = 60\nout_dir = "results"\nround_timeout = 120\n'
                                    'max_devices_per_node = 1000\nexpected_nodes = 2\nnode_wait = 120\n\n'
                                    '[[query]]\nname = "apps"\nmechanism = "krr"\nepsilon = "1"\nparams = {d = 8}\n')
@@ -212,9 +221,7 @@ def test_tls_deployment_of_a_shuffled_collection_the_batch_holds_no_node_id(tmp_
 
     keys = generate_analyzer_keys(tmp_path / "analyzer")
     app = tmp_path / "app"
-    new_project(app, nodes=2)
-    py = app / "pyproject.toml"
-    py.write_text(py.read_text().replace('serverapp = "ldp_plugin.federated.app:server_app"', 'serverapp = "ldp_plugin.federated.shuffler_app:server_app"'))
+    new_project(app, nodes=2, shuffled=True)
     (app / "plan.toml").write_text(PLAN.replace('mechanism = "oue"', 'mechanism = "krr"'))
     (app / "device.toml").write_text(DEPLOY_DEVICE.replace('keystore = "state/{partition-id}/keystore.json"\n',
                                                            f'keystore = "state/{{partition-id}}/keystore.json"\nanalyzer_key = "{keys["public_key"]}"\n')

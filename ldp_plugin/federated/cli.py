@@ -35,9 +35,10 @@ def _template(template: str, **subs: Any) -> str:
     return string.Template(text).substitute(**{k: str(v) for k, v in subs.items()})
 
 
-def new_project(directory: str | Path, *, nodes: int = 2, force: bool = False) -> dict:
+def new_project(directory: str | Path, *, nodes: int = 2, force: bool = False, shuffled: bool = False) -> dict:
     """An app project in ``directory``: ``pyproject.toml`` (components, run config naming the
-    plan), ``plan.toml`` (the queries) and an example ``device.toml`` (a node owner's file)."""
+    plan), ``plan.toml`` (the queries) and an example ``device.toml`` (a node owner's file).
+    ``shuffled``: the ServerApp is the shuffler (:mod:`~ldp_plugin.federated.shuffler_app`)."""
     d = Path(directory).resolve()
     targets = {n: d / n for n in ("pyproject.toml", "plan.toml", "device.toml")}
     existing = [n for n, p in targets.items() if p.exists()]
@@ -45,7 +46,10 @@ def new_project(directory: str | Path, *, nodes: int = 2, force: bool = False) -
         raise LDPParameterError(f"{existing} already exist in {d.name!r} (use --force to overwrite)")
     d.mkdir(parents=True, exist_ok=True)
     name = "".join(c if c.isalnum() or c == "-" else "-" for c in d.name.lower()).strip("-") or "ldp-app"
-    targets["pyproject.toml"].write_text(_template("pyproject.toml.tmpl", name=name, job=targets["plan.toml"]))
+    pyproject = _template("pyproject.toml.tmpl", name=name, job=targets["plan.toml"])
+    if shuffled:
+        pyproject = pyproject.replace('serverapp = "ldp_plugin.federated.app:server_app"', 'serverapp = "ldp_plugin.federated.shuffler_app:server_app"')
+    targets["pyproject.toml"].write_text(pyproject)
     targets["plan.toml"].write_text(_template("plan.toml.tmpl", nodes=nodes))
     targets["device.toml"].write_text(_template("device.toml.tmpl", device_toml=targets["device.toml"]))
     return {k: str(v) for k, v in targets.items()}
@@ -58,6 +62,7 @@ def add_parsers(sub, parser_class, int_in, epsilon_type, seed_type, domain_type,
     nw.add_argument("directory")
     nw.add_argument("--nodes", type=int_in(1, 100_000, "an integer"), default=2, help="SuperNodes the plan waits for")
     nw.add_argument("--force", action="store_true", help="overwrite existing files")
+    nw.add_argument("--shuffled", action="store_true", help="the ServerApp is the shuffler: devices seal to the analyzer key their owners pin")
     ct = fsub.add_parser("certs", help="generate a CA, a SuperLink TLS certificate and SuperNode auth keys (cryptography, locally)")
     ct.add_argument("directory")
     ct.add_argument("--host", action="append", default=None, help="a host name or IP address of the SuperLink (repeatable; default 127.0.0.1, localhost)")
@@ -112,7 +117,7 @@ def _node_config(text: str) -> dict:
 def cmd_federated(args) -> int:
     cmd = args.federated_command
     if cmd == "new":
-        paths = new_project(args.directory, nodes=args.nodes, force=args.force)
+        paths = new_project(args.directory, nodes=args.nodes, force=args.force, shuffled=args.shuffled)
         print(f"wrote {paths['pyproject.toml']}, {paths['plan.toml']} and {paths['device.toml']}")
         print("next: `ldp federated certs`, `ldp federated device init`, start the SuperLink and SuperNodes, `flwr run` (README, Federated analytics)")
         return 0
