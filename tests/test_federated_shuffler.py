@@ -200,7 +200,8 @@ def test_the_analyzer_refuses_before_it_charges(tmp_path, keys):
     sh.add(seal_reports(envs[:59] + [envs[0], envs[0]], pk))
     sh.forward(batch)
     with pytest.raises(BatchBelowMinimum, match="59 of the batch's 61 reports were accepted"):  # ... 59 are: refused, nothing recorded
-        analyze_batch(batch, key=keys["private_key"], ledger=ledger, delta=DELTA)
+        analyze_batch(batch, key=keys["private_key"], ledger=ledger, delta=DELTA, out_dir=tmp_path / "parts")
+    assert list((tmp_path / "parts").iterdir()) == []  # and no report written
     with ldp.Accountant(ledger) as acc:
         assert acc.history() == [] and acc.shuffle_records() == []
     _batch(tmp_path, q, np.arange(70) % 8, pk)
@@ -248,6 +249,12 @@ def test_cli_analyzer_keys_and_analyze(tmp_path, keys, cli):
     assert res.returncode == 0, res.stderr
     doc = json.loads(res.stdout)
     assert doc["reports_accepted"] == 40 and doc["epsilon_central"] < 2.0
+    res = cli("federated", "analyze", str(tmp_path / "batch.ldpbatch"), "--key", keys["private_key"], "--ledger", str(ledger), "--delta", "1e-6",
+              "--out", str(tmp_path / "parts"))  # a rerun on the same batch: charged once, the parts written
+    assert res.returncode == 0 and "central (" in res.stdout, res.stderr
+    import polars as pl
+
+    assert sum(pl.read_parquet(p).height for p in (tmp_path / "parts").glob("part-*.parquet")) == 40
     bad = cli("federated", "analyze", str(tmp_path / "batch.ldpbatch"), "--key", keys["private_key"], "--ledger", str(tmp_path / "no.sqlite"),
               "--delta", "1e-6")
     assert bad.returncode == 2 and "Traceback" not in bad.stderr and "ldp budget init" in bad.stderr

@@ -31,6 +31,9 @@ effective n; see README, "Shuffled collection").
 from __future__ import annotations
 
 import math
+import os
+import secrets
+import shutil
 from pathlib import Path
 from typing import Optional
 
@@ -63,7 +66,8 @@ def analyze_batch(batch: str | Path, *, key: str | Path, ledger: str | Path, del
     central (ε, δ) in ``ledger``. Returns the counts, the ledger's record and the estimate.
     Raises :class:`LDPParameterError` / :class:`LDPInputError` (nothing charged, nothing
     recorded) on a bad batch, key, ledger or query, and :class:`BatchBelowMinimum` when fewer than
-    the query's ``min_batch`` reports are accepted."""
+    the query's ``min_batch`` reports are accepted. ``out_dir``: the accepted reports as Parquet
+    parts (``ldp aggregate`` reads them), written only for an accepted batch."""
     header, body = read_batch(batch)
     try:
         query = Query.from_json(header["query"])
@@ -90,7 +94,8 @@ def analyze_batch(batch: str | Path, *, key: str | Path, ledger: str | Path, del
     try:
         if query.query_id not in {r.query_id for r in acc.history()}:
             acc.check(mech)  # the budget fits (BudgetExceededError) before anything is decrypted
-        col = Collector(query, out_dir=out_dir)
+        stage = None if out_dir is None else Path(out_dir) / f".staging-{secrets.token_hex(6)}"  # parts kept only if the batch is accepted
+        col = Collector(query, out_dir=stage)
         undecryptable = 0
         it = iter_ciphertexts(header, body)
         for start in range(0, n, _CHUNK):
@@ -108,8 +113,13 @@ def analyze_batch(batch: str | Path, *, key: str | Path, ledger: str | Path, del
         acc.spend(query.query_id, mech, mechanism=name, params=query.to_dict())
         rec = acc.record_shuffle(query.query_id, mech, batch_id=header["batch_id"], n_min=col.accepted, n_observed=col.accepted, delta=float(delta))
         estimate = _estimate(col)
+        if stage is not None and stage.is_dir():
+            for part in sorted(stage.glob("part-*.parquet")):
+                os.replace(part, Path(out_dir) / part.name)
     finally:
         acc.close()
+        if stage is not None:
+            shutil.rmtree(stage, ignore_errors=True)
     return {"query_id": query.query_id, "query_hash": query.content_hash.hex(), "mechanism": name, "batch_id": header["batch_id"],
             "reports_received": n, "reports_accepted": col.accepted, "reports_rejected": int(sum(rejected.values())),
             "rejected_by_reason": rejected, "epsilon_local": float(mech.epsilon), "epsilon_central": rec.epsilon_central, "delta": rec.delta,
