@@ -83,10 +83,36 @@ def _wait(cond, timeout: float, what: str, procs=()):
     raise AssertionError(f"timed out waiting for {what}")
 
 
-@pytest.mark.slow
-def test_tls_deployment_with_node_auth_and_a_rerun_answered_from_kept_replies(tmp_path):
+def start_deployment(tmp_path: Path, app: Path, procs: list) -> dict:
+    """A TLS SuperLink with SuperNode authentication and two registered SuperNodes, each started
+    with its owner's device TOML (``app/device.toml``, partition-id 0 and 1). Every process is
+    appended to ``procs`` as it starts (the caller stops them in ``finally``). Returns the
+    environment of the ``flwr`` CLI (connection ``ldp-tls``)."""
     certs = make_tls(tmp_path / "certs")
     keys = [make_node_keys(tmp_path / "certs", f"node-{i}") for i in range(2)]
+    port = free_port()
+    env = tool_env(FLWR_HOME=str(tmp_path / "flwr-home"))
+    write_connection(tmp_path / "flwr-home", "ldp-tls", f"127.0.0.1:{port}", root_certificates=certs["ca"])
+    link = Spawned([flower_tool("flower-superlink"), "--ssl-ca-certfile", certs["ca"], "--ssl-certfile", certs["cert"], "--ssl-keyfile", certs["key"],
+                    "--enable-supernode-auth", "--host", "127.0.0.1", "--port", str(port), "--database", str(tmp_path / "superlink.db"),
+                    "--disable-runtime-dependency-installation"], env=env, log=tmp_path / "superlink.log")
+    procs.append(link)
+    _wait(lambda: "Uvicorn running on https://" in link.tail(20000), 40, "the SuperLink (TLS)", procs)
+    regs = [subprocess.Popen([flower_tool("flwr"), "supernode", "register", k["public"], "ldp-tls"], env=env, stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, text=True) for k in keys]  # SuperNode authentication: only registered keys connect
+    for reg in regs:
+        out, _ = reg.communicate(timeout=60)
+        assert reg.returncode == 0, out
+    for pid, k in enumerate(keys):
+        node_config = f'device-config="{app / "device.toml"}" partition-id={pid}'
+        procs.append(Spawned([flower_tool("flower-supernode"), "--superlink", f"127.0.0.1:{port}", "--root-certificates", certs["ca"],
+                              "--auth-supernode-private-key", k["private"], "--node-config", node_config, "--port", str(free_port())],
+                             env=env, log=tmp_path / f"supernode-{pid}.log"))
+    return env
+
+
+@pytest.mark.slow
+def test_tls_deployment_with_node_auth_and_a_rerun_answered_from_kept_replies(tmp_path):
     app = tmp_path / "app"
     new_project(app, nodes=2)
     (app / "plan.toml").write_text(PLAN)
@@ -94,26 +120,9 @@ def test_tls_deployment_with_node_auth_and_a_rerun_answered_from_kept_replies(tm
     for pid in range(2):  # each node's owner initializes its devices, once
         DeviceFleet.init(DeviceConfig.load(app / "device.toml", {"partition-id": pid}))
     ledgers = [app / "state" / str(pid) / "ledger.sqlite" for pid in range(2)]
-    port = free_port()
-    env = tool_env(FLWR_HOME=str(tmp_path / "flwr-home"))
-    write_connection(tmp_path / "flwr-home", "ldp-tls", f"127.0.0.1:{port}", root_certificates=certs["ca"])
     procs: list = []
     try:
-        link = Spawned([flower_tool("flower-superlink"), "--ssl-ca-certfile", certs["ca"], "--ssl-certfile", certs["cert"], "--ssl-keyfile", certs["key"],
-                        "--enable-supernode-auth", "--host", "127.0.0.1", "--port", str(port), "--database", str(tmp_path / "superlink.db"),
-                        "--disable-runtime-dependency-installation"], env=env, log=tmp_path / "superlink.log")
-        procs.append(link)
-        _wait(lambda: "Uvicorn running on https://" in link.tail(20000), 40, "the SuperLink (TLS)", procs)
-        regs = [subprocess.Popen([flower_tool("flwr"), "supernode", "register", k["public"], "ldp-tls"], env=env, stdout=subprocess.PIPE,
-                                 stderr=subprocess.STDOUT, text=True) for k in keys]  # SuperNode authentication: only registered keys connect
-        for reg in regs:
-            out, _ = reg.communicate(timeout=60)
-            assert reg.returncode == 0, out
-        for pid, k in enumerate(keys):
-            node_config = f'device-config="{app / "device.toml"}" partition-id={pid}'
-            procs.append(Spawned([flower_tool("flower-supernode"), "--superlink", f"127.0.0.1:{port}", "--root-certificates", certs["ca"],
-                                  "--auth-supernode-private-key", k["private"], "--node-config", node_config, "--port", str(free_port())],
-                                 env=env, log=tmp_path / f"supernode-{pid}.log"))
+        env = start_deployment(tmp_path, app, procs)
 
         # run 1: stopped once both nodes' devices have charged and answered, before the round is recorded
         run1 = flwr_run(app, "ldp-tls", env=env)

@@ -37,8 +37,9 @@ from .device import DeviceFleet, DeviceRefusal
 from .plan import Plan
 from .query import Query
 from .results import estimate_rows, round_dir, write_summary
+from .sealed import seal_reply
 
-__all__ = ["client_app", "server_app", "reply_to_raw", "run_plan"]
+__all__ = ["client_app", "server_app", "reply_to_raw", "register_nodes", "run_plan"]
 
 log = logging.getLogger("ldp_plugin.federated")
 _REPLY_KEYS = {"devices", "reports", "refused", "retry"}
@@ -71,7 +72,7 @@ def device_answer(content: Any, node_config: Any) -> dict:
         return {"devices": n, "reports": [], "refused": {e.reason: n}, "retry": False}
     try:
         if "query" in content:
-            return fleet.respond(str(content["query"]["json"]))
+            return seal_reply(fleet.respond(str(content["query"]["json"])), cfg.analyzer_key)  # sealed if the owner pinned a key
         return {"devices": fleet.n_devices, "reports": [], "refused": {}, "retry": False}
     finally:
         fleet.close()
@@ -123,8 +124,10 @@ def _send(grid: Any, nodes: list, content: RecordDict, group: str, timeout: floa
     return out
 
 
-def run_plan(grid: Any, plan: Plan) -> list:
-    """The ServerApp's body (see the module docstring); returns the round summaries."""
+def register_nodes(grid: Any, plan: Plan) -> tuple:
+    """Wait for the plan's SuperNodes and register them: ``(connected node ids, {node id: quota},
+    {registration error: count})``; each quota = the devices the node registered, capped by the
+    plan's ``max_devices_per_node``."""
     deadline = time.time() + plan.node_wait
     nodes = sorted(grid.get_node_ids())
     while len(nodes) < plan.expected_nodes and time.time() < deadline:  # SuperNodes connect asynchronously
@@ -144,6 +147,12 @@ def run_plan(grid: Any, plan: Plan) -> list:
     missing = len(nodes) - len(quota) - sum(reg_errors.values())
     if missing:
         reg_errors["no_reply"] = missing
+    return nodes, quota, reg_errors
+
+
+def run_plan(grid: Any, plan: Plan) -> list:
+    """The ServerApp's body (see the module docstring); returns the round summaries."""
+    nodes, quota, reg_errors = register_nodes(grid, plan)
     registered = sorted(n for n, q in quota.items() if q > 0)
     summaries = []
     for r in plan.round_numbers():

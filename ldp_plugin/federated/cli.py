@@ -1,7 +1,8 @@
 """``ldp federated``: ``new`` (write a Flower app project), ``certs`` (TLS certificates and
-SuperNode keys), ``device init`` (a node owner's explicit initialization of ledger + keystore)
-and ``simulate`` (the same app through ``flwr run`` on a local simulation SuperLink). Exits 2 with
-a clear message on any failure, including a run that fails inside Flower."""
+SuperNode keys), ``device init`` (a node owner's explicit initialization of ledger + keystore),
+``analyzer-keys`` / ``analyze`` (the analyzer of a shuffled collection) and ``simulate`` (the
+same app through ``flwr run`` on a local simulation SuperLink). Exits 2 with a clear message on
+any failure, including a run that fails inside Flower."""
 
 from __future__ import annotations
 
@@ -23,6 +24,8 @@ from .plan import Plan
 from .synthetic import zipf_frequencies, zipf_values
 from .config import ENV_DEVICE_CONFIG, DeviceConfig
 from .device import DeviceFleet
+from .analyzer import analyze_batch
+from .sealed import generate_analyzer_keys
 
 __all__ = ["add_parsers", "cmd_federated", "new_project"]
 
@@ -32,9 +35,10 @@ def _template(template: str, **subs: Any) -> str:
     return string.Template(text).substitute(**{k: str(v) for k, v in subs.items()})
 
 
-def new_project(directory: str | Path, *, nodes: int = 2, force: bool = False) -> dict:
+def new_project(directory: str | Path, *, nodes: int = 2, force: bool = False, shuffled: bool = False) -> dict:
     """An app project in ``directory``: ``pyproject.toml`` (components, run config naming the
-    plan), ``plan.toml`` (the queries) and an example ``device.toml`` (a node owner's file)."""
+    plan), ``plan.toml`` (the queries) and an example ``device.toml`` (a node owner's file).
+    ``shuffled``: the ServerApp is the shuffler (:mod:`~ldp_plugin.federated.shuffler_app`)."""
     d = Path(directory).resolve()
     targets = {n: d / n for n in ("pyproject.toml", "plan.toml", "device.toml")}
     existing = [n for n, p in targets.items() if p.exists()]
@@ -42,7 +46,10 @@ def new_project(directory: str | Path, *, nodes: int = 2, force: bool = False) -
         raise LDPParameterError(f"{existing} already exist in {d.name!r} (use --force to overwrite)")
     d.mkdir(parents=True, exist_ok=True)
     name = "".join(c if c.isalnum() or c == "-" else "-" for c in d.name.lower()).strip("-") or "ldp-app"
-    targets["pyproject.toml"].write_text(_template("pyproject.toml.tmpl", name=name, job=targets["plan.toml"]))
+    pyproject = _template("pyproject.toml.tmpl", name=name, job=targets["plan.toml"])
+    if shuffled:
+        pyproject = pyproject.replace('serverapp = "ldp_plugin.federated.app:server_app"', 'serverapp = "ldp_plugin.federated.shuffler_app:server_app"')
+    targets["pyproject.toml"].write_text(pyproject)
     targets["plan.toml"].write_text(_template("plan.toml.tmpl", nodes=nodes))
     targets["device.toml"].write_text(_template("device.toml.tmpl", device_toml=targets["device.toml"]))
     return {k: str(v) for k, v in targets.items()}
@@ -55,6 +62,7 @@ def add_parsers(sub, parser_class, int_in, epsilon_type, seed_type, domain_type,
     nw.add_argument("directory")
     nw.add_argument("--nodes", type=int_in(1, 100_000, "an integer"), default=2, help="SuperNodes the plan waits for")
     nw.add_argument("--force", action="store_true", help="overwrite existing files")
+    nw.add_argument("--shuffled", action="store_true", help="the ServerApp is the shuffler: devices seal to the analyzer key their owners pin")
     ct = fsub.add_parser("certs", help="generate a CA, a SuperLink TLS certificate and SuperNode auth keys (cryptography, locally)")
     ct.add_argument("directory")
     ct.add_argument("--host", action="append", default=None, help="a host name or IP address of the SuperLink (repeatable; default 127.0.0.1, localhost)")
@@ -81,6 +89,17 @@ def add_parsers(sub, parser_class, int_in, epsilon_type, seed_type, domain_type,
     fs.add_argument("--out", default=None, metavar="DIR", help="keep the app, devices and results here (default: a temporary directory)")
     fs.add_argument("--timeout", type=int_in(10, 86400, "seconds"), default=900, help="fail if the run has not finished by then")
     fs.add_argument("--json", action="store_true", help="one JSON document on stdout")
+    ak = fsub.add_parser("analyzer-keys", help="generate the analyzer's key pair (analyzer.key 0600, analyzer.pub for the device owners to pin)")
+    ak.add_argument("directory")
+    ak.add_argument("--force", action="store_true", help="replace an existing private key (reports sealed to it can no longer be opened)")
+    an = fsub.add_parser("analyze", help="open, validate and aggregate a shuffled batch; record its central (epsilon, delta) in a ledger")
+    an.add_argument("batch", help="the batch file the shuffler forwarded")
+    an.add_argument("--key", required=True, help="the analyzer's private key file (analyzer.key)")
+    an.add_argument("--ledger", required=True, help="the analyzer's ledger (created once with `ldp budget init`)")
+    an.add_argument("--delta", type=float, required=True, help="delta of the central (epsilon, delta) recorded, in (0, 1)")
+    an.add_argument("--query-id", default=None, help="refuse a batch of any other query")
+    an.add_argument("--out", default=None, metavar="DIR", help="also write the accepted reports as Parquet parts here")
+    an.add_argument("--json", action="store_true", help="one JSON document on stdout")
     fd.set_defaults(func=cmd_federated)
 
 
@@ -98,7 +117,7 @@ def _node_config(text: str) -> dict:
 def cmd_federated(args) -> int:
     cmd = args.federated_command
     if cmd == "new":
-        paths = new_project(args.directory, nodes=args.nodes, force=args.force)
+        paths = new_project(args.directory, nodes=args.nodes, force=args.force, shuffled=args.shuffled)
         print(f"wrote {paths['pyproject.toml']}, {paths['plan.toml']} and {paths['device.toml']}")
         print("next: `ldp federated certs`, `ldp federated device init`, start the SuperLink and SuperNodes, `flwr run` (README, Federated analytics)")
         return 0
@@ -111,6 +130,18 @@ def cmd_federated(args) -> int:
         cfg = DeviceConfig.load(args.config, _node_config(args.node_config))
         out = DeviceFleet.init(cfg, reset=args.reset, rekey=args.rekey)
         print(json.dumps(out, indent=1))
+        return 0
+    if cmd == "analyzer-keys":
+        print(json.dumps(generate_analyzer_keys(args.directory, force=args.force), indent=1))
+        return 0
+    if cmd == "analyze":
+        out = analyze_batch(args.batch, key=args.key, ledger=args.ledger, delta=args.delta, expect_query_id=args.query_id, out_dir=args.out)
+        if args.json:
+            print(json.dumps(out, indent=1))
+        else:
+            print(f"batch {out['batch_id']} of {out['query_id']}: {out['reports_accepted']:,} of {out['reports_received']:,} reports accepted, "
+                  f"{out['reports_rejected']:,} rejected {out['rejected_by_reason']}")
+            print(f"recorded: local epsilon {out['epsilon_local']:g}, central ({out['epsilon_central']:.4g}, {out['delta']:g}) at n={out['n_amplified']:,}")
         return 0
     return _simulate(args)
 

@@ -14,6 +14,7 @@ serves every simulated node. Paths are relative to the TOML's directory.
     name = "edge-1"                   # the ledger's population name
     ledger = "state/ledger.sqlite"
     keystore = "state/keystore.json"
+    # analyzer_key = "keys/analyzer.pub"  # seal every report to this analyzer (64 hex digits or a .pub path)
 
     [policy]                          # see DevicePolicy
     lifetime_cap = "8"
@@ -43,6 +44,7 @@ import numpy as np
 from .._errors import LDPInputError, LDPParameterError
 from ..accountant import Population
 from .policy import DevicePolicy
+from .sealed import public_key
 
 try:  # Python >= 3.11
     import tomllib
@@ -92,6 +94,7 @@ class DeviceConfig:
     table: Optional[str] = None
     args: Optional[dict] = None
     base: Path = Path(".")
+    analyzer_key: Optional[str] = None  # the owner-pinned analyzer public key (hex): reports are sealed to it
 
     @classmethod
     def load(cls, path: str | Path, node_config: Optional[Mapping[str, Any]] = None) -> "DeviceConfig":
@@ -121,9 +124,13 @@ class DeviceConfig:
         args = data.get("args")
         if args is not None and not isinstance(args, dict):
             raise LDPParameterError("[data] args must be a table")
+        akey = dev.get("analyzer_key")
+        if akey is not None and (not isinstance(akey, str) or not akey):
+            raise LDPParameterError("[device] analyzer_key must be 64 hex digits or the path of an analyzer.pub file")
         return cls(name=str(dev.get("name", "devices")), ledger=base / dev["ledger"], keystore=base / dev["keystore"],
                    policy=DevicePolicy.from_dict(doc.get("policy", {})), source=data["source"], column=data.get("column"),
-                   table=data.get("table"), args=args, base=base)
+                   table=data.get("table"), args=args, base=base,
+                   analyzer_key=None if akey is None else bytes(public_key(akey, base)).hex())
 
     def population(self, n_devices: int):
         pol = self.policy
