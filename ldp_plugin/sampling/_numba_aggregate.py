@@ -1,0 +1,127 @@
+"""The numba kernels of the server-side aggregation (:mod:`ldp_plugin.sampling.aggregate_kernels`),
+at module level so that numba's on-disk cache works. Imported only by that module's loader when
+the numba backend is selected; ``LDP_PLUGIN_NUMBA_CACHE=0`` compiles in memory.
+
+Each kernel has a numpy twin in :mod:`~ldp_plugin.sampling.aggregate_kernels` that returns the
+same counts exactly (tested on both backends)."""
+
+import os
+
+import numba as nb
+import numpy as np
+
+_CACHE = os.environ.get("LDP_PLUGIN_NUMBA_CACHE", "1") != "0"
+
+
+@nb.njit(nogil=True, cache=_CACHE)
+def bounded_histogram(a, lo, hi, size, counts):  # pragma: no cover - compiled
+    # counts[j, v] += 1 for each a[i] = v in [0, size), i in [lo, hi), spread over 4 sub-histograms
+    # (rows j = i mod 4) so that runs of equal values do not serialize on one counter. Returns the
+    # number of values outside [0, size) (negative ones compare as huge unsigned words).
+    bad = 0
+    usize = np.uint64(size)
+    i = lo
+    end4 = lo + ((hi - lo) // 4) * 4
+    while i < end4:
+        v0 = np.uint64(a[i])
+        v1 = np.uint64(a[i + 1])
+        v2 = np.uint64(a[i + 2])
+        v3 = np.uint64(a[i + 3])
+        if v0 < usize and v1 < usize and v2 < usize and v3 < usize:
+            counts[0, v0] += 1
+            counts[1, v1] += 1
+            counts[2, v2] += 1
+            counts[3, v3] += 1
+        else:
+            for v in (v0, v1, v2, v3):
+                if v < usize:
+                    counts[0, v] += 1
+                else:
+                    bad += 1
+        i += 4
+    while i < hi:
+        v = np.uint64(a[i])
+        if v < usize:
+            counts[0, v] += 1
+        else:
+            bad += 1
+        i += 1
+    return bad
+
+
+@nb.njit(nogil=True, cache=_CACHE)
+def swar_column_counts(words, lo, hi, counts):  # pragma: no cover - compiled
+    # Column sums of rows [lo, hi) of a packed bit matrix viewed as (m, W) little-endian uint64
+    # words: bit k of byte b of word w is column 64·w + 8·b + k. Two levels of counters:
+    # (1) per word, a 4-bit bit-sliced counter (planes p0..p3, a carry-save chain of 7 word ops per
+    # row) takes up to 15 rows; (2) its planes are then spread into byte-lane accumulators
+    # (acc[k·W + w] += Σ_j ((p_j >> k) & 0x0101..01) << j: 8 columns per word and bit k), which
+    # hold up to 255 rows (17 groups of 15) before they are flushed into the int64 counts.
+    W = words.shape[1]
+    p0 = np.zeros(W, np.uint64)
+    p1 = np.zeros(W, np.uint64)
+    p2 = np.zeros(W, np.uint64)
+    p3 = np.zeros(W, np.uint64)
+    acc = np.zeros(8 * W, dtype=np.uint64)  # 1-d, so that the w loops vectorize
+    lanes = np.uint64(0x0101010101010101)
+    one, two, three = np.uint64(1), np.uint64(2), np.uint64(3)
+    g = 0
+    groups = 0
+    for i in range(lo, hi):
+        row = words[i]
+        for w in range(W):
+            x = row[w]
+            c1 = p0[w] & x
+            p0[w] ^= x
+            c2 = p1[w] & c1
+            p1[w] ^= c1
+            c3 = p2[w] & c2
+            p2[w] ^= c2
+            p3[w] ^= c3  # at most 15 rows per group: no carry out of p3
+        g += 1
+        if g == 15 or i == hi - 1:
+            for k in range(8):
+                sk = np.uint64(k)
+                base = k * W
+                for w in range(W):
+                    acc[base + w] += (
+                        ((p0[w] >> sk) & lanes)
+                        + (((p1[w] >> sk) & lanes) << one)
+                        + (((p2[w] >> sk) & lanes) << two)
+                        + (((p3[w] >> sk) & lanes) << three)
+                    )
+            p0[:] = 0
+            p1[:] = 0
+            p2[:] = 0
+            p3[:] = 0
+            g = 0
+            groups += 1
+            if groups == 17 or i == hi - 1:  # 17 · 15 = 255 rows: a byte lane cannot overflow
+                for k in range(8):
+                    for w in range(W):
+                        x = acc[k * W + w]
+                        base = w * 64 + k
+                        for b in range(8):
+                            counts[base + 8 * b] += np.int64((x >> np.uint64(8 * b)) & np.uint64(255))
+                        acc[k * W + w] = 0
+                groups = 0
+    return 0
+
+
+@nb.njit(nogil=True, cache=_CACHE)
+def grouped_histogram(groups, values, lo, hi, n_groups, size, counts):  # pragma: no cover - compiled
+    # counts[g, v] += 1 for each row i in [lo, hi) with g = groups[i] in [0, n_groups) and
+    # v = values[i] in [0, size); returns the number of rows with either out of range (not counted).
+    bad = 0
+    ug, us = np.uint64(n_groups), np.uint64(size)
+    for i in range(lo, hi):
+        g = np.uint64(groups[i])
+        v = np.uint64(values[i])
+        if g < ug and v < us:
+            counts[g, v] += 1
+        else:
+            bad += 1
+    return bad
+
+
+KERNELS = {"bounded_histogram": bounded_histogram, "swar_column_counts": swar_column_counts, "grouped_histogram": grouped_histogram}
