@@ -124,4 +124,74 @@ def grouped_histogram(groups, values, lo, hi, n_groups, size, counts):  # pragma
     return bad
 
 
-KERNELS = {"bounded_histogram": bounded_histogram, "swar_column_counts": swar_column_counts, "grouped_histogram": grouped_histogram}
+@nb.njit(nogil=True, cache=_CACHE)
+def rows_match(buf, off, pattern, out):  # pragma: no cover - compiled
+    # out[i] = (buf[i, off:off + len(pattern)] == pattern).all(), a memcmp per row.
+    m = buf.shape[0]
+    L = pattern.shape[0]
+    for i in range(m):
+        same = True
+        for j in range(L):
+            if buf[i, off + j] != pattern[j]:
+                same = False
+                break
+        out[i] = same
+    return 0
+
+
+@nb.njit(nogil=True, cache=_CACHE)
+def _slot(a, b, salt, mask):  # pragma: no cover - compiled
+    # the keyed slot of a 16-byte key (a, b): a multiply-xorshift mix of both words with the
+    # table's secret salt (an outsider cannot aim many keys at one slot)
+    h = (a ^ salt) * np.uint64(0x9E3779B97F4A7C15)
+    h ^= h >> np.uint64(29)
+    h = (h ^ b) * np.uint64(0xBF58476D1CE4E5B9)
+    h ^= h >> np.uint64(32)
+    return np.int64(h & mask)
+
+
+@nb.njit(nogil=True, cache=_CACHE)
+def nonce_admit(keys, used, words, salt, out):  # pragma: no cover - compiled
+    # Open-addressing set of 16-byte keys (keys[s] = (k1, k2), used[s] = 1 when taken; capacity a
+    # power of two kept at most half full by the caller). For each row i of words (m, 2):
+    # out[i] = 1 and the key is inserted when it is not in the set yet (earlier rows included),
+    # else out[i] = 0. Exact: both words are compared. Returns the number inserted.
+    mask = np.uint64(keys.shape[0] - 1)
+    added = 0
+    for i in range(words.shape[0]):
+        a = words[i, 0]
+        b = words[i, 1]
+        s = _slot(a, b, salt, mask)
+        while True:
+            if used[s] == 0:
+                used[s] = 1
+                keys[s, 0] = a
+                keys[s, 1] = b
+                out[i] = 1
+                added += 1
+                break
+            if keys[s, 0] == a and keys[s, 1] == b:
+                out[i] = 0
+                break
+            s = (s + 1) & np.int64(mask)
+    return added
+
+
+@nb.njit(nogil=True, cache=_CACHE)
+def nonce_rehash(keys, used, new_keys, new_used, salt):  # pragma: no cover - compiled
+    # Move every key of (keys, used) into the larger empty table (new_keys, new_used).
+    mask = np.uint64(new_keys.shape[0] - 1)
+    for s in range(keys.shape[0]):
+        if used[s]:
+            a = keys[s, 0]
+            b = keys[s, 1]
+            t = _slot(a, b, salt, mask)
+            while new_used[t]:
+                t = (t + 1) & np.int64(mask)
+            new_used[t] = 1
+            new_keys[t, 0] = a
+            new_keys[t, 1] = b
+    return 0
+
+
+KERNELS = {"rows_match": rows_match, "nonce_admit": nonce_admit, "nonce_rehash": nonce_rehash, "bounded_histogram": bounded_histogram, "swar_column_counts": swar_column_counts, "grouped_histogram": grouped_histogram}

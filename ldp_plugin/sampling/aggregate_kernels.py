@@ -33,7 +33,7 @@ from .._errors import LDPInputError
 from .._kernels import compiled
 from .runner import _thread_pool
 
-__all__ = ["bounded_histogram", "packed_column_counts", "grouped_histogram", "aggregate_backend"]
+__all__ = ["bounded_histogram", "packed_column_counts", "grouped_histogram", "aggregate_backend", "rows_match", "aggregate_kernel"]
 
 _STATE: dict = {}
 _LOCK = threading.Lock()
@@ -56,6 +56,13 @@ def _kernels(work: int) -> Optional[dict]:
                 sys.modules.pop(name, None)  # the cache flag is read at import
                 _STATE["k"] = dict(importlib.import_module(name).KERNELS)
     return _STATE["k"]
+
+
+def aggregate_kernel(name: str, work: int):
+    """The compiled kernel ``name`` of :mod:`._numba_aggregate` for a call of ``work`` steps, or
+    None (the caller runs its numpy twin)."""
+    k = _kernels(work)
+    return None if k is None else k[name]
 
 
 def aggregate_backend(work: int = 1 << 62) -> str:
@@ -193,3 +200,25 @@ def _tree_column_counts(block: np.ndarray, nb: int, words: int) -> np.ndarray:
         bits = np.unpackbits(plane.view(np.uint8), bitorder="little")
         counts += bits.astype(np.int64) << weight
     return counts
+
+
+def rows_match(buf: np.ndarray, offset: int, pattern: bytes) -> np.ndarray:
+    """Bool mask of the rows of the ``(m, w)`` uint8 array ``buf`` whose bytes
+    ``[offset, offset + len(pattern))`` equal ``pattern`` (a memcmp per row with the compiled
+    kernels; the numpy twin compares 8-byte words of a contiguous copy of that band)."""
+    m = buf.shape[0]
+    pat = np.frombuffer(bytes(pattern), dtype=np.uint8)
+    L = pat.size
+    if m == 0 or L == 0:
+        return np.ones(m, dtype=bool)
+    k = aggregate_kernel("rows_match", m * L)
+    if k is not None:
+        out = np.empty(m, dtype=np.bool_)
+        k(buf, offset, pat, out)
+        return out
+    words = -(-L // 8)
+    band = np.zeros((m, words * 8), dtype=np.uint8)
+    band[:, :L] = buf[:, offset:offset + L]
+    want = np.zeros(words * 8, dtype=np.uint8)
+    want[:L] = pat
+    return (band.view(np.uint64) == want.view(np.uint64)).all(axis=1)
