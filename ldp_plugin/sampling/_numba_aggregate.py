@@ -194,4 +194,16 @@ def nonce_rehash(keys, used, new_keys, new_used, salt):  # pragma: no cover - co
     return 0
 
 
-KERNELS = {"rows_match": rows_match, "nonce_admit": nonce_admit, "nonce_rehash": nonce_rehash, "bounded_histogram": bounded_histogram, "swar_column_counts": swar_column_counts, "grouped_histogram": grouped_histogram}
+@nb.njit(nogil=True, cache=_CACHE)
+def hashed_support(a, b, width, keys, lo, hi, counts):  # pragma: no cover - compiled
+    # OLH support: counts[v] += [(a[i]·keys[v] + b[i]) mod 2**64 < width[i]] for rows [lo, hi)
+    # (b already shifted by the hash interval's start). The v loop vectorizes (64-bit multiply).
+    d = keys.shape[0]
+    for i in range(lo, hi):
+        ai, bi, wi = a[i], b[i], width[i]
+        for v in range(d):
+            counts[v] += np.int64((ai * keys[v] + bi) < wi)
+    return 0
+
+
+KERNELS = {"hashed_support": hashed_support, "rows_match": rows_match, "nonce_admit": nonce_admit, "nonce_rehash": nonce_rehash, "bounded_histogram": bounded_histogram, "swar_column_counts": swar_column_counts, "grouped_histogram": grouped_histogram}

@@ -33,7 +33,7 @@ from .._errors import LDPInputError
 from .._kernels import compiled
 from .runner import _thread_pool
 
-__all__ = ["bounded_histogram", "packed_column_counts", "grouped_histogram", "aggregate_backend", "rows_match", "aggregate_kernel"]
+__all__ = ["bounded_histogram", "packed_column_counts", "grouped_histogram", "aggregate_backend", "rows_match", "aggregate_kernel", "hashed_support"]
 
 _STATE: dict = {}
 _LOCK = threading.Lock()
@@ -222,3 +222,21 @@ def rows_match(buf: np.ndarray, offset: int, pattern: bytes) -> np.ndarray:
     want = np.zeros(words * 8, dtype=np.uint8)
     want[:L] = pat
     return (band.view(np.uint64) == want.view(np.uint64)).all(axis=1)
+
+
+def hashed_support(a: np.ndarray, b: np.ndarray, width: np.ndarray, keys: np.ndarray) -> Optional[np.ndarray]:
+    """``counts[v] = #{i: (a[i]·keys[v] + b[i]) mod 2**64 < width[i]}`` (int64) with the compiled
+    kernel (rows split over the cores), or None when the numpy backend runs (the caller's chunked
+    numpy loop computes the same counts)."""
+    n, d = a.shape[0], keys.shape[0]
+    run = aggregate_kernel("hashed_support", n * d)
+    if run is None:
+        return None
+    a, b, width, keys = (np.ascontiguousarray(x, dtype=np.uint64) for x in (a, b, width, keys))
+    parts = _splits(n, _workers(n * d // 64))
+    outs = [np.zeros(d, dtype=np.int64) for _ in parts]
+    if len(parts) > 1:
+        list(_thread_pool(len(parts)).map(lambda j: run(a, b, width, keys, parts[j][0], parts[j][1], outs[j]), range(len(parts))))
+    elif parts:
+        run(a, b, width, keys, 0, n, outs[0])
+    return np.sum(outs, axis=0) if len(outs) > 1 else (outs[0] if outs else np.zeros(d, dtype=np.int64))

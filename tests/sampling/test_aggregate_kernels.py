@@ -106,3 +106,20 @@ def test_krr_and_hadamard_refuse_out_of_range_reports_as_before(backend):
     with pytest.raises(LDPInputError):
         acc.add(np.array([3, 3, 99]))
     assert acc.n == 0 and not acc.counts.any()  # nothing of a refused batch is counted
+
+
+@pytest.mark.parametrize("d", [2, 50, 1024])
+def test_olh_support_counts_equal_the_per_report_definition(backend, d):
+    from ldp_plugin.hashing import seeded_hash
+    from ldp_plugin.mechanisms.local_hashing import olh_support_counts
+
+    m = ldp.OLH(epsilon=2.0, d=d)
+    r = m.randomize_encoded(np.random.default_rng(d).integers(0, d, 3000), rng=9)
+    keys = m.item_keys()
+    ref = np.zeros(d, dtype=np.int64)
+    for s, y in r[:300]:  # the definition: report (s, y) supports v iff h_s(key_v) = y
+        ref += seeded_hash(keys, np.uint64(s), m.g) == y
+    assert np.array_equal(olh_support_counts(r[:300, 0], r[:300, 1], m.g, keys), ref)
+    full = olh_support_counts(r[:, 0], r[:, 1], m.g, keys)
+    assert np.array_equal(full, sum(olh_support_counts(r[i:i + 97, 0], r[i:i + 97, 1], m.g, keys) for i in range(0, 3000, 97)))
+    assert np.array_equal(m.accumulator().add(r).counts, full)
