@@ -182,8 +182,36 @@ def values_section(args):
     return out
 
 
+def render(path: str) -> None:
+    """Markdown tables of a --json result (what BENCHMARKS.md quotes)."""
+    res = json.load(open(path))
+    meta = res["meta"]
+    print(f"kernels {meta['kernels']}, {meta['cpus']} cpus, load average {meta['loadavg_start'][0]:.1f} at start, {meta['loadavg_end'][0]:.1f} at end; "
+          f"AES keystream {res.get('keystream_bytes_per_s', 0) / 1e9:.2f} GB/s")
+    if res.get("rows"):
+        print("\n| mechanism | d | ε | client secure /s | × best peer | out ÷ keystream | server /s | × best peer | agg ÷ memcpy | agg ÷ numpy sum |")
+        print("|---|---|---|---|---|---|---|---|---|---|")
+        for r in res["rows"]:
+            name = r["mechanism"] + (f" (k={r['k']})" if "k" in r else "")
+            f = lambda k, fmt: (fmt.format(r[k]) if k in r else "—")  # noqa: E731
+            print(f"| {name} | {r['d']} | {r['epsilon']:g} | {f('client_secure', '{:,.0f}')} | {f('x_client', '{:.1f}×')} | {f('out_vs_keystream', '{:.3f}')} "
+                  f"| {f('server', '{:,.0f}')} | {f('x_server', '{:.1f}×')} | {f('agg_vs_memcpy', '{:.2f}')} | {f('agg_vs_sum', '{:.2f}')} |")
+    if res.get("collector"):
+        print("\n| collector | envelope bytes | ingest_array /s | ingest (list) /s | array ÷ memcpy |")
+        print("|---|---|---|---|---|")
+        for r in res["collector"]:
+            print(f"| {r['mechanism']} d={r['d']} | {r['envelope_bytes']} | {r['array_per_s']:,.0f} | {r['list_per_s']:,.0f} | {r['array_vs_memcpy']:.3f} |")
+    if res.get("values"):
+        keys = ["list[str]", "Categorical", "Enum", "privatize", "privatize user_id int", "privatize user_id str"]
+        print("\n| ÷ code rate | code rate /s | " + " | ".join(keys) + " |")
+        print("|---|---|" + "---|" * len(keys))
+        for r in res["values"]:
+            print(f"| {r['mechanism']} d={r['d']} | {r['code_rate']:,.0f} | " + " | ".join(f"{r[k]:.2f}" for k in keys) + " |")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
+    ap.add_argument("--render", default=None, help="print the markdown tables of a --json result and exit")
     ap.add_argument("--n", type=int, default=1_000_000)
     ap.add_argument("--n-peer", type=int, default=10_000)
     ap.add_argument("--repeats", type=int, default=3)
@@ -192,6 +220,9 @@ def main() -> None:
     ap.add_argument("--mechanisms", default="", help="comma-separated subset of the server/client rows")
     ap.add_argument("--no-peers", action="store_true")
     args = ap.parse_args()
+    if args.render:
+        render(args.render)
+        return
     args.mechanisms = set(filter(None, args.mechanisms.split(",")))
     sections = set(args.sections.split(","))
     load0 = os.getloadavg()

@@ -109,6 +109,55 @@ def swar_column_counts(words, lo, hi, counts):  # pragma: no cover - compiled
 
 
 @nb.njit(nogil=True, cache=_CACHE)
+def swar_column_counts_narrow(words, lo, hi, counts):  # pragma: no cover - compiled
+    # The same counts as swar_column_counts for narrow rows (few words, e.g. d <= 256): blocks of
+    # 15 rows, and per word column the 4-plane counter is kept in registers (no per-row loop over
+    # a tiny array), then spread into the byte lanes acc[k·W + w], flushed every 17 blocks.
+    W = words.shape[1]
+    acc = np.zeros(8 * W, dtype=np.uint64)
+    lanes = np.uint64(0x0101010101010101)
+    one, two, three = np.uint64(1), np.uint64(2), np.uint64(3)
+    blocks = 0
+    i = lo
+    while i < hi:
+        e = min(hi, i + 15)
+        for w in range(W):
+            p0 = np.uint64(0)
+            p1 = np.uint64(0)
+            p2 = np.uint64(0)
+            p3 = np.uint64(0)
+            for r in range(i, e):
+                x = words[r, w]
+                c1 = p0 & x
+                p0 ^= x
+                c2 = p1 & c1
+                p1 ^= c1
+                c3 = p2 & c2
+                p2 ^= c2
+                p3 ^= c3
+            for k in range(8):
+                sk = np.uint64(k)
+                acc[k * W + w] += (
+                    ((p0 >> sk) & lanes)
+                    + (((p1 >> sk) & lanes) << one)
+                    + (((p2 >> sk) & lanes) << two)
+                    + (((p3 >> sk) & lanes) << three)
+                )
+        i = e
+        blocks += 1
+        if blocks == 17 or i >= hi:  # 17 · 15 = 255 rows per byte lane
+            for k in range(8):
+                for w in range(W):
+                    x = acc[k * W + w]
+                    base = w * 64 + k
+                    for b in range(8):
+                        counts[base + 8 * b] += np.int64((x >> np.uint64(8 * b)) & np.uint64(255))
+                    acc[k * W + w] = 0
+            blocks = 0
+    return 0
+
+
+@nb.njit(nogil=True, cache=_CACHE)
 def grouped_histogram(groups, values, lo, hi, n_groups, size, counts):  # pragma: no cover - compiled
     # counts[g, v] += 1 for each row i in [lo, hi) with g = groups[i] in [0, n_groups) and
     # v = values[i] in [0, size); returns the number of rows with either out of range (not counted).
@@ -206,4 +255,4 @@ def hashed_support(a, b, width, keys, lo, hi, counts):  # pragma: no cover - com
     return 0
 
 
-KERNELS = {"hashed_support": hashed_support, "rows_match": rows_match, "nonce_admit": nonce_admit, "nonce_rehash": nonce_rehash, "bounded_histogram": bounded_histogram, "swar_column_counts": swar_column_counts, "grouped_histogram": grouped_histogram}
+KERNELS = {"swar_column_counts_narrow": swar_column_counts_narrow, "hashed_support": hashed_support, "rows_match": rows_match, "nonce_admit": nonce_admit, "nonce_rehash": nonce_rehash, "bounded_histogram": bounded_histogram, "swar_column_counts": swar_column_counts, "grouped_histogram": grouped_histogram}

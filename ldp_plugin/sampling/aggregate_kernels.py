@@ -41,6 +41,8 @@ _LOCK = threading.Lock()
 _TREE_ROWS = 1 << 15
 #: the smallest batch split over threads (thread start-up costs more below)
 _SPLIT_MIN = 1 << 17
+#: rows of at most this many 64-bit words take the register-blocked column-count kernel
+_NARROW_WORDS = 4
 #: histograms: the smallest share of one thread (a histogram pass is ~0.5 ns per report)
 _HIST_SPLIT = 1 << 20
 
@@ -156,7 +158,7 @@ def packed_column_counts(packed: np.ndarray, d: int) -> np.ndarray:
             view = view.view(np.uint64)
         parts = _splits(n, _workers(n))
         outs = [np.zeros(words * 64, dtype=np.int64) for _ in parts]
-        run = k["swar_column_counts"]
+        run = k["swar_column_counts_narrow" if words <= _NARROW_WORDS else "swar_column_counts"]
         if len(parts) > 1:
             list(_thread_pool(len(parts)).map(lambda j: run(view, parts[j][0], parts[j][1], outs[j]), range(len(parts))))
         else:
