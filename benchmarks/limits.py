@@ -184,7 +184,8 @@ def values_section(args):
 
 def render(path: str) -> None:
     """Markdown tables of a --json result (what BENCHMARKS.md quotes)."""
-    res = json.load(open(path))
+    with open(path) as f:
+        res = json.load(f)
     meta = res["meta"]
     print(f"kernels {meta['kernels']}, {meta['cpus']} cpus, load average {meta['loadavg_start'][0]:.1f} at start, {meta['loadavg_end'][0]:.1f} at end; "
           f"AES keystream {res.get('keystream_bytes_per_s', 0) / 1e9:.2f} GB/s")

@@ -25,7 +25,6 @@ import importlib
 import os
 import sys
 import threading
-from typing import Optional
 
 import numpy as np
 
@@ -47,7 +46,7 @@ _NARROW_WORDS = 4
 _HIST_SPLIT = 1 << 20
 
 
-def _kernels(work: int) -> Optional[dict]:
+def _kernels(work: int) -> dict | None:
     """The compiled aggregation kernels when the numba backend runs a call of ``work`` steps."""
     if compiled("decode_runs", work) is None:  # the sampling layer's rule: env var, lazy import
         return None
@@ -226,7 +225,7 @@ def rows_match(buf: np.ndarray, offset: int, pattern: bytes) -> np.ndarray:
     return (band.view(np.uint64) == want.view(np.uint64)).all(axis=1)
 
 
-def hashed_support(a: np.ndarray, b: np.ndarray, width: np.ndarray, keys: np.ndarray) -> Optional[np.ndarray]:
+def hashed_support(a: np.ndarray, b: np.ndarray, width: np.ndarray, keys: np.ndarray) -> np.ndarray | None:
     """``counts[v] = #{i: (a[i]·keys[v] + b[i]) mod 2**64 < width[i]}`` (int64) with the compiled
     kernel (rows split over the cores), or None when the numpy backend runs (the caller's chunked
     numpy loop computes the same counts)."""
