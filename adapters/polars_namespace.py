@@ -41,7 +41,7 @@ import numpy as np
 import polars as pl
 
 from ldp_plugin._errors import LDPInputError, LDPParameterError
-from ldp_plugin.hashing import assign_cohorts, item_keys
+from ldp_plugin.hashing import assign_cohorts
 from ldp_plugin.persist import write_reports, INCOMPLETE_MARKER
 from ldp_plugin.mechanisms import Mechanism
 from ldp_plugin.mechanisms import reports as codecs
@@ -146,7 +146,9 @@ class _Privatizer:
             if ids.null_count():
                 raise LDPInputError(f"user id column {self.user_id!r} has {ids.null_count()} null(s)")
             if n:
-                keys = ids.to_numpy().astype(np.int64, copy=True) if ids.dtype.is_integer() else item_keys(ids).view(np.int64)
+                # 64-bit keys, sorted in place: the ids themselves, or Polars' hash of other ids
+                # (vectorized in Rust; a collision is re-checked exactly below)
+                keys = ids.to_numpy().astype(np.int64, copy=True) if ids.dtype.is_integer() else ids.hash().to_numpy().view(np.int64).copy()
                 keys.sort()
                 if (keys[1:] == keys[:-1]).any():
                     dups = int(ids.is_duplicated().sum())
@@ -185,6 +187,13 @@ class _Privatizer:
                     raise LDPInputError(f"column {col!r} has a null item in the set at row {int(bad_null.item())}")
                 expr = pl.col(col).explode()
         cats = self.categories
+        dtype = lf.collect_schema()[col]
+        if cats is not None and not self.is_set and (dtype == pl.Categorical or isinstance(dtype, pl.Enum)):
+            # a dictionary column: check its distinct labels (hashed on the physical codes), and
+            # scan the rows for the first bad one only when there is one
+            labels = lf.select(pl.col(col).unique()).collect(engine="streaming").to_series()
+            if not labels.null_count() and bool(labels.cast(pl.String).is_in(pl.Series(list(cats)).cast(pl.String, strict=False)).all()):
+                return
         if cats is None:  # integer codes in [0, d)
             d = self.mechanism.domain_size
             test = lambda e: e.is_null() | (e.cast(pl.Int64, strict=False) < 0) | (e.cast(pl.Int64, strict=False) >= d) | e.cast(pl.Int64, strict=False).is_null()  # noqa: E731
@@ -219,13 +228,14 @@ class _Privatizer:
             raise LDPInputError(f"column {self.column!r} has a null {'set' if self.is_set else 'value'} at row {pos}")
         if self.unknown == "other":
             series = self._map_other(series)
-        if series.dtype == pl.Categorical:
+        by_codes = self.mechanism.input_kind == "value" and not self.mechanism.needs_user_keys
+        if series.dtype == pl.Categorical and not by_codes:  # encode() maps Categoricals through their physical codes
             series = series.cast(pl.String)
         coh = None
         if self.is_cohort and self.cohort_salt is not None:
             coh = assign_cohorts(chunk[self.user_id], self.base.cohorts, int(self.cohort_salt))
         codes = None
-        if self.mechanism.input_kind == "value" and not self.mechanism.needs_user_keys:
+        if by_codes:
             try:
                 codes = self.mechanism.encode(series)  # randomize(values) is randomize_encoded(encode(values))
             except LDPInputError as e:

@@ -18,6 +18,14 @@ that fails is that node's error, counted by reason, and none of its reports is l
 Accepted reports can be persisted as Parquet parts with the spec in their metadata (so
 ``ldp aggregate`` reads them); an estimate is released only once the query's minimum batch has
 arrived.
+
+Columnar path (issue 39): :meth:`Collector.ingest_array` takes a batch as one buffer of
+concatenated envelopes (or an ``(m, envelope size)`` uint8 array) and runs every check above as
+array operations — header bytes compared row-wise, nonces through :class:`~.nonces.NonceSet`,
+payload rows viewed as report columns (:func:`~ldp_plugin.mechanisms.reports.rows_to_reports`)
+and range-checked by :func:`~ldp_plugin.mechanisms.reports.check_reports` — with no Python object
+per report; only a rejected row is classified on its own. :meth:`Collector.ingest` (a list of
+envelopes) joins the well-formed ones and runs the same array core.
 """
 
 from __future__ import annotations
@@ -29,8 +37,11 @@ from typing import Any, Iterable, Optional
 import numpy as np
 
 from .._errors import LDPParameterError
+from ..mechanisms.reports import check_reports, rows_to_reports
 from ..persist import write_reports
+from ..sampling.aggregate_kernels import rows_match
 from .envelope import NONCE_BYTES, envelope_size
+from .nonces import NonceSet
 from .query import Query
 from .reply import validate_reply
 
@@ -38,6 +49,8 @@ __all__ = ["Collector"]
 
 _WIRE_PREFIX = struct.Struct("<4sBBH")
 _CHUNK = 1 << 16
+#: rows per step of the columnar path (bounds its working memory at tens of MB)
+_ARRAY_CHUNK = 1 << 20
 
 
 class Collector:
@@ -50,7 +63,7 @@ class Collector:
         self.rejected: dict = {}
         self.node_errors: dict = {}
         self.bytes_received = 0
-        self._nonces: set = set()
+        self._nonces = NonceSet()
         self.size = envelope_size(self.mechanism, self.tag)
         empty, _ = self.mechanism.from_wire_many([], tag=self.tag)
         self._header = self.mechanism.to_wire(empty, tag=self.tag)[:-4] + struct.pack("<I", 1)  # the exact header of a one-report blob
@@ -96,48 +109,89 @@ class Collector:
 
     def _ingest_chunk(self, envs: list) -> dict:
         rejected: dict = {}
-        size, hl = self.size, len(self._header)
+        size = self.size
         exact = [i for i, e in enumerate(envs) if isinstance(e, (bytes, bytearray)) and len(e) == size]
         self.bytes_received += sum(len(e) for e in envs if isinstance(e, (bytes, bytearray)))
-        fresh_rows = np.zeros(0, dtype=np.int64)
-        buf = None
+        odd: set = set()
+        n = 0
         if exact:
             buf = np.frombuffer(b"".join(bytes(envs[i]) for i in exact), dtype=np.uint8).reshape(len(exact), size)
-            ok = (buf[:, NONCE_BYTES:NONCE_BYTES + hl] == np.frombuffer(self._header, dtype=np.uint8)).all(axis=1)
-            nonces = np.ascontiguousarray(buf[:, :NONCE_BYTES]).view(f"V{NONCE_BYTES}").ravel().tolist()
-            seen, fresh, dup = self._nonces, [], 0
-            for j in np.flatnonzero(ok).tolist():
-                nb = nonces[j]
-                if nb in seen:
-                    dup += 1
-                else:
-                    seen.add(nb)
-                    fresh.append(j)
-            if dup:
-                rejected["duplicate"] = dup
-            fresh_rows = np.asarray(fresh, dtype=np.int64)
-            odd = set(exact[j] for j in np.flatnonzero(~ok).tolist())
-        else:
-            odd = set()
+            n, bad_rows = self._ingest_rows(buf, rejected)
+            odd = set(exact[j] for j in bad_rows.tolist())
         exact_set = set(exact)
         for i, env in enumerate(envs):
             if i in exact_set and i not in odd:
                 continue
             reason = self._classify(env) or "malformed"
             rejected[reason] = rejected.get(reason, 0) + 1
-        n = 0
-        if fresh_rows.size:
-            bodies = [r.tobytes() for r in buf[fresh_rows, NONCE_BYTES:]]
-            reports, rej = self.mechanism.from_wire_many(bodies, tag=self.tag)
-            for k, v in rej.items():
-                rejected[k] = rejected.get(k, 0) + int(v)
-            n = self.mechanism.report_count(reports)
-            if n:
-                self.acc.add(reports)
-                if self.out_dir is not None:
-                    self.out_dir.mkdir(parents=True, exist_ok=True)
-                    write_reports(self.mechanism.reports_to_frame(reports), self.out_dir / f"part-{self._parts:06d}.parquet", self.mechanism)
-                    self._parts += 1
+        return self._tally(n, rejected)
+
+    def ingest_array(self, envelopes: Any) -> dict:
+        """Validate and add a batch given as ONE buffer: bytes-like holding concatenated envelopes
+        (each exactly the query's envelope size), or an ``(m, size)`` uint8 array. Every check of
+        :meth:`ingest` runs, as array operations over the rows (no Python object per report); a
+        trailing partial envelope is one ``malformed`` element. Returns this batch's counts."""
+        if isinstance(envelopes, np.ndarray):
+            if envelopes.dtype != np.uint8 or envelopes.ndim != 2 or envelopes.shape[1] != self.size:
+                raise LDPParameterError(f"ingest_array takes a bytes-like buffer or an (m, {self.size}) uint8 array of envelopes")
+            rows, tail = envelopes, 0
+        else:
+            try:
+                flat = np.frombuffer(memoryview(envelopes).cast("B"), dtype=np.uint8)
+            except (TypeError, ValueError):
+                raise LDPParameterError("ingest_array takes a bytes-like buffer or a uint8 array of envelopes") from None
+            m = flat.size // self.size
+            rows, tail = flat[: m * self.size].reshape(m, self.size), flat.size - m * self.size
+        self.bytes_received += int(rows.size) + int(tail)
+        total: dict = {"accepted": 0, "rejected": {}}
+        for start in range(0, rows.shape[0], _ARRAY_CHUNK):
+            rejected: dict = {}
+            block = rows[start:start + _ARRAY_CHUNK]
+            n, bad_rows = self._ingest_rows(block, rejected)
+            for j in bad_rows.tolist():  # each rejected row on its own (bounded by the rows received)
+                reason = self._classify(block[j].tobytes()) or "malformed"
+                rejected[reason] = rejected.get(reason, 0) + 1
+            res = self._tally(n, rejected)
+            total["accepted"] += res["accepted"]
+            for k, v in res["rejected"].items():
+                total["rejected"][k] = total["rejected"].get(k, 0) + v
+        if tail:
+            self._tally(0, {"malformed": 1})
+            total["rejected"]["malformed"] = total["rejected"].get("malformed", 0) + 1
+        return total
+
+    def _ingest_rows(self, buf: np.ndarray, rejected: dict) -> tuple:
+        """The array core: rows of exactly one envelope each. Checks the header bytes, admits
+        fresh nonces (counting ``duplicate``s), decodes and range-checks the payloads and adds the
+        accepted reports. Returns (accepted count, indices of rows whose header is not the
+        query's — the caller classifies those)."""
+        hl = len(self._header)
+        ok = rows_match(buf, NONCE_BYTES, self._header)
+        good = np.flatnonzero(ok)
+        bad_rows = np.flatnonzero(~ok) if good.size < buf.shape[0] else good[:0]
+        if not good.size:
+            return 0, bad_rows
+        rows = buf if good.size == buf.shape[0] else buf[good]
+        fresh = self._nonces.admit(rows[:, :NONCE_BYTES])
+        dup = int(fresh.size - np.count_nonzero(fresh))
+        if dup:
+            rejected["duplicate"] = rejected.get("duplicate", 0) + dup
+            rows = rows[fresh]
+        if not rows.shape[0]:
+            return 0, bad_rows
+        reports, rej = check_reports(self.mechanism, rows_to_reports(self.mechanism, rows[:, NONCE_BYTES + hl:]))
+        for k, v in rej.items():
+            rejected[k] = rejected.get(k, 0) + int(v)
+        n = self.mechanism.report_count(reports)
+        if n:
+            self.acc.add(reports)
+            if self.out_dir is not None:
+                self.out_dir.mkdir(parents=True, exist_ok=True)
+                write_reports(self.mechanism.reports_to_frame(reports), self.out_dir / f"part-{self._parts:06d}.parquet", self.mechanism)
+                self._parts += 1
+        return n, bad_rows
+
+    def _tally(self, n: int, rejected: dict) -> dict:
         self.accepted += n
         for k, v in rejected.items():
             self.rejected[k] = self.rejected.get(k, 0) + v

@@ -206,6 +206,13 @@ class FrequencyOracle(RealizedRates, Analytic, abc.ABC):
     def accumulator(self) -> "FrequencyAccumulator":
         return FrequencyAccumulator(self)
 
+    def count_reports(self, reports: Any) -> tuple:
+        """``(support counts, number of reports)`` of a batch, validated first (an invalid batch
+        raises and counts nothing). Mechanisms whose check and count fit in one pass override
+        this (k-RR, Hadamard response: :func:`~ldp_plugin.sampling.aggregate_kernels.bounded_histogram`)."""
+        reports = self.validate_reports(reports)
+        return self.support_counts(reports), self.n_reports(reports)
+
     # -- theory ---------------------------------------------------------------------------------
     def variance(self, theta: Any, n: int) -> np.ndarray:
         """Per-item variance of the raw estimator (empirical distribution ``theta`` of n users)."""
@@ -247,9 +254,15 @@ class FrequencyAccumulator(MergeableCounts):
         self.n = 0
 
     def add(self, reports: Any) -> "FrequencyAccumulator":
-        reports = self.mechanism.validate_reports(reports)
-        self.counts += self.mechanism.support_counts(reports)
-        self.n += self.mechanism.n_reports(reports)
+        m = self.mechanism
+        fused = getattr(m, "count_reports", None)  # one-pass check + count where declared
+        if fused is None:
+            reports = m.validate_reports(reports)
+            counts, n = m.support_counts(reports), m.n_reports(reports)
+        else:
+            counts, n = fused(reports)
+        self.counts += counts
+        self.n += n
         return self
 
     def add_histogram(self, columns: dict, weights: Any) -> "FrequencyAccumulator":

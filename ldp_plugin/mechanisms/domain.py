@@ -198,9 +198,9 @@ def _encode_series(values: Any, d: int, categories: Optional[tuple]) -> np.ndarr
         if not values.dtype.is_integer():
             raise LDPInputError(f"values must be integer codes in [0, {d}) (got Polars dtype {values.dtype}); pass categories= to randomize labels")
         return encode_values(values.to_numpy(), d, None, None)
-    if values.dtype == pl.Categorical or isinstance(values.dtype, pl.Enum):
-        values = values.cast(pl.String)
     cats = list(categories)
+    if values.dtype == pl.Categorical or isinstance(values.dtype, pl.Enum):
+        return _encode_dictionary(values, categories)
     try:
         codes = values.replace_strict(cats, list(range(len(cats))), default=None, return_dtype=pl.Int64)
     except Exception:
@@ -209,6 +209,39 @@ def _encode_series(values: Any, d: int, categories: Optional[tuple]) -> np.ndarr
         pos = int(codes.is_null().arg_true()[0])
         raise LDPInputError(f"values contains an item that is not one of the declared categories (at position {pos})")
     return codes.to_numpy()
+
+
+def _encode_dictionary(values: Any, categories: tuple) -> np.ndarray:
+    """Codes of a (null-free) Categorical or Enum Series through its physical codes: only its
+    dictionary — the distinct labels (Categorical) or the Enum's categories — is matched against
+    the mechanism's categories; the rows are one array lookup, never a pass over strings."""
+    import polars as pl
+
+    phys = values.to_physical().to_numpy()
+    if isinstance(values.dtype, pl.Enum):
+        labels = values.dtype.categories
+        ids = np.arange(labels.len(), dtype=np.int64)
+    else:  # Categorical: physical ids index a global dictionary; look up the ids present only
+        distinct = values.unique()
+        labels = distinct.cast(pl.String)
+        ids = distinct.to_physical().to_numpy().astype(np.int64)
+    try:
+        mapped = labels.replace_strict(list(categories), list(range(len(categories))), default=None, return_dtype=pl.Int64)
+    except Exception:
+        raise LDPInputError("values must have the dtype of the declared categories") from None
+    code_of = mapped.fill_null(-1).to_numpy()
+    if ids.size and int(ids.max()) < 4 * max(values.len(), 1 << 16):  # a direct table
+        lut = np.full(int(ids.max()) + 1, -1, dtype=np.int64)
+        lut[ids] = code_of
+        codes = lut[phys]
+    else:  # sparse global ids: binary search in the sorted ids present
+        order = np.argsort(ids)
+        codes = code_of[order][np.searchsorted(ids[order], phys)]
+    if (code_of < 0).any():
+        bad = np.flatnonzero(codes < 0)
+        if bad.size:
+            raise LDPInputError(f"values contains an item that is not one of the declared categories (at position {int(bad[0])})")
+    return codes
 
 
 def _as_array(values: Any) -> np.ndarray:

@@ -29,6 +29,7 @@ import numpy as np
 
 from .._errors import LDPInputError
 from ..exact import TWO64, exp_lower_bound
+from ..sampling.aggregate_kernels import bounded_histogram
 from ._base import Channel, FrequencyOracle, floor_threshold
 
 __all__ = ["HadamardResponse", "HadamardMechanism", "fast_walsh_hadamard", "parity"]
@@ -106,6 +107,18 @@ class HadamardResponse(FrequencyOracle):
         hist = np.bincount(reports.astype(np.int64), minlength=self.K)
         t = fast_walsh_hadamard(hist)
         return ((reports.size + t[1 : self.d + 1]) // 2).astype(np.int64)
+
+    def count_reports(self, reports: Any) -> tuple:
+        """Range check and histogram of the K outputs in one pass (:func:`bounded_histogram`),
+        then the Walsh–Hadamard transform: the counts of :meth:`support_counts`, exactly."""
+        if type(self).validate_reports is not HadamardResponse.validate_reports or type(self).support_counts is not HadamardResponse.support_counts:
+            return super().count_reports(reports)  # a subclass with its own check or count
+        arr = np.asarray(reports)
+        if arr.ndim != 1 or arr.dtype.kind not in "iu":
+            raise LDPInputError("hadamard reports must be a 1-d integer array")
+        hist = bounded_histogram(arr, self.K, message=f"hadamard reports must be in [0, {self.K})")
+        t = fast_walsh_hadamard(hist)
+        return ((arr.shape[0] + t[1 : self.d + 1]) // 2).astype(np.int64), int(arr.shape[0])
 
     def histogram_support_counts(self, values: np.ndarray, weights: np.ndarray) -> np.ndarray:
         hist = np.zeros(self.K, dtype=np.int64)

@@ -30,6 +30,7 @@ import numpy as np
 
 from .protocol import ReportField, SeededReports
 from .._errors import LDPInputError, LDPParameterError
+from ..sampling.aggregate_kernels import hashed_support
 from ..hashing import hash_interval, item_keys, keys_of_items, mix64, seed_multipliers, seeded_hash
 from ._base import Channel, FrequencyOracle
 from .randomized_response import KRR
@@ -195,6 +196,12 @@ def olh_support_counts(seeds: np.ndarray, y: np.ndarray, g: int, keys: np.ndarra
     if seeds.size == 0:
         return counts
     keys = np.ascontiguousarray(keys, dtype=np.uint64)
+    if seeds.size * d >= _CHECKS_PER_CHUNK:  # the compiled kernel when it runs (the same counts)
+        a, b = seed_multipliers(seeds)
+        lo, width = hash_interval(y, g)
+        fast = hashed_support(a, b - lo, width, keys)
+        if fast is not None:
+            return fast
     rows = max(1, _CHECKS_PER_CHUNK // d)
     z = np.empty((rows, d), dtype=np.uint64)
     hit = np.empty((rows, d), dtype=np.bool_)

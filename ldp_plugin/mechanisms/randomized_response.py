@@ -26,6 +26,7 @@ import numpy as np
 
 from .._errors import LDPInputError, LDPParameterError
 from ..exact import TWO64, exp_lower_bound
+from ..sampling.aggregate_kernels import bounded_histogram
 from .protocol import ReportField
 from ._base import Channel, FrequencyOracle, floor_threshold
 
@@ -89,6 +90,16 @@ class KRR(FrequencyOracle):
 
     def support_counts(self, reports: np.ndarray) -> np.ndarray:
         return np.bincount(reports, minlength=self.d).astype(np.int64)
+
+    def count_reports(self, reports: Any) -> tuple:
+        """Range check and histogram in one pass (:func:`bounded_histogram`): the same counts and
+        the same refusal as :meth:`validate_reports` + :meth:`support_counts`."""
+        if type(self).validate_reports is not KRR.validate_reports or type(self).support_counts is not KRR.support_counts:
+            return super().count_reports(reports)  # a subclass with its own check or count
+        arr = np.asarray(reports)
+        if arr.ndim != 1 or arr.dtype.kind not in "iu":
+            raise LDPInputError("krr reports must be a 1-d array of integer item codes")
+        return bounded_histogram(arr, self.d, message=f"krr reports must be item codes in [0, {self.d})"), int(arr.shape[0])
 
     def n_reports(self, reports: np.ndarray) -> int:
         return int(reports.shape[0])

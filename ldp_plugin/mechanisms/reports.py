@@ -33,7 +33,7 @@ import polars as pl
 
 from .._errors import LDPInputError, LDPParameterError
 
-__all__ = ["ReportField", "WIRE_MAGIC", "WIRE_VERSION", "REJECT_REASONS", "report_bits", "report_schema", "report_count",
+__all__ = ["ReportField", "WIRE_MAGIC", "WIRE_VERSION", "REJECT_REASONS", "report_bits", "report_schema", "report_count", "rows_to_reports",
            "reports_to_frame", "frame_to_reports", "check_reports", "to_wire", "to_wire_each", "from_wire", "from_wire_many",
            "wire_size", "wire_fingerprint"]
 
@@ -213,13 +213,7 @@ def from_wire_many(mech, blobs: Any, *, tag: Optional[bytes] = None) -> tuple[An
     pieces = []
     if fast:
         body = np.frombuffer(b"".join(bytes(blobs[i][len(header):]) for i in fast), dtype=np.uint8).reshape(len(fast), -1)
-        cols, pos = {}, 0
-        for f in base.report_fields():
-            width = np.dtype(f.dtype).itemsize * max(f.width, 1)
-            raw = np.ascontiguousarray(body[:, pos:pos + width]).view(np.dtype(f.dtype).newbyteorder("<")).astype(np.dtype(f.dtype))
-            cols[f.name] = raw.reshape(len(fast), f.width) if f.width else raw.reshape(len(fast))
-            pos += width
-        ok, rej = check_reports(mech, base._from_columns(cols))
+        ok, rej = check_reports(mech, rows_to_reports(mech, body))
         pieces.append(ok)
         for k, v in rej.items():
             counts[k] = counts.get(k, 0) + v
@@ -237,6 +231,21 @@ def from_wire_many(mech, blobs: Any, *, tag: Optional[bytes] = None) -> tuple[An
     for name in base._to_columns(pieces[0]):
         merged[name] = np.concatenate([np.asarray(base._to_columns(p)[name]) for p in pieces])
     return base._from_columns(merged), counts
+
+
+def rows_to_reports(mech, body: np.ndarray) -> Any:
+    """The report batch whose wire payload rows (one report each, fields in order, little-endian)
+    are the rows of the ``(n, bytes per report)`` uint8 array ``body`` — column views, no
+    per-report object. Not validated: pass the result to :func:`check_reports`."""
+    base = mech.base
+    n = body.shape[0]
+    cols, pos = {}, 0
+    for f in base.report_fields():
+        width = np.dtype(f.dtype).itemsize * max(f.width, 1)
+        raw = np.ascontiguousarray(body[:, pos:pos + width]).view(np.dtype(f.dtype).newbyteorder("<")).astype(np.dtype(f.dtype), copy=False)
+        cols[f.name] = raw.reshape(n, f.width) if f.width else raw.reshape(n)
+        pos += width
+    return base._from_columns(cols)
 
 
 def wire_size(mech, n: int, *, tag: bytes = b"") -> int:

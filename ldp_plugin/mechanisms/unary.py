@@ -29,7 +29,6 @@ import itertools
 from dataclasses import dataclass, field
 from fractions import Fraction
 import math
-import os
 from typing import Any, ClassVar, Optional
 
 import numpy as np
@@ -37,64 +36,19 @@ import numpy as np
 from .protocol import ReportField
 from .._errors import LDPInputError, LDPParameterError
 from ..exact import TWO64, exp_lower_bound
-from ..sampling import _thread_pool
+from ..sampling.aggregate_kernels import packed_column_counts as _packed_column_counts
 from ..theory import golden_section_min
 from ._base import Channel, FrequencyOracle, ceil_threshold, floor_threshold
 
 __all__ = ["RUE", "UnaryEncoding", "RAPPOR", "OUE", "THE", "the_optimal_threshold", "randomize_bit_rows", "packed_column_counts"]
 
-# bits per randomization chunk: bounds peak memory at a few tens of MB whatever n and d are
-
-_COUNT_CHUNK_ROWS = 1 << 15
-
 
 def packed_column_counts(packed: np.ndarray, d: int) -> np.ndarray:
     """Number of rows with bit ``j`` set, for each ``j < d``, of an ``(n, ceil(d/8))`` matrix of
-    bits packed LSB-first — without unpacking the bits.
-
-    Rows are summed by a bit-sliced adder tree: rows (as 64-bit words) are added pairwise with
-    word-wide half/full adders, so after ``L`` levels each group of ``2**L`` rows holds its column
-    counts as ``L + 1`` bit planes. Work ≈ 8 word operations per row and 64 columns; only the
-    final planes (one per chunk of ``2**15`` rows) are unpacked.
-    """
-    n, nb = packed.shape
-    words = (nb + 7) // 8
-    starts = range(0, n, _COUNT_CHUNK_ROWS)
-    workers = min(4, os.cpu_count() or 1, len(starts))
-    if workers > 1:  # numpy releases the GIL on these word operations: chunks run on all cores
-        parts = list(_thread_pool(workers).map(lambda a: _chunk_column_counts(packed[a : a + _COUNT_CHUNK_ROWS], nb, words), starts))
-    else:
-        parts = [_chunk_column_counts(packed[a : a + _COUNT_CHUNK_ROWS], nb, words) for a in starts]
-    counts = np.sum(parts, axis=0) if parts else np.zeros(words * 64, dtype=np.int64)
-    return counts[:d]
-
-
-def _chunk_column_counts(block: np.ndarray, nb: int, words: int) -> np.ndarray:
-    """Column counts of one chunk of packed rows by the bit-sliced adder tree."""
-    counts = np.zeros(words * 64, dtype=np.int64)
-    m = block.shape[0]
-    levels = max(1, (m - 1).bit_length())
-    buf = np.zeros((1 << levels, words * 8), dtype=np.uint8)
-    buf[:m, :nb] = block
-    planes = [buf.view(np.uint64)]
-    while planes[0].shape[0] > 1:
-        out = []
-        carry = None
-        for p in planes:
-            x, y = p[0::2], p[1::2]
-            t = x ^ y
-            if carry is None:
-                out.append(t)
-                carry = x & y
-            else:
-                out.append(t ^ carry)
-                carry = (x & y) | (carry & t)
-        out.append(carry)
-        planes = out
-    for weight, plane in enumerate(planes):
-        bits = np.unpackbits(plane.view(np.uint8), bitorder="little")
-        counts += bits.astype(np.int64) << weight
-    return counts
+    bits packed LSB-first — without unpacking the bits
+    (:func:`ldp_plugin.sampling.aggregate_kernels.packed_column_counts`: byte-lane SWAR counters
+    with the compiled kernels, a bit-sliced adder tree on the numpy path; identical counts)."""
+    return _packed_column_counts(packed, d)
 
 
 def bit_vector_outputs(n_bits: int) -> tuple:

@@ -1,0 +1,108 @@
+"""The collector's replay guard: the set of report nonces seen for one query, held as arrays.
+
+A nonce is 16 bytes (:mod:`~ldp_plugin.federated.envelope`), read here as two little-endian 64-bit
+words ``(k1, k2)``. The set is a pair of aligned ``uint64`` arrays sorted by ``k1``: 16 bytes per
+accepted report and nothing per report in Python, so its memory is bounded by the bytes received.
+A batch is checked in one pass of array operations — sort the batch by ``k1``, find equal
+neighbours (replays inside the batch; the earliest is kept), look the sorted words up in the set
+(``searchsorted``) and merge the new ones in. Membership is exact (both words compared): a shared
+``k1`` — 2^-64 per pair for honest CSPRNG nonces, or forged — is resolved by comparing ``k2`` over
+the (short) run of equal ``k1``, never by a hash that could collide.
+
+With the compiled kernels (:mod:`ldp_plugin.sampling.aggregate_kernels`) the same set is an
+open-addressing hash table of the 16-byte keys (at most half full: 32 bytes per nonce), its slots
+keyed by a secret salt from the OS CSPRNG; membership is still exact (both words compared). Both
+representations give the same answers; the set converts between them if the backend changes.
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+from ..sampling.aggregate_kernels import aggregate_kernel
+
+__all__ = ["NonceSet"]
+
+
+class NonceSet:
+    """Exact set of 16-byte nonces with a vectorized "first time seen?" test."""
+
+    def __init__(self) -> None:
+        self.k1 = np.zeros(0, dtype=np.uint64)  # sorted
+        self.k2 = np.zeros(0, dtype=np.uint64)  # aligned with k1
+        self._table: tuple | None = None  # (keys (cap, 2) uint64, used (cap,) uint8) when compiled
+        self._count = 0
+        self._salt = np.uint64(int.from_bytes(os.urandom(8), "little"))
+
+    def __len__(self) -> int:
+        return self._count
+
+    def admit(self, nonces: np.ndarray) -> np.ndarray:
+        """``nonces``: an ``(m, 16)`` uint8 array. Returns a bool mask of the rows whose nonce is
+        new — not in the set and not an earlier row of this batch — and adds those to the set."""
+        m = nonces.shape[0]
+        if m == 0:
+            return np.zeros(0, dtype=bool)
+        words = np.ascontiguousarray(nonces).view("<u8").reshape(m, 2).astype(np.uint64, copy=False)
+        run = aggregate_kernel("nonce_admit", m + self._count)
+        if run is not None:
+            keys, used = self._hash_table(self._count + m)
+            out = np.zeros(m, dtype=np.uint8)
+            self._count += int(run(keys, used, words, self._salt, out))
+            return out.view(np.bool_)
+        if self._table is not None:  # the backend changed: back to the sorted arrays
+            keys, used = self._table
+            taken = keys[used.view(np.bool_)]
+            order = np.argsort(taken[:, 0], kind="stable")
+            self.k1, self.k2 = taken[order, 0].copy(), taken[order, 1].copy()
+            self._table = None
+        mask = self._admit_sorted(words[:, 0].copy(), words[:, 1].copy())
+        self._count = int(self.k1.size)
+        return mask
+
+    def _hash_table(self, need: int) -> tuple:
+        """The hash table with room for ``need`` keys at most half full (grown or built from the
+        sorted arrays when needed)."""
+        cap = 1 << max(10, (2 * need - 1).bit_length())
+        if self._table is not None and self._table[0].shape[0] >= cap:
+            return self._table
+        keys, used = np.zeros((cap, 2), dtype=np.uint64), np.zeros(cap, dtype=np.uint8)
+        if self._table is not None:
+            aggregate_kernel("nonce_rehash", 0)(self._table[0], self._table[1], keys, used, self._salt)
+        elif self.k1.size:
+            aggregate_kernel("nonce_admit", 0)(keys, used, np.stack([self.k1, self.k2], axis=1), self._salt, np.zeros(self.k1.size, dtype=np.uint8))
+            self.k1, self.k2 = self.k1[:0], self.k2[:0]
+        self._table = (keys, used)
+        return self._table
+
+    def _admit_sorted(self, k1: np.ndarray, k2: np.ndarray) -> np.ndarray:
+        """The numpy twin of :meth:`admit` on the sorted arrays."""
+        m = k1.size
+        order = np.argsort(k1)
+        s1 = k1[order]
+        tie = s1[1:] == s1[:-1]
+        if tie.any():  # equal first words in the batch: order by both, stably (earliest row first)
+            order = np.lexsort((np.arange(m), k2, k1))
+            s1 = k1[order]
+        s2 = k2[order]
+        new = np.ones(m, dtype=bool)  # in sorted order
+        new[1:] = ~((s1[1:] == s1[:-1]) & (s2[1:] == s2[:-1]))  # a repeat of the previous row
+        if self.k1.size:
+            lo = np.searchsorted(self.k1, s1, side="left")
+            hi = np.searchsorted(self.k1, s1, side="right")
+            one = hi - lo == 1
+            hit = np.zeros(m, dtype=bool)
+            hit[one] = self.k2[lo[one]] == s2[one]
+            for j in np.flatnonzero(hi - lo > 1).tolist():  # a run of equal k1 in the set (rare/forged)
+                hit[j] = bool((self.k2[lo[j]:hi[j]] == s2[j]).any())
+            new &= ~hit
+        f1, f2 = s1[new], s2[new]
+        if f1.size:
+            at = np.searchsorted(self.k1, f1, side="right")
+            self.k1 = np.insert(self.k1, at, f1)
+            self.k2 = np.insert(self.k2, at, f2)
+        mask = np.zeros(m, dtype=bool)
+        mask[order[new]] = True
+        return mask

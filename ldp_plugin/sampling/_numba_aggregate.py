@@ -1,0 +1,258 @@
+"""The numba kernels of the server-side aggregation (:mod:`ldp_plugin.sampling.aggregate_kernels`),
+at module level so that numba's on-disk cache works. Imported only by that module's loader when
+the numba backend is selected; ``LDP_PLUGIN_NUMBA_CACHE=0`` compiles in memory.
+
+Each kernel has a numpy twin in :mod:`~ldp_plugin.sampling.aggregate_kernels` that returns the
+same counts exactly (tested on both backends)."""
+
+import os
+
+import numba as nb
+import numpy as np
+
+_CACHE = os.environ.get("LDP_PLUGIN_NUMBA_CACHE", "1") != "0"
+
+
+@nb.njit(nogil=True, cache=_CACHE)
+def bounded_histogram(a, lo, hi, size, counts):  # pragma: no cover - compiled
+    # counts[j, v] += 1 for each a[i] = v in [0, size), i in [lo, hi), spread over 4 sub-histograms
+    # (rows j = i mod 4) so that runs of equal values do not serialize on one counter. Returns the
+    # number of values outside [0, size) (negative ones compare as huge unsigned words).
+    bad = 0
+    usize = np.uint64(size)
+    i = lo
+    end4 = lo + ((hi - lo) // 4) * 4
+    while i < end4:
+        v0 = np.uint64(a[i])
+        v1 = np.uint64(a[i + 1])
+        v2 = np.uint64(a[i + 2])
+        v3 = np.uint64(a[i + 3])
+        if v0 < usize and v1 < usize and v2 < usize and v3 < usize:
+            counts[0, v0] += 1
+            counts[1, v1] += 1
+            counts[2, v2] += 1
+            counts[3, v3] += 1
+        else:
+            for v in (v0, v1, v2, v3):
+                if v < usize:
+                    counts[0, v] += 1
+                else:
+                    bad += 1
+        i += 4
+    while i < hi:
+        v = np.uint64(a[i])
+        if v < usize:
+            counts[0, v] += 1
+        else:
+            bad += 1
+        i += 1
+    return bad
+
+
+@nb.njit(nogil=True, cache=_CACHE)
+def swar_column_counts(words, lo, hi, counts):  # pragma: no cover - compiled
+    # Column sums of rows [lo, hi) of a packed bit matrix viewed as (m, W) little-endian uint64
+    # words: bit k of byte b of word w is column 64·w + 8·b + k. Two levels of counters:
+    # (1) per word, a 4-bit bit-sliced counter (planes p0..p3, a carry-save chain of 7 word ops per
+    # row) takes up to 15 rows; (2) its planes are then spread into byte-lane accumulators
+    # (acc[k·W + w] += Σ_j ((p_j >> k) & 0x0101..01) << j: 8 columns per word and bit k), which
+    # hold up to 255 rows (17 groups of 15) before they are flushed into the int64 counts.
+    W = words.shape[1]
+    p0 = np.zeros(W, np.uint64)
+    p1 = np.zeros(W, np.uint64)
+    p2 = np.zeros(W, np.uint64)
+    p3 = np.zeros(W, np.uint64)
+    acc = np.zeros(8 * W, dtype=np.uint64)  # 1-d, so that the w loops vectorize
+    lanes = np.uint64(0x0101010101010101)
+    one, two, three = np.uint64(1), np.uint64(2), np.uint64(3)
+    g = 0
+    groups = 0
+    for i in range(lo, hi):
+        row = words[i]
+        for w in range(W):
+            x = row[w]
+            c1 = p0[w] & x
+            p0[w] ^= x
+            c2 = p1[w] & c1
+            p1[w] ^= c1
+            c3 = p2[w] & c2
+            p2[w] ^= c2
+            p3[w] ^= c3  # at most 15 rows per group: no carry out of p3
+        g += 1
+        if g == 15 or i == hi - 1:
+            for k in range(8):
+                sk = np.uint64(k)
+                base = k * W
+                for w in range(W):
+                    acc[base + w] += (
+                        ((p0[w] >> sk) & lanes)
+                        + (((p1[w] >> sk) & lanes) << one)
+                        + (((p2[w] >> sk) & lanes) << two)
+                        + (((p3[w] >> sk) & lanes) << three)
+                    )
+            p0[:] = 0
+            p1[:] = 0
+            p2[:] = 0
+            p3[:] = 0
+            g = 0
+            groups += 1
+            if groups == 17 or i == hi - 1:  # 17 · 15 = 255 rows: a byte lane cannot overflow
+                for k in range(8):
+                    for w in range(W):
+                        x = acc[k * W + w]
+                        base = w * 64 + k
+                        for b in range(8):
+                            counts[base + 8 * b] += np.int64((x >> np.uint64(8 * b)) & np.uint64(255))
+                        acc[k * W + w] = 0
+                groups = 0
+    return 0
+
+
+@nb.njit(nogil=True, cache=_CACHE)
+def swar_column_counts_narrow(words, lo, hi, counts):  # pragma: no cover - compiled
+    # The same counts as swar_column_counts for narrow rows (few words, e.g. d <= 256): blocks of
+    # 15 rows, and per word column the 4-plane counter is kept in registers (no per-row loop over
+    # a tiny array), then spread into the byte lanes acc[k·W + w], flushed every 17 blocks.
+    W = words.shape[1]
+    acc = np.zeros(8 * W, dtype=np.uint64)
+    lanes = np.uint64(0x0101010101010101)
+    one, two, three = np.uint64(1), np.uint64(2), np.uint64(3)
+    blocks = 0
+    i = lo
+    while i < hi:
+        e = min(hi, i + 15)
+        for w in range(W):
+            p0 = np.uint64(0)
+            p1 = np.uint64(0)
+            p2 = np.uint64(0)
+            p3 = np.uint64(0)
+            for r in range(i, e):
+                x = words[r, w]
+                c1 = p0 & x
+                p0 ^= x
+                c2 = p1 & c1
+                p1 ^= c1
+                c3 = p2 & c2
+                p2 ^= c2
+                p3 ^= c3
+            for k in range(8):
+                sk = np.uint64(k)
+                acc[k * W + w] += (
+                    ((p0 >> sk) & lanes)
+                    + (((p1 >> sk) & lanes) << one)
+                    + (((p2 >> sk) & lanes) << two)
+                    + (((p3 >> sk) & lanes) << three)
+                )
+        i = e
+        blocks += 1
+        if blocks == 17 or i >= hi:  # 17 · 15 = 255 rows per byte lane
+            for k in range(8):
+                for w in range(W):
+                    x = acc[k * W + w]
+                    base = w * 64 + k
+                    for b in range(8):
+                        counts[base + 8 * b] += np.int64((x >> np.uint64(8 * b)) & np.uint64(255))
+                    acc[k * W + w] = 0
+            blocks = 0
+    return 0
+
+
+@nb.njit(nogil=True, cache=_CACHE)
+def grouped_histogram(groups, values, lo, hi, n_groups, size, counts):  # pragma: no cover - compiled
+    # counts[g, v] += 1 for each row i in [lo, hi) with g = groups[i] in [0, n_groups) and
+    # v = values[i] in [0, size); returns the number of rows with either out of range (not counted).
+    bad = 0
+    ug, us = np.uint64(n_groups), np.uint64(size)
+    for i in range(lo, hi):
+        g = np.uint64(groups[i])
+        v = np.uint64(values[i])
+        if g < ug and v < us:
+            counts[g, v] += 1
+        else:
+            bad += 1
+    return bad
+
+
+@nb.njit(nogil=True, cache=_CACHE)
+def rows_match(buf, off, pattern, out):  # pragma: no cover - compiled
+    # out[i] = (buf[i, off:off + len(pattern)] == pattern).all(), a memcmp per row.
+    m = buf.shape[0]
+    L = pattern.shape[0]
+    for i in range(m):
+        same = True
+        for j in range(L):
+            if buf[i, off + j] != pattern[j]:
+                same = False
+                break
+        out[i] = same
+    return 0
+
+
+@nb.njit(nogil=True, cache=_CACHE)
+def _slot(a, b, salt, mask):  # pragma: no cover - compiled
+    # the keyed slot of a 16-byte key (a, b): a multiply-xorshift mix of both words with the
+    # table's secret salt (an outsider cannot aim many keys at one slot)
+    h = (a ^ salt) * np.uint64(0x9E3779B97F4A7C15)
+    h ^= h >> np.uint64(29)
+    h = (h ^ b) * np.uint64(0xBF58476D1CE4E5B9)
+    h ^= h >> np.uint64(32)
+    return np.int64(h & mask)
+
+
+@nb.njit(nogil=True, cache=_CACHE)
+def nonce_admit(keys, used, words, salt, out):  # pragma: no cover - compiled
+    # Open-addressing set of 16-byte keys (keys[s] = (k1, k2), used[s] = 1 when taken; capacity a
+    # power of two kept at most half full by the caller). For each row i of words (m, 2):
+    # out[i] = 1 and the key is inserted when it is not in the set yet (earlier rows included),
+    # else out[i] = 0. Exact: both words are compared. Returns the number inserted.
+    mask = np.uint64(keys.shape[0] - 1)
+    added = 0
+    for i in range(words.shape[0]):
+        a = words[i, 0]
+        b = words[i, 1]
+        s = _slot(a, b, salt, mask)
+        while True:
+            if used[s] == 0:
+                used[s] = 1
+                keys[s, 0] = a
+                keys[s, 1] = b
+                out[i] = 1
+                added += 1
+                break
+            if keys[s, 0] == a and keys[s, 1] == b:
+                out[i] = 0
+                break
+            s = (s + 1) & np.int64(mask)
+    return added
+
+
+@nb.njit(nogil=True, cache=_CACHE)
+def nonce_rehash(keys, used, new_keys, new_used, salt):  # pragma: no cover - compiled
+    # Move every key of (keys, used) into the larger empty table (new_keys, new_used).
+    mask = np.uint64(new_keys.shape[0] - 1)
+    for s in range(keys.shape[0]):
+        if used[s]:
+            a = keys[s, 0]
+            b = keys[s, 1]
+            t = _slot(a, b, salt, mask)
+            while new_used[t]:
+                t = (t + 1) & np.int64(mask)
+            new_used[t] = 1
+            new_keys[t, 0] = a
+            new_keys[t, 1] = b
+    return 0
+
+
+@nb.njit(nogil=True, cache=_CACHE)
+def hashed_support(a, b, width, keys, lo, hi, counts):  # pragma: no cover - compiled
+    # OLH support: counts[v] += [(a[i]·keys[v] + b[i]) mod 2**64 < width[i]] for rows [lo, hi)
+    # (b already shifted by the hash interval's start). The v loop vectorizes (64-bit multiply).
+    d = keys.shape[0]
+    for i in range(lo, hi):
+        ai, bi, wi = a[i], b[i], width[i]
+        for v in range(d):
+            counts[v] += np.int64((ai * keys[v] + bi) < wi)
+    return 0
+
+
+KERNELS = {"swar_column_counts_narrow": swar_column_counts_narrow, "hashed_support": hashed_support, "rows_match": rows_match, "nonce_admit": nonce_admit, "nonce_rehash": nonce_rehash, "bounded_histogram": bounded_histogram, "swar_column_counts": swar_column_counts, "grouped_histogram": grouped_histogram}
