@@ -1,0 +1,11 @@
+"""Collections that survive fake users: certified poisoning bounds (:mod:`.bounds`), detection of
+implausible reports and nodes (:mod:`.detection`), robust aggregation across nodes
+(:mod:`.aggregation`), and the maximal-gain attack they are measured against (:mod:`.attack`).
+
+Reference: Cao, Jia and Gong, "Data Poisoning Attacks to Local Differential Privacy Protocols",
+USENIX Security 2021."""
+
+from .attack import AttackResult, fake_count, max_gain_reports, measure_gain
+from .bounds import PoisonBound, poison_bound, worst_case_gain
+
+__all__ = ["AttackResult", "fake_count", "max_gain_reports", "measure_gain", "PoisonBound", "poison_bound", "worst_case_gain"]
