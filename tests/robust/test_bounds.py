@@ -97,3 +97,33 @@ def test_refusals():
         poison_bound(mech, est)
     with pytest.raises(LDPParameterError, match="d == k"):
         HCMS(epsilon=1.0, k=16, cohorts=4, d=8).report_influence()
+
+
+def test_polars_estimate_has_the_poison_columns_next_to_the_interval():
+    import polars as pl
+
+    import ldp_plugin.adapters  # noqa: F401  (registers the ldp namespace)
+    from ldp_plugin.mechanisms.reports import frame_to_reports
+
+    m = OUE(epsilon=1.0, d=16)
+    df = pl.DataFrame({"x": np.arange(16).repeat(30)})
+    reps = df.ldp.privatize("x", m, seed=1)
+    out = reps.ldp.estimate(m, postprocess="none", poison_fraction=0.02)
+    assert out.columns[:7] == ["item", "estimate", "std_error", "ci_lower", "ci_upper", "poison_shift", "poison_shift_down"]
+    est = m.estimate(frame_to_reports(m, reps.select("report")), postprocess="none")
+    b = poison_bound(m, est, poison_fraction=0.02)
+    assert np.allclose(out["poison_shift"].to_numpy(), b.poison_shift)
+    assert "poison_shift" not in reps.ldp.estimate(m).columns
+    with pytest.raises(LDPParameterError, match="poison_count"):
+        reps.ldp.estimate(m, poison_count=10**9)
+
+
+def test_choose_shows_the_worst_case_gain(capsys):
+    from ldp_plugin.choose import rank_mechanisms
+    from ldp_plugin.cli import main
+
+    rows = {c.label: c for c in rank_mechanisms(64, 1.0, n=10_000, poison_fraction=0.05)}
+    assert rows["oue"].worst_case_gain == pytest.approx(worst_case_gain(OUE(epsilon=1.0, d=64), 0.05))
+    assert rows["krr"].worst_case_gain > rows["oue"].worst_case_gain
+    assert main(["choose", "--d", "64", "--epsilon", "1", "--poison-fraction", "0.05"]) == 0
+    assert "poison gain" in capsys.readouterr().out
