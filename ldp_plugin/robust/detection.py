@@ -67,13 +67,20 @@ from ..estimation import FrequencyEstimate, finalize_estimate, pure_variance
 from ..mechanisms.protocol import SupportTestable
 
 __all__ = ["DetectionResult", "detect", "count_thresholds", "node_consistency", "NodeTest", "duplicate_nonces",
-           "IMPOSSIBLE_REASON"]
+           "IMPOSSIBLE_REASON", "BLIND_SPOT"]
 
 IMPOSSIBLE_REASON = (
     "no per-report test can see fake reports here: every well-formed report of this mechanism is one an honest "
     "user sends with probability within e^epsilon of any other (k-RR: a report is one item, each plausible), so a "
     "test that flags a fake flags honest holders of the same item as often; the certified poison_shift "
     "(ldp_plugin.robust.bounds) bounds the fakes' effect instead"
+)
+
+BLIND_SPOT = (
+    "not seen by any per-report test: a fake report that copies an honest report of a single target (the target "
+    "supported, the other supports at their usual count) has the probability an honest holder of the target gives "
+    "it, so a test flagging it flags that holder as often (at most alpha); the certified poison_shift "
+    "(ldp_plugin.robust.bounds) bounds such fakes instead"
 )
 
 
@@ -149,11 +156,16 @@ class DetectionResult:
     counts_accepted: Optional[np.ndarray] = field(default=None, repr=False)
 
     @property
+    def blind_spot(self) -> str:
+        """What no per-report test can see (always stated; see the module docstring)."""
+        return IMPOSSIBLE_REASON if not self.possible else BLIND_SPOT
+
+    @property
     def n_accepted(self) -> int:
         return int(self.mask.sum())
 
     def to_dict(self) -> dict:
-        return {"possible": self.possible, "reason": self.reason, "n": self.n, "flagged": dict(self.flagged),
+        return {"possible": self.possible, "reason": self.reason, "blind_spot": self.blind_spot, "n": self.n, "flagged": dict(self.flagged),
                 "accepted": self.n_accepted, "alpha": self.alpha, "alpha_size": self.alpha_size,
                 "size_range": list(self.size_range), "suspects": [int(s) for s in self.suspects],
                 "suspect_threshold": self.suspect_threshold}

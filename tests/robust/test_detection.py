@@ -109,7 +109,7 @@ def test_krr_detection_is_impossible_and_says_so():
     m = KRR(epsilon=1.0, d=32)
     det = detect(m, m.randomize(np.arange(32).repeat(10), rng=0))
     assert det.possible is False and det.reason == IMPOSSIBLE_REASON and det.to_dict()["possible"] is False
-    assert "k-RR" in det.reason and "poison_shift" in det.reason
+    assert "k-RR" in det.reason and "poison_shift" in det.reason and det.to_dict()["blind_spot"] == IMPOSSIBLE_REASON
     with pytest.raises(LDPParameterError, match="impossible"):
         det.estimate()
 
@@ -133,3 +133,23 @@ def test_node_consistency_flags_the_hostile_node_only():
 def test_duplicate_nonces():
     envs = [b"a" * 16 + b"x", b"b" * 16 + b"y", b"a" * 16 + b"z"]
     assert duplicate_nonces(envs).tolist() == [False, False, True]
+
+
+def test_single_mimicking_target_is_not_seen_and_the_certified_shift_covers_it():
+    """One target, fakes shaped like honest reports of it: the tests flag them no more often than
+    honest reports, and the certified poison_shift of the released estimate bounds their gain."""
+    from ldp_plugin.robust import poison_bound
+
+    d, n = 256, 20_000
+    m = OUE(epsilon=1.0, d=d)
+    x = np.random.default_rng(7).integers(0, d, n)
+    honest = m.randomize(x, rng=8)
+    fakes = m.max_gain_reports([17], fake_count(n, 0.05), rng=9)
+    det = detect(m, np.concatenate([honest, fakes]))
+    assert det.suspects == () and det.blind_spot.startswith("not seen")
+    assert (~det.mask[n:]).mean() <= 0.01  # fakes flagged at most like honest reports
+    plain = m.estimate(honest, postprocess="none").raw
+    released = m.estimate(np.concatenate([honest, fakes]), postprocess="none")
+    b = poison_bound(m, released, poison_fraction=fakes.shape[0] / (n + fakes.shape[0]))
+    gain = released.raw[17] - plain[17]
+    assert gain > 0.1 and gain <= b.poison_shift[17] * (1 + 1e-9)
