@@ -28,7 +28,7 @@ capability         members                                                      
 :class:`Analytic`  ``analytic_mse``, ``variance``                                choose, simulate, theory tables
 :class:`PoisonBounded`  ``report_influence``                                      robust (poisoning bounds), choose
 :class:`MaxGainAttack`  ``max_gain_reports``                                      robust (the attack: tests, benchmarks)
-:class:`SupportTestable`  ``support_law``, ``support_matrix``                     robust (detection)
+:class:`SupportTestable`  ``support_law``, ``support_matrix``, ``support_sizes``   robust (detection)
 =================  ===========================================================  ==================================
 
 The defaults live in ONE base class, :class:`ldp_plugin.mechanisms.base.MechanismBase`; a new
@@ -246,7 +246,7 @@ class MaxGainAttack(Protocol):
 class SupportTestable(Protocol):
     """Reports support items independently given the user's item: the own item with ``p*``, every
     other with ``q*`` (:meth:`support_law`, exact), and the support of any item set can be read from
-    a report (:meth:`support_matrix`). Read by :mod:`ldp_plugin.robust.detection` (per-report tests)."""
+    a report (:meth:`support_matrix`; the number over the whole domain: :meth:`support_sizes`). Read by :mod:`ldp_plugin.robust.detection` (per-report tests)."""
 
     @abstractmethod
     def support_law(self) -> Any:
@@ -254,6 +254,10 @@ class SupportTestable(Protocol):
 
     @abstractmethod
     def support_matrix(self, reports: Any, items: Any) -> Any:
+        ...
+
+    @abstractmethod
+    def support_sizes(self, reports: Any) -> Any:
         ...
 
 
