@@ -174,7 +174,7 @@ class OLH(SeededReports, MaxGainAttack, SupportTestable, FrequencyOracle):
 
     def max_gain_reports(self, targets: Any, m: int, *, rng: Any = None, tries: int = 1000) -> np.ndarray:
         """``m`` fake reports of the maximal-gain attack for OLH (Cao, Jia, Gong, USENIX Security
-        2021, §4.2): each fake draws ``tries`` seeds, keeps the one under which the most targets share
+        2021): each fake draws ``tries`` seeds, keeps the one under which the most targets share
         a hashed value, and reports that value (one target: any seed and the target's hash)."""
         t = np.unique(np.asarray(targets, dtype=np.int64).ravel())
         m, g = int(m), int(self.g)

@@ -235,7 +235,7 @@ class PoisonBounded(Protocol):
 class MaxGainAttack(Protocol):
     """Well-formed reports that reach the largest contribution ``hi`` on chosen targets — the
     maximal-gain attack of Cao, Jia and Gong, "Data Poisoning Attacks to Local Differential Privacy
-    Protocols", USENIX Security 2021, §4. Read by :mod:`ldp_plugin.robust.attack` (tests, benchmarks)."""
+    Protocols", USENIX Security 2021 (MGA). Read by :mod:`ldp_plugin.robust.attack` (tests, benchmarks)."""
 
     @abstractmethod
     def max_gain_reports(self, targets: Any, m: int, *, rng: Any = None) -> Any:

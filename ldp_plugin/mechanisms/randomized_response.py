@@ -117,7 +117,7 @@ class KRR(MaxGainAttack, FrequencyOracle):
 
     def max_gain_reports(self, targets: Any, m: int, *, rng: Any = None) -> np.ndarray:
         """``m`` fake reports of the maximal-gain attack (Cao, Jia, Gong, USENIX Security 2021,
-        §4.2 MGA for k-RR): each names one target, drawn uniformly among ``targets``; with one
+        MGA for k-RR): each names one target, drawn uniformly among ``targets``; with one
         target every fake report reaches :meth:`report_influence`'s ``hi``."""
         t = np.asarray(targets, dtype=np.int64).ravel()
         pick = as_source(rng).uniform_int(t.size, int(m)) if t.size > 1 else np.zeros(int(m), dtype=np.int64)

@@ -219,7 +219,7 @@ class UnaryEncoding(MaxGainAttack, SupportTestable, FrequencyOracle):
 
     def max_gain_reports(self, targets: Any, m: int, *, rng: Any = None) -> np.ndarray:
         """``m`` fake reports of the maximal-gain attack for OUE (Cao, Jia, Gong, USENIX Security
-        2021, §4.2): every target bit set, plus ``l − r`` other bits drawn uniformly so the report has
+        2021): every target bit set, plus ``l − r`` other bits drawn uniformly so the report has
         ``l = ⌊p* + (d − 1)q*⌋`` ones like a typical honest report (``r`` targets)."""
         t = np.unique(np.asarray(targets, dtype=np.int64).ravel())
         d, m = int(self.d), int(m)

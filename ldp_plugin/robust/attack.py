@@ -1,5 +1,5 @@
 """The maximal-gain attack (MGA) of Cao, Jia and Gong, "Data Poisoning Attacks to Local
-Differential Privacy Protocols", USENIX Security 2021, §4: ``m`` fake users send the well-formed
+Differential Privacy Protocols", USENIX Security 2021 (MGA): ``m`` fake users send the well-formed
 reports that maximize the estimated frequencies of chosen target items (the mechanism crafts them:
 :class:`~ldp_plugin.mechanisms.protocol.MaxGainAttack`), and the gain is the change of the targets'
 estimates, ``G = Σ_t E[f̃_t,after − f̃_t,before]`` (their eq. 2; here per target, measured on one run).

@@ -2,7 +2,7 @@
 item's estimate.
 
 Model (Cao, Jia and Gong, "Data Poisoning Attacks to Local Differential Privacy Protocols",
-USENIX Security 2021, §3–4): ``m`` fake users send any reports the mechanism accepts; ``N = n + m``
+USENIX Security 2021, threat model and MGA): ``m`` fake users send any reports the mechanism accepts; ``N = n + m``
 reports are aggregated and ``β = m/N``. Every estimator certified here is linear in the reports,
 
     raw_i = (1/N) Σ_r φ_i(y_r),      φ_i(y) ∈ [lo_i, hi_i] for every well-formed report y

@@ -17,7 +17,7 @@ laws, so **every** honest report is flagged with probability ``<= α``):
 * ``support_size``: ``U`` = the whole domain, two-sided at ``alpha_size`` (a report with every bit
   set, or only the targets' bits, is implausible).
 * ``suspect_set``: ``U = T``, a set of items that too many reports support *together* — the
-  footprint of Cao et al.'s multi-target attack (their §6 counter-measure: frequent itemsets). ``T``
+  footprint of Cao et al.'s multi-target attack (their countermeasure section: detecting fake users by frequent itemsets). ``T``
   is mined from the aggregate: the items whose raw estimate is high (``z > z_candidate``) whose
   pairwise co-support exceeds its honest expectation ``n[(θ_i + θ_j)p*q* + (1 − θ_i − θ_j)q*²]``
   by more than a Bonferroni-corrected normal quantile; a report supporting at least ``t_T`` of
@@ -48,7 +48,7 @@ conditional rates ``p' = P/A``, ``q' = R/A`` and ``n_acc`` (a plug-in).
 
 Node consistency (:func:`node_consistency`) and duplicate nonces (:func:`duplicate_nonces`) are the
 two report-space-free tests. Reference: Cao, Jia and Gong, "Data Poisoning Attacks to Local
-Differential Privacy Protocols", USENIX Security 2021, §4 (MGA) and §6 (detecting fake users).
+Differential Privacy Protocols", USENIX Security 2021: the maximal-gain attack (MGA) and the countermeasures (detecting fake users).
 """
 
 from __future__ import annotations

@@ -303,7 +303,7 @@ class HCMS(MaxGainAttack, PoisonBounded, _CohortMechanism):
 
     def max_gain_reports(self, targets: Any, m: int, *, rng: Any = None) -> CohortReports:
         """``m`` fake reports promoting ``targets`` (the maximal-gain attack of Cao, Jia, Gong, USENIX
-        Security 2021, §4, carried to HCMS): a uniform cohort and a uniform row ``l ≠ 0`` (row 0 is
+        Security 2021, MGA, carried to HCMS): a uniform cohort and a uniform row ``l ≠ 0`` (row 0 is
         replaced by the known total), and the coefficient bit of the target's cell *kept* — the
         report an honest holder of the target sends when the coin keeps, so every fake adds
         ``+1/(2p − 1)`` to the target's cell. One target per fake, uniform among ``targets``."""
