@@ -52,6 +52,7 @@ from .polars_discovery import heavy_hitters
 from .polars_frames import ROWS_PER_CHUNK, estimate_frame
 from . import polars_distribution as _pd, polars_key_value as _pkv, polars_multi as _pm
 from ldp_plugin.progress import progress
+from ldp_plugin.robust.bounds import poison_bound
 
 __all__ = ["ROWS_PER_CHUNK", "privatize", "estimate", "reports_to_frame", "frame_to_reports", "LDPFrame", "LDPLazyFrame"]
 
@@ -397,9 +398,15 @@ def estimate(
     postprocess: str = "projection",
     confidence: float = 0.95,
     target: str = "sample",
+    poison_fraction: Optional[float] = None,
+    poison_count: Optional[int] = None,
 ) -> pl.DataFrame:
     """Aggregate a reports frame (streamed if lazy) → ``item, estimate, std_error, ci_lower, ci_upper``
     (numeric mechanisms: one row ``mean, std_error, ci_lower, ci_upper, n``).
+
+    ``poison_fraction=β`` (or ``poison_count=m``) adds ``poison_shift`` and ``poison_shift_down``
+    after the interval: how far a fraction ``β`` of arbitrary well-formed fake reports can have
+    moved each estimate up / down (exact for the raw estimate; :mod:`ldp_plugin.robust.bounds`).
 
     ``target="sample"`` (default): the intervals cover the frequencies of the users who reported;
     ``"population"``: of a population they are an i.i.d. sample of (wider: the sampling variance
@@ -421,7 +428,10 @@ def estimate(
     if acc.n == 0:
         raise LDPInputError("the reports frame is empty: nothing to estimate")
     est = mechanism.estimate_from(acc, candidates=candidates, postprocess=postprocess, confidence=confidence, target=target)
-    return estimate_frame(est)
+    if poison_fraction is None and poison_count is None:
+        return estimate_frame(est)
+    bound = poison_bound(mechanism, est, poison_fraction=poison_fraction, poison_count=poison_count)
+    return estimate_frame(est).with_columns(poison_shift=pl.Series(bound.poison_shift), poison_shift_down=pl.Series(bound.poison_shift_down))
 
 
 @pl.api.register_dataframe_namespace("ldp")

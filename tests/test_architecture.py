@@ -40,6 +40,7 @@ LAYERS = [
     ("amplification", ["ldp_plugin.amplification"]),
     ("accountant", ["ldp_plugin.accountant"]),
     ("registry", ["ldp_plugin.registry"]),
+    ("robust", ["ldp_plugin.robust"]),
     ("services", ["ldp_plugin.persist", "ldp_plugin.choose", "ldp_plugin.simulate", "ldp_plugin.discovery"]),
     ("adapters", ["ldp_plugin.adapters", "ldp_plugin.federated"]),
     ("executors", ["ldp_plugin.executors"]),

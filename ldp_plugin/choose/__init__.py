@@ -43,11 +43,12 @@ from ..mechanisms import KRR, OLH, ORR, OUE, RAPPOR, RUE, THE, HadamardMechanism
 from ..mechanisms._base import check_epsilon
 from ..mechanisms import SampleOne
 from ..mechanisms.local_hashing import olh_default_g
-from ..mechanisms.protocol import SupportRates, Verifiable
+from ..mechanisms.protocol import PoisonBounded, SupportRates, Verifiable
 from ..mechanisms.reports import report_bits
 from ..theory import choose_orr
 from ..simulate import LONGITUDINAL_NAMES, MEAN_NAMES, build_longitudinal, build_mean
 from ..amplification import amplify
+from ..robust.bounds import worst_case_gain
 
 __all__ = ["Candidate", "rank_mechanisms", "make_auto", "METRICS", "rank_mean_mechanisms", "rank_longitudinal_mechanisms", "SeriesCandidate"]
 
@@ -72,9 +73,16 @@ class Candidate:
     #: oracles, one item per user: the variance is linear in the item's frequency, so the worst
     #: case is at frequency 0 or 1); None where not derived
     worst_item_se: Optional[float] = None
+    #: the largest expected gain of a fraction ``poison_fraction`` of fake reports on one item
+    #: (Cao, Jia, Gong, USENIX Security 2021, MGA at f = 0: :func:`ldp_plugin.robust.worst_case_gain`);
+    #: None where the estimator declares no per-report influence range
+    worst_case_gain: Optional[float] = None
+    poison_fraction: Optional[float] = None
 
     def to_dict(self) -> dict:
         return {
+            "worst_case_gain": self.worst_case_gain,
+            "poison_fraction": self.poison_fraction,
             "central_epsilon": self.central_epsilon,
             "attacker_success": self.attacker_success,
             "worst_item_se": self.worst_item_se,
@@ -174,10 +182,24 @@ def bayes_success(mechanism: Any) -> Optional[float]:
     return None
 
 
-def rank_mechanisms(d: int, epsilon: float, *, n: int = 100_000, m: int = 1, metric: str = "l2", delta: Optional[float] = None) -> list[Candidate]:
+def _gain(mechanism: Any, fraction: float) -> Optional[float]:
+    """The candidate's worst-case poisoning gain, or None where no influence range is declared."""
+    if not isinstance(mechanism, PoisonBounded):
+        return None
+    try:
+        return worst_case_gain(mechanism, fraction)
+    except LDPParameterError:  # e.g. a cohort design with hash collisions: no certified bound
+        return None
+
+
+def rank_mechanisms(d: int, epsilon: float, *, n: int = 100_000, m: int = 1, metric: str = "l2", delta: Optional[float] = None,
+                    poison_fraction: float = 0.01) -> list[Candidate]:
     """Every applicable candidate, best (lowest predicted error) first. With ``delta``, each
     candidate also carries the central ε of its ``n`` reports through a trusted shuffler
-    (:func:`ldp_plugin.amplification.amplify`: a certified upper bound)."""
+    (:func:`ldp_plugin.amplification.amplify`: a certified upper bound). Each candidate carries
+    the worst-case gain of a fraction ``poison_fraction`` of fake reports on one item
+    (:func:`ldp_plugin.robust.worst_case_gain`)."""
+    check_real("poison_fraction", poison_fraction, 0, 1, lo_open=True, hi_open=True)
     if delta is not None:
         check_real("delta", delta, 0, 1, lo_open=True, hi_open=True)
     eps = check_epsilon(epsilon)
@@ -229,6 +251,7 @@ def rank_mechanisms(d: int, epsilon: float, *, n: int = 100_000, m: int = 1, met
     from dataclasses import replace as _replace
 
     out = [_replace(c, attacker_success=bayes_success(c.build())) for c in out]
+    out = [_replace(c, worst_case_gain=_gain(c.build(), poison_fraction), poison_fraction=float(poison_fraction)) for c in out]
     if delta is not None and n >= 2:
         from dataclasses import replace
 

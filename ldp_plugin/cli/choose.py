@@ -20,7 +20,8 @@ def cmd_choose(args) -> int:
         if v is None:
             raise LDPParameterError(f"ldp choose needs {opt} (frequency oracles)")
 
-    ranked = rank_mechanisms(args.d, args.epsilon, n=args.n, m=args.m, metric=args.metric, delta=args.delta)
+    ranked = rank_mechanisms(args.d, args.epsilon, n=args.n, m=args.m, metric=args.metric, delta=args.delta,
+                             poison_fraction=args.poison_fraction)
     rows = [c.to_dict() for c in ranked]
     out = {"d": args.d, "epsilon": args.epsilon, "m": args.m, "n": args.n, "metric": args.metric, "delta": args.delta,
            "recommended": rows[0], "ranking": rows}
@@ -33,8 +34,11 @@ def cmd_choose(args) -> int:
             central = "" if r["central_epsilon"] is None else f"   shuffled: central eps {r['central_epsilon']:.4g}"
             central = ("   attacker n/a" if r["attacker_success"] is None else f"   attacker {r['attacker_success']:.2f}") + central
             central = ("" if r["worst_item_se"] is None else f"   worst item s.e. {r['worst_item_se']:.3g}") + central
+            central = ("   poison gain n/a" if r["worst_case_gain"] is None else f"   poison gain {r['worst_case_gain']:.3g}") + central
             print(f"{mark} {r['mechanism']:<32} {str(r['params']):<28} predicted {args.metric} {r['predicted_error']:.4g}"
                   f"   report {r['report_bits']} bits, client {r['client_cost']}, server {r['server_cost']}{central}")
+        print(f"   poison gain: the largest expected shift of one item's estimate by {args.poison_fraction:g} fake reports "
+              "(maximal-gain attack, Cao-Jia-Gong 2021; ldp_plugin.robust)")
         if args.delta is not None:
             print(f"   central eps: {args.n:,} reports through a trusted shuffler, delta = {args.delta:g} (certified upper bound; `ldp amplify`)")
     return 0
@@ -48,6 +52,8 @@ def add_choose_arguments(ch, epsilon, int_in) -> None:
     ch.add_argument("--epsilon-1", type=epsilon, default=None, help="longitudinal: epsilon of one report")
     ch.add_argument("--rounds", type=int_in(1, 10_000, "an integer"), default=20, help="longitudinal: collections (lifetime cost), in [1, 10000]")
     ch.add_argument("--change-prob", type=_prob, default=0.2, help="longitudinal: probability a value is redrawn before a round")
+    ch.add_argument("--poison-fraction", type=_prob, default=0.01,
+                    help="frequency: fraction of fake reports for the worst-case poisoning gain column (default 0.01)")
     ch.add_argument("--lower", type=_finite, default=0.0, help="mean: declared lower end")
     ch.add_argument("--upper", type=_finite, default=1.0, help="mean: declared upper end")
     add_distribution_choose_arguments(ch, int_in)

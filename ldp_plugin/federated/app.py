@@ -174,7 +174,7 @@ def run_plan(grid: Any, plan: Plan) -> list:
                 if err is not None:
                     col.node_errors[err] = col.node_errors.get(err, 0) + 1
                     continue
-                res = col.ingest_reply(raw, quota=quota[nid])
+                res = col.ingest_reply(raw, quota=quota[nid], node=nid)
                 if res["error"] is None:
                     for k, v in res["refused"].items():
                         refused[k] = refused.get(k, 0) + v

@@ -62,6 +62,7 @@ class Collector:
         self.accepted = 0
         self.rejected: dict = {}
         self.node_errors: dict = {}
+        self.node_accumulators: dict = {}  # node id -> its accepted reports' accumulator (robust aggregation)
         self.bytes_received = 0
         self._nonces = NonceSet()
         self.size = envelope_size(self.mechanism, self.tag)
@@ -197,15 +198,27 @@ class Collector:
             self.rejected[k] = self.rejected.get(k, 0) + v
         return {"accepted": n, "rejected": rejected}
 
-    def ingest_reply(self, raw: Any, *, quota: int) -> dict:
+    def ingest_reply(self, raw: Any, *, quota: int, node: Any = None) -> dict:
         """One node's reply, validated whole first (see :func:`validate_reply`). Returns
         ``{"accepted", "rejected", "refused", "retry", "error"}``; ``error`` is the node's error
-        reason (then nothing of the reply was counted) or ``None``."""
+        reason (then nothing of the reply was counted) or ``None``. With ``node`` (its id), the
+        accepted reports are also kept in that node's own accumulator (``node_accumulators``), for
+        the robust combination of :func:`ldp_plugin.robust.aggregation.combine_accumulators`."""
         reply, error = validate_reply(raw, quota=quota, envelope_size=self.size)
         if error is not None:
             self.node_errors[error] = self.node_errors.get(error, 0) + 1
             return {"accepted": 0, "rejected": {}, "refused": {}, "retry": False, "error": error}
-        res = self.ingest(reply["reports"])
+        if node is None:
+            res = self.ingest(reply["reports"])
+        else:  # this reply into a fresh accumulator, then into the total and the node's own
+            total, self.acc = self.acc, self.mechanism.accumulator()
+            try:
+                res = self.ingest(reply["reports"])
+            finally:
+                mine, self.acc = self.acc, total
+            self.acc = self.acc.merge(mine)
+            prev = self.node_accumulators.get(node)
+            self.node_accumulators[node] = mine if prev is None else prev.merge(mine)
         return {**res, "refused": reply["refused"], "retry": reply["retry"], "error": None}
 
     def estimate(self, **kw):

@@ -30,7 +30,7 @@ from ..theory import mse_pure
 from ..sampling import RNGLike, as_source
 from .channel import Channel, ceil_threshold, floor_threshold  # noqa: F401 (re-exported)
 from .base import MechanismBase
-from .protocol import Analytic, ClosedDomain, MergeableCounts, ReportField, SupportRates, Verifiable
+from .protocol import Analytic, ClosedDomain, MergeableCounts, PoisonBounded, ReportField, SupportRates, Verifiable
 
 __all__ = ["Channel", "RealizedChannel", "RealizedRates", "FrequencyOracle", "FrequencyAccumulator", "check_epsilon", "check_domain", "encode_values"]
 
@@ -77,7 +77,7 @@ class RealizedRates(RealizedChannel, SupportRates):
 
 
 @dataclass(frozen=True, kw_only=True)
-class FrequencyOracle(RealizedRates, Analytic, abc.ABC):
+class FrequencyOracle(RealizedRates, Analytic, PoisonBounded, abc.ABC):
     """Base of every pure frequency oracle (frozen, validated, keyword-only parameters)."""
 
     name: ClassVar[str] = "abstract"
@@ -212,6 +212,19 @@ class FrequencyOracle(RealizedRates, Analytic, abc.ABC):
         this (k-RR, Hadamard response: :func:`~ldp_plugin.sampling.aggregate_kernels.bounded_histogram`)."""
         reports = self.validate_reports(reports)
         return self.support_counts(reports), self.n_reports(reports)
+
+    def report_influence(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(lo, hi)``: the exact range, per item, of one report's contribution to the raw estimate.
+
+        The debiasing estimator is ``θ̂_i = (1/N) Σ_r φ_i(y_r)`` with ``φ_i(y) = (s_i(y) − q*)/(p* − q*)``
+        and ``s_i(y) ∈ {0, 1}`` whether report ``y`` supports item ``i``. Every item is supported by
+        some well-formed report and unsupported by another, so ``lo = −q*/(p* − q*)`` and
+        ``hi = (1 − q*)/(p* − q*)`` — the per-report gain in Cao, Jia and Gong, "Data Poisoning
+        Attacks to Local Differential Privacy Protocols" (USENIX Security 2021), Theorems 1–3
+        (MGA: ``G = β(hi − f_t)`` for k-RR, OUE and OLH)."""
+        p, q = self.p_star, self.q_star
+        d = int(self.d)
+        return np.full(d, -q / (p - q)), np.full(d, (1 - q) / (p - q))
 
     # -- theory ---------------------------------------------------------------------------------
     def variance(self, theta: Any, n: int) -> np.ndarray:

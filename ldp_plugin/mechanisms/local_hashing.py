@@ -28,7 +28,8 @@ from typing import Any, ClassVar, Optional, Union
 
 import numpy as np
 
-from .protocol import ReportField, SeededReports
+from ..sampling import as_source
+from .protocol import MaxGainAttack, ReportField, SeededReports, SupportTestable
 from .._errors import LDPInputError, LDPParameterError
 from ..sampling.aggregate_kernels import hashed_support
 from ..hashing import hash_interval, item_keys, keys_of_items, mix64, seed_multipliers, seeded_hash
@@ -51,7 +52,7 @@ def olh_default_g(epsilon: float) -> int:
 
 
 @dataclass(frozen=True, kw_only=True)
-class OLH(SeededReports, FrequencyOracle):
+class OLH(SeededReports, MaxGainAttack, SupportTestable, FrequencyOracle):
     """Optimized local hashing over ``d`` categories, ``epsilon``-LDP per user.
 
     Privacy: ``max_divergence``, ``ε`` per user; conditional on the (data-independent) seed the
@@ -146,6 +147,61 @@ class OLH(SeededReports, FrequencyOracle):
 
     def support_counts(self, reports: np.ndarray) -> np.ndarray:
         return olh_support_counts(reports[:, 0], reports[:, 1], self.g, self.item_keys())
+
+    # -- poisoning: the report space seen by an attacker and by a per-report test ----------------
+    def support_law(self) -> tuple[Fraction, Fraction]:
+        """``(p*, q*) = (p, 1/g)``: the own item is supported with the k-RR keep probability; another
+        item ``v`` iff ``h_s(v) = y`` — with probability ``1/g`` and independently across items for a
+        random hash over the uniform seed (the model OLH's own estimator assumes, ``q* = 1/g``)."""
+        return self.p_star_exact, self.q_star_exact
+
+    def support_matrix(self, reports: Any, items: Any) -> np.ndarray:
+        """``(n, len(items))`` bool: whether each report supports each item (``h_s(v) = y``)."""
+        r = self.validate_reports(reports)
+        it = np.asarray(items, dtype=np.int64).ravel()
+        keys = self.item_keys()[it]
+        return seeded_hash(keys[None, :], r[:, :1], self.g) == r[:, 1:2].astype(np.int64)
+
+    def support_sizes(self, reports: Any) -> np.ndarray:
+        """Number of the ``d`` items each report supports (``int64``; O(n·d) hash checks, in chunks)."""
+        r = self.validate_reports(reports)
+        out = np.zeros(r.shape[0], dtype=np.int64)
+        rows = max(1, _CHECKS_PER_CHUNK // int(self.d))
+        keys = self.item_keys()[None, :]
+        for a in range(0, r.shape[0], rows):
+            blk = r[a : a + rows]
+            out[a : a + rows] = (seeded_hash(keys, blk[:, :1], self.g) == blk[:, 1:2].astype(np.int64)).sum(axis=1)
+        return out
+
+    def max_gain_reports(self, targets: Any, m: int, *, rng: Any = None, tries: int = 1000) -> np.ndarray:
+        """``m`` fake reports of the maximal-gain attack for OLH (Cao, Jia, Gong, USENIX Security
+        2021): each fake draws ``tries`` seeds, keeps the one under which the most targets share
+        a hashed value, and reports that value (one target: any seed and the target's hash)."""
+        t = np.unique(np.asarray(targets, dtype=np.int64).ravel())
+        m, g = int(m), int(self.g)
+        src = as_source(rng)
+        keys = self.item_keys()[t]
+        out = np.empty((m, 2), dtype=np.uint64)
+        if t.size == 1:
+            seeds = src.words(m)
+            out[:, 0] = seeds
+            out[:, 1] = seeded_hash(np.full(m, keys[0], dtype=np.uint64), seeds, g).astype(np.uint64)
+            return out
+        tries = max(1, int(tries))
+        step = max(1, (1 << 21) // (tries * t.size * t.size))
+        for a in range(0, m, step):
+            b = min(m, a + step)
+            seeds = src.words((b - a) * tries).reshape(b - a, tries)
+            h = seeded_hash(keys[None, None, :], seeds[:, :, None], g)  # (fakes, tries, r)
+            same = (h[..., :, None] == h[..., None, :]).sum(axis=3)  # how many targets share each one's value
+            j = same.argmax(axis=2)
+            best_v = np.take_along_axis(h, j[..., None], axis=2)[..., 0]
+            best_n = same.max(axis=2)
+            pick = best_n.argmax(axis=1)
+            rows = np.arange(b - a)
+            out[a:b, 0] = seeds[rows, pick]
+            out[a:b, 1] = best_v[rows, pick].astype(np.uint64)
+        return out
 
     # -- channel ---------------------------------------------------------------------------------
     def output_alphabet_size(self) -> int:

@@ -26,6 +26,9 @@ capability         members                                                      
 :class:`SupportRates`  ``d``, ``p_star_exact``, ``q_star_exact``, ``realized_ratio``, ``channel_shape``  amplification, choose (closed forms)
 :class:`Verifiable`    ``channel``, ``output_index``, ``verification_input_count``, ``sample_verification_outputs``, ``channel_is_client``  verification, amplification, choose (exact forms)
 :class:`Analytic`  ``analytic_mse``, ``variance``                                choose, simulate, theory tables
+:class:`PoisonBounded`  ``report_influence``                                      robust (poisoning bounds), choose
+:class:`MaxGainAttack`  ``max_gain_reports``                                      robust (the attack: tests, benchmarks)
+:class:`SupportTestable`  ``support_law``, ``support_matrix``, ``support_sizes``   robust (detection)
 =================  ===========================================================  ==================================
 
 The defaults live in ONE base class, :class:`ldp_plugin.mechanisms.base.MechanismBase`; a new
@@ -43,7 +46,7 @@ from .mixins import MergeableCounts, SeededReports, SetInput  # noqa: F401  (com
 from .reports import REJECT_REASONS, WIRE_MAGIC, WIRE_VERSION, ReportField  # noqa: F401  (compatibility re-exports)
 
 __all__ = ["Mechanism", "ClosedDomain", "Cohorted", "Keyed", "Numeric", "SupportRates", "Verifiable", "Analytic",
-           "CAPABILITIES", "refuse_keyed", "ReportField"]
+           "PoisonBounded", "MaxGainAttack", "SupportTestable", "CAPABILITIES", "refuse_keyed", "ReportField"]
 
 
 @runtime_checkable
@@ -214,6 +217,47 @@ class Analytic(Protocol):
 
     @abstractmethod
     def variance(self, *args: Any, **kwargs: Any) -> Any:
+        ...
+
+
+@runtime_checkable
+class PoisonBounded(Protocol):
+    """A linear estimator ``raw_i = (1/N) Σ_r φ_i(y_r)`` over the ``N`` reports, with the exact range
+    ``[lo_i, hi_i]`` of one well-formed report's contribution ``φ_i`` (:meth:`report_influence`).
+    Read by :mod:`ldp_plugin.robust.bounds` (certified poisoning bounds) and choose."""
+
+    @abstractmethod
+    def report_influence(self) -> Any:
+        ...
+
+
+@runtime_checkable
+class MaxGainAttack(Protocol):
+    """Well-formed reports that reach the largest contribution ``hi`` on chosen targets — the
+    maximal-gain attack of Cao, Jia and Gong, "Data Poisoning Attacks to Local Differential Privacy
+    Protocols", USENIX Security 2021 (MGA). Read by :mod:`ldp_plugin.robust.attack` (tests, benchmarks)."""
+
+    @abstractmethod
+    def max_gain_reports(self, targets: Any, m: int, *, rng: Any = None) -> Any:
+        ...
+
+
+@runtime_checkable
+class SupportTestable(Protocol):
+    """Reports support items independently given the user's item: the own item with ``p*``, every
+    other with ``q*`` (:meth:`support_law`, exact), and the support of any item set can be read from
+    a report (:meth:`support_matrix`; the number over the whole domain: :meth:`support_sizes`). Read by :mod:`ldp_plugin.robust.detection` (per-report tests)."""
+
+    @abstractmethod
+    def support_law(self) -> Any:
+        ...
+
+    @abstractmethod
+    def support_matrix(self, reports: Any, items: Any) -> Any:
+        ...
+
+    @abstractmethod
+    def support_sizes(self, reports: Any) -> Any:
         ...
 
 

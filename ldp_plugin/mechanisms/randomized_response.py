@@ -26,8 +26,9 @@ import numpy as np
 
 from .._errors import LDPInputError, LDPParameterError
 from ..exact import TWO64, exp_lower_bound
+from ..sampling import as_source
 from ..sampling.aggregate_kernels import bounded_histogram
-from .protocol import ReportField
+from .protocol import MaxGainAttack, ReportField
 from ._base import Channel, FrequencyOracle, floor_threshold
 
 __all__ = ["KRR", "WarnerRR"]
@@ -38,7 +39,7 @@ def _report_dtype(d: int):
 
 
 @dataclass(frozen=True, kw_only=True)
-class KRR(FrequencyOracle):
+class KRR(MaxGainAttack, FrequencyOracle):
     """k-ary randomized response over ``d`` categories (``epsilon``-LDP per user).
 
     Privacy: ``max_divergence``, ``ε`` per user (input metric ``discrete_distance``); the realized
@@ -124,6 +125,14 @@ class KRR(FrequencyOracle):
     def _report_of_one(self, reports):
         code = int(reports[0])
         return self.categories[code] if self.categories is not None else code
+
+    def max_gain_reports(self, targets: Any, m: int, *, rng: Any = None) -> np.ndarray:
+        """``m`` fake reports of the maximal-gain attack (Cao, Jia, Gong, USENIX Security 2021,
+        MGA for k-RR): each names one target, drawn uniformly among ``targets``; with one
+        target every fake report reaches :meth:`report_influence`'s ``hi``."""
+        t = np.asarray(targets, dtype=np.int64).ravel()
+        pick = as_source(rng).uniform_int(t.size, int(m)) if t.size > 1 else np.zeros(int(m), dtype=np.int64)
+        return t[pick].astype(_report_dtype(self.d))
 
 
 @dataclass(frozen=True, kw_only=True)

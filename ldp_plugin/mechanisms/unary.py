@@ -33,7 +33,8 @@ from typing import Any, ClassVar, Optional
 
 import numpy as np
 
-from .protocol import ReportField
+from ..sampling import as_source
+from .protocol import MaxGainAttack, ReportField, SupportTestable
 from .._errors import LDPInputError, LDPParameterError
 from ..exact import TWO64, exp_lower_bound
 from ..sampling.aggregate_kernels import packed_column_counts as _packed_column_counts
@@ -41,6 +42,8 @@ from ..theory import golden_section_min
 from ._base import Channel, FrequencyOracle, ceil_threshold, floor_threshold
 
 __all__ = ["RUE", "UnaryEncoding", "RAPPOR", "OUE", "THE", "the_optimal_threshold", "randomize_bit_rows", "packed_column_counts"]
+
+_POPCOUNT = np.array([bin(i).count("1") for i in range(256)], dtype=np.uint8)
 
 
 def packed_column_counts(packed: np.ndarray, d: int) -> np.ndarray:
@@ -84,7 +87,7 @@ def randomize_bit_rows(positions: np.ndarray, n_bits: int, p_threshold: int, q_t
 
 
 @dataclass(frozen=True, kw_only=True)
-class UnaryEncoding(FrequencyOracle):
+class UnaryEncoding(MaxGainAttack, SupportTestable, FrequencyOracle):
     """Shared machinery of unary encodings: per-bit thresholds for ``p`` (own bit) and ``q``."""
 
     name = "unary"
@@ -149,6 +152,41 @@ class UnaryEncoding(FrequencyOracle):
     def unpack(self, reports: np.ndarray) -> np.ndarray:
         """``(n, d)`` 0/1 array of the packed reports."""
         return np.unpackbits(self.validate_reports(reports), axis=1, count=self.d, bitorder="little")
+
+    # -- poisoning: the report space seen by an attacker and by a per-report test ----------------
+    def support_law(self) -> tuple[Fraction, Fraction]:
+        """Exact ``(p*, q*)``: given the user's item the ``d`` bits are independent, the own bit is 1
+        with ``p*`` and every other bit with ``q*`` — so an honest report's number of ones is exactly
+        ``Bernoulli(p*) + Binomial(d − 1, q*)``."""
+        return self.p_star_exact, self.q_star_exact
+
+    def support_matrix(self, reports: Any, items: Any) -> np.ndarray:
+        """``(n, len(items))`` bool: bit ``items[j]`` of each report."""
+        r = self.validate_reports(reports)
+        it = np.asarray(items, dtype=np.int64).ravel()
+        return ((r[:, it >> 3] >> (it & 7).astype(np.uint8)) & 1).astype(bool)
+
+    def support_sizes(self, reports: Any) -> np.ndarray:
+        """Number of ones of each report (``int64``), by a byte popcount table."""
+        r = self.validate_reports(reports)
+        return _POPCOUNT[r].sum(axis=1, dtype=np.int64)
+
+    def max_gain_reports(self, targets: Any, m: int, *, rng: Any = None) -> np.ndarray:
+        """``m`` fake reports of the maximal-gain attack for OUE (Cao, Jia, Gong, USENIX Security
+        2021): every target bit set, plus ``l − r`` other bits drawn uniformly so the report has
+        ``l = ⌊p* + (d − 1)q*⌋`` ones like a typical honest report (``r`` targets)."""
+        t = np.unique(np.asarray(targets, dtype=np.int64).ravel())
+        d, m = int(self.d), int(m)
+        bits = np.zeros((m, d), dtype=np.uint8)
+        bits[:, t] = 1
+        extra = int(math.floor(self.p_star + (d - 1) * self.q_star)) - t.size
+        if extra > 0:
+            src = as_source(rng)
+            others = np.setdiff1d(np.arange(d), t)
+            keys = src.uniform_int(1 << 30, m * others.size).reshape(m, others.size)  # a uniform subset per row
+            pick = np.argsort(keys, axis=1, kind="stable")[:, :extra]
+            bits[np.arange(m)[:, None], others[pick]] = 1
+        return np.packbits(bits, axis=1, bitorder="little")
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -35,7 +35,8 @@ from typing import Any
 
 import numpy as np
 
-from ..protocol import ReportField
+from ..protocol import MaxGainAttack, PoisonBounded, ReportField
+from ...sampling import as_source
 from ..._errors import LDPInputError, LDPParameterError
 from ...exact import TWO64, exp_lower_bound, ratio_within_exp
 from .._base import floor_threshold
@@ -228,7 +229,7 @@ class CMS(ORAPPOR):
         super()._validate_extra()
 
 @dataclass(frozen=True, kw_only=True)
-class HCMS(_CohortMechanism):
+class HCMS(MaxGainAttack, PoisonBounded, _CohortMechanism):
     """HCMS: Apple's Hadamard count-mean sketch — one ±1 Hadamard coefficient of the user's
     hashed cell per report, by randomized response (Apple, "Learning with Privacy at Scale",
     2017, Alg. "Client-side HCMS"/"Server-side HCMS"), ``epsilon``-LDP per user. The ``cohorts``
@@ -280,6 +281,41 @@ class HCMS(_CohortMechanism):
     def _coefficient_bit(self, pos: np.ndarray, row: np.ndarray) -> np.ndarray:
         """``t`` with ``H[x, l] = (−1)^t`` for the users' cells ``x = pos`` at rows ``l``."""
         return parity(pos & row)
+
+    def report_influence(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(lo, hi)`` per item: the exact range of one report's contribution to the raw estimate, for
+        a closed alphabet with one cell per item in every cohort (``d == k``: each cohort's cover is a
+        permutation, and the least-squares decoder is then exactly the read-out
+        ``θ̂_s = (1/N) Σ_c ẑ_c[π_c(s)]``). A report ``(c, l, b)`` adds ``±H[x, l]/(2p − 1)`` to cell ``x``
+        of ``ẑ_c`` and, through the known-total control variate, ``1/k − [l = 0](±1)/(2p − 1)``: so
+        ``φ_s ∈ [1/k − 1/(2p − 1), 1/k + 1/(2p − 1)]`` (Apple, "Learning with Privacy at Scale",
+        2017, server-side HCMS; the gain bound of Cao, Jia, Gong, USENIX Security 2021, Thm. 1–3 in
+        the same form). Other designs (hash collisions, an open alphabet, signed cells) weight cells
+        by the cohort sizes the attacker also controls: refused, no bound is claimed there."""
+        if not self.closed or self.signed or self.hashes_per_item != 1 or self.d != self.k:
+            raise LDPParameterError(
+                f"{self.name}: a certified poisoning bound is available for a closed alphabet with d == k "
+                f"(one cell per item per cohort; got d={self.d}, k={self.k}); with hash collisions the decoder's "
+                "weights depend on cohort sizes that fake reports also set"
+            )
+        a = 1.0 / (2 * self.p - 1)
+        return np.full(self.d, 1.0 / self.k - a), np.full(self.d, 1.0 / self.k + a)
+
+    def max_gain_reports(self, targets: Any, m: int, *, rng: Any = None) -> CohortReports:
+        """``m`` fake reports promoting ``targets`` (the maximal-gain attack of Cao, Jia, Gong, USENIX
+        Security 2021, MGA, carried to HCMS): a uniform cohort and a uniform row ``l ≠ 0`` (row 0 is
+        replaced by the known total), and the coefficient bit of the target's cell *kept* — the
+        report an honest holder of the target sends when the coin keeps, so every fake adds
+        ``+1/(2p − 1)`` to the target's cell. One target per fake, uniform among ``targets``."""
+        src = as_source(rng)
+        m = int(m)
+        enc = self.encode(list(np.asarray(targets).ravel()) if not self.closed else np.asarray(targets).ravel())
+        pick = src.uniform_int(enc.shape[0], m) if enc.shape[0] > 1 else np.zeros(m, dtype=np.int64)
+        coh = src.uniform_int(self.cohorts, m).astype(np.int64)
+        pos = self.positions(enc[pick], coh)[:, 0].astype(np.uint64)
+        row = (src.uniform_int(self.k - 1, m) + 1).astype(np.uint64)
+        b = self._coefficient_bit(pos, row).astype(np.uint64)
+        return CohortReports(coh.astype(np.uint32), (row * np.uint64(2) + b).astype(np.uint32))
 
     def _cell_sign(self, pos: int) -> tuple:
         """``(cell, sign bit)`` of a position, in exact integers for :meth:`_cell_channel`."""
