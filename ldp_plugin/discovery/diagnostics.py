@@ -11,7 +11,7 @@ from typing import Any, Optional
 import numpy as np
 
 from .._errors import LDPParameterError
-from ..estimation_sketch import MIN_COHORTS
+from ..estimation.sketch import MIN_COHORTS
 from .prefix import DEFAULT_ALPHABET, PrefixCodec
 
 
