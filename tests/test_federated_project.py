@@ -29,10 +29,12 @@ def test_new_writes_a_project_flower_accepts(tmp_path):
     assert plan.name == "demo" and [q.name for q in plan.queries] == ["apps", "daily-app"]
     assert plan.out_dir == (tmp_path / "app" / "results").resolve()
     assert [q.build().name for q in plan.queries] == ["oue", "loloha"]
+    disc = Plan.from_toml(tmp_path / "app" / "discovery.toml")  # the discovery job the README runs
+    assert [(q.name, q.mechanism) for q in disc.queries] == [("words", "pem")] and disc.out_dir == plan.out_dir
     again = subprocess.run([sys.executable, "-m", "ldp_plugin.cli", "federated", "new", str(tmp_path / "app")], capture_output=True, text=True, timeout=120)
     assert again.returncode == 2 and "--force" in again.stderr  # never overwrites silently
     cfg = DeviceConfig.load(tmp_path / "app" / "device.toml", {"partition-id": 1})
-    assert DeviceFleet.init(cfg)["devices"] == 200
+    assert DeviceFleet.init(cfg)["devices"] == 2000
 
 
 def test_plans_from_the_run_config_are_validated(tmp_path):

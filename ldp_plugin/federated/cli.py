@@ -34,9 +34,10 @@ def _template(template: str, **subs: Any) -> str:
 
 def new_project(directory: str | Path, *, nodes: int = 2, force: bool = False) -> dict:
     """An app project in ``directory``: ``pyproject.toml`` (components, run config naming the
-    plan), ``plan.toml`` (the queries) and an example ``device.toml`` (a node owner's file)."""
+    plan), ``plan.toml`` (the queries), ``discovery.toml`` (a heavy-hitter discovery job) and an
+    example ``device.toml`` (a node owner's file)."""
     d = Path(directory).resolve()
-    targets = {n: d / n for n in ("pyproject.toml", "plan.toml", "device.toml")}
+    targets = {n: d / n for n in ("pyproject.toml", "plan.toml", "discovery.toml", "device.toml")}
     existing = [n for n, p in targets.items() if p.exists()]
     if existing and not force:
         raise LDPParameterError(f"{existing} already exist in {d.name!r} (use --force to overwrite)")
@@ -44,6 +45,7 @@ def new_project(directory: str | Path, *, nodes: int = 2, force: bool = False) -
     name = "".join(c if c.isalnum() or c == "-" else "-" for c in d.name.lower()).strip("-") or "ldp-app"
     targets["pyproject.toml"].write_text(_template("pyproject.toml.tmpl", name=name, job=targets["plan.toml"]))
     targets["plan.toml"].write_text(_template("plan.toml.tmpl", nodes=nodes))
+    targets["discovery.toml"].write_text(_template("discovery.toml.tmpl", nodes=nodes))
     targets["device.toml"].write_text(_template("device.toml.tmpl", device_toml=targets["device.toml"]))
     return {k: str(v) for k, v in targets.items()}
 
@@ -51,7 +53,7 @@ def new_project(directory: str | Path, *, nodes: int = 2, force: bool = False) -
 def add_parsers(sub, parser_class, int_in, epsilon_type, seed_type, domain_type, positive_type, mechanism_help) -> None:
     fd = sub.add_parser("federated", help="federated analytics on Flower: devices randomize and enforce their own budget")
     fsub = fd.add_subparsers(dest="federated_command", required=True, parser_class=parser_class)
-    nw = fsub.add_parser("new", help="write a Flower app project (pyproject with [tool.flwr.app], plan.toml, an example device.toml)")
+    nw = fsub.add_parser("new", help="write a Flower app project (pyproject with [tool.flwr.app], plan.toml, discovery.toml, an example device.toml)")
     nw.add_argument("directory")
     nw.add_argument("--nodes", type=int_in(1, 100_000, "an integer"), default=2, help="SuperNodes the plan waits for")
     nw.add_argument("--force", action="store_true", help="overwrite existing files")
@@ -99,7 +101,7 @@ def cmd_federated(args) -> int:
     cmd = args.federated_command
     if cmd == "new":
         paths = new_project(args.directory, nodes=args.nodes, force=args.force)
-        print(f"wrote {paths['pyproject.toml']}, {paths['plan.toml']} and {paths['device.toml']}")
+        print(f"wrote {paths['pyproject.toml']}, {paths['plan.toml']}, {paths['discovery.toml']} and {paths['device.toml']}")
         print("next: `ldp federated certs`, `ldp federated device init`, start the SuperLink and SuperNodes, `flwr run` (README, Federated analytics)")
         return 0
     if cmd == "certs":
