@@ -11,7 +11,6 @@ the ones the README states (frequency query, series across the restart, discover
 from __future__ import annotations
 
 import json
-import re
 import shlex
 from pathlib import Path
 
@@ -28,39 +27,8 @@ from ldp_plugin.cli import main as ldp_main  # noqa: E402
 from ldp_plugin.federated import DeviceConfig, DeviceFleet  # noqa: E402
 from ldp_plugin.federated.app import run_plan  # noqa: E402
 from ldp_plugin.federated.plan import Plan  # noqa: E402
+from tests.federated_deployment import command_argv, readme_commands  # noqa: E402
 from tests.test_federated_server import LoopbackGrid, _honest, flower_task  # noqa: E402,F401
-
-ROOT = Path(__file__).resolve().parent.parent
-
-
-def readme_commands() -> list:
-    """The README's federated deployment block as logical lines (continuations joined, comments
-    dropped): ``[(argv, background)]`` with ``$PWD``/``$FLWR_HOME``/``$NODE1`` left for the caller."""
-    text = (ROOT / "README.md").read_text()
-    start = text.index("### Federated analytics on Flower")
-    block = re.search(r"```bash\n(.*?)```", text[start:], re.S).group(1)
-    lines, cur = [], ""
-    for raw in block.splitlines():
-        line = raw.split("  #")[0].rstrip() if not raw.lstrip().startswith("#") else ""
-        if not line and not cur:
-            continue
-        cur += line.rstrip("\\").strip() + " " if line.endswith("\\") else line.strip()
-        if not line.endswith("\\"):
-            if cur.strip():
-                lines.append(cur.strip())
-            cur = ""
-    out = []
-    for line in lines:
-        bg = line.endswith("&")
-        out.append((line[:-1].strip() if bg else line, bg))
-    return out
-
-
-def command_argv(line: str, subs: dict) -> list:
-    """A README line as argv, with ``$NAME`` expanded from ``subs`` and literal tokens replaced."""
-    for k, v in subs.items():
-        line = line.replace(k, v)
-    return shlex.split(line)
 
 
 def _run_config(app: Path, overrides: list) -> dict:
