@@ -143,22 +143,51 @@ class Deployment:
             extra = " ".join(f"{k}={v}" for k, v in self.extra.get(pid, {}).items())
             argv[argv.index("--node-config") + 1] = f"{nc} {extra}".strip()
             self.node_lines[pid] = argv
-            self.start_node(pid)
+        for ready in [self.start_node(pid, wait=False) for pid in sorted(self.node_lines)]:  # both start at once
+            ready()
         return self
 
-    def start_node(self, pid: int) -> None:
+    def start_node(self, pid: int, *, wait: bool = True) -> Callable[[], None]:
+        """Start SuperNode ``pid`` with its README command; returns (or calls) the wait for its connection."""
         log = self.root / f"supernode-{pid}.log"
         start = log.stat().st_size if log.exists() else 0
         node = Spawned(self.node_lines[pid], env=self.env, log=log, cwd=self.root)
         self.nodes[pid] = node
         self.procs.append(node)
-        self.wait(lambda: "SuperNode ID" in log.read_bytes()[start:].decode(errors="replace"), 60, f"SuperNode {pid} to connect")
+
+        def ready() -> None:
+            self.wait(lambda: "SuperNode ID" in log.read_bytes()[start:].decode(errors="replace"), 60, f"SuperNode {pid} to connect")
+
+        if wait:
+            ready()
+        return ready
 
     def kill_node(self, pid: int) -> None:
-        """SIGKILL the SuperNode and everything it started (its ClientApp process included)."""
+        """SIGKILL the SuperNode's ClientApp process (the device, mid-answer), then stop the SuperNode
+        as the README's ``kill $NODE1`` does (SIGTERM: it leaves the SuperLink, so the same command
+        restarts it at once; a SIGKILLed SuperNode stays "online" for two heartbeats, 60 s)."""
         node = self.nodes.pop(pid)
-        node.stop(sig=signal.SIGKILL)
+        for p in self._marked(node.marker, b"flwr-clientapp"):
+            os.kill(p, signal.SIGKILL)
+        node.stop()
         self.procs.remove(node)
+
+    @staticmethod
+    def _marked(marker: str, name: bytes) -> list:
+        """Pids whose command line holds ``name`` and whose environment holds ``marker`` (started by that process)."""
+        out = []
+        for entry in os.listdir("/proc"):
+            if entry.isdigit():
+                try:
+                    with open(f"/proc/{entry}/cmdline", "rb") as f:
+                        if name not in f.read():
+                            continue
+                    with open(f"/proc/{entry}/environ", "rb") as g:
+                        if f"LDP_FEDERATED_SPAWN={marker}".encode() in g.read().split(b"\0"):
+                            out.append(int(entry))
+                except OSError:
+                    continue
+        return out
 
     def run(self, **run_config) -> int:
         """``flwr run my-app ldp-tls`` (the README's line) with ``--run-config`` items."""
@@ -173,18 +202,7 @@ class Deployment:
 
     def serverapps(self) -> list:
         """The pids of the running ServerApp processes (``flwr-serverapp``, started by the SuperLink)."""
-        out = []
-        for entry in os.listdir("/proc"):
-            if entry.isdigit():
-                try:
-                    with open(f"/proc/{entry}/cmdline", "rb") as f:
-                        if b"flwr-serverapp" in f.read():
-                            with open(f"/proc/{entry}/environ", "rb") as g:
-                                if f"LDP_FEDERATED_SPAWN={self.link.marker}".encode() in g.read().split(b"\0"):
-                                    out.append(int(entry))
-                except OSError:
-                    continue
-        return out
+        return self._marked(self.link.marker, b"flwr-serverapp")
 
     def runs(self) -> dict:
         """``{run id: status}`` of every run (one ``flwr ls``)."""

@@ -133,6 +133,13 @@ def test_a_forged_group_or_collection_gets_no_second_report(tmp_path):
     assert ask(tq[0])["refused"] == {"mechanism_not_allowed": DEVICES}
     _, big = level_queries("pem", "3.5", PARAMS, "hh/big/r1")
     assert ask(big[0])["refused"] == {"epsilon_above_policy": DEVICES}
+    # a discovery description that carries anything but protocol parameters (a ledger, a cap) is refused whole
+    for extra in ({"ledger": str(tmp_path / "elsewhere")}, {"lifetime_cap": "1000"}):
+        d = {**queries[2].discovery, "params": {**queries[2].discovery["params"], **extra}}
+        assert ask(Query.for_mechanism("forged", queries[2].mechanism(), discovery=d))["refused"] == {"malformed_query": DEVICES}
+    assert ask(Query.for_mechanism("forged", queries[2].mechanism(), discovery={**queries[2].discovery, "budget": "9"}))["refused"] == {
+        "malformed_query": DEVICES}
+    assert not (tmp_path / "elsewhere").exists() and max(_charges(app / "s" / "0" / "l.sqlite").tolist()) == Fraction(3)
 
 
 def test_groups_are_keyed_uniform_and_strings_are_cut_to_the_domain():
