@@ -17,6 +17,9 @@ components of the app project ``ldp federated new`` writes::
   run nor enters a count), feeds the rest to a :class:`Collector`, and writes the accepted
   reports as Parquet parts plus one JSON summary per round. A round whose accepted reports stay
   below the minimum batch is reported ``incomplete`` (no estimate), never silently smaller.
+  A heavy-hitter discovery (``mechanism = "pem"`` or ``"treehist"``) is one query per group — each
+  prefix level, then the held-out group (:mod:`~ldp_plugin.federated.discovery`) — decoded once
+  all have arrived: one row per group and the discovered strings with their intervals.
 """
 
 from __future__ import annotations

@@ -34,8 +34,9 @@ def _template(template: str, **subs: Any) -> str:
 
 def new_project(directory: str | Path, *, nodes: int = 2, force: bool = False) -> dict:
     """An app project in ``directory``: ``pyproject.toml`` (components, run config naming the
-    plan), ``plan.toml`` (the queries), ``discovery.toml`` (a heavy-hitter discovery job) and an
-    example ``device.toml`` (a node owner's file)."""
+    plan), ``plan.toml`` (the queries), ``discovery.toml`` (a heavy-hitter discovery job), an
+    example ``device.toml`` (a node owner's file) and a ``.gitignore`` that keeps the devices' state,
+    keys, certificates and results out of the app bundle ``flwr run`` ships."""
     d = Path(directory).resolve()
     targets = {n: d / n for n in ("pyproject.toml", "plan.toml", "discovery.toml", "device.toml")}
     existing = [n for n, p in targets.items() if p.exists()]
@@ -46,6 +47,7 @@ def new_project(directory: str | Path, *, nodes: int = 2, force: bool = False) -
     targets["pyproject.toml"].write_text(_template("pyproject.toml.tmpl", name=name, job=targets["plan.toml"]))
     targets["plan.toml"].write_text(_template("plan.toml.tmpl", nodes=nodes))
     targets["discovery.toml"].write_text(_template("discovery.toml.tmpl", nodes=nodes))
+    (d / ".gitignore").write_text(_template("gitignore.tmpl"))  # Flower's FAB honours it: no keystore, key or ledger leaves the machine
     targets["device.toml"].write_text(_template("device.toml.tmpl", device_toml=targets["device.toml"]))
     return {k: str(v) for k, v in targets.items()}
 
