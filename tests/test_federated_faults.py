@@ -107,10 +107,12 @@ def test_dropout_kill_mid_release_and_concurrent_queries_on_a_deployment(tmp_pat
         # round 2 asked by two ServerApp runs at once: one charge per device, the same reports in both
         dep.wait(lambda: not dep.serverapps(), 60, "the rerun's ServerApp to finish")
         other = tmp_path / "other-results"
-        dep.run(**{"first-round": 2})
-        dep.run(**{"first-round": 2, "out-dir": str(other)})
-        a = dep.wait_summary(dep.summary("faults", 2))["queries"][0]
-        b = dep.wait_summary(dep.summary("faults", 2, other))["queries"][0]
+        job = dep.app / "concurrent.toml"  # the same plan, with a deadline for two runs a SuperNode answers one message at a time
+        job.write_text(PLAN.replace("round_timeout = 25", "round_timeout = 240"))
+        dep.run(**{"job": str(job), "first-round": 2})
+        dep.run(**{"job": str(job), "first-round": 2, "out-dir": str(other)})
+        a = dep.wait_summary(dep.summary("faults", 2), 300)["queries"][0]
+        b = dep.wait_summary(dep.summary("faults", 2, other), 300)["queries"][0]
         for row in (a, b):
             assert row["status"] == "complete" and row["reports_accepted"] == SMALL + BIG and row["node_errors"] == {}
         assert a["reports_from_kept_replies"] + b["reports_from_kept_replies"] == SMALL + BIG  # each node: one fresh reply, one kept
