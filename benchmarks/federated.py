@@ -66,6 +66,10 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--json", default=None)
     ap.add_argument("--collector-only", action="store_true", help="skip the Flower simulations")
+    ap.add_argument("--sim-only", action="store_true", help="only the Flower simulations (no collector measurement)")
+    ap.add_argument("--sim-nodes", type=int, nargs="+", default=[10, 50, 200], help="simulated SuperNodes per run")
+    ap.add_argument("--sim-users", type=int, default=500, help="devices per simulated node")
+    ap.add_argument("--sim-rounds", type=int, default=3, help="rounds per simulation")
     a = ap.parse_args()
     if a.collector_only:
         out = {}
@@ -80,16 +84,22 @@ def main():
                                     "load_average": os.getloadavg()}, "collector_1e6": out}, f, indent=1)
         return
     rows = []
-    for nodes, users in ((10, 500), (50, 500), (200, 500)):
+    for nodes in a.sim_nodes:
+        users = a.sim_users
         cmd = [sys.executable, "-m", "ldp_plugin.cli", "federated", "simulate", "--nodes", str(nodes), "--users-per-node", str(users),
-               "--mechanism", "oue", "--d", "16", "--epsilon", "2", "--rounds", "3", "--device-cap", "4", "--seed", "1", "--json"]
+               "--mechanism", "oue", "--d", "16", "--epsilon", "2", "--rounds", str(a.sim_rounds), "--device-cap", "100", "--seed", "1", "--json"]
+        t0 = time.perf_counter()
         proc = subprocess.run(cmd, capture_output=True, text=True, check=True)
+        total = time.perf_counter() - t0
         out = json.loads(proc.stdout)
         per = [r["seconds"] for r in out["rounds"]]
-        rows.append({"nodes": nodes, "users_per_node": users, "wall_seconds": out["seconds"], "round_seconds": per})
-        print(f"nodes={nodes:<4} users/node={users:<5} wall {out['seconds']:>6.1f} s  rounds {per}", flush=True)
+        assert all(r["reports_accepted"] == nodes * users for r in out["rounds"]), out["rounds"]
+        rows.append({"nodes": nodes, "users_per_node": users, "wall_seconds": out["seconds"], "command_seconds": round(total, 1),
+                     "round_seconds": per, "load_average": os.getloadavg()})
+        print(f"nodes={nodes:<4} users/node={users:<5} flwr run {out['seconds']:>6.1f} s (whole command {total:.1f} s)  rounds {per}  "
+              f"load {os.getloadavg()[0]:.1f}", flush=True)
     thr = {}
-    for name, mech in (("oue-1024", ldp.OUE(epsilon=4.0, d=1024)), ("krr-1024", ldp.KRR(epsilon=4.0, d=1024))):
+    for name, mech in () if a.sim_only else (("oue-1024", ldp.OUE(epsilon=4.0, d=1024)), ("krr-1024", ldp.KRR(epsilon=4.0, d=1024))):
         rate, size = collector_throughput(mech)
         thr[name] = {"reports_per_second": rate, "bytes_per_report": size}
         print(f"collector ingest+validation {name}: {rate:,.0f} reports/s ({size} bytes per wire report)", flush=True)

@@ -16,6 +16,7 @@ from ldp_plugin.federated.device import DeviceFleet
 from ldp_plugin.federated.plan import Plan
 
 
+@pytest.mark.filterwarnings("ignore:GitWildMatchPattern:DeprecationWarning")  # pathspec, inside Flower's FAB builder
 def test_new_writes_a_project_flower_accepts(tmp_path):
     flwr_config = pytest.importorskip("flwr.cli.config_utils")
     proc = subprocess.run([sys.executable, "-m", "ldp_plugin.cli", "federated", "new", str(tmp_path / "app")], capture_output=True, text=True, timeout=120)
@@ -29,10 +30,25 @@ def test_new_writes_a_project_flower_accepts(tmp_path):
     assert plan.name == "demo" and [q.name for q in plan.queries] == ["apps", "daily-app"]
     assert plan.out_dir == (tmp_path / "app" / "results").resolve()
     assert [q.build().name for q in plan.queries] == ["oue", "loloha"]
+    disc = Plan.from_toml(tmp_path / "app" / "discovery.toml")  # the discovery job the README runs
+    assert [(q.name, q.mechanism) for q in disc.queries] == [("words", "pem")] and disc.out_dir == plan.out_dir
     again = subprocess.run([sys.executable, "-m", "ldp_plugin.cli", "federated", "new", str(tmp_path / "app")], capture_output=True, text=True, timeout=120)
     assert again.returncode == 2 and "--force" in again.stderr  # never overwrites silently
     cfg = DeviceConfig.load(tmp_path / "app" / "device.toml", {"partition-id": 1})
-    assert DeviceFleet.init(cfg)["devices"] == 200
+    assert DeviceFleet.init(cfg)["devices"] == 2000
+    # the bundle `flwr run` ships to the SuperLink and every SuperNode holds no device state, key or result
+    import io
+    import zipfile
+
+    from flwr.cli.build import build_fab_from_disk
+
+    app = tmp_path / "app"
+    for extra in ("results/demo/round-0001.json", "flwr-home/apps/x/y.json", "certs/nodes/node-0.pub"):
+        (app / extra).parent.mkdir(parents=True, exist_ok=True)
+        (app / extra).write_text("{}")
+    names = zipfile.ZipFile(io.BytesIO(build_fab_from_disk(app))).namelist()
+    assert (app / "state" / "node-1" / "keystore.json").exists() and "plan.toml" in names
+    assert not [n for n in names if n.split("/")[0] in ("state", "certs", "results", "flwr-home", "device.toml")], names
 
 
 def test_plans_from_the_run_config_are_validated(tmp_path):

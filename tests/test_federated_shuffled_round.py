@@ -214,32 +214,30 @@ def test_tls_deployment_of_a_shuffled_collection_the_batch_holds_no_node_id(tmp_
     the analyzer records the central (ε, δ). Every process is stopped in ``finally``."""
     import subprocess
 
-    from ldp_plugin.federated.cli import new_project
-    from ldp_plugin.federated.deploy import flower_tool, flwr_run, wait_for_run
+    from ldp_plugin.federated.deploy import flower_tool, wait_for_run
+    from tests.federated_deployment import Deployment
 
-    from .test_federated_deploy import DEVICE as DEPLOY_DEVICE, DEVICES as DEPLOY_DEVICES, PLAN, _wait, start_deployment
+    from .test_federated_deploy import DEVICE as DEPLOY_DEVICE, DEVICES as DEPLOY_DEVICES, PLAN
 
     keys = generate_analyzer_keys(tmp_path / "analyzer")
-    app = tmp_path / "app"
-    new_project(app, nodes=2, shuffled=True)
-    (app / "plan.toml").write_text(PLAN.replace('mechanism = "oue"', 'mechanism = "krr"'))
-    (app / "device.toml").write_text(DEPLOY_DEVICE.replace('keystore = "state/{partition-id}/keystore.json"\n',
-                                                           f'keystore = "state/{{partition-id}}/keystore.json"\nanalyzer_key = "{keys["public_key"]}"\n')
-                                     .replace('allowed_mechanisms = ["oue"]', 'allowed_mechanisms = ["krr"]'))
-    for pid in range(2):
-        DeviceFleet.init(DeviceConfig.load(app / "device.toml", {"partition-id": pid}))
-    procs: list = []
+    device = (DEPLOY_DEVICE.replace('keystore = "state/{partition-id}/keystore.json"\n',
+                                    f'keystore = "state/{{partition-id}}/keystore.json"\nanalyzer_key = "{keys["public_key"]}"\n')
+              .replace('allowed_mechanisms = ["oue"]', 'allowed_mechanisms = ["krr"]'))
+    dep = Deployment(tmp_path, plan=PLAN.replace('mechanism = "oue"', 'mechanism = "krr"'), device=device)
+    pyproject = dep.app / "pyproject.toml"  # the app `ldp federated new --shuffled` writes: the shuffler is the ServerApp
+    text = pyproject.read_text()
+    assert 'serverapp = "ldp_plugin.federated.app:server_app"' in text
+    pyproject.write_text(text.replace('serverapp = "ldp_plugin.federated.app:server_app"', 'serverapp = "ldp_plugin.federated.shuffler_app:server_app"'))
     try:
-        env = start_deployment(tmp_path, app, procs)
-        run = flwr_run(app, "ldp-tls", env=env)
-        summary = app / "results" / "deploy" / "round-0001.json"
-        _wait(summary.exists, 120, "the shuffler's round summary", procs)
-        assert wait_for_run(run, "ldp-tls", env=env, timeout=60)["status"] == "finished:completed"
-        listed = subprocess.run([flower_tool("flwr"), "supernode", "list", "ldp-tls", "--format", "json"], env=env, capture_output=True, text=True, timeout=60)
+        dep.start()
+        run = dep.run()
+        summary = dep.summary("deploy", 1)
+        dep.wait_summary(summary, 120)
+        assert wait_for_run(run, "ldp-tls", env=dep.env, timeout=60)["status"] == "finished:completed"
+        listed = subprocess.run([flower_tool("flwr"), "supernode", "list", "ldp-tls", "--format", "json"], env=dep.env, capture_output=True, text=True, timeout=60)
         assert listed.returncode == 0, listed.stdout + listed.stderr
     finally:
-        for p in reversed(procs):
-            p.stop()
+        dep.stop()
     node_ids = [int(n["node-id"]) for n in json.loads(listed.stdout)["nodes"]]
     assert len(node_ids) == 2
     row = json.loads(summary.read_text())["queries"][0]

@@ -17,6 +17,9 @@ components of the app project ``ldp federated new`` writes::
   run nor enters a count), feeds the rest to a :class:`Collector`, and writes the accepted
   reports as Parquet parts plus one JSON summary per round. A round whose accepted reports stay
   below the minimum batch is reported ``incomplete`` (no estimate), never silently smaller.
+  A heavy-hitter discovery (``mechanism = "pem"`` or ``"treehist"``) is one query per group — each
+  prefix level, then the held-out group (:mod:`~ldp_plugin.federated.discovery`) — decoded once
+  all have arrived: one row per group and the discovered strings with their intervals.
 """
 
 from __future__ import annotations
@@ -31,11 +34,13 @@ from flwr.clientapp import ClientApp
 from flwr.serverapp import ServerApp
 
 from .._errors import LDPInputError, LDPParameterError
+from ..discovery import METHODS as DISCOVERY_METHODS
 from .collector import Collector
 from .config import DeviceConfig, device_config_path
 from .device import DeviceFleet, DeviceRefusal
 from .plan import Plan
 from .query import Query
+from .discovery import decode, level_queries
 from .results import estimate_rows, round_dir, write_summary
 from .sealed import seal_reply
 
@@ -43,6 +48,7 @@ __all__ = ["client_app", "server_app", "reply_to_raw", "register_nodes", "run_pl
 
 log = logging.getLogger("ldp_plugin.federated")
 _REPLY_KEYS = {"devices", "reports", "refused", "retry"}
+_NOT_REFUSALS = ("other_group",)
 
 client_app = ClientApp()
 
@@ -124,6 +130,70 @@ def _send(grid: Any, nodes: list, content: RecordDict, group: str, timeout: floa
     return out
 
 
+def _collect(grid: Any, registered: list, quota: dict, plan: Plan, q: Query, out: Any) -> tuple:
+    """Send one query to the registered nodes, validate and collect their replies: ``(collector, row)``."""
+    col = Collector(q, out_dir=out)
+    replies = _send(grid, registered, RecordDict({"query": ConfigRecord({"json": q.to_json()})}), q.query_id, plan.round_timeout)
+    refused: dict = {}
+    retried = 0
+    for nid in registered:
+        if nid not in replies:
+            col.node_errors["no_reply"] = col.node_errors.get("no_reply", 0) + 1
+            continue
+        raw, err = reply_to_raw(replies[nid])
+        if err is not None:
+            col.node_errors[err] = col.node_errors.get(err, 0) + 1
+            continue
+        res = col.ingest_reply(raw, quota=quota[nid], node=nid)
+        if res["error"] is None:
+            for k, v in res["refused"].items():
+                refused[k] = refused.get(k, 0) + v
+            retried += res["accepted"] if res["retry"] else 0
+    other = {k: refused.pop(k) for k in _NOT_REFUSALS if k in refused}  # a discovery's other groups: not refusals
+    row = {"query_id": q.query_id, "query_hash": q.content_hash.hex(), "epsilon": q.epsilon, "nodes_asked": len(registered),
+           "nodes_answered": len(replies), "node_errors": dict(col.node_errors), "reports_accepted": col.accepted,
+           "reports_rejected": int(sum(col.rejected.values())), "rejected_by_reason": dict(col.rejected),
+           "devices_refused": int(sum(refused.values())), "refused_by_reason": refused, "reports_from_kept_replies": retried,
+           "bytes_received": col.bytes_received, "status": "complete" if col.accepted >= q.min_batch else "incomplete",
+           "estimate": None, "parts": None if out is None else str(out)}
+    if other:
+        row["devices_in_other_groups"] = other.get("other_group", 0)
+    return col, row
+
+
+def _discovery_row(grid: Any, registered: list, quota: dict, plan: Plan, pq: Any, r: int) -> dict:
+    """A heavy-hitter discovery collection (:mod:`~ldp_plugin.federated.discovery`): one query per
+    group, in order (levels, then the held-out group), then the decode; one row per group and the
+    discovered strings with their intervals, or ``incomplete`` with the reason."""
+    if pq.epsilon is None:
+        raise LDPParameterError(f"the discovery query {pq.name!r} needs an epsilon")
+    protocol, queries = level_queries(pq.mechanism, pq.epsilon, pq.params, f"{plan.name}/{pq.name}/r{r}")
+    groups, accs = [], []
+    for level, q in enumerate(queries):
+        out = None if plan.out_dir is None else round_dir(plan.out_dir, plan.name, r, f"{pq.name}/group-{level}")
+        col, g = _collect(grid, registered, quota, plan, q, out)
+        g.pop("estimate")
+        g.pop("status")
+        held_out = level == protocol.holdout
+        groups.append({"group": level, "held_out": held_out, "prefix_length": protocol.max_length if held_out else protocol.lengths[level], **g})
+        accs.append(col.acc)
+    status, found, reason = decode(protocol, accs, plan.min_batch)
+    total = lambda k: sum(g[k] for g in groups)  # noqa: E731
+    node_errors: dict = {}
+    refused: dict = {}
+    for g in groups:
+        for k, v in g["node_errors"].items():
+            node_errors[k] = node_errors.get(k, 0) + v
+        for k, v in g["refused_by_reason"].items():
+            refused[k] = refused.get(k, 0) + v
+    return {"query": pq.name, "mechanism": pq.mechanism, "kind": "discovery", "epsilon": queries[0].epsilon,
+            "collection": queries[0].discovery["collection"], "prefix_lengths": list(protocol.lengths), "nodes_asked": len(registered),
+            "nodes_answered": min(g["nodes_answered"] for g in groups), "node_errors": node_errors, "reports_accepted": total("reports_accepted"),
+            "reports_rejected": total("reports_rejected"), "devices_refused": total("devices_refused"), "refused_by_reason": refused,
+            "reports_from_kept_replies": total("reports_from_kept_replies"), "bytes_received": total("bytes_received"),
+            "status": status, "incomplete_reason": reason, "groups": groups, "discovered": found}
+
+
 def register_nodes(grid: Any, plan: Plan) -> tuple:
     """Wait for the plan's SuperNodes and register them: ``(connected node ids, {node id: quota},
     {registration error: count})``; each quota = the devices the node registered, capped by the
@@ -160,37 +230,17 @@ def run_plan(grid: Any, plan: Plan) -> list:
                    "registration_errors": reg_errors, "queries": []}
         for pq in plan.queries:
             t0 = time.perf_counter()
-            q = Query.for_mechanism(f"{plan.name}/{pq.name}/r{r}", pq.build(), min_batch=plan.min_batch)
-            out = None if plan.out_dir is None else round_dir(plan.out_dir, plan.name, r, pq.name)
-            col = Collector(q, out_dir=out)
-            replies = _send(grid, registered, RecordDict({"query": ConfigRecord({"json": q.to_json()})}), q.query_id, plan.round_timeout)
-            refused: dict = {}
-            retried = 0
-            for nid in registered:
-                if nid not in replies:
-                    col.node_errors["no_reply"] = col.node_errors.get("no_reply", 0) + 1
-                    continue
-                raw, err = reply_to_raw(replies[nid])
-                if err is not None:
-                    col.node_errors[err] = col.node_errors.get(err, 0) + 1
-                    continue
-                res = col.ingest_reply(raw, quota=quota[nid], node=nid)
-                if res["error"] is None:
-                    for k, v in res["refused"].items():
-                        refused[k] = refused.get(k, 0) + v
-                    retried += res["accepted"] if res["retry"] else 0
-            row = {"query": pq.name, "query_id": q.query_id, "query_hash": q.content_hash.hex(), "mechanism": pq.mechanism,
-                   "epsilon": q.epsilon, "nodes_asked": len(registered), "nodes_answered": len(replies),
-                   "node_errors": dict(col.node_errors), "reports_accepted": col.accepted,
-                   "reports_rejected": int(sum(col.rejected.values())), "rejected_by_reason": dict(col.rejected),
-                   "devices_refused": int(sum(refused.values())), "refused_by_reason": refused, "reports_from_kept_replies": retried,
-                   "bytes_received": col.bytes_received, "status": "complete" if col.accepted >= q.min_batch else "incomplete",
-                   "estimate": None, "parts": None if out is None else str(out)}
-            if row["status"] == "complete":
-                try:
-                    row["estimate"] = estimate_rows(col.estimate(postprocess="none"))
-                except TypeError:
-                    row["estimate"] = estimate_rows(col.estimate())
+            if pq.mechanism in DISCOVERY_METHODS:
+                row = _discovery_row(grid, registered, quota, plan, pq, r)
+            else:
+                q = Query.for_mechanism(f"{plan.name}/{pq.name}/r{r}", pq.build(), min_batch=plan.min_batch)
+                col, row = _collect(grid, registered, quota, plan, q, None if plan.out_dir is None else round_dir(plan.out_dir, plan.name, r, pq.name))
+                row = {"query": pq.name, "mechanism": pq.mechanism, **row}
+                if row["status"] == "complete":
+                    try:
+                        row["estimate"] = estimate_rows(col.estimate(postprocess="none"))
+                    except TypeError:
+                        row["estimate"] = estimate_rows(col.estimate())
             row["seconds"] = round(time.perf_counter() - t0, 3)
             summary["queries"].append(row)
             log.info("round %d %s: %d accepted, %d rejected, %d refused, node errors %s, %s", r, pq.name, row["reports_accepted"],

@@ -37,10 +37,12 @@ def _template(template: str, **subs: Any) -> str:
 
 def new_project(directory: str | Path, *, nodes: int = 2, force: bool = False, shuffled: bool = False) -> dict:
     """An app project in ``directory``: ``pyproject.toml`` (components, run config naming the
-    plan), ``plan.toml`` (the queries) and an example ``device.toml`` (a node owner's file).
+    plan), ``plan.toml`` (the queries), ``discovery.toml`` (a heavy-hitter discovery job), an
+    example ``device.toml`` (a node owner's file) and a ``.gitignore`` that keeps the devices' state,
+    keys, certificates and results out of the app bundle ``flwr run`` ships.
     ``shuffled``: the ServerApp is the shuffler (:mod:`~ldp_plugin.federated.shuffler_app`)."""
     d = Path(directory).resolve()
-    targets = {n: d / n for n in ("pyproject.toml", "plan.toml", "device.toml")}
+    targets = {n: d / n for n in ("pyproject.toml", "plan.toml", "discovery.toml", "device.toml")}
     existing = [n for n, p in targets.items() if p.exists()]
     if existing and not force:
         raise LDPParameterError(f"{existing} already exist in {d.name!r} (use --force to overwrite)")
@@ -51,6 +53,8 @@ def new_project(directory: str | Path, *, nodes: int = 2, force: bool = False, s
         pyproject = pyproject.replace('serverapp = "ldp_plugin.federated.app:server_app"', 'serverapp = "ldp_plugin.federated.shuffler_app:server_app"')
     targets["pyproject.toml"].write_text(pyproject)
     targets["plan.toml"].write_text(_template("plan.toml.tmpl", nodes=nodes))
+    targets["discovery.toml"].write_text(_template("discovery.toml.tmpl", nodes=nodes))
+    (d / ".gitignore").write_text(_template("gitignore.tmpl"))  # Flower's FAB honours it: no keystore, key or ledger leaves the machine
     targets["device.toml"].write_text(_template("device.toml.tmpl", device_toml=targets["device.toml"]))
     return {k: str(v) for k, v in targets.items()}
 
@@ -58,7 +62,7 @@ def new_project(directory: str | Path, *, nodes: int = 2, force: bool = False, s
 def add_parsers(sub, parser_class, int_in, epsilon_type, seed_type, domain_type, positive_type, mechanism_help) -> None:
     fd = sub.add_parser("federated", help="federated analytics on Flower: devices randomize and enforce their own budget")
     fsub = fd.add_subparsers(dest="federated_command", required=True, parser_class=parser_class)
-    nw = fsub.add_parser("new", help="write a Flower app project (pyproject with [tool.flwr.app], plan.toml, an example device.toml)")
+    nw = fsub.add_parser("new", help="write a Flower app project (pyproject with [tool.flwr.app], plan.toml, discovery.toml, an example device.toml)")
     nw.add_argument("directory")
     nw.add_argument("--nodes", type=int_in(1, 100_000, "an integer"), default=2, help="SuperNodes the plan waits for")
     nw.add_argument("--force", action="store_true", help="overwrite existing files")
@@ -118,7 +122,7 @@ def cmd_federated(args) -> int:
     cmd = args.federated_command
     if cmd == "new":
         paths = new_project(args.directory, nodes=args.nodes, force=args.force, shuffled=args.shuffled)
-        print(f"wrote {paths['pyproject.toml']}, {paths['plan.toml']} and {paths['device.toml']}")
+        print(f"wrote {paths['pyproject.toml']}, {paths['plan.toml']}, {paths['discovery.toml']} and {paths['device.toml']}")
         print("next: `ldp federated certs`, `ldp federated device init`, start the SuperLink and SuperNodes, `flwr run` (README, Federated analytics)")
         return 0
     if cmd == "certs":

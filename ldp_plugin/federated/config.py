@@ -27,10 +27,14 @@ serves every simulated node. Paths are relative to the TOML's directory.
     column = "value"
     # table = "readings"              # SQLite only
     # [data.args]                     # keyword arguments of a module:function source
+
+    [strings]                         # optional: each device's string, for heavy-hitter discovery
+    source = "words.csv"              # same keys as [data]; default: [data]'s values as text
 """
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import os
 import re
@@ -95,6 +99,7 @@ class DeviceConfig:
     args: Optional[dict] = None
     base: Path = Path(".")
     analyzer_key: Optional[str] = None  # the owner-pinned analyzer public key (hex): reports are sealed to it
+    strings: Optional[dict] = None  # the [strings] section: heavy-hitter discovery's values
 
     @classmethod
     def load(cls, path: str | Path, node_config: Optional[Mapping[str, Any]] = None) -> "DeviceConfig":
@@ -111,9 +116,13 @@ class DeviceConfig:
         if left:
             raise LDPParameterError(f"the device configuration uses {{{left[0]}}} but the node_config has no {left[0]!r} "
                                     f"(the SuperNode's --node-config, or `device init --node-config '{left[0]}=...'`)")
-        extra = sorted(set(doc) - {"device", "policy", "data"})
+        extra = sorted(set(doc) - {"device", "policy", "data", "strings"})
         if extra:
-            raise LDPParameterError(f"unknown section(s) {extra} in the device configuration; allowed: device, policy, data")
+            raise LDPParameterError(f"unknown section(s) {extra} in the device configuration; allowed: device, policy, data, strings")
+        strings = doc.get("strings")
+        if strings is not None and (not isinstance(strings, dict) or not isinstance(strings.get("source"), str) or not strings["source"]
+                                    or set(strings) - {"source", "column", "table", "args"}):
+            raise LDPParameterError("[strings] needs a source (a file path or a module:function) and only column, table, args")
         dev, data = doc.get("device", {}), doc.get("data", {})
         for key in ("ledger", "keystore"):
             if not isinstance(dev.get(key), str) or not dev.get(key):
@@ -129,12 +138,22 @@ class DeviceConfig:
             raise LDPParameterError("[device] analyzer_key must be 64 hex digits or the path of an analyzer.pub file")
         return cls(name=str(dev.get("name", "devices")), ledger=base / dev["ledger"], keystore=base / dev["keystore"],
                    policy=DevicePolicy.from_dict(doc.get("policy", {})), source=data["source"], column=data.get("column"),
-                   table=data.get("table"), args=args, base=base,
+                   table=data.get("table"), args=args, base=base, strings=strings,
                    analyzer_key=None if akey is None else bytes(public_key(akey, base)).hex())
 
     def population(self, n_devices: int):
         pol = self.policy
         return Population(name=self.name, lifetime_cap=pol.lifetime_cap, period_cap=pol.period_cap, period=pol.period, cohorts=n_devices)
+
+    def load_strings(self) -> Optional[np.ndarray]:
+        """The devices' strings from the ``[strings]`` section (``None`` if the TOML has none)."""
+        if self.strings is None:
+            return None
+        st = self.strings
+        if st.get("args") is not None and not isinstance(st["args"], dict):
+            raise LDPParameterError("[strings] args must be a table")
+        return dataclasses.replace(self, source=st["source"], column=st.get("column"), table=st.get("table"), args=st.get("args"),
+                                   strings=None).load_values()
 
     def load_values(self) -> np.ndarray:
         """One value per device, read on the device (never sent)."""

@@ -54,6 +54,7 @@ from ..accountant.budget import LedgerError
 from ..mechanisms.lifetime import UnboundedLossError
 from ..mechanisms.protocol import Keyed
 from .config import DeviceConfig
+from .discovery import DiscoveryLevel, collection_key, device_groups
 from .envelope import seal
 from .keystore import Keystore
 from .policy import DevicePolicy
@@ -63,7 +64,7 @@ __all__ = ["DevicePolicy", "DeviceFleet", "DeviceRefusal", "REFUSAL_REASONS"]
 
 REFUSAL_REASONS = ("unsupported_version", "malformed_query", "mechanism_not_allowed", "relation_not_allowed", "epsilon_above_policy", "budget_exhausted", "interrupted",
                    "in_progress", "keystore_missing", "ledger_missing", "ledger_corrupted", "ledger_tampered", "ledger_mismatch",
-                   "not_initialized", "device_misconfigured")
+                   "not_initialized", "device_misconfigured", "other_group", "already_answered")
 
 
 class DeviceRefusal(Exception):
@@ -94,11 +95,16 @@ class DeviceFleet:
     ledger if absent); a deployed SuperNode uses :meth:`open` (never creates) after :meth:`init`."""
 
     def __init__(self, ledger_path: str | Path, values: Sequence, *, lifetime_cap: Any, period_cap: Any = None, period: Optional[str] = None,
-                 policy: Optional[DevicePolicy] = None, name: str = "devices", keystore: Optional[Keystore] = None):
+                 policy: Optional[DevicePolicy] = None, name: str = "devices", keystore: Optional[Keystore] = None,
+                 strings: Optional[Sequence] = None):
         self.values = np.asarray(values) if not isinstance(values, np.ndarray) else values
         n = int(self.values.shape[0])
         if n < 1:
             raise LDPParameterError("a fleet needs at least one device")
+        self.config = None
+        self._strings = None if strings is None else np.asarray(list(strings), dtype=object)  # heavy-hitter discovery's values
+        if self._strings is not None and self._strings.shape != (n,):
+            raise LDPParameterError("strings must hold one string per device")
         self.policy = DevicePolicy() if policy is None else policy
         self.keystore = keystore
         self.keys = keystore.device_keys(n) if keystore is not None else [os.urandom(32) for _ in range(n)]
@@ -164,6 +170,7 @@ class DeviceFleet:
             raise DeviceRefusal("ledger_mismatch" if "another definition" in msg else "ledger_corrupted", msg) from None
         fleet = cls.__new__(cls)
         fleet.values, fleet.policy, fleet.keystore, fleet.ledger = values, config.policy, ks, ledger
+        fleet.config, fleet._strings = config, None
         fleet.keys = ks.device_keys(int(values.shape[0])) if ks is not None else None
         fleet._series_ok = ks is not None
         return fleet
@@ -185,6 +192,15 @@ class DeviceFleet:
             return _reply(n, "malformed_query")
         name = query.spec.get("name") or query.spec.get("mechanism", {}).get("name")
         params = query.spec.get("params") if isinstance(query.spec.get("params"), dict) else {}
+        disc = None
+        if query.discovery is not None:  # one group's query of a heavy-hitter discovery: the policy names the protocol
+            try:
+                disc = DiscoveryLevel.from_field(query.discovery)
+            except LDPParameterError:
+                return _reply(n, "malformed_query")
+            if disc.check_spec(query.spec) is not None or Fraction(repr(float(disc.protocol.epsilon_per_user))) != query.epsilon_exact:
+                return _reply(n, "malformed_query")
+            name, params = disc.method, {}
         reason = self.policy.refusal(name, query.epsilon_exact, params.get("relation"))
         if reason is not None:
             return _reply(n, reason)
@@ -206,6 +222,8 @@ class DeviceFleet:
         if status == "released":  # a retried query: the kept reply, charged once
             kept = self.ledger.kept_reports(qid)
             return {"reports": [bytes.fromhex(h) for h in kept["reports"]], "refused": kept["refused"], "retry": True, "devices": n}
+        if disc is not None:
+            return self._respond_discovery(query, disc, mech, qid)
         eps = query.epsilon_exact
         if isinstance(mech, Keyed):
             try:
@@ -240,6 +258,66 @@ class DeviceFleet:
             if self.keystore is not None:
                 self.keystore.anchor_ledger(self.ledger.path)
         return {"reports": [bytes.fromhex(h) for h in kept["reports"]], "refused": kept["refused"], "retry": False, "devices": n}
+
+    def _respond_discovery(self, query: Query, disc: DiscoveryLevel, mech: Any, qid: str) -> dict:
+        """One group's query of a discovery collection (:mod:`~ldp_plugin.federated.discovery`):
+        the devices of this group (their keyed, data-independent assignment) that were not charged
+        for the collection under another group and whose budget fits are charged ε once and answer;
+        the others are counted (``other_group``, ``already_answered``, ``budget_exhausted``)."""
+        n = self.n_devices
+        if self.keys is None:
+            return _reply(n, "keystore_missing")
+        member = device_groups(self.keys, disc.key, disc.protocol.shares) == disc.level
+        done = self._charged_in_collection(disc.key)
+        refused: dict = {}
+        if int((~member).sum()):
+            refused["other_group"] = int((~member).sum())
+        if int((member & done).sum()):
+            refused["already_answered"] = int((member & done).sum())
+        eps = query.epsilon_exact
+        remaining = self.ledger.remaining_by_cohort()
+        fit = [int(i) for i in np.flatnonzero(member & ~done) if remaining[int(i)] >= eps]
+        short = int((member & ~done).sum()) - len(fit)
+        if short:
+            refused["budget_exhausted"] = short
+        if not fit:
+            return {"reports": [], "refused": refused, "retry": False, "devices": n}
+        try:
+            strings = self.strings()
+        except (LDPParameterError, LDPInputError):
+            return _reply(n, "device_misconfigured")
+        tag = query.content_hash
+
+        def produce() -> dict:
+            reports = mech.randomize_encoded(mech.encode(disc.items(strings[fit])))  # the OS CSPRNG
+            return {"reports": [b.hex() for b in seal(mech.to_wire_each(reports, tag=tag))], "refused": refused}
+
+        try:
+            kept = self.ledger.release(qid, eps, produce, cohorts=fit, keep_reports=True, mechanism=disc.method, params=query.to_dict())
+        except LDPParameterError:
+            return _reply(n, "in_progress", retry=True)
+        finally:
+            if self.keystore is not None:
+                self.keystore.anchor_ledger(self.ledger.path)
+        return {"reports": [bytes.fromhex(h) for h in kept["reports"]], "refused": kept["refused"], "retry": False, "devices": n}
+
+    def strings(self) -> np.ndarray:
+        """The devices' string values (heavy-hitter discovery): the owner's ``[strings]`` source, else the values."""
+        if self._strings is None:
+            src = self.config.load_strings() if self.config is not None else None
+            self._strings = np.asarray([str(v) for v in (self.values if src is None else src)], dtype=object)
+            if self._strings.shape != (self.n_devices,):
+                raise LDPInputError("the device's [strings] source must give one string per device, as many as [data]")
+        return self._strings
+
+    def _charged_in_collection(self, key: str) -> np.ndarray:
+        """Devices charged by any group's query of the discovery collection ``key``."""
+        done = np.zeros(self.n_devices, dtype=bool)
+        for rec in self.ledger.history():
+            d = rec.params.get("discovery") if isinstance(rec.params, dict) else None
+            if isinstance(d, dict) and isinstance(d.get("params"), dict) and collection_key(str(d.get("collection")), d["params"]) == key:
+                done[list(rec.cohorts)] = True
+        return done
 
     def _series_before_rekey(self, query: Query) -> bool:
         """A series with a spend made under a lost keystore's keys (refused for good)."""

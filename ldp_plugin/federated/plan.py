@@ -21,6 +21,12 @@ config names (``job = "/path/plan.toml"``) for several::
     epsilon = "1"
     params = {d = 8}
 
+    [[query]]                 # heavy-hitter discovery (PEM or TreeHist): one query per level
+    name = "words"
+    mechanism = "pem"
+    epsilon = "2"
+    params = {alphabet = "abcdefghijklmnopqrstuvwxyz", max_length = 8, top_k = 5}
+
 The plan never carries anything a device enforces: devices take their policy from their owner.
 """
 
@@ -33,7 +39,9 @@ from pathlib import Path
 from typing import Any, Mapping, Optional
 
 from .._errors import LDPParameterError
+from ..discovery import METHODS as DISCOVERY_METHODS
 from ..registry import build
+from .discovery import level_queries
 
 try:
     import tomllib
@@ -104,7 +112,12 @@ class Plan:
             params = q.get("params", {})
             if not isinstance(params, Mapping):
                 raise LDPParameterError("a query's params must be a table")
-            qs.append(PlannedQuery(q["name"], str(q["mechanism"]), None if q.get("epsilon") is None else str(q["epsilon"]), dict(params)))
+            pq = PlannedQuery(q["name"], str(q["mechanism"]), None if q.get("epsilon") is None else str(q["epsilon"]), dict(params))
+            if pq.mechanism in DISCOVERY_METHODS:  # a heavy-hitter discovery: checked whole before anything is sent
+                if pq.epsilon is None:
+                    raise LDPParameterError(f"the discovery query {pq.name!r} needs an epsilon")
+                level_queries(pq.mechanism, pq.epsilon, pq.params, f"{name}/{pq.name}/r1")
+            qs.append(pq)
         out = plan.get("out_dir")
         if out is not None and (not isinstance(out, str) or not out):
             raise LDPParameterError("out_dir must be a path")

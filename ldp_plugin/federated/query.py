@@ -15,7 +15,7 @@ __all__ = ["QUERY_VERSION", "Query"]
 
 QUERY_VERSION = 1
 COHORT_POLICIES = ("none", "random")
-_FIELDS = frozenset({"version", "query_id", "spec", "epsilon", "cohort_policy", "period", "min_batch"})
+_FIELDS = frozenset({"version", "query_id", "spec", "epsilon", "cohort_policy", "period", "min_batch", "discovery"})
 
 
 @dataclass(frozen=True)
@@ -31,6 +31,9 @@ class Query:
     period: Optional[str] = None
     min_batch: int = 1
     version: int = QUERY_VERSION
+    #: one group's query of a heavy-hitter discovery collection (``collection``, ``params``, ``level``;
+    #: :mod:`ldp_plugin.federated.discovery`), or ``None``
+    discovery: Optional[dict] = None
     _mechanism: Any = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -46,6 +49,8 @@ class Query:
             raise LDPParameterError(f"epsilon must be exact decimal text (got {self.epsilon!r})") from None
         if eps <= 0:
             raise LDPParameterError("epsilon must be > 0")
+        if self.discovery is not None and not isinstance(self.discovery, dict):
+            raise LDPParameterError("discovery must be an object (collection, params, level)")
 
     @classmethod
     def for_mechanism(cls, query_id: str, mechanism: Any, **kw) -> "Query":
@@ -65,8 +70,11 @@ class Query:
         return self._mechanism
 
     def to_dict(self) -> dict:
-        return {"version": self.version, "query_id": self.query_id, "spec": self.spec, "epsilon": self.epsilon,
-                "cohort_policy": self.cohort_policy, "period": self.period, "min_batch": self.min_batch}
+        out = {"version": self.version, "query_id": self.query_id, "spec": self.spec, "epsilon": self.epsilon,
+               "cohort_policy": self.cohort_policy, "period": self.period, "min_batch": self.min_batch}
+        if self.discovery is not None:  # absent otherwise: the content hash of every other query is unchanged
+            out["discovery"] = self.discovery
+        return out
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"))
@@ -91,6 +99,7 @@ class Query:
             raise LDPParameterError("the query's spec must be an object and its epsilon exact decimal text")
         try:
             return cls(query_id=doc["query_id"], spec=doc["spec"], epsilon=doc["epsilon"], cohort_policy=doc.get("cohort_policy", "none"),
-                       period=doc.get("period"), min_batch=doc.get("min_batch", 1), version=doc["version"])
+                       period=doc.get("period"), min_batch=doc.get("min_batch", 1), version=doc["version"],
+                       discovery=doc.get("discovery"))
         except KeyError as e:
             raise LDPInputError(f"the query lacks {e.args[0]!r}") from None
