@@ -51,7 +51,10 @@ OLH's hash-then-k-RR with ``cohorts`` hash functions and OLH's variance-optimal
 ε = 4 (``cell_variance()``), and a prefix level has tens of thousands of candidates, so their
 recall on English words stayed at 0.26–0.30 from ε = 2 to 8 where O-RR reached 0.87, and on Zipf
 words at ε = 4 at 0.52–0.57 vs 0.905 (BENCHMARKS.md); use them only when 1-bit reports are required. Candidates are decoded by the decoder of smaller predicted error
-(:meth:`~ldp_plugin.mechanisms.cohort_server.CohortAccumulator.estimate`, ``decoder="auto"``).
+(:meth:`~ldp_plugin.mechanisms.cohort_server.CohortAccumulator.estimate`, ``decoder="auto"``), the
+streamed sketch decoder's cohort-spread standard errors floored at a light item's predicted
+randomization error (:func:`~ldp_plugin.discovery.diagnostics.null_std_error`: without the floor
+the selection favours nulls whose spread came out small, and their ``z`` has Student-t tails).
 
 **Privacy.** The privacy unit is **one user**: every user is assigned to exactly one group
 (one level, or the held-out group) and sends exactly one report, of one ε-LDP oracle; the
@@ -76,7 +79,7 @@ from ..hashing import assign_cohorts, cohort_seed
 from ..mechanisms import CMS, HCMS, ORR, CountSketch
 from ..progress import status
 from ..sampling import RNGLike, as_source
-from .diagnostics import _N, DiscoveryOptions, HeavyHitters, cell_sd, detectable, discovery_decoder, positive_int, pooled, result
+from .diagnostics import _N, DiscoveryOptions, HeavyHitters, cell_sd, decode, detectable, positive_int, pooled, result
 from .prefix import PrefixCodec
 
 __all__ = ["PrefixDiscovery", "DiscoveryAccumulator", "METHODS", "ORACLES"]
@@ -338,8 +341,7 @@ class PrefixDiscovery(DiscoveryOptions):
             cands = new + old_s + old_p
             if not cands:
                 break
-            est = acc.levels[level].estimate(candidates=cands, postprocess="none", confidence=self.confidence, decoder=discovery_decoder(acc.levels[level]))
-            raw, se = np.asarray(est.raw[: len(cands)]), np.asarray(est.std_error[: len(cands)])
+            raw, se = decode(acc.levels[level], cands, self.confidence)
             for i, c in enumerate(old_p, start=len(new) + len(old_s)):
                 later[c].append((float(raw[i]), float(se[i])))
             # screened strings: pooled over their first level and this one, the largest z join the pool
@@ -372,8 +374,7 @@ class PrefixDiscovery(DiscoveryOptions):
         final = list(pool)
         if final:
             h = acc.levels[self.holdout]
-            est = h.estimate(candidates=final, postprocess="none", confidence=self.confidence, decoder=discovery_decoder(h))
-            for c, r, s in zip(final, est.raw[: len(final)], est.std_error[: len(final)]):
+            for c, r, s in zip(final, *decode(h, final, self.confidence)):
                 later[c].append((float(r), float(s)))
         rows.append({"level": self.holdout, "prefix_length": self.max_length, "users": acc.levels[self.holdout].n, "candidates": len(final),
                      "kept": len(final), "screened": 0, "pooled": 0, "seconds": round(time.perf_counter() - t0, 3), "held_out": True})
