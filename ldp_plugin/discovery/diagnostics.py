@@ -226,12 +226,33 @@ def null_std_error(accumulator: Any) -> float:
     return float(np.sqrt(predicted_variances(accumulator.mechanism, accumulator.n, 1, active)[1]))
 
 
+#: Fewest light candidates (within 2 standard errors of zero) whose median error sets the floor.
+LIGHT_MIN = 64
+
+
+def light_std_error(estimate: np.ndarray, std_error: np.ndarray, floor: float) -> float:
+    """The standard error every candidate of one decode is given at least: the larger of ``floor``
+    (:func:`null_std_error`) and the median cohort-spread error of the light candidates (those
+    within 2 standard errors of zero; used when there are at least :data:`LIGHT_MIN`). Every light
+    candidate's estimate has about the same variance — the randomization's plus the collisions
+    with the rest of the data, which the prediction leaves out (30% more on skewed data at 2·10^4
+    users) — so their median is a precise estimate of it (one number from thousands of spreads)
+    where each candidate's own spread is off by ±4.4% at 256 cohorts."""
+    if floor <= 0.0:
+        return 0.0
+    light = np.abs(estimate) < 2.0 * std_error
+    if int(light.sum()) >= LIGHT_MIN:
+        floor = max(floor, float(np.median(std_error[light])))
+    return floor
+
+
 def decode(accumulator: Any, candidates: list, confidence: float) -> tuple[np.ndarray, np.ndarray]:
     """``(estimate, std_error)`` of the ``candidates`` from one group's reports: the
-    :func:`discovery_decoder`, its standard errors floored at :func:`null_std_error`."""
+    :func:`discovery_decoder`, its standard errors floored at :func:`light_std_error`."""
     est = accumulator.estimate(candidates=candidates, postprocess="none", confidence=confidence, decoder=discovery_decoder(accumulator))
     S = len(candidates)
-    return np.asarray(est.raw[:S], dtype=np.float64), np.maximum(np.asarray(est.std_error[:S], dtype=np.float64), null_std_error(accumulator))
+    raw, se = np.asarray(est.raw[:S], dtype=np.float64), np.asarray(est.std_error[:S], dtype=np.float64)
+    return raw, np.maximum(se, light_std_error(raw, se, null_std_error(accumulator)))
 
 
 def cell_sd(mechanism: Any, n: float) -> float:

@@ -52,9 +52,10 @@ OLH's hash-then-k-RR with ``cohorts`` hash functions and OLH's variance-optimal
 recall on English words stayed at 0.26–0.30 from ε = 2 to 8 where O-RR reached 0.87, and on Zipf
 words at ε = 4 at 0.52–0.57 vs 0.905 (BENCHMARKS.md); use them only when 1-bit reports are required. Candidates are decoded by the decoder of smaller predicted error
 (:meth:`~ldp_plugin.mechanisms.cohort_server.CohortAccumulator.estimate`, ``decoder="auto"``), the
-streamed sketch decoder's cohort-spread standard errors floored at a light item's predicted
-randomization error (:func:`~ldp_plugin.discovery.diagnostics.null_std_error`: without the floor
-the selection favours nulls whose spread came out small, and their ``z`` has Student-t tails).
+streamed sketch decoder's cohort-spread standard errors floored at the light candidates' common
+error (:func:`~ldp_plugin.discovery.diagnostics.light_std_error`, at least a light item's predicted
+randomization error: without the floor the selection favours nulls whose spread came out small,
+and their ``z`` has Student-t tails).
 
 **Privacy.** The privacy unit is **one user**: every user is assigned to exactly one group
 (one level, or the held-out group) and sends exactly one report, of one ε-LDP oracle; the
