@@ -401,6 +401,18 @@ def test_announced_detection_threshold_holds_through_every_level():
     assert final_only < mdf and _found_share(q, 1.5 * final_only, 10) < 0.9
 
 
+@pytest.mark.slow
+def test_announced_detection_threshold_holds_for_treehist():
+    """TreeHist (threshold pruning, :meth:`PrefixDiscovery.prune_z`) with two symbols per level:
+    strings at 1.5x the announced minimum detectable frequency are found in >= 90% of 30 (string,
+    seed) pairs; at a third of it (below the announcement) fewer than 90% are found, so the check
+    can fail."""
+    q = PrefixDiscovery(epsilon=4.0, top_k=10, alphabet="abcd", max_length=6, cohorts=64, step=2, method="treehist")
+    mdf = q.min_detectable_frequency(40_000)
+    assert _found_share(q, 1.5 * mdf, 10) >= 0.9
+    assert _found_share(q, mdf / 3, 10) < 0.9
+
+
 # -- selection-honest output (issue 36) -------------------------------------------------------------
 def _false_nonzero_share(unselected: bool, seeds: int) -> tuple[float, int]:
     """Over ``seeds`` populations (Zipf over 400 strings of 1-5 letters from ``abcdef``, 30,000
