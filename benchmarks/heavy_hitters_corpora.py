@@ -6,6 +6,8 @@ false-nonzero check over many seeds at a smaller n.
     python3 -P benchmarks/heavy_hitters_corpora.py --n 1000000 --epsilons 1 2 4 8 [--corpora words urls zipf]
     python3 -P benchmarks/heavy_hitters_corpora.py --false-zero --n 100000 --seeds 20
     python3 -P benchmarks/heavy_hitters_corpora.py --write-corpus words --n 1000000 --out /tmp/words.txt
+    python3 -P benchmarks/heavy_hitters_corpora.py --score-peer PEER.json --corpora words --n 1000000
+      (scores the JSON lines heavy_hitters_peers.py printed for that corpus file: duplicates counted once)
 
 Per run (one JSON line): ``recall`` = share of the strings with frequency >= 0.5% returned;
 ``slots`` = the same over min(20, their number) (the share of the top-20 slots they could fill);
@@ -66,6 +68,23 @@ def run(name: str, values, freq: dict, eps: float, method: str, seed: int) -> di
     return out
 
 
+def score_peer(path: str, name: str, n: int) -> None:
+    """Score a peer's returned items (``heavy_hitters_peers.py`` JSON lines) on the corpus they ran on."""
+    _, freq = corpus(name, n, 0)
+    heavy = {w for w, v in freq.items() if v >= 0.005}
+    for line in Path(path).read_text().splitlines():
+        r = json.loads(line)
+        if "items" not in r:
+            print(json.dumps({"corpus": name, **r}), flush=True)
+            continue
+        items = list(dict.fromkeys(r["items"]))
+        hit = len(heavy & set(items))
+        print(json.dumps({"corpus": name, "method": "pure-ldp " + r["method"], "recall": round(hit / max(len(heavy), 1), 3),
+                          "slots": round(hit / max(min(20, len(heavy)), 1), 3), "distinct_returned": len(items), "returned": len(r["items"]),
+                          "precision": round(float(np.mean([freq.get(w, 0.0) >= 0.001 for w in items])), 3) if items else None,
+                          "client_seconds": round(r["client_seconds"], 1), "server_seconds": round(r["server_seconds"], 1)}), flush=True)
+
+
 def false_zero(n: int, seeds: int, eps: float, methods=("pem", "treehist")) -> None:
     """Over ``seeds`` populations and randomizations of the words corpus: returned strings whose
     interval excludes zero although no user holds them, as a share of the returned strings."""
@@ -95,8 +114,11 @@ if __name__ == "__main__":
     ap.add_argument("--seeds", type=int, default=20)
     ap.add_argument("--write-corpus", default=None)
     ap.add_argument("--out", default=None)
+    ap.add_argument("--score-peer", default=None)
     a = ap.parse_args()
-    if a.write_corpus:
+    if a.score_peer:
+        score_peer(a.score_peer, a.corpora[0], a.n)
+    elif a.write_corpus:
         v, _ = corpus(a.write_corpus, a.n, 0)
         Path(a.out).write_text("\n".join(v.to_list()))
     elif a.false_zero:

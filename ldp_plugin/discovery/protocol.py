@@ -22,7 +22,11 @@ joins the pool when its estimate pooled over that level and the next is at least
 standard errors (at most ``pool_per_level`` per level; the last level decides alone), and from then
 on every later level's users and the held-out group estimate it (pooled inverse-variance: the
 groups are disjoint). Live prefixes: PEM keeps the ``beam`` largest estimates, TreeHist the
-prefixes selected by Benjamini–Hochberg at ``alpha`` (at most ``beam``).
+prefixes whose estimate exceeds the level's noise threshold (Bassily et al. §3 prune by a
+threshold on the estimated count; here ``z ≥ z_{1 − beam/(2·S_ℓ)}`` over the level's ``S_ℓ`` live
+candidates, at which the level's noise alone fills at most half the beam in expectation; the
+largest ``beam`` of them). Pruning decides only which strings can become candidates (recall);
+the error control is the final selection's.
 
 **Selection-honest inference.** A pooled string's reported estimate, standard error, p-value and
 interval come only from users whose reports played no part in making it a candidate: the levels
@@ -47,7 +51,11 @@ OLH's hash-then-k-RR with ``cohorts`` hash functions and OLH's variance-optimal
 ε = 4 (``cell_variance()``), and a prefix level has tens of thousands of candidates, so their
 recall on English words stayed at 0.26–0.30 from ε = 2 to 8 where O-RR reached 0.87, and on Zipf
 words at ε = 4 at 0.52–0.57 vs 0.905 (BENCHMARKS.md); use them only when 1-bit reports are required. Candidates are decoded by the decoder of smaller predicted error
-(:meth:`~ldp_plugin.mechanisms.cohort_server.CohortAccumulator.estimate`, ``decoder="auto"``).
+(:meth:`~ldp_plugin.mechanisms.cohort_server.CohortAccumulator.estimate`, ``decoder="auto"``), the
+streamed sketch decoder's cohort-spread standard errors floored at the light candidates' common
+error (:func:`~ldp_plugin.discovery.diagnostics.light_std_error`, at least a light item's predicted
+randomization error: without the floor the selection favours nulls whose spread came out small,
+and their ``z`` has Student-t tails).
 
 **Privacy.** The privacy unit is **one user**: every user is assigned to exactly one group
 (one level, or the held-out group) and sends exactly one report, of one ε-LDP oracle; the
@@ -72,7 +80,7 @@ from ..hashing import assign_cohorts, cohort_seed
 from ..mechanisms import CMS, HCMS, ORR, CountSketch
 from ..progress import status
 from ..sampling import RNGLike, as_source
-from .diagnostics import _N, DiscoveryOptions, HeavyHitters, cell_sd, detectable, discovery_decoder, positive_int, p_values, pooled, result, select
+from .diagnostics import _N, DiscoveryOptions, HeavyHitters, cell_sd, decode, detectable, positive_int, pooled, result
 from .prefix import PrefixCodec
 
 __all__ = ["PrefixDiscovery", "DiscoveryAccumulator", "METHODS", "ORACLES"]
@@ -105,7 +113,7 @@ class PrefixDiscovery(DiscoveryOptions):
 
     :param top_k: the most strings to return (only the selected ones are returned).
     :param method: ``"pem"`` (top-``beam`` pruning of live prefixes) or ``"treehist"``
-        (significance pruning of live prefixes).
+        (threshold pruning of live prefixes, :meth:`prune_z`).
     :param alphabet: the public characters strings are made of; ``max_length`` their longest length
         (:func:`~ldp_plugin.discovery.prefix.infer_domain` reads both from the data in a simulation).
     :param step: symbols per level (default: the most the alphabet allows, :func:`plan_lengths`).
@@ -209,6 +217,12 @@ class PrefixDiscovery(DiscoveryOptions):
             live, prev = self.beam, length
         return out
 
+    def prune_z(self, live_candidates: int) -> float:
+        """TreeHist's pruning threshold at a level of ``live_candidates`` live prefixes: the z-score
+        ``z_{1 − beam/(2·S)}`` that a null prefix exceeds with probability ``beam/(2·S)`` (at most
+        ½), so the level's noise alone keeps at most half the beam in expectation."""
+        return float(_N.inv_cdf(1.0 - min(0.5, self.beam / (2.0 * max(int(live_candidates), 1)))))
+
     @property
     def screen_cap(self) -> int:
         """Finished strings screened per level at most (the largest z first)."""
@@ -226,7 +240,7 @@ class PrefixDiscovery(DiscoveryOptions):
         A string finishing at level ``f`` must pass every stage: its prefix survives each earlier
         level's pruning (bounded by exceeding the Bonferroni maximum of the level's noise,
         ``z_{1−α/S_ℓ}`` standard errors over its ``S_ℓ`` live candidates: PEM's ``beam``-th largest
-        noise is below it, and so is TreeHist's BH threshold, assuming fewer than ``beam`` prefixes
+        noise is below it, and so is TreeHist's threshold :meth:`prune_z`, assuming fewer than ``beam`` prefixes
         at a level are heavier); it passes the screen at level ``f`` (``max(screen_z,
         z_{1−cap/F_f})`` over ``F_f`` finished candidates) and the pool's entry on levels ``f`` and
         ``f + 1`` pooled (``max(finish_z, z_{1−pool_per_level/F_f})``); and it is selected from the
@@ -328,8 +342,7 @@ class PrefixDiscovery(DiscoveryOptions):
             cands = new + old_s + old_p
             if not cands:
                 break
-            est = acc.levels[level].estimate(candidates=cands, postprocess="none", confidence=self.confidence, decoder=discovery_decoder(acc.levels[level]))
-            raw, se = np.asarray(est.raw[: len(cands)]), np.asarray(est.std_error[: len(cands)])
+            raw, se = decode(acc.levels[level], cands, self.confidence)
             for i, c in enumerate(old_p, start=len(new) + len(old_s)):
                 later[c].append((float(raw[i]), float(se[i])))
             # screened strings: pooled over their first level and this one, the largest z join the pool
@@ -350,7 +363,7 @@ class PrefixDiscovery(DiscoveryOptions):
                 order = open_[np.argsort(-nr[open_], kind="stable")][: self.beam]
                 keep = order[nr[order] > 0]
             else:
-                sig = open_[select(p_values(nr[open_], nse[open_]), self.alpha, "bh")]
+                sig = open_[z[open_] >= self.prune_z(open_.size)]
                 keep = sig[np.argsort(-nr[sig], kind="stable")][: self.beam]
             live = [new[i] for i in keep]
             rows.append({"level": level, "prefix_length": length, "users": acc.levels[level].n, "candidates": len(cands),
@@ -362,8 +375,7 @@ class PrefixDiscovery(DiscoveryOptions):
         final = list(pool)
         if final:
             h = acc.levels[self.holdout]
-            est = h.estimate(candidates=final, postprocess="none", confidence=self.confidence, decoder=discovery_decoder(h))
-            for c, r, s in zip(final, est.raw[: len(final)], est.std_error[: len(final)]):
+            for c, r, s in zip(final, *decode(h, final, self.confidence)):
                 later[c].append((float(r), float(s)))
         rows.append({"level": self.holdout, "prefix_length": self.max_length, "users": acc.levels[self.holdout].n, "candidates": len(final),
                      "kept": len(final), "screened": 0, "pooled": 0, "seconds": round(time.perf_counter() - t0, 3), "held_out": True})

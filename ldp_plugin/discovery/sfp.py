@@ -37,7 +37,7 @@ from ..hashing import cohort_seed, item_keys, seeded_hash
 from ..mechanisms import ORR
 from ..progress import status
 from ..sampling import RNGLike, as_source
-from .diagnostics import DiscoveryOptions, HeavyHitters, cell_sd, detectable, discovery_decoder, positive_int, result
+from .diagnostics import DiscoveryOptions, HeavyHitters, cell_sd, decode, detectable, positive_int, result
 from .prefix import TERM, PrefixCodec
 
 __all__ = ["SFP"]
@@ -179,6 +179,5 @@ class SFP(DiscoveryOptions):
             raise LDPInputError("no fragments could be joined into strings: too few users for this epsilon")
         wm = self.word_mechanism
         acc = wm.accumulator().add(wm.frame_to_reports(reports.select(pl.col("word_cohort").alias("cohort"), pl.col("word_report").alias("report"))))
-        est = acc.estimate(candidates=cands, postprocess="none", decoder=discovery_decoder(acc))
-        estimate, se = np.asarray(est.raw[: len(cands)]), np.asarray(est.std_error[: len(cands)])
+        estimate, se = decode(acc, cands, self.confidence)
         return result(self, cands, estimate, se, reports.height, rows, interval_method=_SFP_INTERVALS, privacy_unit=_SFP_UNIT)

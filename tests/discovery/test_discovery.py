@@ -407,6 +407,18 @@ def test_announced_detection_threshold_holds_through_every_level():
     assert final_only < mdf and _found_share(q, 1.5 * final_only, 10) < 0.9
 
 
+@pytest.mark.slow
+def test_announced_detection_threshold_holds_for_treehist():
+    """TreeHist (threshold pruning, :meth:`PrefixDiscovery.prune_z`) with two symbols per level:
+    strings at 1.5x the announced minimum detectable frequency are found in >= 90% of 30 (string,
+    seed) pairs; at a third of it (below the announcement) fewer than 90% are found, so the check
+    can fail."""
+    q = PrefixDiscovery(epsilon=4.0, top_k=10, alphabet="abcd", max_length=6, cohorts=64, step=2, method="treehist")
+    mdf = q.min_detectable_frequency(40_000)
+    assert _found_share(q, 1.5 * mdf, 10) >= 0.9
+    assert _found_share(q, mdf / 3, 10) < 0.9
+
+
 # -- selection-honest output (issue 36) -------------------------------------------------------------
 def _false_nonzero_share(unselected: bool, seeds: int) -> tuple[float, int]:
     """Over ``seeds`` populations (Zipf over 400 strings of 1-5 letters from ``abcdef``, 30,000
@@ -470,3 +482,55 @@ def test_domain_inferred_from_the_data_and_reported(tmp_path, capsys):
     with pytest.raises(LDPParameterError, match="public domain"):
         pl.DataFrame({"w": ["ab"] * 10}).ldp.heavy_hitters("w", epsilon=1.0, accountant=acc, query_id="q")
     assert acc.spent() == 0
+
+
+# -- TreeHist's pruning threshold and the standard-error floor (issue 36) ------------------------------
+def test_treehist_noise_fills_at_most_half_the_beam():
+    """Level 0 over 26 letters, two per level (676 live prefixes), while the users' strings use only
+    ``abcd`` (16 real prefixes, each ~6%: far above the threshold): the null prefixes TreeHist keeps
+    are Binomial(660, beam/(2·676)) per run (the threshold :meth:`prune_z`), ~19.5 of 40; over 5
+    runs the total is within 4 analytic sd of its mean. Power: the threshold ``z_{1−beam/S}``
+    (noise fills the whole beam) keeps about twice as many, more than 4 sd off."""
+    from statistics import NormalDist
+
+    q = PrefixDiscovery(epsilon=2.0, top_k=10, alphabet=ALPHA, max_length=6, step=2, cohorts=64, method="treehist")
+    assert q.lengths == (2, 4, 6) and q.beam == 40
+    S, nulls = 26 * 26, 26 * 26 - 16
+    assert q.prune_z(S) == pytest.approx(NormalDist().inv_cdf(1 - q.beam / (2 * S)))
+    rng = np.random.default_rng(8)
+    values = pl.Series(["".join(rng.choice(list("abcd"), size=int(k))) for k in rng.integers(5, 7, size=30_000)])
+    runs, kept = 5, 0
+    for s in range(runs):
+        kept += q.discover(q.privatize(values, rng=s)).levels[0]["kept"] - 16
+    pi = q.beam / (2 * S)
+    mean, sd = runs * nulls * pi, math.sqrt(runs * nulls * pi * (1 - pi))
+    assert abs(kept - mean) < 4 * sd, (kept, mean, sd)
+    wrong = runs * nulls * q.beam / S
+    assert abs(wrong - mean) > 4 * sd + abs(kept - mean)
+
+
+def test_sketch_standard_errors_are_floored_at_the_light_candidates_error():
+    """O-RR ε = 2 (k = 8), 256 cohorts, 20,000 users of Zipf words and 20,000 absent candidates:
+    the floor :func:`light_std_error` (the light candidates' median cohort-spread error) is within
+    10% of the empirical sd of the absent candidates' estimates (the sample sd's own relative sd is
+    1/√40,000 = 0.5%), about half of the candidates' own errors fall below it (the nulls a selection
+    over many candidates would favour) and :func:`decode` reports none below it; the randomization's
+    prediction :func:`null_std_error` is a lower bound. Power: the prediction alone (the wrong
+    variant) misses the collisions on this skewed data by more than 10%."""
+    from ldp_plugin.discovery.diagnostics import decode, light_std_error, null_std_error
+
+    words, f, rng = _zipf_words(2, 3000, 3, 8)
+    x = rng.choice(len(words), size=20_000, p=f)
+    m = ORR(epsilon=2.0, k=8, cohorts=256, hash_seed=5)
+    acc = m.accumulator().add(m.randomize(np.array(words, dtype=object)[x], rng=4))
+    absent = [f"absent{i}" for i in range(20_000)]
+    est = acc.estimate(candidates=absent, postprocess="none", decoder="sketch")
+    raw, se = np.asarray(est.raw[:-1]), np.asarray(est.std_error[:-1])
+    predicted = null_std_error(acc)
+    floor = light_std_error(raw, se, predicted)
+    assert abs(raw.std() / floor - 1) < 0.1, raw.std() / floor
+    assert predicted <= floor and 0.35 < float(np.mean(se < floor)) < 0.65
+    raw2, se2 = decode(acc, absent, 0.95)
+    assert np.array_equal(raw2, raw) and np.array_equal(se2, np.maximum(se, floor))
+    assert abs(raw.std() / predicted - 1) > 0.1
+    assert light_std_error(raw, se, 0.0) == 0.0 and light_std_error(raw[:10], se[:10], predicted) == predicted
