@@ -282,7 +282,7 @@ def make_set_ldp(set_mechanism: SampleOne, *, unit: str = "user", rng: RNGLike =
     return make_sample_one(set_mechanism, unit=unit, rng=rng) >> then_ldp(set_mechanism.padded, unit=unit, rng=rng)
 
 
-_KRR_DOC = """k-RR as an OpenDP measurement (paper 002 eq. 6). ``ε``-LDP per user.
+_KRR_DOC = """k-RR as an OpenDP measurement (Kairouz, Bonawitz & Ramage (ICML 2016) eq. 6). ``ε``-LDP per user.
 
     >>> import ldp_plugin as ldp
     >>> m = ldp.make_krr(epsilon=1.0, categories=["a", "b", "c"])

@@ -32,6 +32,8 @@ def make_square_wave(*, epsilon: float, lower: float = 0.0, upper: float = 1.0, 
 
 
 def then_square_wave(*, epsilon: float, lower: float = 0.0, upper: float = 1.0, grid: int = 256, unit=None, rng: RNGLike = None):
+    """The chaining form of :func:`make_square_wave` (``transformation >> then_square_wave(...)``): the same
+    mechanism, parameters and ε-LDP guarantee per user; ``unit`` defaults to the chain's unit."""
     return then_ldp(SquareWave(epsilon=epsilon, lower=lower, upper=upper, grid=grid), unit=unit, rng=rng)
 
 
@@ -41,6 +43,8 @@ def make_bucketed(*, epsilon: float, lower: float = 0.0, upper: float = 1.0, buc
 
 
 def then_bucketed(*, epsilon: float, lower: float = 0.0, upper: float = 1.0, buckets: int = 16, oracle: str = "auto", unit=None, rng: RNGLike = None):
+    """The chaining form of :func:`make_bucketed` (``transformation >> then_bucketed(...)``): the same
+    mechanism, parameters and ε-LDP guarantee per user; ``unit`` defaults to the chain's unit."""
     return then_ldp(BucketedOracle(epsilon=epsilon, lower=lower, upper=upper, buckets=buckets, oracle=oracle), unit=unit, rng=rng)
 
 
@@ -58,6 +62,8 @@ def make_spl(*, epsilon: float, domains, unit: str = "user", rng: RNGLike = None
 
 
 def then_spl(*, epsilon: float, domains, unit=None, rng: RNGLike = None):
+    """The chaining form of :func:`make_spl` (``transformation >> then_spl(...)``): the same
+    mechanism, parameters and ε-LDP guarantee per user; ``unit`` defaults to the chain's unit."""
     return then_ldp(SPL(epsilon=epsilon, domains=domains), unit=unit, rng=rng)
 
 
@@ -68,6 +74,8 @@ def make_smp(*, epsilon: float, domains, unit: str = "user", rng: RNGLike = None
 
 
 def then_smp(*, epsilon: float, domains, unit=None, rng: RNGLike = None):
+    """The chaining form of :func:`make_smp` (``transformation >> then_smp(...)``): the same
+    mechanism, parameters and ε-LDP guarantee per user; ``unit`` defaults to the chain's unit."""
     return then_ldp(SMP(epsilon=epsilon, domains=domains), unit=unit, rng=rng)
 
 
@@ -78,6 +86,8 @@ def make_rsfd(*, epsilon: float, domains, unit: str = "user", rng: RNGLike = Non
 
 
 def then_rsfd(*, epsilon: float, domains, unit=None, rng: RNGLike = None):
+    """The chaining form of :func:`make_rsfd` (``transformation >> then_rsfd(...)``): the same
+    mechanism, parameters and ε-LDP guarantee per user; ``unit`` defaults to the chain's unit."""
     return then_ldp(RSFD(epsilon=epsilon, domains=domains), unit=unit, rng=rng)
 
 
@@ -100,6 +110,8 @@ def make_hierarchical_histogram(*, epsilon: float, lower: float = 0.0, upper: fl
 
 def then_hierarchical_histogram(*, epsilon: float, lower: float = 0.0, upper: float = 1.0, buckets: int = 1024, fanout="auto", unit=None,
                                 rng: RNGLike = None):
+    """The chaining form of :func:`make_hierarchical_histogram` (``transformation >> then_hierarchical_histogram(...)``): the same
+    mechanism, parameters and ε-LDP guarantee per user; ``unit`` defaults to the chain's unit."""
     return then_ldp(HierarchicalHistogram(epsilon=epsilon, lower=lower, upper=upper, buckets=buckets, fanout=fanout), unit=unit, rng=rng)
 
 
@@ -120,6 +132,8 @@ def make_pckv(*, epsilon: float, d: int, ell: int = 1, unit: str = "user", rng: 
 
 
 def then_pckv(*, epsilon: float, d: int, ell: int = 1, unit=None, rng: RNGLike = None):
+    """The chaining form of :func:`make_pckv` (``transformation >> then_pckv(...)``): the same
+    mechanism, parameters and ε-LDP guarantee per user; ``unit`` defaults to the chain's unit."""
     return then_ldp(PCKV(epsilon=epsilon, d=d, ell=ell), unit=unit, rng=rng)
 
 
@@ -139,6 +153,8 @@ def make_haar_hrr(*, epsilon: float, lower: float = 0.0, upper: float = 1.0, buc
 
 
 def then_haar_hrr(*, epsilon: float, lower: float = 0.0, upper: float = 1.0, buckets: int = 1024, unit=None, rng: RNGLike = None):
+    """The chaining form of :func:`make_haar_hrr` (``transformation >> then_haar_hrr(...)``): the same
+    mechanism, parameters and ε-LDP guarantee per user; ``unit`` defaults to the chain's unit."""
     return then_ldp(HaarHRR(epsilon=epsilon, lower=lower, upper=upper, buckets=buckets), unit=unit, rng=rng)
 
 
@@ -152,6 +168,8 @@ def make_smp_pairs(*, epsilon: float, domains, unit: str = "user", rng: RNGLike 
 
 
 def then_smp_pairs(*, epsilon: float, domains, unit=None, rng: RNGLike = None):
+    """The chaining form of :func:`make_smp_pairs` (``transformation >> then_smp_pairs(...)``): the same
+    mechanism, parameters and ε-LDP guarantee per user; ``unit`` defaults to the chain's unit."""
     return then_ldp(SMPPairs(epsilon=epsilon, domains=domains), unit=unit, rng=rng)
 
 

@@ -39,7 +39,7 @@ TRUTHS = ("empirical", "population")
 
 
 def true_distribution(kind: str, d: int, gen: np.random.Generator) -> np.ndarray:
-    """A true distribution θ over d items: ``dirichlet`` (a fresh θ ~ Dirichlet(1), paper 001
+    """A true distribution θ over d items: ``dirichlet`` (a fresh θ ~ Dirichlet(1), Wang et al. (arXiv 2016)
     §5), ``zipf`` (θ_i ∝ 1/(i+1)^1.1), ``geometric`` (θ_i ∝ 0.8^i), ``uniform``."""
     if kind == "dirichlet":
         return gen.dirichlet(np.ones(d))
@@ -115,10 +115,10 @@ def simulate(
 ) -> SimulationResult:
     """Run ``repeats`` simulated collections of ``n`` users.
 
-    ``truth="empirical"``: errors against the users' empirical distribution (paper 001 §3 defines
+    ``truth="empirical"``: errors against the users' empirical distribution (Wang et al. (arXiv 2016) §3 defines
     θ_j = #{i: x_i = X_j}/n); ``analytic_mse`` is then the fixed-population MSE of the raw
     estimator. ``truth="population"``: errors against the generating θ; ``analytic_mse`` adds the
-    sampling term ``(1 − Σθ²)/n`` (paper 002 Prop. 3–4). Errors are those of the post-processed
+    sampling term ``(1 − Σθ²)/n`` (Kairouz, Bonawitz & Ramage (ICML 2016) Prop. 3–4). Errors are those of the post-processed
     estimate; ``mean_l2_squared_raw`` is the raw estimator's, comparable with ``analytic_mse``.
     Times are totals over the repeats.
     """

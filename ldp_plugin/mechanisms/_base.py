@@ -218,9 +218,9 @@ class FrequencyOracle(RealizedRates, Analytic, abc.ABC):
         """Expected squared l2 error of the raw estimator, ``E||θ̂ − θ||²``.
 
         ``sampling="fixed"``: θ is the empirical distribution of the n users; the sum of variances
-        is ``[p*(1−p*) + (d−1) q*(1−q*)] / (n (p*−q*)²)``, independent of θ (paper 001 §3.3).
+        is ``[p*(1−p*) + (d−1) q*(1−q*)] / (n (p*−q*)²)``, independent of θ (Wang et al. (arXiv 2016) §3.3).
         ``sampling="iid"``: users are drawn i.i.d. from θ and the error is measured against θ;
-        this adds ``(1 − Σθ²)/n`` (paper 002 Prop. 3–4) and needs ``theta``.
+        this adds ``(1 − Σθ²)/n`` (Kairouz, Bonawitz & Ramage (ICML 2016) Prop. 3–4) and needs ``theta``.
         """
         p, q = self.p_star, self.q_star
         base = mse_pure(self.d, n, p, q)

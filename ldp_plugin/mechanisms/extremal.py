@@ -1,4 +1,4 @@
-"""Extremal mechanisms (paper 003): the binary mechanism, the optimal staircase mechanism from the
+"""Extremal mechanisms (Kairouz, Oh & Viswanath (JMLR 2016)): the binary mechanism, the optimal staircase mechanism from the
 linear program of Thm 4, and the truncated geometric baseline — all on an exact finite channel.
 
 Every mechanism here is a :class:`FiniteChannel`: a ``d × ℓ`` matrix of probabilities stored as
@@ -6,7 +6,7 @@ integer thresholds over ``2**64`` (each row sums to exactly ``2**64``), sampled 
 uniform 64-bit word — so the realized channel is exact and its worst-case ratio
 ``max T(x,y)/T(x',y)`` is checked ``<= e^ε`` at construction, like every other mechanism.
 
-* **Binary mechanism** (paper 003 eq. 14): two outputs; ``Q(0|x) = e^ε/(1+e^ε)`` if ``x ∈ T`` (i.e.
+* **Binary mechanism** (Kairouz, Oh & Viswanath (JMLR 2016) eq. 14): two outputs; ``Q(0|x) = e^ε/(1+e^ε)`` if ``x ∈ T`` (i.e.
   ``P₀(x) >= P₁(x)``), else ``1/(1+e^ε)``. Optimal for every f-divergence at small ε (Thm 5) and
   for total variation at every ε (Thm 6).
 * **Staircase mechanism** (Thm 2, 4): the columns of ``Q`` are scaled staircase patterns
@@ -15,7 +15,7 @@ uniform 64-bit word — so the realized channel is exact and its worst-case rati
   variables), solved with HiGHS; at most ``k`` columns are non-zero at a vertex (Thm 2).
   Utilities: mutual information under a prior, KL / χ² / total variation between the induced
   marginals of ``P₀`` and ``P₁``.
-* **Geometric mechanism** (paper 003 §3.4): ``Q(y|x) ∝ α^{|y−x|}`` with ``α = e^{−ε/(k−1)}`` on the
+* **Geometric mechanism** (Kairouz, Oh & Viswanath (JMLR 2016) §3.4): ``Q(y|x) ∝ α^{|y−x|}`` with ``α = e^{−ε/(k−1)}`` on the
   integers, truncated to ``[0, k)`` (tail mass folded onto the end points).
 
 Realization: ideal probabilities are computed with the pattern ratio ``L·(1 − 2⁻³⁰)`` where ``L``
@@ -276,7 +276,7 @@ def _check_prior(p: Any, d: int, name: str) -> np.ndarray:
 
 @dataclass(frozen=True, kw_only=True)
 class BinaryMechanism(FiniteChannel):
-    """The binary mechanism (paper 003 eq. 14), ``epsilon``-LDP per user: two outputs; input
+    """The binary mechanism (Kairouz, Oh & Viswanath (JMLR 2016) eq. 14), ``epsilon``-LDP per user: two outputs; input
     ``x`` reports 0 with probability ``e^ε/(1+e^ε)`` if ``x ∈ T`` else ``1/(1+e^ε)``. Give ``T``
     (``subset``: input codes) or the hypotheses ``p0``, ``p1`` (then ``T = {x: P₀(x) >= P₁(x)}``).
 
@@ -326,7 +326,7 @@ class BinaryMechanism(FiniteChannel):
 
 @dataclass(frozen=True, kw_only=True)
 class GeometricMechanism(FiniteChannel):
-    """Truncated geometric mechanism on the integers ``0..d−1`` (paper 003 §3.4), ``epsilon``-LDP:
+    """Truncated geometric mechanism on the integers ``0..d−1`` (Kairouz, Oh & Viswanath (JMLR 2016) §3.4), ``epsilon``-LDP:
     ``Q(y|x) ∝ α^{|y−x|}``, ``α = e^{−ε/(d−1)}``, the two tails folded onto 0 and d−1.
 
     >>> from ldp_plugin import GeometricMechanism
@@ -380,7 +380,7 @@ def pattern_utilities(S: np.ndarray, utility: str, prior=None, p0=None, p1=None)
 
 
 def solve_staircase(k: int, epsilon: float, utility: str, *, prior=None, p0=None, p1=None, L: Optional[float] = None):
-    """Solve the LP of paper 003 Thm 4 with HiGHS: returns ``(value, Q)`` with ``Q = S·diag(θ)``
+    """Solve the LP of Kairouz, Oh & Viswanath (JMLR 2016) Thm 4 with HiGHS: returns ``(value, Q)`` with ``Q = S·diag(θ)``
     restricted to its non-zero columns (at most ``k`` at a vertex)."""
     if isinstance(k, bool) or not isinstance(k, int) or not 2 <= k <= MAX_STAIRCASE_K:
         raise LDPParameterError(f"the staircase LP has 2**k variables: k must be in [2, {MAX_STAIRCASE_K}] (got {k!r})")
@@ -407,7 +407,7 @@ def solve_staircase(k: int, epsilon: float, utility: str, *, prior=None, p0=None
 
 @dataclass(frozen=True, kw_only=True)
 class StaircaseMechanism(FiniteChannel):
-    """The optimal staircase mechanism for a sublinear utility (paper 003 Thm 2 and 4), solved by
+    """The optimal staircase mechanism for a sublinear utility (Kairouz, Oh & Viswanath (JMLR 2016) Thm 2 and 4), solved by
     the LP with HiGHS and realized on exact thresholds; ``epsilon``-LDP per user.
 
     ``utility="mutual_information"`` needs ``prior``; ``"kl"``, ``"tv"``, ``"chi2"`` need ``p0`` and

@@ -1,4 +1,4 @@
-"""The shape of cohort mechanisms (O-RR, O-RAPPOR; paper 002 §5): data-independent hash cohorts,
+"""The shape of cohort mechanisms (O-RR, O-RAPPOR; Kairouz, Bonawitz & Ramage (ICML 2016) §5): data-independent hash cohorts,
 cohort reports, the mergeable cohort accumulator with the least-squares decoder."""
 
 from __future__ import annotations
@@ -122,7 +122,7 @@ class _CohortMechanism(MechanismBase, Cohorted, abc.ABC):
         pass
 
     def _closed_positions(self, rank: np.ndarray) -> np.ndarray:
-        """A closed alphabet's positions from a seeded permutation's ranks (paper 002 §5.4): cell
+        """A closed alphabet's positions from a seeded permutation's ranks (Kairouz, Bonawitz & Ramage (ICML 2016) §5.4): cell
         ``π mod k`` (balanced), and for a :attr:`signed` mechanism the sign bit ``⌊π/k⌋ mod 2`` (the
         items sharing a cell alternate signs; with ``d <= k`` every item has a cell of its own)."""
         cell = rank % self.k
