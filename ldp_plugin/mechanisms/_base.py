@@ -91,7 +91,7 @@ class FrequencyOracle(RealizedRates, Analytic, abc.ABC):
 
     epsilon: float
     d: Optional[int] = None
-    categories: Optional[tuple] = None
+    categories: tuple | list | None = None  # a list or tuple of labels; stored as a tuple
     # realized exact quantities, derived in __post_init__
     p_star_exact: Fraction = field(init=False, repr=False, compare=False)
     q_star_exact: Fraction = field(init=False, repr=False, compare=False)

@@ -107,7 +107,7 @@ class FiniteChannel(RealizedChannel, abc.ABC):
     _construction_check_disabled: ClassVar[bool] = False
     epsilon: float
     d: Optional[int] = None
-    categories: Optional[tuple] = None
+    categories: tuple | list | None = None  # a list or tuple of labels; stored as a tuple
     thresholds: tuple = field(init=False, repr=False, compare=False)
     realized_ratio: Fraction = field(init=False, repr=False, compare=False)
     _cum: np.ndarray = field(init=False, repr=False, compare=False)

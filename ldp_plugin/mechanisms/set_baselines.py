@@ -61,7 +61,7 @@ class _SetMechanism(SetInput, RealizedRates):
     epsilon: float
     m: int = 1
     d: Optional[int] = None
-    categories: Optional[tuple] = None
+    categories: tuple | list | None = None  # a list or tuple of labels; stored as a tuple
     on_long: str = "error"
     p_star_exact: Fraction = field(init=False, repr=False, compare=False)
     q_star_exact: Fraction = field(init=False, repr=False, compare=False)

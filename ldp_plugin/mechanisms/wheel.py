@@ -98,7 +98,7 @@ class Wheel(SetInput, SeededReports, RealizedRates):
     epsilon: float
     m: int = 1
     d: Optional[int] = None
-    categories: Optional[tuple] = None
+    categories: tuple | list | None = None  # a list or tuple of labels; stored as a tuple
     p: Union[str, float] = "optimal"
     grid_bits: Optional[int] = None
     on_long: str = "error"

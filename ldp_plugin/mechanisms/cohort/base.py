@@ -61,7 +61,7 @@ class _CohortMechanism(MechanismBase, Cohorted, abc.ABC):
     cohorts: int = 1
     hash_seed: int = 0
     d: Optional[int] = None
-    categories: Optional[tuple] = None
+    categories: tuple | list | None = None  # a list or tuple of labels; stored as a tuple
     #: opt-in to a design whose cells cannot identify every item (channel studies): construction
     #: then accepts it and an estimate warns (:class:`UnderdeterminedWarning`) and widens every
     #: interval to ``[0, total]`` instead of refusing (:mod:`.design`)
