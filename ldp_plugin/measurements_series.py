@@ -19,6 +19,7 @@ import numpy as np
 import opendp.prelude as dp
 
 from ._errors import LDPInputError, LDPParameterError
+from ._opendp_boundary import checked
 from .exact import float_up
 from .measurements import enable_ldp_features, make_duchi, make_hybrid, make_one_bit_mean, make_piecewise, make_rue  # noqa: F401  (compatibility re-exports: the pairs live in measurements)
 from .sampling import RNGLike, as_source
@@ -68,9 +69,12 @@ def make_longitudinal(mechanism: Any, *, key: Optional[bytes] = None, rng: RNGLi
     lock = threading.Lock()
     domain = dp.user_domain(f"LDPValueCode(d={d}, {mechanism.name}, keyed)", lambda _x: True)
 
-    def function(code):
+    def check_code(code):  # run before the FFI call too (the OpenDP boundary), so the error is the library's
         if isinstance(code, bool) or not isinstance(code, (int, np.integer)) or not 0 <= int(code) < d:
-            raise LDPInputError(f"a longitudinal report takes one item code in [0, {d})")
+            raise LDPInputError(f"the measurement's argument must be one item code in [0, {d}) (an int; got type {type(code).__name__})")
+
+    def function(code):
+        check_code(code)
         with lock:
             if once and state["calls"]:
                 raise LDPParameterError(f"{mechanism.name} has no instantaneous layer: a second report of the same key has "
@@ -83,4 +87,4 @@ def make_longitudinal(mechanism: Any, *, key: Optional[bytes] = None, rng: RNGLi
             raise LDPParameterError("d_in must be a non-negative Python int")
         return 0.0 if d_in == 0 else eps
 
-    return dp.m.make_user_measurement(domain, dp.discrete_distance(), dp.max_divergence(), function, privacy_map)
+    return checked(dp.m.make_user_measurement(domain, dp.discrete_distance(), dp.max_divergence(), function, privacy_map), check_code)
