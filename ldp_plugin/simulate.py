@@ -15,7 +15,7 @@ from __future__ import annotations
 import hashlib
 import time
 from dataclasses import dataclass
-from typing import Any, Mapping, Optional
+from typing import Any, Iterable, Mapping, Optional
 
 import numpy as np
 
@@ -207,9 +207,10 @@ OPTION_KEYS = {
 }
 
 
-def parse_params(pairs: list[str]) -> Mapping[str, Any]:
+def parse_params(pairs: list[str], options: Optional[Iterable[str]] = None) -> Mapping[str, Any]:
     """``KEY=VALUE`` strings → dict (integers as ints, floats as floats, ``[a, b]`` as a JSON
-    list, anything else as text)."""
+    list, anything else as text). ``options``: the keys of :data:`OPTION_KEYS` that are options of
+    the calling command (default: all); only those are refused as duplicates."""
     import json
 
     out: dict[str, Any] = {}
@@ -218,7 +219,7 @@ def parse_params(pairs: list[str]) -> Mapping[str, Any]:
         key = key.strip()
         if not sep or not key:
             raise LDPParameterError(f"--param takes KEY=VALUE (got {pair!r})")
-        if key in OPTION_KEYS:
+        if key in OPTION_KEYS and (options is None or key in options):
             opt = OPTION_KEYS[key]
             raise LDPParameterError(f"--param {key}=... duplicates the option {opt}; give {key} once, as {opt}")
         if key in out:

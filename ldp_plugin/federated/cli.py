@@ -118,7 +118,7 @@ def cmd_federated(args) -> int:
 
 
 def _plan_toml(args, nodes: int) -> str:
-    params = dict(parse_params(args.param))
+    params = dict(parse_params(args.param, options=SIMULATE_OPTIONS))
     if args.d is not None:
         params["d"] = args.d
     lines = ["[plan]", 'name = "sim"', f"rounds = {args.rounds}", f"min_batch = {args.min_batch}", 'out_dir = "results"',
@@ -130,6 +130,8 @@ def _plan_toml(args, nodes: int) -> str:
     return "\n".join(lines) + "\n"
 
 
+#: the --param keys that are options of `ldp federated simulate` (others, e.g. epsilon_perm, go in --param)
+SIMULATE_OPTIONS = ("epsilon", "d", "seed", "rng")
 #: the largest --d a simulation accepts (it prints, and in --json returns, one estimate per item)
 MAX_SIMULATED_D = 1 << 16
 #: a conservative rate of devices answered per second by a simulated Flower run (startup excluded)
@@ -152,10 +154,10 @@ def _check_policy(policy: Any, mech: Any) -> None:
     charge = mech.collection_cost(1) if hasattr(mech, "collection_cost") else Fraction(repr(float(mech.epsilon)))
     if charge > policy.max_epsilon_per_query:
         raise LDPParameterError(f"--max-epsilon {float(policy.max_epsilon_per_query):g} is below the query's charge of "
-                                f"{float(charge):.6g} per collection: every device would refuse it (raise --max-epsilon or lower --epsilon)")
+                                f"{float(charge):.6g} per collection: every device would refuse it (raise --max-epsilon or lower the query's epsilon)")
     if charge > policy.lifetime_cap:
         raise LDPParameterError(f"--device-cap {float(policy.lifetime_cap):g} is below the query's charge of {float(charge):.6g}: "
-                                "every device would refuse the first collection (raise --device-cap or lower --epsilon)")
+                                "every device would refuse the first collection (raise --device-cap or lower the query's epsilon)")
 
 
 def _nothing_released(rounds: list) -> str:
@@ -171,7 +173,21 @@ def _nothing_released(rounds: list) -> str:
             f"{refused or 'none'}); check {', '.join(options)}")
 
 
+def _exact_option(text: str, option: str, hi: int) -> Fraction:
+    """``--device-cap`` / ``--max-epsilon``: exact decimal text in ``(0, hi]`` (the device policy's
+    fields), refused naming the option before any file or process is made."""
+    try:
+        v = Fraction(str(text).strip())
+    except (ValueError, ZeroDivisionError):
+        raise LDPParameterError(f"{option} must be exact decimal text such as 2 or 0.5, in (0, {hi}]") from None
+    if not 0 < v <= hi:
+        raise LDPParameterError(f"{option} must be in (0, {hi}] (exact decimal text such as 2 or 0.5)")
+    return v
+
+
 def _simulate(args) -> int:
+    _exact_option(args.device_cap, "--device-cap", 10**6)
+    _exact_option(args.max_epsilon, "--max-epsilon", 700)
     tmp = None
     if args.out is None:
         tmp = tempfile.TemporaryDirectory(prefix="ldp-federated-")
@@ -186,6 +202,9 @@ def _simulate(args) -> int:
         plan = Plan.from_toml(work / "app" / "plan.toml")
         q0 = plan.queries[0].build()  # a bad mechanism or parameter fails here, before Flower starts
         d = q0.domain_size
+        if getattr(q0, "input_kind", "value") not in ("value", "set"):  # the generated data are one category per device
+            raise LDPParameterError(f"--mechanism {args.mechanism}: federated simulate generates one categorical value per device; "
+                                    f"{args.mechanism} takes {q0.input_kind} inputs (use it from Python, or a frequency oracle here)")
         if d is None:
             raise LDPParameterError("federated simulate generates categorical values: give a closed-alphabet mechanism (--d)")
         _check_simulation(args, q0, d)

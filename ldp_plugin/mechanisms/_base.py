@@ -34,6 +34,7 @@ from .protocol import Analytic, ClosedDomain, MergeableCounts, ReportField, Supp
 
 __all__ = ["Channel", "RealizedChannel", "RealizedRates", "FrequencyOracle", "FrequencyAccumulator", "check_epsilon", "check_domain", "encode_values"]
 
+from .usable_range import too_large, too_small
 from .domain import MAX_D, _as_array, _category_index, check_domain, check_epsilon, encode_values  # noqa: F401 (re-exported)
 
 
@@ -108,12 +109,9 @@ class FrequencyOracle(RealizedRates, Analytic, abc.ABC):
         self._validate_extra()
         p, q, ratio = self._realize()
         if not (0 < q < 1 and 0 < p < 1) and not self._allows_degenerate():
-            raise LDPParameterError(
-                f"{self.name}: epsilon={eps} gives probabilities that round to 0 or 1 in 64-bit "
-                "thresholds; use a smaller epsilon"
-            )
+            raise LDPParameterError(too_large(self, eps, "its probabilities round to 0 or 1 in 64-bit thresholds"))
         if p <= q:
-            raise LDPParameterError(f"{self.name}: epsilon={eps} is too small to separate p* from q* at 64-bit precision")
+            raise LDPParameterError(too_small(self, eps, "64-bit thresholds cannot separate p* from q*"))
         if not ratio_within_exp(ratio, eps) and not self._construction_check_disabled:
             raise PrivacyVerificationError(
                 f"{self.name}: the realized likelihood ratio exceeds e**epsilon for epsilon={eps}"

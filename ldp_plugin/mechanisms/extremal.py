@@ -43,6 +43,7 @@ from .protocol import ReportField, MergeableCounts
 from .._errors import LDPInputError, LDPParameterError, PrivacyVerificationError
 from ..estimation import FrequencyEstimate, finalize_estimate
 from ..exact import TWO64, exp_lower_bound, ratio_within_exp
+from .usable_range import too_large
 from ._base import Channel, RealizedChannel, check_domain, check_epsilon
 
 __all__ = [
@@ -59,6 +60,13 @@ UTILITIES = ("mutual_information", "kl", "tv", "chi2")
 MAX_STAIRCASE_K = 14
 _MARGIN = Fraction((1 << 30) - 1, 1 << 30)
 _MIN_PROB = 2.0**-24
+#: where a tight channel's smallest probability, about e**-ε, reaches _MIN_PROB (a search hint only)
+_EPS_HINT = 24 * math.log(2)
+
+
+class LPFailure(LDPParameterError):
+    """The staircase linear program has no solution (at large ε its coefficients span more than
+    double precision): the constructor turns it into the usable-ε message."""
 
 
 def _thresholds_from_rows(P: np.ndarray) -> list:
@@ -122,13 +130,16 @@ class FiniteChannel(RealizedChannel, abc.ABC):
         object.__setattr__(self, "categories", cats)
         object.__setattr__(self, "_index", None if cats is None else {c: i for i, c in enumerate(cats)})
         L = exp_lower_bound(eps) * _MARGIN
-        P = np.asarray(self._ideal_matrix(float(L)), dtype=np.float64)
+        try:
+            P = np.asarray(self._ideal_matrix(float(L)), dtype=np.float64)
+        except LPFailure:
+            raise LDPParameterError(too_large(self, eps, "its linear program has no solution at 64-bit precision", hint=_EPS_HINT)) from None
         if P.ndim != 2 or P.shape[0] != d or not np.allclose(P.sum(axis=1), 1.0, atol=1e-9) or (P < 0).any():
             raise LDPParameterError(f"{self.name}: the channel must be a {d} × ℓ row-stochastic matrix")
         P = P[:, P.max(axis=0) > 0]  # drop outputs that are never produced
         tiny = (P > 0) & (P < _MIN_PROB)
         if tiny.any():
-            raise LDPParameterError(f"{self.name}: epsilon={eps} needs probabilities below 2**-24; use a smaller epsilon or fewer inputs")
+            raise LDPParameterError(too_large(self, eps, "it needs output probabilities below 2**-24", hint=_EPS_HINT))
         T = _thresholds_from_rows(P)
         cum = self._boundaries(T)
         realized = _widths(cum)  # what the client's inverse-CDF search realizes, read back
@@ -393,7 +404,7 @@ def solve_staircase(k: int, epsilon: float, utility: str, *, prior=None, p0=None
     mu = pattern_utilities(S, utility, prior=prior, p0=p0, p1=p1)
     res = linprog(-mu, A_eq=S, b_eq=np.ones(k), bounds=(0, None), method="highs")
     if res.status != 0:
-        raise LDPParameterError(f"the staircase LP failed: {res.message}")
+        raise LPFailure(f"the staircase linear program has no solution for k={k}, epsilon={epsilon:g} (HiGHS status {res.status})")
     cols = np.flatnonzero(res.x > 1e-9)
     # re-solve S_cols θ = 1 on the optimal support to machine precision (HiGHS is feasible to
     # ~1e-7 only): then every column is exactly a scaled pattern and every row sums to 1

@@ -17,6 +17,7 @@ from ...estimation import FrequencyEstimate, retarget
 from ...exact import epsilon_of_ratio, ratio_within_exp
 from ...hashing import check_seed, cohort_seeds, item_keys, keys_of_items, seeded_hash, seeded_permutation
 from ...sampling import RNGLike, as_source
+from ..usable_range import too_large
 from .._base import Channel, check_domain, check_epsilon, encode_values
 from ...theory import mse_cohort
 from ...estimation.least_squares import normal_inverse
@@ -109,7 +110,7 @@ class _CohortMechanism(MechanismBase, Cohorted, abc.ABC):
             object.__setattr__(self, "_table", None)
         p, q, ratio = self._realize()
         if not (0 < q < p < 1):
-            raise LDPParameterError(f"{self.name}: epsilon={eps} gives probabilities that round to 0 or 1 in 64-bit thresholds")
+            raise LDPParameterError(too_large(self, eps, "its probabilities round to 0 or 1 in 64-bit thresholds"))
         if not ratio_within_exp(ratio, eps):  # pragma: no cover - the thresholds are chosen to pass
             raise LDPParameterError(f"{self.name}: the realized likelihood ratio exceeds e**epsilon")
         object.__setattr__(self, "p_exact", p)
