@@ -275,3 +275,21 @@ def test_the_misuse_tables_are_large_enough():
     cli = {c[0] for c in cli_cases()} | {c[0] for c in federated_simulate_cases() + federated_other_cases() + registry_cli_cases()}
     api = {c[0] for c in api_parameter_cases()}
     assert len(cli) >= 300 and len(api) >= 200, (len(cli), len(api))
+
+
+# -- notebook reprs of every estimate type ----------------------------------------------------------------
+def test_estimate_reprs_are_notebook_sized():
+    import numpy as np
+
+    duchi = ldp.Duchi(epsilon=1.0, lower=0, upper=1)
+    mean = repr(duchi.estimate(duchi.randomize(np.linspace(0, 1, 300), rng=1)))
+    assert mean.startswith("MeanEstimate(mean=") and "95% CI [" in mean and "n=300" in mean and "\n" not in mean
+    sw = ldp.SquareWave(epsilon=1.0, grid=16)
+    dist = repr(sw.estimate(sw.randomize(np.linspace(0, 1, 300), rng=1)))
+    assert dist.startswith("DistributionEstimate(n=300, range=[0, 1], buckets=") and len(dist.splitlines()) == 6 and "array(" not in dist
+    spl = ldp.SPL(epsilon=2.0, domains=(3, 4))
+    multi = repr(spl.estimate(spl.randomize(np.array([[0, 1], [2, 3]] * 50), rng=1)))
+    assert multi.startswith("MultiAttributeEstimate(mechanism='spl', n=100, attributes=2)") and len(multi.splitlines()) == 3
+    kv = ldp.PCKV(epsilon=2.0, d=12)
+    text = repr(kv.estimate(kv.randomize([[(0, 0.5)], [(1, -0.5)]] * 50, rng=1)))
+    assert text.startswith("KeyValueEstimate(n=100, keys=12") and "4 more keys" in text and "array(" not in text
