@@ -1,4 +1,4 @@
-"""Issue 3 bar (paper 002 Fig. 3b at one n): closed-alphabet O-RR with tuned (k, C) against
+"""Issue 3 bar (Kairouz, Bonawitz & Ramage (ICML 2016) Fig. 3b at one n): closed-alphabet O-RR with tuned (k, C) against
 k-RR and k-RAPPOR, all with projection, on n = 10^6 users from a geometric distribution with
 mean S/5 over S = 256 symbols (the paper's setting), ε ∈ {1, 2, 4}.
 

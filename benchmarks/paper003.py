@@ -1,4 +1,4 @@
-"""Reproduce paper 003 §3.4 (Figs. 3 and 4): for 100 random (P₀, P₁) over |X| = 6, the KL
+"""Reproduce Kairouz, Oh & Viswanath (JMLR 2016) §3.4 (Figs. 3 and 4): for 100 random (P₀, P₁) over |X| = 6, the KL
 divergence between the induced marginals under the binary, randomized response (k-RR) and
 geometric mechanisms, normalized by the optimum (the staircase LP of Thm 4, HiGHS).
 

@@ -1,8 +1,8 @@
-"""Issue 4 benchmarks: the wheel against RAPPOR-for-sets and PrivSet (paper 004 §6).
+"""Issue 4 benchmarks: the wheel against RAPPOR-for-sets and PrivSet (Wang et al. (PVLDB 2020) §6).
 
 1. Client time per user and server throughput, d ∈ {512, 1024, 2048}, m ∈ {1, 16}, ε = 1
    (n = 20,000 users with m distinct items each, OS CSPRNG; best of 3).
-2. Accuracy at n = 10^5, d = 512, ε = 1 (paper 004 §6.3.1): total variation error (mean l1 of the
+2. Accuracy at n = 10^5, d = 512, ε = 1 (Wang et al. (PVLDB 2020) §6.3.1): total variation error (mean l1 of the
    projected estimates, scaled to sum to m; and of the raw estimates) and l∞ for m ∈ {1, 2, 4, 8, 16},
    20 repeats (zipf(1.1) item popularity, sets drawn without replacement), and the measured raw MSE
    against the analytic formula (Thm 4/6).

@@ -1,4 +1,4 @@
-"""Reproduce paper 001 Table 1 (mean l2² and l1 errors, n = 10,000, 100 repeats, Dirichlet(1),
+"""Reproduce Wang et al. (arXiv 2016) Table 1 (mean l2² and l1 errors, n = 10,000, 100 repeats, Dirichlet(1),
 projection) with `ldp simulate`'s engine, and print the ratio to the paper's numbers.
 
 Usage: python benchmarks/table1.py [--repeats 100] [--truth empirical|population] [--json OUT]
@@ -13,7 +13,7 @@ from ldp_plugin.registry import build
 from ldp_plugin.simulate import simulate
 from ldp_plugin.theory import k_sharp, k_star
 
-# (d, eps): (BRR l2, MRR l2, k*SS l2, k#SS l2, BRR l1, MRR l1, k*SS l1, k#SS l1, k*, k#) from paper 001 Table 1
+# (d, eps): (BRR l2, MRR l2, k*SS l2, k#SS l2, BRR l1, MRR l1, k*SS l1, k#SS l1, k*, k#) from Wang et al. (arXiv 2016) Table 1
 TABLE1 = {
     (2, 0.1): (0.03361, 0.009983, 0.01001, 0.009026, 0.2058, 0.1123, 0.1132, 0.1048, 1, 1),
     (2, 1.0): (0.00043, 9.75e-05, 9.82e-05, 8.21e-05, 0.02341, 0.01112, 0.01084, 0.01024, 1, 1),

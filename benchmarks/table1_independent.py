@@ -1,4 +1,4 @@
-"""Paper 001 Table 1 at d <= 6: the independent-count model.
+"""Wang et al. (arXiv 2016) Table 1 at d <= 6: the independent-count model.
 
 For k-RR (MRR) and the k-subset mechanism the report of a user supports a *set* of items whose
 counts are jointly distributed (k-RR: they sum to n exactly). A simulation that instead draws

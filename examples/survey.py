@@ -1,6 +1,6 @@
 """A closed-alphabet survey: "Which of these 64 products did you buy most recently?"
 
-Closed-alphabet O-RR (paper 002 §5.4: per-cohort permutations instead of hashes) against k-RR and
+Closed-alphabet O-RR (Kairouz, Bonawitz & Ramage (ICML 2016) §5.4: per-cohort permutations instead of hashes) against k-RR and
 k-RAPPOR at the same epsilon, on the same answers. Prints the l1 error of each projected estimate.
 
 Run: python examples/survey.py

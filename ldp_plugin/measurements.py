@@ -316,7 +316,7 @@ def make_set_ldp(set_mechanism: SampleOne, *, unit: str = "user", rng: RNGLike =
     return make_sample_one(set_mechanism, unit=unit, rng=rng) >> then_ldp(set_mechanism.padded, unit=unit, rng=rng)
 
 
-_KRR_DOC = """k-RR as an OpenDP measurement (paper 002 eq. 6). ``ε``-LDP per user.
+_KRR_DOC = """k-RR as an OpenDP measurement (Kairouz, Bonawitz & Ramage (ICML 2016) eq. 6). ``ε``-LDP per user.
 
     >>> import ldp_plugin as ldp
     >>> m = ldp.make_krr(epsilon=1.0, categories=["a", "b", "c"])
@@ -509,9 +509,12 @@ def make_longitudinal(mechanism: Any, *, key: Optional[bytes] = None, rng: RNGLi
     lock = threading.Lock()
     domain = dp.user_domain(f"LDPValueCode(d={d}, {mechanism.name}, keyed)", lambda _x: True)
 
-    def function(code):
+    def check_code(code):  # run before the FFI call too (the OpenDP boundary), so the error is the library's
         if isinstance(code, bool) or not isinstance(code, (int, np.integer)) or not 0 <= int(code) < d:
-            raise LDPInputError(f"a longitudinal report takes one item code in [0, {d})")
+            raise LDPInputError(f"the measurement's argument must be one item code in [0, {d}) (an int; got type {type(code).__name__})")
+
+    def function(code):
+        check_code(code)
         with lock:
             if once and state["calls"]:
                 raise LDPParameterError(f"{mechanism.name} has no instantaneous layer: a second report of the same key has "
@@ -524,4 +527,4 @@ def make_longitudinal(mechanism: Any, *, key: Optional[bytes] = None, rng: RNGLi
             raise LDPParameterError("d_in must be a non-negative Python int")
         return 0.0 if d_in == 0 else eps
 
-    return dp.m.make_user_measurement(domain, dp.discrete_distance(), dp.max_divergence(), function, privacy_map)
+    return checked(dp.m.make_user_measurement(domain, dp.discrete_distance(), dp.max_divergence(), function, privacy_map), check_code)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import hashlib
 import time
 from dataclasses import dataclass
-from typing import Any, Mapping, Optional
+from typing import Any, Iterable, Mapping, Optional
 
 import numpy as np
 
@@ -39,7 +39,7 @@ TRUTHS = ("empirical", "population")
 
 
 def true_distribution(kind: str, d: int, gen: np.random.Generator) -> np.ndarray:
-    """A true distribution θ over d items: ``dirichlet`` (a fresh θ ~ Dirichlet(1), paper 001
+    """A true distribution θ over d items: ``dirichlet`` (a fresh θ ~ Dirichlet(1), Wang et al. (arXiv 2016)
     §5), ``zipf`` (θ_i ∝ 1/(i+1)^1.1), ``geometric`` (θ_i ∝ 0.8^i), ``uniform``."""
     if kind == "dirichlet":
         return gen.dirichlet(np.ones(d))
@@ -115,10 +115,10 @@ def simulate(
 ) -> SimulationResult:
     """Run ``repeats`` simulated collections of ``n`` users.
 
-    ``truth="empirical"``: errors against the users' empirical distribution (paper 001 §3 defines
+    ``truth="empirical"``: errors against the users' empirical distribution (Wang et al. (arXiv 2016) §3 defines
     θ_j = #{i: x_i = X_j}/n); ``analytic_mse`` is then the fixed-population MSE of the raw
     estimator. ``truth="population"``: errors against the generating θ; ``analytic_mse`` adds the
-    sampling term ``(1 − Σθ²)/n`` (paper 002 Prop. 3–4). Errors are those of the post-processed
+    sampling term ``(1 − Σθ²)/n`` (Kairouz, Bonawitz & Ramage (ICML 2016) Prop. 3–4). Errors are those of the post-processed
     estimate; ``mean_l2_squared_raw`` is the raw estimator's, comparable with ``analytic_mse``.
     Times are totals over the repeats.
     """
@@ -207,9 +207,10 @@ OPTION_KEYS = {
 }
 
 
-def parse_params(pairs: list[str]) -> Mapping[str, Any]:
+def parse_params(pairs: list[str], options: Optional[Iterable[str]] = None) -> Mapping[str, Any]:
     """``KEY=VALUE`` strings → dict (integers as ints, floats as floats, ``[a, b]`` as a JSON
-    list, anything else as text)."""
+    list, anything else as text). ``options``: the keys of :data:`OPTION_KEYS` that are options of
+    the calling command (default: all); only those are refused as duplicates."""
     import json
 
     out: dict[str, Any] = {}
@@ -218,7 +219,7 @@ def parse_params(pairs: list[str]) -> Mapping[str, Any]:
         key = key.strip()
         if not sep or not key:
             raise LDPParameterError(f"--param takes KEY=VALUE (got {pair!r})")
-        if key in OPTION_KEYS:
+        if key in OPTION_KEYS and (options is None or key in options):
             opt = OPTION_KEYS[key]
             raise LDPParameterError(f"--param {key}=... duplicates the option {opt}; give {key} once, as {opt}")
         if key in out:

@@ -2,8 +2,10 @@
 and the analytic MSE of each mechanism (with the *ideal* probabilities; a mechanism object's own
 ``mse`` uses its realized probabilities).
 
-References: paper 001 (Wang et al. 2016) Thm 2.1 (I_k, k*), §3.3 and Thm 3.1 (l2 error, k#);
-paper 002 (Kairouz et al. 2016) Prop. 3 (k-RR) and Prop. 4 (k-RAPPOR).
+References: Wang, Huang, Wang, Nie, Xu, Yang, Li, Qiao, *Mutual Information Optimally Local Private
+Discrete Distribution Estimation* (arXiv:1607.08025, 2016) Thm 2.1 (I_k, k*), §3.3 and Thm 3.1 (l2
+error, k#); Kairouz, Bonawitz, Ramage, *Discrete Distribution Estimation under Local Privacy* (ICML
+2016) Prop. 3 (k-RR) and Prop. 4 (k-RAPPOR).
 """
 
 from __future__ import annotations
@@ -58,7 +60,7 @@ def _check(d: int, epsilon: float) -> None:
 
 
 def subset_hit_rates(d: int, k: int, epsilon: float) -> tuple[float, float]:
-    """``(g_k, h_k)`` of the k-subset mechanism (paper 001 §3.2): P[item in report | it is / is
+    """``(g_k, h_k)`` of the k-subset mechanism (Wang et al. (arXiv 2016) §3.2): P[item in report | it is / is
     not the user's item]."""
     e = math.exp(epsilon)
     g = k * e / (k * e + d - k)
@@ -67,20 +69,20 @@ def subset_hit_rates(d: int, k: int, epsilon: float) -> tuple[float, float]:
 
 
 def mutual_information_k_subset(d: int, k: float, epsilon: float) -> float:
-    """``I_k`` (paper 001 Thm 2.1), nats: MI between a uniform input and the k-subset report."""
+    """``I_k`` (Wang et al. (arXiv 2016) Thm 2.1), nats: MI between a uniform input and the k-subset report."""
     e = math.exp(epsilon)
     den = k * e + d - k
     return (k * e * math.log(d * e / den) + (d - k) * math.log(d / den)) / den
 
 
 def beta_mi(d: int, epsilon: float) -> float:
-    """The real maximiser ``β = (ε e^ε − e^ε + 1) d / (e^ε − 1)²`` of ``I_k`` (paper 001 App. C)."""
+    """The real maximiser ``β = (ε e^ε − e^ε + 1) d / (e^ε − 1)²`` of ``I_k`` (Wang et al. (arXiv 2016) App. C)."""
     e = math.expm1(epsilon)
     return (epsilon * (e + 1) - e) * d / (e * e)
 
 
 def k_star(d: int, epsilon: float) -> int:
-    """MI-optimal subset size (paper 001 Thm 2.1): ``floor(β)`` or ``ceil(β)``, whichever has the
+    """MI-optimal subset size (Wang et al. (arXiv 2016) Thm 2.1): ``floor(β)`` or ``ceil(β)``, whichever has the
     larger ``I_k``, restricted to ``[1, d − 1]``."""
     _check(d, epsilon)
     b = beta_mi(d, epsilon)
@@ -96,7 +98,7 @@ def _l2_k_subset(d: int, k: int, epsilon: float) -> float:
 
 
 def k_sharp(d: int, epsilon: float) -> int:
-    """l2-optimal subset size (paper 001 Thm 3.1): ``floor`` or ``ceil`` of ``d/(1 + e^ε)``,
+    """l2-optimal subset size (Wang et al. (arXiv 2016) Thm 3.1): ``floor`` or ``ceil`` of ``d/(1 + e^ε)``,
     whichever has the smaller l2 error, restricted to ``[1, d − 1]``."""
     _check(d, epsilon)
     x = d / (1 + math.exp(epsilon))
@@ -110,14 +112,14 @@ def mse_pure(d: int, n: int, p: float, q: float, *, m: float = 1.0) -> float:
 
 
 def mse_krr(d: int, epsilon: float, n: int) -> float:
-    """k-RR: ``(d−1)(d + 2(e^ε−1)) / (n (e^ε−1)²)`` (paper 002 Prop. 3, second term)."""
+    """k-RR: ``(d−1)(d + 2(e^ε−1)) / (n (e^ε−1)²)`` (Kairouz, Bonawitz & Ramage (ICML 2016) Prop. 3, second term)."""
     _check(d, epsilon)
     e = math.expm1(epsilon)
     return (d - 1) * (d + 2 * e) / (n * e * e)
 
 
 def mse_rappor(d: int, epsilon: float, n: int) -> float:
-    """k-RAPPOR: ``d e^{ε/2} / (n (e^{ε/2} − 1)²)`` (paper 002 Prop. 4, second term)."""
+    """k-RAPPOR: ``d e^{ε/2} / (n (e^{ε/2} − 1)²)`` (Kairouz, Bonawitz & Ramage (ICML 2016) Prop. 4, second term)."""
     _check(d, epsilon)
     e = math.exp(epsilon / 2)
     return d * e / (n * (e - 1) ** 2)
@@ -130,7 +132,7 @@ def mse_oue(d: int, epsilon: float, n: int) -> float:
 
 
 def mse_k_subset(d: int, k: int, epsilon: float, n: int) -> float:
-    """k-subset: ``[g(1−g) + (d−1) h(1−h)] / (n (g−h)²)`` (paper 001 §3.3)."""
+    """k-subset: ``[g(1−g) + (d−1) h(1−h)] / (n (g−h)²)`` (Wang et al. (arXiv 2016) §3.3)."""
     _check(d, epsilon)
     return _l2_k_subset(d, k, epsilon) / n
 
@@ -164,7 +166,7 @@ def mse_hadamard(d: int, epsilon: float, n: int) -> float:
 
 
 def mse_cohort(S: int, n: int, k: int, C: int, p: float, q: float, *, h: int = 1, covariance: str = "multinomial", closed: bool = True, noise: Optional[float] = None) -> float:
-    """Predicted ``E‖θ̂ − θ‖²`` of the least-squares decoder of O-RR / O-RAPPOR (paper 002 §5)
+    """Predicted ``E‖θ̂ − θ‖²`` of the least-squares decoder of O-RR / O-RAPPOR (Kairouz, Bonawitz & Ramage (ICML 2016) §5)
     over ``S`` candidates, at a uniform θ, equal cohorts of ``n/C`` users.
 
     Derivation (``θ̂ = M⁺ Σ_c n_c B_cᵀ b_c``, ``M = Σ_c n_c B_cᵀ B_c``): with every cell reported

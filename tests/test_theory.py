@@ -8,7 +8,7 @@ import pytest
 from ldp_plugin import KRR, OUE, RAPPOR, KSubset
 from ldp_plugin import theory
 
-# paper 001 Table 1: (d, eps) -> (k*, k#)
+# Wang et al. (arXiv 2016) Table 1: (d, eps) -> (k*, k#)
 TABLE1_K = {
     (2, 0.1): (1, 1), (2, 1.0): (1, 1), (4, 0.01): (2, 2), (4, 0.1): (2, 2), (4, 0.5): (2, 2), (4, 1.0): (1, 1),
     (6, 0.01): (3, 3), (6, 0.1): (3, 3), (6, 0.5): (3, 2), (6, 1.0): (2, 2), (8, 0.01): (4, 4), (8, 0.1): (4, 4),

@@ -89,8 +89,8 @@ class Population:
     (``"day"``, ``"hour"`` or ``"week"``, UTC), and ``cohorts`` data-independent cohorts."""
 
     name: str
-    lifetime_cap: Fraction
-    period_cap: Optional[Fraction] = None
+    lifetime_cap: Fraction | str | int  # exact: a Fraction, an int or decimal text; stored as a Fraction
+    period_cap: Fraction | str | int | None = None  # stored as a Fraction
     period: Optional[str] = None
     cohorts: int = 1
 

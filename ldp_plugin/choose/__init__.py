@@ -232,7 +232,7 @@ def rank_mechanisms(d: int, epsilon: float, *, n: int = 100_000, m: int = 1, met
             label if m == 1 else f"sample-one({label})", dict(params, **({"m": m} if m > 1 else {})),
             _summarize(v, metric), float(v.sum()), bits, client, server, build, worst_item_se=worst,
         ))
-    # native set mechanisms (paper 004): the wheel (any m) and, for sets, RAPPOR-for-sets and PrivSet;
+    # native set mechanisms (Wang et al. (PVLDB 2020)): the wheel (any m) and, for sets, RAPPOR-for-sets and PrivSet;
     # their estimators' variance is exact at f = m/d (every user holds m items)
     natives = [("wheel", lambda: Wheel(epsilon=eps, d=d, m=m), "O(m log m)", "O(n·d)")]
     if 1 < m < d:

@@ -8,10 +8,11 @@ import argparse
 import json
 import math
 import sys
-from typing import Optional
+from typing import Any, Optional
 
 from ..simulate import parse_params
 from ..registry import load_registry, required_parameters, KINDS, build
+from .._errors import LDPParameterError
 
 
 def float_in(lo: Optional[float] = None, hi: Optional[float] = None, *, lo_open: bool = False, hi_open: bool = False, note: str = ""):
@@ -113,10 +114,32 @@ def registry(all_kinds: bool = False):
     return load_registry(kinds=KINDS) if all_kinds else load_registry()
 
 
+#: the command that simulates each non-frequency kind (guidance that names a real command)
+KIND_COMMANDS = {
+    "mean": "ldp mean simulate --mechanism {name} --epsilon E --lower L --upper U",
+    "longitudinal": "ldp longitudinal simulate --mechanism {name} --epsilon-perm E --epsilon-1 E1 --d D",
+}
+
+
+def require_frequency(name: Any, command: str) -> None:
+    """``ldp simulate`` / ``amplify`` / ``federated simulate`` take a frequency oracle: another
+    registered kind is refused with the command (or the Python class) that takes it."""
+    base = name[len("sample-"):] if isinstance(name, str) and name.startswith("sample-") else name
+    decl = registry(all_kinds=True).get(base) if isinstance(base, str) else None
+    if decl is None or decl.kind == "frequency":
+        return
+    head = f"`ldp {command}` takes a frequency oracle; {base!r} is a {decl.kind} mechanism"
+    if decl.kind in KIND_COMMANDS:
+        raise LDPParameterError(f"{head}: use `{KIND_COMMANDS[decl.kind].format(name=base)}`")
+    raise LDPParameterError(f"{head} with no command-line simulation: use it from Python (ldp_plugin.{decl.mechanism_class().__name__}; "
+                            "`ldp mechanisms` lists its parameters)")
+
+
 def _build(args):
     """The mechanism of ``--mechanism`` / ``--d`` / ``--epsilon`` / ``--m`` / ``--param`` (the
     registry is the only builder: missing parameters are named there)."""
 
+    require_frequency(args.mechanism, "simulate")
     params = dict(parse_params(args.param))
     return build(args.mechanism, epsilon=args.epsilon, d=args.d, m=getattr(args, "m", None), n=getattr(args, "n", None), **params)
 

@@ -7,6 +7,7 @@ import json
 from ..simulate import parse_params
 from ..registry import build
 from ..amplification import amplify
+from ._common import require_frequency
 
 
 def cmd_amplify(args) -> int:
@@ -15,6 +16,7 @@ def cmd_amplify(args) -> int:
 
 
 
+    require_frequency(args.mechanism, "amplify")
     mech = build(args.mechanism, epsilon=args.epsilon, d=args.d, **dict(parse_params(args.param)))
     t0 = time.perf_counter()
     out = amplify(mech, args.n, args.delta)

@@ -6,21 +6,21 @@ A pure frequency oracle is a mechanism whose report *supports* a set of items su
     P[report supports i | i is not the user's item] = q*
 
 (k-RR, RAPPOR/SUE, OUE, k-subset; later OLH, Hadamard and the wheel). With ``c_i`` the number of
-the ``n`` reports that support item ``i``, the estimator (paper 001 Alg. 2 line 8; paper 002
+the ``n`` reports that support item ``i``, the estimator (Wang et al. (arXiv 2016) Alg. 2 line 8; Kairouz, Bonawitz & Ramage (ICML 2016)
 eq. 8 and 15 are special cases) is
 
     θ̂_i = (c_i / n − q*) / (p* − q*),                        unbiased,
     Var(θ̂_i) = [θ_i p*(1 − p*) + (1 − θ_i) q*(1 − q*)] / (n (p* − q*)²),
 
-where θ is the empirical distribution of the ``n`` users (paper 001 §3.3). Standard errors plug the
+where θ is the empirical distribution of the ``n`` users (Wang et al. (arXiv 2016) §3.3). Standard errors plug the
 clipped estimate into the variance; confidence intervals are normal-approximation intervals
 around the raw estimate, intersected with [0, 1] (which can only raise coverage).
 
 Post-processing never touches the privacy budget: ``none`` (raw, unbiased), ``normalize``
 (clip negatives, rescale to the total), ``projection`` (Euclidean projection onto the scaled
-simplex, Wang & Carreira-Perpiñán 2013; the default for distributions, paper 002 §4.4) and ``em``
+simplex, Wang & Carreira-Perpiñán 2013; the default for distributions, Kairouz, Bonawitz & Ramage (ICML 2016) §4.4) and ``em``
 (maximum likelihood by expectation–maximisation, for mechanisms whose report names one item,
-i.e. k-RR; paper 002 §4.4).
+i.e. k-RR; Kairouz, Bonawitz & Ramage (ICML 2016) §4.4).
 """
 
 from __future__ import annotations
@@ -133,7 +133,7 @@ class FrequencyEstimate:
     normal interval at ``confidence`` around ``raw``, intersected with ``[0, 1]``.
 
     ``target`` says what the intervals cover: ``"sample"`` (default) the frequencies of the users
-    who reported (paper 001's θ: the randomization is the only noise); ``"population"`` the
+    who reported (Wang et al.'s (arXiv 2016) θ: the randomization is the only noise); ``"population"`` the
     frequencies of a population the users are an i.i.d. sample of (the multinomial sampling
     variance ``θ(1−θ)/n`` is added; see :func:`retarget`).
     """

@@ -1,5 +1,5 @@
 """Weighted least-squares decoding of the cohort (hashed) mechanisms — O-RR, O-RAPPOR, CMS, HCMS
-and the count sketch (paper 002 eq. 20–22) — with exact fixed-population standard errors.
+and the count sketch (Kairouz, Bonawitz & Ramage (ICML 2016) eq. 20–22) — with exact fixed-population standard errors.
 Re-exported by :mod:`ldp_plugin.estimation`; the streamed decoder for 10^5 candidates is
 :mod:`ldp_plugin.estimation.sketch`."""
 
@@ -26,7 +26,7 @@ def least_squares_decode(
     other_sum: bool = False,
     total: Optional[float] = None,
 ) -> tuple[np.ndarray, np.ndarray, int]:
-    """Weighted least-squares decoding for cohort/hash mechanisms (paper 002 eq. 20–22).
+    """Weighted least-squares decoding for cohort/hash mechanisms (Kairouz, Bonawitz & Ramage (ICML 2016) eq. 20–22).
 
     Cohort ``c`` (``n_c`` reports) has output cells ``j ∈ [0, k)`` with ``counts[c, j]`` reports
     (O-RR: the reported value; O-RAPPOR: a set bit). Candidate ``s`` *covers* the cells
@@ -36,7 +36,7 @@ def least_squares_decode(
         min_θ Σ_c n_c ‖b_c − B_c θ‖²   ⇔   M θ = r,  M = Σ_c n_c B_cᵀB_c,  r = Σ_c n_c B_cᵀ b_c
 
     by the pseudo-inverse of ``M`` (eigen-decomposition; the minimum-norm solution if some
-    candidates are indistinguishable). Paper 002 eq. 22 is the case of equal ``n_c``.
+    candidates are indistinguishable). Kairouz, Bonawitz & Ramage (ICML 2016) eq. 22 is the case of equal ``n_c``.
 
     Standard errors: ``θ̂ = M⁺ Σ_c n_c B_cᵀ b_c``, so
     ``Var θ̂_s = Σ_c n_c² g_{c,s}ᵀ Cov(b_c) g_{c,s}`` with ``g_{c,s} = B_c M⁺ e_s`` and the plug-in
@@ -45,7 +45,7 @@ def least_squares_decode(
     report, O-RR) or ``diag(π̂(1−π̂))`` (``"bernoulli"``: O-RAPPOR's bits, independent given the
     value), each *minus* the part due to the mix of values ``(p−q)² B_c Σ_θ B_cᵀ``
     (``Σ_θ = diag θ − θθᵀ``; for O-RAPPOR only its diagonal), all over ``n_c (p−q)²``: the users'
-    values are fixed and only the randomization is random (paper 001 eq. 10). The cohorts are
+    values are fixed and only the randomization is random (Wang et al. (arXiv 2016) eq. 10). The cohorts are
     drawn at random, so their mixes of values vary (multivariate hypergeometric, conditional on
     the sizes): that adds ``(n/(n−1)) Σ_c n_c g_{c,s}ᵀ B_c Σ_θ B_cᵀ g_{c,s} − (P Σ_θ P)_{ss}/(n−1)``,
     ``P = M⁺M``. ``covariance="hadamard"`` (HCMS, ``p = 1, q = 0``: ``z`` estimates the cell counts

@@ -7,7 +7,7 @@ candidates in chunks and never holds more than ``C × chunk`` cells (memory ``O(
 time ``O(C·h·S)``):
 
 1. **Cell estimates.** Cohort ``c`` (``n_c`` reports) gives ``b_{c,j} = (counts_{c,j}/n_c − q)/(p − q)``
-   with ``E b_{c,j} = Σ_v θ_v [j ∈ cells_c(v)]`` (the unbiased cell frequency of paper 002 eq. 20).
+   with ``E b_{c,j} = Σ_v θ_v [j ∈ cells_c(v)]`` (the unbiased cell frequency of Kairouz, Bonawitz & Ramage (ICML 2016) eq. 20).
 2. **Sketch estimate** (the count-mean-sketch read-out of Apple's "Learning with Privacy at
    Scale", 2017, generalized to ``h`` cells): candidate ``s`` reads ``z_c(s)``, the mean of ``b`` over
    its distinct cells in cohort ``c``. Over the data-independent hash,

@@ -8,8 +8,11 @@ from __future__ import annotations
 
 import datetime as _dt
 import ipaddress
+import re
 import os
 from pathlib import Path
+
+from .._errors import LDPParameterError
 
 __all__ = ["make_tls", "make_node_keys"]
 
@@ -22,6 +25,24 @@ def _write(path: Path, data: bytes, private: bool = False) -> Path:
     return path
 
 
+_HOST = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?$")
+
+
+def _check_hosts(hosts: tuple) -> None:
+    """Each ``--host`` is an IP address or a DNS name of at most 64 characters (the certificate's
+    common name), checked before any key is made."""
+    if not hosts:
+        raise LDPParameterError("--host: give at least one host name or IP address of the SuperLink")
+    for h in hosts:
+        try:
+            ipaddress.ip_address(h)
+            continue
+        except ValueError:
+            pass
+        if not isinstance(h, str) or not 1 <= len(h) <= 64 or not _HOST.match(h):
+            raise LDPParameterError("--host must be an IP address or a DNS name of 1 to 64 letters, digits, dots and hyphens")
+
+
 def make_tls(directory: str | Path, hosts: tuple = ("127.0.0.1", "localhost"), days: int = 30) -> dict:
     """``ca.pem``, ``server.pem`` and ``server.key`` in ``directory``; returns their paths."""
     from cryptography import x509
@@ -29,6 +50,7 @@ def make_tls(directory: str | Path, hosts: tuple = ("127.0.0.1", "localhost"), d
     from cryptography.hazmat.primitives.asymmetric import ec
     from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
+    _check_hosts(hosts)
     d = Path(directory)
     now = _dt.datetime.now(_dt.timezone.utc)
     ca_key = ec.generate_private_key(ec.SECP384R1())

@@ -10,6 +10,7 @@ import json
 import string
 import tempfile
 import time
+from fractions import Fraction
 from importlib.resources import files
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from .._errors import LDPParameterError
+from ..workload import check_work
 from ..simulate import parse_params
 from .certs import make_node_keys, make_tls
 from .deploy import Spawned, flower_tool, free_port, run_to_completion, tool_env, write_connection
@@ -151,7 +153,7 @@ def cmd_federated(args) -> int:
 
 
 def _plan_toml(args, nodes: int) -> str:
-    params = dict(parse_params(args.param))
+    params = dict(parse_params(args.param, options=SIMULATE_OPTIONS))
     if args.d is not None:
         params["d"] = args.d
     lines = ["[plan]", 'name = "sim"', f"rounds = {args.rounds}", f"min_batch = {args.min_batch}", 'out_dir = "results"',
@@ -163,7 +165,64 @@ def _plan_toml(args, nodes: int) -> str:
     return "\n".join(lines) + "\n"
 
 
+#: the --param keys that are options of `ldp federated simulate` (others, e.g. epsilon_perm, go in --param)
+SIMULATE_OPTIONS = ("epsilon", "d", "seed", "rng")
+#: the largest --d a simulation accepts (it prints, and in --json returns, one estimate per item)
+MAX_SIMULATED_D = 1 << 16
+#: a conservative rate of devices answered per second by a simulated Flower run (startup excluded)
+SIMULATED_DEVICES_PER_SECOND = 2e4
+
+
+def _check_simulation(args, mech: Any, d: int) -> None:
+    """The simulation's size, before any file, ledger or Flower process: ``--d`` (one estimate row
+    per item) and the work of ``nodes × users-per-node × rounds`` devices answering."""
+    if d > MAX_SIMULATED_D:
+        raise LDPParameterError(f"--d must be at most {MAX_SIMULATED_D} for federated simulate (got {d}): the simulation generates, "
+                                "estimates and prints one row per item; a real deployment (ldp federated new) takes any d")
+    check_work(args.nodes * args.users_per_node * args.rounds, rate=SIMULATED_DEVICES_PER_SECOND,
+               what=f"federated simulate ({args.nodes} nodes × {args.users_per_node} devices × {args.rounds} rounds)",
+               options="--nodes, --users-per-node or --rounds")
+
+
+def _check_policy(policy: Any, mech: Any) -> None:
+    """Every simulated device would refuse the first collection: say so before Flower starts."""
+    charge = mech.collection_cost(1) if hasattr(mech, "collection_cost") else Fraction(repr(float(mech.epsilon)))
+    if charge > policy.max_epsilon_per_query:
+        raise LDPParameterError(f"--max-epsilon {float(policy.max_epsilon_per_query):g} is below the query's charge of "
+                                f"{float(charge):.6g} per collection: every device would refuse it (raise --max-epsilon or lower the query's epsilon)")
+    if charge > policy.lifetime_cap:
+        raise LDPParameterError(f"--device-cap {float(policy.lifetime_cap):g} is below the query's charge of {float(charge):.6g}: "
+                                "every device would refuse the first collection (raise --device-cap or lower the query's epsilon)")
+
+
+def _nothing_released(rounds: list) -> str:
+    """The error of a run in which no round released an estimate, naming what to change."""
+    refused: dict = {}
+    for row in rounds:
+        for k, v in (row.get("refused_by_reason") or {}).items():
+            refused[k] = refused.get(k, 0) + v
+    accepted = sum(row.get("reports_accepted", 0) for row in rounds)
+    hint = {"budget_exhausted": "--device-cap", "epsilon_above_policy": "--max-epsilon"}
+    options = sorted({hint[k] for k in refused if k in hint}) or ["--min-batch"]
+    return (f"the Flower run finished but no round released an estimate ({accepted} reports accepted; devices refused: "
+            f"{refused or 'none'}); check {', '.join(options)}")
+
+
+def _exact_option(text: str, option: str, hi: int) -> Fraction:
+    """``--device-cap`` / ``--max-epsilon``: exact decimal text in ``(0, hi]`` (the device policy's
+    fields), refused naming the option before any file or process is made."""
+    try:
+        v = Fraction(str(text).strip())
+    except (ValueError, ZeroDivisionError):
+        raise LDPParameterError(f"{option} must be exact decimal text such as 2 or 0.5, in (0, {hi}]") from None
+    if not 0 < v <= hi:
+        raise LDPParameterError(f"{option} must be in (0, {hi}] (exact decimal text such as 2 or 0.5)")
+    return v
+
+
 def _simulate(args) -> int:
+    _exact_option(args.device_cap, "--device-cap", 10**6)
+    _exact_option(args.max_epsilon, "--max-epsilon", 700)
     tmp = None
     if args.out is None:
         tmp = tempfile.TemporaryDirectory(prefix="ldp-federated-")
@@ -178,14 +237,19 @@ def _simulate(args) -> int:
         plan = Plan.from_toml(work / "app" / "plan.toml")
         q0 = plan.queries[0].build()  # a bad mechanism or parameter fails here, before Flower starts
         d = q0.domain_size
+        if getattr(q0, "input_kind", "value") not in ("value", "set"):  # the generated data are one category per device
+            raise LDPParameterError(f"--mechanism {args.mechanism}: federated simulate generates one categorical value per device; "
+                                    f"{args.mechanism} takes {q0.input_kind} inputs (use it from Python, or a frequency oracle here)")
         if d is None:
             raise LDPParameterError("federated simulate generates categorical values: give a closed-alphabet mechanism (--d)")
+        _check_simulation(args, q0, d)
         device = work / "app" / "device.toml"
         device.write_text("\n".join([
             "[device]", 'name = "sim-{partition-id}"', 'ledger = "state/node-{partition-id}/ledger.sqlite"',
             'keystore = "state/node-{partition-id}/keystore.json"', "", "[policy]", f"lifetime_cap = {json.dumps(str(args.device_cap))}",
             f"max_epsilon_per_query = {json.dumps(str(args.max_epsilon))}", "", "[data]", 'source = "ldp_plugin.federated.synthetic:zipf_values"',
             "[data.args]", f"devices = {args.users_per_node}", f"d = {d}", f'seed = "{args.seed}-{{partition-id}}"', ""]))
+        _check_policy(DeviceConfig.load(device, {"partition-id": 0}).policy, q0)
         truth = np.zeros(d)
         for pid in range(args.nodes):
             DeviceFleet.init(DeviceConfig.load(device, {"partition-id": pid}))
@@ -215,6 +279,8 @@ def _simulate(args) -> int:
             superlink.stop()
         if tmp is not None:
             tmp.cleanup()
+    if not any(row["estimate"] for row in rounds):
+        raise LDPParameterError(_nothing_released(rounds))
     out = {"rounds": rounds, "nodes": args.nodes, "users_per_node": args.users_per_node, "seconds": seconds, "run_id": str(run_id),
            "mechanism": q0.params(), "zipf_truth": [float(x) for x in zipf_frequencies(d)]}
     if args.json:

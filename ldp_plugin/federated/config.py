@@ -109,6 +109,8 @@ class DeviceConfig:
                 doc = tomllib.load(f)
         except FileNotFoundError:
             raise LDPParameterError(f"the device configuration {p.name!r} does not exist") from None
+        except IsADirectoryError:
+            raise LDPParameterError(f"the device configuration {str(path)!r} is a directory: give the device TOML file") from None
         except (OSError, tomllib.TOMLDecodeError):
             raise LDPParameterError(f"the device configuration {p.name!r} is not readable TOML") from None
         doc = _fill(doc, dict(node_config or {}))

@@ -34,6 +34,7 @@ from .protocol import Analytic, ClosedDomain, MergeableCounts, PoisonBounded, Re
 
 __all__ = ["Channel", "RealizedChannel", "RealizedRates", "FrequencyOracle", "FrequencyAccumulator", "check_epsilon", "check_domain", "encode_values"]
 
+from .usable_range import too_large, too_small
 from .domain import MAX_D, _as_array, _category_index, check_domain, check_epsilon, encode_values  # noqa: F401 (re-exported)
 
 
@@ -91,7 +92,7 @@ class FrequencyOracle(RealizedRates, Analytic, PoisonBounded, abc.ABC):
 
     epsilon: float
     d: Optional[int] = None
-    categories: Optional[tuple] = None
+    categories: tuple | list | None = None  # a list or tuple of labels; stored as a tuple
     # realized exact quantities, derived in __post_init__
     p_star_exact: Fraction = field(init=False, repr=False, compare=False)
     q_star_exact: Fraction = field(init=False, repr=False, compare=False)
@@ -108,12 +109,9 @@ class FrequencyOracle(RealizedRates, Analytic, PoisonBounded, abc.ABC):
         self._validate_extra()
         p, q, ratio = self._realize()
         if not (0 < q < 1 and 0 < p < 1) and not self._allows_degenerate():
-            raise LDPParameterError(
-                f"{self.name}: epsilon={eps} gives probabilities that round to 0 or 1 in 64-bit "
-                "thresholds; use a smaller epsilon"
-            )
+            raise LDPParameterError(too_large(self, eps, "its probabilities round to 0 or 1 in 64-bit thresholds"))
         if p <= q:
-            raise LDPParameterError(f"{self.name}: epsilon={eps} is too small to separate p* from q* at 64-bit precision")
+            raise LDPParameterError(too_small(self, eps, "64-bit thresholds cannot separate p* from q*"))
         if not ratio_within_exp(ratio, eps) and not self._construction_check_disabled:
             raise PrivacyVerificationError(
                 f"{self.name}: the realized likelihood ratio exceeds e**epsilon for epsilon={eps}"
@@ -238,9 +236,9 @@ class FrequencyOracle(RealizedRates, Analytic, PoisonBounded, abc.ABC):
         """Expected squared l2 error of the raw estimator, ``E||θ̂ − θ||²``.
 
         ``sampling="fixed"``: θ is the empirical distribution of the n users; the sum of variances
-        is ``[p*(1−p*) + (d−1) q*(1−q*)] / (n (p*−q*)²)``, independent of θ (paper 001 §3.3).
+        is ``[p*(1−p*) + (d−1) q*(1−q*)] / (n (p*−q*)²)``, independent of θ (Wang et al. (arXiv 2016) §3.3).
         ``sampling="iid"``: users are drawn i.i.d. from θ and the error is measured against θ;
-        this adds ``(1 − Σθ²)/n`` (paper 002 Prop. 3–4) and needs ``theta``.
+        this adds ``(1 − Σθ²)/n`` (Kairouz, Bonawitz & Ramage (ICML 2016) Prop. 3–4) and needs ``theta``.
         """
         p, q = self.p_star, self.q_star
         base = mse_pure(self.d, n, p, q)

@@ -202,6 +202,15 @@ class DistributionEstimate:
     scale: float = 0.0
     kappa: float = 0.0
 
+    def __repr__(self) -> str:
+        """A notebook-sized summary: range, buckets, method, n and the largest buckets."""
+        theta = np.asarray(self.theta, dtype=float)
+        width = (self.upper - self.lower) / max(len(theta), 1)
+        top = np.argsort(-theta)[:5]
+        rows = "\n".join(f"  [{self.lower + i * width:.4g}, {self.lower + (i + 1) * width:.4g})  {theta[i]:.4f}" for i in sorted(top))
+        return (f"DistributionEstimate(n={self.n:,}, range=[{self.lower:g}, {self.upper:g}], buckets={len(theta)}, method={self.method!r}, "
+                f"{self.confidence:.0%} intervals for the {self.target} distribution; the {len(top)} largest buckets:)\n{rows}")
+
     @property
     def cells(self) -> int:
         return int(self.theta.size)

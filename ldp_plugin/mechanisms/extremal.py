@@ -1,4 +1,4 @@
-"""Extremal mechanisms (paper 003): the binary mechanism, the optimal staircase mechanism from the
+"""Extremal mechanisms (Kairouz, Oh & Viswanath (JMLR 2016)): the binary mechanism, the optimal staircase mechanism from the
 linear program of Thm 4, and the truncated geometric baseline — all on an exact finite channel.
 
 Every mechanism here is a :class:`FiniteChannel`: a ``d × ℓ`` matrix of probabilities stored as
@@ -6,7 +6,7 @@ integer thresholds over ``2**64`` (each row sums to exactly ``2**64``), sampled 
 uniform 64-bit word — so the realized channel is exact and its worst-case ratio
 ``max T(x,y)/T(x',y)`` is checked ``<= e^ε`` at construction, like every other mechanism.
 
-* **Binary mechanism** (paper 003 eq. 14): two outputs; ``Q(0|x) = e^ε/(1+e^ε)`` if ``x ∈ T`` (i.e.
+* **Binary mechanism** (Kairouz, Oh & Viswanath (JMLR 2016) eq. 14): two outputs; ``Q(0|x) = e^ε/(1+e^ε)`` if ``x ∈ T`` (i.e.
   ``P₀(x) >= P₁(x)``), else ``1/(1+e^ε)``. Optimal for every f-divergence at small ε (Thm 5) and
   for total variation at every ε (Thm 6).
 * **Staircase mechanism** (Thm 2, 4): the columns of ``Q`` are scaled staircase patterns
@@ -15,7 +15,7 @@ uniform 64-bit word — so the realized channel is exact and its worst-case rati
   variables), solved with HiGHS; at most ``k`` columns are non-zero at a vertex (Thm 2).
   Utilities: mutual information under a prior, KL / χ² / total variation between the induced
   marginals of ``P₀`` and ``P₁``.
-* **Geometric mechanism** (paper 003 §3.4): ``Q(y|x) ∝ α^{|y−x|}`` with ``α = e^{−ε/(k−1)}`` on the
+* **Geometric mechanism** (Kairouz, Oh & Viswanath (JMLR 2016) §3.4): ``Q(y|x) ∝ α^{|y−x|}`` with ``α = e^{−ε/(k−1)}`` on the
   integers, truncated to ``[0, k)`` (tail mass folded onto the end points).
 
 Realization: ideal probabilities are computed with the pattern ratio ``L·(1 − 2⁻³⁰)`` where ``L``
@@ -44,6 +44,7 @@ from .._errors import LDPInputError, LDPParameterError, PrivacyVerificationError
 from ..estimation import FrequencyEstimate, finalize_estimate
 from ..exact import TWO64, exp_lower_bound, ratio_within_exp
 from ..sampling import as_source
+from .usable_range import too_large
 from ._base import Channel, RealizedChannel, check_domain, check_epsilon
 
 __all__ = [
@@ -60,6 +61,13 @@ UTILITIES = ("mutual_information", "kl", "tv", "chi2")
 MAX_STAIRCASE_K = 14
 _MARGIN = Fraction((1 << 30) - 1, 1 << 30)
 _MIN_PROB = 2.0**-24
+#: where a tight channel's smallest probability, about e**-ε, reaches _MIN_PROB (a search hint only)
+_EPS_HINT = 24 * math.log(2)
+
+
+class LPFailure(LDPParameterError):
+    """The staircase linear program has no solution (at large ε its coefficients span more than
+    double precision): the constructor turns it into the usable-ε message."""
 
 
 def _thresholds_from_rows(P: np.ndarray) -> list:
@@ -108,7 +116,7 @@ class FiniteChannel(RealizedChannel, abc.ABC):
     _construction_check_disabled: ClassVar[bool] = False
     epsilon: float
     d: Optional[int] = None
-    categories: Optional[tuple] = None
+    categories: tuple | list | None = None  # a list or tuple of labels; stored as a tuple
     thresholds: tuple = field(init=False, repr=False, compare=False)
     realized_ratio: Fraction = field(init=False, repr=False, compare=False)
     _cum: np.ndarray = field(init=False, repr=False, compare=False)
@@ -123,13 +131,16 @@ class FiniteChannel(RealizedChannel, abc.ABC):
         object.__setattr__(self, "categories", cats)
         object.__setattr__(self, "_index", None if cats is None else {c: i for i, c in enumerate(cats)})
         L = exp_lower_bound(eps) * _MARGIN
-        P = np.asarray(self._ideal_matrix(float(L)), dtype=np.float64)
+        try:
+            P = np.asarray(self._ideal_matrix(float(L)), dtype=np.float64)
+        except LPFailure:
+            raise LDPParameterError(too_large(self, eps, "its linear program has no solution at 64-bit precision", hint=_EPS_HINT)) from None
         if P.ndim != 2 or P.shape[0] != d or not np.allclose(P.sum(axis=1), 1.0, atol=1e-9) or (P < 0).any():
             raise LDPParameterError(f"{self.name}: the channel must be a {d} × ℓ row-stochastic matrix")
         P = P[:, P.max(axis=0) > 0]  # drop outputs that are never produced
         tiny = (P > 0) & (P < _MIN_PROB)
         if tiny.any():
-            raise LDPParameterError(f"{self.name}: epsilon={eps} needs probabilities below 2**-24; use a smaller epsilon or fewer inputs")
+            raise LDPParameterError(too_large(self, eps, "it needs output probabilities below 2**-24", hint=_EPS_HINT))
         T = _thresholds_from_rows(P)
         cum = self._boundaries(T)
         realized = _widths(cum)  # what the client's inverse-CDF search realizes, read back
@@ -275,7 +286,7 @@ def _check_prior(p: Any, d: int, name: str) -> np.ndarray:
 
 @dataclass(frozen=True, kw_only=True)
 class BinaryMechanism(FiniteChannel):
-    """The binary mechanism (paper 003 eq. 14), ``epsilon``-LDP per user: two outputs; input
+    """The binary mechanism (Kairouz, Oh & Viswanath (JMLR 2016) eq. 14), ``epsilon``-LDP per user: two outputs; input
     ``x`` reports 0 with probability ``e^ε/(1+e^ε)`` if ``x ∈ T`` else ``1/(1+e^ε)``. Give ``T``
     (``subset``: input codes) or the hypotheses ``p0``, ``p1`` (then ``T = {x: P₀(x) >= P₁(x)}``).
 
@@ -325,7 +336,7 @@ class BinaryMechanism(FiniteChannel):
 
 @dataclass(frozen=True, kw_only=True)
 class GeometricMechanism(FiniteChannel):
-    """Truncated geometric mechanism on the integers ``0..d−1`` (paper 003 §3.4), ``epsilon``-LDP:
+    """Truncated geometric mechanism on the integers ``0..d−1`` (Kairouz, Oh & Viswanath (JMLR 2016) §3.4), ``epsilon``-LDP:
     ``Q(y|x) ∝ α^{|y−x|}``, ``α = e^{−ε/(d−1)}``, the two tails folded onto 0 and d−1.
 
     >>> from ldp_plugin import GeometricMechanism
@@ -379,7 +390,7 @@ def pattern_utilities(S: np.ndarray, utility: str, prior=None, p0=None, p1=None)
 
 
 def solve_staircase(k: int, epsilon: float, utility: str, *, prior=None, p0=None, p1=None, L: Optional[float] = None):
-    """Solve the LP of paper 003 Thm 4 with HiGHS: returns ``(value, Q)`` with ``Q = S·diag(θ)``
+    """Solve the LP of Kairouz, Oh & Viswanath (JMLR 2016) Thm 4 with HiGHS: returns ``(value, Q)`` with ``Q = S·diag(θ)``
     restricted to its non-zero columns (at most ``k`` at a vertex)."""
     if isinstance(k, bool) or not isinstance(k, int) or not 2 <= k <= MAX_STAIRCASE_K:
         raise LDPParameterError(f"the staircase LP has 2**k variables: k must be in [2, {MAX_STAIRCASE_K}] (got {k!r})")
@@ -392,7 +403,7 @@ def solve_staircase(k: int, epsilon: float, utility: str, *, prior=None, p0=None
     mu = pattern_utilities(S, utility, prior=prior, p0=p0, p1=p1)
     res = linprog(-mu, A_eq=S, b_eq=np.ones(k), bounds=(0, None), method="highs")
     if res.status != 0:
-        raise LDPParameterError(f"the staircase LP failed: {res.message}")
+        raise LPFailure(f"the staircase linear program has no solution for k={k}, epsilon={epsilon:g} (HiGHS status {res.status})")
     cols = np.flatnonzero(res.x > 1e-9)
     # re-solve S_cols θ = 1 on the optimal support to machine precision (HiGHS is feasible to
     # ~1e-7 only): then every column is exactly a scaled pattern and every row sums to 1
@@ -406,7 +417,7 @@ def solve_staircase(k: int, epsilon: float, utility: str, *, prior=None, p0=None
 
 @dataclass(frozen=True, kw_only=True)
 class StaircaseMechanism(FiniteChannel):
-    """The optimal staircase mechanism for a sublinear utility (paper 003 Thm 2 and 4), solved by
+    """The optimal staircase mechanism for a sublinear utility (Kairouz, Oh & Viswanath (JMLR 2016) Thm 2 and 4), solved by
     the LP with HiGHS and realized on exact thresholds; ``epsilon``-LDP per user.
 
     ``utility="mutual_information"`` needs ``prior``; ``"kl"``, ``"tv"``, ``"chi2"`` need ``p0`` and

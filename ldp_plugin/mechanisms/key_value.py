@@ -277,6 +277,14 @@ class KeyValueEstimate:
     n: int
     confidence: float
 
+    def __repr__(self) -> str:
+        """A notebook-sized summary: n, and each key's frequency and mean with intervals (up to 8)."""
+        k = int(np.asarray(self.frequency).size)
+        rows = "\n".join(f"  key {j:<6} frequency {self.frequency[j]:.4f} [{self.frequency_ci_lower[j]:.4f}, {self.frequency_ci_upper[j]:.4f}]"
+                         f"  mean {self.mean[j]:+.4f} [{self.mean_ci_lower[j]:+.4f}, {self.mean_ci_upper[j]:+.4f}]" for j in range(min(k, 8)))
+        more = f"\n  ... {k - 8} more keys (to_polars() for all)" if k > 8 else ""
+        return f"KeyValueEstimate(n={self.n:,}, keys={k}, {self.confidence:.0%} intervals)\n{rows}{more}"
+
     def to_polars(self, keys: Optional[Any] = None):
         import polars as pl
 

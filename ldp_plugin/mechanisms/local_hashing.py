@@ -57,7 +57,7 @@ class OLH(SeededReports, MaxGainAttack, SupportTestable, FrequencyOracle):
 
     Privacy: ``max_divergence``, ``ε`` per user; conditional on the (data-independent) seed the
     report is k-RR over ``g`` hashed values, whose realized ratio is checked ``<= e^ε`` exactly.
-    Citation: Wang et al. 2017 §4.4 (OLH), the estimator of paper 002 eq. 11 with ``q* = 1/g``.
+    Citation: Wang et al. 2017 §4.4 (OLH), the estimator of Kairouz, Bonawitz & Ramage (ICML 2016) eq. 11 with ``q* = 1/g``.
     Runtime: client O(1) per user; server O(n·d) support checks (vectorized).
 
     >>> from ldp_plugin import OLH

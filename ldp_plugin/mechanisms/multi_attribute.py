@@ -80,6 +80,13 @@ class MultiAttributeEstimate:
     n: int
     mechanism: str
 
+    def __repr__(self) -> str:
+        """A notebook-sized summary: the mechanism, n and one line per attribute (to_polars() for all)."""
+        rows = "\n".join(f"  attribute {j}: {len(a.items)} items, largest {a.items[int(np.argmax(a.estimate))]!r} "
+                         f"{float(np.max(a.estimate)):.4f}" for j, a in enumerate(self.attributes[:8]))
+        more = f"\n  ... {len(self.attributes) - 8} more attributes" if len(self.attributes) > 8 else ""
+        return f"MultiAttributeEstimate(mechanism={self.mechanism!r}, n={self.n:,}, attributes={len(self.attributes)})\n{rows}{more}"
+
     def to_polars(self):
         """A tidy frame ``attribute, item, estimate, std_error, ci_lower, ci_upper`` (pairs: the
         pair's index and ``item`` as ``"a,b"``)."""

@@ -1,7 +1,7 @@
 """Randomized response: Warner's binary RR and k-ary RR (k-RR).
 
-k-RR (paper 002 eq. 6; paper 001 eq. 6, "MRR"): report the true item with probability
-``e^ε/(e^ε + d − 1)``, otherwise a uniform *other* item. Warner RR (paper 002 eq. 3) is the case
+k-RR (Kairouz, Bonawitz & Ramage (ICML 2016) eq. 6; Wang et al. (arXiv 2016) eq. 6, "MRR"): report the true item with probability
+``e^ε/(e^ε + d − 1)``, otherwise a uniform *other* item. Warner RR (Kairouz, Bonawitz & Ramage (ICML 2016) eq. 3) is the case
 ``d = 2`` on booleans.
 
 Sampling: keep the item iff a uniform 64-bit word is below the integer threshold
@@ -10,9 +10,9 @@ exactly uniform integer in ``[0, d − 1)`` and skip the true item. Realized cha
 ``P(y = x) = T/2**64``, ``P(y = j ≠ x) = (1 − T/2**64)/(d − 1)``; worst-case likelihood ratio
 ``T (d − 1)/(2**64 − T) <= L <= e^ε`` (checked exactly at construction).
 
-Estimation (paper 002 eq. 8–11): ``p̂ = (m̂ (e^ε + d − 1) − 1)/(e^ε − 1)`` is the shared pure
+Estimation (Kairouz, Bonawitz & Ramage (ICML 2016) eq. 8–11): ``p̂ = (m̂ (e^ε + d − 1) − 1)/(e^ε − 1)`` is the shared pure
 estimator with ``p* = T/2**64``, ``q* = (1 − p*)/(d − 1)``; maximum likelihood by EM is available.
-Variance (paper 002 Prop. 3, fixed population): ``(d−1)(d + 2(e^ε − 1))/(n (e^ε − 1)²)`` summed
+Variance (Kairouz, Bonawitz & Ramage (ICML 2016) Prop. 3, fixed population): ``(d−1)(d + 2(e^ε − 1))/(n (e^ε − 1)²)`` summed
 over items (with the ideal probabilities).
 """
 
@@ -43,7 +43,7 @@ class KRR(MaxGainAttack, FrequencyOracle):
     """k-ary randomized response over ``d`` categories (``epsilon``-LDP per user).
 
     Privacy: ``max_divergence``, ``ε`` per user (input metric ``discrete_distance``); the realized
-    likelihood ratio is checked ``<= e^ε`` exactly. Citation: paper 002 eq. 6–11.
+    likelihood ratio is checked ``<= e^ε`` exactly. Citation: Kairouz, Bonawitz & Ramage (ICML 2016) eq. 6–11.
     Runtime: client O(1) per user (≈ 1 byte + one 16/32-bit word of randomness);
     server O(n + d). Report: one item code (``uint16``/``uint32``).
 
@@ -137,7 +137,7 @@ class KRR(MaxGainAttack, FrequencyOracle):
 
 @dataclass(frozen=True, kw_only=True)
 class WarnerRR(KRR):
-    """Warner's randomized response on one boolean (paper 002 eq. 3): k-RR with d = 2.
+    """Warner's randomized response on one boolean (Kairouz, Bonawitz & Ramage (ICML 2016) eq. 3): k-RR with d = 2.
 
     Reports ``True``/``False``; tells the truth with probability ``e^ε/(e^ε + 1)``.
 

@@ -1,4 +1,4 @@
-"""Set-valued baselines (paper 004 §1.1, §6): RAPPOR for sets and PrivSet (k-subset for sets).
+"""Set-valued baselines (Wang et al. (PVLDB 2020) §1.1, §6): RAPPOR for sets and PrivSet (k-subset for sets).
 
 Both take sets of at most ``m`` items (lists, CSR, Polars List columns; longer sets are an error
 or, with ``on_long="sample"``, sampled down to ``m``) and estimate item frequencies ``f_i`` (the
@@ -46,7 +46,7 @@ __all__ = ["RapporSet", "PrivSet", "SetAccumulator"]
 class SetAccumulator(FrequencyAccumulator):
     """The pure-oracle accumulator for set mechanisms: post-processed estimates are projected
     onto the simplex scaled to the *estimated* average set size ``Σ f̂`` (unbiased; clipped to
-    ``[0, m]``) — equal to ``m`` when every user holds m items, as in paper 004 §6, and not biased
+    ``[0, m]``) — equal to ``m`` when every user holds m items, as in Wang et al. (PVLDB 2020) §6, and not biased
     upward when sets are smaller."""
 
     def _total(self) -> float:
@@ -61,7 +61,7 @@ class _SetMechanism(SetInput, RealizedRates):
     epsilon: float
     m: int = 1
     d: Optional[int] = None
-    categories: Optional[tuple] = None
+    categories: tuple | list | None = None  # a list or tuple of labels; stored as a tuple
     on_long: str = "error"
     p_star_exact: Fraction = field(init=False, repr=False, compare=False)
     q_star_exact: Fraction = field(init=False, repr=False, compare=False)

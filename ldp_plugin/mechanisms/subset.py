@@ -1,4 +1,4 @@
-"""The k-subset mechanism (paper 001, Wang et al. 2016).
+"""The k-subset mechanism (Wang et al. (arXiv 2016), Wang et al. 2016).
 
 Output: a size-``k`` subset ``Z`` of the ``d`` items with (eq. 5)
 
@@ -49,7 +49,7 @@ class KSubset(FrequencyOracle):
     """k-subset mechanism: report a size-k subset, weighted e^ε when it contains the user's item.
 
     Privacy: ``epsilon``-LDP per user (``max_divergence``; realized ratio checked exactly).
-    Citation: paper 001 eq. 5, Alg. 1–2, Thm 2.1 (k*), Thm 3.1 (k#).
+    Citation: Wang et al. (arXiv 2016) eq. 5, Alg. 1–2, Thm 2.1 (k*), Thm 3.1 (k#).
 
     >>> from ldp_plugin import KSubset
     >>> m = KSubset(epsilon=1.0, d=16)          # k = k# = 4

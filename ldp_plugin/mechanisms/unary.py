@@ -4,7 +4,7 @@ The user's item ``x`` becomes the standard basis vector ``e_x`` of ``{0,1}^d``; 
 reported independently:
 
 * bit ``x`` is 1 with probability ``p``; every other bit is 1 with probability ``q``.
-* **k-RAPPOR / SUE** (paper 002 §4.2, eq. 14–15): per-bit randomized response with budget
+* **k-RAPPOR / SUE** (Kairouz, Bonawitz & Ramage (ICML 2016) §4.2, eq. 14–15): per-bit randomized response with budget
   ``ε/2``: ``p = e^{ε/2}/(e^{ε/2} + 1)``, ``q = 1 − p``.
 * **OUE** (optimized unary encoding, Wang et al. 2017): ``p = 1/2``, ``q = 1/(e^ε + 1)``.
 
@@ -18,8 +18,8 @@ average, all cores) and then redraws each user's own bit with ``p``.
 Report: the ``d`` bits packed into ``ceil(d/8)`` bytes, least-significant bit first (bit ``j`` is
 ``(byte[j // 8] >> (j % 8)) & 1``, the order OpenDP's ``debias_randomized_response_bitvec``
 reads). Server: support count of item ``j`` is the number of reports with bit ``j`` set.
-Estimation: the shared pure estimator with ``p* = p``, ``q* = q`` (paper 002 eq. 15); variance
-``[p(1−p) + (d−1) q(1−q)]/(n (p−q)²)`` summed over items (paper 002 Prop. 4 for SUE).
+Estimation: the shared pure estimator with ``p* = p``, ``q* = q`` (Kairouz, Bonawitz & Ramage (ICML 2016) eq. 15); variance
+``[p(1−p) + (d−1) q(1−q)]/(n (p−q)²)`` summed over items (Kairouz, Bonawitz & Ramage (ICML 2016) Prop. 4 for SUE).
 """
 
 from __future__ import annotations
@@ -194,7 +194,7 @@ class RAPPOR(UnaryEncoding):
     """k-RAPPOR / basic one-time RAPPOR (symmetric unary encoding), ``epsilon``-LDP per user.
 
     Each bit of the one-hot vector is kept with probability ``e^{ε/2}/(e^{ε/2} + 1)`` and flipped
-    otherwise (paper 002 eq. 14–15; paper 001 "BRR"). True bits *are* cleared with probability
+    otherwise (Kairouz, Bonawitz & Ramage (ICML 2016) eq. 14–15; Wang et al. (arXiv 2016) "BRR"). True bits *are* cleared with probability
     ``1/(e^{ε/2}+1)``. Runtime: client O(d) per user (≈ d bytes of randomness), server O(n·d/8).
 
     >>> from ldp_plugin import RAPPOR

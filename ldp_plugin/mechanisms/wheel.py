@@ -1,10 +1,10 @@
-"""The wheel mechanism (paper 004) for categorical (m = 1) and set-valued data, on an exact grid.
+"""The wheel mechanism (Wang et al. (PVLDB 2020)) for categorical (m = 1) and set-valued data, on an exact grid.
 
 The wheel ``[0, 1)`` is a discrete circle of ``N = 2**b`` cells. Each user draws a fresh 64-bit
 seed; each of their items lands at cell ``v = h_seed(item)`` (the seeded hash of
 :mod:`ldp_plugin.hashing`) and *covers* the arc of ``L`` cells ``v, v+1, …, v+L−1 (mod N)``
 (``p = L/N`` is the paper's coverage length). With ``u`` the size of the union of the user's arcs
-(``u <= mL``) the output cell ``z`` has probability (paper 004 eq. 4, discretized)
+(``u <= mL``) the output cell ``z`` has probability (Wang et al. (PVLDB 2020) eq. 4, discretized)
 
     a = e^ε / Ω     on each covered cell,      b = (1 − u·a)/(N − u)   on each other cell,
     Ω = m·L·e^ε + (N − m·L)                    (the paper's normalization, in cells).
@@ -18,7 +18,7 @@ Sampling is exact: "covered" is a Bernoulli with integer threshold ``T_u = floor
 ``[0, mL]``). Client cost: ``O(m log m)`` (sort the arc starts, merge); report ``(seed, cell)``:
 64 + b bits.
 
-Estimation (paper 004 Alg. 2, Def. 3–6): report ``(s, z)`` supports item ``i`` iff ``z`` lies in
+Estimation (Wang et al. (PVLDB 2020) Alg. 2, Def. 3–6): report ``(s, z)`` supports item ``i`` iff ``z`` lies in
 ``i``'s arc under seed ``s``. ``P_t = p* = L·e^ε/Ω`` (an arc is always fully covered) and
 ``P_f = q* = L/N`` in expectation over the seed (a non-member's arc is uniformly placed); the shared
 pure estimator gives the frequencies ``f_i`` (fraction of users holding ``i``; ``Σ f <= m``) with
@@ -98,7 +98,7 @@ class Wheel(SetInput, SeededReports, RealizedRates):
     epsilon: float
     m: int = 1
     d: Optional[int] = None
-    categories: Optional[tuple] = None
+    categories: tuple | list | None = None  # a list or tuple of labels; stored as a tuple
     p: Union[str, float] = "optimal"
     grid_bits: Optional[int] = None
     on_long: str = "error"
@@ -267,7 +267,7 @@ class Wheel(SetInput, SeededReports, RealizedRates):
         return self.mse(n, f)
 
     def mse(self, n: int, f: Any = None) -> float:
-        """``Σ_i Var f̂_i`` (paper 004 Thm 6), at ``f`` (default: uniform with Σ f = m)."""
+        """``Σ_i Var f̂_i`` (Wang et al. (PVLDB 2020) Thm 6), at ``f`` (default: uniform with Σ f = m)."""
         f = np.full(self.d, self.m / self.d) if f is None else np.asarray(f, dtype=np.float64)
         return float(self.variance(f, n).sum())
 

@@ -1,4 +1,4 @@
-"""O-RR and O-RAPPOR (paper 002 §5): exact channels per cohort, goodness of fit with power,
+"""O-RR and O-RAPPOR (Kairouz, Bonawitz & Ramage, ICML 2016, §5): exact channels per cohort, goodness of fit with power,
 the least-squares decoder's unbiasedness and standard errors, and the (k, C) helper."""
 
 from __future__ import annotations
@@ -124,7 +124,7 @@ def test_least_squares_unbiased_and_standard_errors(factory):
 
 def test_open_alphabet_other_mass_removes_tail_bias():
     # 40% of users hold items outside the candidate list: with the OTHER unknown the candidates
-    # stay unbiased; without it (paper 002 eq. 22 as written) they are biased upward (power check)
+    # stay unbiased; without it (Kairouz, Bonawitz & Ramage eq. 22 as written) they are biased upward (power check)
     m = ORR(epsilon=2.0, k=8, cohorts=32, hash_seed=5)
     cands = ["a", "b", "c", "d"]
     counts = np.array([3000, 2000, 1000, 0])
@@ -155,7 +155,7 @@ def _geometric(S, n, seed):
 
 
 def test_cohorts_beat_a_single_cohort_paper_002_setting():
-    # paper 002 §5.3 at small scale: geometric over S symbols; C = 1 underperforms
+    # Kairouz, Bonawitz & Ramage (ICML 2016) §5.3 at small scale: geometric over S symbols; C = 1 underperforms
     S, n, eps = 64, 100_000, 2.0
     vals, emp = _geometric(S, n, 1)
     l1 = {}

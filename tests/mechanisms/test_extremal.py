@@ -1,4 +1,4 @@
-"""Extremal mechanisms (paper 003): the staircase LP is the optimum (never below binary, RR or
+"""Extremal mechanisms (Kairouz, Oh & Viswanath, JMLR 2016): the staircase LP is the optimum (never below binary, RR or
 geometric), binary is optimal for total variation (Thm 6) and at small ε, RR at large ε;
 the realized channels pass every verification layer."""
 

@@ -1,4 +1,4 @@
-"""Set-valued mechanisms (paper 004): the wheel on an exact grid, RAPPOR for sets and PrivSet —
+"""Set-valued mechanisms (Wang et al., PVLDB 2020): the wheel on an exact grid, RAPPOR for sets and PrivSet —
 exact channels over every verification seed, goodness of fit with power, unbiasedness and the
 analytic variance (with power), the arc-union merge against a brute-force grid count, bad inputs."""
 

@@ -1,4 +1,4 @@
-"""The cohort mechanisms (paper 002 §5: O-RR, O-RAPPOR; Apple's CMS and HCMS; the private count
+"""The cohort mechanisms (Kairouz, Bonawitz & Ramage (ICML 2016) §5: O-RR, O-RAPPOR; Apple's CMS and HCMS; the private count
 sketch): users fall into data-independent hash cohorts, the server decodes candidate items.
 
 * :mod:`.base` — the shared client (cohorts, hashed cells, closed-alphabet permutations) and the

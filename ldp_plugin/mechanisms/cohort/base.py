@@ -1,4 +1,4 @@
-"""The shape of cohort mechanisms (O-RR, O-RAPPOR; paper 002 §5): data-independent hash cohorts,
+"""The shape of cohort mechanisms (O-RR, O-RAPPOR; Kairouz, Bonawitz & Ramage (ICML 2016) §5): data-independent hash cohorts,
 cohort reports, the mergeable cohort accumulator with the least-squares decoder."""
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from ...estimation import FrequencyEstimate, retarget
 from ...exact import epsilon_of_ratio, ratio_within_exp
 from ...hashing import check_seed, cohort_seeds, item_keys, keys_of_items, seeded_hash, seeded_permutation
 from ...sampling import RNGLike, as_source
+from ..usable_range import too_large
 from .._base import Channel, check_domain, check_epsilon, encode_values
 from ...theory import mse_cohort
 from ...estimation.least_squares import normal_inverse
@@ -61,7 +62,7 @@ class _CohortMechanism(MechanismBase, Cohorted, abc.ABC):
     cohorts: int = 1
     hash_seed: int = 0
     d: Optional[int] = None
-    categories: Optional[tuple] = None
+    categories: tuple | list | None = None  # a list or tuple of labels; stored as a tuple
     #: opt-in to a design whose cells cannot identify every item (channel studies): construction
     #: then accepts it and an estimate warns (:class:`UnderdeterminedWarning`) and widens every
     #: interval to ``[0, total]`` instead of refusing (:mod:`.design`)
@@ -109,7 +110,7 @@ class _CohortMechanism(MechanismBase, Cohorted, abc.ABC):
             object.__setattr__(self, "_table", None)
         p, q, ratio = self._realize()
         if not (0 < q < p < 1):
-            raise LDPParameterError(f"{self.name}: epsilon={eps} gives probabilities that round to 0 or 1 in 64-bit thresholds")
+            raise LDPParameterError(too_large(self, eps, "its probabilities round to 0 or 1 in 64-bit thresholds"))
         if not ratio_within_exp(ratio, eps):  # pragma: no cover - the thresholds are chosen to pass
             raise LDPParameterError(f"{self.name}: the realized likelihood ratio exceeds e**epsilon")
         object.__setattr__(self, "p_exact", p)
@@ -122,7 +123,7 @@ class _CohortMechanism(MechanismBase, Cohorted, abc.ABC):
         pass
 
     def _closed_positions(self, rank: np.ndarray) -> np.ndarray:
-        """A closed alphabet's positions from a seeded permutation's ranks (paper 002 §5.4): cell
+        """A closed alphabet's positions from a seeded permutation's ranks (Kairouz, Bonawitz & Ramage (ICML 2016) §5.4): cell
         ``π mod k`` (balanced), and for a :attr:`signed` mechanism the sign bit ``⌊π/k⌋ mod 2`` (the
         items sharing a cell alternate signs; with ``d <= k`` every item has a cell of its own)."""
         cell = rank % self.k

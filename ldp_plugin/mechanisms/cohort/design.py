@@ -1,5 +1,5 @@
 """Identifiability of a cohort (hashed) design: can the cells of ``C`` cohorts of ``k`` cells tell
-``S`` items apart? (paper 002 §5, eq. 20–22: the least-squares decoder solves ``M θ = r`` with
+``S`` items apart? (Kairouz, Bonawitz & Ramage (ICML 2016) §5, eq. 20–22: the least-squares decoder solves ``M θ = r`` with
 ``M = Σ_c n_c B_cᵀB_c``; when ``rank M`` is below the number of unknowns, some direction of ``θ``
 is not seen by any cell and the minimum-norm solution replaces it by 0 — the estimates are biased
 by an unknown amount and their intervals do not cover, e.g. CMS with ``k = 3`` over ``d = 8``

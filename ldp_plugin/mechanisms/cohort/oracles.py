@@ -1,4 +1,4 @@
-"""O-RR and O-RAPPOR: k-RR and RAPPOR with hashing and cohorts (paper 002 §5).
+"""O-RR and O-RAPPOR: k-RR and RAPPOR with hashing and cohorts (Kairouz, Bonawitz & Ramage (ICML 2016) §5).
 
 Each user belongs to one of ``C`` cohorts, assigned **independently of the data** (a salted hash
 of the user id, :func:`ldp_plugin.hashing.assign_cohorts`, or fresh uniform randomness). Cohort
@@ -7,7 +7,7 @@ of the user id, :func:`ldp_plugin.hashing.assign_cohorts`, or fresh uniform rand
 * **open alphabet** (no ``d``/``categories``): the seeded hash of :mod:`ldp_plugin.hashing` with
   the cohort's seed — any string or integer can be reported, and the server decodes over a
   candidate set it chooses later;
-* **closed alphabet** (``d`` or ``categories`` given; paper 002 §5.4): a per-cohort permutation
+* **closed alphabet** (``d`` or ``categories`` given; Kairouz, Bonawitz & Ramage (ICML 2016) §5.4): a per-cohort permutation
   ``π_c`` of the ``S`` items (ranks of the seeded hash), then ``π_c(s) mod k`` — a perfect,
   balanced partition without collisions beyond the modulus.
 
@@ -63,7 +63,7 @@ def _integer_reports(m, reports: Any, bound: int, what: str) -> CohortReports:
 
 @dataclass(frozen=True, kw_only=True)
 class ORR(_CohortMechanism):
-    """O-RR: k-RR over ``k`` hashed cells with ``cohorts`` hash cohorts (paper 002 §5.1, eq. 19–22),
+    """O-RR: k-RR over ``k`` hashed cells with ``cohorts`` hash cohorts (Kairouz, Bonawitz & Ramage (ICML 2016) §5.1, eq. 19–22),
     ``epsilon``-LDP per user; closed-alphabet permutations when ``d``/``categories`` are given (§5.4).
 
     Privacy: ``max_divergence``, ``ε`` per user: given the data-independent cohort the report is
@@ -120,7 +120,7 @@ class ORR(_CohortMechanism):
 @dataclass(frozen=True, kw_only=True)
 class ORAPPOR(_CohortMechanism):
     """O-RAPPOR: a per-cohort Bloom filter (``h`` hash functions into ``k`` bits) reported by
-    per-bit randomized response with budget ``ε/(2h)`` per bit (paper 002 §5.2), ``epsilon``-LDP
+    per-bit randomized response with budget ``ε/(2h)`` per bit (Kairouz, Bonawitz & Ramage (ICML 2016) §5.2), ``epsilon``-LDP
     per user; closed-alphabet permutations when ``d``/``categories`` are given (§5.4).
 
     Privacy: ``max_divergence``, ``ε`` per user: two inputs' Bloom filters differ in at most
@@ -235,7 +235,7 @@ class HCMS(MaxGainAttack, PoisonBounded, _CohortMechanism):
     2017, Alg. "Client-side HCMS"/"Server-side HCMS"), ``epsilon``-LDP per user. The ``cohorts``
     are the sketch's hash functions (one drawn per user, data-independently), ``k`` (a power of 2)
     its width; a closed alphabet (``d``/``categories``) uses the cohort permutations of §5.4 of
-    paper 002 like O-RR.
+    Kairouz, Bonawitz & Ramage (ICML 2016) like O-RR.
 
     Client: cell ``x = h_c(v)``, a uniform row ``l ∈ [0, k)``, the bit ``t = popcount(x & l) mod 2``
     (``H[x, l] = (−1)^t``) kept with probability ``p = e^ε/(1 + e^ε)`` (exact threshold, Warner's

@@ -1,5 +1,5 @@
 """The server side of the cohort mechanisms: the mergeable cell counts and the two candidate
-decoders (least squares, paper 002 eq. 20–22; the streamed sketch decoder of
+decoders (least squares, Kairouz, Bonawitz & Ramage (ICML 2016) eq. 20–22; the streamed sketch decoder of
 :mod:`ldp_plugin.estimation.sketch`)."""
 
 from __future__ import annotations
@@ -69,7 +69,7 @@ class CohortAccumulator(MergeableCounts):
     ) -> FrequencyEstimate:
         """Estimate over the closed domain, or over ``candidates`` (open alphabet).
 
-        ``decoder``: ``"least-squares"`` (the weighted least squares of paper 002 eq. 20–22 with
+        ``decoder``: ``"least-squares"`` (the weighted least squares of Kairouz, Bonawitz & Ramage (ICML 2016) eq. 20–22 with
         model standard errors; ``S × S`` memory), ``"sketch"`` (streamed, bounded memory, errors
         from the spread over cohorts: :mod:`ldp_plugin.estimation.sketch`) or ``"auto"``
         (the one of smaller predicted error: :func:`~ldp_plugin.estimation.sketch.choose_decoder`).

@@ -28,6 +28,11 @@ class MeanEstimate:
     confidence: float
     target: str = "sample"
 
+    def __repr__(self) -> str:
+        """A notebook-sized summary: the mean, its interval, n and the interval's target."""
+        return (f"MeanEstimate(mean={self.mean:.6g}, std_error={self.std_error:.3g}, {self.confidence:.0%} CI "
+                f"[{self.ci_lower:.6g}, {self.ci_upper:.6g}] for the {self.target} mean, n={self.n:,})")
+
     def to_dict(self) -> dict:
         return dict(self.__dict__)
 
