@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from .._errors import LDPParameterError
-from ..workload import check_work
+from .._boundary.workload import check_work
 from ..simulate import parse_params
 from .certs import make_node_keys, make_tls
 from .deploy import Spawned, flower_tool, free_port, run_to_completion, tool_env, write_connection
