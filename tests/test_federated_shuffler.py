@@ -229,6 +229,11 @@ def test_the_analyzer_refuses_before_it_charges(tmp_path, keys):
         analyze_batch(batch, key=keys["private_key"], ledger=ledger, delta=DELTA)
     with ldp.Accountant(ledger) as acc:
         assert acc.history() == [] and acc.shuffle_records() == []  # no refusal charged or recorded anything
+    _batch(tmp_path, q, np.arange(70) % 8, pk)
+    poor = tmp_path / "poor.sqlite"
+    ldp.Accountant.create(poor, ldp.Population(name="analyzer", lifetime_cap="1")).close()
+    with pytest.raises(ldp.BudgetExceededError):  # the ledger's cap (1) below the query's epsilon (2): refused before decryption
+        analyze_batch(batch, key=keys["private_key"], ledger=poor, delta=DELTA, out_dir=tmp_path / "parts")
     series = _query(2, mech=build("loloha", d=8, epsilon_perm=2.0, epsilon_1=1.0))
     size = Shuffler(series).ciphertext_size
     write_batch(batch, query_json=series.to_json(), batch_id="b", ciphertexts=[b"\0" * size] * 2, ciphertext_size=size)

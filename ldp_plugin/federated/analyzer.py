@@ -90,11 +90,11 @@ def analyze_batch(batch: str | Path, *, key: str | Path, ledger: str | Path, del
     sk = private_key(key)
     if not Path(ledger).is_file():
         raise LDPParameterError(f"the analyzer's ledger {Path(ledger).name!r} does not exist (create it once with `ldp budget init`)")
+    stage = None if out_dir is None else Path(out_dir) / f".staging-{secrets.token_hex(6)}"  # parts kept only if the batch is accepted
     acc = Accountant(ledger)
     try:
         if query.query_id not in {r.query_id for r in acc.history()}:
             acc.check(mech)  # the budget fits (BudgetExceededError) before anything is decrypted
-        stage = None if out_dir is None else Path(out_dir) / f".staging-{secrets.token_hex(6)}"  # parts kept only if the batch is accepted
         col = Collector(query, out_dir=stage)
         undecryptable = 0
         it = iter_ciphertexts(header, body)
