@@ -15,6 +15,7 @@ release lasts long enough to be caught):
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 import polars as pl
 import pytest
@@ -68,7 +69,7 @@ def _qid(r: int) -> str:
 
 
 def _reports(row: dict) -> list:
-    frame = pl.concat([pl.read_parquet(p) for p in sorted(__import__("pathlib").Path(row["parts"]).glob("part-*.parquet"))])
+    frame = pl.concat([pl.read_parquet(p) for p in sorted(Path(row["parts"]).glob("part-*.parquet"))])
     return sorted(map(str, frame.rows()))
 
 

@@ -38,9 +38,9 @@ from ..discovery import METHODS as DISCOVERY_METHODS
 from .collector import Collector
 from .config import DeviceConfig, device_config_path
 from .device import DeviceFleet, DeviceRefusal
+from .discovery import decode, level_queries
 from .plan import Plan
 from .query import Query
-from .discovery import decode, level_queries
 from .results import estimate_rows, round_dir, write_summary
 from .sealed import seal_reply
 
