@@ -6,7 +6,10 @@ any failure, including a run that fails inside Flower."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import signal
+import threading
 import string
 import tempfile
 import time
@@ -220,7 +223,32 @@ def _exact_option(text: str, option: str, hi: int) -> Fraction:
     return v
 
 
+@contextlib.contextmanager
+def _terminate_as_exit():
+    """SIGTERM or SIGHUP (``timeout``, a job scheduler, a closed terminal) end the command through
+    its ``finally``, which stops the SuperLink and every process it started; without this the
+    SuperLink would outlive a killed command."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum, frame):
+        raise SystemExit(128 + signum)
+
+    old = {s: signal.signal(s, handler) for s in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        yield
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+
+
 def _simulate(args) -> int:
+    with _terminate_as_exit():
+        return _simulate_run(args)
+
+
+def _simulate_run(args) -> int:
     _exact_option(args.device_cap, "--device-cap", 10**6)
     _exact_option(args.max_epsilon, "--max-epsilon", 700)
     tmp = None

@@ -293,3 +293,38 @@ def test_estimate_reprs_are_notebook_sized():
     kv = ldp.PCKV(epsilon=2.0, d=12)
     text = repr(kv.estimate(kv.randomize([[(0, 0.5)], [(1, -0.5)]] * 50, rng=1)))
     assert text.startswith("KeyValueEstimate(n=100, keys=12") and "4 more keys" in text and "array(" not in text
+
+
+def _processes_mentioning(text: str) -> list:
+    out = []
+    for pid in os.listdir("/proc"):
+        if pid.isdigit():
+            try:
+                with open(f"/proc/{pid}/cmdline", "rb") as f:
+                    if text.encode() in f.read():
+                        out.append(int(pid))
+            except OSError:
+                pass
+    return out
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not os.path.isdir("/proc"), reason="reads /proc")
+def test_a_terminated_simulation_leaves_no_flower_process(tmp_path):
+    """SIGTERM while Flower runs (as `timeout` or a scheduler sends it): the command stops its
+    SuperLink and everything it started, never leaving them behind."""
+    import signal
+    import time
+
+    pytest.importorskip("flwr")
+    out = tmp_path / "run"
+    proc = subprocess.Popen([sys.executable, "-m", "ldp_plugin.cli", *_with(SIM, "--nodes", "1"), "--out", str(out)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 120
+    while not _processes_mentioning(str(out / "superlink.db")) and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert proc.poll() is None, "the run ended before its SuperLink was seen"
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=60) == 128 + signal.SIGTERM
+    time.sleep(1)
+    assert _processes_mentioning(str(out)) == []
