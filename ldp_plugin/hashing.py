@@ -90,6 +90,11 @@ def item_keys(values: Any) -> np.ndarray:
     if hasattr(values, "to_numpy") and not isinstance(values, np.ndarray):
         values = values.to_numpy()
     arr = np.asarray(values)
+    if arr.dtype.kind in "US" and isinstance(values, (list, tuple)):
+        # numpy's fixed-width strings drop trailing NULs ("a\x00" would become "a", another item):
+        # keep the Python objects themselves
+        arr = np.empty(len(values), dtype=object)
+        arr[:] = values
     if arr.ndim != 1:
         arr = arr.reshape(-1)
     if arr.dtype == np.bool_:

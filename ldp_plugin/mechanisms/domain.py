@@ -248,6 +248,9 @@ def _as_array(values: Any) -> np.ndarray:
     if hasattr(values, "to_numpy") and not isinstance(values, np.ndarray):
         values = values.to_numpy()
     arr = np.asarray(values)
+    if arr.dtype.kind in "US" and arr.ndim == 1 and isinstance(values, (list, tuple)):
+        arr = np.empty(len(values), dtype=object)  # numpy's fixed-width strings drop trailing NULs: keep the labels as given
+        arr[:] = values
     if arr.ndim != 1:
         raise LDPInputError(f"values must be a 1-d batch (got an array with {arr.ndim} dimensions)")
     return arr

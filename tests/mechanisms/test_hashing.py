@@ -132,3 +132,24 @@ def test_seeded_permutation_is_a_permutation():
     r = seeded_permutation(keys, 3)
     assert np.array_equal(np.sort(r), np.arange(1000))
     assert not np.array_equal(r, seeded_permutation(keys, 4))
+
+
+def test_trailing_nul_labels_keep_their_identity_on_every_input_path():
+    """numpy's fixed-width strings drop trailing NULs: a list of ``"a\\x00"`` must not hash as ``"a"``
+    (the Polars path and a Python list gave different keys for the same label)."""
+    import polars as pl
+
+    from ldp_plugin.hashing import item_keys
+
+    labels = ["a\x00", "a", "b\x00\x00", "b"]
+    from_list = item_keys(labels)
+    assert len(set(from_list.tolist())) == 4
+    np.testing.assert_array_equal(from_list, item_keys(pl.Series(labels)))
+    np.testing.assert_array_equal(from_list, item_keys(np.array(labels, dtype=object)))
+    np.testing.assert_array_equal(from_list, item_keys(tuple(labels)))
+    raw = [b"x\x00", b"x"]
+    assert len(set(item_keys(raw).tolist())) == 2
+    import ldp_plugin as ldp
+
+    krr = ldp.KRR(epsilon=1.0, d=3, categories=["a", "a\x00", "b"])
+    assert krr.encode(["a\x00", "a", "b"]).tolist() == [1, 0, 2]
