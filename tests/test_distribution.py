@@ -61,6 +61,7 @@ def test_errors_name_the_parameter_and_never_echo_values():
         acc.add(np.array([sw.cells], dtype=np.uint32))
 
 
+@pytest.mark.slow
 def test_registry_spec_wire_and_verification_layers():
     reg = load_registry(kinds=KINDS)
     assert reg["square-wave"].kind == reg["bucketed"].kind == "distribution"

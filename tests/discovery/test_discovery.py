@@ -455,6 +455,7 @@ def test_returned_intervals_exclude_zero_only_for_held_strings():
 
 
 # -- defaults a user can live with (issue 36) ----------------------------------------------------------
+@pytest.mark.slow
 def test_domain_inferred_from_the_data_and_reported(tmp_path, capsys):
     from ldp_plugin.discovery import infer_domain
 

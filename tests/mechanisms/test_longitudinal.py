@@ -131,6 +131,7 @@ def test_done_when_loloha_spend(done_when):
     assert lol["spend_bound"] < grr["spend_bound"] and done_when["dbitflip"]["spend_bound"] is None
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", LONGITUDINAL_NAMES)
 def test_done_when_mse_within_15_percent(done_when, name):
     assert abs(done_when[name]["mse_ratio"] - 1) <= 0.15
