@@ -158,6 +158,27 @@ def swar_column_counts_narrow(words, lo, hi, counts):  # pragma: no cover - comp
 
 
 @nb.njit(nogil=True, cache=_CACHE)
+def sorted_rows_histogram(a, lo, hi, size, counts):  # pragma: no cover - compiled
+    # counts[v] += 1 for every entry v of rows [lo, hi) of the (m, k) array a; returns a bit set:
+    # 1 if some entry is outside [0, size), 2 if some row is not strictly increasing.
+    k = a.shape[1]
+    usize = np.uint64(size)
+    flags = 0
+    for i in range(lo, hi):
+        prev = np.int64(-1)
+        for j in range(k):
+            v = np.int64(a[i, j])
+            if np.uint64(v) < usize:
+                counts[v] += 1
+            else:
+                flags |= 1
+            if v <= prev:
+                flags |= 2
+            prev = v
+    return flags
+
+
+@nb.njit(nogil=True, cache=_CACHE)
 def grouped_histogram(groups, values, lo, hi, n_groups, size, counts):  # pragma: no cover - compiled
     # counts[g, v] += 1 for each row i in [lo, hi) with g = groups[i] in [0, n_groups) and
     # v = values[i] in [0, size); returns the number of rows with either out of range (not counted).
@@ -255,4 +276,4 @@ def hashed_support(a, b, width, keys, lo, hi, counts):  # pragma: no cover - com
     return 0
 
 
-KERNELS = {"swar_column_counts_narrow": swar_column_counts_narrow, "hashed_support": hashed_support, "rows_match": rows_match, "nonce_admit": nonce_admit, "nonce_rehash": nonce_rehash, "bounded_histogram": bounded_histogram, "swar_column_counts": swar_column_counts, "grouped_histogram": grouped_histogram}
+KERNELS = {"sorted_rows_histogram": sorted_rows_histogram, "swar_column_counts_narrow": swar_column_counts_narrow, "hashed_support": hashed_support, "rows_match": rows_match, "nonce_admit": nonce_admit, "nonce_rehash": nonce_rehash, "bounded_histogram": bounded_histogram, "swar_column_counts": swar_column_counts, "grouped_histogram": grouped_histogram}
