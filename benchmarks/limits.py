@@ -30,7 +30,6 @@ if sys.path and os.path.abspath(sys.path[0]) == HERE:
 import argparse  # noqa: E402
 import json  # noqa: E402
 import platform  # noqa: E402
-import time  # noqa: E402
 
 import numpy as np  # noqa: E402
 import polars as pl  # noqa: E402
@@ -44,16 +43,11 @@ from ldp_plugin.sampling import SecureRandomSource, SeededRandomSource  # noqa: 
 preload(1 << 40)  # numba (if installed) imported now, before this directory is on the path
 sys.path.append(HERE)
 import throughput as tp  # noqa: E402
+from _common import best_of  # noqa: E402
 import throughput_hashed as th  # noqa: E402
 
 
-def best(f, repeats):
-    b, out = float("inf"), None
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        out = f()
-        b = min(b, time.perf_counter() - t0)
-    return b, out
+best = best_of  # (seconds of the fastest call, the last result)
 
 
 def mechanisms(d, eps):

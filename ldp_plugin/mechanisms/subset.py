@@ -39,6 +39,7 @@ import numpy as np
 from .protocol import ReportField
 from .._errors import LDPInputError, LDPParameterError
 from ..exact import TWO64, exp_lower_bound
+from ..sampling.aggregate_kernels import sorted_rows_histogram
 from ..theory import k_sharp, k_star
 from ._base import Channel, FrequencyOracle, floor_threshold
 
@@ -119,6 +120,21 @@ class KSubset(FrequencyOracle):
 
     def support_counts(self, reports: np.ndarray) -> np.ndarray:
         return np.bincount(reports.ravel(), minlength=self.d).astype(np.int64)
+
+    def count_reports(self, reports: Any) -> tuple:
+        """The checks of :meth:`validate_reports` (same errors) and the counts of
+        :meth:`support_counts` in one pass over the batch (:func:`sorted_rows_histogram`)."""
+        if type(self).validate_reports is not KSubset.validate_reports or type(self).support_counts is not KSubset.support_counts:
+            return super().count_reports(reports)  # a subclass with its own check or count
+        arr = np.asarray(reports)
+        if arr.ndim != 2 or arr.shape[1] != self.k or arr.dtype.kind not in "iu":
+            raise LDPInputError(f"k-subset reports must be an (n, {self.k}) integer array")
+        counts, flags = sorted_rows_histogram(arr, self.d)
+        if flags & 1:
+            raise LDPInputError(f"k-subset reports must hold item codes in [0, {self.d})")
+        if flags & 2 and self.k > 1:
+            raise LDPInputError("k-subset reports must be strictly increasing within each row")
+        return counts, int(arr.shape[0])
 
     def n_reports(self, reports: np.ndarray) -> int:
         return int(reports.shape[0])

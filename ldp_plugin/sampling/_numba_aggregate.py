@@ -50,6 +50,18 @@ def bounded_histogram(a, lo, hi, size, counts):  # pragma: no cover - compiled
 
 
 @nb.njit(nogil=True, cache=_CACHE)
+def _flush_lanes(acc, W, counts):  # pragma: no cover - compiled
+    # Add the byte lanes of acc[k·W + w] (lane b counts column 64·w + 8·b + k) to counts; clear acc.
+    for k in range(8):
+        for w in range(W):
+            x = acc[k * W + w]
+            base = w * 64 + k
+            for b in range(8):
+                counts[base + 8 * b] += np.int64((x >> np.uint64(8 * b)) & np.uint64(255))
+            acc[k * W + w] = 0
+
+
+@nb.njit(nogil=True, cache=_CACHE)
 def swar_column_counts(words, lo, hi, counts):  # pragma: no cover - compiled
     # Column sums of rows [lo, hi) of a packed bit matrix viewed as (m, W) little-endian uint64
     # words: bit k of byte b of word w is column 64·w + 8·b + k. Two levels of counters:
@@ -97,13 +109,7 @@ def swar_column_counts(words, lo, hi, counts):  # pragma: no cover - compiled
             g = 0
             groups += 1
             if groups == 17 or i == hi - 1:  # 17 · 15 = 255 rows: a byte lane cannot overflow
-                for k in range(8):
-                    for w in range(W):
-                        x = acc[k * W + w]
-                        base = w * 64 + k
-                        for b in range(8):
-                            counts[base + 8 * b] += np.int64((x >> np.uint64(8 * b)) & np.uint64(255))
-                        acc[k * W + w] = 0
+                _flush_lanes(acc, W, counts)
                 groups = 0
     return 0
 
@@ -146,15 +152,30 @@ def swar_column_counts_narrow(words, lo, hi, counts):  # pragma: no cover - comp
         i = e
         blocks += 1
         if blocks == 17 or i >= hi:  # 17 · 15 = 255 rows per byte lane
-            for k in range(8):
-                for w in range(W):
-                    x = acc[k * W + w]
-                    base = w * 64 + k
-                    for b in range(8):
-                        counts[base + 8 * b] += np.int64((x >> np.uint64(8 * b)) & np.uint64(255))
-                    acc[k * W + w] = 0
+            _flush_lanes(acc, W, counts)
             blocks = 0
     return 0
+
+
+@nb.njit(nogil=True, cache=_CACHE)
+def sorted_rows_histogram(a, lo, hi, size, counts):  # pragma: no cover - compiled
+    # counts[v] += 1 for every entry v of rows [lo, hi) of the (m, k) array a; returns a bit set:
+    # 1 if some entry is outside [0, size), 2 if some row is not strictly increasing.
+    k = a.shape[1]
+    usize = np.uint64(size)
+    flags = 0
+    for i in range(lo, hi):
+        prev = np.int64(-1)
+        for j in range(k):
+            v = np.int64(a[i, j])
+            if np.uint64(v) < usize:
+                counts[v] += 1
+            else:
+                flags |= 1
+            if v <= prev:
+                flags |= 2
+            prev = v
+    return flags
 
 
 @nb.njit(nogil=True, cache=_CACHE)
@@ -255,4 +276,4 @@ def hashed_support(a, b, width, keys, lo, hi, counts):  # pragma: no cover - com
     return 0
 
 
-KERNELS = {"swar_column_counts_narrow": swar_column_counts_narrow, "hashed_support": hashed_support, "rows_match": rows_match, "nonce_admit": nonce_admit, "nonce_rehash": nonce_rehash, "bounded_histogram": bounded_histogram, "swar_column_counts": swar_column_counts, "grouped_histogram": grouped_histogram}
+KERNELS = {"sorted_rows_histogram": sorted_rows_histogram, "swar_column_counts_narrow": swar_column_counts_narrow, "hashed_support": hashed_support, "rows_match": rows_match, "nonce_admit": nonce_admit, "nonce_rehash": nonce_rehash, "bounded_histogram": bounded_histogram, "swar_column_counts": swar_column_counts, "grouped_histogram": grouped_histogram}

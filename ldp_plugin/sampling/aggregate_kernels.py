@@ -32,7 +32,7 @@ from .._errors import LDPInputError
 from .kernels import compiled
 from .runner import _thread_pool
 
-__all__ = ["bounded_histogram", "packed_column_counts", "grouped_histogram", "aggregate_backend", "rows_match", "aggregate_kernel", "hashed_support"]
+__all__ = ["bounded_histogram", "packed_column_counts", "grouped_histogram", "aggregate_backend", "rows_match", "aggregate_kernel", "hashed_support", "sorted_rows_histogram"]
 
 _STATE: dict = {}
 _LOCK = threading.Lock()
@@ -241,3 +241,44 @@ def hashed_support(a: np.ndarray, b: np.ndarray, width: np.ndarray, keys: np.nda
     elif parts:
         run(a, b, width, keys, 0, n, outs[0])
     return np.sum(outs, axis=0) if len(outs) > 1 else (outs[0] if outs else np.zeros(d, dtype=np.int64))
+
+
+#: rows per step of the numpy twin of :func:`sorted_rows_histogram` (bounded working memory)
+_ROWS_STEP = 1 << 16
+
+
+def sorted_rows_histogram(rows: np.ndarray, size: int) -> tuple:
+    """``(counts, flags)`` of an ``(m, k)`` integer array: ``counts`` = ``np.bincount`` of its
+    entries that lie in ``[0, size)`` (int64, length ``size``); ``flags`` bit 1: some entry lies
+    outside, bit 2: some row is not strictly increasing. One pass with the compiled kernel; the
+    numpy twin works in steps of 2^16 rows in the array's own dtype (no int64 copy of the whole
+    batch). The caller raises on any flag (nothing is counted then)."""
+    a = np.asarray(rows)
+    m = a.shape[0]
+    counts = np.zeros(size, dtype=np.int64)
+    if a.size == 0:
+        return counts, 0
+    run = aggregate_kernel("sorted_rows_histogram", a.size)
+    if run is not None:
+        a = np.ascontiguousarray(a)
+        parts = _splits(m, _workers(a.size // 8))
+        outs = [np.zeros(size, dtype=np.int64) for _ in parts]
+        if len(parts) > 1:
+            flags = list(_thread_pool(len(parts)).map(lambda j: run(a, parts[j][0], parts[j][1], size, outs[j]), range(len(parts))))
+        else:
+            flags = [run(a, 0, m, size, outs[0])]
+        f = 0
+        for x in flags:
+            f |= int(x)
+        return (np.sum(outs, axis=0) if len(outs) > 1 else outs[0]), f
+    f = 0
+    info = np.iinfo(a.dtype)
+    for s in range(0, m, _ROWS_STEP):
+        b = a[s:s + _ROWS_STEP]
+        if (info.min < 0 and int(b.min()) < 0) or (info.max >= size and int(b.max()) >= size):
+            f |= 1
+        if b.shape[1] > 1 and not (b[:, 1:] > b[:, :-1]).all():
+            f |= 2
+        if not f & 1:
+            counts += np.bincount(b.ravel(), minlength=size)
+    return counts, f

@@ -123,3 +123,23 @@ def test_olh_support_counts_equal_the_per_report_definition(backend, d):
     full = olh_support_counts(r[:, 0], r[:, 1], m.g, keys)
     assert np.array_equal(full, sum(olh_support_counts(r[i:i + 97, 0], r[i:i + 97, 1], m.g, keys) for i in range(0, 3000, 97)))
     assert np.array_equal(m.accumulator().add(r).counts, full)
+
+
+@pytest.mark.parametrize("d,eps", [(64, 1.0), (1024, 1.0), (50, 4.0)])
+def test_k_subset_counts_and_checks_in_one_pass(backend, d, eps):
+    m = ldp.KSubset(epsilon=eps, d=d)
+    r = m.randomize_encoded(np.random.default_rng(d).integers(0, d, 70_001), rng=3)
+    acc = m.accumulator().add(r)
+    assert np.array_equal(acc.counts, np.bincount(r.ravel().astype(np.int64), minlength=d)) and acc.n == 70_001
+    if m.k > 1:
+        bad = r.copy()
+        bad[69_999, [0, 1]] = bad[69_999, [1, 0]]  # one row out of order, in the last step
+        with pytest.raises(LDPInputError, match="strictly increasing"):
+            m.accumulator().add(bad)
+    bad = r.astype(np.int64)
+    bad[5, -1] = d
+    with pytest.raises(LDPInputError, match=rf"item codes in \[0, {d}\)"):
+        m.accumulator().add(bad)
+    bad[5, -1] = -1  # negative: out of range (it is also out of order: the range error is named)
+    with pytest.raises(LDPInputError, match=rf"item codes in \[0, {d}\)"):
+        m.accumulator().add(bad)
