@@ -37,7 +37,7 @@ def cmd_choose(args) -> int:
             central = ("   poison gain n/a" if r["worst_case_gain"] is None else f"   poison gain {r['worst_case_gain']:.3g}") + central
             print(f"{mark} {r['mechanism']:<32} {str(r['params']):<28} predicted {args.metric} {r['predicted_error']:.4g}"
                   f"   report {r['report_bits']} bits, client {r['client_cost']}, server {r['server_cost']}{central}")
-        print(f"   poison gain: the largest expected shift of one item's estimate by {args.poison_fraction:g} fake reports "
+        print(f"   poison gain: the largest expected shift of one item's estimate when a fraction {args.poison_fraction:g} of the reports are fakes "
               "(maximal-gain attack, Cao-Jia-Gong 2021; ldp_plugin.robust)")
         if args.delta is not None:
             print(f"   central eps: {args.n:,} reports through a trusted shuffler, delta = {args.delta:g} (certified upper bound; `ldp amplify`)")
