@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from .._errors import LDPParameterError
-from ._common import FINITE as _finite, PROBABILITY as _prob
+from ._common import FINITE as _finite, PROBABILITY as _prob, float_in
 from .families import add_distribution_choose_arguments, cmd_choose_distribution
 from ..choose import rank_mechanisms, rank_longitudinal_mechanisms, rank_mean_mechanisms
 
@@ -37,7 +37,7 @@ def cmd_choose(args) -> int:
             central = ("   poison gain n/a" if r["worst_case_gain"] is None else f"   poison gain {r['worst_case_gain']:.3g}") + central
             print(f"{mark} {r['mechanism']:<32} {str(r['params']):<28} predicted {args.metric} {r['predicted_error']:.4g}"
                   f"   report {r['report_bits']} bits, client {r['client_cost']}, server {r['server_cost']}{central}")
-        print(f"   poison gain: the largest expected shift of one item's estimate by {args.poison_fraction:g} fake reports "
+        print(f"   poison gain: the largest expected shift of one item's estimate when a fraction {args.poison_fraction:g} of the reports are fakes "
               "(maximal-gain attack, Cao-Jia-Gong 2021; ldp_plugin.robust)")
         if args.delta is not None:
             print(f"   central eps: {args.n:,} reports through a trusted shuffler, delta = {args.delta:g} (certified upper bound; `ldp amplify`)")
@@ -52,7 +52,7 @@ def add_choose_arguments(ch, epsilon, int_in) -> None:
     ch.add_argument("--epsilon-1", type=epsilon, default=None, help="longitudinal: epsilon of one report")
     ch.add_argument("--rounds", type=int_in(1, 10_000, "an integer"), default=20, help="longitudinal: collections (lifetime cost), in [1, 10000]")
     ch.add_argument("--change-prob", type=_prob, default=0.2, help="longitudinal: probability a value is redrawn before a round")
-    ch.add_argument("--poison-fraction", type=_prob, default=0.01,
+    ch.add_argument("--poison-fraction", type=float_in(0, 1, lo_open=True, hi_open=True), default=0.01,
                     help="frequency: fraction of fake reports for the worst-case poisoning gain column (default 0.01)")
     ch.add_argument("--lower", type=_finite, default=0.0, help="mean: declared lower end")
     ch.add_argument("--upper", type=_finite, default=1.0, help="mean: declared upper end")

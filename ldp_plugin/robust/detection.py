@@ -60,7 +60,6 @@ from statistics import NormalDist
 from typing import Any, Optional
 
 import numpy as np
-from scipy import stats
 
 from .._errors import LDPInputError, LDPParameterError
 from ..estimation import FrequencyEstimate, finalize_estimate, pure_variance
@@ -212,9 +211,16 @@ class DetectionResult:
         return finalize_estimate(raw, se, int(n_acc), postprocess=postprocess, confidence=confidence, items=m.items)
 
 
+def _binom_pmf(k: int, q: float) -> np.ndarray:
+    """Binomial(k, q) pmf on ``0..k`` in log space (floats: used for the correction, not the thresholds)."""
+    j = np.arange(k + 1)
+    lg = np.array([math.lgamma(v + 1) for v in range(k + 1)])
+    return np.exp(lg[k] - lg - lg[::-1] + j * math.log(q) + (k - j) * math.log1p(-q))
+
+
 def _pmf(k: int, q: float, own: bool, p: float, shift: int) -> np.ndarray:
     """pmf of ``shift + [own]Bernoulli(p) + Binomial(k, q)`` on ``0..k + 2 + shift``."""
-    base = stats.binom.pmf(np.arange(k + 1), k, q) if k >= 0 else np.array([1.0])
+    base = _binom_pmf(k, q) if k >= 0 else np.array([1.0])
     if own:
         base = np.convolve(base, [1 - p, p])
     out = np.zeros(k + 3 + shift)
@@ -350,7 +356,9 @@ def node_consistency(estimates: dict, *, alpha: float = 1e-3) -> NodeTest:
     ses = np.array([np.asarray(estimates[k][1], dtype=np.float64) for k in names])
     ns = np.array([float(estimates[k][2]) for k in names])
     d = raws.shape[1]
-    thr = float(stats.chi2.ppf(1 - alpha / len(names), d))
+    from scipy.stats import chi2  # SciPy: the verify extra (optional, loaded on use)
+
+    thr = float(chi2.ppf(1 - alpha / len(names), d))
     stat = {}
     for j, k in enumerate(names):
         w = np.delete(ns, j)

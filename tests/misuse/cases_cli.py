@@ -59,6 +59,7 @@ def cli_cases() -> list:
     cases += _opt_cases("choose", ch, "--m", ["0", "-1", "abc"], ["--m"])
     cases += _opt_cases("choose", ch, "--metric", ["bogus"], ["--metric"])
     cases += _opt_cases("choose", ch, "--delta", ["0", "1", "-1", "abc", "nan"], ["--delta"])
+    cases += _opt_cases("choose", ch, "--poison-fraction", ["0", "1", "-1", "abc", "nan"], ["--poison-fraction"])
     cases += _opt_cases("choose", ch, "--family", ["bogus"], ["--family"])
     # -- amplify ---------------------------------------------------------------------------------
     am = ["amplify", "--mechanism", "krr", "--d", "4", "--epsilon", "1", "--n", "1000", "--delta", "1e-6"]
