@@ -28,8 +28,9 @@ class MergeableCounts:
         if type(other) is not type(self) or other._identity() != self._identity():
             raise LDPParameterError("can only merge accumulators of the same mechanism and parameters")
         out = copy.copy(self)
-        for name in self._summed:
-            setattr(out, name, getattr(self, name) + getattr(other, name))
+        for name in self._summed:  # a field still None (nothing added yet) is the sum's identity
+            mine, theirs = getattr(self, name), getattr(other, name)
+            setattr(out, name, theirs if mine is None else mine if theirs is None else mine + theirs)
         return out
 
 
