@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Optional
 
 from .._errors import LDPParameterError
+from .atomic import write_atomic
 
 __all__ = ["Keystore", "KEYSTORE_VERSION", "ledger_chain"]
 
@@ -107,22 +108,10 @@ class Keystore:
         return cls(p, master, anchor, rekeyed)
 
     def save(self) -> None:
-        """Atomic: a 0600 temporary file in the same directory, fsync, rename over the old one."""
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        try:
-            with os.fdopen(fd, "w") as f:
-                json.dump({"version": KEYSTORE_VERSION, "master": self.master.hex(), "anchor": self.anchor, "rekeyed_after": self.rekeyed_after}, f)
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, self.path)
-        except BaseException:
-            try:
-                os.unlink(tmp)
-            except FileNotFoundError:
-                pass
-            raise
+        """Atomic (:func:`~ldp_plugin.federated.atomic.write_atomic`: a 0600 temporary file in the
+        same directory, fsync, rename over the old one)."""
+        doc = {"version": KEYSTORE_VERSION, "master": self.master.hex(), "anchor": self.anchor, "rekeyed_after": self.rekeyed_after}
+        write_atomic(self.path, json.dumps(doc).encode())
 
     def device_key(self, i: int) -> bytes:
         """Device ``i``'s secret key: ``HMAC-SHA256(master, "ldp-device-key" || i)``."""
