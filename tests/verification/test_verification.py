@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 
+import numpy as np
 import pytest
 
 from ldp_plugin import PrivacyVerificationError
@@ -180,3 +181,26 @@ def test_ldp_verify_cli_json_report_and_exit_status(tmp_path, capsys):
     assert main(["verify", "broken", "--quick", "--json"]) == 1
     assert json.loads(capsys.readouterr().out)["passed"] is False
     assert main(["verify", "nope", "--json"]) == 2
+
+
+def test_pooled_chisquare_pool_reaches_five_expected():
+    """A pool of sparse bins is grown until it expects at least 5 draws: one legitimate two-flip OUE
+    report at ε = 8 (pool expectation ≈ 0.01 over 32,768 draws) is not a failure, while a defect that
+    puts 40 draws there still is, and an impossible output fails outright."""
+    from ldp_plugin.verification.layers import _pooled_chisquare
+
+    import itertools
+
+    q = 1 / (math.exp(8) + 1)
+    marg = [0.5, q, q, q]  # OUE d = 4 on input 0: its own bit at 1/2, the others at q
+    probs = [math.prod(m if b else 1 - m for m, b in zip(marg, bits)) for bits in itertools.product((0, 1), repeat=4)]
+    n = 32_768
+    expected = [p * n for p in probs]
+    counts = [round(e) for e in expected]
+    small = min(range(len(probs)), key=lambda i: expected[i])
+    assert expected[small] < 0.1
+    counts[small] = 1  # one legitimate draw in a bin expecting ≈ 0.005
+    assert _pooled_chisquare(np.array(counts), np.array(probs)) > 1e-3
+    counts[small] = 40
+    assert _pooled_chisquare(np.array(counts), np.array(probs)) < 1e-9
+    assert _pooled_chisquare(np.array(counts + [1]), np.array(probs + [0.0])) == 0.0
