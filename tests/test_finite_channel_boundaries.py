@@ -127,12 +127,18 @@ def test_full_scan_d_up_to_16(family):
 
 @pytest.mark.slow
 def test_full_scan_staircase():
-    """d <= 5 on the whole 0.02 grid; d = 6..14 (the LP has 2**d variables, 0.3 s at d = 14) on a
-    1.0 grid plus a 0.1 grid over the top unit of the range, where probabilities are smallest."""
-    total = sum(_scan(_staircase, d, _grid()) for d in range(2, 6))
-    for d in range(6, 15):
+    """d <= 5 on the whole 0.02 grid above ε = 10 (where probabilities shrink towards 2**-24 and the
+    boundaries are rounded most) and a 0.1 grid below; d = 6..12 (the LP has 2**d variables) on a
+    1.0 grid plus a 0.1 grid over the top unit of the range, each scan reaching the refusal at the
+    2**-24 floor; d = 13, 14 (0.3–0.5 s per LP, and the refusal's usable-range search re-solves it
+    five times) at ε = 4, 16 and 16.5, next to the top of their range."""
+    total = sum(_scan(_staircase, d, sorted(set(_grid(0.1, 10.0, 0.1)) | set(_grid(10.0))) ) for d in range(2, 6))
+    for d in range(6, 13):
         total += _scan(_staircase, d, sorted(set(_grid(1.0, 17.0, 1.0)) | set(_grid(15.6, 17.0, 0.1))))
-    assert total > 4 * 700
+    for d in (13, 14):
+        for eps in (4.0, 16.0, 16.5):
+            _check(_staircase(eps, d), eps)
+    assert total > 4 * 400 + 7 * 26
 
 
 def test_the_client_searches_the_checked_boundaries_and_the_recording_layer_rebuilds_them():
