@@ -7,7 +7,9 @@ same through ``flwr run`` on a simulation SuperLink is the slow test at the end.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import io
 import json
 import math
 import os
@@ -184,41 +186,63 @@ def test_new_shuffled_writes_a_project_flower_accepts(tmp_path, cli):
 
 @pytest.mark.slow
 def test_flwr_run_of_a_shuffled_collection_on_a_simulation_superlink(tmp_path):
-    """The same through Flower's own tools: ``flwr run`` of the app project ``ldp federated new``
-    writes, with the shuffler as its ServerApp, on a private simulation SuperLink (its own process
-    group, stopped in ``finally``); the analyzer then records the batch in its ledger."""
-    from ldp_plugin.federated.cli import new_project
-    from ldp_plugin.federated.config import ENV_DEVICE_CONFIG
-    from ldp_plugin.federated.deploy import Spawned, flower_tool, free_port, run_to_completion, tool_env, write_connection
+    """The same through Flower's own tools, as a user starts it: ``ldp federated simulate --shuffle``
+    writes the shuffled app project (``ldp federated new --shuffled``), generates the analyzer key
+    and pins it in the devices' TOML, runs ``flwr run`` on a private simulation SuperLink, and the
+    analyzer opens the forwarded batch and records its central (ε, δ) at the size it accepted."""
+    from ldp_plugin.amplification import amplify
+    from ldp_plugin.cli import main as ldp_main
 
-    keys = generate_analyzer_keys(tmp_path / "analyzer")
-    app = tmp_path / "app"
-    new_project(app, nodes=2, shuffled=True)
-    (app / "plan.toml").write_text('[plan]\nname = "shuf"\nrounds = 1\nmin_batch = 60\nout_dir = "results"\nround_timeout = 120\n'
-                                   'max_devices_per_node = 1000\nexpected_nodes = 2\nnode_wait = 120\n\n'
-                                   '[[query]]\nname = "apps"\nmechanism = "krr"\nepsilon = "1"\nparams = {d = 8}\n')
-    (app / "device.toml").write_text(DEVICE % (f'analyzer_key = "{keys["public_key_hex"]}"\n', DEVICES))
-    for pid in range(2):
-        DeviceFleet.init(DeviceConfig.load(app / "device.toml", {"partition-id": pid}))
-    port = free_port()
-    env = tool_env(FLWR_HOME=str(tmp_path / "flwr-home"), **{ENV_DEVICE_CONFIG: str(app / "device.toml")})
-    write_connection(tmp_path / "flwr-home", "ldp-sim", f"127.0.0.1:{port}")
-    link = Spawned([flower_tool("flower-superlink"), "--insecure", "--simulation", "--host", "127.0.0.1", "--port", str(port),
-                    "--database", str(tmp_path / "superlink.db"), "--disable-runtime-dependency-installation"], env=env, log=tmp_path / "superlink.log")
-    try:
-        run_to_completion(app, "ldp-sim", env=env, federation_config={"num-supernodes": 2}, timeout=600)
-    finally:
-        link.stop()
-    row = json.loads((app / "results" / "shuf" / "round-0001.json").read_text())["queries"][0]
-    assert row["status"] == "forwarded" and row["ciphertexts_held"] == 2 * DEVICES and row["node_errors"] == {} and row["rejected_by_reason"] == {}
-    header, _ = read_batch(row["batch"])
-    assert set(header) == HEADER_KEYS and header["n"] == 2 * DEVICES
-    ledger = tmp_path / "analyzer.sqlite"
-    ldp.Accountant.create(ledger, ldp.Population(name="analyzer", lifetime_cap="10")).close()
-    out = analyze_batch(row["batch"], key=keys["private_key"], ledger=ledger, delta=DELTA)
-    assert out["reports_accepted"] == 2 * DEVICES and out["epsilon_central"] < 1.0
-    with ldp.Accountant(ledger) as acc:
-        assert [r.batch_id for r in acc.shuffle_records()] == [row["batch_id"]]
+    out_dir = tmp_path / "sim"
+    argv = ["federated", "simulate", "--nodes", "2", "--users-per-node", "40", "--mechanism", "krr", "--d", "8", "--epsilon", "1",
+            "--device-cap", "4", "--min-batch", "60", "--shuffle", "--delta", str(DELTA), "--out", str(out_dir), "--json"]
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        assert ldp_main(argv) in (0, None)
+    doc = json.loads(buf.getvalue())
+    assert doc["shuffled"] is True
+    (row,) = doc["rounds"]
+    assert row["status"] == "analyzed" and row["reports_accepted"] == 80 and row["rejected_by_reason"] == {}
+    assert row["shuffler"]["ciphertexts_held"] == 80 and row["shuffler"]["node_errors"] == {} and row["shuffler"]["status"] == "forwarded"
+    c = row["central"]
+    assert c["n_amplified"] == 80 and c["epsilon_local"] == 1.0 and c["delta"] == DELTA
+    assert c["epsilon_central"] == pytest.approx(amplify(ldp.KRR(epsilon=1.0, d=8), n=80, delta=DELTA)["epsilon"], rel=1e-9)
+    summary = json.loads((out_dir / "app" / "results" / "sim" / "round-0001.json").read_text())["queries"][0]
+    header, _ = read_batch(summary["batch"])
+    assert set(header) == HEADER_KEYS and header["n"] == 80
+    with ldp.Accountant(out_dir / "analyzer.sqlite") as acc:
+        (rec,) = acc.shuffle_records()
+        assert rec.n_min == 80 and rec.epsilon_central == c["epsilon_central"] and float(acc.spent()) == 1.0
+    est = row["estimate"]  # k-RR's raw unbiased estimate of the 80 opened reports: it sums to one exactly
+    assert len(est) == 8 and sum(e["estimate"] for e in est) == pytest.approx(1.0, abs=1e-12)
+    assert all(0.0 <= e["ci_lower"] <= e["ci_upper"] <= 1.0 for e in est)
+
+
+@pytest.mark.parametrize("extra, says", [
+    (["--delta", "1e-6"], "--delta is the delta of a shuffled collection"),
+    (["--shuffle"], "--shuffle needs --delta"),
+    (["--shuffle", "--delta", "2"], "--delta must be in (0, 1)"),
+    (["--shuffle", "--delta", "nan"], "--delta must be in (0, 1)"),
+    (["--min-batch", "81"], "--min-batch must be at most the simulated devices"),
+])
+def test_simulate_shuffle_options_are_checked_before_anything_runs(tmp_path, capsys, extra, says):
+    from ldp_plugin.cli import main as ldp_main
+
+    out_dir = tmp_path / "sim"
+    code = ldp_main(["federated", "simulate", "--nodes", "2", "--users-per-node", "40", "--mechanism", "krr", "--d", "8", "--epsilon", "1",
+                     "--device-cap", "4", "--out", str(out_dir), *extra])
+    assert code == 2 and says in capsys.readouterr().err
+    assert not (out_dir / "analyzer.sqlite").exists() and not (out_dir / "superlink.db").exists()
+
+
+def test_simulate_shuffle_refuses_a_memoized_series_before_flower_starts(tmp_path, capsys):
+    from ldp_plugin.cli import main as ldp_main
+
+    out_dir = tmp_path / "sim"
+    code = ldp_main(["federated", "simulate", "--nodes", "2", "--users-per-node", "40", "--mechanism", "loloha", "--d", "8", "--param", "epsilon_perm=2",
+                     "--param", "epsilon_1=1", "--device-cap", "4", "--shuffle", "--delta", "1e-6", "--out", str(out_dir)])
+    assert code == 2 and "memoized series" in capsys.readouterr().err
+    assert not (out_dir / "superlink.db").exists() and not (out_dir / "app" / "state").exists()
 
 
 @pytest.mark.slow

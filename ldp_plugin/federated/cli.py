@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import signal
 import threading
 import string
@@ -31,6 +32,9 @@ from .config import ENV_DEVICE_CONFIG, DeviceConfig
 from .device import DeviceFleet
 from .analyzer import analyze_batch
 from .sealed import generate_analyzer_keys
+from .shuffler import BatchBelowMinimum
+from .shuffler_app import check_shuffled_plan
+from ..accountant import Accountant, Population
 
 __all__ = ["add_parsers", "cmd_federated", "new_project"]
 
@@ -97,6 +101,9 @@ def add_parsers(sub, parser_class, int_in, epsilon_type, seed_type, domain_type,
     fs.add_argument("--seed", type=seed_type, default=0, help="seed of the generated data (the randomization uses the OS CSPRNG)")
     fs.add_argument("--out", default=None, metavar="DIR", help="keep the app, devices and results here (default: a temporary directory)")
     fs.add_argument("--timeout", type=int_in(10, 86400, "seconds"), default=900, help="fail if the run has not finished by then")
+    fs.add_argument("--shuffle", action="store_true", help="run the shuffler as the ServerApp: devices seal to a generated analyzer key, "
+                    "the analyzer opens each forwarded batch and records its central (epsilon, delta); needs --delta")
+    fs.add_argument("--delta", type=float, default=None, help="with --shuffle: delta of the central (epsilon, delta) recorded, in (0, 1)")
     fs.add_argument("--json", action="store_true", help="one JSON document on stdout")
     ak = fsub.add_parser("analyzer-keys", help="generate the analyzer's key pair (analyzer.key 0600, analyzer.pub for the device owners to pin)")
     ak.add_argument("directory")
@@ -182,6 +189,10 @@ def _check_simulation(args, mech: Any, d: int) -> None:
     if d > MAX_SIMULATED_D:
         raise LDPParameterError(f"--d must be at most {MAX_SIMULATED_D} for federated simulate (got {d}): the simulation generates, "
                                 "estimates and prints one row per item; a real deployment (ldp federated new) takes any d")
+    devices = args.nodes * args.users_per_node
+    if args.min_batch > devices:
+        raise LDPParameterError(f"--min-batch must be at most the simulated devices, --nodes × --users-per-node = {devices:,} "
+                                f"(got {args.min_batch:,}): no round could release an estimate")
     check_work(args.nodes * args.users_per_node * args.rounds, rate=SIMULATED_DEVICES_PER_SECOND,
                what=f"federated simulate ({args.nodes} nodes × {args.users_per_node} devices × {args.rounds} rounds)",
                options="--nodes, --users-per-node or --rounds")
@@ -248,9 +259,43 @@ def _simulate(args) -> int:
         return _simulate_run(args)
 
 
+def _check_shuffle_options(args) -> None:
+    shuffle, delta = getattr(args, "shuffle", False), getattr(args, "delta", None)
+    if delta is not None and not shuffle:
+        raise LDPParameterError("--delta is the delta of a shuffled collection's central (epsilon, delta): give it with --shuffle")
+    if shuffle and delta is None:
+        raise LDPParameterError("--shuffle needs --delta, the delta of the central (epsilon, delta) the analyzer records, in (0, 1)")
+    if shuffle and not (math.isfinite(delta) and 0 < delta < 1):
+        raise LDPParameterError("--delta must be in (0, 1)")
+
+
+def _analyze_round(row: dict, keys: dict, ledger: Path, delta: float) -> dict:
+    """The analyzer's side of one shuffled round: open the forwarded batch, charge and record
+    (``analyze_batch``); the shuffler's counts are kept under ``shuffler``."""
+    shuffler = {k: row[k] for k in ("nodes_asked", "nodes_answered", "node_errors", "ciphertexts_held", "ciphertexts_rejected",
+                                    "rejected_by_reason", "devices_refused", "refused_by_reason", "status", "batch_id")}
+    out = {"round": row["round"], "status": row["status"], "shuffler": shuffler, "nodes_asked": row["nodes_asked"],
+           "nodes_answered": row["nodes_answered"], "node_errors": row["node_errors"], "devices_refused": row["devices_refused"],
+           "refused_by_reason": row["refused_by_reason"], "reports_accepted": 0, "reports_rejected": 0, "rejected_by_reason": {},
+           "estimate": None}
+    if row["status"] != "forwarded":
+        return out
+    try:
+        res = analyze_batch(row["batch"], key=keys["private_key"], ledger=ledger, delta=delta, expect_query_id=row["query_id"])
+    except BatchBelowMinimum as e:
+        out.update(status="below_minimum", analyzer_refused=str(e))
+        return out
+    out.update(status="analyzed", reports_accepted=res["reports_accepted"], reports_rejected=res["reports_rejected"],
+               rejected_by_reason=res["rejected_by_reason"], estimate=res["estimate"],
+               central={k: res[k] for k in ("epsilon_local", "epsilon_central", "epsilon_central_lower", "delta", "n_amplified", "method")})
+    return out
+
+
 def _simulate_run(args) -> int:
     _exact_option(args.device_cap, "--device-cap", 10**6)
     _exact_option(args.max_epsilon, "--max-epsilon", 700)
+    _check_shuffle_options(args)
+    shuffle = bool(getattr(args, "shuffle", False))
     tmp = None
     if args.out is None:
         tmp = tempfile.TemporaryDirectory(prefix="ldp-federated-")
@@ -260,10 +305,12 @@ def _simulate_run(args) -> int:
         work.mkdir(parents=True, exist_ok=True)
     superlink = None
     try:
-        new_project(work / "app", nodes=args.nodes, force=True)
+        new_project(work / "app", nodes=args.nodes, force=True, shuffled=shuffle)
         (work / "app" / "plan.toml").write_text(_plan_toml(args, args.nodes))
         plan = Plan.from_toml(work / "app" / "plan.toml")
         q0 = plan.queries[0].build()  # a bad mechanism or parameter fails here, before Flower starts
+        if shuffle:
+            check_shuffled_plan(plan)  # a memoized series cannot be shuffled: refused before Flower starts
         d = q0.domain_size
         if getattr(q0, "input_kind", "value") not in ("value", "set"):  # the generated data are one category per device
             raise LDPParameterError(f"--mechanism {args.mechanism}: federated simulate generates one categorical value per device; "
@@ -272,9 +319,11 @@ def _simulate_run(args) -> int:
             raise LDPParameterError("federated simulate generates categorical values: give a closed-alphabet mechanism (--d)")
         _check_simulation(args, q0, d)
         device = work / "app" / "device.toml"
+        keys = generate_analyzer_keys(work / "analyzer", force=True) if shuffle else None
+        pinned = [f'analyzer_key = "{keys["public_key_hex"]}"'] if shuffle else []
         device.write_text("\n".join([
             "[device]", 'name = "sim-{partition-id}"', 'ledger = "state/node-{partition-id}/ledger.sqlite"',
-            'keystore = "state/node-{partition-id}/keystore.json"', "", "[policy]", f"lifetime_cap = {json.dumps(str(args.device_cap))}",
+            'keystore = "state/node-{partition-id}/keystore.json"', *pinned, "", "[policy]", f"lifetime_cap = {json.dumps(str(args.device_cap))}",
             f"max_epsilon_per_query = {json.dumps(str(args.max_epsilon))}", "", "[data]", 'source = "ldp_plugin.federated.synthetic:zipf_values"',
             "[data.args]", f"devices = {args.users_per_node}", f"d = {d}", f'seed = "{args.seed}-{{partition-id}}"', ""]))
         _check_policy(DeviceConfig.load(device, {"partition-id": 0}).policy, q0)
@@ -292,16 +341,21 @@ def _simulate_run(args) -> int:
         run_id = run_to_completion(work / "app", "ldp-sim", env=env, federation_config={"num-supernodes": args.nodes}, timeout=args.timeout)
         seconds = round(time.perf_counter() - t0, 2)
         rounds = []
+        ledger = work / "analyzer.sqlite"
+        if shuffle:  # the analyzer's ledger: the same population and lifetime cap as the devices'
+            Accountant.create(ledger, Population(name="analyzer", lifetime_cap=str(args.device_cap))).close()
         for r in plan.round_numbers():
             path = plan.out_dir / plan.name / f"round-{r:04d}.json"
             if not path.is_file():
                 raise LDPParameterError(f"the run completed but round {r}'s summary is missing")
             summary = json.loads(path.read_text())
             row = summary["queries"][0]
+            if shuffle:
+                row = _analyze_round({"round": r, **row}, keys, ledger, args.delta)
             if row["estimate"]:
                 for e in row["estimate"]:
                     e["truth"] = float(truth[int(e["item"])]) if isinstance(e["item"], int) and 0 <= e["item"] < d else None
-            rounds.append({"round": r, **{k: v for k, v in row.items() if k not in ("query",)}})
+            rounds.append({"round": r, **{k: v for k, v in row.items() if k not in ("query", "round")}})
     finally:
         if superlink is not None:
             superlink.stop()
@@ -310,7 +364,7 @@ def _simulate_run(args) -> int:
     if not any(row["estimate"] for row in rounds):
         raise LDPParameterError(_nothing_released(rounds))
     out = {"rounds": rounds, "nodes": args.nodes, "users_per_node": args.users_per_node, "seconds": seconds, "run_id": str(run_id),
-           "mechanism": q0.params(), "zipf_truth": [float(x) for x in zipf_frequencies(d)]}
+           "mechanism": q0.params(), "zipf_truth": [float(x) for x in zipf_frequencies(d)], "shuffled": shuffle}
     if args.json:
         print(json.dumps(out, indent=1))
     else:
@@ -318,6 +372,10 @@ def _simulate_run(args) -> int:
             print(f"round {row['round']}: {row['nodes_answered']}/{row['nodes_asked']} nodes, {row['reports_accepted']:,} reports accepted, "
                   f"{row['reports_rejected']:,} rejected {row['rejected_by_reason']}, {row['devices_refused']:,} devices refused "
                   f"{row['refused_by_reason']}, node errors {row['node_errors']}: {row['status']}")
+            if row.get("central"):
+                c = row["central"]
+                print(f"  shuffled: {row['shuffler']['ciphertexts_held']:,} sealed reports forwarded without node ids; the analyzer recorded "
+                      f"local epsilon {c['epsilon_local']:g}, central ({c['epsilon_central']:.4g}, {c['delta']:g}) at n={c['n_amplified']:,}")
             if row["estimate"]:
                 covered = sum(e["ci_lower"] <= e["truth"] <= e["ci_upper"] for e in row["estimate"] if e["truth"] is not None)
                 print(f"  {covered}/{len(row['estimate'])} true frequencies inside their 95% intervals")
