@@ -161,3 +161,79 @@ def test_a_round_below_its_minimum_batch_is_reported_incomplete(tmp_path):
     row = summary["queries"][0]
     assert row["reports_accepted"] == DEVICES and row["node_errors"] == {"no_reply": 1}
     assert row["status"] == "incomplete" and row["estimate"] is None
+
+
+def _robust_setup(tmp_path, nodes, robust, devices=DEVICES):
+    app = tmp_path / "app"
+    app.mkdir()
+    (app / "device.toml").write_text(
+        '[device]\nname = "n{partition-id}"\nledger = "s/{partition-id}/l.sqlite"\nkeystore = "s/{partition-id}/k.json"\n\n'
+        '[policy]\nlifetime_cap = "4"\nmax_epsilon_per_query = "2"\n\n[data]\nsource = "ldp_plugin.federated.synthetic:zipf_values"\n'
+        f'[data.args]\ndevices = {devices}\nd = 8\nseed = "5-{{partition-id}}"\n')
+    for pid in range(nodes):
+        DeviceFleet.init(DeviceConfig.load(app / "device.toml", {"partition-id": pid}))
+    plan = Plan.from_dict({"name": "t", "rounds": 1, "min_batch": devices, "out_dir": "out", "round_timeout": 30, "max_devices_per_node": devices,
+                           "expected_nodes": nodes, "node_wait": 0},
+                          [{"name": "apps", "mechanism": "oue", "epsilon": "1", "params": {"d": 8}, "robust": robust}], tmp_path)
+    return app, plan
+
+
+ROBUST_DEVICES = 4000  # per node: a node's standard error (≈ 0.03 at ε = 1) well below the attack's shift
+
+
+def _max_gain(m):  # a node of fake users: well-formed maximal-gain OUE reports for item 7 (Cao, Jia, Gong 2021)
+    if not _is_query(m):
+        return _reply(m, ROBUST_DEVICES, [])
+    return _reply(m, ROBUST_DEVICES, seal(MECH.to_wire_each(MECH.max_gain_reports([7], ROBUST_DEVICES), tag=_tag(m))))
+
+
+def test_a_plan_with_robust_combination_bounds_a_hostile_node(tmp_path):
+    """Five honest nodes and one node of maximal-gain fakes: the pooled estimate of the target is
+    dragged up by about a sixth of the attack's gain, the trimmed mean stays within its stated
+    bound of the honest devices' frequency (robust/aggregation.py: z·max SE)."""
+    from ldp_plugin.federated.synthetic import zipf_values
+
+    # α = 1e-6: the devices draw from the secure source (not seeded), so the bound's own failure rate is the test's
+    app, plan = _robust_setup(tmp_path, 5, {"rule": "trimmed", "f": 1, "alpha": 1e-6}, devices=ROBUST_DEVICES)
+    grid = LoopbackGrid({**{pid + 1: _honest(app, pid) for pid in range(5)}, 99: _max_gain})
+    (summary,) = run_plan(grid, plan)
+    row = summary["queries"][0]
+    assert row["status"] == "complete" and row["reports_accepted"] == 6 * ROBUST_DEVICES
+    truth = np.bincount(np.concatenate([zipf_values(ROBUST_DEVICES, 8, f"5-{p}") for p in range(5)]), minlength=8) / (5 * ROBUST_DEVICES)
+    rob = row["robust"]
+    assert rob["rule"] == "trimmed" and rob["f"] == 1 and rob["alpha"] == 1e-6 and rob["nodes"] == 6 and "error" not in rob
+    est, bound = np.array(rob["estimate"]), np.array(rob["bound"])
+    assert (np.abs(est - truth) <= bound).all()
+    pooled = np.array([e["estimate"] for e in row["estimate"]])
+    assert np.allclose(pooled, rob["pooled"], atol=1e-12)
+    # power: the pooled estimate of the target moves by ~ (1/6)·(1 − q)/(p − q) ≈ 0.5, far outside the bound
+    assert pooled[7] - truth[7] > bound[7]
+
+
+def test_a_round_with_too_few_nodes_for_the_robust_rule_says_why_beside_its_pooled_estimate(tmp_path):
+    app, plan = _robust_setup(tmp_path, 2, {"rule": "trimmed", "f": 1})
+    (summary,) = run_plan(LoopbackGrid({1: _honest(app, 0), 2: _honest(app, 1)}), plan)
+    row = summary["queries"][0]
+    assert row["status"] == "complete" and len(row["estimate"]) == 8
+    assert row["robust"]["nodes"] == 2 and "needs more than 2 nodes" in row["robust"]["error"]
+
+
+@pytest.mark.parametrize("query, says", [
+    ({"mechanism": "oue", "epsilon": "1", "params": {"d": 8}, "robust": {"rule": "mean"}}, "rule must be one of"),
+    ({"mechanism": "oue", "epsilon": "1", "params": {"d": 8}, "robust": {"f": 1}}, "must be a table with a rule"),
+    ({"mechanism": "oue", "epsilon": "1", "params": {"d": 8}, "robust": {"rule": "trimmed", "f": -1}}, "robust.f"),
+    ({"mechanism": "oue", "epsilon": "1", "params": {"d": 8}, "robust": {"rule": "trimmed", "groups": 3}}, "median-of-means' only"),
+    ({"mechanism": "oue", "epsilon": "1", "params": {"d": 8}, "robust": {"rule": "median-of-means", "f": 1, "groups": 2}}, "robust.groups"),
+    ({"mechanism": "oue", "epsilon": "1", "params": {"d": 8}, "robust": {"rule": "trimmed", "alpha": 1.5}}, "robust.alpha"),
+    ({"mechanism": "oue", "epsilon": "1", "params": {"d": 8}, "robust": "trimmed"}, "must be a table"),
+    ({"mechanism": "duchi", "epsilon": "1", "params": {"lower": 0.0, "upper": 1.0}, "robust": {"rule": "trimmed"}}, "not to 'duchi'"),
+    ({"mechanism": "loloha", "params": {"d": 8, "epsilon_perm": 2.0, "epsilon_1": 1.0}, "robust": {"rule": "trimmed"}}, "not to 'loloha'"),
+    ({"mechanism": "pem", "epsilon": "2", "params": {"alphabet": "ab", "max_length": 4, "top_k": 2}, "robust": {"rule": "trimmed"}},
+     "not to a heavy-hitter discovery"),
+])
+def test_a_plans_robust_table_is_checked_when_the_plan_is_read(tmp_path, query, says):
+    from ldp_plugin._errors import LDPParameterError
+
+    with pytest.raises(LDPParameterError, match=None) as e:
+        Plan.from_dict({"name": "t"}, [{"name": "q", **query}], tmp_path)
+    assert says in str(e.value)

@@ -43,6 +43,7 @@ from .plan import Plan
 from .query import Query
 from .results import estimate_rows, round_dir, write_summary
 from .sealed import seal_reply
+from ..robust.aggregation import combine_accumulators
 
 __all__ = ["client_app", "server_app", "reply_to_raw", "register_nodes", "run_plan"]
 
@@ -220,6 +221,19 @@ def register_nodes(grid: Any, plan: Plan) -> tuple:
     return nodes, quota, reg_errors
 
 
+def _robust_row(col: Collector, spec: dict) -> dict:
+    """The robust combination of the nodes' estimates (:func:`~ldp_plugin.robust.aggregation.combine_accumulators`
+    over the collector's per-node accumulators), or why this round cannot give one (too few nodes
+    answered for the rule's ``f``): per item the combined estimate and its influence bound, beside
+    the pooled estimate of ``estimate``."""
+    nodes = {str(k): a for k, a in col.node_accumulators.items() if a.n > 0}
+    try:
+        rob = combine_accumulators(col.mechanism, nodes, **spec)
+    except LDPParameterError as e:
+        return {**spec, "nodes": len(nodes), "error": str(e)}
+    return {**spec, "nodes": len(nodes), **{k: v for k, v in rob.to_dict().items() if k not in ("rule", "f", "alpha", "nodes")}}
+
+
 def run_plan(grid: Any, plan: Plan) -> list:
     """The ServerApp's body (see the module docstring); returns the round summaries."""
     nodes, quota, reg_errors = register_nodes(grid, plan)
@@ -241,6 +255,8 @@ def run_plan(grid: Any, plan: Plan) -> list:
                         row["estimate"] = estimate_rows(col.estimate(postprocess="none"))
                     except TypeError:
                         row["estimate"] = estimate_rows(col.estimate())
+                    if pq.robust is not None:
+                        row["robust"] = _robust_row(col, pq.robust)
             row["seconds"] = round(time.perf_counter() - t0, 3)
             summary["queries"].append(row)
             log.info("round %d %s: %d accepted, %d rejected, %d refused, node errors %s, %s", r, pq.name, row["reports_accepted"],

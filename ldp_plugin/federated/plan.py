@@ -21,6 +21,13 @@ config names (``job = "/path/plan.toml"``) for several::
     epsilon = "1"
     params = {d = 8}
 
+    [[query]]                 # with a robust combination of the nodes' estimates beside the pooled one
+    name = "apps-robust"
+    mechanism = "oue"
+    epsilon = "1"
+    params = {d = 8}
+    robust = {rule = "trimmed", f = 1}   # or "median-of-means" (groups = G); alpha = 1e-3
+
     [[query]]                 # heavy-hitter discovery (PEM or TreeHist): one query per level
     name = "words"
     mechanism = "pem"
@@ -40,7 +47,9 @@ from typing import Any, Mapping, Optional
 
 from .._errors import LDPParameterError
 from ..discovery import METHODS as DISCOVERY_METHODS
+from ..mechanisms.protocol import ClosedDomain, Keyed, Numeric
 from ..registry import build
+from ..robust.aggregation import RULES as ROBUST_RULES
 from .discovery import level_queries
 
 try:
@@ -52,7 +61,8 @@ __all__ = ["Plan", "PlannedQuery"]
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 _PLAN_KEYS = {"name", "rounds", "min_batch", "out_dir", "round_timeout", "max_devices_per_node", "expected_nodes", "node_wait"}
-_QUERY_KEYS = {"name", "mechanism", "epsilon", "params"}
+_QUERY_KEYS = {"name", "mechanism", "epsilon", "params", "robust"}
+_ROBUST_KEYS = {"rule", "f", "groups", "alpha"}
 
 
 def _int(v: Any, name: str, lo: int, hi: int) -> int:
@@ -61,12 +71,47 @@ def _int(v: Any, name: str, lo: int, hi: int) -> int:
     return int(v)
 
 
+def _robust_spec(spec: Any, query: str) -> Optional[dict]:
+    """A query's ``robust`` table, checked whole (the node count is checked at each round, where
+    it is known: a round with too few answering nodes reports why, beside its pooled estimate)."""
+    if spec is None:
+        return None
+    where = f"query {query!r}: robust"
+    if not isinstance(spec, Mapping) or set(spec) - _ROBUST_KEYS or "rule" not in spec:
+        raise LDPParameterError(f"{where} must be a table with a rule and optionally f, groups, alpha (allowed keys: {sorted(_ROBUST_KEYS)})")
+    if spec["rule"] not in ROBUST_RULES:
+        raise LDPParameterError(f"{where}.rule must be one of {list(ROBUST_RULES)}")
+    out = {"rule": spec["rule"], "f": _int(spec.get("f", 1), f"{where}.f (the hostile nodes tolerated)", 0, 10_000)}
+    if "groups" in spec:
+        if spec["rule"] != "median-of-means":
+            raise LDPParameterError(f"{where}.groups applies to rule = 'median-of-means' only")
+        out["groups"] = _int(spec["groups"], f"{where}.groups", 2 * out["f"] + 1, 100_000)
+    alpha = spec.get("alpha", 1e-3)
+    if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not 0 < alpha < 1:
+        raise LDPParameterError(f"{where}.alpha must be a number in (0, 1)")
+    out["alpha"] = float(alpha)
+    return out
+
+
+def _check_robust_mechanism(pq: "PlannedQuery") -> None:
+    """The robust combination needs per-node unbiased per-item estimates: a frequency oracle (or a
+    set mechanism) over a closed domain, not a memoized series, a mean or a distribution."""
+    if pq.mechanism in DISCOVERY_METHODS:
+        raise LDPParameterError(f"query {pq.name!r}: robust applies to frequency queries, not to a heavy-hitter discovery")
+    mech = pq.build()
+    if not isinstance(mech, ClosedDomain) or isinstance(mech, (Keyed, Numeric)) or mech.domain_size is None:
+        raise LDPParameterError(f"query {pq.name!r}: robust applies to frequency oracles and set mechanisms over a closed domain "
+                                f"(d given), not to {pq.mechanism!r}")
+
+
 @dataclass(frozen=True)
 class PlannedQuery:
     name: str
     mechanism: str
     epsilon: Optional[str]  # None for a longitudinal mechanism (epsilon_perm / epsilon_1 in params)
     params: dict = field(default_factory=dict)
+    #: ``{"rule", "f", "groups", "alpha"}`` of :func:`ldp_plugin.robust.aggregation.combine` (``None``: pooled only)
+    robust: Optional[dict] = None
 
     def build(self):
         params = dict(self.params)
@@ -112,7 +157,10 @@ class Plan:
             params = q.get("params", {})
             if not isinstance(params, Mapping):
                 raise LDPParameterError("a query's params must be a table")
-            pq = PlannedQuery(q["name"], str(q["mechanism"]), None if q.get("epsilon") is None else str(q["epsilon"]), dict(params))
+            pq = PlannedQuery(q["name"], str(q["mechanism"]), None if q.get("epsilon") is None else str(q["epsilon"]), dict(params),
+                              _robust_spec(q.get("robust"), q["name"]))
+            if pq.robust is not None:
+                _check_robust_mechanism(pq)
             if pq.mechanism in DISCOVERY_METHODS:  # a heavy-hitter discovery: checked whole before anything is sent
                 if pq.epsilon is None:
                     raise LDPParameterError(f"the discovery query {pq.name!r} needs an epsilon")
