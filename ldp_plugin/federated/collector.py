@@ -173,7 +173,7 @@ class Collector:
         if not good.size:
             return 0, bad_rows
         rows = buf if good.size == buf.shape[0] else buf[good]
-        fresh = self._nonces.admit(rows[:, :NONCE_BYTES])
+        fresh = self._nonces.admit(rows)  # the nonce is each envelope's first NONCE_BYTES bytes
         dup = int(fresh.size - np.count_nonzero(fresh))
         if dup:
             rejected["duplicate"] = rejected.get("duplicate", 0) + dup

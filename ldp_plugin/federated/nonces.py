@@ -21,6 +21,7 @@ import os
 
 import numpy as np
 
+from .._errors import LDPInputError
 from ..sampling.aggregate_kernels import aggregate_kernel
 
 __all__ = ["NonceSet"]
@@ -39,19 +40,25 @@ class NonceSet:
     def __len__(self) -> int:
         return self._count
 
-    def admit(self, nonces: np.ndarray) -> np.ndarray:
-        """``nonces``: an ``(m, 16)`` uint8 array. Returns a bool mask of the rows whose nonce is
-        new — not in the set and not an earlier row of this batch — and adds those to the set."""
-        m = nonces.shape[0]
+    def admit(self, rows: np.ndarray) -> np.ndarray:
+        """``rows``: an ``(m, w)`` uint8 array, ``w >= 16``, whose first 16 bytes per row are the
+        nonces (an ``(m, 16)`` array of nonces, or the envelopes themselves: the compiled kernel
+        reads them in place). Returns a bool mask of the rows whose nonce is new — not in the set
+        and not an earlier row of this batch — and adds those to the set."""
+        if rows.dtype != np.uint8 or rows.ndim != 2 or rows.shape[1] < 16:
+            raise LDPInputError("NonceSet.admit takes an (m, w >= 16) uint8 array of rows starting with their nonces")
+        m = rows.shape[0]
         if m == 0:
             return np.zeros(0, dtype=bool)
-        words = np.ascontiguousarray(nonces).view("<u8").reshape(m, 2).astype(np.uint64, copy=False)
-        run = aggregate_kernel("nonce_admit", m + self._count)
+        run = aggregate_kernel("nonce_admit_rows", m + self._count)
         if run is not None:
             keys, used = self._hash_table(self._count + m)
             out = np.zeros(m, dtype=np.uint8)
-            self._count += int(run(keys, used, words, self._salt, out))
+            src = rows if rows.flags.c_contiguous else np.ascontiguousarray(rows[:, :16])
+            self._count += int(run(keys, used, src, self._salt, out))
             return out.view(np.bool_)
+        nonces = rows[:, :16]
+        words = np.ascontiguousarray(nonces).view("<u8").reshape(m, 2).astype(np.uint64, copy=False)
         if self._table is not None:  # the backend changed: back to the sorted arrays
             keys, used = self._table
             taken = keys[used.view(np.bool_)]

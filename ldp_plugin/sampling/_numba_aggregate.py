@@ -206,16 +206,16 @@ def grouped_histogram(groups, values, lo, hi, n_groups, size, counts):  # pragma
 
 @nb.njit(nogil=True, cache=_CACHE)
 def rows_match(buf, off, pattern, out):  # pragma: no cover - compiled
-    # out[i] = (buf[i, off:off + len(pattern)] == pattern).all(), a memcmp per row.
+    # out[i] = (buf[i, off:off + len(pattern)] == pattern).all(): the OR of the bytes' XORs over
+    # the whole band, with no early exit, so the per-row loop vectorizes.
     m = buf.shape[0]
     L = pattern.shape[0]
     for i in range(m):
-        same = True
+        row = buf[i, off:off + L]
+        acc = np.uint8(0)
         for j in range(L):
-            if buf[i, off + j] != pattern[j]:
-                same = False
-                break
-        out[i] = same
+            acc |= row[j] ^ pattern[j]
+        out[i] = acc == 0
     return 0
 
 
@@ -241,6 +241,42 @@ def nonce_admit(keys, used, words, salt, out):  # pragma: no cover - compiled
     for i in range(words.shape[0]):
         a = words[i, 0]
         b = words[i, 1]
+        s = _slot(a, b, salt, mask)
+        while True:
+            if used[s] == 0:
+                used[s] = 1
+                keys[s, 0] = a
+                keys[s, 1] = b
+                out[i] = 1
+                added += 1
+                break
+            if keys[s, 0] == a and keys[s, 1] == b:
+                out[i] = 0
+                break
+            s = (s + 1) & np.int64(mask)
+    return added
+
+
+@nb.njit(nogil=True, cache=_CACHE, inline="always")
+def _le_word(row, o):  # pragma: no cover - compiled
+    # the little-endian uint64 at bytes [o, o + 8) of a contiguous uint8 row (one load after LLVM's
+    # load combining)
+    return (np.uint64(row[o]) | (np.uint64(row[o + 1]) << np.uint64(8)) | (np.uint64(row[o + 2]) << np.uint64(16))
+            | (np.uint64(row[o + 3]) << np.uint64(24)) | (np.uint64(row[o + 4]) << np.uint64(32))
+            | (np.uint64(row[o + 5]) << np.uint64(40)) | (np.uint64(row[o + 6]) << np.uint64(48))
+            | (np.uint64(row[o + 7]) << np.uint64(56)))
+
+
+@nb.njit(nogil=True, cache=_CACHE)
+def nonce_admit_rows(keys, used, rows, salt, out):  # pragma: no cover - compiled
+    # nonce_admit with the keys read straight from the first 16 bytes of each row of the C-contiguous
+    # (m, w >= 16) uint8 array rows (the envelopes themselves: no copy of the nonces).
+    mask = np.uint64(keys.shape[0] - 1)
+    added = 0
+    for i in range(rows.shape[0]):
+        r = rows[i]
+        a = _le_word(r, 0)
+        b = _le_word(r, 8)
         s = _slot(a, b, salt, mask)
         while True:
             if used[s] == 0:
@@ -286,4 +322,4 @@ def hashed_support(a, b, width, keys, lo, hi, counts):  # pragma: no cover - com
     return 0
 
 
-KERNELS = {"sorted_rows_histogram": sorted_rows_histogram, "swar_column_counts_narrow": swar_column_counts_narrow, "hashed_support": hashed_support, "rows_match": rows_match, "nonce_admit": nonce_admit, "nonce_rehash": nonce_rehash, "bounded_histogram": bounded_histogram, "swar_column_counts": swar_column_counts, "grouped_histogram": grouped_histogram}
+KERNELS = {"sorted_rows_histogram": sorted_rows_histogram, "swar_column_counts_narrow": swar_column_counts_narrow, "hashed_support": hashed_support, "rows_match": rows_match, "nonce_admit": nonce_admit, "nonce_admit_rows": nonce_admit_rows, "nonce_rehash": nonce_rehash, "bounded_histogram": bounded_histogram, "swar_column_counts": swar_column_counts, "grouped_histogram": grouped_histogram}
