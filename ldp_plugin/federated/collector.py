@@ -100,6 +100,9 @@ class Collector:
         bytes), their nonces against every nonce seen for this query; anything else is
         classified one by one (:meth:`_classify`) — one rejection per element received."""
         envs = list(envelopes)
+        joined = self._one_buffer(envs)
+        if joined is not None:  # every element one envelope of the exact size: the columnar path
+            return self.ingest_array(joined)
         total: dict = {"accepted": 0, "rejected": {}}
         for start in range(0, max(len(envs), 1), _CHUNK):
             res = self._ingest_chunk(envs[start:start + _CHUNK])
@@ -107,6 +110,14 @@ class Collector:
             for k, v in res["rejected"].items():
                 total["rejected"][k] = total["rejected"].get(k, 0) + v
         return total
+
+    def _one_buffer(self, envs: list) -> Optional[bytes]:
+        """The concatenation of ``envs`` when every element is ``bytes``/``bytearray`` of exactly
+        the envelope size (C-level passes: no Python loop per report), else ``None`` — then each
+        element is classified on its own by the list path."""
+        if not envs or not set(map(type, envs)) <= {bytes, bytearray} or set(map(len, envs)) != {self.size}:
+            return None
+        return b"".join(envs)
 
     def _ingest_chunk(self, envs: list) -> dict:
         rejected: dict = {}
@@ -203,17 +214,25 @@ class Collector:
         ``{"accepted", "rejected", "refused", "retry", "error"}``; ``error`` is the node's error
         reason (then nothing of the reply was counted) or ``None``. With ``node`` (its id), the
         accepted reports are also kept in that node's own accumulator (``node_accumulators``), for
-        the robust combination of :func:`ldp_plugin.robust.aggregation.combine_accumulators`."""
+        the robust combination of :func:`ldp_plugin.robust.aggregation.combine_accumulators`.
+        A reply whose reports are all envelopes of the exact size (the usual case) is joined into
+        one buffer and checked by :meth:`ingest_array`; any other goes through :meth:`ingest`, which
+        classifies each odd element — the same checks and counts either way."""
         reply, error = validate_reply(raw, quota=quota, envelope_size=self.size)
         if error is not None:
             self.node_errors[error] = self.node_errors.get(error, 0) + 1
             return {"accepted": 0, "rejected": {}, "refused": {}, "retry": False, "error": error}
+        joined = self._one_buffer(reply["reports"])  # the usual reply: the columnar path, one buffer
+
+        def take() -> dict:
+            return self.ingest_array(joined) if joined is not None else self.ingest(reply["reports"])
+
         if node is None:
-            res = self.ingest(reply["reports"])
+            res = take()
         else:  # this reply into a fresh accumulator, then into the total and the node's own
             total, self.acc = self.acc, self.mechanism.accumulator()
             try:
-                res = self.ingest(reply["reports"])
+                res = take()
             finally:
                 mine, self.acc = self.acc, total
             self.acc = self.acc.merge(mine)
