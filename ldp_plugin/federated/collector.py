@@ -95,7 +95,9 @@ class Collector:
 
     def ingest(self, envelopes: Iterable) -> dict:
         """Validate and add a list of envelopes (each one report); returns this batch's counts.
-        Processed in chunks of 2^16 (bounded working memory beyond the seen nonces); in each,
+        The usual list — every element ``bytes`` of exactly the envelope size — is copied into one
+        ``(m, size)`` array and checked by :meth:`ingest_array`. Any other list is processed in
+        chunks of 2^16 (bounded working memory beyond the seen nonces); in each,
         the well-formed envelopes are checked in one vectorized pass (exact length, header
         bytes), their nonces against every nonce seen for this query; anything else is
         classified one by one (:meth:`_classify`) — one rejection per element received."""
@@ -111,13 +113,16 @@ class Collector:
                 total["rejected"][k] = total["rejected"].get(k, 0) + v
         return total
 
-    def _one_buffer(self, envs: list) -> Optional[bytes]:
-        """The concatenation of ``envs`` when every element is ``bytes``/``bytearray`` of exactly
-        the envelope size (C-level passes: no Python loop per report), else ``None`` — then each
-        element is classified on its own by the list path."""
-        if not envs or not set(map(type, envs)) <= {bytes, bytearray} or set(map(len, envs)) != {self.size}:
+    def _one_buffer(self, envs: list) -> Optional[np.ndarray]:
+        """The ``(m, size)`` uint8 rows of ``envs`` when every element is ``bytes``/``bytearray`` of
+        exactly the envelope size — C-level passes and one copy, no Python loop per report — else
+        ``None``: then each element is classified on its own by the list path."""
+        types = set(map(type, envs))
+        if not envs or not types <= {bytes, bytearray} or set(map(len, envs)) != {self.size}:
             return None
-        return b"".join(envs)
+        if types == {bytes}:  # numpy copies fixed-width bytes exactly (all are `size` long: no padding)
+            return np.array(envs, dtype=f"S{self.size}").view(np.uint8).reshape(len(envs), self.size)
+        return np.frombuffer(b"".join(envs), dtype=np.uint8).reshape(len(envs), self.size)
 
     def _ingest_chunk(self, envs: list) -> dict:
         rejected: dict = {}

@@ -88,6 +88,7 @@ def test_ingest_array_counts_exactly_as_the_list_path(backend, make):
     envs = _hostile_mix(mech, q)
     a, b = Collector(q), Collector(q)
     ra = a.ingest(envs + [b"\x00" * 7])  # a short element: the per-element list path
+    assert a.ingest([12345, "x" * a.size]) == {"accepted": 0, "rejected": {"malformed": 2}}  # not bytes: never joined
     rb = b.ingest_array(b"".join(envs) + b"\x00" * 7)  # + a trailing partial envelope
     rb2 = b.ingest_array(np.frombuffer(b"".join(envs[:100]), dtype=np.uint8).reshape(100, -1))  # replayed as an array
     assert rb == ra and ra["rejected"]["malformed"] >= 2
@@ -137,7 +138,7 @@ def test_a_reply_of_exact_envelopes_takes_the_columnar_path_with_the_same_counts
     monkeypatch.setattr(Collector, "ingest_array", lambda self, buf: calls.append(len(buf)) or real(self, buf))
     a, b = Collector(q), Collector(q)
     ra = a.ingest_reply(raw(envs), quota=len(envs) + 1, node=7)
-    assert calls == [len(envs) * a.size]  # one buffer, the whole reply
+    assert calls == [len(envs)]  # one buffer of rows, the whole reply
     rb = b.ingest_reply(raw(envs + [b"x"]), quota=len(envs) + 1, node=7)
     assert len(calls) == 1  # the odd element: the list path
     assert rb["rejected"].pop("malformed") == ra["rejected"].pop("malformed", 0) + 1 and rb == ra
