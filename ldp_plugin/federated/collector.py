@@ -39,7 +39,6 @@ import numpy as np
 from .._errors import LDPParameterError
 from ..mechanisms.reports import check_reports, rows_to_reports
 from ..persist import write_reports
-from ..sampling.aggregate_kernels import rows_match
 from .envelope import NONCE_BYTES, envelope_size
 from .nonces import NonceSet
 from .query import Query
@@ -183,19 +182,16 @@ class Collector:
         accepted reports. Returns (accepted count, indices of rows whose header is not the
         query's — the caller classifies those)."""
         hl = len(self._header)
-        ok = rows_match(buf, NONCE_BYTES, self._header)
-        good = np.flatnonzero(ok)
-        bad_rows = np.flatnonzero(~ok) if good.size < buf.shape[0] else good[:0]
-        if not good.size:
-            return 0, bad_rows
-        rows = buf if good.size == buf.shape[0] else buf[good]
-        fresh = self._nonces.admit(rows)  # the nonce is each envelope's first NONCE_BYTES bytes
-        dup = int(fresh.size - np.count_nonzero(fresh))
+        status = self._nonces.admit_matching(buf, NONCE_BYTES, self._header)  # 2: wrong header, 1: new nonce, 0: replay
+        fresh = status == 1
+        n_fresh = int(np.count_nonzero(fresh))
+        bad_rows = np.flatnonzero(status == 2) if n_fresh < buf.shape[0] else np.zeros(0, dtype=np.intp)
+        dup = buf.shape[0] - n_fresh - bad_rows.size
         if dup:
             rejected["duplicate"] = rejected.get("duplicate", 0) + dup
-            rows = rows[fresh]
-        if not rows.shape[0]:
+        if not n_fresh:
             return 0, bad_rows
+        rows = buf if n_fresh == buf.shape[0] else buf[fresh]
         reports, rej = check_reports(self.mechanism, rows_to_reports(self.mechanism, rows[:, NONCE_BYTES + hl:]))
         for k, v in rej.items():
             rejected[k] = rejected.get(k, 0) + int(v)

@@ -22,7 +22,7 @@ import os
 import numpy as np
 
 from .._errors import LDPInputError
-from ..sampling.aggregate_kernels import aggregate_kernel
+from ..sampling.aggregate_kernels import aggregate_kernel, rows_match
 
 __all__ = ["NonceSet"]
 
@@ -68,6 +68,28 @@ class NonceSet:
         mask = self._admit_sorted(words[:, 0].copy(), words[:, 1].copy())
         self._count = int(self.k1.size)
         return mask
+
+    def admit_matching(self, rows: np.ndarray, offset: int, pattern: bytes) -> np.ndarray:
+        """Status per row of the ``(m, w)`` uint8 envelope rows (nonce = the first 16 bytes):
+        ``2`` when the bytes ``[offset, offset + len(pattern))`` differ from ``pattern`` (the row
+        is not admitted and its nonce is not recorded), else ``1`` (a new nonce, now in the set)
+        or ``0`` (seen before, or an earlier row of this batch) — :func:`rows_match` and
+        :meth:`admit` on the matching rows, in one pass over the rows with the compiled kernel."""
+        if rows.dtype != np.uint8 or rows.ndim != 2 or rows.shape[1] < max(16, offset + len(pattern)):
+            raise LDPInputError("NonceSet.admit_matching takes an (m, w) uint8 array of rows starting with their nonces")
+        m = rows.shape[0]
+        run = aggregate_kernel("nonce_admit_matching", m + self._count)
+        if run is not None and m and rows.flags.c_contiguous:
+            keys, used = self._hash_table(self._count + m)
+            out = np.zeros(m, dtype=np.uint8)
+            self._count += int(run(keys, used, rows, offset, np.frombuffer(bytes(pattern), dtype=np.uint8), self._salt, out))
+            return out
+        ok = rows_match(rows, offset, pattern)
+        out = np.full(m, 2, dtype=np.uint8)
+        good = np.flatnonzero(ok)
+        if good.size:
+            out[good] = self.admit(rows if good.size == m else rows[good])
+        return out
 
     def _hash_table(self, need: int) -> tuple:
         """The hash table with room for ``need`` keys at most half full (grown or built from the

@@ -294,6 +294,42 @@ def nonce_admit_rows(keys, used, rows, salt, out):  # pragma: no cover - compile
 
 
 @nb.njit(nogil=True, cache=_CACHE)
+def nonce_admit_matching(keys, used, rows, off, pattern, salt, out):  # pragma: no cover - compiled
+    # One pass over the C-contiguous (m, w) uint8 envelope rows: out[i] = 2 when the band
+    # rows[i, off:off + len(pattern)] differs from pattern (its nonce is not looked at); else the
+    # nonce (the row's first 16 bytes) goes through the set like nonce_admit_rows: out[i] = 1 and
+    # inserted when new, 0 when seen (earlier rows included). Returns the number inserted.
+    mask = np.uint64(keys.shape[0] - 1)
+    L = pattern.shape[0]
+    added = 0
+    for i in range(rows.shape[0]):
+        r = rows[i]
+        band = r[off:off + L]  # (a slice: this loop vectorizes, indexing r[off + j] does not)
+        diff = np.uint8(0)
+        for j in range(L):
+            diff |= band[j] ^ pattern[j]
+        if diff != 0:
+            out[i] = 2
+            continue
+        a = _le_word(r, 0)
+        b = _le_word(r, 8)
+        s = _slot(a, b, salt, mask)
+        while True:
+            if used[s] == 0:
+                used[s] = 1
+                keys[s, 0] = a
+                keys[s, 1] = b
+                out[i] = 1
+                added += 1
+                break
+            if keys[s, 0] == a and keys[s, 1] == b:
+                out[i] = 0
+                break
+            s = (s + 1) & np.int64(mask)
+    return added
+
+
+@nb.njit(nogil=True, cache=_CACHE)
 def nonce_rehash(keys, used, new_keys, new_used, salt):  # pragma: no cover - compiled
     # Move every key of (keys, used) into the larger empty table (new_keys, new_used).
     mask = np.uint64(new_keys.shape[0] - 1)
@@ -322,4 +358,4 @@ def hashed_support(a, b, width, keys, lo, hi, counts):  # pragma: no cover - com
     return 0
 
 
-KERNELS = {"sorted_rows_histogram": sorted_rows_histogram, "swar_column_counts_narrow": swar_column_counts_narrow, "hashed_support": hashed_support, "rows_match": rows_match, "nonce_admit": nonce_admit, "nonce_admit_rows": nonce_admit_rows, "nonce_rehash": nonce_rehash, "bounded_histogram": bounded_histogram, "swar_column_counts": swar_column_counts, "grouped_histogram": grouped_histogram}
+KERNELS = {"sorted_rows_histogram": sorted_rows_histogram, "swar_column_counts_narrow": swar_column_counts_narrow, "hashed_support": hashed_support, "rows_match": rows_match, "nonce_admit": nonce_admit, "nonce_admit_rows": nonce_admit_rows, "nonce_admit_matching": nonce_admit_matching, "nonce_rehash": nonce_rehash, "bounded_histogram": bounded_histogram, "swar_column_counts": swar_column_counts, "grouped_histogram": grouped_histogram}

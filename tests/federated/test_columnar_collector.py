@@ -145,3 +145,23 @@ def test_a_reply_of_exact_envelopes_takes_the_columnar_path_with_the_same_counts
     assert np.array_equal(np.asarray(a.node_accumulators[7].counts), np.asarray(b.node_accumulators[7].counts))
     assert np.array_equal(np.asarray(a.acc.counts), np.asarray(b.acc.counts)) and a.accepted == b.accepted == 600
     assert a.ingest_reply(raw(envs), quota=len(envs))["error"] == "over_quota" and len(calls) == 1
+
+
+def test_admit_matching_is_rows_match_then_admit(backend):
+    """The one-pass header check + nonce admission: status 2 for a row whose band differs (its
+    nonce is NOT recorded: the same nonce under the right header later is new), else 1/0 exactly
+    as the reference set answers; contiguous rows (the compiled kernel) and strided ones alike."""
+    rng = np.random.default_rng(7)
+    pat = bytes(rng.integers(0, 256, 11, dtype=np.uint8))
+    rows = rng.integers(0, 256, (3000, 40), dtype=np.uint8)
+    rows[:, 20:31] = np.frombuffer(pat, dtype=np.uint8)
+    rows[::5, 30] ^= 1  # the band's last byte differs
+    rows[::7, 20] ^= 2  # its first byte
+    rows[1000:1200, :16] = rows[:200, :16]  # replays (some of whose first copies had a bad header)
+    s, ref = NonceSet(), set()
+    for b in (rows[:1500], rows[1500:], rows[::-3], rows[::2]):
+        ok = (b[:, 20:31] == np.frombuffer(pat, dtype=np.uint8)).all(axis=1)
+        want = np.full(b.shape[0], 2, dtype=np.uint8)
+        want[ok] = _reference_admit(ref, b[ok, :16])
+        assert np.array_equal(s.admit_matching(b, 20, pat), want)
+    assert len(s) == len(ref) and 0 < (want == 2).sum() < want.size
