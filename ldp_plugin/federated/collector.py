@@ -21,11 +21,14 @@ arrived.
 
 Columnar path (issue 39): :meth:`Collector.ingest_array` takes a batch as one buffer of
 concatenated envelopes (or an ``(m, envelope size)`` uint8 array) and runs every check above as
-array operations — header bytes compared row-wise, nonces through :class:`~.nonces.NonceSet`,
-payload rows viewed as report columns (:func:`~ldp_plugin.mechanisms.reports.rows_to_reports`)
+array operations — the header bytes compared and the nonce admitted in one pass over the rows
+(:meth:`~.nonces.NonceSet.admit_matching`: a row with a wrong header is never admitted), payload
+rows viewed in place as report columns (:func:`~ldp_plugin.mechanisms.reports.rows_to_reports`)
 and range-checked by :func:`~ldp_plugin.mechanisms.reports.check_reports` — with no Python object
 per report; only a rejected row is classified on its own. :meth:`Collector.ingest` (a list of
-envelopes) joins the well-formed ones and runs the same array core.
+envelopes) and :meth:`Collector.ingest_reply` (a Flower node's reply) copy a list of exact-size
+``bytes`` into one array for :meth:`ingest_array`; a list with any odd element joins the
+well-formed ones and classifies the rest one by one — the same counts either way.
 """
 
 from __future__ import annotations
