@@ -26,6 +26,8 @@ from ..sampling.aggregate_kernels import aggregate_kernel, rows_match
 
 __all__ = ["NonceSet"]
 
+_NO_PATTERN = np.zeros(0, dtype=np.uint8)
+
 
 class NonceSet:
     """Exact set of 16-byte nonces with a vectorized "first time seen?" test."""
@@ -50,12 +52,12 @@ class NonceSet:
         m = rows.shape[0]
         if m == 0:
             return np.zeros(0, dtype=bool)
-        run = aggregate_kernel("nonce_admit_rows", m + self._count)
-        if run is not None:
+        run = aggregate_kernel("nonce_admit_matching", m + self._count)
+        if run is not None:  # an empty pattern: every row's nonce goes through the set
             keys, used = self._hash_table(self._count + m)
             out = np.zeros(m, dtype=np.uint8)
             src = rows if rows.flags.c_contiguous else np.ascontiguousarray(rows[:, :16])
-            self._count += int(run(keys, used, src, self._salt, out))
+            self._count += int(run(keys, used, src, 0, _NO_PATTERN, self._salt, out))
             return out.view(np.bool_)
         nonces = rows[:, :16]
         words = np.ascontiguousarray(nonces).view("<u8").reshape(m, 2).astype(np.uint64, copy=False)
@@ -101,7 +103,8 @@ class NonceSet:
         if self._table is not None:
             aggregate_kernel("nonce_rehash", 0)(self._table[0], self._table[1], keys, used, self._salt)
         elif self.k1.size:
-            aggregate_kernel("nonce_admit", 0)(keys, used, np.stack([self.k1, self.k2], axis=1), self._salt, np.zeros(self.k1.size, dtype=np.uint8))
+            rows = np.stack([self.k1, self.k2], axis=1).astype("<u8", copy=False).view(np.uint8)  # (k, 16): the nonces' bytes
+            aggregate_kernel("nonce_admit_matching", 0)(keys, used, rows, 0, _NO_PATTERN, self._salt, np.zeros(self.k1.size, dtype=np.uint8))
             self.k1, self.k2 = self.k1[:0], self.k2[:0]
         self._table = (keys, used)
         return self._table

@@ -230,33 +230,6 @@ def _slot(a, b, salt, mask):  # pragma: no cover - compiled
     return np.int64(h & mask)
 
 
-@nb.njit(nogil=True, cache=_CACHE)
-def nonce_admit(keys, used, words, salt, out):  # pragma: no cover - compiled
-    # Open-addressing set of 16-byte keys (keys[s] = (k1, k2), used[s] = 1 when taken; capacity a
-    # power of two kept at most half full by the caller). For each row i of words (m, 2):
-    # out[i] = 1 and the key is inserted when it is not in the set yet (earlier rows included),
-    # else out[i] = 0. Exact: both words are compared. Returns the number inserted.
-    mask = np.uint64(keys.shape[0] - 1)
-    added = 0
-    for i in range(words.shape[0]):
-        a = words[i, 0]
-        b = words[i, 1]
-        s = _slot(a, b, salt, mask)
-        while True:
-            if used[s] == 0:
-                used[s] = 1
-                keys[s, 0] = a
-                keys[s, 1] = b
-                out[i] = 1
-                added += 1
-                break
-            if keys[s, 0] == a and keys[s, 1] == b:
-                out[i] = 0
-                break
-            s = (s + 1) & np.int64(mask)
-    return added
-
-
 @nb.njit(nogil=True, cache=_CACHE, inline="always")
 def _le_word(row, o):  # pragma: no cover - compiled
     # the little-endian uint64 at bytes [o, o + 8) of a contiguous uint8 row (one load after LLVM's
@@ -268,37 +241,14 @@ def _le_word(row, o):  # pragma: no cover - compiled
 
 
 @nb.njit(nogil=True, cache=_CACHE)
-def nonce_admit_rows(keys, used, rows, salt, out):  # pragma: no cover - compiled
-    # nonce_admit with the keys read straight from the first 16 bytes of each row of the C-contiguous
-    # (m, w >= 16) uint8 array rows (the envelopes themselves: no copy of the nonces).
-    mask = np.uint64(keys.shape[0] - 1)
-    added = 0
-    for i in range(rows.shape[0]):
-        r = rows[i]
-        a = _le_word(r, 0)
-        b = _le_word(r, 8)
-        s = _slot(a, b, salt, mask)
-        while True:
-            if used[s] == 0:
-                used[s] = 1
-                keys[s, 0] = a
-                keys[s, 1] = b
-                out[i] = 1
-                added += 1
-                break
-            if keys[s, 0] == a and keys[s, 1] == b:
-                out[i] = 0
-                break
-            s = (s + 1) & np.int64(mask)
-    return added
-
-
-@nb.njit(nogil=True, cache=_CACHE)
 def nonce_admit_matching(keys, used, rows, off, pattern, salt, out):  # pragma: no cover - compiled
-    # One pass over the C-contiguous (m, w) uint8 envelope rows: out[i] = 2 when the band
-    # rows[i, off:off + len(pattern)] differs from pattern (its nonce is not looked at); else the
-    # nonce (the row's first 16 bytes) goes through the set like nonce_admit_rows: out[i] = 1 and
-    # inserted when new, 0 when seen (earlier rows included). Returns the number inserted.
+    # Open-addressing set of 16-byte keys (keys[s] = (k1, k2), used[s] = 1 when taken; capacity a
+    # power of two kept at most half full by the caller), fed in one pass over the C-contiguous
+    # (m, w >= 16) uint8 rows (the envelopes themselves: no copy of the nonces):
+    # out[i] = 2 when the band rows[i, off:off + len(pattern)] differs from pattern (its nonce is
+    # not looked at; an empty pattern matches every row); else the key = the row's first 16 bytes
+    # (two little-endian words): out[i] = 1 and inserted when not in the set yet (earlier rows
+    # included), 0 when it is. Exact: both words compared. Returns the number inserted.
     mask = np.uint64(keys.shape[0] - 1)
     L = pattern.shape[0]
     added = 0
@@ -358,4 +308,4 @@ def hashed_support(a, b, width, keys, lo, hi, counts):  # pragma: no cover - com
     return 0
 
 
-KERNELS = {"sorted_rows_histogram": sorted_rows_histogram, "swar_column_counts_narrow": swar_column_counts_narrow, "hashed_support": hashed_support, "rows_match": rows_match, "nonce_admit": nonce_admit, "nonce_admit_rows": nonce_admit_rows, "nonce_admit_matching": nonce_admit_matching, "nonce_rehash": nonce_rehash, "bounded_histogram": bounded_histogram, "swar_column_counts": swar_column_counts, "grouped_histogram": grouped_histogram}
+KERNELS = {"sorted_rows_histogram": sorted_rows_histogram, "swar_column_counts_narrow": swar_column_counts_narrow, "hashed_support": hashed_support, "rows_match": rows_match, "nonce_admit_matching": nonce_admit_matching, "nonce_rehash": nonce_rehash, "bounded_histogram": bounded_histogram, "swar_column_counts": swar_column_counts, "grouped_histogram": grouped_histogram}
