@@ -8,8 +8,10 @@ one run (ratios measured side by side; the machine is shared, so read ratios, no
 * Client rows: ours with the default secure source (AES-256-CTR expansion of OS keys) beside the
   peers; limit = the keystream rate of the same source (``random_bytes``) and the bytes of the
   reports written: ``out/keystream`` = report bytes/s ÷ keystream bytes/s.
-* Collector: validated envelopes/s through ``Collector.ingest_array`` (one buffer) and
-  ``Collector.ingest`` (a list), beside memcpy of the envelope buffer.
+* Collector: validated envelopes/s through ``Collector.ingest_array`` (one buffer),
+  ``Collector.ingest_reply`` (a Flower node's reply: a list of envelope bytes, validated whole) and
+  ``Collector.ingest`` (a list; and a list with one odd element, which takes the per-element path),
+  beside memcpy of the envelope buffer.
 * Values users have: rate of ``randomize`` from a Python ``list[str]``, a Polars Categorical and an
   Enum Series, and of ``df.ldp.privatize`` without / with a ``user_id`` column (int and str ids),
   each ÷ the code rate (``randomize_encoded`` on int codes, same seed kind) in the same run.
@@ -137,10 +139,16 @@ def collector_section(args):
         assert np.array_equal(np.asarray(col.acc.counts), np.asarray(mech.accumulator().add(reports).counts))
         n_list = min(n, 200_000)
         t_list, _ = best(lambda: Collector(q).ingest(envs[:n_list]), 1)
+        odd = envs[: n_list - 1] + [b"\x00"]  # one short element: the per-element list path
+        t_odd, _ = best(lambda: Collector(q).ingest(odd), 1)
+        # a Flower node's reply as the ServerApp receives it (a list of envelope bytes), validated whole
+        raw = {"devices": n, "reports": envs, "refused": "{}", "retry": False}
+        t_reply, res = best(lambda: Collector(q).ingest_reply(raw, quota=n, node=1), args.repeats)
+        assert res["accepted"] == n
         dst = np.empty_like(buf)
         t_cp, _ = best(lambda: np.copyto(dst, buf), 5)
         row = {"mechanism": mech.name, "d": mech.d, "n": n, "envelope_bytes": buf.shape[1], "array_per_s": n / t_arr,
-               "list_per_s": n_list / t_list, "array_vs_memcpy": t_cp / t_arr}
+               "reply_per_s": n / t_reply, "list_per_s": n_list / t_list, "odd_list_per_s": n_list / t_odd, "array_vs_memcpy": t_cp / t_arr}
         out.append(row)
         print(json.dumps(row), flush=True)
     return out
@@ -192,10 +200,11 @@ def render(path: str) -> None:
             print(f"| {name} | {r['d']} | {r['epsilon']:g} | {f('client_secure', '{:,.0f}')} | {f('x_client', '{:.1f}×')} | {f('out_vs_keystream', '{:.3f}')} "
                   f"| {f('server', '{:,.0f}')} | {f('x_server', '{:.1f}×')} | {f('agg_vs_memcpy', '{:.2f}')} | {f('agg_vs_sum', '{:.2f}')} |")
     if res.get("collector"):
-        print("\n| collector | envelope bytes | ingest_array /s | ingest (list) /s | array ÷ memcpy |")
-        print("|---|---|---|---|---|")
+        print("\n| collector | envelope bytes | ingest_array /s | ingest_reply (Flower reply) /s | ingest (list) /s | list with one odd element /s | array ÷ memcpy |")
+        print("|---|---|---|---|---|---|---|")
         for r in res["collector"]:
-            print(f"| {r['mechanism']} d={r['d']} | {r['envelope_bytes']} | {r['array_per_s']:,.0f} | {r['list_per_s']:,.0f} | {r['array_vs_memcpy']:.3f} |")
+            f = lambda k: (f"{r[k]:,.0f}" if k in r else "—")  # noqa: E731
+            print(f"| {r['mechanism']} d={r['d']} | {r['envelope_bytes']} | {f('array_per_s')} | {f('reply_per_s')} | {f('list_per_s')} | {f('odd_list_per_s')} | {r['array_vs_memcpy']:.3f} |")
     if res.get("values"):
         keys = ["list[str]", "Categorical", "Enum", "privatize", "privatize user_id int", "privatize user_id str"]
         print("\n| ÷ code rate | code rate /s | " + " | ".join(keys) + " |")

@@ -21,11 +21,14 @@ arrived.
 
 Columnar path (issue 39): :meth:`Collector.ingest_array` takes a batch as one buffer of
 concatenated envelopes (or an ``(m, envelope size)`` uint8 array) and runs every check above as
-array operations — header bytes compared row-wise, nonces through :class:`~.nonces.NonceSet`,
-payload rows viewed as report columns (:func:`~ldp_plugin.mechanisms.reports.rows_to_reports`)
+array operations — the header bytes compared and the nonce admitted in one pass over the rows
+(:meth:`~.nonces.NonceSet.admit_matching`: a row with a wrong header is never admitted), payload
+rows viewed in place as report columns (:func:`~ldp_plugin.mechanisms.reports.rows_to_reports`)
 and range-checked by :func:`~ldp_plugin.mechanisms.reports.check_reports` — with no Python object
 per report; only a rejected row is classified on its own. :meth:`Collector.ingest` (a list of
-envelopes) joins the well-formed ones and runs the same array core.
+envelopes) and :meth:`Collector.ingest_reply` (a Flower node's reply) copy a list of exact-size
+``bytes`` into one array for :meth:`ingest_array`; a list with any odd element joins the
+well-formed ones and classifies the rest one by one — the same counts either way.
 """
 
 from __future__ import annotations
@@ -39,7 +42,6 @@ import numpy as np
 from .._errors import LDPParameterError
 from ..mechanisms.reports import check_reports, rows_to_reports
 from ..persist import write_reports
-from ..sampling.aggregate_kernels import rows_match
 from .envelope import NONCE_BYTES, envelope_size
 from .nonces import NonceSet
 from .query import Query
@@ -95,11 +97,16 @@ class Collector:
 
     def ingest(self, envelopes: Iterable) -> dict:
         """Validate and add a list of envelopes (each one report); returns this batch's counts.
-        Processed in chunks of 2^16 (bounded working memory beyond the seen nonces); in each,
+        The usual list — every element ``bytes`` of exactly the envelope size — is copied into one
+        ``(m, size)`` array and checked by :meth:`ingest_array`. Any other list is processed in
+        chunks of 2^16 (bounded working memory beyond the seen nonces); in each,
         the well-formed envelopes are checked in one vectorized pass (exact length, header
         bytes), their nonces against every nonce seen for this query; anything else is
         classified one by one (:meth:`_classify`) — one rejection per element received."""
         envs = list(envelopes)
+        joined = self._one_buffer(envs)
+        if joined is not None:  # every element one envelope of the exact size: the columnar path
+            return self.ingest_array(joined)
         total: dict = {"accepted": 0, "rejected": {}}
         for start in range(0, max(len(envs), 1), _CHUNK):
             res = self._ingest_chunk(envs[start:start + _CHUNK])
@@ -107,6 +114,17 @@ class Collector:
             for k, v in res["rejected"].items():
                 total["rejected"][k] = total["rejected"].get(k, 0) + v
         return total
+
+    def _one_buffer(self, envs: list) -> Optional[np.ndarray]:
+        """The ``(m, size)`` uint8 rows of ``envs`` when every element is ``bytes``/``bytearray`` of
+        exactly the envelope size — C-level passes and one copy, no Python loop per report — else
+        ``None``: then each element is classified on its own by the list path."""
+        types = set(map(type, envs))
+        if not envs or not types <= {bytes, bytearray} or set(map(len, envs)) != {self.size}:
+            return None
+        if types == {bytes}:  # numpy copies fixed-width bytes exactly (all are `size` long: no padding)
+            return np.array(envs, dtype=f"S{self.size}").view(np.uint8).reshape(len(envs), self.size)
+        return np.frombuffer(b"".join(envs), dtype=np.uint8).reshape(len(envs), self.size)
 
     def _ingest_chunk(self, envs: list) -> dict:
         rejected: dict = {}
@@ -167,19 +185,16 @@ class Collector:
         accepted reports. Returns (accepted count, indices of rows whose header is not the
         query's — the caller classifies those)."""
         hl = len(self._header)
-        ok = rows_match(buf, NONCE_BYTES, self._header)
-        good = np.flatnonzero(ok)
-        bad_rows = np.flatnonzero(~ok) if good.size < buf.shape[0] else good[:0]
-        if not good.size:
-            return 0, bad_rows
-        rows = buf if good.size == buf.shape[0] else buf[good]
-        fresh = self._nonces.admit(rows[:, :NONCE_BYTES])
-        dup = int(fresh.size - np.count_nonzero(fresh))
+        status = self._nonces.admit_matching(buf, NONCE_BYTES, self._header)  # 2: wrong header, 1: new nonce, 0: replay
+        fresh = status == 1
+        n_fresh = int(np.count_nonzero(fresh))
+        bad_rows = np.flatnonzero(status == 2) if n_fresh < buf.shape[0] else np.zeros(0, dtype=np.intp)
+        dup = buf.shape[0] - n_fresh - bad_rows.size
         if dup:
             rejected["duplicate"] = rejected.get("duplicate", 0) + dup
-            rows = rows[fresh]
-        if not rows.shape[0]:
+        if not n_fresh:
             return 0, bad_rows
+        rows = buf if n_fresh == buf.shape[0] else buf[fresh]
         reports, rej = check_reports(self.mechanism, rows_to_reports(self.mechanism, rows[:, NONCE_BYTES + hl:]))
         for k, v in rej.items():
             rejected[k] = rejected.get(k, 0) + int(v)
@@ -203,17 +218,25 @@ class Collector:
         ``{"accepted", "rejected", "refused", "retry", "error"}``; ``error`` is the node's error
         reason (then nothing of the reply was counted) or ``None``. With ``node`` (its id), the
         accepted reports are also kept in that node's own accumulator (``node_accumulators``), for
-        the robust combination of :func:`ldp_plugin.robust.aggregation.combine_accumulators`."""
+        the robust combination of :func:`ldp_plugin.robust.aggregation.combine_accumulators`.
+        A reply whose reports are all envelopes of the exact size (the usual case) is joined into
+        one buffer and checked by :meth:`ingest_array`; any other goes through :meth:`ingest`, which
+        classifies each odd element — the same checks and counts either way."""
         reply, error = validate_reply(raw, quota=quota, envelope_size=self.size)
         if error is not None:
             self.node_errors[error] = self.node_errors.get(error, 0) + 1
             return {"accepted": 0, "rejected": {}, "refused": {}, "retry": False, "error": error}
+        joined = self._one_buffer(reply["reports"])  # the usual reply: the columnar path, one buffer
+
+        def take() -> dict:
+            return self.ingest_array(joined) if joined is not None else self.ingest(reply["reports"])
+
         if node is None:
-            res = self.ingest(reply["reports"])
+            res = take()
         else:  # this reply into a fresh accumulator, then into the total and the node's own
             total, self.acc = self.acc, self.mechanism.accumulator()
             try:
-                res = self.ingest(reply["reports"])
+                res = take()
             finally:
                 mine, self.acc = self.acc, total
             self.acc = self.acc.merge(mine)

@@ -21,9 +21,12 @@ import os
 
 import numpy as np
 
-from ..sampling.aggregate_kernels import aggregate_kernel
+from .._errors import LDPInputError
+from ..sampling.aggregate_kernels import aggregate_kernel, rows_match
 
 __all__ = ["NonceSet"]
+
+_NO_PATTERN = np.zeros(0, dtype=np.uint8)
 
 
 class NonceSet:
@@ -39,19 +42,25 @@ class NonceSet:
     def __len__(self) -> int:
         return self._count
 
-    def admit(self, nonces: np.ndarray) -> np.ndarray:
-        """``nonces``: an ``(m, 16)`` uint8 array. Returns a bool mask of the rows whose nonce is
-        new — not in the set and not an earlier row of this batch — and adds those to the set."""
-        m = nonces.shape[0]
+    def admit(self, rows: np.ndarray) -> np.ndarray:
+        """``rows``: an ``(m, w)`` uint8 array, ``w >= 16``, whose first 16 bytes per row are the
+        nonces (an ``(m, 16)`` array of nonces, or the envelopes themselves: the compiled kernel
+        reads them in place). Returns a bool mask of the rows whose nonce is new — not in the set
+        and not an earlier row of this batch — and adds those to the set."""
+        if rows.dtype != np.uint8 or rows.ndim != 2 or rows.shape[1] < 16:
+            raise LDPInputError("NonceSet.admit takes an (m, w >= 16) uint8 array of rows starting with their nonces")
+        m = rows.shape[0]
         if m == 0:
             return np.zeros(0, dtype=bool)
-        words = np.ascontiguousarray(nonces).view("<u8").reshape(m, 2).astype(np.uint64, copy=False)
-        run = aggregate_kernel("nonce_admit", m + self._count)
-        if run is not None:
+        run = aggregate_kernel("nonce_admit_matching", m + self._count)
+        if run is not None:  # an empty pattern: every row's nonce goes through the set
             keys, used = self._hash_table(self._count + m)
             out = np.zeros(m, dtype=np.uint8)
-            self._count += int(run(keys, used, words, self._salt, out))
+            src = rows if rows.flags.c_contiguous else np.ascontiguousarray(rows[:, :16])
+            self._count += int(run(keys, used, src, 0, _NO_PATTERN, self._salt, out))
             return out.view(np.bool_)
+        nonces = rows[:, :16]
+        words = np.ascontiguousarray(nonces).view("<u8").reshape(m, 2).astype(np.uint64, copy=False)
         if self._table is not None:  # the backend changed: back to the sorted arrays
             keys, used = self._table
             taken = keys[used.view(np.bool_)]
@@ -61,6 +70,28 @@ class NonceSet:
         mask = self._admit_sorted(words[:, 0].copy(), words[:, 1].copy())
         self._count = int(self.k1.size)
         return mask
+
+    def admit_matching(self, rows: np.ndarray, offset: int, pattern: bytes) -> np.ndarray:
+        """Status per row of the ``(m, w)`` uint8 envelope rows (nonce = the first 16 bytes):
+        ``2`` when the bytes ``[offset, offset + len(pattern))`` differ from ``pattern`` (the row
+        is not admitted and its nonce is not recorded), else ``1`` (a new nonce, now in the set)
+        or ``0`` (seen before, or an earlier row of this batch) — :func:`rows_match` and
+        :meth:`admit` on the matching rows, in one pass over the rows with the compiled kernel."""
+        if rows.dtype != np.uint8 or rows.ndim != 2 or rows.shape[1] < max(16, offset + len(pattern)):
+            raise LDPInputError("NonceSet.admit_matching takes an (m, w) uint8 array of rows starting with their nonces")
+        m = rows.shape[0]
+        run = aggregate_kernel("nonce_admit_matching", m + self._count)
+        if run is not None and m and rows.flags.c_contiguous:
+            keys, used = self._hash_table(self._count + m)
+            out = np.zeros(m, dtype=np.uint8)
+            self._count += int(run(keys, used, rows, offset, np.frombuffer(bytes(pattern), dtype=np.uint8), self._salt, out))
+            return out
+        ok = rows_match(rows, offset, pattern)
+        out = np.full(m, 2, dtype=np.uint8)
+        good = np.flatnonzero(ok)
+        if good.size:
+            out[good] = self.admit(rows if good.size == m else rows[good])
+        return out
 
     def _hash_table(self, need: int) -> tuple:
         """The hash table with room for ``need`` keys at most half full (grown or built from the
@@ -72,7 +103,8 @@ class NonceSet:
         if self._table is not None:
             aggregate_kernel("nonce_rehash", 0)(self._table[0], self._table[1], keys, used, self._salt)
         elif self.k1.size:
-            aggregate_kernel("nonce_admit", 0)(keys, used, np.stack([self.k1, self.k2], axis=1), self._salt, np.zeros(self.k1.size, dtype=np.uint8))
+            rows = np.stack([self.k1, self.k2], axis=1).astype("<u8", copy=False).view(np.uint8)  # (k, 16): the nonces' bytes
+            aggregate_kernel("nonce_admit_matching", 0)(keys, used, rows, 0, _NO_PATTERN, self._salt, np.zeros(self.k1.size, dtype=np.uint8))
             self.k1, self.k2 = self.k1[:0], self.k2[:0]
         self._table = (keys, used)
         return self._table

@@ -44,11 +44,11 @@ def validate_reply(raw: Any, *, quota: int, envelope_size: int) -> tuple[Optiona
         return None, "bad_field"
     if len(reports) > quota:
         return None, "over_quota"
-    total = 0
-    for b in reports:
-        if not isinstance(b, (bytes, bytearray)):
-            return None, "bad_field"
-        total += len(b)
+    if not set(map(type, reports)) <= {bytes, bytearray}:  # C-level passes in the usual case
+        for b in reports:
+            if not isinstance(b, (bytes, bytearray)):
+                return None, "bad_field"
+    total = sum(map(len, reports))
     if total > quota * envelope_size:
         return None, "oversize"
     devices = _count(raw["devices"])

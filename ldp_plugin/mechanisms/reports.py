@@ -235,14 +235,18 @@ def from_wire_many(mech, blobs: Any, *, tag: Optional[bytes] = None) -> tuple[An
 
 def rows_to_reports(mech, body: np.ndarray) -> Any:
     """The report batch whose wire payload rows (one report each, fields in order, little-endian)
-    are the rows of the ``(n, bytes per report)`` uint8 array ``body`` — column views, no
-    per-report object. Not validated: pass the result to :func:`check_reports`."""
+    are the rows of the ``(n, bytes per report)`` uint8 array ``body`` — column views of ``body``'s
+    own bytes (strided, possibly unaligned and read-only: no copy of the batch), no per-report
+    object. Not validated: pass the result to :func:`check_reports`."""
     base = mech.base
     n = body.shape[0]
     cols, pos = {}, 0
     for f in base.report_fields():
         width = np.dtype(f.dtype).itemsize * max(f.width, 1)
-        raw = np.ascontiguousarray(body[:, pos:pos + width]).view(np.dtype(f.dtype).newbyteorder("<")).astype(np.dtype(f.dtype), copy=False)
+        band = body[:, pos:pos + width]
+        if band.strides[1] != 1:  # .view needs the bytes of a row contiguous
+            band = np.ascontiguousarray(band)
+        raw = band.view(np.dtype(f.dtype).newbyteorder("<")).astype(np.dtype(f.dtype), copy=False)
         cols[f.name] = raw.reshape(n, f.width) if f.width else raw.reshape(n)
         pos += width
     return base._from_columns(cols)

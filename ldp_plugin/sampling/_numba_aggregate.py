@@ -13,39 +13,49 @@ import numpy as np
 _CACHE = os.environ.get("LDP_PLUGIN_NUMBA_CACHE", "1") != "0"
 
 
+#: reports per block of :func:`bounded_histogram` (its range check is one vectorized min/max pass
+#: over the block, still in L1 when the block is counted)
+HIST_BLOCK = 2048
+
+
 @nb.njit(nogil=True, cache=_CACHE)
 def bounded_histogram(a, lo, hi, size, counts):  # pragma: no cover - compiled
-    # counts[j, v] += 1 for each a[i] = v in [0, size), i in [lo, hi), spread over 4 sub-histograms
-    # (rows j = i mod 4) so that runs of equal values do not serialize on one counter. Returns the
-    # number of values outside [0, size) (negative ones compare as huge unsigned words).
+    # counts[j, v] += 1 for each a[i] = v in [0, size), i in [lo, hi). Blocked: per block of
+    # HIST_BLOCK reports, (1) min and max in the array's own dtype (written as selects, so LLVM
+    # vectorizes them; numba's max() builtin does not), (2) if the block lies in [0, size), the
+    # counting loop has no check at all, spread over 4 sub-histograms (rows j = i mod 4) so that
+    # runs of equal values do not serialize on one counter; else a checked loop counts the values
+    # inside and returns how many are outside (negative ones compare as huge unsigned words).
     bad = 0
     usize = np.uint64(size)
     i = lo
-    end4 = lo + ((hi - lo) // 4) * 4
-    while i < end4:
-        v0 = np.uint64(a[i])
-        v1 = np.uint64(a[i + 1])
-        v2 = np.uint64(a[i + 2])
-        v3 = np.uint64(a[i + 3])
-        if v0 < usize and v1 < usize and v2 < usize and v3 < usize:
-            counts[0, v0] += 1
-            counts[1, v1] += 1
-            counts[2, v2] += 1
-            counts[3, v3] += 1
+    while i < hi:
+        e = min(hi, i + HIST_BLOCK)
+        b = a[i:e]
+        m = b.shape[0]
+        mx = b[0]
+        mn = b[0]
+        for j in range(m):
+            x = b[j]
+            mx = x if x > mx else mx
+            mn = x if x < mn else mn
+        if mn >= 0 and np.uint64(mx) < usize:
+            m4 = (m // 4) * 4
+            for j in range(0, m4, 4):
+                counts[0, np.uint64(b[j])] += 1
+                counts[1, np.uint64(b[j + 1])] += 1
+                counts[2, np.uint64(b[j + 2])] += 1
+                counts[3, np.uint64(b[j + 3])] += 1
+            for j in range(m4, m):
+                counts[0, np.uint64(b[j])] += 1
         else:
-            for v in (v0, v1, v2, v3):
+            for j in range(m):
+                v = np.uint64(b[j])
                 if v < usize:
                     counts[0, v] += 1
                 else:
                     bad += 1
-        i += 4
-    while i < hi:
-        v = np.uint64(a[i])
-        if v < usize:
-            counts[0, v] += 1
-        else:
-            bad += 1
-        i += 1
+        i = e
     return bad
 
 
@@ -196,16 +206,16 @@ def grouped_histogram(groups, values, lo, hi, n_groups, size, counts):  # pragma
 
 @nb.njit(nogil=True, cache=_CACHE)
 def rows_match(buf, off, pattern, out):  # pragma: no cover - compiled
-    # out[i] = (buf[i, off:off + len(pattern)] == pattern).all(), a memcmp per row.
+    # out[i] = (buf[i, off:off + len(pattern)] == pattern).all(): the OR of the bytes' XORs over
+    # the whole band, with no early exit, so the per-row loop vectorizes.
     m = buf.shape[0]
     L = pattern.shape[0]
     for i in range(m):
-        same = True
+        row = buf[i, off:off + L]
+        acc = np.uint8(0)
         for j in range(L):
-            if buf[i, off + j] != pattern[j]:
-                same = False
-                break
-        out[i] = same
+            acc |= row[j] ^ pattern[j]
+        out[i] = acc == 0
     return 0
 
 
@@ -220,17 +230,39 @@ def _slot(a, b, salt, mask):  # pragma: no cover - compiled
     return np.int64(h & mask)
 
 
+@nb.njit(nogil=True, cache=_CACHE, inline="always")
+def _le_word(row, o):  # pragma: no cover - compiled
+    # the little-endian uint64 at bytes [o, o + 8) of a contiguous uint8 row (one load after LLVM's
+    # load combining)
+    return (np.uint64(row[o]) | (np.uint64(row[o + 1]) << np.uint64(8)) | (np.uint64(row[o + 2]) << np.uint64(16))
+            | (np.uint64(row[o + 3]) << np.uint64(24)) | (np.uint64(row[o + 4]) << np.uint64(32))
+            | (np.uint64(row[o + 5]) << np.uint64(40)) | (np.uint64(row[o + 6]) << np.uint64(48))
+            | (np.uint64(row[o + 7]) << np.uint64(56)))
+
+
 @nb.njit(nogil=True, cache=_CACHE)
-def nonce_admit(keys, used, words, salt, out):  # pragma: no cover - compiled
+def nonce_admit_matching(keys, used, rows, off, pattern, salt, out):  # pragma: no cover - compiled
     # Open-addressing set of 16-byte keys (keys[s] = (k1, k2), used[s] = 1 when taken; capacity a
-    # power of two kept at most half full by the caller). For each row i of words (m, 2):
-    # out[i] = 1 and the key is inserted when it is not in the set yet (earlier rows included),
-    # else out[i] = 0. Exact: both words are compared. Returns the number inserted.
+    # power of two kept at most half full by the caller), fed in one pass over the C-contiguous
+    # (m, w >= 16) uint8 rows (the envelopes themselves: no copy of the nonces):
+    # out[i] = 2 when the band rows[i, off:off + len(pattern)] differs from pattern (its nonce is
+    # not looked at; an empty pattern matches every row); else the key = the row's first 16 bytes
+    # (two little-endian words): out[i] = 1 and inserted when not in the set yet (earlier rows
+    # included), 0 when it is. Exact: both words compared. Returns the number inserted.
     mask = np.uint64(keys.shape[0] - 1)
+    L = pattern.shape[0]
     added = 0
-    for i in range(words.shape[0]):
-        a = words[i, 0]
-        b = words[i, 1]
+    for i in range(rows.shape[0]):
+        r = rows[i]
+        band = r[off:off + L]  # (a slice: this loop vectorizes, indexing r[off + j] does not)
+        diff = np.uint8(0)
+        for j in range(L):
+            diff |= band[j] ^ pattern[j]
+        if diff != 0:
+            out[i] = 2
+            continue
+        a = _le_word(r, 0)
+        b = _le_word(r, 8)
         s = _slot(a, b, salt, mask)
         while True:
             if used[s] == 0:
@@ -276,4 +308,4 @@ def hashed_support(a, b, width, keys, lo, hi, counts):  # pragma: no cover - com
     return 0
 
 
-KERNELS = {"sorted_rows_histogram": sorted_rows_histogram, "swar_column_counts_narrow": swar_column_counts_narrow, "hashed_support": hashed_support, "rows_match": rows_match, "nonce_admit": nonce_admit, "nonce_rehash": nonce_rehash, "bounded_histogram": bounded_histogram, "swar_column_counts": swar_column_counts, "grouped_histogram": grouped_histogram}
+KERNELS = {"sorted_rows_histogram": sorted_rows_histogram, "swar_column_counts_narrow": swar_column_counts_narrow, "hashed_support": hashed_support, "rows_match": rows_match, "nonce_admit_matching": nonce_admit_matching, "nonce_rehash": nonce_rehash, "bounded_histogram": bounded_histogram, "swar_column_counts": swar_column_counts, "grouped_histogram": grouped_histogram}

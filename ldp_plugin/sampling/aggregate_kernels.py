@@ -43,7 +43,7 @@ _SPLIT_MIN = 1 << 17
 #: rows of at most this many 64-bit words take the register-blocked column-count kernel
 _NARROW_WORDS = 4
 #: histograms: the smallest share of one thread (a histogram pass is ~0.5 ns per report)
-_HIST_SPLIT = 1 << 20
+_HIST_SPLIT = 1 << 19
 
 
 def _kernels(work: int) -> dict | None:
@@ -149,8 +149,8 @@ def packed_column_counts(packed: np.ndarray, d: int) -> np.ndarray:
         return np.zeros(d, dtype=np.int64)
     k = _kernels(n * nb)
     if k is not None:
-        if nb % 8 == 0 and packed.flags.c_contiguous:
-            view = packed.view(np.uint64)
+        if nb % 8 == 0:  # whole words: a view, or one contiguous copy of a strided band
+            view = np.ascontiguousarray(packed).view(np.uint64)
         else:  # pad each row to whole words (one copy; only for d not a multiple of 64)
             view = np.zeros((n, words * 8), dtype=np.uint8)
             view[:, :nb] = packed

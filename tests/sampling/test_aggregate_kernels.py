@@ -143,3 +143,28 @@ def test_k_subset_counts_and_checks_in_one_pass(backend, d, eps):
     bad[5, -1] = -1  # negative: out of range (it is also out of order: the range error is named)
     with pytest.raises(LDPInputError, match=rf"item codes in \[0, {d}\)"):
         m.accumulator().add(bad)
+
+
+def test_bounded_histogram_blocks_check_every_value(backend):
+    """The compiled kernel range-checks per block of HIST_BLOCK reports (a min/max pass, then an
+    unchecked count): an outside value at a block edge, a negative int8 below a size > 128 (its
+    unsigned bits lie inside) and random dtypes/lengths/offsets all give bincount's answer or the
+    refusal, like the numpy twin."""
+    B = 2048  # _numba_aggregate.HIST_BLOCK
+    for where in (B - 1, B, 2 * B - 1, 3 * B + 1):
+        a = np.ones(3 * B + 5, dtype=np.uint16)
+        a[where] = 300
+        with pytest.raises(LDPInputError):
+            ak.bounded_histogram(a, 300)
+    a = np.zeros(2 * B + 3, dtype=np.int8)
+    a[B + 1] = -1  # 255 as a byte: inside [0, 200)
+    with pytest.raises(LDPInputError):
+        ak.bounded_histogram(a, 200)
+    rng = np.random.default_rng(39)
+    for _ in range(40):
+        dtype = rng.choice([np.uint8, np.int8, np.uint16, np.int16, np.uint32, np.int64, np.uint64])
+        size = int(rng.integers(1, min(np.iinfo(dtype).max, 5000) + 1))
+        n = int(rng.integers(1, 5 * B))
+        a = rng.integers(0, size, n).astype(dtype)
+        view = a[int(rng.integers(0, 3)) :: int(rng.integers(1, 3))]  # offsets and strides
+        assert np.array_equal(ak.bounded_histogram(view, size), np.bincount(view.astype(np.int64), minlength=size))
