@@ -201,6 +201,13 @@ def _encode_series(values: Any, d: int, categories: Optional[tuple]) -> np.ndarr
     cats = list(categories)
     if isinstance(values.dtype, (pl.Categorical, pl.Enum)):
         return _encode_dictionary(values, categories)
+    if values.dtype == pl.String and _all_str(categories):
+        # one hashed cast in Polars (an Enum's index is the code; labels compared byte for byte);
+        # an unknown label fails the cast, and the path below names its position
+        try:
+            return values.cast(_enum_of(categories)).to_physical().to_numpy().astype(np.int64)
+        except Exception:
+            pass
     try:
         codes = values.replace_strict(cats, list(range(len(cats))), default=None, return_dtype=pl.Int64)
     except Exception:
@@ -209,6 +216,14 @@ def _encode_series(values: Any, d: int, categories: Optional[tuple]) -> np.ndarr
         pos = int(codes.is_null().arg_true()[0])
         raise LDPInputError(f"values contains an item that is not one of the declared categories (at position {pos})")
     return codes.to_numpy()
+
+
+@functools.lru_cache(maxsize=64)
+def _enum_of(categories: tuple):
+    """The Polars ``Enum`` of string ``categories`` (its physical index is the item code)."""
+    import polars as pl
+
+    return pl.Enum(list(categories))
 
 
 def _encode_dictionary(values: Any, categories: tuple) -> np.ndarray:
