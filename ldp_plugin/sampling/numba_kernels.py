@@ -37,16 +37,21 @@ def decode_runs(v, i, table, out, pos, acc, nacc, s, need):  # pragma: no cover 
     # byte v give the events completed in v (count and bits) and the next state. Output bits
     # are appended LSB-first to out; the loop stops once `need` events have been produced or
     # the block is used up. Returns (next byte, s, acc, nacc, pos) to resume on a new block.
+    # The zeros carried out of a byte b depend on s only when b == 0 (min(s + 8, 64)); else they
+    # are the row s = 0 entry's, table[b] >> 12. Taking them from there, not from the entry
+    # just loaded, keeps the table load off the loop-carried chain of s (same bits, ~1.5x faster).
     n = v.shape[0]
     produced = pos * 8 + nacc
     while i < n and produced < need:
-        e = np.int64(table[s * 256 + np.int64(v[i])])
+        b = np.int64(v[i])
+        e = np.int64(table[s * 256 + b])
         i += 1
         c = (e >> 8) & 15
         acc |= (e & 255) << nacc
         nacc += c
         produced += c
-        s = e >> 12
+        s8 = s + 8
+        s = (np.int64(table[b]) >> 12) if b != 0 else (s8 if s8 < 64 else 64)
         out[pos] = np.uint8(acc & 255)
         f = nacc >> 3
         pos += f
