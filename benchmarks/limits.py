@@ -76,6 +76,7 @@ def rows_section(args, want_server, want_client):
     ks = keystream_rate(args.repeats)
     print(f"AES keystream (SecureRandomSource.random_bytes): {ks / 1e9:.2f} GB/s", flush=True)
     gen = np.random.default_rng(0)
+    warmed: set = set()
     for d in (64, 1024):
         for eps in (1.0, 4.0):
             values = gen.integers(0, d, args.n)
@@ -106,6 +107,9 @@ def rows_section(args, want_server, want_client):
                     t_sum, _ = best(lambda: arr.sum(), max(5, args.repeats))
                     row.update(server=n_srv / t_srv, aggregate=n_srv / t_agg, array_mb=arr.nbytes / 1e6,
                                agg_vs_memcpy=t_cp / t_agg, agg_vs_sum=t_sum / t_agg)
+                if not args.no_peers and kind not in warmed:  # numba-jitted peers (multi-freq-ldpy) compile on first call
+                    peers(kind, d, eps, values[:20], 20)
+                    warmed.add(kind)
                 ps = peers(kind, d, eps, values[:n_peer], n_srv_peer) if not args.no_peers else []
                 if ps:
                     row["best_peer_client"] = max(p["client"] for p in ps)
