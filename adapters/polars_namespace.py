@@ -146,7 +146,7 @@ class _Privatizer:
         return n
 
     def check_ids(self, frame: pl.DataFrame | pl.LazyFrame) -> None:
-        """With ``user_id``: no null and no repeated id, exactly, in O(16 bytes) per user
+        """With ``user_id``: no null and no repeated id, exactly, in O(24 bytes) per user
         (:mod:`~ldp_plugin.adapters.polars_user_ids`: integer ids as themselves, others by a
         64-bit hash with an exact re-check of any shared hash)."""
         if self.user_id is not None:

@@ -127,3 +127,18 @@ def test_privatize_attributes_uses_the_same_exact_check():
     with pytest.raises(LDPInputError, match="2 rows with a repeated id"):
         df.ldp.privatize_attributes(["a", "b"], m, user_id="uid", seed=0)
     assert df.with_columns(uid=pl.Series(["x", "y", "w", "z"])).ldp.privatize_attributes(["a", "b"], m, user_id="uid", seed=0).height == 4
+
+
+def test_keys_not_reproduced_on_the_re_check_fall_back_to_every_id(monkeypatch):
+    """If the second evaluation of the keys differed from the first (it never should), the re-check
+    would find fewer rows than the sorted keys promised: then every id is compared."""
+    calls = []
+
+    def keys(c):
+        calls.append(c)
+        first = len(calls) == 1  # the collision pass; the re-check gets different keys
+        return pl.col(c).str.len_bytes().cast(pl.UInt64) + (0 if first else 1000)
+
+    monkeypatch.setattr(U, "_id_keys", keys)
+    bad = [f"u{i:04d}" for i in range(50)] + ["u0007"]
+    assert U.id_problems(pl.DataFrame({"uid": bad}), "uid") == (0, 2)
