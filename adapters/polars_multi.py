@@ -29,6 +29,7 @@ from ldp_plugin.sampling import RNGLike, chunk_source
 
 
 from .polars_frames import ROWS_PER_CHUNK, accumulate_reports
+from .polars_user_ids import check_user_ids
 
 __all__ = ["privatize_attributes", "attribute_frequencies"]
 
@@ -54,9 +55,7 @@ def privatize_attributes(frame: pl.DataFrame | pl.LazyFrame, columns: Sequence[s
     if df.height == 0:
         raise LDPInputError("the frame has no rows: nothing to privatize")
     if user_id is not None:
-        ids = df[user_id]
-        if ids.null_count() or ids.is_duplicated().any():
-            raise LDPInputError(f"user id column {user_id!r} has nulls or repeated ids: one report per user per query")
+        check_user_ids(df, user_id)  # exact, without a Python object per row
     for j, c in enumerate(columns):  # every cheap check before any report exists
         s = df[c]
         if not s.dtype.is_integer():

@@ -53,6 +53,7 @@ from .polars_frames import ROWS_PER_CHUNK, estimate_frame
 from . import polars_distribution as _pd, polars_key_value as _pkv, polars_multi as _pm
 from ldp_plugin.progress import progress
 from ldp_plugin.robust.bounds import poison_bound
+from .polars_user_ids import check_user_ids
 
 __all__ = ["ROWS_PER_CHUNK", "privatize", "estimate", "reports_to_frame", "frame_to_reports", "LDPFrame", "LDPLazyFrame"]
 
@@ -135,32 +136,21 @@ class _Privatizer:
         if self.user_id is not None and self.user_id not in schema:
             raise LDPInputError(f"user id column {self.user_id!r} is not in the frame")
 
-    def check_users(self, lf: pl.LazyFrame) -> int:
-        """Row count, and (with ``user_id``) no null or duplicate ids — in O(8 bytes) per user:
-        the ids' 64-bit keys are sorted in place and adjacent keys compared; a key collision is
-        re-checked exactly on the ids themselves."""
-        if self.user_id is None:
-            n = int(lf.select(pl.len()).collect(engine="streaming").item())
-        else:
-            ids = lf.select(self.user_id).collect(engine="streaming").to_series()
-            n = ids.len()
-            if ids.null_count():
-                raise LDPInputError(f"user id column {self.user_id!r} has {ids.null_count()} null(s)")
-            if n:
-                # 64-bit keys, sorted in place: the ids themselves, or Polars' hash of other ids
-                # (vectorized in Rust; a collision is re-checked exactly below)
-                keys = ids.to_numpy().astype(np.int64, copy=True) if ids.dtype.is_integer() else ids.hash().to_numpy().view(np.int64).copy()
-                keys.sort()
-                if (keys[1:] == keys[:-1]).any():
-                    dups = int(ids.is_duplicated().sum())
-                    if dups:
-                        raise LDPInputError(
-                            f"user id column {self.user_id!r} has {dups} rows with a repeated id: one report per user per query"
-                        )
-            del ids
+    def check_users(self, frame: pl.DataFrame | pl.LazyFrame) -> int:
+        """The row count (a frame without rows is refused). The user ids are checked by
+        :meth:`check_ids` — before any spend, or alongside the randomization when nothing is
+        spent or written (:func:`_release` returns no report before the check has passed)."""
+        n = frame.height if isinstance(frame, pl.DataFrame) else int(frame.select(pl.len()).collect(engine="streaming").item())
         if n == 0:
             raise LDPInputError("the frame has no rows: nothing to privatize")
         return n
+
+    def check_ids(self, frame: pl.DataFrame | pl.LazyFrame) -> None:
+        """With ``user_id``: no null and no repeated id, exactly, in O(24 bytes) per user
+        (:mod:`~ldp_plugin.adapters.polars_user_ids`: integer ids as themselves, others by a
+        64-bit hash with an exact re-check of any shared hash)."""
+        if self.user_id is not None:
+            check_user_ids(frame, self.user_id)
 
     def check_values(self, lf: pl.LazyFrame) -> None:
         """Closed alphabets: one streamed scan for items outside the categories (nulls too), so a
@@ -322,7 +312,10 @@ def privatize(
     p = _Privatizer(mechanism, column, user_id=user_id, cohorts=cohorts, keep_user_id=keep_user_id, unknown=unknown, other=other, rng=seed)
     lf = frame.lazy() if isinstance(frame, pl.DataFrame) else frame
     p.check_schema(lf.collect_schema())
-    p.check_users(lf)
+    p.check_users(frame)
+    alongside = accountant is None and sink is None  # nothing spent or written before the reports return
+    if not alongside:
+        p.check_ids(frame)
     if accountant is None and (query_id is not None or keep_reports):
         raise LDPParameterError("query_id/keep_reports need an accountant=")
     if keep_reports and sink is not None:
@@ -348,10 +341,10 @@ def privatize(
             query_id, mechanism, lambda: _release(p, frame, lf, column, user_id, sink, partition, mechanism),
             cohorts=budget_cohorts, keep_reports=keep_reports,
         )
-    return _release(p, frame, lf, column, user_id, sink, partition, mechanism)
+    return _release(p, frame, lf, column, user_id, sink, partition, mechanism, check_ids=alongside)
 
 
-def _release(p, frame, lf, column, user_id, sink, partition, mechanism):
+def _release(p, frame, lf, column, user_id, sink, partition, mechanism, check_ids=False):
     cols = [column] + ([user_id] if user_id is not None and user_id != column else [])
     if isinstance(frame, pl.DataFrame):
         batches: Iterator[pl.DataFrame] = iter([frame.select(cols)])
@@ -369,20 +362,32 @@ def _release(p, frame, lf, column, user_id, sink, partition, mechanism):
     from concurrent.futures import ThreadPoolExecutor
 
     chunks = enumerate(progress(_rechunk(batches, ROWS_PER_CHUNK), desc="privatize", unit="chunk"))
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="ldp-prepare") as pool:
-        # prepare (encode, check) chunk i + 1 while chunk i is randomized: the two overlap on 2 cores
-        nxt = next(chunks, None)
-        pending = None if nxt is None else (nxt[0], nxt[1], offset, pool.submit(p.prepare, nxt[1], offset))
-        while pending is not None:
-            i, chunk, off, fut = pending
-            prepared = fut.result()  # errors surface in row order
+    with ThreadPoolExecutor(max_workers=2, thread_name_prefix="ldp-prepare") as pool:
+        # the user-id check (check_ids=True: nothing is spent or written here) runs alongside the
+        # randomization, and no report is returned before it has passed; its error comes first
+        ids = pool.submit(p.check_ids, frame) if check_ids else None
+        try:
+            # prepare (encode, check) chunk i + 1 while chunk i is randomized: the two overlap on 2 cores
             nxt = next(chunks, None)
-            pending = None if nxt is None else (nxt[0], nxt[1], off + chunk.height, pool.submit(p.prepare, nxt[1], off + chunk.height))
-            out = p.finish(chunk, prepared, i, off, partition)
-            if sink is not None:
-                write_reports(out, out_dir / f"part-{i:06d}.parquet", mechanism)
-            else:
-                parts.append(out)
+            pending = None if nxt is None else (nxt[0], nxt[1], offset, pool.submit(p.prepare, nxt[1], offset))
+            while pending is not None:
+                i, chunk, off, fut = pending
+                prepared = fut.result()  # errors surface in row order
+                nxt = next(chunks, None)
+                pending = None if nxt is None else (nxt[0], nxt[1], off + chunk.height, pool.submit(p.prepare, nxt[1], off + chunk.height))
+                out = p.finish(chunk, prepared, i, off, partition)
+                if sink is not None:
+                    write_reports(out, out_dir / f"part-{i:06d}.parquet", mechanism)
+                else:
+                    parts.append(out)
+                if ids is not None and ids.done():
+                    ids = ids.result()  # raises on a null or repeated id
+        except LDPInputError:
+            if ids is not None:
+                ids.result()  # a user-id error is reported before a value error, as when checked first
+            raise
+        if ids is not None:
+            ids.result()
     if sink is not None:
         marker.unlink()  # complete: every part is written
         return pl.scan_parquet(out_dir / "part-*.parquet")

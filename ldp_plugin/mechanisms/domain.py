@@ -199,8 +199,15 @@ def _encode_series(values: Any, d: int, categories: Optional[tuple]) -> np.ndarr
             raise LDPInputError(f"values must be integer codes in [0, {d}) (got Polars dtype {values.dtype}); pass categories= to randomize labels")
         return encode_values(values.to_numpy(), d, None, None)
     cats = list(categories)
-    if values.dtype == pl.Categorical or isinstance(values.dtype, pl.Enum):
+    if isinstance(values.dtype, (pl.Categorical, pl.Enum)):
         return _encode_dictionary(values, categories)
+    if values.dtype == pl.String and _all_str(categories):
+        # one hashed cast in Polars (an Enum's index is the code; labels compared byte for byte);
+        # an unknown label fails the cast, and the path below names its position
+        try:
+            return values.cast(_enum_of(categories)).to_physical().to_numpy().astype(np.int64)
+        except Exception:
+            pass
     try:
         codes = values.replace_strict(cats, list(range(len(cats))), default=None, return_dtype=pl.Int64)
     except Exception:
@@ -211,37 +218,98 @@ def _encode_series(values: Any, d: int, categories: Optional[tuple]) -> np.ndarr
     return codes.to_numpy()
 
 
+@functools.lru_cache(maxsize=64)
+def _enum_of(categories: tuple):
+    """The Polars ``Enum`` of string ``categories`` (its physical index is the item code)."""
+    import polars as pl
+
+    return pl.Enum(list(categories))
+
+
 def _encode_dictionary(values: Any, categories: tuple) -> np.ndarray:
     """Codes of a (null-free) Categorical or Enum Series through its physical codes: only its
-    dictionary — the distinct labels (Categorical) or the Enum's categories — is matched against
-    the mechanism's categories; the rows are one array lookup, never a pass over strings."""
+    dictionary is matched against the mechanism's categories, and the rows are one array lookup,
+    never a pass over strings.
+
+    * Enum: its (few) categories are matched against the mechanism's labels.
+    * Categorical with string labels: each of the mechanism's ``d`` labels is looked up in the
+      column's category mapping (``dtype.categories[label]``: a label the mapping does not hold
+      cannot occur in any row), giving a table from physical id to code in ``O(d)`` — however
+      large the process-wide mapping is. Rows are gathered through the table (``np.take``, ids past
+      its end clipped onto a ``-1`` sentinel); a ``-1`` is a label outside the categories.
+    * Otherwise (labels that are not strings, a Polars without the mapping API): the distinct
+      values present (``unique``, hashed on the physical codes) are matched.
+
+    Exact: a row's code is the code of its label or the row is refused; labels are compared as
+    strings by Polars (``"a\\x00"`` and ``"a"`` stay two labels)."""
     import polars as pl
 
     phys = values.to_physical().to_numpy()
-    if isinstance(values.dtype, pl.Enum):
-        labels = values.dtype.categories
-        ids = np.arange(labels.len(), dtype=np.int64)
-    else:  # Categorical: physical ids index a global dictionary; look up the ids present only
-        distinct = values.unique()
-        labels = distinct.cast(pl.String)
-        ids = distinct.to_physical().to_numpy().astype(np.int64)
+    dtype = values.dtype
+    table = None
+    if isinstance(dtype, pl.Enum):
+        labels = dtype.categories
+        try:
+            mapped = labels.replace_strict(list(categories), list(range(len(categories))), default=None, return_dtype=pl.Int64)
+        except Exception:
+            raise LDPInputError("values must have the dtype of the declared categories") from None
+        table = mapped.fill_null(-1).to_numpy()
+    elif _all_str(categories):
+        table = _categorical_table(dtype, categories)
+    if table is not None:
+        lut = np.empty(table.size + 1, dtype=np.int64)
+        lut[:-1] = table
+        lut[-1] = -1
+        codes = np.take(lut, phys, mode="clip")  # an id past the table is no category: the sentinel
+        if codes.size and int(codes.min()) < 0:
+            raise LDPInputError(f"values contains an item that is not one of the declared categories (at position {int(np.argmax(codes < 0))})")
+        return codes
+    distinct = values.unique()  # the ids present only (a global dictionary may be large)
+    labels = distinct.cast(pl.String)
+    ids = distinct.to_physical().to_numpy().astype(np.int64)
     try:
         mapped = labels.replace_strict(list(categories), list(range(len(categories))), default=None, return_dtype=pl.Int64)
     except Exception:
         raise LDPInputError("values must have the dtype of the declared categories") from None
     code_of = mapped.fill_null(-1).to_numpy()
-    if ids.size and int(ids.max()) < 4 * max(values.len(), 1 << 16):  # a direct table
-        lut = np.full(int(ids.max()) + 1, -1, dtype=np.int64)
-        lut[ids] = code_of
-        codes = lut[phys]
-    else:  # sparse global ids: binary search in the sorted ids present
-        order = np.argsort(ids)
-        codes = code_of[order][np.searchsorted(ids[order], phys)]
+    order = np.argsort(ids)
+    codes = code_of[order][np.searchsorted(ids[order], phys)]
     if (code_of < 0).any():
         bad = np.flatnonzero(codes < 0)
         if bad.size:
             raise LDPInputError(f"values contains an item that is not one of the declared categories (at position {int(bad[0])})")
     return codes
+
+
+#: a Categorical's physical ids index a mapping shared by the process; the table from id to code
+#: is built when the mechanism's labels sit among the first ``_TABLE_IDS`` ids (else: ``unique``)
+_TABLE_IDS = 1 << 24
+
+
+def _categorical_table(dtype: Any, categories: tuple) -> Optional[np.ndarray]:
+    """``table[id]`` = the code of the label with physical id ``id`` (``-1``: no category), from
+    the column's category mapping, or None when the mapping cannot be read that way."""
+    mapping = getattr(dtype, "categories", None)
+    if mapping is None or not hasattr(mapping, "__getitem__"):
+        return None
+    ids = np.full(len(categories), -1, dtype=np.int64)
+    try:
+        for code, label in enumerate(categories):
+            try:
+                got = mapping[label]  # Polars ≥ 2: KeyError when absent; 1.3x: None
+            except KeyError:
+                got = None
+            if got is not None:
+                ids[code] = int(got)
+    except Exception:  # an unexpected mapping API: the general path
+        return None
+    present = ids >= 0
+    top = int(ids.max()) + 1 if present.any() else 0
+    if top > _TABLE_IDS:
+        return None
+    table = np.full(top, -1, dtype=np.int64)
+    table[ids[present]] = np.flatnonzero(present)
+    return table
 
 
 def _as_array(values: Any) -> np.ndarray:

@@ -37,16 +37,21 @@ def decode_runs(v, i, table, out, pos, acc, nacc, s, need):  # pragma: no cover 
     # byte v give the events completed in v (count and bits) and the next state. Output bits
     # are appended LSB-first to out; the loop stops once `need` events have been produced or
     # the block is used up. Returns (next byte, s, acc, nacc, pos) to resume on a new block.
+    # The zeros carried out of a byte b depend on s only when b == 0 (min(s + 8, 64)); else they
+    # are the row s = 0 entry's, table[b] >> 12. Taking them from there, not from the entry
+    # just loaded, keeps the table load off the loop-carried chain of s (same bits, ~1.5x faster).
     n = v.shape[0]
     produced = pos * 8 + nacc
     while i < n and produced < need:
-        e = np.int64(table[s * 256 + np.int64(v[i])])
+        b = np.int64(v[i])
+        e = np.int64(table[s * 256 + b])
         i += 1
         c = (e >> 8) & 15
         acc |= (e & 255) << nacc
         nacc += c
         produced += c
-        s = e >> 12
+        s8 = s + 8
+        s = (np.int64(table[b]) >> 12) if b != 0 else (s8 if s8 < 64 else 64)
         out[pos] = np.uint8(acc & 255)
         f = nacc >> 3
         pos += f
@@ -103,8 +108,9 @@ def floyd_sorted(words, n_other, c, x, inc, out):  # pragma: no cover - compiled
     G = words.shape[1]
     digits = np.empty(G * c, dtype=np.int64)
     one = np.uint64(1)
+    dense = n_other <= 32 * k  # a vector memset of N bytes beats k dependent clears (~3 cycles each)
     for i in range(m):
-        bm[:] = 0  # O(d/64) words; the byte marks are cleared pick by pick below: O(k)
+        bm[:] = 0  # O(d/64) words; the byte marks are cleared below: O(k) picks or one memset
         s = k - np.int64(inc[i])
         base = n_other - s
         # the digits first, two words at a time (two independent multiply chains); digits
@@ -130,11 +136,14 @@ def floyd_sorted(words, n_other, c, x, inc, out):  # pragma: no cover - compiled
             t += np.int64(mark[t]) * (base + j - t)  # branch-free: base + j if t is taken
             mark[t] = 1
             bm[t >> 6] |= one << np.uint64(t & 63)
-        for w in range(nw):  # clear this row's marks: one store per pick
-            word = bm[w]
-            while word:
-                mark[w * 64 + np.int64(cttz(word))] = 0
-                word &= word - one
+        if dense:  # clear this row's marks: one memset of N bytes when that is cheaper ...
+            mark[:] = 0
+        else:  # ... else one store per pick
+            for w in range(nw):
+                word = bm[w]
+                while word:
+                    mark[w * 64 + np.int64(cttz(word))] = 0
+                    word &= word - one
         # to item space: values >= x move up by one (a one-bit shift of the upper part), x
         # itself is set when included; then the set bits, in order, are the report
         xi = x[i]

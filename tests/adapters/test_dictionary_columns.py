@@ -80,3 +80,41 @@ def test_string_user_ids_duplicate_check_is_exact():
     ids[2999] = ids[17]
     with pytest.raises(LDPInputError, match="2 rows with a repeated id"):
         pl.DataFrame({"v": _values(3000, 5), "uid": ids}).ldp.privatize("v", m, user_id="uid", seed=1)
+
+
+def _every_input(vals, cats):
+    """The same labels as a list, a numpy object array, a String / Categorical / Enum Series, and
+    a Categorical over its own named category mapping with a UInt8 physical type."""
+    named = pl.Categorical(pl.Categories("perf3b-test", physical=pl.UInt8))
+    pl.Series("warm", ["zz", "c3", "yy"], dtype=named)  # ids in the named mapping do not follow the categories
+    return {
+        "list": vals, "object array": np.array(vals, dtype=object), "String": pl.Series("v", vals),
+        "Categorical": pl.Series("v", vals, dtype=pl.Categorical), "Enum": pl.Series("v", vals, dtype=pl.Enum(list(cats)[::-1] + sorted(set(vals) - set(cats)))),
+        "named UInt8 Categorical": pl.Series("v", vals, dtype=named),
+    }
+
+
+@pytest.mark.parametrize("make", [lambda c: ldp.KRR(epsilon=1.0, d=len(c), categories=c), lambda c: ldp.OUE(epsilon=1.0, d=len(c), categories=c)])
+def test_every_input_type_gives_the_code_paths_reports_under_a_seed(make):
+    cats = CATS + ["t\x00", "t"]  # a label with a trailing NUL is its own item
+    m = make(cats)
+    rng = np.random.default_rng(9)
+    codes = rng.integers(0, len(cats), 3000)
+    vals = [cats[c] for c in codes.tolist()]
+    ref = m.randomize_encoded(codes, rng=7)
+    for name, x in _every_input(vals, cats).items():
+        assert np.array_equal(m.encode(x), codes), name
+        assert np.array_equal(np.asarray(m.randomize(x, rng=7)), np.asarray(ref)), name
+
+
+def test_a_label_absent_from_the_whole_mapping_is_refused_by_position():
+    m = ldp.KRR(epsilon=1.0, d=len(CATS), categories=CATS)
+    vals = _values(500, 8)
+    vals[321] = "never-seen-label-perf3b"
+    for name, x in _every_input(vals, CATS).items():
+        with pytest.raises(LDPInputError, match="position 321") as e:
+            m.encode(x)
+        assert "never-seen" not in str(e.value), name
+    only_unknown = pl.Series("v", ["never-seen-label-perf3b-2"], dtype=pl.Categorical)
+    with pytest.raises(LDPInputError, match="position 0"):
+        ldp.KRR(epsilon=1.0, d=2, categories=["never-a", "never-b"]).encode(only_unknown)
