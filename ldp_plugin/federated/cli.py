@@ -189,10 +189,6 @@ def _check_simulation(args, mech: Any, d: int) -> None:
     if d > MAX_SIMULATED_D:
         raise LDPParameterError(f"--d must be at most {MAX_SIMULATED_D} for federated simulate (got {d}): the simulation generates, "
                                 "estimates and prints one row per item; a real deployment (ldp federated new) takes any d")
-    devices = args.nodes * args.users_per_node
-    if args.min_batch > devices:
-        raise LDPParameterError(f"--min-batch must be at most the simulated devices, --nodes × --users-per-node = {devices:,} "
-                                f"(got {args.min_batch:,}): no round could release an estimate")
     check_work(args.nodes * args.users_per_node * args.rounds, rate=SIMULATED_DEVICES_PER_SECOND,
                what=f"federated simulate ({args.nodes} nodes × {args.users_per_node} devices × {args.rounds} rounds)",
                options="--nodes, --users-per-node or --rounds")
@@ -259,7 +255,13 @@ def _simulate(args) -> int:
         return _simulate_run(args)
 
 
-def _check_shuffle_options(args) -> None:
+def _check_options(args) -> None:
+    """The options checked before any file: --min-batch against the simulated devices, and the
+    shuffle options."""
+    devices = args.nodes * args.users_per_node
+    if args.min_batch > devices:
+        raise LDPParameterError(f"--min-batch must be at most the simulated devices, --nodes × --users-per-node = {devices:,} "
+                                f"(got {args.min_batch:,}): no round could release an estimate")
     shuffle, delta = getattr(args, "shuffle", False), getattr(args, "delta", None)
     if delta is not None and not shuffle:
         raise LDPParameterError("--delta is the delta of a shuffled collection's central (epsilon, delta): give it with --shuffle")
@@ -294,7 +296,7 @@ def _analyze_round(row: dict, keys: dict, ledger: Path, delta: float) -> dict:
 def _simulate_run(args) -> int:
     _exact_option(args.device_cap, "--device-cap", 10**6)
     _exact_option(args.max_epsilon, "--max-epsilon", 700)
-    _check_shuffle_options(args)
+    _check_options(args)
     shuffle = bool(getattr(args, "shuffle", False))
     tmp = None
     if args.out is None:

@@ -257,17 +257,18 @@ def test_subprocess_cases_under_limits(argv, names):
     assert names in doc["message"], doc
 
 
-@pytest.mark.slow
-def test_a_flower_run_that_released_nothing_exits_2(tmp_path):
-    """The run finishes inside Flower but no round reaches --min-batch: exit 2 naming --min-batch
-    (the text and the JSON say so), never exit 0 with an empty result."""
+def test_a_min_batch_no_round_could_reach_exits_2_before_flower_starts(tmp_path):
+    """--min-batch above the simulated devices (--nodes × --users-per-node): no round could release
+    an estimate, so it is refused before any file, ledger or Flower process (it used to run the
+    whole simulation and then exit 2), never exit 0 with an empty result."""
     pytest.importorskip("flwr")
     argv = ["federated", "simulate", "--nodes", "1", "--users-per-node", "5", "--mechanism", "krr", "--d", "4", "--epsilon", "1",
-            "--device-cap", "4", "--min-batch", "1000", "--json"]
+            "--device-cap", "4", "--min-batch", "1000", "--out", str(tmp_path / "sim"), "--json"]
     proc = subprocess.run([sys.executable, "-m", "ldp_plugin.cli", *argv], capture_output=True, text=True, timeout=600)
     assert proc.returncode == 2, proc.stdout[-1000:] + proc.stderr[-1000:]
     doc = json.loads(proc.stdout)
-    assert "no round released an estimate" in doc["message"] and "--min-batch" in doc["message"], doc
+    assert "--min-batch" in doc["message"] and "no round could release an estimate" in doc["message"], doc
+    assert not (tmp_path / "sim" / "superlink.db").exists() and not (tmp_path / "sim" / "app").exists()
 
 
 # -- the size of the misuse tables ----------------------------------------------------------------------
