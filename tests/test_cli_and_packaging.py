@@ -103,3 +103,21 @@ def test_every_subpackage_is_installed():
     listed = set(tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
     found = {".".join(p.parent.relative_to(root).parts) for p in (root / "ldp_plugin").rglob("__init__.py") if "__pycache__" not in p.parts}
     assert found <= listed, sorted(found - listed)
+
+
+def test_the_package_and_its_cli_import_without_the_optional_extras():
+    """The base install has no Flower, PyNaCl, Dask, Ray or cryptography (they come with extras): the
+    package, the CLI and its help import and run with each of them unimportable (the CI's Polars 1.36
+    environment found a module-level Flower import reached from the CLI)."""
+    code = ("import sys\n"
+            "for m in ('flwr', 'flwr.app', 'flwr.clientapp', 'flwr.serverapp', 'nacl', 'dask', 'distributed', 'ray', 'cryptography'):\n"
+            "    sys.modules[m] = None\n"
+            "import ldp_plugin, ldp_plugin.cli, ldp_plugin.federated.cli, ldp_plugin.federated.plan\n"
+            "from ldp_plugin.cli import main\n"
+            "try:\n"
+            "    main(['federated', 'simulate', '--help'])\n"
+            "except SystemExit as e:\n"
+            "    assert e.code == 0, e.code\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "--shuffle" in proc.stdout

@@ -33,7 +33,6 @@ from .device import DeviceFleet
 from .analyzer import analyze_batch
 from .sealed import generate_analyzer_keys
 from .shuffler import BatchBelowMinimum
-from .shuffler_app import check_shuffled_plan
 from ..accountant import Accountant, Population
 
 __all__ = ["add_parsers", "cmd_federated", "new_project"]
@@ -312,7 +311,7 @@ def _simulate_run(args) -> int:
         plan = Plan.from_toml(work / "app" / "plan.toml")
         q0 = plan.queries[0].build()  # a bad mechanism or parameter fails here, before Flower starts
         if shuffle:
-            check_shuffled_plan(plan)  # a memoized series cannot be shuffled: refused before Flower starts
+            plan.check_shuffled()  # a memoized series cannot be shuffled: refused before Flower starts
         d = q0.domain_size
         if getattr(q0, "input_kind", "value") not in ("value", "set"):  # the generated data are one category per device
             raise LDPParameterError(f"--mechanism {args.mechanism}: federated simulate generates one categorical value per device; "

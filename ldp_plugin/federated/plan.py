@@ -181,6 +181,18 @@ class Plan:
                    max_devices_per_node=_int(plan.get("max_devices_per_node", 100_000), "max_devices_per_node", 1, 1 << 20),
                    expected_nodes=_int(plan.get("expected_nodes", 1), "expected_nodes", 1, 100_000), node_wait=float(wait))
 
+    def check_shuffled(self) -> None:
+        """Refuse a plan the shuffler cannot run: no ``out_dir`` (the batches are forwarded there),
+        or a memoized series (its permanent reports link a device across batches, which the
+        shuffle amplification bound does not cover)."""
+        if self.out_dir is None:
+            raise LDPParameterError("a shuffled collection needs the plan's out_dir: the batches are forwarded there")
+        for pq in self.queries:
+            mech = pq.build()
+            if mech.needs_user_keys or isinstance(mech, Keyed):
+                raise LDPParameterError(f"query {pq.name!r} is a memoized series ({mech.name}): its permanent reports link a device across "
+                                        "batches, which the shuffle amplification bound does not cover")
+
     @classmethod
     def from_toml(cls, path: str | Path) -> "Plan":
         p = Path(path)

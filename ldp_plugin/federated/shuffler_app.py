@@ -36,28 +36,16 @@ from .query import Query
 from .results import round_dir, write_summary
 from .shuffler import Shuffler
 
-__all__ = ["server_app", "run_shuffled_plan", "check_shuffled_plan", "BATCH_FILE"]
+__all__ = ["server_app", "run_shuffled_plan", "BATCH_FILE"]
 
 log = logging.getLogger("ldp_plugin.federated")
 BATCH_FILE = "batch.ldpbatch"
 
 
-def check_shuffled_plan(plan: Plan) -> None:
-    """Refuse a plan the shuffler cannot run: no ``out_dir``, or a memoized series (its permanent
-    reports link a device across batches)."""
-    if plan.out_dir is None:
-        raise LDPParameterError("a shuffled collection needs the plan's out_dir: the batches are forwarded there")
-    for pq in plan.queries:
-        mech = pq.build()
-        if mech.needs_user_keys or hasattr(mech, "collection_cost"):
-            raise LDPParameterError(f"query {pq.name!r} is a memoized series ({mech.name}): its permanent reports link a device across "
-                                    "batches, which the shuffle amplification bound does not cover")
-
-
 def run_shuffled_plan(grid: Any, plan: Plan, *, rng: Any = None) -> list:
     """The shuffler ServerApp's body (see the module docstring); returns its round summaries.
     ``rng``: ``None`` (the OS CSPRNG) or a seed, for tests only."""
-    check_shuffled_plan(plan)
+    plan.check_shuffled()
     nodes, quota, reg_errors = register_nodes(grid, plan)
     registered = sorted(n for n, q in quota.items() if q > 0)
     summaries = []
