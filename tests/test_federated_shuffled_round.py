@@ -185,7 +185,7 @@ def test_new_shuffled_writes_a_project_flower_accepts(tmp_path, cli):
 
 
 @pytest.mark.slow
-def test_flwr_run_of_a_shuffled_collection_on_a_simulation_superlink(tmp_path):
+def test_flwr_run_of_a_shuffled_collection_on_a_simulation_superlink(tmp_path, monkeypatch, capsys):
     """The same through Flower's own tools, as a user starts it: ``ldp federated simulate --shuffle``
     writes the shuffled app project (``ldp federated new --shuffled``), generates the analyzer key
     and pins it in the devices' TOML, runs ``flwr run`` on a private simulation SuperLink, and the
@@ -196,9 +196,12 @@ def test_flwr_run_of_a_shuffled_collection_on_a_simulation_superlink(tmp_path):
     out_dir = tmp_path / "sim"
     argv = ["federated", "simulate", "--nodes", "2", "--users-per-node", "40", "--mechanism", "krr", "--d", "8", "--epsilon", "1",
             "--device-cap", "4", "--min-batch", "60", "--shuffle", "--delta", str(DELTA), "--out", str(out_dir), "--json"]
+    monkeypatch.setattr("ldp_plugin.progress.enabled", lambda: True)  # as on a terminal: status lines on stderr (stdout stays JSON)
     buf = io.StringIO()
     with contextlib.redirect_stdout(buf):
         assert ldp_main(argv) in (0, None)
+    err = capsys.readouterr().err
+    assert "flwr run started on the simulation SuperLink (1 round(s)" in err and "round 1/1 summary written" in err
     doc = json.loads(buf.getvalue())
     assert doc["shuffled"] is True
     (row,) = doc["rounds"]

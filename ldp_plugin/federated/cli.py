@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from .._errors import LDPParameterError
+from ..progress import status
 from .._boundary.workload import check_work
 from ..simulate import parse_params
 from .certs import make_node_keys, make_tls
@@ -292,6 +293,25 @@ def _analyze_round(row: dict, keys: dict, ledger: Path, delta: float) -> dict:
     return out
 
 
+def _round_reporter(plan: Plan, t0: float):
+    """A poll hook that prints one status line (stderr, text mode on a terminal) per round summary
+    the ServerApp has written, and a line when the run starts, so a long simulation is not silent."""
+    seen: set = set()
+    rounds = list(plan.round_numbers())
+
+    def report() -> None:
+        if not seen:
+            seen.add(0)
+            status(f"flwr run started on the simulation SuperLink ({len(rounds)} round(s); waiting for the nodes)")
+        for r in rounds:
+            path = plan.out_dir / plan.name / f"round-{r:04d}.json"
+            if r not in seen and path.is_file():
+                seen.add(r)
+                status(f"round {r}/{len(rounds)} summary written ({time.perf_counter() - t0:.0f} s)")
+
+    return report
+
+
 def _simulate_run(args) -> int:
     _exact_option(args.device_cap, "--device-cap", 10**6)
     _exact_option(args.max_epsilon, "--max-epsilon", 700)
@@ -339,7 +359,8 @@ def _simulate_run(args) -> int:
         t0 = time.perf_counter()
         superlink = Spawned([flower_tool("flower-superlink"), "--insecure", "--simulation", "--host", "127.0.0.1", "--port", str(port),
                              "--database", str(work / "superlink.db"), "--disable-runtime-dependency-installation"], env=env, log=work / "superlink.log")
-        run_id = run_to_completion(work / "app", "ldp-sim", env=env, federation_config={"num-supernodes": args.nodes}, timeout=args.timeout)
+        run_id = run_to_completion(work / "app", "ldp-sim", env=env, federation_config={"num-supernodes": args.nodes}, timeout=args.timeout,
+                                   on_poll=_round_reporter(plan, t0))
         seconds = round(time.perf_counter() - t0, 2)
         rounds = []
         ledger = work / "analyzer.sqlite"

@@ -15,7 +15,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Optional
+from typing import Callable, Optional
 
 from .._errors import LDPParameterError
 
@@ -194,12 +194,15 @@ def run_status(run_id: int, connection: str, *, env: dict) -> dict:
         return {"status": "unknown", "status-details": (proc.stderr or proc.stdout)[-500:]}
 
 
-def wait_for_run(run_id: int, connection: str, *, env: dict, timeout: float) -> dict:
-    """Poll ``flwr ls`` until the run is finished; its last status record."""
+def wait_for_run(run_id: int, connection: str, *, env: dict, timeout: float, on_poll: Optional[Callable[[], None]] = None) -> dict:
+    """Poll ``flwr ls`` until the run is finished; its last status record. ``on_poll`` is called
+    after every poll (a caller's progress report)."""
     deadline = time.time() + timeout
     st: dict = {}
     while time.time() < deadline:
         st = run_status(run_id, connection, env=env)
+        if on_poll is not None:
+            on_poll()
         if str(st.get("status", "")).startswith("finished"):
             return st
         time.sleep(1.0)
@@ -207,7 +210,7 @@ def wait_for_run(run_id: int, connection: str, *, env: dict, timeout: float) -> 
 
 
 def run_to_completion(app_dir: Path, connection: str, *, env: dict, run_config: Optional[dict] = None, federation_config: Optional[dict] = None,
-                      timeout: float = 900, start_timeout: float = 60) -> int:
+                      timeout: float = 900, start_timeout: float = 60, on_poll: Optional[Callable[[], None]] = None) -> int:
     """``flwr run`` (retried while the SuperLink is still coming up), then wait for the run; a
     run that is not ``finished:completed`` raises :class:`LDPParameterError` naming a file that
     holds the run's log. Returns the run id."""
@@ -222,7 +225,7 @@ def run_to_completion(app_dir: Path, connection: str, *, env: dict, run_config: 
             if "onnect" not in str(e) or time.time() > deadline:
                 raise
             time.sleep(1.0)
-    status = wait_for_run(run_id, connection, env=env, timeout=timeout)
+    status = wait_for_run(run_id, connection, env=env, timeout=timeout, on_poll=on_poll)
     if status.get("status") != "finished:completed":
         fd, log_path = tempfile.mkstemp(prefix=f"ldp-federated-run-{run_id}-", suffix=".log")
         with os.fdopen(fd, "w") as f:
