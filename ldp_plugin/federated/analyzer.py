@@ -43,21 +43,14 @@ from .batch import iter_ciphertexts, read_batch
 from .collector import Collector
 from .envelope import envelope_size
 from .query import Query
-from .results import estimate_rows
+from .results import released_rows
 from .sealed import SEAL_OVERHEAD, open_reports, private_key
-from .shuffler import BatchBelowMinimum
+from .shuffler import BatchBelowMinimum, check_shufflable
 
 __all__ = ["analyze_batch", "ANALYZER_REJECTIONS"]
 
 ANALYZER_REJECTIONS = ("undecryptable",)  # beside the collector's reasons
 _CHUNK = 1 << 16
-
-
-def _estimate(col: Collector) -> list:
-    try:
-        return estimate_rows(col.estimate(postprocess="none"))
-    except TypeError:  # an estimator without post-processing options
-        return estimate_rows(col.estimate())
 
 
 def analyze_batch(batch: str | Path, *, key: str | Path, ledger: str | Path, delta: float, expect_query_id: Optional[str] = None,
@@ -76,9 +69,7 @@ def analyze_batch(batch: str | Path, *, key: str | Path, ledger: str | Path, del
     if expect_query_id is not None and query.query_id != expect_query_id:
         raise LDPParameterError(f"the batch is for query id {query.query_id!r}, not the expected {expect_query_id!r}")
     mech = query.mechanism()
-    if mech.needs_user_keys or hasattr(mech, "collection_cost"):
-        raise LDPParameterError(f"{mech.name!r} is a memoized series: its permanent reports link a device across batches, "
-                                "which the shuffle amplification bound does not cover")
+    check_shufflable(mech, f"{mech.name!r}")
     size = envelope_size(mech, query.content_hash) + SEAL_OVERHEAD
     if header["ciphertext_size"] != size:
         raise LDPInputError(f"the batch's ciphertext size {header['ciphertext_size']} is not the query's {size}")
@@ -112,7 +103,7 @@ def analyze_batch(batch: str | Path, *, key: str | Path, ledger: str | Path, del
         name = query.spec.get("name") or mech.name
         acc.spend(query.query_id, mech, mechanism=name, params=query.to_dict())
         rec = acc.record_shuffle(query.query_id, mech, batch_id=header["batch_id"], n_min=col.accepted, n_observed=col.accepted, delta=float(delta))
-        estimate = _estimate(col)
+        estimate = released_rows(col)
         if stage is not None and stage.is_dir():
             for part in sorted(stage.glob("part-*.parquet")):
                 os.replace(part, Path(out_dir) / part.name)

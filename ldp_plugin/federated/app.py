@@ -41,7 +41,7 @@ from .device import DeviceFleet, DeviceRefusal
 from .discovery import decode, level_queries
 from .plan import Plan
 from .query import Query
-from .results import estimate_rows, round_dir, write_summary
+from .results import released_rows, round_dir, write_summary
 from .sealed import seal_reply
 from ..robust.aggregation import combine_accumulators
 
@@ -251,10 +251,7 @@ def run_plan(grid: Any, plan: Plan) -> list:
                 col, row = _collect(grid, registered, quota, plan, q, None if plan.out_dir is None else round_dir(plan.out_dir, plan.name, r, pq.name))
                 row = {"query": pq.name, "mechanism": pq.mechanism, **row}
                 if row["status"] == "complete":
-                    try:
-                        row["estimate"] = estimate_rows(col.estimate(postprocess="none"))
-                    except TypeError:
-                        row["estimate"] = estimate_rows(col.estimate())
+                    row["estimate"] = released_rows(col)
                     if pq.robust is not None:
                         row["robust"] = _robust_row(col, pq.robust)
             row["seconds"] = round(time.perf_counter() - t0, 3)

@@ -34,6 +34,7 @@ from .device import DeviceFleet
 from .analyzer import analyze_batch
 from .sealed import generate_analyzer_keys
 from .shuffler import BatchBelowMinimum
+from .results import summary_path
 from ..accountant import Accountant, Population
 
 __all__ = ["add_parsers", "cmd_federated", "new_project"]
@@ -304,7 +305,7 @@ def _round_reporter(plan: Plan, t0: float):
             seen.add(0)
             status(f"flwr run started on the simulation SuperLink ({len(rounds)} round(s); waiting for the nodes)")
         for r in rounds:
-            path = plan.out_dir / plan.name / f"round-{r:04d}.json"
+            path = summary_path(plan.out_dir, plan.name, r)
             if r not in seen and path.is_file():
                 seen.add(r)
                 status(f"round {r}/{len(rounds)} summary written ({time.perf_counter() - t0:.0f} s)")
@@ -367,7 +368,7 @@ def _simulate_run(args) -> int:
         if shuffle:  # the analyzer's ledger: the same population and lifetime cap as the devices'
             Accountant.create(ledger, Population(name="analyzer", lifetime_cap=str(args.device_cap))).close()
         for r in plan.round_numbers():
-            path = plan.out_dir / plan.name / f"round-{r:04d}.json"
+            path = summary_path(plan.out_dir, plan.name, r)
             if not path.is_file():
                 raise LDPParameterError(f"the run completed but round {r}'s summary is missing")
             summary = json.loads(path.read_text())

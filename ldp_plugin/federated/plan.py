@@ -51,6 +51,7 @@ from ..mechanisms.protocol import ClosedDomain, Keyed, Numeric
 from ..registry import build
 from ..robust.aggregation import RULES as ROBUST_RULES
 from .discovery import level_queries
+from .shuffler import check_shufflable
 
 try:
     import tomllib
@@ -188,10 +189,7 @@ class Plan:
         if self.out_dir is None:
             raise LDPParameterError("a shuffled collection needs the plan's out_dir: the batches are forwarded there")
         for pq in self.queries:
-            mech = pq.build()
-            if mech.needs_user_keys or isinstance(mech, Keyed):
-                raise LDPParameterError(f"query {pq.name!r} is a memoized series ({mech.name}): its permanent reports link a device across "
-                                        "batches, which the shuffle amplification bound does not cover")
+            check_shufflable(pq.build(), f"query {pq.name!r}")
 
     @classmethod
     def from_toml(cls, path: str | Path) -> "Plan":

@@ -11,7 +11,7 @@ import shutil
 from pathlib import Path
 from typing import Any, Optional
 
-__all__ = ["round_dir", "write_summary", "estimate_rows"]
+__all__ = ["round_dir", "summary_path", "write_summary", "estimate_rows", "released_rows"]
 
 
 def round_dir(out_dir: Path, plan: str, r: int, query: str) -> Path:
@@ -22,8 +22,13 @@ def round_dir(out_dir: Path, plan: str, r: int, query: str) -> Path:
     return d
 
 
+def summary_path(out_dir: Path, plan: str, r: int) -> Path:
+    """Where round ``r``'s summary of ``plan`` is written."""
+    return Path(out_dir) / plan / f"round-{r:04d}.json"
+
+
 def write_summary(out_dir: Path, plan: str, r: int, summary: dict) -> Path:
-    path = Path(out_dir) / plan / f"round-{r:04d}.json"
+    path = summary_path(out_dir, plan, r)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     tmp.write_text(json.dumps(summary, indent=1, sort_keys=True))
@@ -54,3 +59,12 @@ def estimate_rows(est: Any) -> list:
         rows.append({"item": item if isinstance(item, (int, str)) else str(item), "estimate": _num(values[i]),
                      "ci_lower": None if lo is None else _num(lo[i]), "ci_upper": None if hi is None else _num(hi[i])})
     return rows
+
+
+def released_rows(col: Any) -> list:
+    """The rows of a collector's released estimate: the raw (unbiased, not post-processed) one
+    where the estimator has post-processing options, else its only estimate."""
+    try:
+        return estimate_rows(col.estimate(postprocess="none"))
+    except TypeError:  # an estimator without post-processing options
+        return estimate_rows(col.estimate())

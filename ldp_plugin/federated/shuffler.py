@@ -30,6 +30,7 @@ from typing import Any, Optional
 import numpy as np
 
 from .._errors import LDPParameterError
+from ..mechanisms.protocol import Keyed
 from ..sampling import as_source
 from .batch import write_batch
 from .envelope import envelope_size
@@ -44,6 +45,14 @@ SHUFFLER_REJECTIONS = ("not_sealed", "wrong_length", "duplicate_ciphertext")
 
 class BatchBelowMinimum(LDPParameterError):
     """A batch smaller than its query's minimum: never forwarded (the amplification claim needs it)."""
+
+
+def check_shufflable(mech: Any, what: str) -> None:
+    """Refuse a memoized series (``Keyed``: user keys or a per-collection cost): its permanent
+    reports link a device across batches, which the shuffle amplification bound does not cover."""
+    if mech.needs_user_keys or isinstance(mech, Keyed):
+        raise LDPParameterError(f"{what} is a memoized series ({mech.name}): its permanent reports link a device across batches, "
+                                "which the shuffle amplification bound does not cover")
 
 
 def permutation(n: int, rng: Any = None) -> list:
