@@ -29,7 +29,6 @@ from typing import Any
 from flwr.app import ConfigRecord, RecordDict
 from flwr.serverapp import ServerApp
 
-from .._errors import LDPParameterError
 from .app import _send, register_nodes, reply_to_raw
 from .plan import Plan
 from .query import Query
