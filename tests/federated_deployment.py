@@ -23,6 +23,12 @@ from ldp_plugin.cli import main as ldp_main
 from ldp_plugin.federated.deploy import Spawned, flower_tool, flwr_run, free_port, tool_env
 
 ROOT = Path(__file__).resolve().parent.parent
+#: the owner's trust section a test's device TOML gets when it has none (the README's device.toml has it)
+TRUST = """
+[trust]
+pins = "state/pins-{partition-id}"
+member_key = "certs/nodes/node-{partition-id}"
+"""
 
 
 def readme_commands() -> list:
@@ -94,6 +100,8 @@ class Deployment:
         self.nodes: dict = {}
         self.node_lines: dict = {}
         self.extra = node_config or {}
+        self.runtimes: dict = {}
+        self.serve_lines: dict = {}
         cwd = os.getcwd()
         os.chdir(root)
         try:
@@ -103,11 +111,13 @@ class Deployment:
                     assert ldp_main(argv[1:]) in (0, None), line
                     if argv[2] == "new":
                         (self.app / "plan.toml").write_text(plan)
-                        (self.app / "device.toml").write_text(device)
+                        (self.app / "device.toml").write_text(device if "[trust]" in device else device + TRUST)
                 elif argv[:4] == ["ldp", "federated", "device", "init"]:
                     pid = argv[argv.index("--node-config") + 1].split("=")[1]
                     extra = " ".join(f"{k}={v}" for k, v in self.extra.get(int(pid), {}).items())
                     assert ldp_main(argv[1:-1] + [f"{argv[-1]} {extra}".strip()]) in (0, None), line
+                elif argv[:4] == ["ldp", "federated", "device", "pin"]:  # after the plan is final: the bundle flwr run ships
+                    assert ldp_main(argv[1:]) in (0, None), line
         finally:
             os.chdir(cwd)
         (self.app / "flwr-home").mkdir(parents=True, exist_ok=True)
@@ -137,15 +147,29 @@ class Deployment:
         for reg in regs:
             out, _ = reg.communicate(timeout=90)
             assert reg.returncode == 0, out
-        for argv in self._line("flower-supernode")[:2]:
+        serves = {}
+        for argv in self._line("ldp federated device serve"):  # each owner's runtime, with the node's own node_config
             nc = argv[argv.index("--node-config") + 1]
             pid = int(re.search(r"partition-id=(\d+)", nc).group(1))
             extra = " ".join(f"{k}={v}" for k, v in self.extra.get(pid, {}).items())
             argv[argv.index("--node-config") + 1] = f"{nc} {extra}".strip()
+            serves[pid] = argv
+        for argv in self._line("flower-supernode")[:2]:
+            pid = int(re.search(r"nodes/node-(\d+)", " ".join(argv)).group(1))
             self.node_lines[pid] = argv
+        self.serve_lines = serves
+        for pid in sorted(serves):
+            self.start_runtime(pid)
         for ready in [self.start_node(pid, wait=False) for pid in sorted(self.node_lines)]:  # both start at once
             ready()
         return self
+
+    def start_runtime(self, pid: int) -> None:
+        """The owner's ClientApp runtime of node ``pid`` (``ldp federated device serve``, the README's line)."""
+        argv = self.serve_lines[pid]
+        rt = Spawned([flower_tool("ldp")] + argv[1:], env=self.env, log=self.root / f"runtime-{pid}.log", cwd=self.root)
+        self.runtimes[pid] = rt
+        self.procs.append(rt)
 
     def start_node(self, pid: int, *, wait: bool = True) -> Callable[[], None]:
         """Start SuperNode ``pid`` with its README command; returns (or calls) the wait for its connection."""
@@ -163,12 +187,15 @@ class Deployment:
         return ready
 
     def kill_node(self, pid: int) -> None:
-        """SIGKILL the SuperNode's ClientApp process (the device, mid-answer), then stop the SuperNode
-        as the README's ``kill $NODE1`` does (SIGTERM: it leaves the SuperLink, so the same command
-        restarts it at once; a SIGKILLed SuperNode stays "online" for two heartbeats, 60 s)."""
+        """SIGKILL the node's owner runtime (the device, mid-answer) and start it again, then stop the
+        SuperNode as the README's ``kill $NODE1`` does (SIGTERM: it leaves the SuperLink, so the same
+        command restarts it at once; a SIGKILLed SuperNode stays "online" for two heartbeats, 60 s)."""
+        rt = self.runtimes.pop(pid, None)
+        if rt is not None:
+            rt.stop(signal.SIGKILL)
+            self.procs.remove(rt)
+            self.start_runtime(pid)
         node = self.nodes.pop(pid)
-        for p in self._marked(node.marker, b"flwr-clientapp"):
-            os.kill(p, signal.SIGKILL)
         node.stop()
         self.procs.remove(node)
 

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import time
 from typing import Any, Optional
 
@@ -43,12 +44,14 @@ from .plan import Plan
 from .query import Query
 from .results import released_rows, round_dir, write_summary
 from .sealed import seal_reply
+from .trust import TRUST_REFUSALS, sign_membership, verify_membership
 from ..robust.aggregation import combine_accumulators
 
 __all__ = ["client_app", "server_app", "reply_to_raw", "register_nodes", "run_plan"]
 
 log = logging.getLogger("ldp_plugin.federated")
-_REPLY_KEYS = {"devices", "reports", "refused", "retry"}
+_REPLY_KEYS = {"devices", "reports", "refused", "retry", "member", "signature"}
+_CHALLENGE_BYTES = 32
 _NOT_REFUSALS = ("other_group",)
 
 client_app = ClientApp()
@@ -56,13 +59,21 @@ client_app = ClientApp()
 
 def _record(reply: dict) -> RecordDict:
     rec: dict = {"devices": int(reply["devices"]), "refused": json.dumps(reply["refused"]), "retry": bool(reply["retry"])}
+    for k in ("member", "signature"):  # a registration's membership proof
+        if k in reply:
+            rec[k] = str(reply[k])
     if reply["reports"]:  # a ConfigRecord cannot hold an empty list: absent means none
         rec["reports"] = list(reply["reports"])
     return RecordDict({"reply": ConfigRecord(rec)})
 
 
-def device_answer(content: Any, node_config: Any) -> dict:
-    """The device side of one message (registration or query), from the node's own config."""
+def device_answer(content: Any, node_config: Any, *, run_id: int = 0, node_id: int = 0) -> dict:
+    """The device side of one message (registration or query), from the node's own config. A
+    registration carrying a ``challenge`` is answered with the node's membership proof (its member
+    key's signature of the run, its node id and the challenge) when the owner configured one.
+    Nothing raised inside reaches the server as text: an unexpected failure is the fixed refusal
+    ``device_error`` for every device."""
+    n = 1
     try:
         cfg = DeviceConfig.load(device_config_path(node_config), node_config)
         fleet = DeviceFleet.open(cfg)
@@ -71,31 +82,43 @@ def device_answer(content: Any, node_config: Any) -> dict:
         return {"devices": 1, "reports": [], "refused": {"device_misconfigured": 1}, "retry": False}
     except DeviceRefusal as e:
         log.error("device refuses (%s): %s", e.reason, e)
-        n = 1
         try:
             n = int(cfg.load_values().shape[0])
         except Exception:  # noqa: BLE001 - the refusal stands whatever the data source does
             pass
         return {"devices": n, "reports": [], "refused": {e.reason: n}, "retry": False}
+    except Exception:  # noqa: BLE001 - no text of an unexpected failure leaves the device
+        log.exception("device failed to open")
+        return {"devices": 1, "reports": [], "refused": {"device_error": 1}, "retry": False}
     try:
+        n = fleet.n_devices
         if "query" in content:
             return seal_reply(fleet.respond(str(content["query"]["json"])), cfg.analyzer_key)  # sealed if the owner pinned a key
-        return {"devices": fleet.n_devices, "reports": [], "refused": {}, "retry": False}
+        out = {"devices": n, "reports": [], "refused": {}, "retry": False}
+        reg = content["register"] if "register" in content else {}
+        challenge = reg.get("challenge") if hasattr(reg, "get") else None
+        if isinstance(challenge, str) and cfg.trust.member_key is not None:
+            out["member"], out["signature"] = sign_membership(cfg.trust.member_key, run_id, node_id, bytes.fromhex(challenge))
+        return out
+    except Exception:  # noqa: BLE001 - no text of an unexpected failure leaves the device
+        log.exception("device failed to answer")
+        return {"devices": n, "reports": [], "refused": {"device_error": n}, "retry": False}
     finally:
         fleet.close()
 
 
 @client_app.query()
 def _query(msg: Message, context) -> Message:  # pragma: no cover - runs inside Flower's engine
-    return Message(content=_record(device_answer(msg.content, context.node_config)), reply_to=msg)
+    return Message(content=_record(device_answer(msg.content, context.node_config, run_id=context.run_id, node_id=context.node_id)), reply_to=msg)
 
 
 def reply_to_raw(rep: Any) -> tuple[Optional[dict], Optional[str]]:
     """A Flower reply message → the plain reply mapping :func:`validate_reply` checks, or a node
     error reason; never raises, whatever the node sent."""
     try:
-        if rep.has_error():
-            return None, "flower_error"
+        if rep.has_error():  # a device's owner runtime refusing the app says why, in a fixed word
+            reason = str(rep.error.reason)
+            return None, reason if reason in TRUST_REFUSALS or reason == "device_error" else "flower_error"
         content = rep.content
         if "reply" not in content:
             return None, "malformed"
@@ -195,10 +218,14 @@ def _discovery_row(grid: Any, registered: list, quota: dict, plan: Plan, pq: Any
             "status": status, "incomplete_reason": reason, "groups": groups, "discovered": found}
 
 
-def register_nodes(grid: Any, plan: Plan) -> tuple:
-    """Wait for the plan's SuperNodes and register them: ``(connected node ids, {node id: quota},
+def register_nodes(grid: Any, plan: Plan, *, run_id: int = 0) -> tuple:
+    """Wait for the plan's SuperNodes and register them: ``(asked node ids, {node id: quota},
     {registration error: count})``; each quota = the devices the node registered, capped by the
-    plan's ``max_devices_per_node``."""
+    plan's ``max_devices_per_node``. When the plan lists ``members``, each node must prove it holds
+    one member key by signing a fresh challenge (with the run and its own node id); a node outside
+    the list (``not_a_member``), with a bad proof (``bad_membership_proof``) or reusing a member key
+    already admitted (``duplicate_member``) gets no query, and members that connect late (after a
+    non-member filled the count) are waited for until ``node_wait``."""
     deadline = time.time() + plan.node_wait
     nodes = sorted(grid.get_node_ids())
     while len(nodes) < plan.expected_nodes and time.time() < deadline:  # SuperNodes connect asynchronously
@@ -206,19 +233,50 @@ def register_nodes(grid: Any, plan: Plan) -> tuple:
         nodes = sorted(grid.get_node_ids())
     quota: dict = {}
     reg_errors: dict = {}
-    for nid, rep in _send(grid, nodes, RecordDict({"register": ConfigRecord({"version": 1})}), "register", plan.round_timeout).items():
+    admitted: set = set()
+    asked: set = set()
+    while True:
+        new = [n for n in nodes if n not in asked]
+        asked.update(new)
+        _register(grid, plan, run_id, new, quota, reg_errors, admitted)
+        if not plan.members or len(admitted) >= len(plan.members) or time.time() >= deadline:
+            break
+        time.sleep(0.2)
+        nodes = sorted(grid.get_node_ids())
+    missing = len(asked) - len(quota) - sum(reg_errors.values())
+    if missing:
+        reg_errors["no_reply"] = missing
+    return sorted(asked), quota, reg_errors
+
+
+def _register(grid: Any, plan: Plan, run_id: int, nodes: list, quota: dict, reg_errors: dict, admitted: set) -> None:
+    """One registration message to ``nodes`` (with a fresh challenge when the plan lists members)."""
+    if not nodes:
+        return
+    challenge = os.urandom(_CHALLENGE_BYTES)
+    body: dict = {"version": 1}
+    if plan.members:
+        body["challenge"] = challenge.hex()
+    replies = _send(grid, nodes, RecordDict({"register": ConfigRecord(body)}), "register", plan.round_timeout)
+    for nid, rep in sorted(replies.items()):
         raw, err = reply_to_raw(rep)
         devices = raw.get("devices") if raw else None
         if err is None and (isinstance(devices, bool) or not isinstance(devices, int) or devices < 0):
             err = "bad_field"
+        if err is None and plan.members:
+            member, sig = raw.get("member"), raw.get("signature")
+            if not isinstance(member, str) or member not in plan.members:
+                err = "not_a_member"
+            elif not isinstance(sig, str) or not verify_membership(member, sig, run_id, nid, challenge):
+                err = "bad_membership_proof"
+            elif member in admitted:
+                err = "duplicate_member"
+            else:
+                admitted.add(member)
         if err is not None:
             reg_errors[err] = reg_errors.get(err, 0) + 1
             continue
         quota[nid] = min(int(devices), plan.max_devices_per_node)
-    missing = len(nodes) - len(quota) - sum(reg_errors.values())
-    if missing:
-        reg_errors["no_reply"] = missing
-    return nodes, quota, reg_errors
 
 
 def _robust_row(col: Collector, spec: dict) -> dict:
@@ -234,9 +292,9 @@ def _robust_row(col: Collector, spec: dict) -> dict:
     return {**spec, "nodes": len(nodes), **{k: v for k, v in rob.to_dict().items() if k not in ("rule", "f", "alpha", "nodes")}}
 
 
-def run_plan(grid: Any, plan: Plan) -> list:
+def run_plan(grid: Any, plan: Plan, *, run_id: int = 0) -> list:
     """The ServerApp's body (see the module docstring); returns the round summaries."""
-    nodes, quota, reg_errors = register_nodes(grid, plan)
+    nodes, quota, reg_errors = register_nodes(grid, plan, run_id=run_id)
     registered = sorted(n for n, q in quota.items() if q > 0)
     summaries = []
     for r in plan.round_numbers():
@@ -272,4 +330,4 @@ def _main(grid, context) -> None:  # pragma: no cover - runs inside Flower's eng
     if not log.handlers:  # our round lines in the run's log (Flower's own loggers untouched)
         log.addHandler(logging.StreamHandler())
         log.setLevel(logging.INFO)
-    run_plan(grid, Plan.from_run_config(context.run_config))
+    run_plan(grid, Plan.from_run_config(context.run_config), run_id=context.run_id)

@@ -7,6 +7,7 @@ any failure, including a run that fails inside Flower."""
 from __future__ import annotations
 
 import contextlib
+import importlib
 import json
 import math
 import signal
@@ -45,12 +46,14 @@ def _template(template: str, **subs: Any) -> str:
     return string.Template(text).substitute(**{k: str(v) for k, v in subs.items()})
 
 
-def new_project(directory: str | Path, *, nodes: int = 2, force: bool = False, shuffled: bool = False) -> dict:
+def new_project(directory: str | Path, *, nodes: int = 2, force: bool = False, shuffled: bool = False, members: str | None = None) -> dict:
     """An app project in ``directory``: ``pyproject.toml`` (components, run config naming the
     plan), ``plan.toml`` (the queries), ``discovery.toml`` (a heavy-hitter discovery job), an
     example ``device.toml`` (a node owner's file) and a ``.gitignore`` that keeps the devices' state,
     keys, certificates and results out of the app bundle ``flwr run`` ships.
-    ``shuffled``: the ServerApp is the shuffler (:mod:`~ldp_plugin.federated.shuffler_app`)."""
+    ``shuffled``: the ServerApp is the shuffler (:mod:`~ldp_plugin.federated.shuffler_app`).
+    ``members``: a directory (relative to the app) of the nodes' public keys ``node-<i>.pub``: the
+    plans list them as ``members`` (only those nodes are asked)."""
     d = Path(directory).resolve()
     targets = {n: d / n for n in ("pyproject.toml", "plan.toml", "discovery.toml", "device.toml")}
     existing = [n for n, p in targets.items() if p.exists()]
@@ -62,8 +65,10 @@ def new_project(directory: str | Path, *, nodes: int = 2, force: bool = False, s
     if shuffled:
         pyproject = pyproject.replace('serverapp = "ldp_plugin.federated.app:server_app"', 'serverapp = "ldp_plugin.federated.shuffler_app:server_app"')
     targets["pyproject.toml"].write_text(pyproject)
-    targets["plan.toml"].write_text(_template("plan.toml.tmpl", nodes=nodes))
-    targets["discovery.toml"].write_text(_template("discovery.toml.tmpl", nodes=nodes))
+    listed = ("# members = [\"certs/nodes/node-0.pub\"]  # the nodes that may answer, by public key" if members is None else
+              "members = [" + ", ".join(json.dumps(f"{members.rstrip('/')}/node-{i}.pub") for i in range(nodes)) + "]")
+    targets["plan.toml"].write_text(_template("plan.toml.tmpl", nodes=nodes, members=listed))
+    targets["discovery.toml"].write_text(_template("discovery.toml.tmpl", nodes=nodes, members=listed))
     (d / ".gitignore").write_text(_template("gitignore.tmpl"))  # Flower's FAB honours it: no keystore, key or ledger leaves the machine
     targets["device.toml"].write_text(_template("device.toml.tmpl", device_toml=targets["device.toml"]))
     return {k: str(v) for k, v in targets.items()}
@@ -77,6 +82,7 @@ def add_parsers(sub, parser_class, int_in, epsilon_type, seed_type, domain_type,
     nw.add_argument("--nodes", type=int_in(1, 100_000, "an integer"), default=2, help="SuperNodes the plan waits for")
     nw.add_argument("--force", action="store_true", help="overwrite existing files")
     nw.add_argument("--shuffled", action="store_true", help="the ServerApp is the shuffler: devices seal to the analyzer key their owners pin")
+    nw.add_argument("--members", default=None, metavar="DIR", help="list the nodes' public keys DIR/node-<i>.pub (relative to the app) as the plans' members")
     ct = fsub.add_parser("certs", help="generate a CA, a SuperLink TLS certificate and SuperNode auth keys (cryptography, locally)")
     ct.add_argument("directory")
     ct.add_argument("--host", action="append", default=None, help="a host name or IP address of the SuperLink (repeatable; default 127.0.0.1, localhost)")
@@ -88,6 +94,22 @@ def add_parsers(sub, parser_class, int_in, epsilon_type, seed_type, domain_type,
     di.add_argument("--node-config", default="", help="the SuperNode's node_config values used in the TOML, e.g. 'partition-id=0'")
     di.add_argument("--reset", action="store_true", help="move an existing ledger aside and start a new budget (the keystore is kept)")
     di.add_argument("--rekey", action="store_true", help="the keystore is lost: a new one for the existing ledger (series begun before stay refused)")
+    dserve = dsub.add_parser("serve", help="the owner's ClientApp runtime: answer the SuperNode's tasks (started with --isolation process) "
+                             "with the installed app, for pinned app bundles only")
+    dserve.add_argument("config", help="the device TOML")
+    dserve.add_argument("--node-config", default="", help="the node_config values used in the TOML, e.g. 'partition-id=0'")
+    dserve.add_argument("--runtime-api", required=True, metavar="HOST:PORT", help="the SuperNode's Runtime API address (its --port)")
+    dserve.add_argument("--root-certificates", default=None, help="CA of the Runtime API's TLS certificate (default: plain, loopback only)")
+    dpin = dsub.add_parser("pin", help="accept an app bundle: add the SHA-256 of APP (a Flower app directory or a .fab) to [trust] pins")
+    dpin.add_argument("config", help="the device TOML")
+    dpin.add_argument("app", help="the Flower app directory (built as `flwr run` builds it) or a .fab file")
+    dpin.add_argument("--node-config", default="", help="the node_config values used in the TOML, e.g. 'partition-id=0'")
+    dref = dsub.add_parser("refusals", help="the runs this device refused to answer (apps not pinned), oldest first")
+    dref.add_argument("config", help="the device TOML")
+    dref.add_argument("--node-config", default="", help="the node_config values used in the TOML, e.g. 'partition-id=0'")
+    dref.add_argument("--json", action="store_true", help="one JSON document on stdout")
+    adg = fsub.add_parser("app-digest", help="the SHA-256 of the app bundle `flwr run APP` ships (what device owners pin)")
+    adg.add_argument("app", help="the Flower app directory or a .fab file")
     fs = fsub.add_parser("simulate", help="run the app through `flwr run` on a local simulation SuperLink, on generated data")
     fs.add_argument("--nodes", type=int_in(1, 1000, "an integer"), required=True, help="simulated SuperNodes, in [1, 1000]")
     fs.add_argument("--users-per-node", type=int_in(1, 10**6, "an integer"), required=True, help="devices hosted by each node")
@@ -134,7 +156,7 @@ def _node_config(text: str) -> dict:
 def cmd_federated(args) -> int:
     cmd = args.federated_command
     if cmd == "new":
-        paths = new_project(args.directory, nodes=args.nodes, force=args.force, shuffled=args.shuffled)
+        paths = new_project(args.directory, nodes=args.nodes, force=args.force, shuffled=args.shuffled, members=args.members)
         print(f"wrote {paths['pyproject.toml']}, {paths['plan.toml']}, {paths['discovery.toml']} and {paths['device.toml']}")
         print("next: `ldp federated certs`, `ldp federated device init`, start the SuperLink and SuperNodes, `flwr run` (README, Federated analytics)")
         return 0
@@ -144,9 +166,9 @@ def cmd_federated(args) -> int:
         print(json.dumps({"tls": tls, "supernode_keys": keys}, indent=1))
         return 0
     if cmd == "device":
-        cfg = DeviceConfig.load(args.config, _node_config(args.node_config))
-        out = DeviceFleet.init(cfg, reset=args.reset, rekey=args.rekey)
-        print(json.dumps(out, indent=1))
+        return _device(args)
+    if cmd == "app-digest":
+        print(_runtime().app_digest(args.app))
         return 0
     if cmd == "analyzer-keys":
         print(json.dumps(generate_analyzer_keys(args.directory, force=args.force), indent=1))
@@ -161,6 +183,49 @@ def cmd_federated(args) -> int:
             print(f"recorded: local epsilon {out['epsilon_local']:g}, central ({out['epsilon_central']:.4g}, {out['delta']:g}) at n={out['n_amplified']:,}")
         return 0
     return _simulate(args)
+
+
+def _runtime() -> Any:
+    """The owner's ClientApp runtime module (it needs Flower: the ``flower`` extra)."""
+    try:
+        return importlib.import_module(".runtime", __package__)
+    except ImportError:
+        raise LDPParameterError("this command needs Flower: pip install 'ldp-plugin[flower]'") from None
+
+
+def _device(args) -> int:
+    """The node owner's commands: init, serve, pin, refusals."""
+    node_config = _node_config(args.node_config)
+    cfg = DeviceConfig.load(args.config, node_config)
+    sub = args.device_command
+    if sub == "init":
+        print(json.dumps(DeviceFleet.init(cfg, reset=args.reset, rekey=args.rekey), indent=1))
+        return 0
+    if sub == "pin":
+        digest = _runtime().app_digest(args.app)
+        added = cfg.trust.pin(digest)
+        print(f"{'pinned' if added else 'already pinned'}: {digest}")
+        return 0
+    if sub == "refusals":
+        recs = cfg.trust.refusals()
+        if args.json:
+            print(json.dumps({"refusals": recs}, indent=1))
+        else:
+            for r in recs:
+                print(f"{r.get('time')}  run {r.get('run_id')}  {r.get('reason')}  FAB {str(r.get('fab_hash'))[:16]}  {r.get('fab_id')} {r.get('fab_version')}")
+            print(f"{len(recs)} refused run(s)")
+        return 0
+    certs = None
+    if args.root_certificates is not None:
+        try:
+            certs = Path(args.root_certificates).read_bytes()
+        except OSError:
+            raise LDPParameterError("--root-certificates must name a readable PEM file") from None
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    print(f"answering the SuperNode at {args.runtime_api} for pinned apps only (refusals: {cfg.trust.refusal_log})", flush=True)
+    _runtime().serve(args.config, node_config, args.runtime_api, root_certificates=certs, stop=stop)
+    return 0
 
 
 def _plan_toml(args, nodes: int) -> str:

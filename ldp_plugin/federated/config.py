@@ -49,6 +49,7 @@ from .._errors import LDPInputError, LDPParameterError
 from ..accountant import Population
 from .policy import DevicePolicy
 from .sealed import public_key
+from .trust import DeviceTrust
 
 try:  # Python >= 3.11
     import tomllib
@@ -100,6 +101,7 @@ class DeviceConfig:
     base: Path = Path(".")
     analyzer_key: Optional[str] = None  # the owner-pinned analyzer public key (hex): reports are sealed to it
     strings: Optional[dict] = None  # the [strings] section: heavy-hitter discovery's values
+    trust: DeviceTrust = DeviceTrust()  # the [trust] section: pinned apps, answering components, member key
 
     @classmethod
     def load(cls, path: str | Path, node_config: Optional[Mapping[str, Any]] = None) -> "DeviceConfig":
@@ -118,9 +120,9 @@ class DeviceConfig:
         if left:
             raise LDPParameterError(f"the device configuration uses {{{left[0]}}} but the node_config has no {left[0]!r} "
                                     f"(the SuperNode's --node-config, or `device init --node-config '{left[0]}=...'`)")
-        extra = sorted(set(doc) - {"device", "policy", "data", "strings"})
+        extra = sorted(set(doc) - {"device", "policy", "data", "strings", "trust"})
         if extra:
-            raise LDPParameterError(f"unknown section(s) {extra} in the device configuration; allowed: device, policy, data, strings")
+            raise LDPParameterError(f"unknown section(s) {extra} in the device configuration; allowed: device, policy, data, strings, trust")
         strings = doc.get("strings")
         if strings is not None and (not isinstance(strings, dict) or not isinstance(strings.get("source"), str) or not strings["source"]
                                     or set(strings) - {"source", "column", "table", "args"}):
@@ -141,7 +143,8 @@ class DeviceConfig:
         return cls(name=str(dev.get("name", "devices")), ledger=base / dev["ledger"], keystore=base / dev["keystore"],
                    policy=DevicePolicy.from_dict(doc.get("policy", {})), source=data["source"], column=data.get("column"),
                    table=data.get("table"), args=args, base=base, strings=strings,
-                   analyzer_key=None if akey is None else bytes(public_key(akey, base)).hex())
+                   analyzer_key=None if akey is None else bytes(public_key(akey, base)).hex(),
+                   trust=DeviceTrust.from_dict(doc.get("trust"), base, ledger=base / dev["ledger"]))
 
     def population(self, n_devices: int):
         pol = self.policy

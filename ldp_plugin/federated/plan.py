@@ -14,6 +14,10 @@ config names (``job = "/path/plan.toml"``) for several::
     max_devices_per_node = 100000
     expected_nodes = 2        # wait (node_wait seconds) for this many SuperNodes
     node_wait = 60
+    # the nodes that may answer, by their public keys (each node's SuperNode auth key .pub, OpenSSH
+    # EC; paths relative to the job file, or the key text): a node outside the list is refused and
+    # counted, and expected_nodes is the list's length. Without members, any connected node answers.
+    members = ["certs/nodes/node-0.pub", "certs/nodes/node-1.pub"]
 
     [[query]]
     name = "apps"
@@ -52,6 +56,7 @@ from ..registry import build
 from ..robust.aggregation import RULES as ROBUST_RULES
 from .discovery import level_queries
 from .shuffler import check_shufflable
+from .trust import load_member_public_key
 
 try:
     import tomllib
@@ -61,7 +66,7 @@ except ImportError:  # pragma: no cover
 __all__ = ["Plan", "PlannedQuery"]
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
-_PLAN_KEYS = {"name", "rounds", "min_batch", "out_dir", "round_timeout", "max_devices_per_node", "expected_nodes", "node_wait"}
+_PLAN_KEYS = {"name", "rounds", "min_batch", "out_dir", "round_timeout", "max_devices_per_node", "expected_nodes", "node_wait", "members"}
 _QUERY_KEYS = {"name", "mechanism", "epsilon", "params", "robust"}
 _ROBUST_KEYS = {"rule", "f", "groups", "alpha"}
 
@@ -92,6 +97,28 @@ def _robust_spec(spec: Any, query: str) -> Optional[dict]:
         raise LDPParameterError(f"{where}.alpha must be a number in (0, 1)")
     out["alpha"] = float(alpha)
     return out
+
+
+def _members(raw: Any, base: Path) -> tuple:
+    """The plan's member list: each entry a public key's text or the path of a ``.pub`` file
+    (relative to the job file); canonical OpenSSH form, no duplicates."""
+    if raw is None:
+        return ()
+    if not isinstance(raw, list) or not raw or not all(isinstance(m, str) and m for m in raw):
+        raise LDPParameterError("members must be a non-empty list of public keys (the nodes' .pub files or their text)")
+    out: list = []
+    for m in raw:
+        text = m
+        if not m.lstrip().startswith("ecdsa-"):
+            try:
+                text = (base / m).read_text()
+            except OSError:
+                raise LDPParameterError(f"the member key file {Path(m).name!r} cannot be read") from None
+        key = load_member_public_key(text)
+        if key in out:
+            raise LDPParameterError("members lists the same public key twice")
+        out.append(key)
+    return tuple(out)
 
 
 def _check_robust_mechanism(pq: "PlannedQuery") -> None:
@@ -134,6 +161,7 @@ class Plan:
     expected_nodes: int = 1
     node_wait: float = 60.0
     first_round: int = 1  # rounds first_round .. first_round + rounds - 1 (a later day of a series: new query ids)
+    members: tuple = ()  # the member nodes' public keys (canonical OpenSSH); empty: any connected node
 
     def round_numbers(self) -> range:
         return range(self.first_round, self.first_round + self.rounds)
@@ -176,11 +204,15 @@ class Plan:
         wait = plan.get("node_wait", 60)
         if isinstance(wait, bool) or not isinstance(wait, (int, float)) or not 0 <= wait <= 86400:
             raise LDPParameterError("node_wait must be a number of seconds in [0, 86400]")
-        return cls(name=name, queries=tuple(qs), rounds=_int(plan.get("rounds", 1), "rounds", 1, 10_000),
+        members = _members(plan.get("members"), base)
+        expected = _int(plan.get("expected_nodes", len(members) or 1), "expected_nodes", 1, 100_000)
+        if members and expected != len(members):
+            raise LDPParameterError(f"expected_nodes ({expected}) must equal the number of members ({len(members)}) when the plan lists them")
+        return cls(name=name, queries=tuple(qs), rounds=_int(plan.get("rounds", 1), "rounds", 1, 10_000), members=members,
                    min_batch=_int(plan.get("min_batch", 1), "min_batch", 1, 10**9),
                    out_dir=None if out is None else (base / out).resolve(), round_timeout=float(timeout),
                    max_devices_per_node=_int(plan.get("max_devices_per_node", 100_000), "max_devices_per_node", 1, 1 << 20),
-                   expected_nodes=_int(plan.get("expected_nodes", 1), "expected_nodes", 1, 100_000), node_wait=float(wait))
+                   expected_nodes=expected, node_wait=float(wait))
 
     def check_shuffled(self) -> None:
         """Refuse a plan the shuffler cannot run: no ``out_dir`` (the batches are forwarded there),
