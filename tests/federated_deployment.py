@@ -117,7 +117,9 @@ class Deployment:
                     extra = " ".join(f"{k}={v}" for k, v in self.extra.get(int(pid), {}).items())
                     assert ldp_main(argv[1:-1] + [f"{argv[-1]} {extra}".strip()]) in (0, None), line
                 elif argv[:4] == ["ldp", "federated", "device", "pin"]:  # after the plan is final: the bundle flwr run ships
-                    assert ldp_main(argv[1:]) in (0, None), line
+                    pid = argv[argv.index("--node-config") + 1].split("=")[1]
+                    extra = " ".join(f"{k}={v}" for k, v in self.extra.get(int(pid), {}).items())
+                    assert ldp_main(argv[1:-1] + [f"{argv[-1]} {extra}".strip()]) in (0, None), line
         finally:
             os.chdir(cwd)
         (self.app / "flwr-home").mkdir(parents=True, exist_ok=True)
