@@ -117,14 +117,27 @@ class Deployment:
                     extra = " ".join(f"{k}={v}" for k, v in self.extra.get(int(pid), {}).items())
                     assert ldp_main(argv[1:-1] + [f"{argv[-1]} {extra}".strip()]) in (0, None), line
                 elif argv[:4] == ["ldp", "federated", "device", "pin"]:  # after the plan is final: the bundle flwr run ships
-                    pid = argv[argv.index("--node-config") + 1].split("=")[1]
-                    extra = " ".join(f"{k}={v}" for k, v in self.extra.get(int(pid), {}).items())
-                    assert ldp_main(argv[1:-1] + [f"{argv[-1]} {extra}".strip()]) in (0, None), line
+                    self._pin(argv)
         finally:
             os.chdir(cwd)
         (self.app / "flwr-home").mkdir(parents=True, exist_ok=True)
         (self.app / "flwr-home" / "config.toml").write_text(  # the README's printf line
             f'[superlink]\ndefault = "ldp-tls"\n\n[superlink.ldp-tls]\naddress = "127.0.0.1:{self.port}"\nroot-certificates = "{self.app / "certs" / "ca.pem"}"\n')
+
+    def _pin(self, argv: list) -> None:
+        pid = argv[argv.index("--node-config") + 1].split("=")[1]
+        extra = " ".join(f"{k}={v}" for k, v in self.extra.get(int(pid), {}).items())
+        assert ldp_main(argv[1:-1] + [f"{argv[-1]} {extra}".strip()]) in (0, None), argv
+
+    def repin(self) -> None:
+        """Each owner pins the app bundle again (the README's pin lines): after a test changed the app."""
+        cwd = os.getcwd()
+        os.chdir(self.root)
+        try:
+            for argv in self._line("ldp federated device pin"):
+                self._pin(argv)
+        finally:
+            os.chdir(cwd)
 
     def _line(self, prefix: str) -> list:
         return [command_argv(ln, self.subs) for ln, _ in self.cmds if ln.startswith(prefix)]

@@ -110,6 +110,7 @@ def test_dropout_kill_mid_release_and_concurrent_queries_on_a_deployment(tmp_pat
         other = tmp_path / "other-results"
         job = dep.app / "concurrent.toml"  # the same plan, with a deadline for two runs a SuperNode answers one message at a time
         job.write_text(PLAN.replace("round_timeout = 25", "round_timeout = 240"))
+        dep.repin()  # the job file is part of the app bundle: its owners accept the new bundle
         dep.run(**{"job": str(job), "first-round": 2})
         dep.run(**{"job": str(job), "first-round": 2, "out-dir": str(other)})
         a = dep.wait_summary(dep.summary("faults", 2), 300)["queries"][0]

@@ -49,12 +49,13 @@ def test_the_readme_newcomer_path_runs_as_written(tmp_path, monkeypatch, capsys)
     runs = []
     for line, bg in cmds:
         argv = command_argv(line, {"$PWD": pwd, "$FLWR_HOME": str(tmp_path / "my-app" / "flwr-home")})
-        if argv[0] == "ldp":
-            assert ldp_main(argv[1:]) in (0, None), line
-        elif argv[0] == "flower-supernode":
+        if argv[:4] == ["ldp", "federated", "device", "serve"]:  # the owner's runtime: this node's device side
             node_config = dict(item.split("=", 1) for item in shlex.split(argv[argv.index("--node-config") + 1]))
-            pid = int(node_config["partition-id"])
-            nodes[pid] = node_config["device-config"].strip('"')  # a restart starts the same node again
+            nodes[int(node_config["partition-id"])] = str(Path(argv[4]).resolve())
+        elif argv[0] == "ldp":
+            assert ldp_main(argv[1:]) in (0, None), line
+        elif argv[0] == "flower-supernode":  # runs no app code (--isolation process): the runtime above answers
+            assert "--isolation" in argv and argv[argv.index("--isolation") + 1] == "process", line
         elif argv[:2] == ["flwr", "run"]:
             assert argv[2] == "my-app" and argv[3] == "ldp-tls"
             overrides = [argv[i + 1] for i, a in enumerate(argv) if a == "--run-config"]

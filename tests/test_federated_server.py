@@ -62,7 +62,7 @@ class LoopbackGrid:
 
 def _honest(app_dir, pid):
     node_config = {"device-config": str(app_dir / "device.toml"), "partition-id": pid}
-    return lambda m: Message(content=_record(device_answer(m.content, node_config)), reply_to=m)
+    return lambda m: Message(content=_record(device_answer(m.content, node_config, node_id=m.metadata.dst_node_id)), reply_to=m)
 
 
 def _reply(m, devices, reports, refused="{}", retry=False):

@@ -270,6 +270,7 @@ def test_tls_deployment_of_a_shuffled_collection_the_batch_holds_no_node_id(tmp_
     text = pyproject.read_text()
     assert 'serverapp = "ldp_plugin.federated.app:server_app"' in text
     pyproject.write_text(text.replace('serverapp = "ldp_plugin.federated.app:server_app"', 'serverapp = "ldp_plugin.federated.shuffler_app:server_app"'))
+    dep.repin()  # another bundle: its owners accept it
     try:
         dep.start()
         run = dep.run()
