@@ -33,6 +33,7 @@ from typing import Any, Optional
 from flwr.app import ConfigRecord, Message, RecordDict
 from flwr.clientapp import ClientApp
 from flwr.serverapp import ServerApp
+from flwr.supercore.app_utils import start_parent_process_monitor
 
 from .._errors import LDPInputError, LDPParameterError
 from ..discovery import METHODS as DISCOVERY_METHODS
@@ -140,8 +141,12 @@ def _send(grid: Any, nodes: list, content: RecordDict, group: str, timeout: floa
     pending = set(grid.push_messages(msgs)) if msgs else set()
     out: dict = {}
     deadline = time.time() + timeout
-    while pending and time.time() < deadline:
-        for rep in grid.pull_messages(list(pending)):
+    while pending:  # at least one pull, even when pushing took the whole deadline: what arrived is counted
+        try:
+            replies = grid.pull_messages(list(pending))
+        except Exception:  # noqa: BLE001 - a SuperLink hiccup: the round's deadline still ends the wait
+            replies = []
+        for rep in replies:
             try:
                 pending.discard(rep.metadata.reply_to_message_id)
                 nid = int(rep.metadata.src_node_id)
@@ -149,8 +154,9 @@ def _send(grid: Any, nodes: list, content: RecordDict, group: str, timeout: floa
                 continue
             if nid in nodes and nid not in out:
                 out[nid] = rep
-        if pending:
-            time.sleep(0.25)
+        if not pending or time.time() >= deadline:
+            break
+        time.sleep(0.25)
     return out
 
 
@@ -322,6 +328,13 @@ def run_plan(grid: Any, plan: Plan, *, run_id: int = 0) -> list:
     return summaries
 
 
+def watch_parent() -> None:
+    """End this ServerApp process when the process that started it (Flower's executor, itself tied
+    to the SuperLink) is gone: a SuperLink killed mid-run leaves no orphaned ServerApp polling for
+    replies (nor a run that a restarted SuperLink keeps seeing as running). Flower's own monitor."""
+    start_parent_process_monitor(os.getppid())
+
+
 server_app = ServerApp()
 
 
@@ -330,4 +343,5 @@ def _main(grid, context) -> None:  # pragma: no cover - runs inside Flower's eng
     if not log.handlers:  # our round lines in the run's log (Flower's own loggers untouched)
         log.addHandler(logging.StreamHandler())
         log.setLevel(logging.INFO)
+    watch_parent()
     run_plan(grid, Plan.from_run_config(context.run_config), run_id=context.run_id)

@@ -29,7 +29,7 @@ from typing import Any
 from flwr.app import ConfigRecord, RecordDict
 from flwr.serverapp import ServerApp
 
-from .app import _send, register_nodes, reply_to_raw
+from .app import _send, register_nodes, reply_to_raw, watch_parent
 from .plan import Plan
 from .query import Query
 from .results import round_dir, write_summary
@@ -41,11 +41,11 @@ log = logging.getLogger("ldp_plugin.federated")
 BATCH_FILE = "batch.ldpbatch"
 
 
-def run_shuffled_plan(grid: Any, plan: Plan, *, rng: Any = None) -> list:
+def run_shuffled_plan(grid: Any, plan: Plan, *, rng: Any = None, run_id: int = 0) -> list:
     """The shuffler ServerApp's body (see the module docstring); returns its round summaries.
     ``rng``: ``None`` (the OS CSPRNG) or a seed, for tests only."""
     plan.check_shuffled()
-    nodes, quota, reg_errors = register_nodes(grid, plan)
+    nodes, quota, reg_errors = register_nodes(grid, plan, run_id=run_id)
     registered = sorted(n for n, q in quota.items() if q > 0)
     summaries = []
     for r in plan.round_numbers():
@@ -94,4 +94,5 @@ def _main(grid, context) -> None:  # pragma: no cover - runs inside Flower's eng
     if not log.handlers:
         log.addHandler(logging.StreamHandler())
         log.setLevel(logging.INFO)
-    run_shuffled_plan(grid, Plan.from_run_config(context.run_config))
+    watch_parent()
+    run_shuffled_plan(grid, Plan.from_run_config(context.run_config), run_id=context.run_id)
