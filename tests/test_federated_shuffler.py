@@ -27,7 +27,7 @@ from ldp_plugin.federated import Query  # noqa: E402
 from ldp_plugin.federated.analyzer import analyze_batch  # noqa: E402
 from ldp_plugin.federated.batch import HEADER_KEYS, read_batch, write_batch  # noqa: E402
 from ldp_plugin.federated.envelope import seal  # noqa: E402
-from ldp_plugin.federated.sealed import SEAL_OVERHEAD, generate_analyzer_keys, public_key, seal_reports  # noqa: E402
+from ldp_plugin.federated.sealed import SEAL_OVERHEAD, generate_analyzer_keys, open_chunks, open_reports, private_key, public_key, seal_reports  # noqa: E402,E501
 from ldp_plugin.federated.shuffler import BatchBelowMinimum, Shuffler, permutation  # noqa: E402
 from ldp_plugin.registry import build  # noqa: E402
 from ldp_plugin.sampling import SeededRandomSource  # noqa: E402
@@ -263,3 +263,21 @@ def test_cli_analyzer_keys_and_analyze(tmp_path, keys, cli):
     bad = cli("federated", "analyze", str(tmp_path / "batch.ldpbatch"), "--key", keys["private_key"], "--ledger", str(tmp_path / "no.sqlite"),
               "--delta", "1e-6")
     assert bad.returncode == 2 and "Traceback" not in bad.stderr and "ldp budget init" in bad.stderr
+
+
+def test_the_analyzer_opens_on_every_core_exactly_what_one_core_opens(tmp_path, keys):
+    """``open_chunks`` on two worker processes: the same envelopes in the same order and the same
+    undecryptable count as one core, whatever chunk a bad ciphertext is in."""
+    pub = public_key(keys["public_key"])
+    envs = [os.urandom(24) for _ in range(300)]
+    sealed = seal_reports(envs, pub)
+    sealed[7] = sealed[7][:-1] + bytes([sealed[7][-1] ^ 1])  # altered
+    sealed[150] = seal_reports([b"x" * 24], public_key(generate_analyzer_keys(tmp_path / "other")["public_key"]))[0]  # another key
+    sk = private_key(keys["private_key"])
+    chunks = [sealed[i:i + 40] for i in range(0, 300, 40)]
+    one = list(open_chunks(iter(chunks), sk, workers=1))
+    many = list(open_chunks(iter(chunks), sk, workers=2))
+    assert many == one
+    opened = [e for o, _ in many for e in o]
+    assert opened == [e for i, e in enumerate(envs) if i not in (7, 150)] and sum(b for _, b in many) == 2
+    assert open_reports(sealed, sk) == (opened, 2)

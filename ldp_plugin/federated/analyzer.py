@@ -44,7 +44,7 @@ from .collector import Collector
 from .envelope import envelope_size
 from .query import Query
 from .results import released_rows
-from .sealed import SEAL_OVERHEAD, open_reports, private_key
+from .sealed import SEAL_OVERHEAD, open_chunks, private_key
 from .shuffler import BatchBelowMinimum, check_shufflable
 
 __all__ = ["analyze_batch", "ANALYZER_REJECTIONS"]
@@ -54,13 +54,14 @@ _CHUNK = 1 << 16
 
 
 def analyze_batch(batch: str | Path, *, key: str | Path, ledger: str | Path, delta: float, expect_query_id: Optional[str] = None,
-                  out_dir: Optional[str | Path] = None) -> dict:
+                  out_dir: Optional[str | Path] = None, workers: Optional[int] = None) -> dict:
     """Open, validate and aggregate one shuffled batch; charge the query and record the batch's
     central (ε, δ) in ``ledger``. Returns the counts, the ledger's record and the estimate.
     Raises :class:`LDPParameterError` / :class:`LDPInputError` (nothing charged, nothing
     recorded) on a bad batch, key, ledger or query, and :class:`BatchBelowMinimum` when fewer than
     the query's ``min_batch`` reports are accepted. ``out_dir``: the accepted reports as Parquet
-    parts (``ldp aggregate`` reads them), written only for an accepted batch."""
+    parts (``ldp aggregate`` reads them), written only for an accepted batch. The sealed boxes are
+    opened on ``workers`` processes (default: every core; :func:`~ldp_plugin.federated.sealed.open_chunks`)."""
     header, body = read_batch(batch)
     try:
         query = Query.from_json(header["query"])
@@ -89,9 +90,8 @@ def analyze_batch(batch: str | Path, *, key: str | Path, ledger: str | Path, del
         col = Collector(query, out_dir=stage)
         undecryptable = 0
         it = iter_ciphertexts(header, body)
-        for start in range(0, n, _CHUNK):
-            chunk = [next(it) for _ in range(min(_CHUNK, n - start))]
-            opened, bad = open_reports(chunk, sk)
+        chunks = ([next(it) for _ in range(min(_CHUNK, n - start))] for start in range(0, n, _CHUNK))
+        for opened, bad in open_chunks(chunks, sk, workers=workers):  # every core; results in batch order
             undecryptable += bad
             col.ingest(opened)
         rejected = dict(col.rejected)

@@ -138,6 +138,7 @@ def add_parsers(sub, parser_class, int_in, epsilon_type, seed_type, domain_type,
     an.add_argument("--delta", type=float, required=True, help="delta of the central (epsilon, delta) recorded, in (0, 1)")
     an.add_argument("--query-id", default=None, help="refuse a batch of any other query")
     an.add_argument("--out", default=None, metavar="DIR", help="also write the accepted reports as Parquet parts here")
+    an.add_argument("--workers", type=int_in(1, 1024, "an integer"), default=None, help="processes opening the sealed boxes (default: every core)")
     an.add_argument("--json", action="store_true", help="one JSON document on stdout")
     fd.set_defaults(func=cmd_federated)
 
@@ -174,7 +175,8 @@ def cmd_federated(args) -> int:
         print(json.dumps(generate_analyzer_keys(args.directory, force=args.force), indent=1))
         return 0
     if cmd == "analyze":
-        out = analyze_batch(args.batch, key=args.key, ledger=args.ledger, delta=args.delta, expect_query_id=args.query_id, out_dir=args.out)
+        out = analyze_batch(args.batch, key=args.key, ledger=args.ledger, delta=args.delta, expect_query_id=args.query_id, out_dir=args.out,
+                            workers=args.workers)
         if args.json:
             print(json.dumps(out, indent=1))
         else:

@@ -21,11 +21,15 @@ a 0600 file written atomically (a private temporary file, fsync, rename), the pu
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
+import multiprocessing
 import os
 import re
+from collections import deque
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
-from typing import Iterable, Optional
+from typing import Iterable, Iterator, Optional
 
 from .._errors import LDPParameterError
 from .atomic import write_atomic
@@ -37,7 +41,8 @@ except ImportError:  # pragma: no cover - reported when a sealed box is used
     PrivateKey = PublicKey = SealedBox = None
     CryptoError = Exception
 
-__all__ = ["SEAL_OVERHEAD", "generate_analyzer_keys", "public_key", "private_key", "key_fingerprint", "seal_reports", "open_reports", "seal_reply"]
+__all__ = ["SEAL_OVERHEAD", "generate_analyzer_keys", "public_key", "private_key", "key_fingerprint", "seal_reports", "open_reports", "seal_reply",
+           "open_chunks"]
 
 #: bytes a sealed box adds: the ephemeral X25519 public key (32) and the Poly1305 tag (16)
 SEAL_OVERHEAD = 48
@@ -126,6 +131,43 @@ def open_reports(ciphertexts: Iterable, key: "PrivateKey") -> tuple[list, int]:
         except (CryptoError, ValueError, TypeError):
             bad += 1
     return out, bad
+
+
+def _open_chunk(args: tuple) -> tuple[list, int]:
+    """A worker's share: open one chunk with the raw private key (module level: picklable)."""
+    chunk, raw_key = args
+    return open_reports(chunk, PrivateKey(raw_key))
+
+
+def open_chunks(chunks: Iterable, key: "PrivateKey", *, workers: Optional[int] = None) -> Iterator[tuple[list, int]]:
+    """:func:`open_reports` of each chunk, in order, on ``workers`` processes (default: every
+    core this process may use). Each ciphertext is opened by libsodium's ``crypto_box_seal_open``
+    (PyNaCl) exactly as on one core; the processes only share the work. One worker, or a single
+    chunk, runs in this process. Workers are started with ``spawn`` (no state of this process —
+    threads, generators, open ledgers — is copied into them)."""
+    _need_nacl()
+    n = workers if workers is not None else len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    it = iter(chunks)
+    first = next(it, None)
+    if first is None:
+        return
+    second = next(it, None)
+    if n <= 1 or second is None:
+        yield open_reports(first, key)
+        if second is not None:
+            yield open_reports(second, key)
+            for c in it:
+                yield open_reports(c, key)
+        return
+    raw = bytes(key)
+    with ProcessPoolExecutor(max_workers=n, mp_context=multiprocessing.get_context("spawn")) as pool:
+        pending: deque = deque()
+        for c in itertools.chain((first, second), it):
+            pending.append(pool.submit(_open_chunk, (list(c), raw)))
+            if len(pending) >= 2 * n:  # bounded: at most 2 chunks per worker in flight
+                yield pending.popleft().result()
+        while pending:
+            yield pending.popleft().result()
 
 
 def seal_reply(reply: dict, key_hex: Optional[str]) -> dict:
