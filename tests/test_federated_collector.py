@@ -160,3 +160,38 @@ def test_hostile_flower_replies_are_node_errors_and_never_counted(honest, flower
     assert np.array_equal(_counts(col), _counts(ref))
     est, est_ref = col.estimate(), ref.estimate()
     assert np.array_equal(est.estimate, est_ref.estimate)
+
+
+def test_the_reply_wire_is_one_blob_and_other_versions_are_refused(honest, flower_task):
+    """Wire version 2: a reply's reports travel as one concatenated blob and are counted exactly as
+    the list they were; a version-1 record (a list of reports), another version number, a blob of no
+    whole number of envelopes or over the node's quota are that node's error, nothing counted."""
+    from flwr.app import ConfigRecord, Message, RecordDict
+
+    from ldp_plugin.federated.app import REPLY_WIRE, _record, reply_to_raw
+
+    q, replies, ref = honest
+    ask = Message(content=RecordDict({"query": ConfigRecord({"json": q.to_json()})}), dst_node_id=7, message_type="query")
+    col = Collector(q)
+    for r in replies:
+        rec = _record(r)["reply"]
+        assert "reports" not in rec and bytes(rec["blob"]) == b"".join(r["reports"]) and rec["wire"] == REPLY_WIRE == 2
+        raw, err = reply_to_raw(Message(content=_record(r), reply_to=ask))
+        assert err is None and isinstance(raw["reports"], bytes)
+        assert col.ingest_reply(raw, quota=N)["error"] is None
+    assert np.array_equal(_counts(col), _counts(ref)) and col.accepted == ref.accepted
+
+    envs = list(replies[0]["reports"])
+    size = len(envs[0])
+
+    def rep(**rec):
+        return Message(content=RecordDict({"reply": ConfigRecord({"devices": N, "refused": "{}", "retry": False, **rec})}), reply_to=ask)
+
+    assert reply_to_raw(rep(reports=envs))[1] == "unsupported_version"  # the old list of reports
+    assert reply_to_raw(rep(wire=1, blob=b"".join(envs)))[1] == "unsupported_version"
+    assert reply_to_raw(rep(blob=b"".join(envs)))[1] == "malformed"  # no version at all
+    bad = Collector(q)
+    for blob, reason in ((b"".join(envs) + b"x", "bad_field"), (b"".join(envs * 2), "over_quota"), (b"".join(envs)[: size * 3 - 1], "bad_field")):
+        raw, err = reply_to_raw(rep(wire=2, blob=blob))
+        assert err is None and bad.ingest_reply(raw, quota=N)["error"] == reason
+    assert bad.accepted == 0 and bad.node_errors == {"bad_field": 2, "over_quota": 1}

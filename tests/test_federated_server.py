@@ -65,10 +65,10 @@ def _honest(app_dir, pid):
     return lambda m: Message(content=_record(device_answer(m.content, node_config, node_id=m.metadata.dst_node_id)), reply_to=m)
 
 
-def _reply(m, devices, reports, refused="{}", retry=False):
-    rec = {"devices": devices, "refused": refused, "retry": retry}
+def _reply(m, devices, reports, refused="{}", retry=False):  # a node's reply on the wire (version 2: one blob)
+    rec = {"wire": 2, "devices": devices, "refused": refused, "retry": retry}
     if reports:
-        rec["reports"] = reports
+        rec["blob"] = b"".join(reports)
     return Message(content=RecordDict({"reply": ConfigRecord(rec)}), reply_to=m)
 
 
@@ -90,7 +90,7 @@ def _sybil(m):  # registers a million devices, then floods 100x its cap with fre
     return _reply(m, 5000, envs)
 
 
-def _batcher(m):  # one envelope holding a whole batch of reports
+def _batcher(m):  # one "envelope" holding a whole batch of reports: on the wire, a blob of no whole number of envelopes
     if not _is_query(m):
         return _reply(m, DEVICES, [])
     return _reply(m, DEVICES, [os.urandom(16) + MECH.to_wire(MECH.randomize_encoded(np.full(30, 7)), tag=_tag(m))])
@@ -99,7 +99,7 @@ def _batcher(m):  # one envelope holding a whole batch of reports
 def _hostile_metadata(m):
     if not _is_query(m):
         return _reply(m, DEVICES, [])
-    return Message(content=RecordDict({"reply": ConfigRecord({"devices": DEVICES, "refused": "[1, 2]", "retry": False})}), reply_to=m)
+    return Message(content=RecordDict({"reply": ConfigRecord({"wire": 2, "devices": DEVICES, "refused": "[1, 2]", "retry": False})}), reply_to=m)
 
 
 def _nan(m):
@@ -142,8 +142,8 @@ def test_hostile_and_failing_nodes_never_change_the_estimate(tmp_path):
     row = summary["queries"][0]
     assert summary["registration_errors"] == {"malformed": 1, "flower_error": 1}  # the two that cannot even register
     assert row["nodes_asked"] == 7  # 2 honest + sybil (capped at 50) + batcher + metadata + nan + dropout
-    assert row["node_errors"] == {"over_quota": 1, "bad_field": 2, "no_reply": 1}
-    assert row["rejected_by_reason"] == {"not_one_report": 1}
+    assert row["node_errors"] == {"over_quota": 1, "bad_field": 3, "no_reply": 1}  # the batcher's blob is no whole number of envelopes
+    assert row["rejected_by_reason"] == {}
     assert row["reports_accepted"] == 2 * DEVICES and row["status"] == "complete"
     hostile_est = [e["estimate"] for e in row["estimate"]]
     written = json.loads((plan.out_dir / "t" / "round-0001.json").read_text())

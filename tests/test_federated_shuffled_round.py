@@ -77,8 +77,10 @@ def _node(app, toml, pid, sent):
 
     def handler(m):
         rep = Message(content=_record(device_answer(m.content, node_config)), reply_to=m)
-        if _is_query(m) and "reports" in rep.content["reply"]:
-            sent[pid] = list(rep.content["reply"]["reports"])
+        if _is_query(m) and "blob" in rep.content["reply"]:  # the reports, one blob on the wire
+            blob = rep.content["reply"]["blob"]
+            size = len(blob) // DEVICES
+            sent[pid] = [blob[i:i + size] for i in range(0, len(blob), size)]
         return rep
 
     return handler

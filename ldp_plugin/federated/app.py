@@ -51,7 +51,9 @@ from ..robust.aggregation import combine_accumulators
 __all__ = ["client_app", "server_app", "reply_to_raw", "register_nodes", "run_plan"]
 
 log = logging.getLogger("ldp_plugin.federated")
-_REPLY_KEYS = {"devices", "reports", "refused", "retry", "member", "signature"}
+#: the reply record's version: 2 = the reports as one concatenated ``blob`` (1, a list of reports, is refused)
+REPLY_WIRE = 2
+_REPLY_KEYS = {"wire", "devices", "blob", "refused", "retry", "member", "signature"}
 _CHALLENGE_BYTES = 32
 _NOT_REFUSALS = ("other_group",)
 
@@ -59,12 +61,16 @@ client_app = ClientApp()
 
 
 def _record(reply: dict) -> RecordDict:
-    rec: dict = {"devices": int(reply["devices"]), "refused": json.dumps(reply["refused"]), "retry": bool(reply["retry"])}
+    """A device reply as Flower's record, wire version :data:`REPLY_WIRE`: the reports (envelopes,
+    or sealed boxes, all of one size) travel as ONE ``blob`` — their concatenation — so a reply of
+    10^6 reports is one bytes field, never 10^6 protobuf entries; the server reads it as an
+    ``(m, size)`` array (:meth:`~ldp_plugin.federated.collector.Collector.ingest_array`)."""
+    rec: dict = {"wire": REPLY_WIRE, "devices": int(reply["devices"]), "refused": json.dumps(reply["refused"]), "retry": bool(reply["retry"])}
     for k in ("member", "signature"):  # a registration's membership proof
         if k in reply:
             rec[k] = str(reply[k])
-    if reply["reports"]:  # a ConfigRecord cannot hold an empty list: absent means none
-        rec["reports"] = list(reply["reports"])
+    if reply["reports"]:  # absent means none
+        rec["blob"] = b"".join(bytes(r) for r in reply["reports"])
     return RecordDict({"reply": ConfigRecord(rec)})
 
 
@@ -114,8 +120,10 @@ def _query(msg: Message, context) -> Message:  # pragma: no cover - runs inside 
 
 
 def reply_to_raw(rep: Any) -> tuple[Optional[dict], Optional[str]]:
-    """A Flower reply message → the plain reply mapping :func:`validate_reply` checks, or a node
-    error reason; never raises, whatever the node sent."""
+    """A Flower reply message → the plain reply mapping :func:`validate_reply` checks (its
+    ``reports`` the reply's one ``blob``, ``b""`` for none), or a node error reason; never raises,
+    whatever the node sent. A record of another wire version (the old list of reports included)
+    is ``unsupported_version``."""
     try:
         if rep.has_error():  # a device's owner runtime refusing the app says why, in a fixed word
             reason = str(rep.error.reason)
@@ -125,10 +133,12 @@ def reply_to_raw(rep: Any) -> tuple[Optional[dict], Optional[str]]:
             return None, "malformed"
         rec = content["reply"]
         keys = set(rec.keys())
-        if not keys <= _REPLY_KEYS or not {"devices", "refused", "retry"} <= keys:
+        if "reports" in keys or ("wire" in keys and rec["wire"] != REPLY_WIRE):
+            return None, "unsupported_version"
+        if not keys <= _REPLY_KEYS or not {"wire", "devices", "refused", "retry"} <= keys:
             return None, "malformed"
-        raw = {k: rec[k] for k in keys}
-        raw["reports"] = list(raw["reports"]) if "reports" in raw and isinstance(raw["reports"], list) else raw.get("reports", [])
+        raw = {k: rec[k] for k in keys if k not in ("wire", "blob")}
+        raw["reports"] = rec["blob"] if "blob" in keys else b""
         return raw, None
     except Exception:  # noqa: BLE001 - a hostile reply is that node's error, never the run's end
         return None, "malformed"

@@ -226,10 +226,14 @@ class Collector:
         if error is not None:
             self.node_errors[error] = self.node_errors.get(error, 0) + 1
             return {"accepted": 0, "rejected": {}, "refused": {}, "retry": False, "error": error}
-        joined = self._one_buffer(reply["reports"])  # the usual reply: the columnar path, one buffer
+        reports = reply["reports"]
+        blob = isinstance(reports, (bytes, bytearray))  # the Flower wire: already one buffer
+        joined = None if blob else self._one_buffer(reports)  # a list of exact envelopes: joined once
 
         def take() -> dict:
-            return self.ingest_array(joined) if joined is not None else self.ingest(reply["reports"])
+            if blob:
+                return self.ingest_array(reports) if reports else {"accepted": 0, "rejected": {}}
+            return self.ingest_array(joined) if joined is not None else self.ingest(reports)
 
         if node is None:
             res = take()

@@ -1,7 +1,7 @@
 """Validation of one node's reply, whole, before any of its reports is looked at.
 
-A reply is ``{"devices": int, "reports": [bytes, ...], "refused": JSON text {reason: int},
-"retry": bool}``. It is rejected whole — the node's error, counted by reason, never the end of
+A reply is ``{"devices": int, "reports": [bytes, ...] or one bytes blob (the reports of one size,
+concatenated: the Flower wire), "refused": JSON text {reason: int}, "retry": bool}``. It is rejected whole — the node's error, counted by reason, never the end of
 the run and never part of a count — when: it is not a mapping or lacks a field (``malformed``);
 a field has the wrong type, a count is negative, not an integer, NaN or infinite
 (``bad_field``); the node claims more devices, sends more reports, or reports more reports plus
@@ -20,7 +20,7 @@ from typing import Any, Optional
 
 __all__ = ["validate_reply", "NODE_ERRORS"]
 
-NODE_ERRORS = ("malformed", "bad_field", "over_quota", "oversize", "no_reply", "flower_error", "not_registered")
+NODE_ERRORS = ("malformed", "bad_field", "over_quota", "oversize", "no_reply", "flower_error", "not_registered", "unsupported_version")
 _REASON = re.compile(r"^[a-z_]{1,40}$")
 
 
@@ -40,17 +40,25 @@ def validate_reply(raw: Any, *, quota: int, envelope_size: int) -> tuple[Optiona
     if set(raw) != {"devices", "reports", "refused", "retry"}:
         return None, "malformed"
     reports = raw["reports"]
-    if not isinstance(reports, (list, tuple)):
-        return None, "bad_field"
-    if len(reports) > quota:
-        return None, "over_quota"
-    if not set(map(type, reports)) <= {bytes, bytearray}:  # C-level passes in the usual case
-        for b in reports:
-            if not isinstance(b, (bytes, bytearray)):
-                return None, "bad_field"
-    total = sum(map(len, reports))
-    if total > quota * envelope_size:
-        return None, "oversize"
+    if isinstance(reports, (bytes, bytearray)):  # one blob: whole reports of the envelope size, nothing else
+        if len(reports) % envelope_size:
+            return None, "bad_field"
+        count = len(reports) // envelope_size
+        if count > quota:
+            return None, "over_quota"
+    else:
+        if not isinstance(reports, (list, tuple)):
+            return None, "bad_field"
+        count = len(reports)
+        if count > quota:
+            return None, "over_quota"
+        if not set(map(type, reports)) <= {bytes, bytearray}:  # C-level passes in the usual case
+            for b in reports:
+                if not isinstance(b, (bytes, bytearray)):
+                    return None, "bad_field"
+        if sum(map(len, reports)) > quota * envelope_size:
+            return None, "oversize"
+        reports = list(reports)
     devices = _count(raw["devices"])
     retry = raw["retry"]
     if devices is None or not isinstance(retry, bool):
@@ -72,6 +80,6 @@ def validate_reply(raw: Any, *, quota: int, envelope_size: int) -> tuple[Optiona
         if not isinstance(k, str) or not _REASON.match(k) or c is None:
             return None, "bad_field"
         clean[k] = c
-    if len(reports) + sum(clean.values()) > devices:
+    if count + sum(clean.values()) > devices:
         return None, "over_quota"
-    return {"devices": devices, "reports": list(reports), "refused": clean, "retry": retry}, None
+    return {"devices": devices, "reports": reports, "refused": clean, "retry": retry}, None

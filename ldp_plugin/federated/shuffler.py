@@ -115,11 +115,18 @@ class Shuffler:
 
     def add_reply(self, raw: Any, *, quota: int) -> dict:
         """One node's reply, validated whole first; ``{"accepted", "refused", "retry", "error"}``."""
+        blob = raw.get("reports") if isinstance(raw, dict) else None
+        if isinstance(blob, (bytes, bytearray)) and len(blob) % self.ciphertext_size and not len(blob) % self.plain_size:
+            # a blob of plaintext envelopes (an owner who pinned no analyzer key): each one refused as not sealed
+            raw = {**raw, "reports": [bytes(blob[i:i + self.plain_size]) for i in range(0, len(blob), self.plain_size)]}
         reply, error = validate_reply(raw, quota=quota, envelope_size=self.ciphertext_size)
         if error is not None:
             self.node_errors[error] = self.node_errors.get(error, 0) + 1
             return {"accepted": 0, "refused": {}, "retry": False, "error": error}
-        return {"accepted": self.add(reply["reports"]), "refused": reply["refused"], "retry": reply["retry"], "error": None}
+        reports, size = reply["reports"], self.ciphertext_size
+        if isinstance(reports, (bytes, bytearray)):  # the Flower wire's one blob: whole ciphertexts (checked above)
+            reports = [bytes(reports[i:i + size]) for i in range(0, len(reports), size)]
+        return {"accepted": self.add(reports), "refused": reply["refused"], "retry": reply["retry"], "error": None}
 
     def shuffled(self, rng: Any = None) -> list:
         """The held ciphertexts in canonical (byte-sorted) order, then permuted: a function of the
