@@ -21,6 +21,7 @@ import polars as pl
 
 from ldp_plugin._errors import LDPInputError, LDPParameterError
 from ldp_plugin.mechanisms.key_value import KeyValueBatch
+from ldp_plugin.mechanisms.reports import reports_to_frame
 from ldp_plugin.sampling import RNGLike, chunk_source
 
 
@@ -79,7 +80,7 @@ def privatize_key_values(frame: pl.DataFrame | pl.LazyFrame, keys: str, mechanis
     batches = []
     for start in range(0, df.height, ROWS_PER_CHUNK):  # every chunk checked before any report exists
         batches.append(mechanism.encode_pairs(_batch(df.slice(start, ROWS_PER_CHUNK), keys, values)))
-    parts = [mechanism.reports_to_frame(mechanism.randomize(b, rng=chunk_source(seed, i))) for i, b in enumerate(batches)]
+    parts = [reports_to_frame(mechanism, mechanism.randomize(b, rng=chunk_source(seed, i))) for i, b in enumerate(batches)]
     return pl.concat(parts, rechunk=True)
 
 

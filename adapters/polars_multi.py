@@ -25,6 +25,7 @@ import numpy as np
 import polars as pl
 
 from ldp_plugin._errors import LDPInputError, LDPParameterError
+from ldp_plugin.mechanisms.reports import reports_to_frame
 from ldp_plugin.sampling import RNGLike, chunk_source
 
 
@@ -69,7 +70,7 @@ def privatize_attributes(frame: pl.DataFrame | pl.LazyFrame, columns: Sequence[s
     for i, start in enumerate(range(0, df.height, ROWS_PER_CHUNK)):
         chunk = df.slice(start, ROWS_PER_CHUNK)
         codes = np.stack([chunk[c].to_numpy().astype(np.int64) for c in columns], axis=1)
-        out = mechanism.reports_to_frame(mechanism.randomize_encoded(codes, rng=chunk_source(seed, i)))
+        out = reports_to_frame(mechanism, mechanism.randomize_encoded(codes, rng=chunk_source(seed, i)))
         if keep_user_id:
             out = out.insert_column(0, chunk[user_id])
         parts.append(out)

@@ -65,7 +65,7 @@ def _check_mechanism(mechanism: Any) -> None:
         raise LDPParameterError("mechanism must be an ldp_plugin mechanism (e.g. KRR(...), ORR(...), SampleOne(...))")
 
 
-# -- report batches <-> frames (the layout is the mechanism's: Mechanism.report_schema) -------------
+# -- report batches <-> frames (the layout is the mechanism's: reports.report_schema(mechanism)) -------------
 def reports_to_frame(mechanism: Any, reports: Any) -> pl.DataFrame:
     """A report batch of ``mechanism`` as Polars columns (see the module docstring)."""
     _check_mechanism(mechanism)

@@ -13,7 +13,8 @@ from ldp_plugin.verification.layers import FAMILY_ALPHA, audit_layer, exact_laye
 from ldp_plugin.verification.positions import positions_layer
 from ldp_plugin.verification.production import production_layer
 from ldp_plugin.verification.rates import rates_layer
-from ldp_plugin.verification.sampling_path import joint_layer, rate_layer, sampling_path_layer
+from ldp_plugin.verification.joint import joint_layer
+from ldp_plugin.verification.sampling_path import rate_layer, sampling_path_layer
 from ldp_plugin.verification.transcript import transcript_layer
 
 from ._loader import ALL_LAYERS, Declaration

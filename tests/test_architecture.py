@@ -237,12 +237,12 @@ def test_layer_guard_catches_a_planted_upward_import(copy):
 
 
 def test_cycle_guard_catches_a_planted_cycle(copy):
-    # reports is imported by base; base imported back: a cycle inside one layer (no upward arrow)
-    _plant(copy / "ldp_plugin" / "mechanisms" / "reports.py", "\nfrom . import base\n")
+    # protocol is imported by base; base imported back: a cycle inside one layer (no upward arrow)
+    _plant(copy / "ldp_plugin" / "mechanisms" / "protocol.py", "\nfrom . import base\n")
     _, imports = scan(copy)
     assert upward_imports(imports) == []
     cycles = module_cycles(imports)
-    assert cycles and any({"ldp_plugin.mechanisms.reports", "ldp_plugin.mechanisms.base"} <= set(c) for c in cycles)
+    assert cycles and any({"ldp_plugin.mechanisms.protocol", "ldp_plugin.mechanisms.base"} <= set(c) for c in cycles)
 
 
 def test_local_import_guard_catches_a_planted_function_local_import(copy):

@@ -40,7 +40,7 @@ from .._errors import LDPParameterError
 from .._validation import check_choice, check_int, check_real
 from ..exact import float_up
 from ..mechanisms import KRR, OLH, ORR, OUE, RAPPOR, RUE, THE, HadamardMechanism, HadamardResponse, KSubset, PrivSet, RapporSet, Wheel
-from ..mechanisms._base import check_epsilon
+from ..mechanisms.domain import check_epsilon
 from ..mechanisms import SampleOne
 from ..mechanisms.local_hashing import olh_default_g
 from ..mechanisms.protocol import PoisonBounded, SupportRates, Verifiable

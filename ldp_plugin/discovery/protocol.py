@@ -78,6 +78,7 @@ import polars as pl
 from .._errors import LDPInputError, LDPParameterError
 from ..hashing import assign_cohorts, cohort_seed
 from ..mechanisms import CMS, HCMS, ORR, CountSketch
+from ..mechanisms.reports import frame_to_reports, reports_to_frame
 from ..progress import status
 from ..sampling import RNGLike, as_source
 from .diagnostics import _N, DiscoveryOptions, HeavyHitters, cell_sd, decode, detectable, positive_int, pooled, result
@@ -248,7 +249,7 @@ class PrefixDiscovery(DiscoveryOptions):
         :meth:`pool_bound`, which BH's threshold never exceeds). Each of the ``J`` stages gets the
         margin ``z_{1 − 1/(2J)}``, so by the union bound all pass with probability ≥ ½. Standard
         errors use the oracle's single-cell variance
-        (:meth:`~ldp_plugin.mechanisms.cohort_base._CohortMechanism.cell_variance`) over each
+        (:meth:`~ldp_plugin.mechanisms.cohort.base._CohortMechanism.cell_variance`) over each
         group's expected users (the group split)."""
         n = positive_int(n, "n", 1, 1 << 62)
         total = sum(self.shares)
@@ -309,7 +310,7 @@ class PrefixDiscovery(DiscoveryOptions):
                 continue
             items = self.codec.level_items(series.gather(idx), length)
             m = self.mechanisms[level]
-            f = m.reports_to_frame(m.randomize(items, rng=source))
+            f = reports_to_frame(m, m.randomize(items, rng=source))
             frames.append(f.with_columns(pl.lit(level, dtype=pl.UInt8).alias("level")).select("level", *f.columns))
         if not frames:
             raise LDPInputError("no values to privatize")
@@ -429,7 +430,7 @@ class DiscoveryAccumulator:
             raise LDPInputError(f"report levels must be integers in [0, {len(self.levels)})")
         for level, part in reports.partition_by("level", as_dict=True).items():
             m = self.query.mechanisms[int(level[0])]
-            self.levels[int(level[0])].add(m.frame_to_reports(part))
+            self.levels[int(level[0])].add(frame_to_reports(m, part))
         return self
 
     def merge(self, other: "DiscoveryAccumulator") -> "DiscoveryAccumulator":

@@ -53,6 +53,7 @@ from ..accountant import Accountant, Population
 from ..accountant.budget import LedgerError
 from ..mechanisms.lifetime import UnboundedLossError
 from ..mechanisms.protocol import Keyed
+from ..mechanisms.reports import to_wire_each
 from .config import DeviceConfig
 from .discovery import DiscoveryLevel, collection_key, device_groups
 from .envelope import seal
@@ -248,7 +249,7 @@ class DeviceFleet:
                 reports = mech.randomize_encoded(codes, user_keys=[self.keys[i] for i in fit])
             else:
                 reports = mech.randomize_encoded(codes)  # the OS CSPRNG
-            return {"reports": [b.hex() for b in seal(mech.to_wire_each(reports, tag=tag))], "refused": refused}
+            return {"reports": [b.hex() for b in seal(to_wire_each(mech, reports, tag=tag))], "refused": refused}
 
         try:
             kept = self.ledger.release(qid, eps, produce, cohorts=fit, keep_reports=True, mechanism=name, params=query.to_dict())
@@ -290,7 +291,7 @@ class DeviceFleet:
 
         def produce() -> dict:
             reports = mech.randomize_encoded(mech.encode(disc.items(strings[fit])))  # the OS CSPRNG
-            return {"reports": [b.hex() for b in seal(mech.to_wire_each(reports, tag=tag))], "refused": refused}
+            return {"reports": [b.hex() for b in seal(to_wire_each(mech, reports, tag=tag))], "refused": refused}
 
         try:
             kept = self.ledger.release(qid, eps, produce, cohorts=fit, keep_reports=True, mechanism=disc.method, params=query.to_dict())

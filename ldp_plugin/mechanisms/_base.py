@@ -28,14 +28,16 @@ from ..estimation import FrequencyEstimate, estimate_pure, pure_variance
 from ..exact import epsilon_of_ratio, ratio_within_exp
 from ..theory import mse_pure
 from ..sampling import RNGLike, as_source
-from .channel import Channel, ceil_threshold, floor_threshold  # noqa: F401 (re-exported)
+from .channel import Channel
 from .base import MechanismBase
-from .protocol import Analytic, ClosedDomain, MergeableCounts, PoisonBounded, ReportField, SupportRates, Verifiable
+from .protocol import Analytic, ClosedDomain, PoisonBounded, SupportRates, Verifiable
+from .mixins import MergeableCounts
+from .reports import ReportField
 
-__all__ = ["Channel", "RealizedChannel", "RealizedRates", "FrequencyOracle", "FrequencyAccumulator", "check_epsilon", "check_domain", "encode_values"]
+__all__ = ["RealizedChannel", "RealizedRates", "FrequencyOracle", "FrequencyAccumulator"]
 
 from .usable_range import too_large, too_small
-from .domain import MAX_D, _as_array, _category_index, check_domain, check_epsilon, encode_values  # noqa: F401 (re-exported)
+from .domain import _category_index, check_domain, check_epsilon, encode_values
 
 
 class RealizedChannel(MechanismBase, ClosedDomain, Verifiable):

@@ -7,7 +7,8 @@ Every registered mechanism and wrapper derives from it (directly or through a fa
 ``user_keys=``; ``offsets=`` for sets) with one argument check that names the right entry point,
 the column hooks and ``estimate_from`` — plus the flags the capabilities read (``takes_cohorts``,
 ``needs_user_keys``, ``channel_is_client``, ...). The report codecs are free functions of
-:mod:`.reports`; the methods of the same names below are compatibility aliases (removed next round).
+:mod:`.reports` (``report_schema(mech)``, ``to_wire(mech, reports)``, ``check_reports(mech, reports)``, ...);
+a family adds row checks of its own through the one hook :meth:`MechanismBase._row_problems`.
 """
 
 from __future__ import annotations
@@ -21,7 +22,6 @@ import numpy as np
 from .._errors import LDPArgumentError, LDPParameterError
 from ..estimation import retarget
 from ..sampling import as_source
-from . import reports as _codecs
 from .protocol import Mechanism
 
 __all__ = ["MechanismBase", "json_value"]
@@ -223,43 +223,13 @@ class MechanismBase(Mechanism, metaclass=_CheckedArguments):
         """The native report batch of named arrays (the inverse of :meth:`to_columns`)."""
         return self.base._from_columns(cols)
 
-    # -- compatibility aliases (removed next round): the codecs are free functions of .reports ---------
-    @property
-    def report_schema(self):
-        return _codecs.report_schema(self)
-
-    def report_bits(self) -> int:
-        return _codecs.report_bits(self)
-
-    def report_count(self, batch: Any) -> int:
-        return _codecs.report_count(self, batch)
-
-    def reports_to_frame(self, batch: Any):
-        return _codecs.reports_to_frame(self, batch)
-
-    def frame_to_reports(self, frame: Any) -> Any:
-        return _codecs.frame_to_reports(self, frame)
-
-    def check_reports(self, batch: Any) -> tuple:
-        return _codecs.check_reports(self, batch)
-
-    def to_wire(self, batch: Any, *, tag: bytes = b"") -> bytes:
-        return _codecs.to_wire(self, batch, tag=tag)
-
-    def to_wire_each(self, batch: Any, *, tag: bytes = b"") -> list:
-        return _codecs.to_wire_each(self, batch, tag=tag)
-
-    def from_wire(self, data: bytes, *, tag: Optional[bytes] = None) -> tuple:
-        return _codecs.from_wire(self, data, tag=tag)
-
-    def from_wire_many(self, blobs: Any, *, tag: Optional[bytes] = None) -> tuple:
-        return _codecs.from_wire_many(self, blobs, tag=tag)
-
-    def wire_size(self, n: int, *, tag: bytes = b"") -> int:
-        return _codecs.wire_size(self, n, tag=tag)
-
-    def wire_fingerprint(self) -> bytes:
-        return _codecs.wire_fingerprint(self)
+    def _row_problems(self, columns: dict) -> dict:
+        """The family's row checks beyond each field's own: ``{reason: boolean mask}`` over the
+        rows of ``columns`` (this mechanism's report columns, shapes and dtypes already checked;
+        a row a field check rejected may hold any value, so the masks are computed on every row
+        without raising). Read only by :func:`ldp_plugin.mechanisms.reports.check_reports`, the one
+        row-check path of the wire decoders, the collector and the accumulators."""
+        return {}
 
     # -- server --------------------------------------------------------------------------------------
     def estimate(self, reports: Any, *, candidates: Any = None, postprocess: str = "projection", confidence: float = 0.95, target: str = "sample"):

@@ -49,12 +49,12 @@ import numpy as np
 from .._errors import LDPParameterError
 from ..exact import TWO64, exp_lower_bound, ratio_within_exp
 from ..sampling import RNGLike
-from ._base import Channel
+from .channel import Channel
 from .distribution_server import DistributionAccumulator, DistributionEstimate, ems
 from .base import MechanismBase
 from .leaf_client import AccumulatedEstimate, LeafClient, NumberCells
 from .window import WindowChannel
-from .protocol import ReportField
+from .reports import ReportField
 from .randomized_response import KRR
 from .unary import OUE
 

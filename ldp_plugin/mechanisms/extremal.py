@@ -39,13 +39,16 @@ from typing import Any, ClassVar, Optional
 
 import numpy as np
 
-from .protocol import ReportField, MergeableCounts
+from .reports import ReportField
+from .mixins import MergeableCounts
 from .._errors import LDPInputError, LDPParameterError, PrivacyVerificationError
 from ..estimation import FrequencyEstimate, finalize_estimate
 from ..exact import TWO64, exp_lower_bound, ratio_within_exp
 from ..sampling import as_source
 from .usable_range import too_large
-from ._base import Channel, RealizedChannel, check_domain, check_epsilon
+from .channel import Channel
+from ._base import RealizedChannel
+from .domain import check_domain, check_epsilon
 
 __all__ = [
     "FiniteChannel",

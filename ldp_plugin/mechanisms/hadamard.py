@@ -30,7 +30,8 @@ import numpy as np
 from .._errors import LDPInputError
 from ..exact import TWO64, exp_lower_bound
 from ..sampling.aggregate_kernels import bounded_histogram
-from ._base import Channel, FrequencyOracle, floor_threshold
+from .channel import Channel, floor_threshold
+from ._base import FrequencyOracle
 
 __all__ = ["HadamardResponse", "HadamardMechanism", "fast_walsh_hadamard", "parity"]
 

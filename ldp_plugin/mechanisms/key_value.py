@@ -43,11 +43,11 @@ import numpy as np
 from .._errors import LDPInputError, LDPParameterError
 from ..exact import TWO64, epsilon_of_ratio
 from ..sampling import RNGLike, as_source
-from ._base import Channel
+from .channel import Channel
 from .domain import check_epsilon
 from .base import MechanismBase
 from .mixins import OutputCounts
-from .protocol import ReportField
+from .reports import ReportField
 from ..estimation import check_estimate_request
 from .randomized_response import KRR
 

@@ -29,11 +29,14 @@ from typing import Any, ClassVar, Optional, Union
 import numpy as np
 
 from ..sampling import as_source
-from .protocol import MaxGainAttack, ReportField, SeededReports, SupportTestable
+from .protocol import MaxGainAttack, SupportTestable
+from .reports import ReportField
+from .mixins import SeededReports
 from .._errors import LDPInputError, LDPParameterError
 from ..sampling.aggregate_kernels import hashed_support
 from ..hashing import hash_interval, item_keys, keys_of_items, mix64, seed_multipliers, seeded_hash
-from ._base import Channel, FrequencyOracle
+from .channel import Channel
+from ._base import FrequencyOracle
 from .randomized_response import KRR
 
 __all__ = ["OLH", "olh_default_g"]

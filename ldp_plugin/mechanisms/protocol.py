@@ -42,11 +42,9 @@ from abc import abstractmethod
 from typing import Any, ClassVar, Optional, Protocol, runtime_checkable
 
 from .._errors import LDPParameterError
-from .mixins import MergeableCounts, SeededReports, SetInput  # noqa: F401  (compatibility re-exports, removed next round)
-from .reports import REJECT_REASONS, WIRE_MAGIC, WIRE_VERSION, ReportField  # noqa: F401  (compatibility re-exports)
 
 __all__ = ["Mechanism", "ClosedDomain", "Cohorted", "Keyed", "Numeric", "SupportRates", "Verifiable", "Analytic",
-           "PoisonBounded", "MaxGainAttack", "SupportTestable", "CAPABILITIES", "refuse_keyed", "ReportField"]
+           "PoisonBounded", "MaxGainAttack", "SupportTestable", "CAPABILITIES", "refuse_keyed"]
 
 
 @runtime_checkable

@@ -28,8 +28,10 @@ from .._errors import LDPInputError, LDPParameterError
 from ..exact import TWO64, exp_lower_bound
 from ..sampling import as_source
 from ..sampling.aggregate_kernels import bounded_histogram
-from .protocol import MaxGainAttack, ReportField
-from ._base import Channel, FrequencyOracle, floor_threshold
+from .protocol import MaxGainAttack
+from .reports import ReportField
+from .channel import Channel, floor_threshold
+from ._base import FrequencyOracle
 
 __all__ = ["KRR", "WarnerRR"]
 

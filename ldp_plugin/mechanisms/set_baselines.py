@@ -31,12 +31,15 @@ from typing import Any, ClassVar, Optional, Union
 
 import numpy as np
 
-from .protocol import ReportField, SetInput
+from .reports import ReportField
+from .mixins import SetInput
 from .._errors import LDPInputError, LDPParameterError
 from ..estimation import pure_variance, debias
 from ..exact import TWO64, exp_lower_bound, ratio_within_exp
 from .sets import gather_sets, subsets_up_to
-from ._base import Channel, FrequencyAccumulator, RealizedRates, check_domain, check_epsilon, floor_threshold
+from .channel import Channel, floor_threshold
+from ._base import FrequencyAccumulator, RealizedRates
+from .domain import check_domain, check_epsilon
 from .unary import bit_vector_outputs, bit_vector_row, packed_column_counts, randomize_bit_rows
 from .subset import KSubset
 

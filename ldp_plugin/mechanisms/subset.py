@@ -36,12 +36,13 @@ from typing import Any, Union
 
 import numpy as np
 
-from .protocol import ReportField
+from .reports import ReportField
 from .._errors import LDPInputError, LDPParameterError
 from ..exact import TWO64, exp_lower_bound
 from ..sampling.aggregate_kernels import sorted_rows_histogram
 from ..theory import k_sharp, k_star
-from ._base import Channel, FrequencyOracle, floor_threshold
+from .channel import Channel, floor_threshold
+from ._base import FrequencyOracle
 
 __all__ = ["KSubset"]
 

@@ -34,12 +34,14 @@ from typing import Any, ClassVar, Optional
 import numpy as np
 
 from ..sampling import as_source
-from .protocol import MaxGainAttack, ReportField, SupportTestable
+from .protocol import MaxGainAttack, SupportTestable
+from .reports import ReportField
 from .._errors import LDPInputError, LDPParameterError
 from ..exact import TWO64, exp_lower_bound
 from ..sampling.aggregate_kernels import packed_column_counts as _packed_column_counts
 from ..theory import golden_section_min
-from ._base import Channel, FrequencyOracle, ceil_threshold, floor_threshold
+from .channel import Channel, ceil_threshold, floor_threshold
+from ._base import FrequencyOracle
 
 __all__ = ["RUE", "UnaryEncoding", "RAPPOR", "OUE", "THE", "the_optimal_threshold", "randomize_bit_rows", "packed_column_counts"]
 

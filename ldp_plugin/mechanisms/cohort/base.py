@@ -18,10 +18,11 @@ from ...exact import epsilon_of_ratio, ratio_within_exp
 from ...hashing import check_seed, cohort_seeds, item_keys, keys_of_items, seeded_hash, seeded_permutation
 from ...sampling import RNGLike, as_source
 from ..usable_range import too_large
-from .._base import Channel, check_domain, check_epsilon, encode_values
+from ..channel import Channel
+from ..domain import check_domain, check_epsilon, encode_values
 from ...theory import mse_cohort
 from ...estimation.least_squares import normal_inverse
-from .server import DECODERS, DENSE_LIMIT, MAX_DENSE, OTHER, CohortAccumulator  # noqa: F401 (re-exported)
+from .server import OTHER, CohortAccumulator
 from .design import check_closed_design
 
 __all__ = ["CohortReports", "CohortAccumulator", "report_batch_arrays", "report_batch_from_arrays", "OTHER", "MAX_K", "MAX_COHORTS", "MAX_TABLE"]

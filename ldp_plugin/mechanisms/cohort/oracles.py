@@ -35,15 +35,17 @@ from typing import Any
 
 import numpy as np
 
-from ..protocol import MaxGainAttack, PoisonBounded, ReportField
+from ..protocol import MaxGainAttack, PoisonBounded
+from ..reports import ReportField
 from ...sampling import as_source
 from ..._errors import LDPInputError, LDPParameterError
 from ...exact import TWO64, exp_lower_bound, ratio_within_exp
-from .._base import floor_threshold
+from ..channel import floor_threshold
 from ..randomized_response import KRR
 from ..unary import bit_vector_outputs, bit_vector_row, packed_column_counts, randomize_bit_rows
 from ..hadamard import fast_walsh_hadamard, parity
-from .base import OTHER, CohortAccumulator, CohortReports, _CohortMechanism, _check_cohort_column
+from .server import OTHER, CohortAccumulator
+from .base import CohortReports, _CohortMechanism, _check_cohort_column
 
 __all__ = ["CohortReports", "CohortAccumulator", "ORR", "ORAPPOR", "CMS", "HCMS", "CountSketch", "OTHER"]
 

@@ -70,7 +70,8 @@ from ..domain import check_user_keys as _check_keys
 from ..base import MechanismBase
 from ..channel import Channel
 from ..lifetime import TranscriptModel, bound, check_relation, increment
-from ..protocol import MergeableCounts, ReportField
+from ..mixins import MergeableCounts
+from ..reports import ReportField, report_count
 
 __all__ = ["LongitudinalMechanism", "LGRR", "LifetimeTracker"]
 
@@ -417,7 +418,7 @@ class LongitudinalAccumulator(MergeableCounts):
     def add(self, reports: Any) -> "LongitudinalAccumulator":
         stats = np.asarray(self.mechanism._statistics(reports), dtype=np.float64)
         self.counts = stats if self.counts is None else self.counts + stats
-        self.n += self.mechanism.report_count(reports)
+        self.n += report_count(self.mechanism, reports)
         return self
 
     def estimate(self, *, postprocess: str = "projection", confidence: float = 0.95, **_: Any) -> FrequencyEstimate:

@@ -13,8 +13,9 @@ from ..._errors import LDPParameterError
 from ...hashing import item_keys, seeded_hash
 from ..channel import Channel
 from ..local_hashing import VERIFICATION_SEEDS, olh_support_counts
-from .base import LGRR, _check_keys, _grr_layers, _grr_sample, _prf
-from ..protocol import ReportField
+from .base import LGRR, _grr_layers, _prf
+from ..domain import check_user_keys as _check_keys
+from ..reports import ReportField
 
 __all__ = ["LOLOHA", "loloha_optimal_g"]
 

@@ -54,7 +54,7 @@ from .._base import FrequencyAccumulator
 from ..base import MechanismBase
 from ...exact import epsilon_of_ratio
 from ..domain import check_user_keys as _check_keys  # shared with the longitudinal clients
-from .._base import check_epsilon
+from ..domain import check_epsilon
 from ..lifetime import TranscriptModel, check_relation, increment
 from ..lifetime import bound as lifetime_bound_of
 from ...sampling import RNGLike

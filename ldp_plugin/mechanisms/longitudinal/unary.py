@@ -15,8 +15,9 @@ from ...estimation import FrequencyEstimate, finalize_estimate
 from ...exact import TWO64, exp_lower_bound, ratio_within_exp
 from ..channel import Channel
 from ..lifetime import TranscriptModel
-from .base import LongitudinalMechanism, _check_keys, _floor_t, _prf, _prf_uniform, keys_rows
-from ..protocol import ReportField
+from .base import LongitudinalMechanism, _floor_t, _prf, _prf_uniform, keys_rows
+from ..domain import check_user_keys as _check_keys
+from ..reports import ReportField
 
 __all__ = ["LOUE", "LOSUE", "LSUE", "DBitFlipPM"]
 

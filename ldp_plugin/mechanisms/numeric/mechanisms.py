@@ -59,7 +59,8 @@ from ...sampling import RNGLike, as_source
 from ..domain import check_epsilon, check_user_keys
 from .server import MeanAccumulator, MeanEstimate
 from ..base import MechanismBase
-from ..protocol import Numeric, ReportField
+from ..protocol import Numeric
+from ..reports import ReportField
 from ..channel import Channel
 from ..window import WindowChannel
 
