@@ -24,6 +24,12 @@ from pathlib import Path
 
 import pytest
 
+import ldp_plugin as ldp
+from ldp_plugin.mechanisms import reports
+from ldp_plugin.mechanisms.base import MechanismBase
+
+from ._helpers import registry_instances
+
 ROOT = Path(__file__).resolve().parent.parent
 #: source directories and the package each installs as (pyproject's package-dir)
 SOURCES = {"ldp_plugin": "ldp_plugin", "adapters": "ldp_plugin.adapters", "registry": "ldp_plugin.registry"}
@@ -315,3 +321,84 @@ def test_class_switch_guard_catches_a_planted_switch(copy):
     _plant(copy / "ldp_plugin" / "simulate.py", "\n\ndef _kind(m):\n    return isinstance(m, (KRR, ldp_mechanisms.OUE))\n")
     found = class_switches(copy)
     assert len(found) == 1 and found[0].startswith("ldp_plugin/simulate.py:") and "KRR" in found[0] and "OUE" in found[0]
+
+
+# -- one path per concern: no alias methods, no import through a re-export ------------------------------
+def _module_names(tree: ast.Module) -> tuple:
+    """``(defined, imported)`` top-level names of a module."""
+    defined, imported = set(), set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node in tree.body:
+            defined.add(node.name)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)) and node in tree.body:
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            defined |= {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+        elif isinstance(node, ast.If) and node in tree.body:  # names defined under a top-level condition
+            defined |= {n.name for n in ast.walk(node) if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+            defined |= {t.id for n in ast.walk(node) if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Name)}
+        elif isinstance(node, ast.ImportFrom) and node in tree.body:
+            imported |= {a.asname or a.name for a in node.names}
+    return defined, imported
+
+
+#: the public face and its old paths import through their packages' faces by design (handled there)
+FACE_MODULES = {"ldp_plugin", "ldp_plugin._compat"}
+
+
+def reexport_imports(root: Path) -> list:
+    """``from M import name`` inside the library where ``M`` is a plain module (not a package's
+    ``__init__``, the one place a name is re-exported) that does not define ``name`` itself: the
+    import goes through a re-export, which must name the module that defines it instead."""
+    modules, _ = scan(root)
+    trees = {m: ast.parse(p.read_text(encoding="utf-8")) for m, p in modules.items()}
+    names = {m: _module_names(t) for m, t in trees.items()}
+    out = []
+    for mod, tree in trees.items():
+        if mod in FACE_MODULES:
+            continue
+        package = mod if modules[mod].name == "__init__.py" else mod.rpartition(".")[0]
+        for node in tree.body:
+            if not isinstance(node, ast.ImportFrom):
+                continue
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - (node.level - 1)]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            if target not in modules or modules[target].name == "__init__.py":
+                continue
+            for alias in node.names:
+                defined, imported = names[target]
+                if f"{target}.{alias.name}" not in modules and alias.name not in defined and alias.name in imported:
+                    out.append(f"{mod}:{node.lineno} imports {alias.name} through {target}")
+    return out
+
+
+def test_no_import_through_a_reexport():
+    assert reexport_imports(ROOT) == []
+
+
+def test_reexport_guard_catches_a_planted_reexport_import(copy):
+    _plant(copy / "ldp_plugin" / "mechanisms" / "wheel.py", "\nfrom ._base import Channel as _Channel\n")
+    found = reexport_imports(copy)
+    assert len(found) == 1 and found[0].startswith("ldp_plugin.mechanisms.wheel:") and "Channel through ldp_plugin.mechanisms._base" in found[0]
+
+
+def alias_methods(classes) -> list:
+    """Methods of the mechanism classes named after a free codec of ``mechanisms/reports.py``: the
+    codec has ONE path, the free function."""
+    codecs = {n for n in reports.__all__ if callable(getattr(reports, n)) and not isinstance(getattr(reports, n), type)}
+    return sorted(f"{c.__name__}.{n}" for c in classes for k in c.__mro__ for n in vars(k) if n in codecs)
+
+
+def test_no_alias_methods_of_the_codecs():
+    """Every registered name, the wrappers and the base."""
+    assert alias_methods({MechanismBase} | {type(f()) for _, f in registry_instances()}) == []
+
+
+def test_alias_guard_catches_a_planted_alias():
+    class Planted(ldp.KRR):
+        def to_wire(self, batch):
+            return reports.to_wire(self, batch)
+
+    assert alias_methods({MechanismBase, ldp.KRR, Planted}) == ["Planted.to_wire"]
