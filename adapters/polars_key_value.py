@@ -23,6 +23,7 @@ from ldp_plugin._errors import LDPInputError, LDPParameterError
 from ldp_plugin.mechanisms.key_value import KeyValueBatch
 from ldp_plugin.mechanisms.reports import reports_to_frame
 from ldp_plugin.sampling import RNGLike, chunk_source
+from ldp_plugin.mechanisms.protocol import InputKind, Mechanism
 
 
 from .polars_frames import ROWS_PER_CHUNK, accumulate_reports
@@ -31,7 +32,7 @@ __all__ = ["privatize_key_values", "key_values"]
 
 
 def _check(mechanism: Any) -> None:
-    if getattr(mechanism, "input_kind", None) != "key-value":
+    if not isinstance(mechanism, Mechanism) or mechanism.input_kind is not InputKind.KEY_VALUE:
         raise LDPParameterError("privatize_key_values and key_values need a key-value mechanism (PCKV)")
 
 

@@ -27,6 +27,7 @@ import polars as pl
 from ldp_plugin._errors import LDPInputError, LDPParameterError
 from ldp_plugin.mechanisms.reports import reports_to_frame
 from ldp_plugin.sampling import RNGLike, chunk_source
+from ldp_plugin.mechanisms.protocol import InputKind, Mechanism
 
 
 from .polars_frames import ROWS_PER_CHUNK, accumulate_reports
@@ -36,7 +37,7 @@ __all__ = ["privatize_attributes", "attribute_frequencies"]
 
 
 def _check(mechanism: Any) -> None:
-    if getattr(mechanism, "input_kind", None) != "tuple":
+    if not isinstance(mechanism, Mechanism) or mechanism.input_kind is not InputKind.TUPLE:
         raise LDPParameterError("privatize_attributes and attribute_frequencies need a multi-attribute mechanism (SPL, SMP, RSFD)")
 
 

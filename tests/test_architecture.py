@@ -264,7 +264,6 @@ def test_mechanism_core_is_small():
     core = {n for n in vars(Mechanism) if not n.startswith("_")} | set(getattr(Mechanism, "__annotations__", {}))
     assert len(core) <= 16, sorted(core)
     assert {"randomize", "randomize_encoded", "randomize_one", "report_fields", "spec", "estimate_from"} <= core
-    assert len(CAPABILITIES) == 7
 
 
 def test_size_and_late_import_guards_catch_planted_violations(copy):
@@ -402,3 +401,64 @@ def test_alias_guard_catches_a_planted_alias():
             return reports.to_wire(self, batch)
 
     assert alias_methods({MechanismBase, ldp.KRR, Planted}) == ["Planted.to_wire"]
+
+
+# -- declared capabilities: no attribute probe of a mechanism outside mechanisms/ ----------------------
+#: the names a mechanism goes by in the library (a parameter, a local, an attribute: ``self.mechanism``)
+MECHANISM_NAMES = {"mech", "mechanism", "m", "inner", "base", "wm", "q0", "padded", "word_mechanism"}
+
+
+def mechanism_probes(root: Path) -> list:
+    """``getattr``/``hasattr`` on a mechanism outside ``ldp_plugin/mechanisms/``: a consumer asks
+    ``has(m, Capability)`` (or a member the core or a declared capability guarantees), never the shape."""
+    mech_dir = root / "ldp_plugin" / "mechanisms"
+    out = []
+    for src in SOURCES:
+        for path in sorted((root / src).rglob("*.py")):
+            if mech_dir in path.parents:
+                continue
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("getattr", "hasattr") and node.args):
+                    continue
+                target = node.args[0]
+                name = target.id if isinstance(target, ast.Name) else target.attr if isinstance(target, ast.Attribute) else None
+                if name in MECHANISM_NAMES:
+                    out.append(f"{path.relative_to(root)}:{node.lineno} {ast.unparse(node)}")
+    return out
+
+
+def test_no_attribute_probe_of_a_mechanism_outside_mechanisms():
+    assert mechanism_probes(ROOT) == []
+
+
+def test_probe_guard_catches_a_planted_probe(copy):
+    _plant(copy / "ldp_plugin" / "simulate.py", "\n\ndef _keyed(mechanism):\n    return getattr(mechanism, 'needs_user_keys', False)\n")
+    _plant(copy / "adapters" / "polars_frames.py", "\n\ndef _cohorts(self):\n    return hasattr(self.mechanism, 'cohorts')\n")
+    found = mechanism_probes(copy)
+    assert len(found) == 2 and {f.split(":")[0] for f in found} == {"adapters/polars_frames.py", "ldp_plugin/simulate.py"}
+
+
+def capability_isinstance(root: Path) -> list:
+    """``isinstance(x, Capability)`` anywhere in the library: the protocols are not runtime-checkable;
+    the one answer is ``has(x, Capability)``."""
+    caps = {n.name for n in ast.parse((root / "ldp_plugin" / "mechanisms" / "protocol.py").read_text(encoding="utf-8")).body
+            if isinstance(n, ast.ClassDef) and n.name not in ("Mechanism", "InputKind")}
+    out = []
+    for src in SOURCES:
+        for path in sorted((root / src).rglob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                if isinstance(node, ast.Call) and getattr(node.func, "id", None) in ("isinstance", "issubclass") and len(node.args) == 2:
+                    named = {n.id for n in ast.walk(node.args[1]) if isinstance(n, ast.Name)}
+                    if named & caps:
+                        out.append(f"{path.relative_to(root)}:{node.lineno} tests {sorted(named & caps)}")
+    return out
+
+
+def test_no_isinstance_on_a_capability():
+    assert capability_isinstance(ROOT) == []
+
+
+def test_capability_isinstance_guard_catches_a_planted_test(copy):
+    _plant(copy / "ldp_plugin" / "federated" / "plan.py", "\n\ndef _keyed(m):\n    return isinstance(m, Keyed)\n")
+    found = capability_isinstance(copy)
+    assert len(found) == 1 and found[0].startswith("ldp_plugin/federated/plan.py:") and "Keyed" in found[0]

@@ -43,7 +43,7 @@ from ..mechanisms import KRR, OLH, ORR, OUE, RAPPOR, RUE, THE, HadamardMechanism
 from ..mechanisms.domain import check_epsilon
 from ..mechanisms import SampleOne
 from ..mechanisms.local_hashing import olh_default_g
-from ..mechanisms.protocol import PoisonBounded, SupportRates, Verifiable
+from ..mechanisms.protocol import PoisonBounded, SupportRates, Verifiable, has
 from ..mechanisms.reports import report_bits
 from ..theory import choose_orr
 from ..simulate import LONGITUDINAL_NAMES, MEAN_NAMES, build_longitudinal, build_mean
@@ -173,9 +173,9 @@ def bayes_success(mechanism: Any) -> Optional[float]:
     """One report's Bayes attacker success under a uniform prior, ``(1/d)·Σ_y max_x P(y|x)``
     (``ldp choose``): the closed form of a declared channel shape (capability SupportRates), else
     exact from the realized channel on small domains (capability Verifiable), else None."""
-    if isinstance(mechanism, SupportRates) and mechanism.channel_shape in BAYES_CLOSED_FORMS:
+    if has(mechanism, SupportRates) and mechanism.channel_shape in BAYES_CLOSED_FORMS:
         return BAYES_CLOSED_FORMS[mechanism.channel_shape](mechanism)
-    if (isinstance(mechanism, Verifiable) and mechanism.channel_is_client and (getattr(mechanism, "domain_size", None) or 1 << 31) <= 16
+    if (has(mechanism, Verifiable) and mechanism.channel_is_client and (mechanism.domain_size or 1 << 31) <= 16
             and mechanism.verification_input_count() <= 16):
         M = mechanism.channel().matrix
         return float(sum(max(M[x][y] for x in range(len(M))) for y in range(len(M[0]))) / len(M))
@@ -184,7 +184,7 @@ def bayes_success(mechanism: Any) -> Optional[float]:
 
 def _gain(mechanism: Any, fraction: float) -> Optional[float]:
     """The candidate's worst-case poisoning gain, or None where no influence range is declared."""
-    if not isinstance(mechanism, PoisonBounded):
+    if not has(mechanism, PoisonBounded):
         return None
     try:
         return worst_case_gain(mechanism, fraction)

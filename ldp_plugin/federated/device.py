@@ -52,7 +52,7 @@ from .._errors import LDPInputError, LDPParameterError
 from ..accountant import Accountant, Population
 from ..accountant.budget import LedgerError
 from ..mechanisms.lifetime import UnboundedLossError
-from ..mechanisms.protocol import Keyed
+from ..mechanisms.protocol import Keyed, has
 from ..mechanisms.reports import to_wire_each
 from .config import DeviceConfig
 from .discovery import DiscoveryLevel, collection_key, device_groups
@@ -210,7 +210,7 @@ class DeviceFleet:
         except (LDPInputError, LDPParameterError):
             return _reply(n, "malformed_query")
         qid = query.content_hash.hex()
-        series = isinstance(mech, Keyed)
+        series = has(mech, Keyed)
         if series and (not self._series_ok or self._series_before_rekey(query)):
             return _reply(n, "keystore_missing")
         if self.keystore is not None:
@@ -226,7 +226,7 @@ class DeviceFleet:
         if disc is not None:
             return self._respond_discovery(query, disc, mech, qid)
         eps = query.epsilon_exact
-        if isinstance(mech, Keyed):
+        if has(mech, Keyed):
             try:
                 eps = self._series_charge(query, mech)  # the worst-case lifetime increment, not ε of one report
             except UnboundedLossError:  # e.g. dBitFlipPM's second collection at the user level

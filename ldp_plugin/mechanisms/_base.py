@@ -40,10 +40,12 @@ from .usable_range import too_large, too_small
 from .domain import _category_index, check_domain, check_epsilon, encode_values
 
 
-class RealizedChannel(MechanismBase, ClosedDomain, Verifiable):
+class RealizedChannel(MechanismBase):
     """Shared by every closed-domain mechanism: the realized ε (rounded up) of its exact
     worst-case ratio, the item labels, the encoding of values to codes and the public
     parameters (``params``; a mechanism adds its own in ``_extra_params``)."""
+
+    capabilities = frozenset({ClosedDomain, Verifiable})
 
     @property
     def realized_epsilon(self) -> float:
@@ -67,8 +69,12 @@ class RealizedChannel(MechanismBase, ClosedDomain, Verifiable):
         return encode_values(values, self.d, self.categories, index)
 
 
-class RealizedRates(RealizedChannel, SupportRates):
+class RealizedRates(RealizedChannel):
     """A realized channel with exact support rates ``p*``, ``q*`` (the pure frequency oracles)."""
+
+    capabilities = RealizedChannel.capabilities | {SupportRates}
+    #: ``q*`` holds per report (True: only on average over a per-report hash seed, OLH)
+    q_star_over_hash: ClassVar[bool] = False
 
     @property
     def p_star(self) -> float:
@@ -80,8 +86,10 @@ class RealizedRates(RealizedChannel, SupportRates):
 
 
 @dataclass(frozen=True, kw_only=True)
-class FrequencyOracle(RealizedRates, Analytic, PoisonBounded, abc.ABC):
+class FrequencyOracle(RealizedRates, abc.ABC):
     """Base of every pure frequency oracle (frozen, validated, keyword-only parameters)."""
+
+    capabilities = RealizedRates.capabilities | {Analytic, PoisonBounded}
 
     name: ClassVar[str] = "abstract"
     supports_em: ClassVar[bool] = False

@@ -15,14 +15,14 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
-from typing import Any, ClassVar, Optional
+from typing import Any, ClassVar, FrozenSet, Optional
 
 import numpy as np
 
 from .._errors import LDPArgumentError, LDPParameterError
 from ..estimation import retarget
 from ..sampling import as_source
-from .protocol import Mechanism
+from .protocol import InputKind, Mechanism
 
 __all__ = ["MechanismBase", "json_value"]
 
@@ -87,13 +87,16 @@ class MechanismBase(Mechanism, metaclass=_CheckedArguments):
     """The defaults of every mechanism and wrapper, in one class (see the module docstring).
     Subclasses supply ``report_fields``, ``encode``, the client (``_randomize_codes`` or their own
     ``randomize_encoded``), ``accumulator`` and, if their native batch is not one array,
-    ``_to_columns`` / ``_from_columns``; they *declare* the capabilities they have by also
-    subclassing the capability protocols of :mod:`.protocol`."""
+    ``_to_columns`` / ``_from_columns``; they *declare* the capabilities they have in
+    ``capabilities`` (a frozenset of the protocols of :mod:`.protocol`, read only by
+    :func:`~.protocol.has`), and a family's own row checks in :meth:`_row_problems`."""
 
     _mechanism_defaults: ClassVar[bool] = True
 
     name: ClassVar[str] = "abstract"
-    input_kind: ClassVar[str] = "value"
+    input_kind: ClassVar[InputKind] = InputKind.VALUE
+    #: the declared capabilities (protocols of :mod:`.protocol`); a subclass extends its base's
+    capabilities: ClassVar[FrozenSet[type]] = frozenset()
     takes_cohorts: ClassVar[bool] = False
     # the client needs each user's secret key (memoized mechanisms: ``randomize_encoded(..., user_keys=)``)
     needs_user_keys: ClassVar[bool] = False
@@ -199,9 +202,21 @@ class MechanismBase(Mechanism, metaclass=_CheckedArguments):
         """``n`` outputs of the real client on input ``x``, as column indices of :meth:`channel`
         (mechanisms with per-user seeds draw them from their verification seed set)."""
         codes = np.full(n, x, dtype=np.int64)
-        hook = getattr(self, "_verification_randomize", None)
-        reports = hook(codes, source) if hook is not None else self.randomize_encoded(codes, rng=source)
-        return self.output_index(reports)
+        return self.output_index(self._verification_randomize(codes, source))
+
+    def _verification_randomize(self, codes: Any, source: Any) -> Any:
+        """The real client on a batch of verification input codes (a mechanism whose inputs are
+        not its codes — sets, tuples, keyed reports — maps them here)."""
+        return self.randomize_encoded(codes, rng=source)
+
+    def verification_layers(self) -> tuple:
+        """``(name, channel, sample(x, n, source), ...)`` of each layer of a layered client checked
+        on its own (the longitudinal protocols' permanent and instantaneous layers); none here."""
+        return ()
+
+    def params(self) -> dict:
+        """The public parameters (a family adds its derived ones)."""
+        return self.spec()["params"]
 
     # -- reports -----------------------------------------------------------------------------------
     def report_fields(self) -> tuple:

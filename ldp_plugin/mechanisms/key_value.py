@@ -50,6 +50,7 @@ from .mixins import OutputCounts
 from .reports import ReportField
 from ..estimation import check_estimate_request
 from .randomized_response import KRR
+from .protocol import InputKind, Verifiable
 
 __all__ = ["PCKV", "KeyValueEstimate", "KeyValueAccumulator", "KeyValueBatch"]
 
@@ -79,8 +80,10 @@ class PCKV(MechanismBase):
     ((3,), True)
     """
 
+    capabilities = frozenset({Verifiable})
+
     name: ClassVar[str] = "pckv"
-    input_kind: ClassVar[str] = "key-value"
+    input_kind: ClassVar[InputKind] = InputKind.KEY_VALUE
 
     epsilon: float
     d: int

@@ -23,6 +23,7 @@ from ..exact import epsilon_of_ratio
 from ..sampling import RNGLike, as_source
 from .base import MechanismBase
 from .domain import check_epsilon
+from .protocol import Distribution, InputKind, Numeric, Verifiable
 
 __all__ = ["check_range", "check_power_of_two", "NumberCells", "LeafClient", "ColumnReports", "AccumulatedEstimate", "GridTree"]
 
@@ -138,8 +139,9 @@ class GridTree(LeafClient, ColumnReports, AccumulatedEstimate, MechanismBase):
     histogram, HaarHRR): the shared fields and their checks; the subclass sets ``levels`` and
     ``realized_ratio`` in ``__post_init__`` after :meth:`_check_grid`."""
 
-    input_kind: ClassVar[str] = "number"
-    estimates_distribution: ClassVar[bool] = True
+    capabilities = frozenset({Numeric, Verifiable, Distribution})
+
+    input_kind: ClassVar[InputKind] = InputKind.NUMBER
     #: the allowed numbers of leaves (powers of two)
     bucket_range: ClassVar[tuple] = (2, 1 << 20)
 

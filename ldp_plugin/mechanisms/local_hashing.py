@@ -55,7 +55,7 @@ def olh_default_g(epsilon: float) -> int:
 
 
 @dataclass(frozen=True, kw_only=True)
-class OLH(SeededReports, MaxGainAttack, SupportTestable, FrequencyOracle):
+class OLH(SeededReports, FrequencyOracle):
     """Optimized local hashing over ``d`` categories, ``epsilon``-LDP per user.
 
     Privacy: ``max_divergence``, ``ε`` per user; conditional on the (data-independent) seed the
@@ -70,6 +70,8 @@ class OLH(SeededReports, MaxGainAttack, SupportTestable, FrequencyOracle):
     >>> m.randomize([5, 6, 7], rng=0).shape
     (3, 2)
     """
+
+    capabilities = FrequencyOracle.capabilities | {MaxGainAttack, SupportTestable}
 
     name = "olh"
     q_star_over_hash: ClassVar[bool] = True

@@ -53,6 +53,7 @@ from .base import MechanismBase
 from .mixins import MergeableCounts
 from .reports import ReportField, checked_reports
 from .randomized_response import KRR
+from .protocol import InputKind, Verifiable
 
 __all__ = ["SPL", "SMP", "RSFD", "SMPPairs", "MultiAttributeEstimate", "MultiAttributeAccumulator"]
 
@@ -145,7 +146,9 @@ class MultiAttributeAccumulator(MergeableCounts):
 class _MultiAttribute(MechanismBase):
     """Shared shape: validation, encoding of tuples, the exact channel over all tuples."""
 
-    input_kind: ClassVar[str] = "tuple"
+    capabilities = frozenset({Verifiable})
+
+    input_kind: ClassVar[InputKind] = InputKind.TUPLE
     epsilon: float
     domains: tuple
     oracles: tuple = field(init=False, repr=False, compare=False)

@@ -41,7 +41,7 @@ def _report_dtype(d: int):
 
 
 @dataclass(frozen=True, kw_only=True)
-class KRR(MaxGainAttack, FrequencyOracle):
+class KRR(FrequencyOracle):
     """k-ary randomized response over ``d`` categories (``epsilon``-LDP per user).
 
     Privacy: ``max_divergence``, ``ε`` per user (input metric ``discrete_distance``); the realized
@@ -57,6 +57,8 @@ class KRR(MaxGainAttack, FrequencyOracle):
     >>> m.realized_epsilon <= 1.0
     True
     """
+
+    capabilities = FrequencyOracle.capabilities | {MaxGainAttack}
 
     name = "krr"
     supports_em = True

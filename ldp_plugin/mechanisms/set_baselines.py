@@ -42,6 +42,7 @@ from ._base import FrequencyAccumulator, RealizedRates
 from .domain import check_domain, check_epsilon
 from .unary import bit_vector_outputs, bit_vector_row, packed_column_counts, randomize_bit_rows
 from .subset import KSubset
+from .protocol import Analytic, InputKind
 
 __all__ = ["RapporSet", "PrivSet", "SetAccumulator"]
 
@@ -59,8 +60,9 @@ class SetAccumulator(FrequencyAccumulator):
 
 @dataclass(frozen=True, kw_only=True)
 class _SetMechanism(SetInput, RealizedRates):
+    capabilities = RealizedRates.capabilities | {Analytic}
     name: ClassVar[str] = "set-mechanism"
-    input_kind: ClassVar[str] = "set"
+    input_kind: ClassVar[InputKind] = InputKind.SET
     epsilon: float
     m: int = 1
     d: Optional[int] = None

@@ -89,8 +89,10 @@ def randomize_bit_rows(positions: np.ndarray, n_bits: int, p_threshold: int, q_t
 
 
 @dataclass(frozen=True, kw_only=True)
-class UnaryEncoding(MaxGainAttack, SupportTestable, FrequencyOracle):
+class UnaryEncoding(FrequencyOracle):
     """Shared machinery of unary encodings: per-bit thresholds for ``p`` (own bit) and ``q``."""
+
+    capabilities = FrequencyOracle.capabilities | {MaxGainAttack, SupportTestable}
 
     name = "unary"
     channel_max_outputs = 256

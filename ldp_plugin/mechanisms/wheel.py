@@ -52,6 +52,7 @@ from .channel import Channel, floor_threshold
 from ._base import RealizedRates
 from .domain import check_domain, check_epsilon
 from .set_baselines import SetAccumulator
+from .protocol import Analytic
 
 __all__ = ["Wheel", "wheel_optimal_p", "arc_union"]
 
@@ -96,6 +97,8 @@ class Wheel(SetInput, SeededReports, RealizedRates):
     >>> reports.shape, w.realized_epsilon <= 1.0
     ((3, 2), True)
     """
+
+    capabilities = RealizedRates.capabilities | {Analytic}
 
     name: ClassVar[str] = "wheel"
     epsilon: float

@@ -11,7 +11,7 @@ from typing import Any, ClassVar, Optional
 import numpy as np
 
 from ..base import MechanismBase
-from ..protocol import Cohorted
+from ..protocol import ClosedDomain, Cohorted, Verifiable
 from ..._errors import LDPInputError, LDPParameterError
 from ...estimation import FrequencyEstimate, retarget
 from ...exact import epsilon_of_ratio, ratio_within_exp
@@ -48,7 +48,8 @@ class CohortReports:
 
 
 @dataclass(frozen=True, kw_only=True)
-class _CohortMechanism(MechanismBase, Cohorted, abc.ABC):
+class _CohortMechanism(MechanismBase, abc.ABC):
+    capabilities = frozenset({Cohorted, ClosedDomain, Verifiable})
     name: ClassVar[str] = "abstract-cohort"
     takes_cohorts: ClassVar[bool] = True
     histogram_columns: ClassVar[Optional[tuple]] = None

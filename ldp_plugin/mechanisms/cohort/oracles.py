@@ -231,7 +231,7 @@ class CMS(ORAPPOR):
         super()._validate_extra()
 
 @dataclass(frozen=True, kw_only=True)
-class HCMS(MaxGainAttack, PoisonBounded, _CohortMechanism):
+class HCMS(_CohortMechanism):
     """HCMS: Apple's Hadamard count-mean sketch — one ±1 Hadamard coefficient of the user's
     hashed cell per report, by randomized response (Apple, "Learning with Privacy at Scale",
     2017, Alg. "Client-side HCMS"/"Server-side HCMS"), ``epsilon``-LDP per user. The ``cohorts``
@@ -256,6 +256,8 @@ class HCMS(MaxGainAttack, PoisonBounded, _CohortMechanism):
     >>> len(r), m.estimate(r, candidates=["maps", "mail"]).items
     (3, ('maps', 'mail', '<other>'))
     """
+
+    capabilities = _CohortMechanism.capabilities | {MaxGainAttack, PoisonBounded}
 
     name = "hcms"
     covariance = "hadamard"

@@ -72,6 +72,7 @@ from ..channel import Channel
 from ..lifetime import TranscriptModel, bound, check_relation, increment
 from ..mixins import MergeableCounts
 from ..reports import ReportField, report_count
+from ..protocol import Keyed, Verifiable
 
 __all__ = ["LongitudinalMechanism", "LGRR", "LifetimeTracker"]
 
@@ -112,6 +113,8 @@ def _prf_uniform(words: np.ndarray, r: int, again) -> np.ndarray:
 @dataclass(frozen=True, kw_only=True)
 class LongitudinalMechanism(MechanismBase):
     """Shared shape (module docstring): ``randomize(codes, user_keys, rng=)`` is one collection."""
+
+    capabilities = frozenset({Keyed, Verifiable})
 
     epsilon_perm: float
     epsilon_1: float

@@ -60,6 +60,7 @@ from ..lifetime import bound as lifetime_bound_of
 from ...sampling import RNGLike
 from ...theory import mse_pure
 from ..channel import Channel
+from ..protocol import ClosedDomain, Keyed, Verifiable
 
 __all__ = ["Memoized", "DistinctValueGuard", "new_user_key"]
 
@@ -90,6 +91,8 @@ class Memoized(MechanismBase):
     >>> [round(float(m.lifetime_bound(t, relation="value")), 3) for t in (1, 2, 3, 4, 5)]
     [0.687, 1.687, 2.687, 3.687, 4.0]
     """
+
+    capabilities = frozenset({ClosedDomain, Keyed, Verifiable})
 
     epsilon_permanent: float
     epsilon_instantaneous: float
