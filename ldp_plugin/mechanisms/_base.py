@@ -93,6 +93,8 @@ class FrequencyOracle(RealizedRates, abc.ABC):
 
     name: ClassVar[str] = "abstract"
     supports_em: ClassVar[bool] = False
+    #: the realized worst-case ratio is e^ε up to rounding (False: slack by design, THE)
+    uses_full_budget: ClassVar[bool] = True
     # report columns a grouped (histogram) aggregation may use; None: aggregate batch by batch
     histogram_columns: ClassVar[Optional[tuple]] = None
     channel_max_outputs: ClassVar[int] = 4096
@@ -108,6 +110,17 @@ class FrequencyOracle(RealizedRates, abc.ABC):
     q_star_exact: Fraction = field(init=False, repr=False, compare=False)
     realized_ratio: Fraction = field(init=False, repr=False, compare=False)
     _index: Optional[dict] = field(init=False, repr=False, compare=False)
+
+    @abc.abstractmethod
+    def supports(self, output: Any, item: int) -> bool:
+        """Whether the channel output ``output`` (an element of ``channel().outputs``) supports
+        ``item``: the event of probability ``p*`` for the user's own item and ``q*`` for any other
+        (for a hashed oracle, ``q*`` on average over the seed)."""
+
+    @classmethod
+    def choose_variants(cls, *, epsilon: float, d: int, n: int, m: int) -> tuple:
+        """Every pure frequency oracle is an ``ldp choose`` candidate with its default parameters."""
+        return ({},)
 
     def __post_init__(self) -> None:
         eps = check_epsilon(self.epsilon)

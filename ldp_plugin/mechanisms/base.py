@@ -97,6 +97,17 @@ class MechanismBase(Mechanism, metaclass=_CheckedArguments):
     input_kind: ClassVar[InputKind] = InputKind.VALUE
     #: the declared capabilities (protocols of :mod:`.protocol`); a subclass extends its base's
     capabilities: ClassVar[FrozenSet[type]] = frozenset()
+    #: ``ldp choose``'s cost columns: big-O of one client report, of the server over ``n`` reports
+    client_cost: ClassVar[str] = "-"
+    server_cost: ClassVar[str] = "-"
+
+    @classmethod
+    def choose_variants(cls, *, epsilon: float, d: int, n: int, m: int) -> tuple:
+        """The parameter choices ``ldp choose`` ranks for this mechanism: constructor keywords beside
+        ``epsilon`` and ``d`` (and ``m`` for set mechanisms), for ``d`` items (a value mechanism under
+        sample-one: the padded domain), ``n`` users holding ``m`` items each. None: not a candidate
+        (the registry is the one list ``ldp choose`` reads; a family opts in here)."""
+        return ()
     takes_cohorts: ClassVar[bool] = False
     # the client needs each user's secret key (memoized mechanisms: ``randomize_encoded(..., user_keys=)``)
     needs_user_keys: ClassVar[bool] = False

@@ -71,6 +71,7 @@ class HadamardResponse(FrequencyOracle):
     """
 
     name = "hadamard"
+    client_cost, server_cost = "O(1)", "O(n + d log d)"
     in_threshold: int = field(init=False, repr=False, compare=False)
     K: int = field(init=False, compare=False)
 
@@ -163,6 +164,7 @@ class HadamardMechanism(FrequencyOracle):
     """
 
     name = "hadamard-mechanism"
+    client_cost, server_cost = "O(1)", "O(n + d log d)"
     keep_threshold: int = field(init=False, repr=False, compare=False)
     K: int = field(init=False, compare=False)
 

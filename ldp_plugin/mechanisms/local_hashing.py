@@ -74,6 +74,13 @@ class OLH(SeededReports, FrequencyOracle):
     capabilities = FrequencyOracle.capabilities | {MaxGainAttack, SupportTestable}
 
     name = "olh"
+    client_cost, server_cost = "O(1)", "O(n·d)"
+
+    @classmethod
+    def choose_variants(cls, *, epsilon: float, d: int, n: int, m: int) -> tuple:
+        """OLH (``g = round(e^ε + 1)``) and BLH (``g = 2``)."""
+        return ({"g": "auto"}, {"g": 2})
+
     q_star_over_hash: ClassVar[bool] = True
     g: Union[int, str, None] = "auto"
     _krr: KRR = field(init=False, repr=False, compare=False)

@@ -61,6 +61,7 @@ class KRR(FrequencyOracle):
     capabilities = FrequencyOracle.capabilities | {MaxGainAttack}
 
     name = "krr"
+    client_cost, server_cost = "O(1)", "O(n + d)"
     supports_em = True
     keep_threshold: int = field(init=False, repr=False, compare=False)
 
@@ -92,6 +93,10 @@ class KRR(FrequencyOracle):
         if arr.size and (arr.min() < 0 or arr.max() >= self.d):
             raise LDPInputError(f"krr reports must be item codes in [0, {self.d})")
         return arr
+
+    def supports(self, output: int, item: int) -> bool:
+        """Whether a channel output supports ``item``: it names it."""
+        return output == item
 
     def support_counts(self, reports: np.ndarray) -> np.ndarray:
         return np.bincount(reports, minlength=self.d).astype(np.int64)
@@ -151,6 +156,12 @@ class WarnerRR(KRR):
     """
 
     name = "warner"
+
+    @classmethod
+    def choose_variants(cls, *, epsilon: float, d: int, n: int, m: int) -> tuple:
+        """k-RR at d = 2: ``ldp choose`` lists it as krr."""
+        return ()
+
 
     def __post_init__(self) -> None:
         if self.d not in (None, 2) or isinstance(self.d, bool):

@@ -62,6 +62,12 @@ class SetAccumulator(FrequencyAccumulator):
 class _SetMechanism(SetInput, RealizedRates):
     capabilities = RealizedRates.capabilities | {Analytic}
     name: ClassVar[str] = "set-mechanism"
+
+    @classmethod
+    def choose_variants(cls, *, epsilon: float, d: int, n: int, m: int) -> tuple:
+        """Sets of ``1 < m < d`` items (for ``m = 1`` the single-item oracles serve)."""
+        return ({},) if 1 < m < d else ()
+
     input_kind: ClassVar[InputKind] = InputKind.SET
     epsilon: float
     m: int = 1
@@ -144,6 +150,7 @@ class RapporSet(_SetMechanism):
     """
 
     name = "rappor-set"
+    client_cost, server_cost = "O(d)", "O(n·d/64)"
     p_threshold: int = field(init=False, repr=False, compare=False)
 
     def _realize(self):
@@ -216,6 +223,7 @@ class PrivSet(_SetMechanism):
     """
 
     name = "privset"
+    client_cost, server_cost = "O(d)", "O(n·k + d)"
     k: Union[int, str] = "optimal"
     meet_threshold: int = field(init=False, repr=False, compare=False)
 

@@ -95,6 +95,7 @@ class UnaryEncoding(FrequencyOracle):
     capabilities = FrequencyOracle.capabilities | {MaxGainAttack, SupportTestable}
 
     name = "unary"
+    client_cost, server_cost = "O(d)", "O(n·d/64)"
     channel_max_outputs = 256
     p_threshold: int = field(init=False, repr=False, compare=False)
     q_threshold: int = field(init=False, repr=False, compare=False)
@@ -132,6 +133,10 @@ class UnaryEncoding(FrequencyOracle):
         if self.d % 8 and arr.size and (arr[:, -1] >> (self.d % 8)).any():
             raise LDPInputError(f"{self.name} reports have padding bits set beyond d={self.d}")
         return arr
+
+    def supports(self, output: tuple, item: int) -> bool:
+        """Whether a channel output supports ``item``: its bit is set."""
+        return output[item] == 1
 
     def support_counts(self, reports: np.ndarray) -> np.ndarray:
         """Column sums of the packed bit matrix (see :func:`packed_column_counts`)."""

@@ -101,6 +101,13 @@ class Wheel(SetInput, SeededReports, RealizedRates):
     capabilities = RealizedRates.capabilities | {Analytic}
 
     name: ClassVar[str] = "wheel"
+    client_cost, server_cost = "O(m log m)", "O(n·d)"
+
+    @classmethod
+    def choose_variants(cls, *, epsilon: float, d: int, n: int, m: int) -> tuple:
+        """Any ``m`` (the arc length is chosen by the constructor)."""
+        return ({},)
+
     epsilon: float
     m: int = 1
     d: Optional[int] = None

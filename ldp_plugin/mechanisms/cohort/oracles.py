@@ -39,6 +39,7 @@ from ..protocol import MaxGainAttack, PoisonBounded
 from ..reports import ReportField
 from ...sampling import as_source
 from ..._errors import LDPInputError, LDPParameterError
+from ...theory import choose_orr
 from ...exact import TWO64, exp_lower_bound, ratio_within_exp
 from ..channel import floor_threshold
 from ..randomized_response import KRR
@@ -82,6 +83,17 @@ class ORR(_CohortMechanism):
     """
 
     name = "orr"
+    client_cost, server_cost = "O(1)", "O(n + d²·C)"
+
+    @classmethod
+    def choose_variants(cls, *, epsilon: float, d: int, n: int, m: int) -> tuple:
+        """The (k, cohorts) of :func:`ldp_plugin.theory.choose_orr` for ``d`` items and ``n`` users."""
+        try:
+            c = choose_orr(d, epsilon, n)
+        except LDPParameterError:
+            return ()
+        return ({"k": c["k"], "cohorts": c["cohorts"]},)
+
     covariance = "multinomial"
     histogram_columns = ("cohort", "report")
 
