@@ -309,19 +309,13 @@ def rank_longitudinal_mechanisms(d: int, epsilon_perm: float, epsilon_1: float, 
     theta = np.full(d, 1.0 / d)
     out = []
     seen = set()
+    declared = load_registry(kinds=("longitudinal",))
     for name in LONGITUDINAL_NAMES:
-        params: dict[str, Any] = {"g": "optimal"} if name == "loloha" else {}
-        variants = [dict(params), {"g": 2}] if name == "loloha" else [params]
-        for p in variants:
-            m = build_longitudinal(name, d=d, epsilon_perm=epsilon_perm, epsilon_1=epsilon_1, **p)
+        for kw in declared[name].mechanism_class().choose_variants(epsilon=epsilon_1, d=d, n=n, m=1):
+            m = build_longitudinal(name, d=d, epsilon_perm=epsilon_perm, epsilon_1=epsilon_1, **kw)
             bound = m.unit_bound()
-            if name == "loloha":
-                probs = np.full(m.g, 1.0 / m.g)
-                p = {"g": m.g}
-            elif name == "dbitflip":
-                probs = np.concatenate([np.full(m.d_bits, 1.0 / d), [1 - m.d_bits / d]])
-            else:
-                probs = theta
+            probs = m.unit_probabilities(theta)
+            p = {k: m.spec()["params"][k] for k in kw}  # the realized choice (g="optimal" -> its g)
             if (name, tuple(sorted(p.items()))) in seen:
                 continue
             seen.add((name, tuple(sorted(p.items()))))

@@ -116,6 +116,16 @@ class LongitudinalMechanism(MechanismBase):
 
     capabilities = frozenset({Keyed, Verifiable})
 
+    @classmethod
+    def choose_variants(cls, *, epsilon: float, d: int, n: int, m: int) -> tuple:
+        """The parameter choices ``ldp choose --family longitudinal`` ranks (the defaults here)."""
+        return ({},)
+
+    def unit_probabilities(self, theta: Any) -> np.ndarray:
+        """The distribution of the memoized unit when a user's value is drawn from ``theta``
+        (``ldp choose``'s expected lifetime): the value itself here."""
+        return np.asarray(theta, dtype=np.float64)
+
     epsilon_perm: float
     epsilon_1: float
     d: int

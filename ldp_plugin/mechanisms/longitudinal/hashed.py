@@ -55,6 +55,15 @@ class LOLOHA(LGRR):
     g: Any = 2
     histogram_columns = None
 
+    @classmethod
+    def choose_variants(cls, *, epsilon: float, d: int, n: int, m: int) -> tuple:
+        """The utility-optimal ``g`` and ``g = 2`` (the fewest memoized units)."""
+        return ({"g": "optimal"}, {"g": 2})
+
+    def unit_probabilities(self, theta: Any) -> np.ndarray:
+        """The ``g`` hashed values, uniform over the public seed."""
+        return np.full(self.g, 1.0 / self.g)
+
     def _realize(self) -> None:
         g = self.g
         if g == "optimal":

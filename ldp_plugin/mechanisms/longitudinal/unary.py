@@ -230,6 +230,11 @@ class DBitFlipPM(LongitudinalMechanism):
     name = "dbitflip"
     d_bits: int = 1
     uses_epsilon_1 = False
+
+    def unit_probabilities(self, theta: Any) -> np.ndarray:
+        """The memoized patterns: one per sampled bucket holding the value, and "none of them"."""
+        d = self.d
+        return np.concatenate([np.full(self.d_bits, 1.0 / d), [1 - self.d_bits / d]])
     T: int = field(init=False, repr=False, compare=False)  # the bit threshold (compared with PRF words)
 
     def _realize(self) -> None:
