@@ -23,8 +23,10 @@ from collections import defaultdict
 from pathlib import Path
 
 import pytest
+import polars as pl
 
 import ldp_plugin as ldp
+import ldp_plugin.adapters  # noqa: F401  (registers the ldp namespace)
 from ldp_plugin.mechanisms import reports
 from ldp_plugin.mechanisms.base import MechanismBase
 
@@ -466,3 +468,17 @@ def test_capability_isinstance_guard_catches_a_planted_test(copy):
     _plant(copy / "ldp_plugin" / "federated" / "plan.py", "\n\ndef _keyed(m):\n    return isinstance(m, Keyed)\n")
     found = capability_isinstance(copy)
     assert len(found) == 1 and found[0].startswith("ldp_plugin/federated/plan.py:") and "Keyed" in found[0]
+
+
+def test_polars_namespace_methods_are_in_the_class_body():
+    """The ``ldp`` namespace is one class whose methods are all in its body (visible to IDEs and type
+    checkers), registered on DataFrame and LazyFrame; nothing is attached after the class."""
+    path = ROOT / "adapters" / "polars_namespace.py"
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    body = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "_LDPNamespace")
+    methods = {n.name for n in body.body if isinstance(n, ast.FunctionDef) and not n.name.startswith("_")}
+    attached = [ast.unparse(n) for n in ast.walk(tree) if isinstance(n, ast.Assign)
+                for t in n.targets for a in ast.walk(t) if isinstance(a, ast.Attribute) and not ast.unparse(a).startswith("self.")]
+    assert attached == []
+    for frame in (pl.DataFrame({"x": [1]}), pl.LazyFrame({"x": [1]})):
+        assert {m for m in dir(frame.ldp) if not m.startswith("_")} == methods
