@@ -1,4 +1,4 @@
-"""Numeric distributions from a reports frame (issue 37): ``reports.ldp.distribution(mech)``,
+"""Numeric distributions from a reports frame: ``reports.ldp.distribution(mech)``,
 ``reports.ldp.quantiles(mech, [0.5, 0.95])`` and ``reports.ldp.range_count(mech, lo, hi)``.
 
 The mechanism is one that declares the capability ``Distribution`` (Square Wave, the bucketed

@@ -1,4 +1,4 @@
-"""Key–value sets (issue 37): ``df.ldp.privatize_key_values("keys", ldp.PCKV(...), values="durations")``
+"""Key–value sets: ``df.ldp.privatize_key_values("keys", ldp.PCKV(...), values="durations")``
 (two list columns) or ``df.ldp.privatize_key_values("apps", pckv)`` (one list-of-struct column with
 fields ``key`` and ``value``) → one report per user; ``reports.ldp.key_values(pckv)`` → ``key,
 frequency, frequency_se, frequency_ci_lower, frequency_ci_upper, mean, mean_se, mean_ci_lower,

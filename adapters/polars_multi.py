@@ -1,4 +1,4 @@
-"""Several attributes per user (issue 37): ``df.ldp.privatize_attributes(["country", "app", "os"],
+"""Several attributes per user: ``df.ldp.privatize_attributes(["country", "app", "os"],
 ldp.SMP(...))`` — several integer-code columns in, **one report per user** out — and
 ``reports.ldp.attribute_frequencies(mech)``, the tidy per-attribute estimate
 ``attribute, item, estimate, std_error, ci_lower, ci_upper``.

@@ -79,7 +79,7 @@ def frame_to_reports(mechanism: Any, frame: pl.DataFrame) -> Any:
 
 
 # -- privatize ------------------------------------------------------------------------------------------
-#: input kinds with their own Polars entry point (issue 37): what a user holds, and the method
+#: input kinds with their own Polars entry point: what a user holds, and the method
 _ENTRY_BY_KIND = {"key-value": ("a set of (key, value) pairs", "privatize_key_values"),
                   "tuple": ("one value per attribute (several columns)", "privatize_attributes")}
 

@@ -21,23 +21,15 @@ import pytest
 import ldp_plugin as ldp
 from ldp_plugin._errors import LDPParameterError
 from ldp_plugin.federated import Collector, DeviceFleet, Query
-from ldp_plugin.registry import KINDS, load_registry
 from ldp_plugin.mechanisms.reports import report_schema, to_wire
 
-REG = load_registry(kinds=KINDS)
+from ._helpers import registry_instances
+
 N = 24
 KEYS = [bytes([i, 3]) * 16 for i in range(N)]
 
 
-def _cases():
-    out = [pytest.param(lambda decl=decl: decl.mechanism_class()(**dict(decl.canonical[0])), id=f"{decl.kind}:{name}")
-           for name, decl in sorted(REG.items())]
-    out.append(pytest.param(lambda: ldp.SampleOne(mechanism=ldp.KRR(epsilon=1.0, d=5), m=2), id="wrapper:sample-one"))
-    out.append(pytest.param(lambda: ldp.Memoized(epsilon_permanent=2.0, epsilon_instantaneous=1.0, d=4, max_values=2), id="wrapper:memoized"))
-    return out
-
-
-@pytest.fixture(params=_cases())
+@pytest.fixture(params=[pytest.param(f, id=i) for i, f in registry_instances()])
 def mech(request):
     return request.param()
 

@@ -19,7 +19,7 @@ Accepted reports can be persisted as Parquet parts with the spec in their metada
 ``ldp aggregate`` reads them); an estimate is released only once the query's minimum batch has
 arrived.
 
-Columnar path (issue 39): :meth:`Collector.ingest_array` takes a batch as one buffer of
+Columnar path: :meth:`Collector.ingest_array` takes a batch as one buffer of
 concatenated envelopes (or an ``(m, envelope size)`` uint8 array) and runs every check above as
 array operations — the header bytes compared and the nonce admitted in one pass over the rows
 (:meth:`~.nonces.NonceSet.admit_matching`: a row with a wrong header is never admitted), payload

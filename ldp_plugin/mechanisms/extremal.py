@@ -23,7 +23,7 @@ is a certain lower bound of ``e^ε`` (a 10⁻⁹ relative margin absorbs the rou
 thresholds: a probability of at least ``2⁻²⁴`` moves by at most ``2⁻⁴⁰`` relatively), rows are
 rounded to thresholds by largest remainders, and the exact check decides. Probabilities below
 ``2⁻²⁴`` are refused. The client searches cumulative boundaries accumulated in exact integers
-(never through float: numpy's ``cumsum`` over Python ints >= 2**63 rounds them, issue 32), and
+(never through float: numpy's ``cumsum`` over Python ints >= 2**63 rounds them), and
 both the constructor's check and :meth:`FiniteChannel.channel` read the channel back from those
 very boundaries (``RandomSource.inverse_cdf``), not from a documented copy.
 """
