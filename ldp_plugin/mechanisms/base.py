@@ -102,6 +102,12 @@ class MechanismBase(Mechanism, metaclass=_CheckedArguments):
     server_cost: ClassVar[str] = "-"
 
     @classmethod
+    def default_parameters(cls, given: dict, *, epsilon: float, d: Optional[int], n: int, closed: bool = True) -> dict:
+        """Parameters the builders (``registry.build``, ``ldp collect``) derive when ``given`` lacks
+        them, for ``d`` items (None: unknown) and ``n`` users; none here."""
+        return {}
+
+    @classmethod
     def choose_variants(cls, *, epsilon: float, d: int, n: int, m: int) -> tuple:
         """The parameter choices ``ldp choose`` ranks for this mechanism: constructor keywords beside
         ``epsilon`` and ``d`` (and ``m`` for set mechanisms), for ``d`` items (a value mechanism under

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any
+from typing import Any, Optional
 
 import numpy as np
 
@@ -84,6 +84,20 @@ class ORR(_CohortMechanism):
 
     name = "orr"
     client_cost, server_cost = "O(1)", "O(n + d²·C)"
+
+    @classmethod
+    def default_parameters(cls, given: dict, *, epsilon: float, d: Optional[int], n: int, closed: bool = True) -> dict:
+        """Without ``k``: the (k, cohorts) of :func:`ldp_plugin.theory.choose_orr` for ``d`` items
+        (an open alphabet, ``closed=False``: ``d`` candidates) and ``n`` users."""
+        if "k" in given:
+            return {}
+        if d is None:
+            raise LDPParameterError(
+                "mechanism 'orr' needs k (int in [2, 2^24]) and cohorts, or the domain size d/categories to choose them "
+                "(on the command line: --d D, or --param k=K --param cohorts=C)"
+            )
+        chosen = choose_orr(int(d), float(epsilon), int(n), closed=closed)
+        return {"k": chosen["k"], "cohorts": chosen["cohorts"]}
 
     @classmethod
     def choose_variants(cls, *, epsilon: float, d: int, n: int, m: int) -> tuple:
