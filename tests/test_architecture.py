@@ -511,3 +511,41 @@ def test_no_issue_numbers_in_the_library():
 def test_issue_number_guard_catches_a_planted_one(copy):
     _plant(copy / "ldp_plugin" / "theory.py", "\n# the bound of issue 12\n")
     assert [f.split(":")[0] for f in issue_numbers(copy)] == ["ldp_plugin/theory.py"]
+
+
+def registered_names(root: Path) -> set:
+    return {line.split("=", 1)[1].strip().strip('"') for p in (root / "registry").glob("*.toml")
+            for line in p.read_text(encoding="utf-8").splitlines() if line.startswith("name = ")}
+
+
+def name_switches(root: Path, names: set) -> list:
+    """A comparison with a registered mechanism's name outside ``mechanisms/`` (``name == "orr"``,
+    ``m.name in ("krr", ...)``): what differs by family is declared on the class and read from it."""
+    mech_dir = root / "ldp_plugin" / "mechanisms"
+    out = []
+    for src in SOURCES:
+        for path in sorted((root / src).rglob("*.py")):
+            if mech_dir in path.parents:
+                continue
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                if isinstance(node, ast.Compare):
+                    hit = {c.value for c in ast.walk(node) if isinstance(c, ast.Constant) and isinstance(c.value, str)} & names
+                    if hit:
+                        out.append(f"{path.relative_to(root)}:{node.lineno} compares with {sorted(hit)}")
+    return out
+
+
+#: registered names that are also ordinary words of another vocabulary (a covariance model, a
+#: distribution of simulated data): a comparison with them is not about a mechanism
+HOMONYMS = {"hadamard", "geometric"}
+
+
+def test_no_switch_on_registered_names_outside_mechanisms():
+    assert name_switches(ROOT, registered_names(ROOT) - HOMONYMS) == []
+
+
+def test_name_switch_guard_catches_a_planted_switch(copy):
+    _plant(copy / "ldp_plugin" / "choose" / "__init__.py", "\n\ndef _g(m):\n    return 2 if m.name == 'loloha' else None\n")
+    (copy / "registry" / "loloha.toml").write_text('name = "loloha"\n', encoding="utf-8")
+    found = name_switches(copy, registered_names(copy) - HOMONYMS)
+    assert len(found) == 1 and found[0].startswith("ldp_plugin/choose/__init__.py:") and "loloha" in found[0]

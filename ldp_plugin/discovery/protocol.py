@@ -67,7 +67,6 @@ the ledger. Reports carry their group in the clear (public, data-independent).
 
 from __future__ import annotations
 
-import math
 import time
 from dataclasses import dataclass, field
 from typing import Any, Optional
@@ -174,7 +173,7 @@ class PrefixDiscovery(DiscoveryOptions):
         if not (isinstance(self.screen_z, (int, float)) and not isinstance(self.screen_z, bool) and -10.0 <= float(self.screen_z) <= 10.0):
             raise LDPParameterError(f"screen_z must be a number in [-10, 10] (got {self.screen_z!r})")
         set_("screen_z", float(self.screen_z))
-        default_k = max(2, round(math.exp(self.epsilon)) + 1) if self.oracle == "orr" else 1024
+        default_k = _ORACLE_CLASSES[self.oracle].default_cells(self.epsilon)
         set_("k", positive_int(default_k if self.k is None else self.k, "k", 2, 1 << 24))
         mechs = tuple(self._level_mechanism(i) for i in range(len(self.lengths) + 1))
         set_("mechanisms", mechs)

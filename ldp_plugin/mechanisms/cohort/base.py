@@ -173,6 +173,12 @@ class _CohortMechanism(MechanismBase, abc.ABC):
             return None
         return self.categories if self.categories is not None else tuple(range(self.d))
 
+    @classmethod
+    def default_cells(cls, epsilon: float) -> int:
+        """The hash range ``k`` over an open alphabet when none is given (heavy-hitter discovery):
+        a sketch's width here; O-RR takes the randomized-response optimum."""
+        return 1024
+
     def params(self) -> dict:
         out = {"mechanism": self.name, "epsilon": self.epsilon, "k": self.k, "cohorts": self.cohorts, "hash_seed": self.hash_seed}
         if self.closed:

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from fractions import Fraction
+import math
 from typing import Any, Optional
 
 import numpy as np
@@ -84,6 +85,11 @@ class ORR(_CohortMechanism):
 
     name = "orr"
     client_cost, server_cost = "O(1)", "O(n + d²·C)"
+
+    @classmethod
+    def default_cells(cls, epsilon: float) -> int:
+        """``k ≈ e^ε + 1`` (the hash range that balances collisions against randomized-response noise)."""
+        return max(2, round(math.exp(epsilon)) + 1)
 
     @classmethod
     def default_parameters(cls, given: dict, *, epsilon: float, d: Optional[int], n: int, closed: bool = True) -> dict:
