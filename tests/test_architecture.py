@@ -262,7 +262,7 @@ def test_local_import_guard_catches_a_planted_function_local_import(copy):
 
 def test_mechanism_core_is_small():
     """The core protocol has at most 16 members; capabilities are separate protocols."""
-    from ldp_plugin.mechanisms.protocol import CAPABILITIES, Mechanism
+    from ldp_plugin.mechanisms.protocol import Mechanism
 
     core = {n for n in vars(Mechanism) if not n.startswith("_")} | set(getattr(Mechanism, "__annotations__", {}))
     assert len(core) <= 16, sorted(core)
@@ -411,6 +411,18 @@ def test_alias_guard_catches_a_planted_alias():
 
 
 # -- declared capabilities: no attribute probe of a mechanism outside mechanisms/ ----------------------
+def library_nodes(root: Path, *, outside_mechanisms: bool = False):
+    """``(path relative to root, node)`` for every AST node of the library (optionally outside
+    ``ldp_plugin/mechanisms/``)."""
+    mech_dir = root / "ldp_plugin" / "mechanisms"
+    for src in SOURCES:
+        for path in sorted((root / src).rglob("*.py")):
+            if outside_mechanisms and mech_dir in path.parents:
+                continue
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                yield path.relative_to(root), node
+
+
 #: the names a mechanism goes by in the library (a parameter, a local, an attribute: ``self.mechanism``)
 MECHANISM_NAMES = {"mech", "mechanism", "m", "inner", "base", "wm", "q0", "padded", "word_mechanism"}
 
@@ -418,19 +430,14 @@ MECHANISM_NAMES = {"mech", "mechanism", "m", "inner", "base", "wm", "q0", "padde
 def mechanism_probes(root: Path) -> list:
     """``getattr``/``hasattr`` on a mechanism outside ``ldp_plugin/mechanisms/``: a consumer asks
     ``has(m, Capability)`` (or a member the core or a declared capability guarantees), never the shape."""
-    mech_dir = root / "ldp_plugin" / "mechanisms"
     out = []
-    for src in SOURCES:
-        for path in sorted((root / src).rglob("*.py")):
-            if mech_dir in path.parents:
-                continue
-            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-                if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("getattr", "hasattr") and node.args):
-                    continue
-                target = node.args[0]
-                name = target.id if isinstance(target, ast.Name) else target.attr if isinstance(target, ast.Attribute) else None
-                if name in MECHANISM_NAMES:
-                    out.append(f"{path.relative_to(root)}:{node.lineno} {ast.unparse(node)}")
+    for rel, node in library_nodes(root, outside_mechanisms=True):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("getattr", "hasattr") and node.args):
+            continue
+        target = node.args[0]
+        name = target.id if isinstance(target, ast.Name) else target.attr if isinstance(target, ast.Attribute) else None
+        if name in MECHANISM_NAMES:
+            out.append(f"{rel}:{node.lineno} {ast.unparse(node)}")
     return out
 
 
@@ -451,13 +458,11 @@ def capability_isinstance(root: Path) -> list:
     caps = {n.name for n in ast.parse((root / "ldp_plugin" / "mechanisms" / "protocol.py").read_text(encoding="utf-8")).body
             if isinstance(n, ast.ClassDef) and n.name not in ("Mechanism", "InputKind")}
     out = []
-    for src in SOURCES:
-        for path in sorted((root / src).rglob("*.py")):
-            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-                if isinstance(node, ast.Call) and getattr(node.func, "id", None) in ("isinstance", "issubclass") and len(node.args) == 2:
-                    named = {n.id for n in ast.walk(node.args[1]) if isinstance(n, ast.Name)}
-                    if named & caps:
-                        out.append(f"{path.relative_to(root)}:{node.lineno} tests {sorted(named & caps)}")
+    for rel, node in library_nodes(root):
+        if isinstance(node, ast.Call) and getattr(node.func, "id", None) in ("isinstance", "issubclass") and len(node.args) == 2:
+            named = {n.id for n in ast.walk(node.args[1]) if isinstance(n, ast.Name)}
+            if named & caps:
+                out.append(f"{rel}:{node.lineno} tests {sorted(named & caps)}")
     return out
 
 
@@ -521,17 +526,12 @@ def registered_names(root: Path) -> set:
 def name_switches(root: Path, names: set) -> list:
     """A comparison with a registered mechanism's name outside ``mechanisms/`` (``name == "orr"``,
     ``m.name in ("krr", ...)``): what differs by family is declared on the class and read from it."""
-    mech_dir = root / "ldp_plugin" / "mechanisms"
     out = []
-    for src in SOURCES:
-        for path in sorted((root / src).rglob("*.py")):
-            if mech_dir in path.parents:
-                continue
-            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-                if isinstance(node, ast.Compare):
-                    hit = {c.value for c in ast.walk(node) if isinstance(c, ast.Constant) and isinstance(c.value, str)} & names
-                    if hit:
-                        out.append(f"{path.relative_to(root)}:{node.lineno} compares with {sorted(hit)}")
+    for rel, node in library_nodes(root, outside_mechanisms=True):
+        if isinstance(node, ast.Compare):
+            hit = {c.value for c in ast.walk(node) if isinstance(c, ast.Constant) and isinstance(c.value, str)} & names
+            if hit:
+                out.append(f"{rel}:{node.lineno} compares with {sorted(hit)}")
     return out
 
 
