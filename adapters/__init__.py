@@ -5,6 +5,7 @@ Importing :mod:`ldp_plugin` registers the ``ldp`` namespace on ``pl.DataFrame`` 
 """
 
 from .polars_frames import estimate_frame
-from .polars_namespace import ROWS_PER_CHUNK, estimate, frame_to_reports, privatize, reports_to_frame
+from .polars_frames import ROWS_PER_CHUNK
+from .polars_namespace import estimate, frame_to_reports, privatize, reports_to_frame
 
 __all__ = ["estimate_frame", "privatize", "estimate", "reports_to_frame", "frame_to_reports", "ROWS_PER_CHUNK"]

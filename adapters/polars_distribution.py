@@ -1,8 +1,8 @@
-"""Numeric distributions from a reports frame (issue 37): ``reports.ldp.distribution(mech)``,
+"""Numeric distributions from a reports frame: ``reports.ldp.distribution(mech)``,
 ``reports.ldp.quantiles(mech, [0.5, 0.95])`` and ``reports.ldp.range_count(mech, lo, hi)``.
 
-The mechanism is one that estimates a distribution (``estimates_distribution``: Square Wave,
-the bucketed oracle). Square Wave's intervals come from a seeded bootstrap of the reports
+The mechanism is one that declares the capability ``Distribution`` (Square Wave, the bucketed
+oracle, the hierarchical histogram, HaarHRR). Square Wave's intervals come from a seeded bootstrap of the reports
 (``replicates`` resamples, EMS re-run; percentile intervals), the bucketed oracle's are analytic
 (normal, from the oracle's exact variance) — the ``method`` column says which.
 
@@ -21,6 +21,7 @@ from typing import Any, Optional, Sequence
 import polars as pl
 
 from ldp_plugin._errors import LDPParameterError
+from ldp_plugin.mechanisms.protocol import Distribution, has
 
 
 from .polars_frames import accumulate_reports
@@ -29,7 +30,7 @@ __all__ = ["distribution", "quantiles", "range_count"]
 
 
 def _estimate(reports: pl.DataFrame | pl.LazyFrame, mechanism: Any, **kwargs: Any):
-    if not getattr(mechanism, "estimates_distribution", False):
+    if not has(mechanism, Distribution):
         raise LDPParameterError("distribution, quantiles and range_count need a distribution mechanism (SquareWave, BucketedOracle)")
     acc = accumulate_reports(reports, mechanism)
     return mechanism.estimate_from(acc, **kwargs)

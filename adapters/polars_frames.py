@@ -8,7 +8,7 @@ import polars as pl
 
 from ldp_plugin._errors import LDPInputError
 from ldp_plugin.estimation import FrequencyEstimate
-from ldp_plugin.mechanisms.reports import frame_to_reports
+from ldp_plugin.mechanisms.reports import frame_to_reports, report_schema
 
 #: rows per streamed chunk of a LazyFrame (every Polars adapter)
 ROWS_PER_CHUNK = 1 << 18
@@ -28,7 +28,7 @@ def accumulate_reports(reports: pl.DataFrame | pl.LazyFrame, mechanism: Any) -> 
     """The mechanism's accumulator over a reports frame, added in chunks of
     :data:`ROWS_PER_CHUNK` rows (a LazyFrame streamed, only its report columns read); a frame
     without one of the mechanism's report columns, or without rows, is refused."""
-    cols = list(mechanism.report_schema.names())
+    cols = list(report_schema(mechanism).names())
     schema = reports.collect_schema() if isinstance(reports, pl.LazyFrame) else reports.schema
     missing = [c for c in cols if c not in schema]
     if missing:

@@ -1,4 +1,4 @@
-"""Key–value sets (issue 37): ``df.ldp.privatize_key_values("keys", ldp.PCKV(...), values="durations")``
+"""Key–value sets: ``df.ldp.privatize_key_values("keys", ldp.PCKV(...), values="durations")``
 (two list columns) or ``df.ldp.privatize_key_values("apps", pckv)`` (one list-of-struct column with
 fields ``key`` and ``value``) → one report per user; ``reports.ldp.key_values(pckv)`` → ``key,
 frequency, frequency_se, frequency_ci_lower, frequency_ci_upper, mean, mean_se, mean_ci_lower,
@@ -21,7 +21,9 @@ import polars as pl
 
 from ldp_plugin._errors import LDPInputError, LDPParameterError
 from ldp_plugin.mechanisms.key_value import KeyValueBatch
+from ldp_plugin.mechanisms.reports import reports_to_frame
 from ldp_plugin.sampling import RNGLike, chunk_source
+from ldp_plugin.mechanisms.protocol import InputKind, Mechanism
 
 
 from .polars_frames import ROWS_PER_CHUNK, accumulate_reports
@@ -30,7 +32,7 @@ __all__ = ["privatize_key_values", "key_values"]
 
 
 def _check(mechanism: Any) -> None:
-    if getattr(mechanism, "input_kind", None) != "key-value":
+    if not isinstance(mechanism, Mechanism) or mechanism.input_kind is not InputKind.KEY_VALUE:
         raise LDPParameterError("privatize_key_values and key_values need a key-value mechanism (PCKV)")
 
 
@@ -79,7 +81,7 @@ def privatize_key_values(frame: pl.DataFrame | pl.LazyFrame, keys: str, mechanis
     batches = []
     for start in range(0, df.height, ROWS_PER_CHUNK):  # every chunk checked before any report exists
         batches.append(mechanism.encode_pairs(_batch(df.slice(start, ROWS_PER_CHUNK), keys, values)))
-    parts = [mechanism.reports_to_frame(mechanism.randomize(b, rng=chunk_source(seed, i))) for i, b in enumerate(batches)]
+    parts = [reports_to_frame(mechanism, mechanism.randomize(b, rng=chunk_source(seed, i))) for i, b in enumerate(batches)]
     return pl.concat(parts, rechunk=True)
 
 

@@ -1,4 +1,4 @@
-"""Several attributes per user (issue 37): ``df.ldp.privatize_attributes(["country", "app", "os"],
+"""Several attributes per user: ``df.ldp.privatize_attributes(["country", "app", "os"],
 ldp.SMP(...))`` — several integer-code columns in, **one report per user** out — and
 ``reports.ldp.attribute_frequencies(mech)``, the tidy per-attribute estimate
 ``attribute, item, estimate, std_error, ci_lower, ci_upper``.
@@ -25,7 +25,9 @@ import numpy as np
 import polars as pl
 
 from ldp_plugin._errors import LDPInputError, LDPParameterError
+from ldp_plugin.mechanisms.reports import reports_to_frame
 from ldp_plugin.sampling import RNGLike, chunk_source
+from ldp_plugin.mechanisms.protocol import InputKind, Mechanism
 
 
 from .polars_frames import ROWS_PER_CHUNK, accumulate_reports
@@ -35,7 +37,7 @@ __all__ = ["privatize_attributes", "attribute_frequencies"]
 
 
 def _check(mechanism: Any) -> None:
-    if getattr(mechanism, "input_kind", None) != "tuple":
+    if not isinstance(mechanism, Mechanism) or mechanism.input_kind is not InputKind.TUPLE:
         raise LDPParameterError("privatize_attributes and attribute_frequencies need a multi-attribute mechanism (SPL, SMP, RSFD)")
 
 
@@ -69,7 +71,7 @@ def privatize_attributes(frame: pl.DataFrame | pl.LazyFrame, columns: Sequence[s
     for i, start in enumerate(range(0, df.height, ROWS_PER_CHUNK)):
         chunk = df.slice(start, ROWS_PER_CHUNK)
         codes = np.stack([chunk[c].to_numpy().astype(np.int64) for c in columns], axis=1)
-        out = mechanism.reports_to_frame(mechanism.randomize_encoded(codes, rng=chunk_source(seed, i)))
+        out = reports_to_frame(mechanism, mechanism.randomize_encoded(codes, rng=chunk_source(seed, i)))
         if keep_user_id:
             out = out.insert_column(0, chunk[user_id])
         parts.append(out)

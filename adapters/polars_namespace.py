@@ -65,7 +65,7 @@ def _check_mechanism(mechanism: Any) -> None:
         raise LDPParameterError("mechanism must be an ldp_plugin mechanism (e.g. KRR(...), ORR(...), SampleOne(...))")
 
 
-# -- report batches <-> frames (the layout is the mechanism's: Mechanism.report_schema) -------------
+# -- report batches <-> frames (the layout is the mechanism's: reports.report_schema(mechanism)) -------------
 def reports_to_frame(mechanism: Any, reports: Any) -> pl.DataFrame:
     """A report batch of ``mechanism`` as Polars columns (see the module docstring)."""
     _check_mechanism(mechanism)
@@ -79,7 +79,7 @@ def frame_to_reports(mechanism: Any, frame: pl.DataFrame) -> Any:
 
 
 # -- privatize ------------------------------------------------------------------------------------------
-#: input kinds with their own Polars entry point (issue 37): what a user holds, and the method
+#: input kinds with their own Polars entry point: what a user holds, and the method
 _ENTRY_BY_KIND = {"key-value": ("a set of (key, value) pairs", "privatize_key_values"),
                   "tuple": ("one value per attribute (several columns)", "privatize_attributes")}
 
@@ -439,92 +439,62 @@ def estimate(
     return estimate_frame(est).with_columns(poison_shift=pl.Series(bound.poison_shift), poison_shift_down=pl.Series(bound.poison_shift_down))
 
 
-@pl.api.register_dataframe_namespace("ldp")
-class LDPFrame:
-    """``df.ldp.privatize(...)`` and ``reports.ldp.estimate(...)`` (see :mod:`ldp_plugin.adapters`)."""
+class _LDPNamespace:
+    """The ``ldp`` namespace, one class for both frame kinds: every method in this body, each a thin
+    call of the module function that does the work on the frame it holds (a new frame back)."""
 
-    def __init__(self, df: pl.DataFrame):
-        self._df = df
+    def __init__(self, frame: pl.DataFrame | pl.LazyFrame):
+        self._frame = frame
 
     def privatize(self, column: str, mechanism: Any, **kwargs) -> pl.DataFrame | pl.LazyFrame:
-        return privatize(self._df, column, mechanism, **kwargs)
+        """One report per user of ``column`` (:func:`privatize`)."""
+        return privatize(self._frame, column, mechanism, **kwargs)
 
     def estimate(self, mechanism: Any, **kwargs) -> pl.DataFrame:
-        return estimate(self._df, mechanism, **kwargs)
+        """The frequency estimate of a reports frame (:func:`estimate`)."""
+        return estimate(self._frame, mechanism, **kwargs)
 
     def heavy_hitters(self, column: str, **kwargs) -> pl.DataFrame:
         """Discover frequent strings of ``column`` (:func:`ldp_plugin.adapters.polars_discovery.heavy_hitters`)."""
-        return heavy_hitters(self._df, column, **kwargs)
+        return heavy_hitters(self._frame, column, **kwargs)
 
-
-@pl.api.register_lazyframe_namespace("ldp")
-class LDPLazyFrame:
-    """The same on a LazyFrame: the input is streamed, the reports materialized once."""
-
-    def __init__(self, lf: pl.LazyFrame):
-        self._lf = lf
-
-    def privatize(self, column: str, mechanism: Any, **kwargs) -> pl.DataFrame | pl.LazyFrame:
-        return privatize(self._lf, column, mechanism, **kwargs)
-
-    def estimate(self, mechanism: Any, **kwargs) -> pl.DataFrame:
-        return estimate(self._lf, mechanism, **kwargs)
-
-    def heavy_hitters(self, column: str, **kwargs) -> pl.DataFrame:
-        """Discover frequent strings of ``column`` (:func:`ldp_plugin.adapters.polars_discovery.heavy_hitters`)."""
-        return heavy_hitters(self._lf, column, **kwargs)
-
-
-# -- numeric distributions (issue 37; adapters/polars_distribution.py) ------------------------------------
-def _add_distribution_methods(cls: type, attr: str) -> None:
+    # -- numeric distributions (adapters/polars_distribution.py) ------------------------------------------
     def distribution(self, mechanism: Any, **kwargs) -> pl.DataFrame:
         """The histogram of a distribution mechanism's reports (:func:`.polars_distribution.distribution`)."""
-        return _pd.distribution(getattr(self, attr), mechanism, **kwargs)
+        return _pd.distribution(self._frame, mechanism, **kwargs)
 
     def quantiles(self, mechanism: Any, qs: Sequence[float], **kwargs) -> pl.DataFrame:
         """Quantiles with intervals (:func:`.polars_distribution.quantiles`)."""
-        return _pd.quantiles(getattr(self, attr), mechanism, qs, **kwargs)
+        return _pd.quantiles(self._frame, mechanism, qs, **kwargs)
 
     def range_count(self, mechanism: Any, lo: float, hi: float, **kwargs) -> pl.DataFrame:
         """The users in ``[lo, hi)`` with an interval (:func:`.polars_distribution.range_count`)."""
-        return _pd.range_count(getattr(self, attr), mechanism, lo, hi, **kwargs)
+        return _pd.range_count(self._frame, mechanism, lo, hi, **kwargs)
 
-    cls.distribution, cls.quantiles, cls.range_count = distribution, quantiles, range_count
-
-
-_add_distribution_methods(LDPFrame, "_df")
-_add_distribution_methods(LDPLazyFrame, "_lf")
-
-
-# -- several attributes per user (issue 37; adapters/polars_multi.py) -------------------------------------
-def _add_attribute_methods(cls: type, attr: str) -> None:
+    # -- several attributes per user (adapters/polars_multi.py) -----------------------------------------
     def privatize_attributes(self, columns: Sequence[str], mechanism: Any, **kwargs) -> pl.DataFrame:
         """One report per user from several attribute columns (:func:`.polars_multi.privatize_attributes`)."""
-        return _pm.privatize_attributes(getattr(self, attr), columns, mechanism, **kwargs)
+        return _pm.privatize_attributes(self._frame, columns, mechanism, **kwargs)
 
     def attribute_frequencies(self, mechanism: Any, **kwargs) -> pl.DataFrame:
         """Per-attribute frequencies of multi-attribute reports (:func:`.polars_multi.attribute_frequencies`)."""
-        return _pm.attribute_frequencies(getattr(self, attr), mechanism, **kwargs)
+        return _pm.attribute_frequencies(self._frame, mechanism, **kwargs)
 
-    cls.privatize_attributes, cls.attribute_frequencies = privatize_attributes, attribute_frequencies
-
-
-_add_attribute_methods(LDPFrame, "_df")
-_add_attribute_methods(LDPLazyFrame, "_lf")
-
-
-# -- key-value sets (issue 37; adapters/polars_key_value.py) ---------------------------------------------
-def _add_key_value_methods(cls: type, attr: str) -> None:
+    # -- key-value sets (adapters/polars_key_value.py) ---------------------------------------------------
     def privatize_key_values(self, keys: str, mechanism: Any, **kwargs) -> pl.DataFrame:
         """One report per user from key-value sets (:func:`.polars_key_value.privatize_key_values`)."""
-        return _pkv.privatize_key_values(getattr(self, attr), keys, mechanism, **kwargs)
+        return _pkv.privatize_key_values(self._frame, keys, mechanism, **kwargs)
 
     def key_values(self, mechanism: Any, **kwargs) -> pl.DataFrame:
         """Each key's frequency and mean (:func:`.polars_key_value.key_values`)."""
-        return _pkv.key_values(getattr(self, attr), mechanism, **kwargs)
-
-    cls.privatize_key_values, cls.key_values = privatize_key_values, key_values
+        return _pkv.key_values(self._frame, mechanism, **kwargs)
 
 
-_add_key_value_methods(LDPFrame, "_df")
-_add_key_value_methods(LDPLazyFrame, "_lf")
+@pl.api.register_dataframe_namespace("ldp")
+class LDPFrame(_LDPNamespace):
+    """``df.ldp.privatize(...)`` and ``reports.ldp.estimate(...)`` (see :mod:`ldp_plugin.adapters`)."""
+
+
+@pl.api.register_lazyframe_namespace("ldp")
+class LDPLazyFrame(_LDPNamespace):
+    """The same on a LazyFrame: the input is streamed, the reports materialized once."""

@@ -41,6 +41,7 @@ import ldp_plugin as ldp  # noqa: E402
 from ldp_plugin.sampling.kernels import kernel_backend, preload  # noqa: E402
 from ldp_plugin.federated import Collector, Query  # noqa: E402
 from ldp_plugin.federated.envelope import seal  # noqa: E402
+from ldp_plugin.mechanisms.reports import to_wire_each  # noqa: E402
 from ldp_plugin.sampling import SecureRandomSource, SeededRandomSource  # noqa: E402
 
 preload(1 << 40)  # numba (if installed) imported now, before this directory is on the path
@@ -133,7 +134,7 @@ def collector_section(args):
         n = args.n
         q = Query.for_mechanism("bench", mech)
         reports = mech.randomize_encoded(np.random.default_rng(0).integers(0, mech.d, n), rng=SeededRandomSource(1))
-        envs = seal(mech.to_wire_each(reports, tag=q.content_hash))
+        envs = seal(to_wire_each(mech, reports, tag=q.content_hash))
         buf = np.frombuffer(b"".join(envs), dtype=np.uint8).reshape(n, -1)
 
         def run_array():

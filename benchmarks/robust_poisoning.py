@@ -24,7 +24,7 @@ import numpy as np
 
 from ldp_plugin import HCMS, KRR, OLH, OUE
 from ldp_plugin.robust import combine, detect, fake_count, measure_gain, poison_bound
-from ldp_plugin.mechanisms.protocol import SupportTestable
+from ldp_plugin.mechanisms.protocol import SupportTestable, has
 
 D = 1024
 NODES = 10
@@ -80,7 +80,7 @@ def run(n: int, names=("krr", "oue", "olh", "hcms"), nodes: bool = True) -> list
                 allr = _cat(mech, [honest, fakes])
                 pois = mech.estimate(allr, postprocess="none").raw
                 row["multi_gain"] = float(np.mean(pois[targets] - plain[targets]))
-                if isinstance(mech, SupportTestable):
+                if has(mech, SupportTestable):
                     det = detect(mech, allr)
                     est = det.estimate(postprocess="none").raw
                     row["multi_gain_detected"] = float(np.mean(est[targets] - plain[targets]))

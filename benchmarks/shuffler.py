@@ -27,6 +27,7 @@ from ldp_plugin.amplification import amplify
 from ldp_plugin.federated import Collector, Query
 from ldp_plugin.federated.batch import iter_ciphertexts, read_batch
 from ldp_plugin.federated.envelope import seal
+from ldp_plugin.mechanisms.reports import to_wire_each
 from ldp_plugin.federated.sealed import generate_analyzer_keys, open_reports, private_key, public_key, seal_reports
 from ldp_plugin.federated.shuffler import Shuffler
 
@@ -34,7 +35,7 @@ from ldp_plugin.federated.shuffler import Shuffler
 def stages(mech, n: int, workdir: Path) -> dict:
     q = Query.for_mechanism("bench", mech, min_batch=n)
     keys = generate_analyzer_keys(workdir / f"keys-{n}", force=True)
-    envs = seal(mech.to_wire_each(mech.randomize_encoded(np.random.default_rng(0).integers(0, mech.domain_size, n)), tag=q.content_hash))
+    envs = seal(to_wire_each(mech, mech.randomize_encoded(np.random.default_rng(0).integers(0, mech.domain_size, n)), tag=q.content_hash))
     pk, sk = public_key(keys["public_key"]), private_key(keys["private_key"])
     t0 = time.perf_counter()
     cts = seal_reports(envs, pk)

@@ -55,7 +55,6 @@ from ._errors import LDPInputError, LDPParameterError
 from ._boundary import reading
 from .registry import build, load_registry
 from .adapters import estimate as estimate_reports, privatize
-from .theory import choose_orr
 from .accountant import Accountant
 from .executors import aggregate, make_executor, privatize_files, resolve_paths
 
@@ -126,13 +125,11 @@ def build_mechanism(spec: dict, n_hint: int) -> Any:
         if key in params:
             raise LDPParameterError(f"[mechanism] params.{key} duplicates [mechanism] {key}; give it once, in [mechanism]")
     cats, d = params.pop("categories", spec.get("categories")), spec.get("d")
-    if name == "orr" and "k" not in params and cats is None and d is None and spec.get("_candidates"):
-        d = len(spec["_candidates"])  # open alphabet: size the cohorts for the candidates
-
-        chosen = choose_orr(d + (1 if spec.get("m") else 0), float(spec["epsilon"]), n_hint, closed=False)
-        params.setdefault("k", chosen["k"])
-        params.setdefault("cohorts", chosen["cohorts"])
-        d = None
+    if name in reg and cats is None and d is None and spec.get("_candidates"):  # open alphabet: size for the candidates
+        derived = reg[name].mechanism_class().default_parameters(
+            params, epsilon=float(spec["epsilon"]), d=len(spec["_candidates"]) + (1 if spec.get("m") else 0), n=n_hint, closed=False)
+        for key, value in derived.items():
+            params.setdefault(key, value)
     return build(name, epsilon=spec["epsilon"], d=d, categories=cats, m=spec.get("m"), on_long=spec.get("on_long", "error"), n=n_hint, registry=reg, **params)
 
 

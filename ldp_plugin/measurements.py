@@ -45,7 +45,7 @@ from .mechanisms.haar import HaarHRR
 from .mechanisms.hierarchy import HierarchicalHistogram
 from .mechanisms.key_value import PCKV
 from .mechanisms.multi_attribute import RSFD, SMP, SPL, SMPPairs
-from .mechanisms.protocol import Mechanism, refuse_keyed
+from .mechanisms.protocol import Keyed, Mechanism, has, refuse_keyed
 from .sampling import RNGLike, as_source
 
 __all__ = [
@@ -492,7 +492,7 @@ def make_longitudinal(mechanism: Any, *, key: Optional[bytes] = None, rng: RNGLi
     (True, True)
     """
     enable_ldp_features()
-    if not getattr(mechanism, "needs_user_keys", False) or not hasattr(mechanism, "collection_cost") or not hasattr(mechanism, "epsilon_inst"):
+    if not has(mechanism, Keyed):
         raise LDPParameterError("make_longitudinal takes a longitudinal mechanism (l-grr, l-oue, l-osue, l-sue, dbitflip, loloha)")
     once = mechanism.epsilon_inst is None
     if once and key is not None:

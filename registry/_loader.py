@@ -13,7 +13,6 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 from ldp_plugin._errors import LDPParameterError, LDPInputError
-from ldp_plugin.theory import choose_orr
 from ldp_plugin.mechanisms import SampleOne
 from ldp_plugin.mechanisms.domain import check_labels
 from ldp_plugin.mechanisms.longitudinal import Memoized
@@ -285,17 +284,11 @@ def build(
         m = 1
     if categories is not None:
         categories = check_labels(categories, "categories")  # ordered, one type, no None/NaN/duplicates
-    if name == "orr" and "k" not in params:
-        S = len(categories) if categories is not None else d
-        if S is None:
-            raise LDPParameterError(
-                "mechanism 'orr' needs k (int in [2, 2^24]) and cohorts, or the domain size d/categories to choose them "
-                "(on the command line: --d D, or --param k=K --param cohorts=C)"
-            )
-
-        chosen = choose_orr(int(S) + (1 if wrap else 0), float(epsilon), int(n) if n else 100_000)
-        params.setdefault("k", chosen["k"])
-        params.setdefault("cohorts", chosen["cohorts"])
+    S = len(categories) if categories is not None else d
+    derived = decl.mechanism_class().default_parameters(params, epsilon=epsilon, d=None if S is None else int(S) + (1 if wrap else 0),
+                                                        n=int(n) if n else 100_000)
+    for key, value in derived.items():
+        params.setdefault(key, value)
     missing = [p for p in required_parameters(decl) if p not in params]
     if missing:
         hints = ", ".join(_param_hint(decl, p) for p in missing)

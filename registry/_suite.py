@@ -28,7 +28,7 @@ def self_test(*, seed: int = 0, quick: bool = False) -> list[dict]:
     n_bugs = len(bugs) + len(decl_bugs)
     rows = []
     for i, (name, mech, expected) in enumerate(bugs):
-        instance = mech.params() if hasattr(mech, "params") else mech.spec()["params"]
+        instance = mech.params()
         r = verify_instance(mech, name=name, instance=instance, seed=seed + 104729 * i, quick=quick, alpha=FAMILY_ALPHA / n_bugs)
         keys = (("exact", "exact"), ("sampling-path", "sampling_path"), ("goodness-of-fit", "goodness_of_fit"),
                 ("rates", "rates"), ("joint", "joint"), ("audit", "audit"), ("transcript", "transcript"),

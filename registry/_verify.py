@@ -13,8 +13,10 @@ from ldp_plugin.verification.layers import FAMILY_ALPHA, audit_layer, exact_laye
 from ldp_plugin.verification.positions import positions_layer
 from ldp_plugin.verification.production import production_layer
 from ldp_plugin.verification.rates import rates_layer
-from ldp_plugin.verification.sampling_path import joint_layer, rate_layer, sampling_path_layer
+from ldp_plugin.verification.joint import joint_layer
+from ldp_plugin.verification.sampling_path import rate_layer, sampling_path_layer
 from ldp_plugin.verification.transcript import transcript_layer
+from ldp_plugin.mechanisms.protocol import Keyed, has
 
 from ._loader import ALL_LAYERS, Declaration
 
@@ -103,7 +105,7 @@ def verify_instance(mech, *, name: str, instance: dict, seed: int = 0, quick: bo
         out["audit_samples"] = a["audit_samples"]
         out["audit"] = a
         passed &= a["passed"]
-    if "transcript" in layers and hasattr(mech, "transcript_model"):  # keyed mechanisms: repeated collections
+    if "transcript" in layers and has(mech, Keyed):  # keyed mechanisms: repeated collections
         tr = transcript_layer(mech, quick=quick)
         out["transcript"] = tr
         passed &= tr["passed"]

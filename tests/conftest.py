@@ -8,34 +8,33 @@ from typing import NamedTuple
 
 import pytest
 
-from ldp_plugin import KRR, OLH, OUE, RAPPOR, THE, HadamardMechanism, HadamardResponse, KSubset, WarnerRR
+from ldp_plugin.mechanisms.protocol import InputKind, SupportRates, has
+from ldp_plugin.registry import load_registry
+
+#: distinct canonical instances per name the statistical contract runs on (each at every epsilon)
+PER_NAME = 3
 
 
 def small_instances():
-    """(id, factory(epsilon) -> mechanism) for every family, on domains small enough to enumerate."""
-    return [
-        ("warner", lambda e: WarnerRR(epsilon=e)),
-        ("krr-d2", lambda e: KRR(epsilon=e, d=2)),
-        ("krr-d5", lambda e: KRR(epsilon=e, d=5)),
-        ("rappor-d3", lambda e: RAPPOR(epsilon=e, d=3)),
-        ("rappor-d6", lambda e: RAPPOR(epsilon=e, d=6)),
-        ("oue-d4", lambda e: OUE(epsilon=e, d=4)),
-        ("oue-d6", lambda e: OUE(epsilon=e, d=6)),
-        ("ksubset-d4-k1", lambda e: KSubset(epsilon=e, d=4, k=1)),
-        ("ksubset-d5-k2", lambda e: KSubset(epsilon=e, d=5, k=2)),
-        ("ksubset-d6-k3", lambda e: KSubset(epsilon=e, d=6, k=3)),
-        ("ksubset-d6-l2", lambda e: KSubset(epsilon=e, d=6)),
-        ("ksubset-d20-k2-shuffle", lambda e: KSubset(epsilon=e, d=20, k=2)),
-        ("olh-d5", lambda e: OLH(epsilon=e, d=5)),
-        ("blh-d4", lambda e: OLH(epsilon=e, d=4, g=2)),
-        ("olh-d6-g5", lambda e: OLH(epsilon=e, d=6, g=5)),
-        ("hadamard-d3", lambda e: HadamardResponse(epsilon=e, d=3)),
-        ("hadamard-d6", lambda e: HadamardResponse(epsilon=e, d=6)),
-        ("hm-d3", lambda e: HadamardMechanism(epsilon=e, d=3)),
-        ("hm-d6", lambda e: HadamardMechanism(epsilon=e, d=6)),
-        ("the-d4", lambda e: THE(epsilon=e, d=4)),
-        ("the-d5-t07", lambda e: THE(epsilon=e, d=5, threshold=0.7)),
-    ]
+    """(id, factory(epsilon) -> mechanism) for every registered pure frequency oracle (value inputs,
+    declared SupportRates: the contract tests its support rates), on up to ``PER_NAME`` distinct
+    canonical instances of its declaration (small enough to enumerate): derived from the registry,
+    so a newly registered oracle is under the contract without a new line here."""
+    out = []
+    for name, decl in sorted(load_registry().items()):
+        cls = decl.mechanism_class()
+        seen: list = []
+        for inst in decl.canonical:
+            params = {k: v for k, v in dict(inst).items() if k != "epsilon"}
+            if params in seen or len(seen) == PER_NAME:
+                continue
+            m = cls(**dict(inst))
+            if m.input_kind is not InputKind.VALUE or not has(m, SupportRates):
+                break
+            seen.append(params)
+            ident = "-".join([name] + [f"{k}{v}" for k, v in sorted(params.items())])
+            out.append((ident, lambda e, cls=cls, params=params: cls(epsilon=e, **params)))
+    return out
 
 
 INSTANCES = small_instances()

@@ -1,7 +1,9 @@
 """One contract per capability, parametrized from the registry over EVERY kind (frequency, mean,
-longitudinal) and the wrappers (SampleOne, Memoized): a mechanism that declares a capability
-(``isinstance(m, Capability)``, :mod:`ldp_plugin.mechanisms.protocol`) honours it, and every
-capability is declared by at least one registered mechanism (no contract runs on nothing)."""
+longitudinal, distribution, multi-attribute, key-value) and the wrappers (SampleOne, Memoized): a
+mechanism declares its capabilities on its class (``capabilities``), ONE function answers
+(``has(m, Capability)``, :mod:`ldp_plugin.mechanisms.protocol`) — the declaration, never the
+attribute shape —, a declared capability's members are all there and its contract holds, and
+every capability is declared by at least one registered mechanism (no contract runs on nothing)."""
 
 from __future__ import annotations
 
@@ -15,22 +17,16 @@ import pytest
 import ldp_plugin as ldp
 from ldp_plugin._errors import LDPParameterError
 from ldp_plugin.mechanisms import reports
-from ldp_plugin.mechanisms.protocol import Analytic, ClosedDomain, Cohorted, Keyed, Mechanism, Numeric, SupportRates, Verifiable
-from ldp_plugin.registry import KINDS, from_spec, load_registry
+from ldp_plugin.mechanisms.protocol import (
+    CAPABILITIES, Analytic, ClosedDomain, Cohorted, Distribution, InputKind, Keyed, Mechanism, Numeric, SupportRates, Verifiable, capabilities,
+    has,
+)
+from ldp_plugin.registry import KINDS, from_spec
 from ldp_plugin.sampling import SeededRandomSource
 
-REG = load_registry(kinds=KINDS)
-KEYS = [bytes([i % 251, 9]) * 16 for i in range(64)]
+from ._helpers import REG, registry_instances, valid_reports, valid_values
 
-
-def _instances():
-    out = [(f"{decl.kind}:{name}", lambda decl=decl: decl.mechanism_class()(**dict(decl.canonical[0]))) for name, decl in sorted(REG.items())]
-    out.append(("wrapper:sample-one", lambda: ldp.SampleOne(mechanism=ldp.KRR(epsilon=1.0, d=5), m=2)))
-    out.append(("wrapper:memoized", lambda: ldp.Memoized(epsilon_permanent=2.0, epsilon_instantaneous=1.0, d=4, max_values=2)))
-    return out
-
-
-INSTANCES = _instances()
+INSTANCES = registry_instances()
 IDS = [i for i, _ in INSTANCES]
 
 
@@ -41,30 +37,13 @@ def mech(request):
 
 def declaring(capability):
     """The registry instances (every kind, the wrappers) that declare ``capability``."""
-    return pytest.mark.parametrize("m", [pytest.param(f(), id=i) for i, f in INSTANCES if isinstance(f(), capability)])
-
-
-def _values(m, n=32):
-    if m.input_kind == "number":
-        return np.linspace(m.lower, m.upper, n)
-    if m.input_kind == "key-value":  # one (key, value) pair per user, some empty sets (issue 37)
-        return [[(i % m.d, (i % 7) / 7 - 0.5)] if i % 3 else [] for i in range(n)]
-    if m.input_kind == "tuple":  # an n × attributes array of codes (issue 37)
-        return np.stack([np.arange(n) % k for k in m.domains], axis=1)
-    codes = np.arange(n) % m.domain_size
-    items = getattr(m, "items", None)
-    return codes if items is None else np.array([items[c] for c in codes])
-
-
-def _reports(m, n=32, seed=4):
-    keys = KEYS[:n] if m.needs_user_keys else None
-    return m.randomize(_values(m, n), rng=seed, user_keys=keys)
+    return pytest.mark.parametrize("m", [pytest.param(f(), id=i) for i, f in INSTANCES if has(f(), capability)])
 
 
 def test_every_capability_is_declared_by_some_registered_mechanism():
     built = [f() for _, f in INSTANCES]
-    for cap in (ClosedDomain, Cohorted, Keyed, Numeric, SupportRates, Verifiable, Analytic):
-        assert any(isinstance(m, cap) for m in built), cap.__name__
+    for cap in CAPABILITIES.values():
+        assert any(has(m, cap) for m in built), cap.__name__
     kinds = {decl.kind for decl in REG.values()}
     assert kinds == set(KINDS)
 
@@ -75,7 +54,7 @@ def test_core(mech):
     assert isinstance(mech, Mechanism)
     again = from_spec(json.loads(json.dumps(mech.spec())))
     assert again == mech
-    r = _reports(mech)
+    r = valid_reports(mech)
     cols = mech.to_columns(r)
     assert set(cols) == {f.name for f in mech.base.report_fields()}
     back = mech.from_columns(cols)
@@ -98,7 +77,7 @@ def test_cohorted(m):
     mech = m
     assert mech.takes_cohorts and mech.cohorts >= 1
     coh = np.arange(32) % mech.cohorts
-    r = mech.randomize(_values(mech), rng=1, cohorts=coh)
+    r = mech.randomize(valid_values(mech), rng=1, cohorts=coh)
     assert np.array_equal(np.asarray(mech.to_columns(r)["cohort"]).astype(np.int64), coh)
 
 
@@ -108,8 +87,8 @@ def test_keyed(m):
     assert mech.needs_user_keys
     assert Fraction(mech.collection_cost(1)) > 0
     with pytest.raises(LDPParameterError, match="user_keys"):
-        mech.randomize(_values(mech), rng=1)
-    a, b = _reports(mech, seed=2), _reports(mech, seed=2)
+        mech.randomize(valid_values(mech), rng=1)
+    a, b = valid_reports(mech, seed=2), valid_reports(mech, seed=2)
     assert reports.to_wire(mech, a) == reports.to_wire(mech, b)  # same keys, same seed: same reports
 
 
@@ -151,3 +130,43 @@ def test_analytic(m):
     theta = np.full(d, 1.0 / d)
     mse = mech.analytic_mse(1000, theta=theta)
     assert np.isfinite(mse) and mse > 0
+
+
+def _members(cap) -> set:
+    """The members a capability protocol names (its annotations, methods and properties)."""
+    return {n for n in vars(cap) if not n.startswith("_")} | {n for n in getattr(cap, "__annotations__", {}) if not n.startswith("_")}
+
+
+def test_declared_equals_answered(mech):
+    """For every registered name: the one function answers exactly the class's declaration, the
+    attribute shape answers nothing (``isinstance`` refuses a capability), every declared
+    capability's members are there, and the flags the core keeps agree with the declaration."""
+    declared = type(mech).capabilities
+    assert capabilities(mech) == declared and declared <= set(CAPABILITIES.values())
+    for cap in CAPABILITIES.values():
+        assert has(mech, cap) == (cap in declared), cap.__name__
+        with pytest.raises(TypeError):
+            isinstance(mech, cap)
+    for cap in declared:
+        assert not [n for n in _members(cap) if not hasattr(mech, n)], cap.__name__
+    assert has(mech, Keyed) == mech.needs_user_keys
+    assert has(mech, Cohorted) == mech.takes_cohorts
+    assert isinstance(mech.input_kind, InputKind)
+    assert has(mech, Numeric) == (mech.input_kind is InputKind.NUMBER)
+    assert not (has(mech, Keyed) and has(mech, SupportRates))  # memoized reports: no one-report closed forms
+
+
+def test_has_refuses_what_is_not_a_capability():
+    with pytest.raises(TypeError):
+        has(ldp.KRR(epsilon=1.0, d=4), Mechanism)
+    assert capabilities(object()) == frozenset() and not has(object(), Verifiable)
+
+
+@declaring(Distribution)
+def test_distribution(m):
+    mech = m
+    est = mech.estimate_from(mech.accumulator().add(valid_reports(mech, n=400)))
+    qs = est.quantiles([0.5])
+    assert len(qs) == 1 and mech.lower <= qs[0]["estimate"] <= mech.upper
+    whole = est.range_count(mech.lower, mech.upper)
+    assert whole.n == 400 and abs(whole.fraction - 1) < 1e-9  # the estimate is a distribution: mass one on the range

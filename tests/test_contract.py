@@ -39,28 +39,18 @@ def test_exact_channel(factory, eps):
     assert ratio_within_exp(ratio, eps)  # zero tolerance, exact
     assert m.realized_epsilon <= eps
     # the realized mechanism wastes almost nothing of the budget (THE has slack by design)
-    if getattr(m, "uses_full_budget", True):
+    if m.uses_full_budget:
         assert ratio >= exp_lower_bound(eps) * (1 - Fraction(1, 10**15))
     # support probabilities of the channel equal (p*, q*)
     P = ch.matrix
-    hashed = getattr(m, "q_star_over_hash", False)
+    hashed = m.q_star_over_hash
     for x in range(m.d):
         for i in range(m.d):
-            supp = sum(P[x][j] for j, y in enumerate(ch.outputs) if _supports(m, y, i))
+            supp = sum(P[x][j] for j, y in enumerate(ch.outputs) if m.supports(y, i))
             if i == x or not hashed:
                 assert supp == (m.p_star_exact if i == x else m.q_star_exact)
-            else:  # q* = 1/g holds in expectation over the seed; per seed it is p or q_g
-                assert 0 < supp < m.p_star_exact
-
-
-def _supports(m, y, i):
-    if hasattr(m, "supports"):
-        return m.supports(y, i)
-    if m.name in ("krr", "warner"):
-        return y == i
-    if m.name in ("rappor", "oue", "the"):
-        return y[i] == 1
-    return i in y
+            else:  # q* = 1/g holds in expectation over the seed; per seed it is p (i and x collide) or q_g
+                assert 0 < supp <= m.p_star_exact
 
 
 def _gof(m, counts_by_x, channel):
@@ -78,8 +68,7 @@ def _sample_counts(m, n_per_x, seed):
     out = []
     for x in range(m.d):
         codes = np.full(n_per_x, x, dtype=np.int64)
-        randomize = getattr(m, "_verification_randomize", m._randomize_codes)
-        reports = randomize(codes, src)
+        reports = m._verification_randomize(codes, src)
         idx = m.output_index(reports)
         out.append(np.bincount(idx, minlength=len(ch.outputs)))
     return out

@@ -14,6 +14,7 @@ import pytest
 import ldp_plugin as ldp
 from ldp_plugin.federated import Collector, DeviceFleet, Query
 from ldp_plugin.federated.reply import validate_reply
+from ldp_plugin.mechanisms.reports import to_wire, to_wire_each, wire_size
 
 N = 60
 MECH = ldp.OUE(epsilon=1.0, d=8)
@@ -50,10 +51,10 @@ def test_a_batch_blob_under_one_id_is_one_rejected_element(honest):
     q, replies, ref = honest
     col = _fresh(q, replies)
     many = MECH.randomize_encoded(np.zeros(200_000, dtype=np.int64))  # the attack at 1/262 scale: one blob, many reports
-    blob = os.urandom(16) + MECH.to_wire(many, tag=q.content_hash)
+    blob = os.urandom(16) + to_wire(MECH, many, tag=q.content_hash)
     huge = col.ingest_reply({"devices": N, "reports": [blob], "refused": "{}", "retry": False}, quota=N)
     assert huge["error"] == "oversize" and col.node_errors == {"oversize": 1}
-    small = MECH.to_wire(MECH.randomize_encoded(np.zeros(3, dtype=np.int64)), tag=q.content_hash)
+    small = to_wire(MECH, MECH.randomize_encoded(np.zeros(3, dtype=np.int64)), tag=q.content_hash)
     res = col.ingest_reply({"devices": N, "reports": [os.urandom(16) + small], "refused": "{}", "retry": False}, quota=N)
     assert res["error"] is None and res["rejected"] == {"not_one_report": 1} and res["accepted"] == 0
     assert np.array_equal(_counts(col), _counts(ref)) and col.accepted == ref.accepted
@@ -77,7 +78,7 @@ def test_a_sybil_node_claiming_100x_its_devices_is_rejected_whole(honest):
     q, replies, ref = honest
     col = _fresh(q, replies)
     target = MECH.randomize_encoded(np.full(100 * N, 7, dtype=np.int64))  # fresh, well-formed reports pushing item 7
-    envs = [os.urandom(16) + b for b in MECH.to_wire_each(target, tag=q.content_hash)]
+    envs = [os.urandom(16) + b for b in to_wire_each(MECH, target, tag=q.content_hash)]
     res = col.ingest_reply({"devices": 100 * N, "reports": envs, "refused": "{}", "retry": False}, quota=N)
     assert res["error"] == "over_quota" and res["accepted"] == 0
     res = col.ingest_reply({"devices": N, "reports": envs[: N + 1], "refused": "{}", "retry": False}, quota=N)
@@ -91,7 +92,7 @@ def test_a_header_claiming_four_billion_reports_counts_one(honest):
     q, replies, ref = honest
     col = _fresh(q, replies)
     one = replies[0]["reports"][0]
-    header = one[: len(one) - 4 - (len(one) - 16 - MECH.wire_size(0, tag=q.content_hash))]
+    header = one[: len(one) - 4 - (len(one) - 16 - wire_size(MECH, 0, tag=q.content_hash))]
     forged = os.urandom(16) + header[16:] + struct.pack("<I", 4_294_967_295) + one[len(header) + 4:]
     wrong_tag = forged[:16 + 8] + bytes(16) + forged[16 + 24:]
     res = col.ingest_reply({"devices": N, "reports": [forged, wrong_tag], "refused": "{}", "retry": False}, quota=N)

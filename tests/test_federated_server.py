@@ -27,6 +27,7 @@ from ldp_plugin.federated import DeviceConfig, DeviceFleet, Query  # noqa: E402
 from ldp_plugin.federated.app import _record, device_answer, run_plan  # noqa: E402
 from ldp_plugin.federated.envelope import seal  # noqa: E402
 from ldp_plugin.federated.plan import Plan  # noqa: E402
+from ldp_plugin.mechanisms.reports import to_wire, to_wire_each
 
 DEVICES = 40
 
@@ -86,14 +87,14 @@ MECH = ldp.OUE(epsilon=1.0, d=8)
 def _sybil(m):  # registers a million devices, then floods 100x its cap with fresh, well-formed reports of item 7
     if not _is_query(m):
         return _reply(m, 10**6, [])
-    envs = seal(MECH.to_wire_each(MECH.randomize_encoded(np.full(5000, 7)), tag=_tag(m)))
+    envs = seal(to_wire_each(MECH, MECH.randomize_encoded(np.full(5000, 7)), tag=_tag(m)))
     return _reply(m, 5000, envs)
 
 
 def _batcher(m):  # one "envelope" holding a whole batch of reports: on the wire, a blob of no whole number of envelopes
     if not _is_query(m):
         return _reply(m, DEVICES, [])
-    return _reply(m, DEVICES, [os.urandom(16) + MECH.to_wire(MECH.randomize_encoded(np.full(30, 7)), tag=_tag(m))])
+    return _reply(m, DEVICES, [os.urandom(16) + to_wire(MECH, MECH.randomize_encoded(np.full(30, 7)), tag=_tag(m))])
 
 
 def _hostile_metadata(m):
@@ -184,7 +185,7 @@ ROBUST_DEVICES = 4000  # per node: a node's standard error (≈ 0.03 at ε = 1) 
 def _max_gain(m):  # a node of fake users: well-formed maximal-gain OUE reports for item 7 (Cao, Jia, Gong 2021)
     if not _is_query(m):
         return _reply(m, ROBUST_DEVICES, [])
-    return _reply(m, ROBUST_DEVICES, seal(MECH.to_wire_each(MECH.max_gain_reports([7], ROBUST_DEVICES), tag=_tag(m))))
+    return _reply(m, ROBUST_DEVICES, seal(to_wire_each(MECH, MECH.max_gain_reports([7], ROBUST_DEVICES), tag=_tag(m))))
 
 
 def test_a_plan_with_robust_combination_bounds_a_hostile_node(tmp_path):

@@ -34,6 +34,7 @@ from ldp_plugin.federated.app import _record, device_answer  # noqa: E402
 from flwr.app import ConfigRecord, Message, RecordDict  # noqa: E402
 
 from .test_federated_server import DEVICES, LoopbackGrid, _dropout, _honest, _is_query, flower_task  # noqa: E402,F401
+from ldp_plugin.mechanisms.reports import from_wire_many
 
 DELTA = 1e-6
 NODE_IDS = (2**63 - 25, 4611686018427400000 + 12345, 987654321987654321)  # Flower's node ids are random 64-bit integers
@@ -132,7 +133,7 @@ def test_a_shuffled_round_over_flower_is_recorded_and_the_analyzer_sees_no_node_
     opened, bad = open_reports(sent[0] + sent[1], private_key(keys["private_key"]))
     assert bad == 0
     krr = ldp.KRR(epsilon=1.0, d=8)
-    reports, _ = krr.from_wire_many([e[NONCE_BYTES:] for e in opened])
+    reports, _ = from_wire_many(krr, [e[NONCE_BYTES:] for e in opened])
     n = len(opened)
     p, q = math.e / (math.e + 7), 1 / (math.e + 7)
     direct = (np.bincount(np.asarray(reports, dtype=np.int64), minlength=8) / n - q) / (p - q)

@@ -31,6 +31,7 @@ from ldp_plugin.federated.sealed import SEAL_OVERHEAD, generate_analyzer_keys, o
 from ldp_plugin.federated.shuffler import BatchBelowMinimum, Shuffler, permutation  # noqa: E402
 from ldp_plugin.registry import build  # noqa: E402
 from ldp_plugin.sampling import SeededRandomSource  # noqa: E402
+from ldp_plugin.mechanisms.reports import to_wire_each
 
 MECH = ldp.KRR(epsilon=2.0, d=8)
 DELTA = 1e-6
@@ -42,7 +43,7 @@ def _query(min_batch: int, qid: str = "p/q/r1", mech=MECH) -> Query:
 
 def _envelopes(q: Query, values) -> list:
     mech = q.mechanism()
-    return seal(mech.to_wire_each(mech.randomize_encoded(np.asarray(values)), tag=q.content_hash))
+    return seal(to_wire_each(mech, mech.randomize_encoded(np.asarray(values)), tag=q.content_hash))
 
 
 @pytest.fixture(scope="module")

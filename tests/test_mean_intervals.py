@@ -9,6 +9,7 @@ import pytest
 
 import ldp_plugin as ldp
 from ldp_plugin._errors import LDPParameterError
+from ldp_plugin.mechanisms.reports import reports_to_frame
 
 
 def _runs(m, x, target, runs):
@@ -53,6 +54,6 @@ def test_target_is_honoured_and_checked():
     assert s.target == "sample" and p.target == "population" and p.std_error > s.std_error
     with pytest.raises(LDPParameterError, match="target must be"):
         m.estimate(r, target="everyone")
-    frame = m.reports_to_frame(r)
+    frame = reports_to_frame(m, r)
     assert frame.ldp.estimate(m, target="population")["std_error"][0] == pytest.approx(p.std_error)
     assert frame.ldp.estimate(m)["std_error"][0] == pytest.approx(s.std_error)

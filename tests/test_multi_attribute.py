@@ -16,6 +16,7 @@ import ldp_plugin as ldp
 from ldp_plugin._errors import LDPInputError, LDPParameterError
 from ldp_plugin.exact import ratio_within_exp
 from ldp_plugin.registry import KINDS, build, from_spec, load_registry, verify_instance
+from ldp_plugin.mechanisms.reports import check_reports, report_count
 
 A, K, EPS = 5, 10, 2.0
 
@@ -62,10 +63,10 @@ def test_errors():
     with pytest.raises(LDPInputError, match="n × 2 array"):
         m.randomize(np.array([[0, 1, 2]]))
     att, val = m.randomize(np.array([[0, 1]] * 10), rng=0)
-    ok, rej = m.check_reports((np.r_[att, 1].astype(np.uint8), np.r_[val, 3].astype(np.uint32)))
-    assert rej == {} and m.report_count(ok) == 11
-    ok, rej = m.check_reports((np.r_[att, 0].astype(np.uint8), np.r_[val, 3].astype(np.uint32)))  # 3 is outside attribute 0's [0, 3)
-    assert rej == {"out_of_range": 1} and m.report_count(ok) == 10
+    ok, rej = check_reports(m, (np.r_[att, 1].astype(np.uint8), np.r_[val, 3].astype(np.uint32)))
+    assert rej == {} and report_count(m, ok) == 11
+    ok, rej = check_reports(m, (np.r_[att, 0].astype(np.uint8), np.r_[val, 3].astype(np.uint32)))  # 3 is outside attribute 0's [0, 3)
+    assert rej == {"out_of_range": 1} and report_count(m, ok) == 10
 
 
 def _population(n, seed=0):

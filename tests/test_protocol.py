@@ -15,6 +15,7 @@ import ldp_plugin as ldp
 from ldp_plugin._errors import LDPParameterError
 from ldp_plugin.mechanisms import Mechanism
 from ldp_plugin.registry import build, from_spec, load_registry
+from ldp_plugin.mechanisms.reports import check_reports, frame_to_reports, from_wire, report_count, report_schema, reports_to_frame, to_wire, wire_fingerprint, wire_size
 
 REG = load_registry()
 KEYS = [bytes([i % 256, i // 256]) * 16 for i in range(512)]
@@ -75,17 +76,17 @@ def test_is_a_mechanism_with_a_spec_that_round_trips(mech):
     spec = mech.spec()
     again = from_spec(json.loads(json.dumps(spec)))
     assert again == mech and again.spec() == spec
-    assert mech.wire_fingerprint() == again.wire_fingerprint()
+    assert wire_fingerprint(mech) == wire_fingerprint(again)
 
 
 def test_frame_and_wire_round_trip(mech):
     r = _reports(mech)
-    frame = mech.reports_to_frame(r)
-    assert frame.schema == mech.report_schema
-    assert _same(mech, mech.frame_to_reports(frame), r)
-    blob = mech.to_wire(r, tag=b"query-1")
-    assert len(blob) == mech.wire_size(mech.report_count(r), tag=b"query-1")
-    back, rejected = mech.from_wire(blob, tag=b"query-1")
+    frame = reports_to_frame(mech, r)
+    assert frame.schema == report_schema(mech)
+    assert _same(mech, frame_to_reports(mech, frame), r)
+    blob = to_wire(mech, r, tag=b"query-1")
+    assert len(blob) == wire_size(mech, report_count(mech, r), tag=b"query-1")
+    back, rejected = from_wire(mech, blob, tag=b"query-1")
     assert rejected == {} and _same(mech, back, r)
     # the accumulator takes the decoded reports and gives the same counts
     a, b = mech.accumulator().add(r), mech.accumulator().add(back)
@@ -94,15 +95,15 @@ def test_frame_and_wire_round_trip(mech):
 
 def test_wire_rejects_each_malformed_class_and_counts_it(mech):
     r = _reports(mech, n=16)
-    blob = mech.to_wire(r, tag=b"q")
-    n = mech.report_count(r)
-    assert mech.from_wire(blob[:-1], tag=b"q")[1] == {"malformed": n}
-    assert mech.from_wire(b"", tag=b"q")[1] == {"malformed": 1}
-    assert mech.from_wire(b"XXXX" + blob[4:], tag=b"q")[1] == {"malformed": 1}
-    assert mech.from_wire(blob, tag=b"other")[1] == {"wrong_tag": n}
+    blob = to_wire(mech, r, tag=b"q")
+    n = report_count(mech, r)
+    assert from_wire(mech, blob[:-1], tag=b"q")[1] == {"malformed": n}
+    assert from_wire(mech, b"", tag=b"q")[1] == {"malformed": 1}
+    assert from_wire(mech, b"XXXX" + blob[4:], tag=b"q")[1] == {"malformed": 1}
+    assert from_wire(mech, blob, tag=b"other")[1] == {"wrong_tag": n}
     # a report of another mechanism (other parameters) is refused as a whole
     other = ldp.KRR(epsilon=0.3, d=3)
-    assert mech.from_wire(other.to_wire(other.randomize_encoded([0, 1], rng=0), tag=b"q"), tag=b"q")[1] == {"wrong_mechanism": 2}
+    assert from_wire(mech, to_wire(other, other.randomize_encoded([0, 1], rng=0), tag=b"q"), tag=b"q")[1] == {"wrong_mechanism": 2}
     # row-level corruption: every field at its bound (out of range / padding bits / unsorted)
     fields = mech.base.report_fields()
     cols = {k: np.array(v, copy=True) for k, v in mech.base._to_columns(r).items()}
@@ -110,26 +111,26 @@ def test_wire_rejects_each_malformed_class_and_counts_it(mech):
         if f.kind in ("int", "sorted") and f.bound is not None and f.bound < 2 ** (8 * np.dtype(f.dtype).itemsize):
             bad = {k: v.copy() for k, v in cols.items()}
             bad[f.name][0] = f.bound  # row 0 out of range (for a row field: every slot)
-            acc, rej = mech.check_reports(mech.base._from_columns(bad))
-            assert rej == {"out_of_range": 1} and mech.report_count(acc) == n - 1
+            acc, rej = check_reports(mech, mech.base._from_columns(bad))
+            assert rej == {"out_of_range": 1} and report_count(mech, acc) == n - 1
             # through the wire too: never raises, never estimates the bad row
-            back, rej = mech.from_wire(mech.to_wire(mech.base._from_columns(bad), tag=b"q"), tag=b"q")
-            assert rej == {"out_of_range": 1} and mech.report_count(back) == n - 1
+            back, rej = from_wire(mech, to_wire(mech, mech.base._from_columns(bad), tag=b"q"), tag=b"q")
+            assert rej == {"out_of_range": 1} and report_count(mech, back) == n - 1
         if f.kind == "bits" and f.bound % 8:
             bad = {k: v.copy() for k, v in cols.items()}
             bad[f.name][1, -1] |= np.uint8(0x80)
-            assert mech.check_reports(mech.base._from_columns(bad))[1] == {"padding_bits": 1}
+            assert check_reports(mech, mech.base._from_columns(bad))[1] == {"padding_bits": 1}
         if f.kind == "sorted" and f.width > 1:
             bad = {k: v.copy() for k, v in cols.items()}
             bad[f.name][2, :2] = bad[f.name][2, 1::-1]
-            assert mech.check_reports(mech.base._from_columns(bad))[1] == {"not_sorted": 1}
+            assert check_reports(mech, mech.base._from_columns(bad))[1] == {"not_sorted": 1}
 
 
 def test_check_reports_power_on_a_clean_batch(mech):
     """The row checks accept every report the real client produces (no false rejections)."""
     r = _reports(mech, n=256, rng=5)
-    acc, rej = mech.check_reports(r)
-    assert rej == {} and mech.report_count(acc) == 256
+    acc, rej = check_reports(mech, r)
+    assert rej == {} and report_count(mech, acc) == 256
 
 
 def test_cohorts_only_for_cohort_mechanisms():
@@ -194,7 +195,7 @@ def test_polars_namespace_uses_only_the_protocol():
     for mech, col in [(ldp.KRR(epsilon=1.0, categories=["a", "b"]), "v"), (ldp.Wheel(epsilon=1.0, m=2, categories=["a", "b", "c"]), "s"),
                       (ldp.SampleOne(mechanism=ldp.OUE(epsilon=1.0, categories=["a", "b"]), m=2), "s")]:
         rep = df.ldp.privatize(col, mech, seed=0)
-        assert rep.schema == mech.report_schema
+        assert rep.schema == report_schema(mech)
         assert rep.ldp.estimate(mech).height == len(mech.categories)
 
 

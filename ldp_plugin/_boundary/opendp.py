@@ -126,9 +126,9 @@ def argument_check(mechanism: Any, unit: str) -> Optional[Callable[[Any], None]]
     ``input_kind``/``encode``/``lower``/``upper``; never echoes the value."""
     import numpy as np
 
-    if getattr(mechanism, "needs_user_keys", False):
+    if mechanism.needs_user_keys:
         return None
-    kind = getattr(mechanism, "input_kind", "value")
+    kind = mechanism.input_kind
 
     def user(value: Any) -> None:
         if value is None:

@@ -1,6 +1,6 @@
 """Budgets for work: before a long simulation starts, estimate its time (reports to randomize at
 a conservative rate) and memory, and refuse with the estimate and the option to change instead of
-running for hours or being killed for memory (issue 38).
+running for hours or being killed for memory.
 
 The limits are deliberately generous (minutes, gigabytes): they stop a typo (``--repeats
 1000000000``, ``--n 1e12``), not a real study. ``LDP_PLUGIN_MAX_SECONDS`` raises the time limit.

@@ -47,7 +47,7 @@ from typing import Any, Optional
 import numpy as np
 
 from .._errors import LDPParameterError
-from ..mechanisms.protocol import SupportRates
+from ..mechanisms.protocol import SupportRates, has
 
 __all__ = ["BlanketParameters", "blanket_parameters", "blanket_delta", "blanket_epsilon"]
 
@@ -81,7 +81,7 @@ def blanket_parameters(mechanism: Any) -> Optional[BlanketParameters]:
     :class:`~ldp_plugin.mechanisms.protocol.SupportRates` mechanism of channel shape
     ``"randomized-response"`` (k-RR) has ``γ = d·q*`` (the realized, exact ``q*``): every report is a
     uniform draw with probability ``γ`` (the privacy blanket). None otherwise."""
-    if not isinstance(mechanism, SupportRates) or mechanism.channel_shape != "randomized-response":
+    if not has(mechanism, SupportRates) or mechanism.channel_shape != "randomized-response":
         return None
     gamma = mechanism.d * mechanism.q_star_exact
     return BlanketParameters.from_exact(mechanism.d, gamma) if 0 < gamma < 1 else None

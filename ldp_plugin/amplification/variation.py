@@ -53,7 +53,7 @@ from typing import Any, Optional
 import numpy as np
 
 from .._errors import LDPParameterError
-from ..mechanisms.protocol import SupportRates, Verifiable
+from ..mechanisms.protocol import SupportRates, Verifiable, has
 
 __all__ = ["VariationParameters", "variation_parameters", "mechanism_variation_parameters", "CLOSED_FORMS", "exact_variation_parameters", "generic_parameters",
            "shuffle_epsilon", "shuffle_delta", "binary_rr_exact_lower"]
@@ -142,14 +142,14 @@ def mechanism_variation_parameters(mechanism: Any) -> Optional[VariationParamete
     :class:`~ldp_plugin.mechanisms.protocol.SupportRates`), else exact from its realized channel on
     small domains (capability :class:`~ldp_plugin.mechanisms.protocol.Verifiable`, when
     ``channel()`` is the real client's), else None (the generic parameters then apply)."""
-    if isinstance(mechanism, SupportRates):
+    if has(mechanism, SupportRates):
         form = CLOSED_FORMS.get(mechanism.channel_shape)
         vp = form(mechanism) if form is not None else None
         if vp is not None:
             return vp
-    if not isinstance(mechanism, Verifiable) or not mechanism.channel_is_client:
+    if not has(mechanism, Verifiable) or not mechanism.channel_is_client:
         return None
-    if (getattr(mechanism, "domain_size", None) or 1 << 31) > 64 or mechanism.verification_input_count() > 64:
+    if (mechanism.domain_size or 1 << 31) > 64 or mechanism.verification_input_count() > 64:
         return None
     try:
         channel = mechanism.channel()

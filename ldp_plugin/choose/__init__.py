@@ -39,15 +39,13 @@ import numpy as np
 from .._errors import LDPParameterError
 from .._validation import check_choice, check_int, check_real
 from ..exact import float_up
-from ..mechanisms import KRR, OLH, ORR, OUE, RAPPOR, RUE, THE, HadamardMechanism, HadamardResponse, KSubset, PrivSet, RapporSet, Wheel
-from ..mechanisms._base import check_epsilon
+from ..mechanisms.domain import check_epsilon
 from ..mechanisms import SampleOne
-from ..mechanisms.local_hashing import olh_default_g
-from ..mechanisms.protocol import PoisonBounded, SupportRates, Verifiable
+from ..mechanisms.protocol import InputKind, PoisonBounded, SupportRates, Verifiable, has
 from ..mechanisms.reports import report_bits
-from ..theory import choose_orr
 from ..simulate import LONGITUDINAL_NAMES, MEAN_NAMES, build_longitudinal, build_mean
 from ..amplification import amplify
+from ..registry import load_registry
 from ..robust.bounds import worst_case_gain
 
 __all__ = ["Candidate", "rank_mechanisms", "make_auto", "METRICS", "rank_mean_mechanisms", "rank_longitudinal_mechanisms", "SeriesCandidate"]
@@ -116,31 +114,19 @@ def _pure_item_variances(mech, d_pad: int, n: int, m: int) -> np.ndarray:
     return np.full(d, m * m * (f * pi1 * (1 - pi1) + (1 - f) * q * (1 - q)) / (n * delta * delta))
 
 
-def _specs(d: int, epsilon: float, n: int, m: int):
-    """(label, params, factory over the (padded) domain size, report bits, client, server)."""
-    dp = d + 1 if m > 1 else d
-    out = [
-        ("krr", {}, lambda D: KRR(epsilon=epsilon, d=D), _bits(dp), "O(1)", "O(n + d)"),
-        ("rappor", {}, lambda D: RAPPOR(epsilon=epsilon, d=D), dp, "O(d)", "O(n·d/64)"),
-        ("oue", {}, lambda D: OUE(epsilon=epsilon, d=D), dp, "O(d)", "O(n·d/64)"),
-        ("the", {}, lambda D: THE(epsilon=epsilon, d=D), dp, "O(d)", "O(n·d/64)"),
-        ("rue", {}, lambda D: RUE(epsilon=epsilon, d=D), dp, "O(d)", "O(n·d/64)"),
-        ("hadamard", {}, lambda D: HadamardResponse(epsilon=epsilon, d=D), dp.bit_length(), "O(1)", "O(n + d log d)"),
-        ("hadamard-mechanism", {}, lambda D: HadamardMechanism(epsilon=epsilon, d=D), (dp).bit_length() + 1, "O(1)", "O(n + d log d)"),
-        ("olh", {"g": "auto"}, lambda D: OLH(epsilon=epsilon, d=D), 64 + _bits(olh_default_g(epsilon)), "O(1)", "O(n·d)"),
-        ("olh", {"g": 2}, lambda D: OLH(epsilon=epsilon, d=D, g=2), 65, "O(1)", "O(n·d)"),
-    ]
-    if dp >= 3 and KSubset(epsilon=epsilon, d=dp).k > 1:  # k = 1 is k-RR itself
-        ks = KSubset(epsilon=epsilon, d=dp)
-        out.append(("k-subset", {"k": ks.k}, lambda D, k=ks.k: KSubset(epsilon=epsilon, d=D, k=k), ks.k * _bits(dp), "O(k)", "O(n·k + d)"))
-    try:
-        c = choose_orr(dp, epsilon, n)
-        out.append(
-            ("orr", {"k": c["k"], "cohorts": c["cohorts"]}, lambda D, c=c: ORR(epsilon=epsilon, k=c["k"], cohorts=c["cohorts"], d=D),
-             _bits(c["cohorts"]) + _bits(c["k"]), "O(1)", "O(n + d²·C)")
-        )
-    except LDPParameterError:
-        pass
+def _candidates(kind: InputKind, *, epsilon: float, d: int, n: int, m: int) -> list:
+    """``(name, params, class)`` of every registered frequency oracle taking ``kind`` inputs, for
+    each parameter choice it declares (``choose_variants``): the registry is the one list."""
+    out = []
+    for name, decl in sorted(load_registry().items()):
+        cls = decl.mechanism_class()
+        if cls.input_kind is not kind:
+            continue
+        try:
+            variants = cls.choose_variants(epsilon=epsilon, d=d, n=n, m=m)
+        except (LDPParameterError, ValueError):
+            continue
+        out += [(name, dict(kw), cls) for kw in variants]
     return out
 
 
@@ -173,9 +159,9 @@ def bayes_success(mechanism: Any) -> Optional[float]:
     """One report's Bayes attacker success under a uniform prior, ``(1/d)·Σ_y max_x P(y|x)``
     (``ldp choose``): the closed form of a declared channel shape (capability SupportRates), else
     exact from the realized channel on small domains (capability Verifiable), else None."""
-    if isinstance(mechanism, SupportRates) and mechanism.channel_shape in BAYES_CLOSED_FORMS:
+    if has(mechanism, SupportRates) and mechanism.channel_shape in BAYES_CLOSED_FORMS:
         return BAYES_CLOSED_FORMS[mechanism.channel_shape](mechanism)
-    if (isinstance(mechanism, Verifiable) and mechanism.channel_is_client and (getattr(mechanism, "domain_size", None) or 1 << 31) <= 16
+    if (has(mechanism, Verifiable) and mechanism.channel_is_client and (mechanism.domain_size or 1 << 31) <= 16
             and mechanism.verification_input_count() <= 16):
         M = mechanism.channel().matrix
         return float(sum(max(M[x][y] for x in range(len(M))) for y in range(len(M[0]))) / len(M))
@@ -184,7 +170,7 @@ def bayes_success(mechanism: Any) -> Optional[float]:
 
 def _gain(mechanism: Any, fraction: float) -> Optional[float]:
     """The candidate's worst-case poisoning gain, or None where no influence range is declared."""
-    if not isinstance(mechanism, PoisonBounded):
+    if not has(mechanism, PoisonBounded):
         return None
     try:
         return worst_case_gain(mechanism, fraction)
@@ -209,11 +195,13 @@ def rank_mechanisms(d: int, epsilon: float, *, n: int = 100_000, m: int = 1, met
     check_choice("metric", metric, METRICS)
     dp = d + 1 if m > 1 else d
     out = []
-    for label, params, factory, bits, client, server in _specs(d, eps, n, m):
+    for label, params, cls in _candidates(InputKind.VALUE, epsilon=eps, d=dp, n=n, m=m):
+        factory = (lambda D, cls=cls, params=params: cls(epsilon=eps, d=D, **params))
         try:
             inner = factory(dp)
         except (LDPParameterError, ValueError):
             continue
+        bits, client, server = report_bits(inner), cls.client_cost, cls.server_cost
         if inner.takes_cohorts:
             if m == 1:
                 v = np.full(d, inner.predicted_mse(n) / dp)
@@ -234,11 +222,8 @@ def rank_mechanisms(d: int, epsilon: float, *, n: int = 100_000, m: int = 1, met
         ))
     # native set mechanisms (Wang et al. (PVLDB 2020)): the wheel (any m) and, for sets, RAPPOR-for-sets and PrivSet;
     # their estimators' variance is exact at f = m/d (every user holds m items)
-    natives = [("wheel", lambda: Wheel(epsilon=eps, d=d, m=m), "O(m log m)", "O(n·d)")]
-    if 1 < m < d:
-        natives += [("rappor-set", lambda: RapporSet(epsilon=eps, d=d, m=m), "O(d)", "O(n·d/64)"),
-                    ("privset", lambda: PrivSet(epsilon=eps, d=d, m=m), "O(d)", "O(n·k + d)")]
-    for label, factory, client, server in natives:
+    for label, kw, cls in _candidates(InputKind.SET, epsilon=eps, d=d, n=n, m=m):
+        factory = (lambda cls=cls, kw=kw: cls(epsilon=eps, d=d, m=m, **kw))
         try:
             mech = factory()
         except (LDPParameterError, ValueError):
@@ -246,7 +231,7 @@ def rank_mechanisms(d: int, epsilon: float, *, n: int = 100_000, m: int = 1, met
         v = mech.variance(np.full(d, m / d), n)
         bits = report_bits(mech)
         params = {k: (round(v, 6) if isinstance(v, float) else v) for k, v in mech.spec()["params"].items() if k in ("m", "p", "grid_bits", "k")}
-        out.append(Candidate(label, params, _summarize(v, metric), float(v.sum()), bits, client, server, lambda f=factory: f()))
+        out.append(Candidate(label, params, _summarize(v, metric), float(v.sum()), bits, cls.client_cost, cls.server_cost, factory))
     out.sort(key=lambda c: (c.predicted_error, c.report_bits))
     from dataclasses import replace as _replace
 
@@ -324,19 +309,13 @@ def rank_longitudinal_mechanisms(d: int, epsilon_perm: float, epsilon_1: float, 
     theta = np.full(d, 1.0 / d)
     out = []
     seen = set()
+    declared = load_registry(kinds=("longitudinal",))
     for name in LONGITUDINAL_NAMES:
-        params: dict[str, Any] = {"g": "optimal"} if name == "loloha" else {}
-        variants = [dict(params), {"g": 2}] if name == "loloha" else [params]
-        for p in variants:
-            m = build_longitudinal(name, d=d, epsilon_perm=epsilon_perm, epsilon_1=epsilon_1, **p)
+        for kw in declared[name].mechanism_class().choose_variants(epsilon=epsilon_1, d=d, n=n, m=1):
+            m = build_longitudinal(name, d=d, epsilon_perm=epsilon_perm, epsilon_1=epsilon_1, **kw)
             bound = m.unit_bound()
-            if name == "loloha":
-                probs = np.full(m.g, 1.0 / m.g)
-                p = {"g": m.g}
-            elif name == "dbitflip":
-                probs = np.concatenate([np.full(m.d_bits, 1.0 / d), [1 - m.d_bits / d]])
-            else:
-                probs = theta
+            probs = m.unit_probabilities(theta)
+            p = {k: m.spec()["params"][k] for k in kw}  # the realized choice (g="optimal" -> its g)
             if (name, tuple(sorted(p.items()))) in seen:
                 continue
             seen.add((name, tuple(sorted(p.items()))))

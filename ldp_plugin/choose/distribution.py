@@ -29,6 +29,7 @@ from .._errors import LDPParameterError
 from ..estimation import project_simplex
 from ..mechanisms.distribution import BucketedOracle, SquareWave
 from ..mechanisms.distribution_server import ems
+from ..mechanisms.protocol import Distribution, has
 
 __all__ = ["SHAPES", "reference_histogram", "predicted_w1", "bucket_rule", "rank_distribution_mechanisms", "w1_distance"]
 
@@ -96,7 +97,7 @@ def _simulate_bucketed(mech: Any, n: int, ref: np.ndarray, gen: np.random.Genera
     inner = mech.inner
     theta = _coarsen(ref, mech.buckets)
     p, q = inner.p_star, inner.q_star
-    if inner.name == "krr":
+    if inner.channel_shape == "randomized-response":  # one report names one bucket
         c = gen.multinomial(n, q + (p - q) * theta)
     else:
         ni = gen.multinomial(n, theta)
@@ -115,11 +116,11 @@ def _simulate(mech: Any, n: int, ref: np.ndarray, gen: np.random.Generator, buck
 def predicted_w1(mech: Any, n: int, *, reference: Any = "smooth", reps: int = 20, seed: int = 0, buckets: Optional[int] = None) -> float:
     """The predicted W1 error of ``mech`` (a :class:`SquareWave` or :class:`BucketedOracle`) for
     ``n`` users drawn from ``reference`` (module docstring)."""
-    if getattr(mech, "name", None) not in _SIMULATORS:
-        raise LDPParameterError(f"predicted_w1 takes a square-wave or bucketed mechanism (got {getattr(mech, 'name', type(mech).__name__)!r})")
+    if not has(mech, Distribution) or mech.name not in _SIMULATORS:
+        raise LDPParameterError(f"predicted_w1 takes a square-wave or bucketed mechanism (got {type(mech).__name__})")
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or not 1 <= n <= 10**12:
         raise LDPParameterError(f"n must be an integer in [1, 10^12] (got {n!r})")
-    ref = reference_histogram(reference, max(FINE, getattr(mech, "grid", 0), getattr(mech, "buckets", 0) or 0))
+    ref = reference_histogram(reference, max(FINE, mech.grid))
     gen = np.random.default_rng(seed)
     return float(np.mean([w1_distance(_simulate(mech, int(n), ref, gen, buckets), ref) for _ in range(reps)]))
 

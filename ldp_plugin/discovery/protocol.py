@@ -67,7 +67,6 @@ the ledger. Reports carry their group in the clear (public, data-independent).
 
 from __future__ import annotations
 
-import math
 import time
 from dataclasses import dataclass, field
 from typing import Any, Optional
@@ -78,6 +77,7 @@ import polars as pl
 from .._errors import LDPInputError, LDPParameterError
 from ..hashing import assign_cohorts, cohort_seed
 from ..mechanisms import CMS, HCMS, ORR, CountSketch
+from ..mechanisms.reports import frame_to_reports, reports_to_frame
 from ..progress import status
 from ..sampling import RNGLike, as_source
 from .diagnostics import _N, DiscoveryOptions, HeavyHitters, cell_sd, decode, detectable, positive_int, pooled, result
@@ -173,7 +173,7 @@ class PrefixDiscovery(DiscoveryOptions):
         if not (isinstance(self.screen_z, (int, float)) and not isinstance(self.screen_z, bool) and -10.0 <= float(self.screen_z) <= 10.0):
             raise LDPParameterError(f"screen_z must be a number in [-10, 10] (got {self.screen_z!r})")
         set_("screen_z", float(self.screen_z))
-        default_k = max(2, round(math.exp(self.epsilon)) + 1) if self.oracle == "orr" else 1024
+        default_k = _ORACLE_CLASSES[self.oracle].default_cells(self.epsilon)
         set_("k", positive_int(default_k if self.k is None else self.k, "k", 2, 1 << 24))
         mechs = tuple(self._level_mechanism(i) for i in range(len(self.lengths) + 1))
         set_("mechanisms", mechs)
@@ -248,7 +248,7 @@ class PrefixDiscovery(DiscoveryOptions):
         :meth:`pool_bound`, which BH's threshold never exceeds). Each of the ``J`` stages gets the
         margin ``z_{1 − 1/(2J)}``, so by the union bound all pass with probability ≥ ½. Standard
         errors use the oracle's single-cell variance
-        (:meth:`~ldp_plugin.mechanisms.cohort_base._CohortMechanism.cell_variance`) over each
+        (:meth:`~ldp_plugin.mechanisms.cohort.base._CohortMechanism.cell_variance`) over each
         group's expected users (the group split)."""
         n = positive_int(n, "n", 1, 1 << 62)
         total = sum(self.shares)
@@ -309,7 +309,7 @@ class PrefixDiscovery(DiscoveryOptions):
                 continue
             items = self.codec.level_items(series.gather(idx), length)
             m = self.mechanisms[level]
-            f = m.reports_to_frame(m.randomize(items, rng=source))
+            f = reports_to_frame(m, m.randomize(items, rng=source))
             frames.append(f.with_columns(pl.lit(level, dtype=pl.UInt8).alias("level")).select("level", *f.columns))
         if not frames:
             raise LDPInputError("no values to privatize")
@@ -429,7 +429,7 @@ class DiscoveryAccumulator:
             raise LDPInputError(f"report levels must be integers in [0, {len(self.levels)})")
         for level, part in reports.partition_by("level", as_dict=True).items():
             m = self.query.mechanisms[int(level[0])]
-            self.levels[int(level[0])].add(m.frame_to_reports(part))
+            self.levels[int(level[0])].add(frame_to_reports(m, part))
         return self
 
     def merge(self, other: "DiscoveryAccumulator") -> "DiscoveryAccumulator":

@@ -35,6 +35,7 @@ import polars as pl
 from .._errors import LDPInputError, LDPParameterError
 from ..hashing import cohort_seed, item_keys, seeded_hash
 from ..mechanisms import ORR
+from ..mechanisms.reports import frame_to_reports, reports_to_frame
 from ..progress import status
 from ..sampling import RNGLike, as_source
 from .diagnostics import DiscoveryOptions, HeavyHitters, cell_sd, decode, detectable, positive_int, result
@@ -135,8 +136,8 @@ class SFP(DiscoveryOptions):
             if idx.size == 0:
                 continue
             m = self.fragment_mechanisms[j]
-            f = m.reports_to_frame(m.randomize(self.fragment_items(series.gather(idx), j, puzzle[idx]), rng=source))
-            w = self.word_mechanism.reports_to_frame(self.word_mechanism.randomize(series.gather(idx), rng=source))
+            f = reports_to_frame(m, m.randomize(self.fragment_items(series.gather(idx), j, puzzle[idx]), rng=source))
+            w = reports_to_frame(self.word_mechanism, self.word_mechanism.randomize(series.gather(idx), rng=source))
             frames.append(pl.concat([f.with_columns(pl.lit(j, dtype=pl.UInt8).alias("position")).select("position", "cohort", "report"),
                                      w.rename({"cohort": "word_cohort", "report": "word_report"})], how="horizontal"))
         return pl.concat(frames)
@@ -154,7 +155,7 @@ class SFP(DiscoveryOptions):
             part = reports.filter(pl.col("position") == j)
             if part.height == 0:
                 raise LDPInputError(f"no reports for fragment position {j}")
-            est = m.accumulator().add(m.frame_to_reports(part.select("cohort", "report"))).estimate(candidates=pieces, postprocess="none")
+            est = m.accumulator().add(frame_to_reports(m, part.select("cohort", "report"))).estimate(candidates=pieces, postprocess="none")
             raw = np.asarray(est.raw[: len(pieces)])
             top = np.argsort(-raw, kind="stable")[: self.beam]
             by_r: dict = {}
@@ -178,6 +179,6 @@ class SFP(DiscoveryOptions):
         if not cands:
             raise LDPInputError("no fragments could be joined into strings: too few users for this epsilon")
         wm = self.word_mechanism
-        acc = wm.accumulator().add(wm.frame_to_reports(reports.select(pl.col("word_cohort").alias("cohort"), pl.col("word_report").alias("report"))))
+        acc = wm.accumulator().add(frame_to_reports(wm, reports.select(pl.col("word_cohort").alias("cohort"), pl.col("word_report").alias("report"))))
         estimate, se = decode(acc, cands, self.confidence)
         return result(self, cands, estimate, se, reports.height, rows, interval_method=_SFP_INTERVALS, privacy_unit=_SFP_UNIT)

@@ -37,6 +37,7 @@ from .sealed import generate_analyzer_keys
 from .shuffler import BatchBelowMinimum
 from .results import summary_path
 from ..accountant import Accountant, Population
+from ..mechanisms.protocol import InputKind, Keyed, has
 
 __all__ = ["add_parsers", "cmd_federated", "new_project"]
 
@@ -264,7 +265,7 @@ def _check_simulation(args, mech: Any, d: int) -> None:
 
 def _check_policy(policy: Any, mech: Any) -> None:
     """Every simulated device would refuse the first collection: say so before Flower starts."""
-    charge = mech.collection_cost(1) if hasattr(mech, "collection_cost") else Fraction(repr(float(mech.epsilon)))
+    charge = mech.collection_cost(1) if has(mech, Keyed) else Fraction(repr(float(mech.epsilon)))
     if charge > policy.max_epsilon_per_query:
         raise LDPParameterError(f"--max-epsilon {float(policy.max_epsilon_per_query):g} is below the query's charge of "
                                 f"{float(charge):.6g} per collection: every device would refuse it (raise --max-epsilon or lower the query's epsilon)")
@@ -401,7 +402,7 @@ def _simulate_run(args) -> int:
         if shuffle:
             plan.check_shuffled()  # a memoized series cannot be shuffled: refused before Flower starts
         d = q0.domain_size
-        if getattr(q0, "input_kind", "value") not in ("value", "set"):  # the generated data are one category per device
+        if q0.input_kind not in (InputKind.VALUE, InputKind.SET):  # the generated data are one category per device
             raise LDPParameterError(f"--mechanism {args.mechanism}: federated simulate generates one categorical value per device; "
                                     f"{args.mechanism} takes {q0.input_kind} inputs (use it from Python, or a frequency oracle here)")
         if d is None:

@@ -6,7 +6,7 @@ exact length (fixed by the query — a batch blob under one id, or a header clai
 n = 4,294,967,295 reports, is one rejected element, ``not_one_report``), the wire header (magic,
 version, the query's content hash as tag, the mechanism's fingerprint, a report count of 1),
 then a replayed nonce (``duplicate``, whatever framing it is resent under), then the value ranges
-(:meth:`check_reports`). Every rejection counts one per element actually received, so the
+(:func:`~ldp_plugin.mechanisms.reports.check_reports`). Every rejection counts one per element actually received, so the
 rejected counts — and the memory held (one 16-byte nonce per accepted report plus the
 accumulator) — are bounded by the bytes received. Accepted reports stream into the mechanism's
 accumulator; a malformed report never crashes it and never changes the estimate.
@@ -19,7 +19,7 @@ Accepted reports can be persisted as Parquet parts with the spec in their metada
 ``ldp aggregate`` reads them); an estimate is released only once the query's minimum batch has
 arrived.
 
-Columnar path (issue 39): :meth:`Collector.ingest_array` takes a batch as one buffer of
+Columnar path: :meth:`Collector.ingest_array` takes a batch as one buffer of
 concatenated envelopes (or an ``(m, envelope size)`` uint8 array) and runs every check above as
 array operations — the header bytes compared and the nonce admitted in one pass over the rows
 (:meth:`~.nonces.NonceSet.admit_matching`: a row with a wrong header is never admitted), payload
@@ -40,7 +40,7 @@ from typing import Any, Iterable, Optional
 import numpy as np
 
 from .._errors import LDPParameterError
-from ..mechanisms.reports import check_reports, rows_to_reports
+from ..mechanisms.reports import check_reports, from_wire_many, report_count, reports_to_frame, rows_to_reports, to_wire
 from ..persist import write_reports
 from .envelope import NONCE_BYTES, envelope_size
 from .nonces import NonceSet
@@ -68,8 +68,8 @@ class Collector:
         self.bytes_received = 0
         self._nonces = NonceSet()
         self.size = envelope_size(self.mechanism, self.tag)
-        empty, _ = self.mechanism.from_wire_many([], tag=self.tag)
-        self._header = self.mechanism.to_wire(empty, tag=self.tag)[:-4] + struct.pack("<I", 1)  # the exact header of a one-report blob
+        empty, _ = from_wire_many(self.mechanism, [], tag=self.tag)
+        self._header = to_wire(self.mechanism, empty, tag=self.tag)[:-4] + struct.pack("<I", 1)  # the exact header of a one-report blob
         self.out_dir = None if out_dir is None else Path(out_dir)
         self._parts = 0
 
@@ -198,12 +198,12 @@ class Collector:
         reports, rej = check_reports(self.mechanism, rows_to_reports(self.mechanism, rows[:, NONCE_BYTES + hl:]))
         for k, v in rej.items():
             rejected[k] = rejected.get(k, 0) + int(v)
-        n = self.mechanism.report_count(reports)
+        n = report_count(self.mechanism, reports)
         if n:
             self.acc.add(reports)
             if self.out_dir is not None:
                 self.out_dir.mkdir(parents=True, exist_ok=True)
-                write_reports(self.mechanism.reports_to_frame(reports), self.out_dir / f"part-{self._parts:06d}.parquet", self.mechanism)
+                write_reports(reports_to_frame(self.mechanism, reports), self.out_dir / f"part-{self._parts:06d}.parquet", self.mechanism)
                 self._parts += 1
         return n, bad_rows
 

@@ -52,7 +52,8 @@ from .._errors import LDPInputError, LDPParameterError
 from ..accountant import Accountant, Population
 from ..accountant.budget import LedgerError
 from ..mechanisms.lifetime import UnboundedLossError
-from ..mechanisms.protocol import Keyed
+from ..mechanisms.protocol import Keyed, has
+from ..mechanisms.reports import to_wire_each
 from .config import DeviceConfig
 from .discovery import DiscoveryLevel, collection_key, device_groups
 from .envelope import seal
@@ -209,7 +210,7 @@ class DeviceFleet:
         except (LDPInputError, LDPParameterError):
             return _reply(n, "malformed_query")
         qid = query.content_hash.hex()
-        series = isinstance(mech, Keyed)
+        series = has(mech, Keyed)
         if series and (not self._series_ok or self._series_before_rekey(query)):
             return _reply(n, "keystore_missing")
         if self.keystore is not None:
@@ -225,7 +226,7 @@ class DeviceFleet:
         if disc is not None:
             return self._respond_discovery(query, disc, mech, qid)
         eps = query.epsilon_exact
-        if isinstance(mech, Keyed):
+        if has(mech, Keyed):
             try:
                 eps = self._series_charge(query, mech)  # the worst-case lifetime increment, not ε of one report
             except UnboundedLossError:  # e.g. dBitFlipPM's second collection at the user level
@@ -248,7 +249,7 @@ class DeviceFleet:
                 reports = mech.randomize_encoded(codes, user_keys=[self.keys[i] for i in fit])
             else:
                 reports = mech.randomize_encoded(codes)  # the OS CSPRNG
-            return {"reports": [b.hex() for b in seal(mech.to_wire_each(reports, tag=tag))], "refused": refused}
+            return {"reports": [b.hex() for b in seal(to_wire_each(mech, reports, tag=tag))], "refused": refused}
 
         try:
             kept = self.ledger.release(qid, eps, produce, cohorts=fit, keep_reports=True, mechanism=name, params=query.to_dict())
@@ -290,7 +291,7 @@ class DeviceFleet:
 
         def produce() -> dict:
             reports = mech.randomize_encoded(mech.encode(disc.items(strings[fit])))  # the OS CSPRNG
-            return {"reports": [b.hex() for b in seal(mech.to_wire_each(reports, tag=tag))], "refused": refused}
+            return {"reports": [b.hex() for b in seal(to_wire_each(mech, reports, tag=tag))], "refused": refused}
 
         try:
             kept = self.ledger.release(qid, eps, produce, cohorts=fit, keep_reports=True, mechanism=disc.method, params=query.to_dict())

@@ -51,7 +51,7 @@ from typing import Any, Mapping, Optional
 
 from .._errors import LDPParameterError
 from ..discovery import METHODS as DISCOVERY_METHODS
-from ..mechanisms.protocol import ClosedDomain, Keyed, Numeric
+from ..mechanisms.protocol import ClosedDomain, Keyed, Numeric, has
 from ..registry import build
 from ..robust.aggregation import RULES as ROBUST_RULES
 from .discovery import level_queries
@@ -127,7 +127,7 @@ def _check_robust_mechanism(pq: "PlannedQuery") -> None:
     if pq.mechanism in DISCOVERY_METHODS:
         raise LDPParameterError(f"query {pq.name!r}: robust applies to frequency queries, not to a heavy-hitter discovery")
     mech = pq.build()
-    if not isinstance(mech, ClosedDomain) or isinstance(mech, (Keyed, Numeric)) or mech.domain_size is None:
+    if not has(mech, ClosedDomain) or has(mech, Keyed) or has(mech, Numeric) or mech.domain_size is None:
         raise LDPParameterError(f"query {pq.name!r}: robust applies to frequency oracles and set mechanisms over a closed domain "
                                 f"(d given), not to {pq.mechanism!r}")
 

@@ -30,7 +30,7 @@ from typing import Any, Optional
 import numpy as np
 
 from .._errors import LDPParameterError
-from ..mechanisms.protocol import Keyed
+from ..mechanisms.protocol import Keyed, has
 from ..sampling import as_source
 from .batch import write_batch
 from .envelope import envelope_size
@@ -50,7 +50,7 @@ class BatchBelowMinimum(LDPParameterError):
 def check_shufflable(mech: Any, what: str) -> None:
     """Refuse a memoized series (``Keyed``: user keys or a per-collection cost): its permanent
     reports link a device across batches, which the shuffle amplification bound does not cover."""
-    if mech.needs_user_keys or isinstance(mech, Keyed):
+    if mech.needs_user_keys or has(mech, Keyed):
         raise LDPParameterError(f"{what} is a memoized series ({mech.name}): its permanent reports link a device across batches, "
                                 "which the shuffle amplification bound does not cover")
 

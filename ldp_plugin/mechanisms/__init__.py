@@ -1,13 +1,15 @@
 """Mechanism families: one module each, all sharing :mod:`._base`."""
 
-from ._base import Channel, FrequencyAccumulator, FrequencyOracle
+from .channel import Channel
+from ._base import FrequencyAccumulator, FrequencyOracle
 from .cohort import CMS, HCMS, CountSketch, ORAPPOR, ORR, CohortAccumulator, CohortReports
 from .extremal import BinaryMechanism, FiniteChannel, GeometricMechanism, StaircaseMechanism
 from .hadamard import HadamardMechanism, HadamardResponse
 from .set_baselines import PrivSet, RapporSet, SetAccumulator
 from .wheel import Wheel
 from .base import MechanismBase
-from .protocol import Mechanism, ReportField
+from .protocol import Mechanism
+from .reports import ReportField
 from .sample_one import SampleOne
 from .local_hashing import OLH
 from .randomized_response import KRR, WarnerRR

@@ -28,20 +28,24 @@ from ..estimation import FrequencyEstimate, estimate_pure, pure_variance
 from ..exact import epsilon_of_ratio, ratio_within_exp
 from ..theory import mse_pure
 from ..sampling import RNGLike, as_source
-from .channel import Channel, ceil_threshold, floor_threshold  # noqa: F401 (re-exported)
+from .channel import Channel
 from .base import MechanismBase
-from .protocol import Analytic, ClosedDomain, MergeableCounts, PoisonBounded, ReportField, SupportRates, Verifiable
+from .protocol import Analytic, ClosedDomain, PoisonBounded, SupportRates, Verifiable
+from .mixins import MergeableCounts
+from .reports import ReportField
 
-__all__ = ["Channel", "RealizedChannel", "RealizedRates", "FrequencyOracle", "FrequencyAccumulator", "check_epsilon", "check_domain", "encode_values"]
+__all__ = ["RealizedChannel", "RealizedRates", "FrequencyOracle", "FrequencyAccumulator"]
 
 from .usable_range import too_large, too_small
-from .domain import MAX_D, _as_array, _category_index, check_domain, check_epsilon, encode_values  # noqa: F401 (re-exported)
+from .domain import _category_index, check_domain, check_epsilon, encode_values
 
 
-class RealizedChannel(MechanismBase, ClosedDomain, Verifiable):
+class RealizedChannel(MechanismBase):
     """Shared by every closed-domain mechanism: the realized ε (rounded up) of its exact
     worst-case ratio, the item labels, the encoding of values to codes and the public
     parameters (``params``; a mechanism adds its own in ``_extra_params``)."""
+
+    capabilities = frozenset({ClosedDomain, Verifiable})
 
     @property
     def realized_epsilon(self) -> float:
@@ -65,8 +69,12 @@ class RealizedChannel(MechanismBase, ClosedDomain, Verifiable):
         return encode_values(values, self.d, self.categories, index)
 
 
-class RealizedRates(RealizedChannel, SupportRates):
+class RealizedRates(RealizedChannel):
     """A realized channel with exact support rates ``p*``, ``q*`` (the pure frequency oracles)."""
+
+    capabilities = RealizedChannel.capabilities | {SupportRates}
+    #: ``q*`` holds per report (True: only on average over a per-report hash seed, OLH)
+    q_star_over_hash: ClassVar[bool] = False
 
     @property
     def p_star(self) -> float:
@@ -78,11 +86,15 @@ class RealizedRates(RealizedChannel, SupportRates):
 
 
 @dataclass(frozen=True, kw_only=True)
-class FrequencyOracle(RealizedRates, Analytic, PoisonBounded, abc.ABC):
+class FrequencyOracle(RealizedRates, abc.ABC):
     """Base of every pure frequency oracle (frozen, validated, keyword-only parameters)."""
+
+    capabilities = RealizedRates.capabilities | {Analytic, PoisonBounded}
 
     name: ClassVar[str] = "abstract"
     supports_em: ClassVar[bool] = False
+    #: the realized worst-case ratio is e^ε up to rounding (False: slack by design, THE)
+    uses_full_budget: ClassVar[bool] = True
     # report columns a grouped (histogram) aggregation may use; None: aggregate batch by batch
     histogram_columns: ClassVar[Optional[tuple]] = None
     channel_max_outputs: ClassVar[int] = 4096
@@ -98,6 +110,17 @@ class FrequencyOracle(RealizedRates, Analytic, PoisonBounded, abc.ABC):
     q_star_exact: Fraction = field(init=False, repr=False, compare=False)
     realized_ratio: Fraction = field(init=False, repr=False, compare=False)
     _index: Optional[dict] = field(init=False, repr=False, compare=False)
+
+    @abc.abstractmethod
+    def supports(self, output: Any, item: int) -> bool:
+        """Whether the channel output ``output`` (an element of ``channel().outputs``) supports
+        ``item``: the event of probability ``p*`` for the user's own item and ``q*`` for any other
+        (for a hashed oracle, ``q*`` on average over the seed)."""
+
+    @classmethod
+    def choose_variants(cls, *, epsilon: float, d: int, n: int, m: int) -> tuple:
+        """Every pure frequency oracle is an ``ldp choose`` candidate with its default parameters."""
+        return ({},)
 
     def __post_init__(self) -> None:
         eps = check_epsilon(self.epsilon)

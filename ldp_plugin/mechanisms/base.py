@@ -7,22 +7,22 @@ Every registered mechanism and wrapper derives from it (directly or through a fa
 ``user_keys=``; ``offsets=`` for sets) with one argument check that names the right entry point,
 the column hooks and ``estimate_from`` — plus the flags the capabilities read (``takes_cohorts``,
 ``needs_user_keys``, ``channel_is_client``, ...). The report codecs are free functions of
-:mod:`.reports`; the methods of the same names below are compatibility aliases (removed next round).
+:mod:`.reports` (``report_schema(mech)``, ``to_wire(mech, reports)``, ``check_reports(mech, reports)``, ...);
+a family adds row checks of its own through the one hook :meth:`MechanismBase._row_problems`.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import inspect
-from typing import Any, ClassVar, Optional
+from typing import Any, ClassVar, FrozenSet, Optional
 
 import numpy as np
 
 from .._errors import LDPArgumentError, LDPParameterError
 from ..estimation import retarget
 from ..sampling import as_source
-from . import reports as _codecs
-from .protocol import Mechanism
+from .protocol import InputKind, Mechanism
 
 __all__ = ["MechanismBase", "json_value"]
 
@@ -87,13 +87,33 @@ class MechanismBase(Mechanism, metaclass=_CheckedArguments):
     """The defaults of every mechanism and wrapper, in one class (see the module docstring).
     Subclasses supply ``report_fields``, ``encode``, the client (``_randomize_codes`` or their own
     ``randomize_encoded``), ``accumulator`` and, if their native batch is not one array,
-    ``_to_columns`` / ``_from_columns``; they *declare* the capabilities they have by also
-    subclassing the capability protocols of :mod:`.protocol`."""
+    ``_to_columns`` / ``_from_columns``; they *declare* the capabilities they have in
+    ``capabilities`` (a frozenset of the protocols of :mod:`.protocol`, read only by
+    :func:`~.protocol.has`), and a family's own row checks in :meth:`_row_problems`."""
 
     _mechanism_defaults: ClassVar[bool] = True
 
     name: ClassVar[str] = "abstract"
-    input_kind: ClassVar[str] = "value"
+    input_kind: ClassVar[InputKind] = InputKind.VALUE
+    #: the declared capabilities (protocols of :mod:`.protocol`); a subclass extends its base's
+    capabilities: ClassVar[FrozenSet[type]] = frozenset()
+    #: ``ldp choose``'s cost columns: big-O of one client report, of the server over ``n`` reports
+    client_cost: ClassVar[str] = "-"
+    server_cost: ClassVar[str] = "-"
+
+    @classmethod
+    def default_parameters(cls, given: dict, *, epsilon: float, d: Optional[int], n: int, closed: bool = True) -> dict:
+        """Parameters the builders (``registry.build``, ``ldp collect``) derive when ``given`` lacks
+        them, for ``d`` items (None: unknown) and ``n`` users; none here."""
+        return {}
+
+    @classmethod
+    def choose_variants(cls, *, epsilon: float, d: int, n: int, m: int) -> tuple:
+        """The parameter choices ``ldp choose`` ranks for this mechanism: constructor keywords beside
+        ``epsilon`` and ``d`` (and ``m`` for set mechanisms), for ``d`` items (a value mechanism under
+        sample-one: the padded domain), ``n`` users holding ``m`` items each. None: not a candidate
+        (the registry is the one list ``ldp choose`` reads; a family opts in here)."""
+        return ()
     takes_cohorts: ClassVar[bool] = False
     # the client needs each user's secret key (memoized mechanisms: ``randomize_encoded(..., user_keys=)``)
     needs_user_keys: ClassVar[bool] = False
@@ -199,9 +219,21 @@ class MechanismBase(Mechanism, metaclass=_CheckedArguments):
         """``n`` outputs of the real client on input ``x``, as column indices of :meth:`channel`
         (mechanisms with per-user seeds draw them from their verification seed set)."""
         codes = np.full(n, x, dtype=np.int64)
-        hook = getattr(self, "_verification_randomize", None)
-        reports = hook(codes, source) if hook is not None else self.randomize_encoded(codes, rng=source)
-        return self.output_index(reports)
+        return self.output_index(self._verification_randomize(codes, source))
+
+    def _verification_randomize(self, codes: Any, source: Any) -> Any:
+        """The real client on a batch of verification input codes (a mechanism whose inputs are
+        not its codes — sets, tuples, keyed reports — maps them here)."""
+        return self.randomize_encoded(codes, rng=source)
+
+    def verification_layers(self) -> tuple:
+        """``(name, channel, sample(x, n, source), ...)`` of each layer of a layered client checked
+        on its own (the longitudinal protocols' permanent and instantaneous layers); none here."""
+        return ()
+
+    def params(self) -> dict:
+        """The public parameters (a family adds its derived ones)."""
+        return self.spec()["params"]
 
     # -- reports -----------------------------------------------------------------------------------
     def report_fields(self) -> tuple:
@@ -223,43 +255,13 @@ class MechanismBase(Mechanism, metaclass=_CheckedArguments):
         """The native report batch of named arrays (the inverse of :meth:`to_columns`)."""
         return self.base._from_columns(cols)
 
-    # -- compatibility aliases (removed next round): the codecs are free functions of .reports ---------
-    @property
-    def report_schema(self):
-        return _codecs.report_schema(self)
-
-    def report_bits(self) -> int:
-        return _codecs.report_bits(self)
-
-    def report_count(self, batch: Any) -> int:
-        return _codecs.report_count(self, batch)
-
-    def reports_to_frame(self, batch: Any):
-        return _codecs.reports_to_frame(self, batch)
-
-    def frame_to_reports(self, frame: Any) -> Any:
-        return _codecs.frame_to_reports(self, frame)
-
-    def check_reports(self, batch: Any) -> tuple:
-        return _codecs.check_reports(self, batch)
-
-    def to_wire(self, batch: Any, *, tag: bytes = b"") -> bytes:
-        return _codecs.to_wire(self, batch, tag=tag)
-
-    def to_wire_each(self, batch: Any, *, tag: bytes = b"") -> list:
-        return _codecs.to_wire_each(self, batch, tag=tag)
-
-    def from_wire(self, data: bytes, *, tag: Optional[bytes] = None) -> tuple:
-        return _codecs.from_wire(self, data, tag=tag)
-
-    def from_wire_many(self, blobs: Any, *, tag: Optional[bytes] = None) -> tuple:
-        return _codecs.from_wire_many(self, blobs, tag=tag)
-
-    def wire_size(self, n: int, *, tag: bytes = b"") -> int:
-        return _codecs.wire_size(self, n, tag=tag)
-
-    def wire_fingerprint(self) -> bytes:
-        return _codecs.wire_fingerprint(self)
+    def _row_problems(self, columns: dict) -> dict:
+        """The family's row checks beyond each field's own: ``{reason: boolean mask}`` over the
+        rows of ``columns`` (this mechanism's report columns, shapes and dtypes already checked;
+        a row a field check rejected may hold any value, so the masks are computed on every row
+        without raising). Read only by :func:`ldp_plugin.mechanisms.reports.check_reports`, the one
+        row-check path of the wire decoders, the collector and the accumulators."""
+        return {}
 
     # -- server --------------------------------------------------------------------------------------
     def estimate(self, reports: Any, *, candidates: Any = None, postprocess: str = "projection", confidence: float = 0.95, target: str = "sample"):

@@ -49,14 +49,15 @@ import numpy as np
 from .._errors import LDPParameterError
 from ..exact import TWO64, exp_lower_bound, ratio_within_exp
 from ..sampling import RNGLike
-from ._base import Channel
+from .channel import Channel
 from .distribution_server import DistributionAccumulator, DistributionEstimate, ems
 from .base import MechanismBase
 from .leaf_client import AccumulatedEstimate, LeafClient, NumberCells
 from .window import WindowChannel
-from .protocol import ReportField
+from .reports import ReportField
 from .randomized_response import KRR
 from .unary import OUE
+from .protocol import Distribution, InputKind, Numeric, Verifiable
 
 __all__ = ["SquareWave", "BucketedOracle", "square_wave_b", "DistributionEstimate", "DistributionAccumulator"]
 
@@ -85,10 +86,10 @@ class SquareWave(WindowChannel, LeafClient, AccumulatedEstimate, MechanismBase):
     (8, 1.0)
     """
 
+    capabilities = frozenset({Numeric, Verifiable, Distribution})
+
     name: ClassVar[str] = "square-wave"
-    input_kind: ClassVar[str] = "number"
-    #: capability: the estimate is a DistributionEstimate (histogram, quantiles, range counts)
-    estimates_distribution: ClassVar[bool] = True
+    input_kind: ClassVar[InputKind] = InputKind.NUMBER
     histogram_columns: ClassVar[tuple] = ("report",)
 
     epsilon: float
@@ -189,9 +190,10 @@ class BucketedOracle(NumberCells, AccumulatedEstimate, MechanismBase):
     4
     """
 
+    capabilities = frozenset({Numeric, Verifiable, Distribution})
+
     name: ClassVar[str] = "bucketed"
-    input_kind: ClassVar[str] = "number"
-    estimates_distribution: ClassVar[bool] = True
+    input_kind: ClassVar[InputKind] = InputKind.NUMBER
 
     epsilon: float
     lower: float = 0.0

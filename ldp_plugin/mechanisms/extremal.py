@@ -23,7 +23,7 @@ is a certain lower bound of ``e^ε`` (a 10⁻⁹ relative margin absorbs the rou
 thresholds: a probability of at least ``2⁻²⁴`` moves by at most ``2⁻⁴⁰`` relatively), rows are
 rounded to thresholds by largest remainders, and the exact check decides. Probabilities below
 ``2⁻²⁴`` are refused. The client searches cumulative boundaries accumulated in exact integers
-(never through float: numpy's ``cumsum`` over Python ints >= 2**63 rounds them, issue 32), and
+(never through float: numpy's ``cumsum`` over Python ints >= 2**63 rounds them), and
 both the constructor's check and :meth:`FiniteChannel.channel` read the channel back from those
 very boundaries (``RandomSource.inverse_cdf``), not from a documented copy.
 """
@@ -39,13 +39,16 @@ from typing import Any, ClassVar, Optional
 
 import numpy as np
 
-from .protocol import ReportField, MergeableCounts
+from .reports import ReportField
+from .mixins import MergeableCounts
 from .._errors import LDPInputError, LDPParameterError, PrivacyVerificationError
 from ..estimation import FrequencyEstimate, finalize_estimate
 from ..exact import TWO64, exp_lower_bound, ratio_within_exp
 from ..sampling import as_source
 from .usable_range import too_large
-from ._base import Channel, RealizedChannel, check_domain, check_epsilon
+from .channel import Channel
+from ._base import RealizedChannel
+from .domain import check_domain, check_epsilon
 
 __all__ = [
     "FiniteChannel",

@@ -36,12 +36,13 @@ import numpy as np
 
 from .._errors import LDPParameterError
 from ..exact import TWO64, exp_lower_bound, ratio_within_exp
-from ._base import Channel, floor_threshold
+from .channel import Channel, floor_threshold
 from .hadamard import fast_walsh_hadamard, parity
 from .linear_estimate import LinearLeafEstimate
-from .leaf_client import GridTree, checked_reports
+from .leaf_client import GridTree
 from ..estimation import check_estimate_request
-from .protocol import MergeableCounts, ReportField
+from .mixins import MergeableCounts
+from .reports import ReportField, checked_reports
 
 __all__ = ["HaarHRR", "HaarEstimate", "HaarAccumulator"]
 
@@ -102,14 +103,13 @@ class HaarHRR(GridTree):
                 ReportField("row", "uint32", kind="int", bound=max(1, self.buckets // 2)),
                 ReportField("bit", "bool", kind="bool"))
 
-    def check_reports(self, reports: Any) -> tuple:
-        """Row-wise validation: a level in ``[1, h]`` and a row below ``2^{ℓ−1}``."""
-        ok, counts = super().check_reports(reports)
-        lv = np.asarray(ok["level"]).astype(np.int64)
-        row = np.asarray(ok["row"]).astype(np.int64)
+    def _row_problems(self, columns: dict) -> dict:
+        """A level in ``[1, h]`` and a row below ``2^{ℓ−1}`` (``out_of_range``)."""
+        lv = np.asarray(columns["level"]).astype(np.int64)
+        row = np.asarray(columns["row"]).astype(np.int64)
         bad = (lv < 1) | (lv > self.levels)
         bad |= row >= np.left_shift(1, np.clip(lv, 1, self.levels) - 1)
-        return self._drop_rows(ok, counts, bad)
+        return {"out_of_range": bad}
 
     # -- verification -----------------------------------------------------------------------------
     def _offsets(self) -> np.ndarray:

@@ -30,7 +30,8 @@ import numpy as np
 from .._errors import LDPInputError
 from ..exact import TWO64, exp_lower_bound
 from ..sampling.aggregate_kernels import bounded_histogram
-from ._base import Channel, FrequencyOracle, floor_threshold
+from .channel import Channel, floor_threshold
+from ._base import FrequencyOracle
 
 __all__ = ["HadamardResponse", "HadamardMechanism", "fast_walsh_hadamard", "parity"]
 
@@ -70,6 +71,7 @@ class HadamardResponse(FrequencyOracle):
     """
 
     name = "hadamard"
+    client_cost, server_cost = "O(1)", "O(n + d log d)"
     in_threshold: int = field(init=False, repr=False, compare=False)
     K: int = field(init=False, compare=False)
 
@@ -162,6 +164,7 @@ class HadamardMechanism(FrequencyOracle):
     """
 
     name = "hadamard-mechanism"
+    client_cost, server_cost = "O(1)", "O(n + d log d)"
     keep_threshold: int = field(init=False, repr=False, compare=False)
     K: int = field(init=False, compare=False)
 

@@ -46,11 +46,12 @@ from typing import Any, ClassVar, Optional
 import numpy as np
 
 from .._errors import LDPParameterError
-from ._base import Channel
+from .channel import Channel
 from .linear_estimate import LinearLeafEstimate
-from .leaf_client import GridTree, checked_reports
+from .leaf_client import GridTree
 from ..estimation import check_estimate_request
-from .protocol import MergeableCounts, ReportField
+from .mixins import MergeableCounts
+from .reports import ReportField, checked_reports
 from .unary import OUE, packed_column_counts
 
 __all__ = ["HierarchicalHistogram", "HierarchyEstimate", "HierarchyAccumulator", "choose_fanout", "flat_range_variance"]
@@ -131,14 +132,13 @@ class HierarchicalHistogram(GridTree):
         return (ReportField("level", "uint8", kind="int", bound=self.levels + 1),) + tuple(
             ReportField(f"level_{l}", "uint8", width=o.n_bytes, kind="bits", bound=o.d) for l, o in enumerate(self.oracles, start=1))
 
-    def check_reports(self, reports: Any) -> tuple:
-        """Row-wise validation: a level in ``[1, h]`` and every other level's bits zero."""
-        ok, counts = super().check_reports(reports)
-        lv = np.asarray(ok["level"]).astype(np.int64)
+    def _row_problems(self, columns: dict) -> dict:
+        """A level in ``[1, h]`` and every other level's bits zero (``out_of_range``)."""
+        lv = np.asarray(columns["level"]).astype(np.int64)
         bad = (lv < 1) | (lv > self.levels)
         for l in range(1, self.levels + 1):
-            bad |= (lv != l) & np.asarray(ok[f"level_{l}"]).any(axis=1)
-        return self._drop_rows(ok, counts, bad)
+            bad |= (lv != l) & np.asarray(columns[f"level_{l}"]).any(axis=1)
+        return {"out_of_range": bad}
 
     # -- verification -----------------------------------------------------------------------------
     def output_alphabet_size(self) -> int:

@@ -43,13 +43,14 @@ import numpy as np
 from .._errors import LDPInputError, LDPParameterError
 from ..exact import TWO64, epsilon_of_ratio
 from ..sampling import RNGLike, as_source
-from ._base import Channel
+from .channel import Channel
 from .domain import check_epsilon
 from .base import MechanismBase
 from .mixins import OutputCounts
-from .protocol import ReportField
+from .reports import ReportField
 from ..estimation import check_estimate_request
 from .randomized_response import KRR
+from .protocol import InputKind, Verifiable
 
 __all__ = ["PCKV", "KeyValueEstimate", "KeyValueAccumulator", "KeyValueBatch"]
 
@@ -79,8 +80,10 @@ class PCKV(MechanismBase):
     ((3,), True)
     """
 
+    capabilities = frozenset({Verifiable})
+
     name: ClassVar[str] = "pckv"
-    input_kind: ClassVar[str] = "key-value"
+    input_kind: ClassVar[InputKind] = InputKind.KEY_VALUE
 
     epsilon: float
     d: int

@@ -23,8 +23,9 @@ from ..exact import epsilon_of_ratio
 from ..sampling import RNGLike, as_source
 from .base import MechanismBase
 from .domain import check_epsilon
+from .protocol import Distribution, InputKind, Numeric, Verifiable
 
-__all__ = ["check_range", "check_power_of_two", "NumberCells", "LeafClient", "ColumnReports", "AccumulatedEstimate", "checked_reports", "GridTree"]
+__all__ = ["check_range", "check_power_of_two", "NumberCells", "LeafClient", "ColumnReports", "AccumulatedEstimate", "GridTree"]
 
 
 def check_range(lower: Any, upper: Any) -> tuple[float, float]:
@@ -106,8 +107,8 @@ class LeafClient(NumberCells):
 
 
 class ColumnReports:
-    """Reports as a dict of named columns (the tree mechanisms): the columns codec and the
-    row-wise rejection of ``check_reports``; one user's report is the batch of one."""
+    """Reports as a dict of named columns (the tree mechanisms): the columns codec; one user's
+    report is the batch of one."""
 
     def _to_columns(self, reports: Any) -> dict:
         return dict(reports)
@@ -117,24 +118,6 @@ class ColumnReports:
 
     def _report_of_one(self, reports: Any) -> Any:
         return reports
-
-    @staticmethod
-    def _drop_rows(ok: dict, counts: dict, bad: np.ndarray) -> tuple:
-        """``check_reports``' result with the rows ``bad`` rejected as ``out_of_range``."""
-        if not bad.any():
-            return ok, counts
-        counts = dict(counts)
-        counts["out_of_range"] = counts.get("out_of_range", 0) + int(bad.sum())
-        return {k: np.asarray(v)[~bad] for k, v in ok.items()}, counts
-
-
-def checked_reports(mechanism: Any, reports: Any) -> Any:
-    """The reports if every row has the mechanism's layout and range, else :class:`LDPInputError`
-    (an accumulator adds a batch whole or not at all)."""
-    ok, rejected = mechanism.check_reports(reports)
-    if rejected:
-        raise LDPInputError(f"{mechanism.name}: {sum(rejected.values())} report(s) do not have the mechanism's layout or range")
-    return ok
 
 
 class AccumulatedEstimate:
@@ -156,8 +139,9 @@ class GridTree(LeafClient, ColumnReports, AccumulatedEstimate, MechanismBase):
     histogram, HaarHRR): the shared fields and their checks; the subclass sets ``levels`` and
     ``realized_ratio`` in ``__post_init__`` after :meth:`_check_grid`."""
 
-    input_kind: ClassVar[str] = "number"
-    estimates_distribution: ClassVar[bool] = True
+    capabilities = frozenset({Numeric, Verifiable, Distribution})
+
+    input_kind: ClassVar[InputKind] = InputKind.NUMBER
     #: the allowed numbers of leaves (powers of two)
     bucket_range: ClassVar[tuple] = (2, 1 << 20)
 

@@ -29,11 +29,14 @@ from typing import Any, ClassVar, Optional, Union
 import numpy as np
 
 from ..sampling import as_source
-from .protocol import MaxGainAttack, ReportField, SeededReports, SupportTestable
+from .protocol import MaxGainAttack, SupportTestable
+from .reports import ReportField
+from .mixins import SeededReports
 from .._errors import LDPInputError, LDPParameterError
 from ..sampling.aggregate_kernels import hashed_support
 from ..hashing import hash_interval, item_keys, keys_of_items, mix64, seed_multipliers, seeded_hash
-from ._base import Channel, FrequencyOracle
+from .channel import Channel
+from ._base import FrequencyOracle
 from .randomized_response import KRR
 
 __all__ = ["OLH", "olh_default_g"]
@@ -52,7 +55,7 @@ def olh_default_g(epsilon: float) -> int:
 
 
 @dataclass(frozen=True, kw_only=True)
-class OLH(SeededReports, MaxGainAttack, SupportTestable, FrequencyOracle):
+class OLH(SeededReports, FrequencyOracle):
     """Optimized local hashing over ``d`` categories, ``epsilon``-LDP per user.
 
     Privacy: ``max_divergence``, ``ε`` per user; conditional on the (data-independent) seed the
@@ -68,7 +71,16 @@ class OLH(SeededReports, MaxGainAttack, SupportTestable, FrequencyOracle):
     (3, 2)
     """
 
+    capabilities = FrequencyOracle.capabilities | {MaxGainAttack, SupportTestable}
+
     name = "olh"
+    client_cost, server_cost = "O(1)", "O(n·d)"
+
+    @classmethod
+    def choose_variants(cls, *, epsilon: float, d: int, n: int, m: int) -> tuple:
+        """OLH (``g = round(e^ε + 1)``) and BLH (``g = 2``)."""
+        return ({"g": "auto"}, {"g": 2})
+
     q_star_over_hash: ClassVar[bool] = True
     g: Union[int, str, None] = "auto"
     _krr: KRR = field(init=False, repr=False, compare=False)

@@ -11,6 +11,7 @@ import numpy as np
 from .._errors import LDPInputError, LDPParameterError
 from .sets import set_codes, limit_sets
 from ..sampling import as_source
+from .protocol import InputKind
 
 __all__ = ["MergeableCounts", "OutputCounts", "SeededReports", "SetInput"]
 
@@ -69,7 +70,7 @@ class SetInput:
     """Native set mechanisms: the encoded input is CSR (item codes + offsets), sets of one when
     ``offsets`` is omitted; sets longer than ``m`` follow the mechanism's ``on_long`` policy."""
 
-    input_kind: ClassVar[str] = "set"
+    input_kind: ClassVar[InputKind] = InputKind.SET
 
     def encode_sets(self, sets: Any) -> tuple:
         """``(codes, offsets)`` of a batch of sets (validated: known items, no repeats)."""

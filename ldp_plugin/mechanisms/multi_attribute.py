@@ -39,7 +39,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any, ClassVar, Optional
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -47,12 +47,13 @@ from .._errors import LDPInputError, LDPParameterError
 from ..estimation import FrequencyEstimate, check_estimate_request, project_simplex, pure_variance
 from ..exact import epsilon_of_ratio, ratio_within_exp
 from ..sampling import RNGLike, as_source
-from ._base import Channel
+from .channel import Channel
 from .domain import check_epsilon
 from .base import MechanismBase
-from .leaf_client import checked_reports
-from .protocol import MergeableCounts, ReportField
+from .mixins import MergeableCounts
+from .reports import ReportField, checked_reports
 from .randomized_response import KRR
+from .protocol import InputKind, Verifiable
 
 __all__ = ["SPL", "SMP", "RSFD", "SMPPairs", "MultiAttributeEstimate", "MultiAttributeAccumulator"]
 
@@ -145,7 +146,9 @@ class MultiAttributeAccumulator(MergeableCounts):
 class _MultiAttribute(MechanismBase):
     """Shared shape: validation, encoding of tuples, the exact channel over all tuples."""
 
-    input_kind: ClassVar[str] = "tuple"
+    capabilities = frozenset({Verifiable})
+
+    input_kind: ClassVar[InputKind] = InputKind.TUPLE
     epsilon: float
     domains: tuple
     oracles: tuple = field(init=False, repr=False, compare=False)
@@ -266,17 +269,6 @@ class _MultiAttribute(MechanismBase):
     def estimate_from(self, acc: Any, *, confidence: float = 0.95, target: str = "sample", **_: Any) -> MultiAttributeEstimate:  # type: ignore[override]
         return acc.estimate(confidence=confidence, target=target)
 
-    def check_reports(self, reports: Any) -> tuple:
-        """Row-wise validation, with each attribute's own range (``[0, k_j)``)."""
-        ok, counts = super().check_reports(reports)
-        bad = self._rows_out_of_attribute_range(ok)
-        if bad is None or not bad.any():
-            return ok, counts
-        counts = dict(counts)
-        counts["out_of_range"] = counts.get("out_of_range", 0) + int(bad.sum())
-        cols = self._to_columns(ok)
-        return self._from_columns({k: np.asarray(v)[~bad] for k, v in cols.items()}), counts
-
 
 # ---------------------------------------------------------------------------------------------------
 class _TupleReports:
@@ -291,9 +283,9 @@ class _TupleReports:
     def _from_columns(self, cols: dict) -> Any:
         return np.asarray(cols["report"])
 
-    def _rows_out_of_attribute_range(self, reports: Any) -> Optional[np.ndarray]:
-        r = np.asarray(reports)
-        return (r >= np.asarray(self.domains)).any(axis=1) if r.ndim == 2 and r.shape[1] == self.attributes else None
+    def _row_problems(self, columns: dict) -> dict:
+        """Each attribute's value within that attribute's own range ``[0, k_j)``."""
+        return {"out_of_range": (np.asarray(columns["report"]) >= np.asarray(self.domains)).any(axis=1)}
 
     def output_alphabet_size(self) -> int:
         return self.domain_size
@@ -487,12 +479,11 @@ class SMP(_MultiAttribute):
     def _from_columns(self, cols: dict) -> Any:
         return (np.asarray(cols["attribute"]), np.asarray(cols["report"]))
 
-    def _rows_out_of_attribute_range(self, reports: Any) -> Optional[np.ndarray]:
-        att, val = (np.asarray(a) for a in reports)
-        if att.shape != val.shape or att.ndim != 1:
-            return None
+    def _row_problems(self, columns: dict) -> dict:
+        """The reported value within the sampled attribute's own range ``[0, k_j)``."""
+        att, val = np.asarray(columns["attribute"]), np.asarray(columns["report"])
         k = np.asarray(self.domains + (0,))[np.minimum(att.astype(np.int64), self.attributes)]
-        return val.astype(np.int64) >= k
+        return {"out_of_range": val.astype(np.int64) >= k}
 
     def output_alphabet_size(self) -> int:
         return int(sum(self.domains))
@@ -609,12 +600,11 @@ class SMPPairs(_MultiAttribute):
     def _from_columns(self, cols: dict) -> Any:
         return (np.asarray(cols["pair"]), np.asarray(cols["report"]))
 
-    def _rows_out_of_attribute_range(self, reports: Any) -> Optional[np.ndarray]:
-        pair, val = (np.asarray(a) for a in reports)
-        if pair.shape != val.shape or pair.ndim != 1:
-            return None
+    def _row_problems(self, columns: dict) -> dict:
+        """The reported value within the sampled pair's own range."""
+        pair, val = np.asarray(columns["pair"]), np.asarray(columns["report"])
         sizes = np.asarray(self.group_sizes() + (0,))
-        return val.astype(np.int64) >= sizes[np.minimum(pair.astype(np.int64), len(self.pairs))]
+        return {"out_of_range": val.astype(np.int64) >= sizes[np.minimum(pair.astype(np.int64), len(self.pairs))]}
 
     def output_alphabet_size(self) -> int:
         return int(sum(self.group_sizes()))

@@ -28,8 +28,10 @@ from .._errors import LDPInputError, LDPParameterError
 from ..exact import TWO64, exp_lower_bound
 from ..sampling import as_source
 from ..sampling.aggregate_kernels import bounded_histogram
-from .protocol import MaxGainAttack, ReportField
-from ._base import Channel, FrequencyOracle, floor_threshold
+from .protocol import MaxGainAttack
+from .reports import ReportField
+from .channel import Channel, floor_threshold
+from ._base import FrequencyOracle
 
 __all__ = ["KRR", "WarnerRR"]
 
@@ -39,7 +41,7 @@ def _report_dtype(d: int):
 
 
 @dataclass(frozen=True, kw_only=True)
-class KRR(MaxGainAttack, FrequencyOracle):
+class KRR(FrequencyOracle):
     """k-ary randomized response over ``d`` categories (``epsilon``-LDP per user).
 
     Privacy: ``max_divergence``, ``ε`` per user (input metric ``discrete_distance``); the realized
@@ -56,7 +58,10 @@ class KRR(MaxGainAttack, FrequencyOracle):
     True
     """
 
+    capabilities = FrequencyOracle.capabilities | {MaxGainAttack}
+
     name = "krr"
+    client_cost, server_cost = "O(1)", "O(n + d)"
     supports_em = True
     keep_threshold: int = field(init=False, repr=False, compare=False)
 
@@ -88,6 +93,10 @@ class KRR(MaxGainAttack, FrequencyOracle):
         if arr.size and (arr.min() < 0 or arr.max() >= self.d):
             raise LDPInputError(f"krr reports must be item codes in [0, {self.d})")
         return arr
+
+    def supports(self, output: int, item: int) -> bool:
+        """Whether a channel output supports ``item``: it names it."""
+        return output == item
 
     def support_counts(self, reports: np.ndarray) -> np.ndarray:
         return np.bincount(reports, minlength=self.d).astype(np.int64)
@@ -147,6 +156,12 @@ class WarnerRR(KRR):
     """
 
     name = "warner"
+
+    @classmethod
+    def choose_variants(cls, *, epsilon: float, d: int, n: int, m: int) -> tuple:
+        """k-RR at d = 2: ``ldp choose`` lists it as krr."""
+        return ()
+
 
     def __post_init__(self) -> None:
         if self.d not in (None, 2) or isinstance(self.d, bool):

@@ -34,7 +34,7 @@ import polars as pl
 from .._errors import LDPInputError, LDPParameterError
 
 __all__ = ["ReportField", "WIRE_MAGIC", "WIRE_VERSION", "REJECT_REASONS", "report_bits", "report_schema", "report_count", "rows_to_reports",
-           "reports_to_frame", "frame_to_reports", "check_reports", "to_wire", "to_wire_each", "from_wire", "from_wire_many",
+           "reports_to_frame", "frame_to_reports", "check_reports", "checked_reports", "to_wire", "to_wire_each", "from_wire", "from_wire_many",
            "wire_size", "wire_fingerprint"]
 
 WIRE_MAGIC = b"LDPW"
@@ -100,7 +100,7 @@ def report_count(mech, reports: Any) -> int:
 
 
 def reports_to_frame(mech, reports: Any):
-    """A report batch as a Polars DataFrame with :attr:`report_schema`."""
+    """A report batch as a Polars DataFrame with :func:`report_schema`."""
     base = mech.base
     cols = base._to_columns(reports)
     series = []
@@ -136,7 +136,13 @@ def frame_to_reports(mech, frame: Any) -> Any:
 def check_reports(mech, reports: Any) -> tuple[Any, dict]:
     """Row-wise validation: ``(accepted reports, {reason: rejected count})``. A report batch
     with the wrong shape or dtype raises :class:`LDPInputError`; a bad row is dropped and
-    counted, never estimated."""
+    counted, never estimated.
+
+    The ONE path of every row check: each field's own (:meth:`ReportField.row_problems`: range,
+    padding bits, order; a boolean byte other than 0/1), then the family's
+    (``mechanism.base._row_problems(columns)``: e.g. a tree report's level and the bits of the
+    other levels, each attribute's own range). The wire decoders, the collector and every
+    accumulator call this function, so a row one of them accepts, all of them accept."""
     base = mech.base
     cols = base._to_columns(reports)
     fields = base.report_fields()
@@ -156,15 +162,36 @@ def check_reports(mech, reports: Any) -> tuple[Any, dict]:
             neg = (a < 0).any(axis=1) if a.ndim == 2 else a < 0
             counts["out_of_range"] = counts.get("out_of_range", 0) + int((neg & ~bad).sum())
             bad |= neg
-        for reason, mask in f.row_problems(a).items():
-            new = mask & ~bad
-            if new.any():
-                counts[reason] = counts.get(reason, 0) + int(new.sum())
-                bad |= mask
+        problems = f.row_problems(a)
+        if f.dtype == "bool" and a.size:  # a wire byte other than 0/1 is not a boolean
+            problems["out_of_range"] = a.view(np.uint8) > 1
+        bad = _count_new(counts, bad, problems)
+    bad = _count_new(counts, bad, base._row_problems(cols))
     if not bad.any():
         return reports, counts
     keep = ~bad
     return base._from_columns({k: np.asarray(v)[keep] for k, v in cols.items()}), counts
+
+
+def checked_reports(mechanism: Any, reports: Any) -> Any:
+    """The reports if every row has the mechanism's layout and range, else :class:`LDPInputError`
+    (an accumulator adds a batch whole or not at all)."""
+    ok, rejected = check_reports(mechanism, reports)
+    if rejected:
+        raise LDPInputError(f"{mechanism.name}: {sum(rejected.values())} report(s) do not have the mechanism's layout or range")
+    return ok
+
+
+def _count_new(counts: dict, bad: np.ndarray, problems: dict) -> np.ndarray:
+    """``bad`` with every mask of ``problems`` added; each row is counted once, under the first
+    reason that rejects it."""
+    for reason, mask in problems.items():
+        mask = np.asarray(mask, dtype=bool)
+        new = mask & ~bad
+        if new.any():
+            counts[reason] = counts.get(reason, 0) + int(new.sum())
+            bad = bad | mask
+    return bad
 
 
 def to_wire(mech, reports: Any, *, tag: bytes = b"") -> bytes:

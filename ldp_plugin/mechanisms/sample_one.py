@@ -16,6 +16,7 @@ from ..sampling import RNGLike, as_source
 from .sets import ON_LONG, PAD, SetBatch, _check_duplicates, _is_series, _pl, as_set_batch, encode_items, is_item_batch, gather_sets, subsets_up_to
 from .base import MechanismBase
 from .channel import Channel
+from .protocol import ClosedDomain, InputKind, Verifiable
 
 __all__ = ["SampleOne"]
 
@@ -45,6 +46,8 @@ class SampleOne(MechanismBase):
     >>> s.estimate(r).items
     ('a', 'b', 'c')
     """
+
+    capabilities = frozenset({ClosedDomain, Verifiable})
 
     mechanism: Any
     m: int
@@ -79,7 +82,7 @@ class SampleOne(MechanismBase):
             padded = dataclasses.replace(mech, d=mech.d + 1)  # code d is PAD
         object.__setattr__(self, "padded", padded)
 
-    input_kind: ClassVar[str] = "set"
+    input_kind: ClassVar[InputKind] = InputKind.SET
 
     @property
     def epsilon(self) -> float:

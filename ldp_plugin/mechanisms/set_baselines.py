@@ -31,14 +31,18 @@ from typing import Any, ClassVar, Optional, Union
 
 import numpy as np
 
-from .protocol import ReportField, SetInput
+from .reports import ReportField
+from .mixins import SetInput
 from .._errors import LDPInputError, LDPParameterError
 from ..estimation import pure_variance, debias
 from ..exact import TWO64, exp_lower_bound, ratio_within_exp
 from .sets import gather_sets, subsets_up_to
-from ._base import Channel, FrequencyAccumulator, RealizedRates, check_domain, check_epsilon, floor_threshold
+from .channel import Channel, floor_threshold
+from ._base import FrequencyAccumulator, RealizedRates
+from .domain import check_domain, check_epsilon
 from .unary import bit_vector_outputs, bit_vector_row, packed_column_counts, randomize_bit_rows
 from .subset import KSubset
+from .protocol import Analytic, InputKind
 
 __all__ = ["RapporSet", "PrivSet", "SetAccumulator"]
 
@@ -56,8 +60,15 @@ class SetAccumulator(FrequencyAccumulator):
 
 @dataclass(frozen=True, kw_only=True)
 class _SetMechanism(SetInput, RealizedRates):
+    capabilities = RealizedRates.capabilities | {Analytic}
     name: ClassVar[str] = "set-mechanism"
-    input_kind: ClassVar[str] = "set"
+
+    @classmethod
+    def choose_variants(cls, *, epsilon: float, d: int, n: int, m: int) -> tuple:
+        """Sets of ``1 < m < d`` items (for ``m = 1`` the single-item oracles serve)."""
+        return ({},) if 1 < m < d else ()
+
+    input_kind: ClassVar[InputKind] = InputKind.SET
     epsilon: float
     m: int = 1
     d: Optional[int] = None
@@ -139,6 +150,7 @@ class RapporSet(_SetMechanism):
     """
 
     name = "rappor-set"
+    client_cost, server_cost = "O(d)", "O(n·d/64)"
     p_threshold: int = field(init=False, repr=False, compare=False)
 
     def _realize(self):
@@ -211,6 +223,7 @@ class PrivSet(_SetMechanism):
     """
 
     name = "privset"
+    client_cost, server_cost = "O(d)", "O(n·k + d)"
     k: Union[int, str] = "optimal"
     meet_threshold: int = field(init=False, repr=False, compare=False)
 

@@ -36,12 +36,13 @@ from typing import Any, Union
 
 import numpy as np
 
-from .protocol import ReportField
+from .reports import ReportField
 from .._errors import LDPInputError, LDPParameterError
 from ..exact import TWO64, exp_lower_bound
 from ..sampling.aggregate_kernels import sorted_rows_histogram
 from ..theory import k_sharp, k_star
-from ._base import Channel, FrequencyOracle, floor_threshold
+from .channel import Channel, floor_threshold
+from ._base import FrequencyOracle
 
 __all__ = ["KSubset"]
 
@@ -59,6 +60,14 @@ class KSubset(FrequencyOracle):
     """
 
     name = "k-subset"
+    client_cost, server_cost = "O(k)", "O(n·k + d)"
+
+    @classmethod
+    def choose_variants(cls, *, epsilon: float, d: int, n: int, m: int) -> tuple:
+        """The optimal subset size, when it is above 1 (``k = 1`` is k-RR itself)."""
+        k = cls(epsilon=epsilon, d=d).k if d >= 3 else 1
+        return ({"k": k},) if k > 1 else ()
+
     k: Union[int, str] = "l2"
     include_threshold: int = field(init=False, repr=False, compare=False)
 
@@ -117,6 +126,10 @@ class KSubset(FrequencyOracle):
         if self.k > 1 and arr.size and (np.diff(arr.astype(np.int64), axis=1) <= 0).any():
             raise LDPInputError("k-subset reports must be strictly increasing within each row")
         return arr
+
+    def supports(self, output: tuple, item: int) -> bool:
+        """Whether a channel output supports ``item``: the reported subset holds it."""
+        return item in output
 
     def support_counts(self, reports: np.ndarray) -> np.ndarray:
         return np.bincount(reports.ravel(), minlength=self.d).astype(np.int64)

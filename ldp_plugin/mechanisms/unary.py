@@ -34,12 +34,14 @@ from typing import Any, ClassVar, Optional
 import numpy as np
 
 from ..sampling import as_source
-from .protocol import MaxGainAttack, ReportField, SupportTestable
+from .protocol import MaxGainAttack, SupportTestable
+from .reports import ReportField
 from .._errors import LDPInputError, LDPParameterError
 from ..exact import TWO64, exp_lower_bound
 from ..sampling.aggregate_kernels import packed_column_counts as _packed_column_counts
 from ..theory import golden_section_min
-from ._base import Channel, FrequencyOracle, ceil_threshold, floor_threshold
+from .channel import Channel, ceil_threshold, floor_threshold
+from ._base import FrequencyOracle
 
 __all__ = ["RUE", "UnaryEncoding", "RAPPOR", "OUE", "THE", "the_optimal_threshold", "randomize_bit_rows", "packed_column_counts"]
 
@@ -87,10 +89,13 @@ def randomize_bit_rows(positions: np.ndarray, n_bits: int, p_threshold: int, q_t
 
 
 @dataclass(frozen=True, kw_only=True)
-class UnaryEncoding(MaxGainAttack, SupportTestable, FrequencyOracle):
+class UnaryEncoding(FrequencyOracle):
     """Shared machinery of unary encodings: per-bit thresholds for ``p`` (own bit) and ``q``."""
 
+    capabilities = FrequencyOracle.capabilities | {MaxGainAttack, SupportTestable}
+
     name = "unary"
+    client_cost, server_cost = "O(d)", "O(n·d/64)"
     channel_max_outputs = 256
     p_threshold: int = field(init=False, repr=False, compare=False)
     q_threshold: int = field(init=False, repr=False, compare=False)
@@ -128,6 +133,10 @@ class UnaryEncoding(MaxGainAttack, SupportTestable, FrequencyOracle):
         if self.d % 8 and arr.size and (arr[:, -1] >> (self.d % 8)).any():
             raise LDPInputError(f"{self.name} reports have padding bits set beyond d={self.d}")
         return arr
+
+    def supports(self, output: tuple, item: int) -> bool:
+        """Whether a channel output supports ``item``: its bit is set."""
+        return output[item] == 1
 
     def support_counts(self, reports: np.ndarray) -> np.ndarray:
         """Column sums of the packed bit matrix (see :func:`packed_column_counts`)."""

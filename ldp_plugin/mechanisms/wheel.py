@@ -40,15 +40,19 @@ from typing import Any, ClassVar, Optional, Union
 
 import numpy as np
 
-from .protocol import ReportField, SeededReports, SetInput
+from .reports import ReportField
+from .mixins import SeededReports, SetInput
 from .._errors import LDPInputError, LDPParameterError, PrivacyVerificationError
 from ..estimation import pure_variance
 from ..exact import TWO64, exp_lower_bound, ratio_within_exp
 from ..hashing import keys_of_items, mix64, seed_multipliers, seeded_hash
 from .sets import gather_sets, subsets_up_to
 from ..theory import golden_section_min
-from ._base import Channel, RealizedRates, check_domain, check_epsilon, floor_threshold
+from .channel import Channel, floor_threshold
+from ._base import RealizedRates
+from .domain import check_domain, check_epsilon
 from .set_baselines import SetAccumulator
+from .protocol import Analytic
 
 __all__ = ["Wheel", "wheel_optimal_p", "arc_union"]
 
@@ -94,7 +98,16 @@ class Wheel(SetInput, SeededReports, RealizedRates):
     ((3, 2), True)
     """
 
+    capabilities = RealizedRates.capabilities | {Analytic}
+
     name: ClassVar[str] = "wheel"
+    client_cost, server_cost = "O(m log m)", "O(n·d)"
+
+    @classmethod
+    def choose_variants(cls, *, epsilon: float, d: int, n: int, m: int) -> tuple:
+        """Any ``m`` (the arc length is chosen by the constructor)."""
+        return ({},)
+
     epsilon: float
     m: int = 1
     d: Optional[int] = None

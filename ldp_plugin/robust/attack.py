@@ -16,7 +16,7 @@ from typing import Any, Optional
 import numpy as np
 
 from .._errors import LDPParameterError
-from ..mechanisms.protocol import MaxGainAttack
+from ..mechanisms.protocol import MaxGainAttack, has
 
 __all__ = ["AttackResult", "fake_count", "max_gain_reports", "measure_gain"]
 
@@ -44,7 +44,7 @@ def fake_count(n_honest: int, fraction: float) -> int:
 
 def max_gain_reports(mechanism: Any, targets: Any, m: int, *, rng: Any = None) -> Any:
     """``m`` maximal-gain fake reports for ``targets`` (the mechanism's own crafting)."""
-    if not isinstance(mechanism, MaxGainAttack):
+    if not has(mechanism, MaxGainAttack):
         raise LDPParameterError(f"{mechanism.name} declares no maximal-gain reports")
     return mechanism.max_gain_reports(targets, int(m), rng=rng)
 

@@ -44,7 +44,7 @@ from typing import Any, Optional
 import numpy as np
 
 from .._errors import LDPParameterError
-from ..mechanisms.protocol import PoisonBounded
+from ..mechanisms.protocol import PoisonBounded, has
 
 __all__ = ["PoisonBound", "poison_bound", "worst_case_gain", "fake_fraction"]
 
@@ -83,9 +83,9 @@ def fake_fraction(n: int, poison_fraction: Optional[float] = None, poison_count:
 
 
 def _influence(mechanism: Any) -> tuple[np.ndarray, np.ndarray]:
-    if not isinstance(mechanism, PoisonBounded):
+    if not has(mechanism, PoisonBounded):
         raise LDPParameterError(
-            f"{getattr(mechanism, 'name', 'this mechanism')} declares no per-report influence range, so no certified "
+            f"{type(mechanism).__name__} declares no per-report influence range, so no certified "
             "poisoning bound is available for it (the pure frequency oracles and HCMS with d == k declare one)"
         )
     lo, hi = mechanism.report_influence()

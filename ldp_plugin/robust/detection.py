@@ -63,7 +63,7 @@ import numpy as np
 
 from .._errors import LDPInputError, LDPParameterError
 from ..estimation import FrequencyEstimate, finalize_estimate, pure_variance
-from ..mechanisms.protocol import SupportTestable
+from ..mechanisms.protocol import SupportTestable, has
 
 __all__ = ["DetectionResult", "detect", "count_thresholds", "node_consistency", "NodeTest", "duplicate_nonces",
            "IMPOSSIBLE_REASON", "BLIND_SPOT"]
@@ -289,8 +289,8 @@ def detect(mechanism: Any, reports: Any, *, alpha: float = 0.01, alpha_size: flo
     for name, a in (("alpha", alpha), ("alpha_size", alpha_size), ("alpha_pairs", alpha_pairs)):
         if isinstance(a, bool) or not isinstance(a, (int, float)) or not 0 < a < 1:
             raise LDPParameterError(f"{name} (a false-alarm rate) must be in (0, 1)")
-    n = int(mechanism.accumulator().add(reports).n) if not isinstance(mechanism, SupportTestable) else 0
-    if not isinstance(mechanism, SupportTestable):
+    n = int(mechanism.accumulator().add(reports).n) if not has(mechanism, SupportTestable) else 0
+    if not has(mechanism, SupportTestable):
         return DetectionResult(False, IMPOSSIBLE_REASON, n, {}, np.ones(n, dtype=bool), alpha, alpha_size, (0, 0), (), 0, mechanism)
     acc = mechanism.accumulator().add(reports)
     n, counts = int(acc.n), np.asarray(acc.counts)

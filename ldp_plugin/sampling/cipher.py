@@ -1,5 +1,5 @@
 """The secure source's byte generator: the OS CSPRNG, with large requests expanded by
-AES-256-CTR under a fresh OS key (issue 23).
+AES-256-CTR under a fresh OS key.
 
 **Construction.** A request for ``n >= CIPHER_MIN`` bytes takes a fresh 256-bit key from
 ``os.urandom`` and returns the first ``n`` bytes of the AES-256 keystream in counter mode

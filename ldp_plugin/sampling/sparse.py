@@ -1,4 +1,4 @@
-"""Entropy-proportional sparse Bernoulli matrices (issue 23): the positions of the rare outcome
+"""Entropy-proportional sparse Bernoulli matrices: the positions of the rare outcome
 drawn as exact geometric skips derived from the integer threshold — no float in any decision.
 
 A stream of independent events of probability ``q = T / 2**64`` is the same thing as its gaps:

@@ -42,6 +42,7 @@ from .._errors import LDPParameterError
 from ..sampling import SeededRandomSource
 from .layers import _pooled_chisquare
 from .positions import NotEnumerable, OutsideChannel, compare_row, enumerate_client
+from ..mechanisms.protocol import Keyed, SupportRates, has
 
 __all__ = ["entry_points_layer", "entry_cases"]
 
@@ -53,7 +54,7 @@ def _keys(n: int, source) -> list:
 
 def _takes_user_keys(mech: Any) -> bool:
     # every client has the one signature (``user_keys=`` included); only keyed mechanisms accept keys
-    return bool(getattr(mech, "needs_user_keys", False))
+    return has(mech, Keyed)
 
 
 def _randomize(mech: Any, batch: Any, n: int, source, keyed: bool):
@@ -65,9 +66,9 @@ def _randomize(mech: Any, batch: Any, n: int, source, keyed: bool):
 def entry_cases(mech: Any) -> list:
     """``(label, mechanism, make_batch(n), keyed, expected row, item code or None)`` for the
     public entry points."""
-    kind = getattr(mech, "input_kind", "value")
+    kind = mech.input_kind
     rows = mech.channel().matrix
-    keyed = bool(getattr(mech, "needs_user_keys", False))
+    keyed = has(mech, Keyed)
     cases: list = []
     if kind == "tuple":  # several attributes: the public client takes an n × attributes array of codes
         tuples = mech._tuples()
@@ -76,7 +77,7 @@ def entry_cases(mech: Any) -> list:
         return cases
     if kind == "key-value":  # the channel is over the sampled (key, value) code, drawn inside the client:
         return cases         # no public input maps to one row (the positions layer covers the code channel)
-    if kind == "number" and len(rows) != getattr(mech, "grid", -2) + 1:
+    if kind == "number" and len(rows) != mech.grid + 1:
         # cell inputs (Square Wave, bucketed oracles, trees): a value at the centre of cell k is row k
         lo, hi, g = mech.lower, mech.upper, len(rows)
         for k in range(g):
@@ -102,9 +103,8 @@ def entry_cases(mech: Any) -> list:
         for i, X in enumerate(inputs):
             items = [labels[c] for c in X]
             cases.append((f"set {list(X)}", mech, lambda n, items=items: [list(items) for _ in range(n)], keyed, list(rows[i]), None))
-        m = getattr(mech, "m", None)
-        d = mech.domain_size
-        if hasattr(mech, "on_long") and m is not None and d is not None and d > m:
+        m, d = mech.m, mech.domain_size  # a set mechanism: at most m items, the on_long policy
+        if d is not None and d > m:
             longm = dataclasses.replace(mech, on_long="sample")
             index = {tuple(X): i for i, X in enumerate(inputs)}
             S = list(range(m + 1))
@@ -114,11 +114,11 @@ def entry_cases(mech: Any) -> list:
             cases.append((f"long set {S} (on_long='sample')", longm, lambda n, items=items: [list(items) for _ in range(n)], keyed, exp, None))
         return cases
     d = mech.verification_input_count()
-    own = getattr(mech, "categories", None)
+    own = mech.categories
     for x in range(d):
         v = own[x] if own is not None else x
         cases.append((f"value {v!r}", mech, lambda n, v=v: np.array([v] * n, dtype=object if own is not None else np.int64), keyed, list(rows[x]), x))
-    if own is None and not keyed and getattr(mech, "domain_size", None) is not None:
+    if own is None and not keyed and mech.domain_size is not None:
         try:
             lab = mech.with_categories([f"item-{i}" for i in range(d)])
             lrows = lab.channel().matrix
@@ -131,10 +131,7 @@ def entry_cases(mech: Any) -> list:
 
 
 def _labels(mech: Any) -> list:
-    inner = getattr(mech, "mechanism", None)
-    cats = getattr(mech, "categories", None) or getattr(inner, "categories", None)
-    d = mech.domain_size
-    return list(cats) if cats is not None else list(range(d))
+    return list(mech.items)
 
 
 def _seed_fields(mech: Any) -> list:
@@ -149,7 +146,7 @@ def _hashed_checks(mech: Any, make: Callable, x: Optional[int], keyed: bool, n: 
     cols = mech._to_columns(reports)
     fresh = all(np.unique(np.asarray(cols[f])).size >= n - 1 for f in _seed_fields(mech) if f in cols)
     p = 1.0
-    if x is not None and hasattr(mech, "support_counts") and hasattr(mech, "p_star_exact") and not getattr(mech, "takes_cohorts", False):
+    if x is not None and has(mech, SupportRates):
         k = int(np.asarray(mech.support_counts(reports))[x])
         p = float(binomtest(k, n, float(mech.p_star_exact)).pvalue)
     return fresh, p

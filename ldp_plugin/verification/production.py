@@ -70,9 +70,7 @@ def kernel_env(backend: str) -> Iterator[None]:
 def production_outputs(mech: Any, codes: np.ndarray, source: Any) -> np.ndarray:
     """The client's outputs (channel column indices) for a batch of verification input codes:
     the same entry point as ``sample_verification_outputs``, on a mixed batch."""
-    hook = getattr(mech, "_verification_randomize", None)
-    reports = hook(codes, source) if hook is not None else mech.randomize_encoded(codes, rng=source)
-    return np.asarray(mech.output_index(reports), dtype=np.int64)
+    return np.asarray(mech.output_index(mech._verification_randomize(codes, source)), dtype=np.int64)
 
 
 def _paths(counts: dict) -> dict:

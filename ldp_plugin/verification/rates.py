@@ -55,6 +55,7 @@ from typing import Any
 import numpy as np
 
 from ..sampling import SeededRandomSource
+from ..mechanisms.protocol import Keyed, has
 
 __all__ = ["rates_layer", "rate_classes", "rates_sample_size", "FULL_MAX", "KEYED_MAX", "REDUCED_MAX", "QUICK_TARGET_MAX", "KEYED_REDUCED_MAX", "QUICK_N", "TARGET_RELATIVE_ERROR"]
 
@@ -175,13 +176,11 @@ def rates_layer(mech: Any, *, quick: bool = False, alpha: float = 1e-6, seed: in
     source sampler). ``target``: size the full run for :data:`TARGET_RELATIVE_ERROR` (a family's
     canonical instance); ``n`` overrides the sample size per input (tests)."""
     src = SeededRandomSource(seed)
-    keyed = bool(getattr(mech, "needs_user_keys", False))
-    layers = getattr(mech, "verification_layers", None)
-    if quick and not target:
-        layers = None  # quick mode: each family's layers on its canonical instance only
+    keyed = has(mech, Keyed)
+    # quick mode: each family's layers on its canonical instance only
+    layers = () if quick and not target else mech.verification_layers()
     parts = [("report", mech.channel(), mech.sample_verification_outputs, mech.verification_input_count(), keyed)]
-    if layers is not None:
-        parts += [(name, ch, fn, len(ch.matrix), name == "permanent" and keyed) for name, ch, fn in layers()]
+    parts += [(name, ch, fn, len(ch.matrix), name == "permanent" and keyed) for name, ch, fn in layers]
     share = alpha / len(parts)
     res = {name: _component(ch, fn, count, keyed=k, quick=quick, alpha=share, src=src, n=n, target=target)
            for name, ch, fn, count, k in parts}

@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from ..exact import TWO64
-from ..mechanisms.protocol import Mechanism
+from ..mechanisms.protocol import Mechanism, SupportRates, has
 from ..sampling import SeededRandomSource
 from .joint import joint_layer  # noqa: F401  (the joint layer lives in .joint; kept importable here)
 
@@ -188,7 +188,7 @@ def rate_layer(mech: Any, *, quick: bool = False, alpha: float = 1e-6, seed: int
     counts; not for hashed oracles, whose ``q*`` holds only on average over seeds)."""
     from scipy.stats import binomtest
 
-    if not hasattr(mech, "support_counts") or getattr(mech, "q_star_over_hash", False) or not hasattr(mech, "p_star_exact"):
+    if not has(mech, SupportRates) or mech.q_star_over_hash:
         return {"layer": "rates", "applicable": False, "passed": True}
     p, q = float(mech.p_star_exact), float(mech.q_star_exact)
     d = mech.domain_size

@@ -48,7 +48,7 @@ from ..sampling.kernels import compiled
 from ..exact import TWO64, exp_lower_bound
 from ..hashing import mix64
 from ..mechanisms import KRR, OLH, OUE, RAPPOR, GeometricMechanism, KSubset, Piecewise, SampleOne
-from ..mechanisms._base import floor_threshold
+from ..mechanisms.channel import floor_threshold
 from ..mechanisms.longitudinal.base import LGRR, _grr_sample
 from ..mechanisms.numeric import Duchi
 from ..mechanisms.unary import UnaryEncoding, randomize_bit_rows

@@ -38,6 +38,7 @@ import numpy as np
 
 from ..exact import epsilon_of_ratio, ratio_within_exp
 from ..mechanisms.lifetime import UnboundedLossError
+from ..mechanisms.protocol import Keyed, has
 
 __all__ = ["transcript_layer", "exact_pair_loss", "float_pair_loss", "history_pairs", "named_pairs", "all_sequences"]
 
@@ -200,7 +201,7 @@ def _charged(mech, relation: str, T: int) -> Optional[Fraction]:
 def transcript_layer(mech, *, quick: bool = False, t_max: int = 8) -> dict:
     """Exact transcript losses of the worst history pairs for ``T = 1 .. T_max`` against the
     ledger's charge under each relation; passes iff no pair's exact loss exceeds the charge."""
-    if not hasattr(mech, "transcript_model"):
+    if not has(mech, Keyed):
         return {"layer": "transcript", "applicable": False, "passed": True}
     t0 = time.perf_counter()
     model = mech.transcript_model()

@@ -15,6 +15,7 @@ from ldp_plugin.federated import Collector, Query
 from ldp_plugin.federated.envelope import seal
 from ldp_plugin.federated.nonces import NonceSet
 from ldp_plugin.sampling.aggregate_kernels import rows_match
+from ldp_plugin.mechanisms.reports import to_wire_each
 
 
 @pytest.fixture(params=["numpy", "numba"])
@@ -71,9 +72,9 @@ def test_rows_match_equals_the_bytewise_comparison(backend):
 
 def _hostile_mix(mech, q):
     """Honest envelopes plus every kind of bad element the list path classifies, all of size."""
-    honest = seal(mech.to_wire_each(mech.randomize_encoded(np.arange(600) % mech.d, rng=4), tag=q.content_hash))
+    honest = seal(to_wire_each(mech, mech.randomize_encoded(np.arange(600) % mech.d, rng=4), tag=q.content_hash))
     other = Query.for_mechanism("other", mech)
-    wrong_tag = seal(mech.to_wire_each(mech.randomize_encoded(np.zeros(5, dtype=np.int64), rng=5), tag=other.content_hash))
+    wrong_tag = seal(to_wire_each(mech, mech.randomize_encoded(np.zeros(5, dtype=np.int64), rng=5), tag=other.content_hash))
     blob = bytearray(honest[0])
     blob[16:20] = b"XXXX"  # bad magic
     bad_range = bytearray(honest[1])

@@ -18,6 +18,7 @@ import pytest
 
 import ldp_plugin as ldp
 from ldp_plugin.federated import Collector, DeviceFleet, DevicePolicy, Query
+from ldp_plugin.mechanisms.reports import to_wire_each
 
 
 def _fleet(tmp_path, n=50, cap="4", **kw):
@@ -94,8 +95,8 @@ def test_collector_rejects_every_malformed_class_and_never_crashes(tmp_path):
     with pytest.raises(ldp.LDPParameterError, match="min_batch"):
         col.estimate()
     nonce = os.urandom
-    out_of_range = nonce(16) + mech.to_wire_each(np.array([7], dtype=np.uint32), tag=q.content_hash)[0]  # value 7 >= d
-    other = nonce(16) + ldp.KRR(epsilon=0.5, d=4).to_wire_each(np.array([1], dtype=np.uint16), tag=q.content_hash)[0]
+    out_of_range = nonce(16) + to_wire_each(mech, np.array([7], dtype=np.uint32), tag=q.content_hash)[0]  # value 7 >= d
+    other = nonce(16) + to_wire_each(ldp.KRR(epsilon=0.5, d=4), np.array([1], dtype=np.uint16), tag=q.content_hash)[0]
     e = envs[1]
     hostile = [
         envs[0][:-1],                                # truncated (a wrong length: not exactly one report)

@@ -11,7 +11,8 @@ One-way imports: ``oracles → base → server``.
 
 from .base import MAX_COHORTS, MAX_K, MAX_TABLE, CohortReports, _CohortMechanism, report_batch_arrays, report_batch_from_arrays
 from .oracles import CMS, HCMS, ORAPPOR, ORR, CountSketch
-from .server import DECODERS, DENSE_LIMIT, MAX_DENSE, OTHER, CohortAccumulator
+from .server import DECODERS, MAX_DENSE, OTHER, CohortAccumulator
+from .design import DENSE_LIMIT
 
 __all__ = ["CohortReports", "CohortAccumulator", "ORR", "ORAPPOR", "CMS", "HCMS", "CountSketch", "OTHER", "DECODERS", "DENSE_LIMIT",
            "MAX_DENSE", "MAX_K", "MAX_COHORTS", "MAX_TABLE", "report_batch_arrays", "report_batch_from_arrays", "_CohortMechanism"]

@@ -11,17 +11,18 @@ from typing import Any, ClassVar, Optional
 import numpy as np
 
 from ..base import MechanismBase
-from ..protocol import Cohorted
+from ..protocol import ClosedDomain, Cohorted, Verifiable
 from ..._errors import LDPInputError, LDPParameterError
 from ...estimation import FrequencyEstimate, retarget
 from ...exact import epsilon_of_ratio, ratio_within_exp
 from ...hashing import check_seed, cohort_seeds, item_keys, keys_of_items, seeded_hash, seeded_permutation
 from ...sampling import RNGLike, as_source
 from ..usable_range import too_large
-from .._base import Channel, check_domain, check_epsilon, encode_values
+from ..channel import Channel
+from ..domain import check_domain, check_epsilon, encode_values
 from ...theory import mse_cohort
 from ...estimation.least_squares import normal_inverse
-from .server import DECODERS, DENSE_LIMIT, MAX_DENSE, OTHER, CohortAccumulator  # noqa: F401 (re-exported)
+from .server import OTHER, CohortAccumulator
 from .design import check_closed_design
 
 __all__ = ["CohortReports", "CohortAccumulator", "report_batch_arrays", "report_batch_from_arrays", "OTHER", "MAX_K", "MAX_COHORTS", "MAX_TABLE"]
@@ -47,7 +48,8 @@ class CohortReports:
 
 
 @dataclass(frozen=True, kw_only=True)
-class _CohortMechanism(MechanismBase, Cohorted, abc.ABC):
+class _CohortMechanism(MechanismBase, abc.ABC):
+    capabilities = frozenset({Cohorted, ClosedDomain, Verifiable})
     name: ClassVar[str] = "abstract-cohort"
     takes_cohorts: ClassVar[bool] = True
     histogram_columns: ClassVar[Optional[tuple]] = None
@@ -170,6 +172,12 @@ class _CohortMechanism(MechanismBase, Cohorted, abc.ABC):
         if not self.closed:
             return None
         return self.categories if self.categories is not None else tuple(range(self.d))
+
+    @classmethod
+    def default_cells(cls, epsilon: float) -> int:
+        """The hash range ``k`` over an open alphabet when none is given (heavy-hitter discovery):
+        a sketch's width here; O-RR takes the randomized-response optimum."""
+        return 1024
 
     def params(self) -> dict:
         out = {"mechanism": self.name, "epsilon": self.epsilon, "k": self.k, "cohorts": self.cohorts, "hash_seed": self.hash_seed}

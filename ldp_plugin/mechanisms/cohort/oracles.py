@@ -31,19 +31,23 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any
+import math
+from typing import Any, Optional
 
 import numpy as np
 
-from ..protocol import MaxGainAttack, PoisonBounded, ReportField
+from ..protocol import MaxGainAttack, PoisonBounded
+from ..reports import ReportField
 from ...sampling import as_source
 from ..._errors import LDPInputError, LDPParameterError
+from ...theory import choose_orr
 from ...exact import TWO64, exp_lower_bound, ratio_within_exp
-from .._base import floor_threshold
+from ..channel import floor_threshold
 from ..randomized_response import KRR
 from ..unary import bit_vector_outputs, bit_vector_row, packed_column_counts, randomize_bit_rows
 from ..hadamard import fast_walsh_hadamard, parity
-from .base import OTHER, CohortAccumulator, CohortReports, _CohortMechanism, _check_cohort_column
+from .server import OTHER, CohortAccumulator
+from .base import CohortReports, _CohortMechanism, _check_cohort_column
 
 __all__ = ["CohortReports", "CohortAccumulator", "ORR", "ORAPPOR", "CMS", "HCMS", "CountSketch", "OTHER"]
 
@@ -80,6 +84,36 @@ class ORR(_CohortMechanism):
     """
 
     name = "orr"
+    client_cost, server_cost = "O(1)", "O(n + d²·C)"
+
+    @classmethod
+    def default_cells(cls, epsilon: float) -> int:
+        """``k ≈ e^ε + 1`` (the hash range that balances collisions against randomized-response noise)."""
+        return max(2, round(math.exp(epsilon)) + 1)
+
+    @classmethod
+    def default_parameters(cls, given: dict, *, epsilon: float, d: Optional[int], n: int, closed: bool = True) -> dict:
+        """Without ``k``: the (k, cohorts) of :func:`ldp_plugin.theory.choose_orr` for ``d`` items
+        (an open alphabet, ``closed=False``: ``d`` candidates) and ``n`` users."""
+        if "k" in given:
+            return {}
+        if d is None:
+            raise LDPParameterError(
+                "mechanism 'orr' needs k (int in [2, 2^24]) and cohorts, or the domain size d/categories to choose them "
+                "(on the command line: --d D, or --param k=K --param cohorts=C)"
+            )
+        chosen = choose_orr(int(d), float(epsilon), int(n), closed=closed)
+        return {"k": chosen["k"], "cohorts": chosen["cohorts"]}
+
+    @classmethod
+    def choose_variants(cls, *, epsilon: float, d: int, n: int, m: int) -> tuple:
+        """The (k, cohorts) of :func:`ldp_plugin.theory.choose_orr` for ``d`` items and ``n`` users."""
+        try:
+            c = choose_orr(d, epsilon, n)
+        except LDPParameterError:
+            return ()
+        return ({"k": c["k"], "cohorts": c["cohorts"]},)
+
     covariance = "multinomial"
     histogram_columns = ("cohort", "report")
 
@@ -229,7 +263,7 @@ class CMS(ORAPPOR):
         super()._validate_extra()
 
 @dataclass(frozen=True, kw_only=True)
-class HCMS(MaxGainAttack, PoisonBounded, _CohortMechanism):
+class HCMS(_CohortMechanism):
     """HCMS: Apple's Hadamard count-mean sketch — one ±1 Hadamard coefficient of the user's
     hashed cell per report, by randomized response (Apple, "Learning with Privacy at Scale",
     2017, Alg. "Client-side HCMS"/"Server-side HCMS"), ``epsilon``-LDP per user. The ``cohorts``
@@ -254,6 +288,8 @@ class HCMS(MaxGainAttack, PoisonBounded, _CohortMechanism):
     >>> len(r), m.estimate(r, candidates=["maps", "mail"]).items
     (3, ('maps', 'mail', '<other>'))
     """
+
+    capabilities = _CohortMechanism.capabilities | {MaxGainAttack, PoisonBounded}
 
     name = "hcms"
     covariance = "hadamard"

@@ -70,7 +70,9 @@ from ..domain import check_user_keys as _check_keys
 from ..base import MechanismBase
 from ..channel import Channel
 from ..lifetime import TranscriptModel, bound, check_relation, increment
-from ..protocol import MergeableCounts, ReportField
+from ..mixins import MergeableCounts
+from ..reports import ReportField, report_count
+from ..protocol import Keyed, Verifiable
 
 __all__ = ["LongitudinalMechanism", "LGRR", "LifetimeTracker"]
 
@@ -111,6 +113,18 @@ def _prf_uniform(words: np.ndarray, r: int, again) -> np.ndarray:
 @dataclass(frozen=True, kw_only=True)
 class LongitudinalMechanism(MechanismBase):
     """Shared shape (module docstring): ``randomize(codes, user_keys, rng=)`` is one collection."""
+
+    capabilities = frozenset({Keyed, Verifiable})
+
+    @classmethod
+    def choose_variants(cls, *, epsilon: float, d: int, n: int, m: int) -> tuple:
+        """The parameter choices ``ldp choose --family longitudinal`` ranks (the defaults here)."""
+        return ({},)
+
+    def unit_probabilities(self, theta: Any) -> np.ndarray:
+        """The distribution of the memoized unit when a user's value is drawn from ``theta``
+        (``ldp choose``'s expected lifetime): the value itself here."""
+        return np.asarray(theta, dtype=np.float64)
 
     epsilon_perm: float
     epsilon_1: float
@@ -417,7 +431,7 @@ class LongitudinalAccumulator(MergeableCounts):
     def add(self, reports: Any) -> "LongitudinalAccumulator":
         stats = np.asarray(self.mechanism._statistics(reports), dtype=np.float64)
         self.counts = stats if self.counts is None else self.counts + stats
-        self.n += self.mechanism.report_count(reports)
+        self.n += report_count(self.mechanism, reports)
         return self
 
     def estimate(self, *, postprocess: str = "projection", confidence: float = 0.95, **_: Any) -> FrequencyEstimate:

@@ -13,8 +13,9 @@ from ..._errors import LDPParameterError
 from ...hashing import item_keys, seeded_hash
 from ..channel import Channel
 from ..local_hashing import VERIFICATION_SEEDS, olh_support_counts
-from .base import LGRR, _check_keys, _grr_layers, _grr_sample, _prf
-from ..protocol import ReportField
+from .base import LGRR, _grr_layers, _prf
+from ..domain import check_user_keys as _check_keys
+from ..reports import ReportField
 
 __all__ = ["LOLOHA", "loloha_optimal_g"]
 
@@ -53,6 +54,15 @@ class LOLOHA(LGRR):
     name = "loloha"
     g: Any = 2
     histogram_columns = None
+
+    @classmethod
+    def choose_variants(cls, *, epsilon: float, d: int, n: int, m: int) -> tuple:
+        """The utility-optimal ``g`` and ``g = 2`` (the fewest memoized units)."""
+        return ({"g": "optimal"}, {"g": 2})
+
+    def unit_probabilities(self, theta: Any) -> np.ndarray:
+        """The ``g`` hashed values, uniform over the public seed."""
+        return np.full(self.g, 1.0 / self.g)
 
     def _realize(self) -> None:
         g = self.g

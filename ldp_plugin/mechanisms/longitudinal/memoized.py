@@ -54,12 +54,13 @@ from .._base import FrequencyAccumulator
 from ..base import MechanismBase
 from ...exact import epsilon_of_ratio
 from ..domain import check_user_keys as _check_keys  # shared with the longitudinal clients
-from .._base import check_epsilon
+from ..domain import check_epsilon
 from ..lifetime import TranscriptModel, check_relation, increment
 from ..lifetime import bound as lifetime_bound_of
 from ...sampling import RNGLike
 from ...theory import mse_pure
 from ..channel import Channel
+from ..protocol import ClosedDomain, Keyed, Verifiable
 
 __all__ = ["Memoized", "DistinctValueGuard", "new_user_key"]
 
@@ -90,6 +91,8 @@ class Memoized(MechanismBase):
     >>> [round(float(m.lifetime_bound(t, relation="value")), 3) for t in (1, 2, 3, 4, 5)]
     [0.687, 1.687, 2.687, 3.687, 4.0]
     """
+
+    capabilities = frozenset({ClosedDomain, Keyed, Verifiable})
 
     epsilon_permanent: float
     epsilon_instantaneous: float

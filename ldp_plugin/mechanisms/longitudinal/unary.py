@@ -15,8 +15,9 @@ from ...estimation import FrequencyEstimate, finalize_estimate
 from ...exact import TWO64, exp_lower_bound, ratio_within_exp
 from ..channel import Channel
 from ..lifetime import TranscriptModel
-from .base import LongitudinalMechanism, _check_keys, _floor_t, _prf, _prf_uniform, keys_rows
-from ..protocol import ReportField
+from .base import LongitudinalMechanism, _floor_t, _prf, _prf_uniform, keys_rows
+from ..domain import check_user_keys as _check_keys
+from ..reports import ReportField
 
 __all__ = ["LOUE", "LOSUE", "LSUE", "DBitFlipPM"]
 
@@ -229,6 +230,11 @@ class DBitFlipPM(LongitudinalMechanism):
     name = "dbitflip"
     d_bits: int = 1
     uses_epsilon_1 = False
+
+    def unit_probabilities(self, theta: Any) -> np.ndarray:
+        """The memoized patterns: one per sampled bucket holding the value, and "none of them"."""
+        d = self.d
+        return np.concatenate([np.full(self.d_bits, 1.0 / d), [1 - self.d_bits / d]])
     T: int = field(init=False, repr=False, compare=False)  # the bit threshold (compared with PRF words)
 
     def _realize(self) -> None:

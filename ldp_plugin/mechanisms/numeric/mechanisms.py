@@ -59,7 +59,8 @@ from ...sampling import RNGLike, as_source
 from ..domain import check_epsilon, check_user_keys
 from .server import MeanAccumulator, MeanEstimate
 from ..base import MechanismBase
-from ..protocol import Numeric, ReportField
+from ..protocol import InputKind, Numeric, Verifiable
+from ..reports import ReportField
 from ..channel import Channel
 from ..window import WindowChannel
 
@@ -92,14 +93,16 @@ def _numbers(values: Any) -> np.ndarray:
 
 
 @dataclass(frozen=True, kw_only=True)
-class NumericMechanism(MechanismBase, Numeric):
+class NumericMechanism(MechanismBase):
     """Shared shape of the mean mechanisms (see the module docstring)."""
+
+    capabilities = frozenset({Numeric, Verifiable})
 
     epsilon: float
     lower: float = 0.0
     upper: float = 1.0
     grid: int = 1024
-    input_kind = "number"
+    input_kind = InputKind.NUMBER
     histogram_columns = ("report",)  # few distinct reports: aggregated by a grouped scan
 
     def __post_init__(self) -> None:
