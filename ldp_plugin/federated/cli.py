@@ -31,7 +31,7 @@ from .deploy import Spawned, flower_tool, free_port, run_to_completion, tool_env
 from .plan import Plan
 from .synthetic import zipf_frequencies, zipf_values
 from .config import ENV_DEVICE_CONFIG, DeviceConfig
-from .device import DeviceFleet
+from .device import DeviceFleet, DeviceRefusal
 from .analyzer import analyze_batch
 from .sealed import generate_analyzer_keys
 from .shuffler import BatchBelowMinimum
@@ -105,6 +105,10 @@ def add_parsers(sub, parser_class, int_in, epsilon_type, seed_type, domain_type,
     dpin.add_argument("config", help="the device TOML")
     dpin.add_argument("app", help="the Flower app directory (built as `flwr run` builds it) or a .fab file")
     dpin.add_argument("--node-config", default="", help="the node_config values used in the TOML, e.g. 'partition-id=0'")
+    dst = dsub.add_parser("status", help="the owner's view: devices, budget left (min/max over devices), spends, pinned apps, refused runs")
+    dst.add_argument("config", help="the device TOML")
+    dst.add_argument("--node-config", default="", help="the node_config values used in the TOML, e.g. 'partition-id=0'")
+    dst.add_argument("--json", action="store_true", help="one JSON document on stdout")
     dref = dsub.add_parser("refusals", help="the runs this device refused to answer (apps not pinned), oldest first")
     dref.add_argument("config", help="the device TOML")
     dref.add_argument("--node-config", default="", help="the node_config values used in the TOML, e.g. 'partition-id=0'")
@@ -209,6 +213,15 @@ def _device(args) -> int:
         added = cfg.trust.pin(digest)
         print(f"{'pinned' if added else 'already pinned'}: {digest}")
         return 0
+    if sub == "status":
+        out = _device_status(cfg)
+        if args.json:
+            print(json.dumps(out, indent=1))
+        else:
+            print(f"{out['devices']:,} device(s); budget left per device: min {out['remaining_min']}, max {out['remaining_max']} "
+                  f"(lifetime cap {out['lifetime_cap']}); {out['spends']} spend(s); ledger {out['ledger']}")
+            print(f"{len(out['pinned_apps'])} pinned app(s); {out['refused_runs']} refused run(s) (ldp federated device refusals)")
+        return 0
     if sub == "refusals":
         recs = cfg.trust.refusals()
         if args.json:
@@ -229,6 +242,23 @@ def _device(args) -> int:
     print(f"answering the SuperNode at {args.runtime_api} for pinned apps only (refusals: {cfg.trust.refusal_log})", flush=True)
     _runtime().serve(args.config, node_config, args.runtime_api, root_certificates=certs, stop=stop)
     return 0
+
+
+def _device_status(cfg: DeviceConfig) -> dict:
+    """The owner's summary of one node's devices (opened as a query would: a tampered or missing
+    ledger is reported by its refusal reason, nothing is changed)."""
+    base = {"ledger": str(cfg.ledger), "pinned_apps": sorted(cfg.trust.pinned()), "refused_runs": len(cfg.trust.refusals()),
+            "lifetime_cap": str(cfg.policy.lifetime_cap)}
+    try:
+        fleet = DeviceFleet.open(cfg)
+    except DeviceRefusal as e:
+        return {**base, "devices": 0, "state": e.reason, "remaining_min": None, "remaining_max": None, "spends": 0}
+    try:
+        left = fleet.ledger.remaining_by_cohort()
+        return {**base, "devices": fleet.n_devices, "state": "ok", "remaining_min": str(min(left)), "remaining_max": str(max(left)),
+                "spends": len(fleet.ledger.history())}
+    finally:
+        fleet.close()
 
 
 def _plan_toml(args, nodes: int) -> str:

@@ -183,3 +183,26 @@ def test_the_member_list_is_the_node_count(tmp_path):
     with pytest.raises(LDPParameterError, match="same public key twice"):
         Plan.from_dict({"members": [keys[0], keys[0]]}, q, tmp_path)
     assert json.dumps(list(Plan.from_dict({"members": keys}, q, tmp_path).members))
+
+
+def test_the_owner_sees_pins_budget_and_refusals(tmp_path, monkeypatch, capsys):
+    """``ldp federated device pin / status / refusals``: the owner's commands, in process."""
+    from ldp_plugin.cli import main as ldp_main
+
+    monkeypatch.chdir(tmp_path)
+    assert ldp_main(["federated", "new", "app", "--nodes", "1"]) == 0
+    assert ldp_main(["federated", "device", "init", "app/device.toml", "--node-config", "partition-id=0"]) == 0
+    assert ldp_main(["federated", "device", "pin", "app/device.toml", "app", "--node-config", "partition-id=0"]) == 0
+    assert ldp_main(["federated", "app-digest", "app"]) == 0
+    capsys.readouterr()
+    cfg = DeviceConfig.load(tmp_path / "app" / "device.toml", {"partition-id": 0})
+    cfg.trust.record_refusal({"run_id": 3, "fab_hash": "ef" * 32, "reason": "app_not_pinned"})
+    assert ldp_main(["federated", "device", "status", "app/device.toml", "--node-config", "partition-id=0", "--json"]) == 0
+    st = json.loads(capsys.readouterr().out)
+    assert st["devices"] == 2000 and st["remaining_min"] == st["remaining_max"] == "12" and st["spends"] == 0 and st["state"] == "ok"
+    assert len(st["pinned_apps"]) == 1 and st["refused_runs"] == 1
+    assert ldp_main(["federated", "device", "refusals", "app/device.toml", "--node-config", "partition-id=0", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["refusals"][0]["run_id"] == 3
+    (tmp_path / "app" / "state" / "node-0" / "ledger.sqlite").unlink()  # a lost ledger: the status says why the devices refuse
+    assert ldp_main(["federated", "device", "status", "app/device.toml", "--node-config", "partition-id=0", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["state"] == "ledger_missing"
