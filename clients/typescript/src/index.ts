@@ -1,0 +1,16 @@
+/**
+ * ldp-plugin-client: the device side of ldp-plugin in TypeScript, no runtime dependencies.
+ * Every decision compares uniform random bytes with the Python client's exact integer thresholds
+ * (BigInt), so a report made here from the same bytes is byte-identical to the Python client's,
+ * and the Python collector decodes it with `from_wire_many`.
+ */
+export { TWO64, expLowerBound, floorThreshold, ceilThreshold, type Rational } from "./exact.js";
+export { sha256 } from "./sha256.js";
+export { pyDumps, PyFloat, type PyJSON } from "./pyjson.js";
+export { SecureSource, ReplaySource, secureSource, type RandomSource } from "./source.js";
+export { Bernoulli, PackedRow, uniformInt, bernoulliRow } from "./bernoulli.js";
+export { toWire, wireFingerprint, reportSize, type Report, type ReportField } from "./wire.js";
+export { ClientMechanism, type Label } from "./mechanisms/base.js";
+export { KRR, WarnerRR } from "./mechanisms/krr.js";
+export { RAPPOR, OUE, UnaryEncoding } from "./mechanisms/unary.js";
+export { mechanismFromSpec, CLIENT_MECHANISMS } from "./spec.js";

@@ -1,0 +1,22 @@
+/** A client mechanism from its spec JSON (as the Python client's `mechanism.spec()` / a query). */
+import type { ClientMechanism } from "./mechanisms/base.js";
+import { KRR, WarnerRR } from "./mechanisms/krr.js";
+import { OUE, RAPPOR } from "./mechanisms/unary.js";
+
+type Spec = { name: string; params: Record<string, unknown> };
+
+const FACTORIES: Record<string, (p: Record<string, unknown>) => ClientMechanism> = {
+  krr: (p) => new KRR(p as never),
+  warner: (p) => new WarnerRR(p as never),
+  rappor: (p) => new RAPPOR(p as never),
+  oue: (p) => new OUE(p as never),
+};
+
+/** The mechanisms this client implements. */
+export const CLIENT_MECHANISMS: readonly string[] = Object.keys(FACTORIES);
+
+export function mechanismFromSpec(spec: Spec): ClientMechanism {
+  const make = FACTORIES[spec.name];
+  if (make === undefined) throw new RangeError(`mechanism must be one of ${CLIENT_MECHANISMS.join(", ")}`);
+  return make(spec.params);
+}
