@@ -13,4 +13,5 @@ export { toWire, wireFingerprint, reportSize, type Report, type ReportField } fr
 export { ClientMechanism, type Label } from "./mechanisms/base.js";
 export { KRR, WarnerRR } from "./mechanisms/krr.js";
 export { RAPPOR, OUE, UnaryEncoding } from "./mechanisms/unary.js";
+export { seal, NONCE_BYTES } from "./envelope.js";
 export { mechanismFromSpec, CLIENT_MECHANISMS } from "./spec.js";

@@ -1,0 +1,15 @@
+// Reports made by the TypeScript client, for the Python collector.
+// usage: node vectors/make_reports.mjs JOB.json  (JOB: {spec, values, tag (hex), random (hex, optional)})
+// Prints one sealed envelope per value, hex, one per line. Without `random` the randomness is the
+// platform CSPRNG; with it, the recorded stream is replayed (reproducible tests only).
+import { readFileSync } from "node:fs";
+import { mechanismFromSpec, ReplaySource, secureSource, seal } from "../dist/index.js";
+
+const job = JSON.parse(readFileSync(process.argv[2], "utf8"));
+const hex = (s) => Uint8Array.from(Buffer.from(s, "hex"));
+const mech = mechanismFromSpec(job.spec);
+const src = job.random ? new ReplaySource(hex(readFileSync(job.random, "utf8").trim())) : secureSource();
+const tag = hex(job.tag);
+const lines = [];
+for (const v of job.values) lines.push(Buffer.from(seal(mech.toWire(mech.randomize(v, src), tag))).toString("hex"));
+process.stdout.write(lines.join("\n") + "\n");

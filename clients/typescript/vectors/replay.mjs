@@ -1,0 +1,33 @@
+// Replays the Python client's recorded random streams through the TypeScript client.
+// usage: node vectors/replay.mjs VECTORS.json [--check]
+// Prints one JSON line per vector ({wire, consumed}); with --check, compares with the vector's
+// wire and exits 1 on the first difference (what `npm test` runs).
+import { readFileSync } from "node:fs";
+import { mechanismFromSpec, ReplaySource } from "../dist/index.js";
+
+const [path, flag] = process.argv.slice(2);
+const vectors = JSON.parse(readFileSync(path, "utf8"));
+const hex = (s) => Uint8Array.from(Buffer.from(s, "hex"));
+let bad = 0;
+const out = [];
+for (const [i, v] of vectors.entries()) {
+  const mech = mechanismFromSpec(v.spec);
+  const src = new ReplaySource(hex(v.random));
+  let wire = "";
+  try {
+    wire = Buffer.from(mech.toWire(mech.randomize(v.value, src), hex(v.tag))).toString("hex");
+  } catch (e) {
+    wire = `error: ${e.message}`;
+  }
+  out.push({ wire, consumed: src.consumed });
+  if (flag === "--check" && (wire !== v.wire || src.consumed * 2 !== v.random.length)) {
+    bad++;
+    if (bad <= 5) console.error(`vector ${i} (${v.spec.name}): got ${wire} consumed ${src.consumed}, want ${v.wire} consumed ${v.random.length / 2}`);
+  }
+}
+if (flag === "--check") {
+  console.log(`${vectors.length - bad}/${vectors.length} vectors byte-identical`);
+  process.exit(bad ? 1 : 0);
+} else {
+  process.stdout.write(JSON.stringify(out));
+}

@@ -1,0 +1,83 @@
+"""Cross-language test vectors: reports made by the Python client from a recorded random stream.
+
+Each vector holds a mechanism's spec, one user's value, the query tag, the exact bytes the Python
+client's sampler drew (a seeded stream, recorded) and the wire blob it produced. The TypeScript
+client replays the same bytes (``ReplaySource``) and must produce the same blob, byte for byte,
+consuming exactly the recorded bytes. ``python -m tests.typescript.vectors`` rewrites the committed
+file ``clients/typescript/vectors/vectors.json``.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+
+from ldp_plugin import KRR, OUE, RAPPOR, WarnerRR
+from ldp_plugin.mechanisms.reports import to_wire
+from ldp_plugin.sampling import RandomSource, SeededRandomSource
+
+VECTORS_PATH = Path(__file__).resolve().parents[2] / "clients" / "typescript" / "vectors" / "vectors.json"
+
+
+class RecordingSource(RandomSource):
+    """A seeded stream that records every byte it hands out (simulations and tests only)."""
+
+    secure = False
+
+    def __init__(self, seed: int):
+        self.inner = SeededRandomSource(seed)
+        self.drawn = bytearray()
+
+    def random_bytes(self, n: int) -> np.ndarray:
+        out = self.inner.random_bytes(n)
+        self.drawn += out.tobytes()
+        return out
+
+
+def _instances():
+    """(mechanism, values) per parameter point: small and large domains, tiny and large ε, the
+    16- and 32-bit Lemire paths, dense and sparse packed rows, labels and booleans."""
+    out = []
+    for eps in (0.1, 1.0, 4.0, 12.0):
+        for d in (2, 3, 5, 1024, 1025, 70000):
+            out.append((KRR(epsilon=eps, d=d), [0, d - 1, d // 2]))
+    out.append((KRR(epsilon=0.75, categories=["a", "b", "é", "z z"]), ["a", "é", "z z"]))
+    for eps in (0.3, 2.0, 9.0):
+        out.append((WarnerRR(epsilon=eps), [False, True]))
+    for cls in (RAPPOR, OUE):
+        for eps in (0.5, 1.0, 3.0, 4.0, 8.0):
+            for d in (2, 7, 8, 9, 64, 1000):
+                out.append((cls(epsilon=eps, d=d), [0, d - 1]))
+    out.append((OUE(epsilon=6.0, categories=["x", "y", "w"]), ["y"]))
+    return out
+
+
+def make_vectors(seeds_per_value: int = 6) -> list:
+    vectors = []
+    seed = 0
+    for mech, values in _instances():
+        for value in values:
+            for s in range(seeds_per_value):
+                seed += 1
+                tag = bytes([s, len(vectors) % 256]) * s  # tags of 0..2·(seeds−1) bytes
+                src = RecordingSource(seed)
+                reports = mech.randomize([value], rng=src)
+                vectors.append({
+                    "spec": mech.spec(),
+                    "value": value,
+                    "tag": tag.hex(),
+                    "random": bytes(src.drawn).hex(),
+                    "wire": to_wire(mech, reports, tag=tag).hex(),
+                })
+    return vectors
+
+
+def vectors_text() -> str:
+    return json.dumps(make_vectors(), indent=0, ensure_ascii=True, sort_keys=True) + "\n"
+
+
+if __name__ == "__main__":
+    VECTORS_PATH.write_text(vectors_text())
+    print(f"wrote {VECTORS_PATH}")
