@@ -19,7 +19,7 @@ import subprocess
 import numpy as np
 import pytest
 
-from ldp_plugin import KRR, OUE, RAPPOR, WarnerRR
+from ldp_plugin import KRR, OLH, OUE, RAPPOR, HadamardMechanism, HadamardResponse, KSubset, WarnerRR
 from ldp_plugin.federated.collector import Collector
 from ldp_plugin.federated.envelope import NONCE_BYTES
 from ldp_plugin.federated.query import Query
@@ -47,7 +47,7 @@ def test_typescript_reproduces_every_python_vector_byte_for_byte(tmp_path):
         names.add(v["spec"]["name"])
         assert g["wire"] == v["wire"], (v["spec"], v["value"])
         assert 2 * g["consumed"] == len(v["random"]), (v["spec"], v["value"])
-    assert names == {"krr", "warner", "rappor", "oue"}
+    assert names == {"krr", "warner", "rappor", "oue", "olh", "hadamard", "hadamard-mechanism", "k-subset"}
 
 
 def test_a_changed_byte_changes_the_typescript_report(tmp_path):
@@ -74,8 +74,11 @@ def _typescript_envelopes(tmp_path, mech, values, tag: bytes, seed=None) -> list
     return [bytes.fromhex(line) for line in run_node("vectors/make_reports.mjs", str(path)).split()]
 
 
-@pytest.mark.parametrize("mech", [KRR(epsilon=2.0, d=6), OUE(epsilon=2.0, d=6), RAPPOR(epsilon=2.0, d=6), OUE(epsilon=5.0, d=6)],
-                         ids=["krr", "oue", "rappor", "oue-sparse"])
+_CROSS = [KRR(epsilon=2.0, d=6), OUE(epsilon=2.0, d=6), RAPPOR(epsilon=2.0, d=6), OUE(epsilon=5.0, d=6), OLH(epsilon=2.0, d=6),
+          HadamardResponse(epsilon=2.0, d=6), HadamardMechanism(epsilon=2.0, d=6), KSubset(epsilon=2.0, d=6, k=2)]
+
+
+@pytest.mark.parametrize("mech", _CROSS, ids=["krr", "oue", "rappor", "oue-sparse", "olh", "hadamard", "hadamard-mechanism", "k-subset"])
 def test_typescript_reports_are_accepted_and_estimated_by_the_python_collector(tmp_path, mech):
     theta = np.array([0.4, 0.25, 0.15, 0.1, 0.06, 0.04])
     n = 12000
@@ -92,12 +95,13 @@ def test_typescript_reports_are_accepted_and_estimated_by_the_python_collector(t
     counts = mech.support_counts(reports)
     assert np.array_equal(counts, col.acc.counts)
     # unbiased estimate within 5 analytic standard errors of the truth (fixed stream: deterministic)
+    est = mech.accumulator().add(reports).estimate(postprocess="none").raw
     p, q = mech.p_star, mech.q_star
-    est = (counts / n - q) / (p - q)
+    assert np.allclose(est, (counts / n - q) / (p - q))
     se = np.sqrt(mech.variance(theta, n))
     assert np.all(np.abs(est - theta) <= 5 * se), (est, theta)
     # power: decoded as if ε were 30% lower, the same counts are far off
-    wrong = type(mech)(epsilon=mech.epsilon * 0.7, d=6)
+    wrong = type(mech)(**{**mech.spec()["params"], "epsilon": mech.epsilon * 0.7})
     est_wrong = (counts / n - wrong.q_star) / (wrong.p_star - wrong.q_star)
     assert np.any(np.abs(est_wrong - theta) > 5 * se)
     # a replayed envelope is refused: nothing added

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ldp_plugin import KRR, OUE, RAPPOR, WarnerRR
+from ldp_plugin import KRR, OLH, OUE, RAPPOR, HadamardMechanism, HadamardResponse, KSubset, WarnerRR
 from ldp_plugin.mechanisms.reports import to_wire
 from ldp_plugin.sampling import RandomSource, SeededRandomSource
 
@@ -38,7 +38,8 @@ class RecordingSource(RandomSource):
 
 def _instances():
     """(mechanism, values) per parameter point: small and large domains, tiny and large ε, the
-    16- and 32-bit Lemire paths, dense and sparse packed rows, labels and booleans."""
+    16- and 32-bit Lemire paths, dense and sparse packed rows, labels and booleans, hash ranges
+    from 2 to e**10, one to several words of batched subset draws."""
     out = []
     for eps in (0.1, 1.0, 4.0, 12.0):
         for d in (2, 3, 5, 1024, 1025, 70000):
@@ -51,6 +52,18 @@ def _instances():
             for d in (2, 7, 8, 9, 64, 1000):
                 out.append((cls(epsilon=eps, d=d), [0, d - 1]))
     out.append((OUE(epsilon=6.0, categories=["x", "y", "w"]), ["y"]))
+    for eps in (0.5, 2.0, 10.0):
+        for d in (2, 5, 1000):
+            out.append((OLH(epsilon=eps, d=d), [0, d - 1]))
+            out.append((OLH(epsilon=eps, d=d, g=2), [d // 2]))
+    out.append((OLH(epsilon=1.0, categories=[-3, 7, 2**40]), [-3, 2**40]))
+    for cls in (HadamardResponse, HadamardMechanism):
+        for eps in (0.2, 1.0, 6.0):
+            for d in (2, 5, 8, 1000, 5000):
+                out.append((cls(epsilon=eps, d=d), [0, d - 1, d // 3]))
+    for eps in (0.5, 2.0, 7.0):
+        for d, k in ((2, 1), (4, 1), (4, 3), (6, 5), (20, 2), (20, 7), (1025, 3), (70000, 5), (300, 40)):
+            out.append((KSubset(epsilon=eps, d=d, k=k), [0, d - 1, d // 2]))
     return out
 
 

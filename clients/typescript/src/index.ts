@@ -15,3 +15,7 @@ export { KRR, WarnerRR } from "./mechanisms/krr.js";
 export { RAPPOR, OUE, UnaryEncoding } from "./mechanisms/unary.js";
 export { seal, NONCE_BYTES } from "./envelope.js";
 export { mechanismFromSpec, CLIENT_MECHANISMS } from "./spec.js";
+export { OLH, olhDefaultG } from "./mechanisms/olh.js";
+export { HadamardResponse, HadamardMechanism } from "./mechanisms/hadamard.js";
+export { KSubset } from "./mechanisms/subset.js";
+export { mix64, intItemKey, seededHash } from "./hashing.js";

@@ -2,6 +2,9 @@
 import type { ClientMechanism } from "./mechanisms/base.js";
 import { KRR, WarnerRR } from "./mechanisms/krr.js";
 import { OUE, RAPPOR } from "./mechanisms/unary.js";
+import { OLH } from "./mechanisms/olh.js";
+import { HadamardMechanism, HadamardResponse } from "./mechanisms/hadamard.js";
+import { KSubset } from "./mechanisms/subset.js";
 
 type Spec = { name: string; params: Record<string, unknown> };
 
@@ -10,6 +13,10 @@ const FACTORIES: Record<string, (p: Record<string, unknown>) => ClientMechanism>
   warner: (p) => new WarnerRR(p as never),
   rappor: (p) => new RAPPOR(p as never),
   oue: (p) => new OUE(p as never),
+  olh: (p) => new OLH(p as never),
+  hadamard: (p) => new HadamardResponse(p as never),
+  "hadamard-mechanism": (p) => new HadamardMechanism(p as never),
+  "k-subset": (p) => new KSubset(p as never),
 };
 
 /** The mechanisms this client implements. */
