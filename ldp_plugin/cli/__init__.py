@@ -123,6 +123,8 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--self-test", action="store_true", help="also run the seeded-bug suite: every bug must be caught")
     v.add_argument("--report", default=None, metavar="PATH", help="write a markdown audit report")
     v.add_argument("--json", action="store_true", help="one JSON document on stdout (no progress bar)")
+    v.add_argument("--client", choices=("python", "typescript"), default="python",
+                   help="which client to verify: the Python client (default) or the TypeScript client under Node (exact channel and goodness of fit)")
     v.set_defaults(func=command("verify"))
 
     a = sub.add_parser("aggregate", help="aggregate Parquet report files (mechanism from their metadata), locally or on Dask")

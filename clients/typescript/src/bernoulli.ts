@@ -28,7 +28,7 @@ export class Bernoulli {
   }
 
   draw(src: RandomSource): boolean {
-    if (src.trace) src.trace("bernoulli", this.threshold);
+    if (src.choose) return src.choose("bernoulli", this.threshold, 2) === 0;
     if (this.threshold === 0n) return false;
     if (this.threshold === TWO64) return true;
     const nib = src.randomBytes(1)[0] >> 4;
@@ -49,7 +49,7 @@ export class Bernoulli {
  */
 export function uniformInt(src: RandomSource, r: number): number {
   if (!Number.isInteger(r) || r < 1 || r > 2 ** 32) throw new RangeError("range r must be in [1, 2**32]");
-  if (src.trace) src.trace("uniform", BigInt(r));
+  if (src.choose) return src.choose("uniform", BigInt(r), r);
   if (r === 1) return 0;
   if (r <= 1024) {
     const rejectBelow = 65536 % r;
@@ -126,9 +126,12 @@ export class PackedRow {
 
   /** A fresh packed row (ceil(nBits/8) bytes; padding bits 0). */
   draw(src: RandomSource): Uint8Array {
-    if (src.trace) src.trace("packed", this.threshold);
     const nb = (this.nBits + 7) >> 3;
     const out = new Uint8Array(nb);
+    if (src.choose) {
+      for (let j = 0; j < this.nBits; j++) if (src.choose("bernoulli", this.threshold, 2) === 0) out[j >> 3] |= 1 << (j & 7);
+      return out;
+    }
     if (this.mode === "fill") {
       if (this.threshold !== 0n && this.nBits > 0) {
         out.fill(0xff);

@@ -13,8 +13,12 @@ export interface RandomSource {
   randomBytes(n: number): Uint8Array;
   /** True for the CSPRNG; false for replayed/seeded streams (simulations and tests only). */
   readonly secure: boolean;
-  /** Optional instrumentation: every Bernoulli threshold and uniform range a sampler asks for. */
-  trace?: (kind: "bernoulli" | "uniform" | "packed", value: bigint) => void;
+  /**
+   * Verification only (an enumerating source): answers each sampler call — a Bernoulli of
+   * threshold T (outcome 0: the event, 1: not), a uniform integer on [0, r) — with an outcome
+   * index chosen by the verifier, which weighs it with the exact probability of that call.
+   */
+  choose?: (kind: "bernoulli" | "uniform", param: bigint, outcomes: number) => number;
 }
 
 const POOL = 65536; // getRandomValues fills at most 65,536 bytes per call
@@ -43,7 +47,6 @@ export class SecureSource implements RandomSource {
 export class ReplaySource implements RandomSource {
   readonly secure = false;
   private pos = 0;
-  trace?: (kind: "bernoulli" | "uniform" | "packed", value: bigint) => void;
 
   constructor(private readonly bytes: Uint8Array) {}
 

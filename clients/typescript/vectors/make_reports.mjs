@@ -1,13 +1,14 @@
 // Reports made by the TypeScript client, for the Python collector.
-// usage: node vectors/make_reports.mjs JOB.json  (JOB: {spec, values, tag (hex), random (hex, optional)})
+// usage: node vectors/make_reports.mjs JOB.json  (JOB: {spec, values, tag (hex), random (a file of hex, optional), bug (optional)})
 // Prints one sealed envelope per value, hex, one per line. Without `random` the randomness is the
 // platform CSPRNG; with it, the recorded stream is replayed (reproducible tests only).
 import { readFileSync } from "node:fs";
 import { mechanismFromSpec, ReplaySource, secureSource, seal } from "../dist/index.js";
+import { SEEDED_BUGS } from "../dist/testing/seeded_bugs.js";
 
 const job = JSON.parse(readFileSync(process.argv[2], "utf8"));
 const hex = (s) => Uint8Array.from(Buffer.from(s, "hex"));
-const mech = mechanismFromSpec(job.spec);
+const mech = job.bug ? SEEDED_BUGS[job.bug](job.spec) : mechanismFromSpec(job.spec); // bug: verification only
 const src = job.random ? new ReplaySource(hex(readFileSync(job.random, "utf8").trim())) : secureSource();
 const tag = hex(job.tag);
 const lines = [];

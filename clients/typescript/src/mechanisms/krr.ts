@@ -14,7 +14,7 @@ import type { PyJSON } from "../pyjson.js";
 export class KRR extends ClientMechanism {
   readonly name: string = "krr";
   readonly keepThreshold: bigint;
-  protected readonly keep: Bernoulli;
+  readonly keep: Bernoulli;
 
   constructor(params: { epsilon: number; d?: number | null; categories?: readonly Label[] | null }) {
     super(params);
