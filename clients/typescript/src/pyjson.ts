@@ -63,3 +63,83 @@ export function pyDumps(v: PyJSON): string {
   const keys = Object.keys(v).sort();
   return "{" + keys.map((k) => pyString(k) + ":" + pyDumps(v[k])).join(",") + "}";
 }
+
+/**
+ * Python's `json.loads`, keeping which numbers are floats (a fraction or an exponent in the text)
+ * so that `pyDumps(pyLoads(text))` is Python's canonical dump of the same document — what a query's
+ * content hash is computed over.
+ */
+export function pyLoads(text: string): PyJSON {
+  let i = 0;
+  const ws = () => {
+    while (i < text.length && " \t\n\r".includes(text[i])) i++;
+  };
+  const fail = (): never => {
+    throw new SyntaxError("invalid JSON");
+  };
+  const value = (): PyJSON => {
+    ws();
+    const c = text[i];
+    if (c === "{") {
+      i++;
+      const out: { [k: string]: PyJSON } = {};
+      ws();
+      if (text[i] === "}") { i++; return out; }
+      for (;;) {
+        ws();
+        if (text[i] !== '"') fail();
+        const k = str();
+        ws();
+        if (text[i++] !== ":") fail();
+        out[k] = value();
+        ws();
+        if (text[i] === ",") { i++; continue; }
+        if (text[i] === "}") { i++; return out; }
+        fail();
+      }
+    }
+    if (c === "[") {
+      i++;
+      const out: PyJSON[] = [];
+      ws();
+      if (text[i] === "]") { i++; return out; }
+      for (;;) {
+        out.push(value());
+        ws();
+        if (text[i] === ",") { i++; continue; }
+        if (text[i] === "]") { i++; return out; }
+        fail();
+      }
+    }
+    if (c === '"') return str();
+    if (text.startsWith("true", i)) { i += 4; return true; }
+    if (text.startsWith("false", i)) { i += 5; return false; }
+    if (text.startsWith("null", i)) { i += 4; return null; }
+    const m = /^-?(0|[1-9]\d*)(\.\d+)?([eE][+-]?\d+)?/.exec(text.slice(i, i + 400));
+    if (!m) fail();
+    const tok = (m as RegExpExecArray)[0];
+    i += tok.length;
+    const isFloat = (m as RegExpExecArray)[2] !== undefined || (m as RegExpExecArray)[3] !== undefined;
+    return isFloat ? new PyFloat(Number(tok)) : Number(tok);
+  };
+  const str = (): string => {
+    let end = i + 1;
+    while (end < text.length && text[end] !== '"') end += text[end] === "\\" ? 2 : 1;
+    if (end >= text.length) fail();
+    const s = JSON.parse(text.slice(i, end + 1)) as string;
+    i = end + 1;
+    return s;
+  };
+  const v = value();
+  ws();
+  if (i !== text.length) fail();
+  return v;
+}
+
+/** A PyJSON value as plain JSON values (floats as numbers). */
+export function plain(v: PyJSON): unknown {
+  if (v instanceof PyFloat) return v.value;
+  if (Array.isArray(v)) return v.map(plain);
+  if (v !== null && typeof v === "object") return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, plain(x)]));
+  return v;
+}
