@@ -57,6 +57,7 @@ def test_minified_bundle_is_at_most_50_kb(tmp_path):
     assert _bundle(tmp_path).stat().st_size <= BUNDLE_LIMIT
 
 
+@pytest.mark.slow
 def test_browser_collects_into_ldp_serve_and_refuses_over_its_cap(tmp_path):
     if not Path(CHROMIUM).exists():
         pytest.fail("Debian's chromium is missing: apt-get install -y chromium (CI's .ci/run does)")

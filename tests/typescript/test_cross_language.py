@@ -119,6 +119,7 @@ def test_typescript_csprng_reports_are_well_formed(tmp_path):
         assert Collector(query).ingest(envs) == {"accepted": len(values), "rejected": {}}
 
 
+@pytest.mark.slow
 def test_committed_dist_is_the_compiled_source(tmp_path):
     tsc = CLIENT / "node_modules" / "typescript" / "bin" / "tsc"
     if not tsc.exists():

@@ -37,9 +37,9 @@ def test_every_seeded_typescript_bug_is_caught_by_the_exact_channel(bug, mech):
 
 
 def test_goodness_of_fit_passes_the_client_and_catches_a_bug():
-    ok = typescript_gof(KRR(epsilon=2.0, d=5), n_per_input=4_000, seed=3)
+    ok = typescript_gof(KRR(epsilon=2.0, d=5), n_per_input=2_000, seed=3)
     assert ok["passed"] and ok["power_check_rejects_1.3eps"]
-    bad = typescript_gof(OUE(epsilon=1.0, d=4), n_per_input=4_000, seed=3, bug="oue-own-bit-with-q")
+    bad = typescript_gof(OUE(epsilon=1.0, d=4), n_per_input=2_000, seed=3, bug="oue-own-bit-with-q")
     assert not bad["passed"]
 
 
