@@ -38,7 +38,7 @@ import numpy as np
 
 from .._errors import LDPParameterError
 from ..exact import TWO64, epsilon_of_ratio, ratio_within_exp
-from ..mechanisms import KRR, OLH, OUE, RAPPOR, HadamardMechanism, HadamardResponse, KSubset, WarnerRR
+from ..mechanisms import CMS, HCMS, KRR, OLH, ORR, OUE, RAPPOR, HadamardMechanism, HadamardResponse, KSubset, WarnerRR
 from ..mechanisms.reports import from_wire, from_wire_many
 from ..sampling import SeededRandomSource
 from .layers import FAMILY_ALPHA, _pooled_chisquare
@@ -92,6 +92,9 @@ def typescript_instances() -> list:
         ("hadamard-mechanism", HadamardMechanism(epsilon=1.0, d=5)),
         ("k-subset", KSubset(epsilon=1.0, d=5, k=2)),
         ("olh", OLH(epsilon=1.0, d=5)),
+        ("orr", ORR(epsilon=1.0, k=4, cohorts=2, d=3)),
+        ("cms", CMS(epsilon=1.0, k=4, cohorts=2, d=3)),
+        ("hcms", HCMS(epsilon=1.0, k=4, cohorts=2, d=4)),
     ]
 
 
@@ -110,7 +113,7 @@ def _value(mech: Any, x: int) -> Any:
 
 def _column(mech: Any, blob: bytes) -> Optional[int]:
     reports, rejected = from_wire(mech, blob)
-    if rejected or mech.n_reports(reports) != 1:
+    if rejected or mech.report_count(reports) != 1:
         return None  # not a well-formed report of this mechanism: outside the declared channel
     return int(mech.output_index(reports)[0])
 
@@ -174,7 +177,7 @@ def typescript_gof(mech: Any, *, n_per_input: int = 20_000, seed: int = 0, alpha
                 job["bug"] = bug
             blobs = [bytes.fromhex(line)[16:] for line in _run("vectors/make_reports.mjs", job).split()]
             reports, rejected = from_wire_many(mech, blobs)
-            if rejected or mech.n_reports(reports) != n_per_input:
+            if rejected or mech.report_count(reports) != n_per_input:
                 p_ok.append(0.0)  # reports outside the declared channel
                 continue
             counts = np.bincount(mech.output_index(reports), minlength=len(P[x]))

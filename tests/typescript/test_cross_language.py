@@ -19,7 +19,7 @@ import subprocess
 import numpy as np
 import pytest
 
-from ldp_plugin import KRR, OLH, OUE, RAPPOR, HadamardMechanism, HadamardResponse, KSubset, WarnerRR
+from ldp_plugin import CMS, HCMS, KRR, OLH, ORR, OUE, RAPPOR, HadamardMechanism, HadamardResponse, KSubset, WarnerRR
 from ldp_plugin.federated.collector import Collector
 from ldp_plugin.federated.envelope import NONCE_BYTES
 from ldp_plugin.federated.query import Query
@@ -47,7 +47,7 @@ def test_typescript_reproduces_every_python_vector_byte_for_byte(tmp_path):
         names.add(v["spec"]["name"])
         assert g["wire"] == v["wire"], (v["spec"], v["value"])
         assert 2 * g["consumed"] == len(v["random"]), (v["spec"], v["value"])
-    assert names == {"krr", "warner", "rappor", "oue", "olh", "hadamard", "hadamard-mechanism", "k-subset"}
+    assert names == {"krr", "warner", "rappor", "oue", "olh", "hadamard", "hadamard-mechanism", "k-subset", "orr", "orappor", "cms", "hcms"}
 
 
 def test_a_changed_byte_changes_the_typescript_report(tmp_path):
@@ -107,6 +107,26 @@ def test_typescript_reports_are_accepted_and_estimated_by_the_python_collector(t
     # a replayed envelope is refused: nothing added
     again = col.ingest(envs[:5])
     assert again == {"accepted": 0, "rejected": {"duplicate": 5}}
+
+
+@pytest.mark.parametrize("mech,values", [
+    (ORR(epsilon=2.0, k=8, cohorts=4, d=6), [0, 1, 2, 3, 4, 5] * 200),
+    (HCMS(epsilon=2.0, k=8, cohorts=4, d=6), [0, 1, 2, 3, 4, 5] * 200),
+    (CMS(epsilon=2.0, k=32, cohorts=8), ["maps", "mail", "chat"] * 400),
+], ids=["orr", "hcms", "cms-open"])
+def test_typescript_cohort_reports_are_collected_by_the_python_collector(tmp_path, mech, values):
+    query = Query("ts-cohort", mech.spec(), repr(mech.epsilon))
+    envs = _typescript_envelopes(tmp_path, mech, values, query.content_hash, seed=77)
+    col = Collector(query)
+    assert col.ingest(envs) == {"accepted": len(values), "rejected": {}}
+    reports, rejected = from_wire_many(mech, [e[NONCE_BYTES:] for e in envs], tag=query.content_hash)
+    assert rejected == {} and len(reports) == len(values)
+    kw = {} if mech.closed else {"candidates": ["maps", "mail", "chat"]}
+    est = col.estimate(**kw)
+    truth = np.full(len(est.items), 1 / (6 if mech.closed else 3))
+    if not mech.closed:
+        truth[-1] = 0.0  # the "<other>" row
+    assert np.all(np.abs(np.asarray(est.estimate) - truth) <= 5 * np.asarray(est.std_error) + 1e-9), (est.estimate, est.std_error)
 
 
 def test_typescript_csprng_reports_are_well_formed(tmp_path):

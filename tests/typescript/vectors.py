@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ldp_plugin import KRR, OLH, OUE, RAPPOR, HadamardMechanism, HadamardResponse, KSubset, WarnerRR
+from ldp_plugin import CMS, HCMS, KRR, OLH, ORAPPOR, ORR, OUE, RAPPOR, HadamardMechanism, HadamardResponse, KSubset, WarnerRR
 from ldp_plugin.mechanisms.reports import to_wire
 from ldp_plugin.sampling import RandomSource, SeededRandomSource
 
@@ -57,6 +57,19 @@ def _instances():
             out.append((OLH(epsilon=eps, d=d), [0, d - 1]))
             out.append((OLH(epsilon=eps, d=d, g=2), [d // 2]))
     out.append((OLH(epsilon=1.0, categories=[-3, 7, 2**40]), [-3, 2**40]))
+    out.append((OLH(epsilon=1.5, categories=["maps", "mail", "é"]), ["é", "maps"]))
+    words = ["maps", "mail", "chat", "", "ünïcode", "x" * 200]
+    for eps in (0.5, 2.0, 6.0):
+        out.append((ORR(epsilon=eps, k=8, cohorts=16, hash_seed=7), words[:3]))
+        out.append((ORR(epsilon=eps, k=300, cohorts=3, hash_seed=2**63 + 5), words))
+        out.append((ORAPPOR(epsilon=eps, k=16, h=2, cohorts=8), words[:3]))
+        out.append((ORAPPOR(epsilon=eps, k=64, h=3, cohorts=4, hash_seed=11), [12, -4]))
+        out.append((CMS(epsilon=eps, k=32, cohorts=8), words))
+        out.append((HCMS(epsilon=eps, k=16, cohorts=4), words[:4]))
+        out.append((HCMS(epsilon=eps, k=1024, cohorts=64, hash_seed=3), [0, 77]))
+    out.append((ORR(epsilon=1.0, k=4, cohorts=6, d=6), [0, 5]))
+    out.append((ORAPPOR(epsilon=1.0, k=8, cohorts=4, categories=["a", "b", "c", "d", "e"]), ["a", "e"]))
+    out.append((HCMS(epsilon=2.0, k=8, cohorts=3, d=8), [3, 7]))
     for cls in (HadamardResponse, HadamardMechanism):
         for eps in (0.2, 1.0, 6.0):
             for d in (2, 5, 8, 1000, 5000):

@@ -25,3 +25,6 @@ export { Frac } from "./device/fraction.js";
 export { DevicePolicy, type PolicyInit } from "./device/policy.js";
 export { MemoryStore, IndexedDBStore, FileStore, type LedgerStore } from "./device/store.js";
 export { Device, DeviceRefusal, type Answer } from "./device/device.js";
+export { ORR, ORAPPOR, CMS, HCMS } from "./mechanisms/cohort.js";
+export { itemKey, cohortSeeds, seededPermutation } from "./hashing.js";
+export { blake2b } from "./blake2b.js";

@@ -9,7 +9,7 @@ export class PyFloat {
   constructor(readonly value: number) {}
 }
 
-export type PyJSON = null | boolean | number | string | PyFloat | PyJSON[] | { [k: string]: PyJSON };
+export type PyJSON = null | boolean | number | bigint | string | PyFloat | PyJSON[] | { [k: string]: PyJSON };
 
 export function pyFloatRepr(x: number): string {
   if (Number.isNaN(x)) return "NaN";
@@ -54,6 +54,7 @@ export function pyDumps(v: PyJSON): string {
   if (v === true) return "true";
   if (v === false) return "false";
   if (v instanceof PyFloat) return pyFloatRepr(v.value);
+  if (typeof v === "bigint") return v.toString();
   if (typeof v === "number") {
     if (!Number.isInteger(v)) return pyFloatRepr(v);
     return String(v);
@@ -120,7 +121,8 @@ export function pyLoads(text: string): PyJSON {
     const tok = (m as RegExpExecArray)[0];
     i += tok.length;
     const isFloat = (m as RegExpExecArray)[2] !== undefined || (m as RegExpExecArray)[3] !== undefined;
-    return isFloat ? new PyFloat(Number(tok)) : Number(tok);
+    if (isFloat) return new PyFloat(Number(tok));
+    return Number.isSafeInteger(Number(tok)) ? Number(tok) : BigInt(tok); // e.g. a 64-bit hash seed
   };
   const str = (): string => {
     let end = i + 1;

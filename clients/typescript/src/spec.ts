@@ -5,6 +5,7 @@ import { OUE, RAPPOR } from "./mechanisms/unary.js";
 import { OLH } from "./mechanisms/olh.js";
 import { HadamardMechanism, HadamardResponse } from "./mechanisms/hadamard.js";
 import { KSubset } from "./mechanisms/subset.js";
+import { CMS, HCMS, ORAPPOR, ORR } from "./mechanisms/cohort.js";
 
 type Spec = { name: string; params: Record<string, unknown> };
 
@@ -17,6 +18,10 @@ const FACTORIES: Record<string, (p: Record<string, unknown>) => ClientMechanism>
   hadamard: (p) => new HadamardResponse(p as never),
   "hadamard-mechanism": (p) => new HadamardMechanism(p as never),
   "k-subset": (p) => new KSubset(p as never),
+  orr: (p) => new ORR(p as never),
+  orappor: (p) => new ORAPPOR(p as never),
+  cms: (p) => new CMS(p as never),
+  hcms: (p) => new HCMS(p as never),
 };
 
 /** The mechanisms this client implements. */

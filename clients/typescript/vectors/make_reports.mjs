@@ -4,9 +4,10 @@
 // platform CSPRNG; with it, the recorded stream is replayed (reproducible tests only).
 import { readFileSync } from "node:fs";
 import { mechanismFromSpec, ReplaySource, secureSource, seal } from "../dist/index.js";
+import { plain, pyLoads } from "../dist/pyjson.js";
 import { SEEDED_BUGS } from "../dist/testing/seeded_bugs.js";
 
-const job = JSON.parse(readFileSync(process.argv[2], "utf8"));
+const job = plain(pyLoads(readFileSync(process.argv[2], "utf8"))); // 64-bit integers (hash seeds) stay exact
 const hex = (s) => Uint8Array.from(Buffer.from(s, "hex"));
 const mech = job.bug ? SEEDED_BUGS[job.bug](job.spec) : mechanismFromSpec(job.spec); // bug: verification only
 const src = job.random ? new ReplaySource(hex(readFileSync(job.random, "utf8").trim())) : secureSource();

@@ -3,10 +3,11 @@
 // Prints one JSON line per vector ({wire, consumed}); with --check, compares with the vector's
 // wire and exits 1 on the first difference (what `npm test` runs).
 import { readFileSync } from "node:fs";
-import { mechanismFromSpec, ReplaySource } from "../dist/index.js";
+import { mechanismFromSpec, ReplaySource, pyLoads } from "../dist/index.js";
+import { plain } from "../dist/pyjson.js";
 
 const [path, flag] = process.argv.slice(2);
-const vectors = JSON.parse(readFileSync(path, "utf8"));
+const vectors = plain(pyLoads(readFileSync(path, "utf8"))); // 64-bit integers (hash seeds) stay exact
 const hex = (s) => Uint8Array.from(Buffer.from(s, "hex"));
 let bad = 0;
 const out = [];

@@ -4,10 +4,11 @@
 // (the wire of the report the client returned on that path), or {not_enumerable: reason}.
 import { readFileSync } from "node:fs";
 import { mechanismFromSpec } from "../dist/index.js";
+import { plain, pyLoads } from "../dist/pyjson.js";
 import { enumerateClient, NotEnumerable } from "../dist/testing/enumerate.js";
 import { SEEDED_BUGS } from "../dist/testing/seeded_bugs.js";
 
-const job = JSON.parse(readFileSync(process.argv[2], "utf8"));
+const job = plain(pyLoads(readFileSync(process.argv[2], "utf8"))); // 64-bit integers (hash seeds) stay exact
 const mech = job.bug ? SEEDED_BUGS[job.bug](job.spec) : mechanismFromSpec(job.spec);
 try {
   const rows = job.inputs.map((x) =>

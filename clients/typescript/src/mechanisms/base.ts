@@ -36,9 +36,9 @@ export abstract class ClientMechanism {
   private _fingerprint: Uint8Array | null = null;
   private _index: Map<string, number> | null = null;
 
-  constructor(params: { epsilon: number; d?: number | null; categories?: readonly Label[] | null }) {
+  constructor(params: { epsilon: number; d?: number | null; categories?: readonly Label[] | null }, openDomain = false) {
     this.epsilon = checkEpsilon(params.epsilon);
-    const [d, cats] = checkDomain(params.d, params.categories);
+    const [d, cats] = openDomain && params.d == null && params.categories == null ? [0, null] : checkDomain(params.d, params.categories);
     this.d = d;
     this.categories = cats;
   }
@@ -72,6 +72,11 @@ export abstract class ClientMechanism {
       throw new RangeError(`values must be integer codes in [0, ${this.d})`);
     }
     return value;
+  }
+
+  /** Whether the domain is closed (d items); an open-domain mechanism encodes items to 64-bit keys. */
+  get closed(): boolean {
+    return this.d > 0;
   }
 
   /** One user's report from a validated code. */

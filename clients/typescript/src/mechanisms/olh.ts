@@ -5,7 +5,7 @@
  * report is k-RR of a function of the input, so its realized ratio is k-RR's, checked <= e**ε.
  * Report: (seed u64, hashed value u32).
  */
-import { intItemKey, seededHash, wordLE } from "../hashing.js";
+import { intItemKey, itemKey, seededHash, wordLE } from "../hashing.js";
 import type { RandomSource } from "../source.js";
 import type { Report, ReportField } from "../wire.js";
 import { ClientMechanism, type Label } from "./base.js";
@@ -31,10 +31,10 @@ export class OLH extends ClientMechanism {
     this.g = g;
     this.krr = new KRR({ epsilon: this.epsilon, d: g });
     if (this.categories !== null) {
-      if (!this.categories.every((c) => typeof c === "number" && Number.isInteger(c))) {
-        throw new RangeError("olh categories must be integers in this client (string labels: send their codes)");
+      if (!this.categories.every((c) => typeof c === "string" || (typeof c === "number" && Number.isInteger(c)))) {
+        throw new RangeError("olh categories must be integers or strings");
       }
-      this.keys = this.categories.map((c) => intItemKey(c as number));
+      this.keys = this.categories.map((c) => itemKey(c as string | number));
     } else this.keys = null;
   }
 
