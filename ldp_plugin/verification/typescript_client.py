@@ -38,7 +38,8 @@ import numpy as np
 
 from .._errors import LDPParameterError
 from ..exact import TWO64, epsilon_of_ratio, ratio_within_exp
-from ..mechanisms import CMS, HCMS, KRR, OLH, ORR, OUE, RAPPOR, HadamardMechanism, HadamardResponse, KSubset, WarnerRR
+from ..mechanisms import CMS, HCMS, KRR, Duchi, Hybrid, Piecewise, OLH, ORR, OUE, RAPPOR, HadamardMechanism, HadamardResponse, KSubset, WarnerRR
+from ..mechanisms.distribution import SquareWave
 from ..mechanisms.reports import from_wire, from_wire_many
 from ..sampling import SeededRandomSource
 from .layers import FAMILY_ALPHA, _pooled_chisquare
@@ -95,6 +96,10 @@ def typescript_instances() -> list:
         ("orr", ORR(epsilon=1.0, k=4, cohorts=2, d=3)),
         ("cms", CMS(epsilon=1.0, k=4, cohorts=2, d=3)),
         ("hcms", HCMS(epsilon=1.0, k=4, cohorts=2, d=4)),
+        ("duchi", Duchi(epsilon=1.0, grid=4)),
+        ("piecewise", Piecewise(epsilon=1.0, grid=4)),
+        ("hybrid", Hybrid(epsilon=2.0, grid=4)),
+        ("square-wave", SquareWave(epsilon=1.0, grid=8)),
     ]
 
 
@@ -105,10 +110,6 @@ def typescript_seeded_bugs() -> list:
         ("krr-no-skip", KRR(epsilon=1.0, d=4)),
         ("oue-own-bit-with-q", OUE(epsilon=1.0, d=4)),
     ]
-
-
-def _value(mech: Any, x: int) -> Any:
-    return mech.items[x] if mech.categories is not None else x
 
 
 def _column(mech: Any, blob: bytes) -> Optional[int]:
@@ -172,7 +173,7 @@ def typescript_gof(mech: Any, *, n_per_input: int = 20_000, seed: int = 0, alpha
         for x in range(d):
             stream = Path(tmp) / "stream.hex"
             stream.write_text(SeededRandomSource(seed, stream=x).random_bytes(_STREAM_BYTES_PER_USER * n_per_input).tobytes().hex())
-            job = {"spec": mech.spec(), "values": [_value(mech, x)] * n_per_input, "tag": "", "random": str(stream)}
+            job = {"spec": mech.spec(), "values": [x] * n_per_input, "codes": True, "tag": "", "random": str(stream)}
             if bug:
                 job["bug"] = bug
             blobs = [bytes.fromhex(line)[16:] for line in _run("vectors/make_reports.mjs", job).split()]

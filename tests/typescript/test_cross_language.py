@@ -19,7 +19,7 @@ import subprocess
 import numpy as np
 import pytest
 
-from ldp_plugin import CMS, HCMS, KRR, OLH, ORR, OUE, RAPPOR, HadamardMechanism, HadamardResponse, KSubset, WarnerRR
+from ldp_plugin import CMS, HCMS, Duchi, Hybrid, Piecewise, SquareWave, KRR, OLH, ORR, OUE, RAPPOR, HadamardMechanism, HadamardResponse, KSubset, WarnerRR
 from ldp_plugin.federated.collector import Collector
 from ldp_plugin.federated.envelope import NONCE_BYTES
 from ldp_plugin.federated.query import Query
@@ -47,7 +47,8 @@ def test_typescript_reproduces_every_python_vector_byte_for_byte(tmp_path):
         names.add(v["spec"]["name"])
         assert g["wire"] == v["wire"], (v["spec"], v["value"])
         assert 2 * g["consumed"] == len(v["random"]), (v["spec"], v["value"])
-    assert names == {"krr", "warner", "rappor", "oue", "olh", "hadamard", "hadamard-mechanism", "k-subset", "orr", "orappor", "cms", "hcms"}
+    assert names == {"krr", "warner", "rappor", "oue", "olh", "hadamard", "hadamard-mechanism", "k-subset", "orr", "orappor", "cms", "hcms",
+                     "duchi", "piecewise", "hybrid", "square-wave"}
 
 
 def test_a_changed_byte_changes_the_typescript_report(tmp_path):
@@ -127,6 +128,27 @@ def test_typescript_cohort_reports_are_collected_by_the_python_collector(tmp_pat
     if not mech.closed:
         truth[-1] = 0.0  # the "<other>" row
     assert np.all(np.abs(np.asarray(est.estimate) - truth) <= 5 * np.asarray(est.std_error) + 1e-9), (est.estimate, est.std_error)
+
+
+@pytest.mark.parametrize("mech", [Duchi(epsilon=1.0, lower=-2.0, upper=6.0), Piecewise(epsilon=2.0, lower=-2.0, upper=6.0),
+                                  Hybrid(epsilon=2.0, lower=-2.0, upper=6.0)], ids=["duchi", "piecewise", "hybrid"])
+def test_typescript_numeric_reports_are_collected_by_the_python_collector(tmp_path, mech):
+    values = [float(v) for v in np.linspace(-2.0, 6.0, 3001)]
+    query = Query("ts-mean", mech.spec(), repr(mech.epsilon))
+    envs = _typescript_envelopes(tmp_path, mech, values, query.content_hash, seed=5)
+    col = Collector(query)
+    assert col.ingest(envs) == {"accepted": len(values), "rejected": {}}
+    est = col.estimate()
+    assert abs(est.mean - 2.0) <= 5 * est.std_error
+    assert est.std_error < 0.5  # power: a mean 2.5 off (a reversed range) is outside these bounds
+
+
+def test_typescript_square_wave_reports_are_collected(tmp_path):
+    mech = SquareWave(epsilon=2.0, lower=0.0, upper=10.0, grid=64)
+    values = [float(v) for v in np.linspace(0.0, 10.0, 2001)]
+    query = Query("ts-sw", mech.spec(), repr(mech.epsilon))
+    envs = _typescript_envelopes(tmp_path, mech, values, query.content_hash, seed=6)
+    assert Collector(query).ingest(envs) == {"accepted": len(values), "rejected": {}}
 
 
 def test_typescript_csprng_reports_are_well_formed(tmp_path):

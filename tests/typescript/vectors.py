@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ldp_plugin import CMS, HCMS, KRR, OLH, ORAPPOR, ORR, OUE, RAPPOR, HadamardMechanism, HadamardResponse, KSubset, WarnerRR
+from ldp_plugin import CMS, HCMS, Duchi, Hybrid, Piecewise, SquareWave, KRR, OLH, ORAPPOR, ORR, OUE, RAPPOR, HadamardMechanism, HadamardResponse, KSubset, WarnerRR
 from ldp_plugin.mechanisms.reports import to_wire
 from ldp_plugin.sampling import RandomSource, SeededRandomSource
 
@@ -70,6 +70,11 @@ def _instances():
     out.append((ORR(epsilon=1.0, k=4, cohorts=6, d=6), [0, 5]))
     out.append((ORAPPOR(epsilon=1.0, k=8, cohorts=4, categories=["a", "b", "c", "d", "e"]), ["a", "e"]))
     out.append((HCMS(epsilon=2.0, k=8, cohorts=3, d=8), [3, 7]))
+    for cls in (Duchi, Piecewise, Hybrid):
+        for eps, lo, hi, grid in ((0.5, 0.0, 1.0, 1024), (1.0, -5.0, 20.0, 64), (3.0, 0.0, 1.0, 2), (7.5, 100.0, 101.5, 4096)):
+            out.append((cls(epsilon=eps, lower=lo, upper=hi, grid=grid), [lo, hi, lo + (hi - lo) / 3, lo + (hi - lo) * 0.5]))
+    for eps, lo, hi, grid in ((0.5, 0.0, 1.0, 256), (1.0, -5.0, 20.0, 64), (4.0, 0.0, 1.0, 2), (12.0, 0.0, 1000.0, 1024)):
+        out.append((SquareWave(epsilon=eps, lower=lo, upper=hi, grid=grid), [lo, hi, lo + (hi - lo) / 3, lo + (hi - lo) * 0.999]))
     for cls in (HadamardResponse, HadamardMechanism):
         for eps in (0.2, 1.0, 6.0):
             for d in (2, 5, 8, 1000, 5000):

@@ -28,3 +28,4 @@ export { Device, DeviceRefusal, type Answer } from "./device/device.js";
 export { ORR, ORAPPOR, CMS, HCMS } from "./mechanisms/cohort.js";
 export { itemKey, cohortSeeds, seededPermutation } from "./hashing.js";
 export { blake2b } from "./blake2b.js";
+export { Duchi, Piecewise, Hybrid, SquareWave, squareWaveB } from "./mechanisms/numeric.js";

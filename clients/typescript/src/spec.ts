@@ -6,6 +6,7 @@ import { OLH } from "./mechanisms/olh.js";
 import { HadamardMechanism, HadamardResponse } from "./mechanisms/hadamard.js";
 import { KSubset } from "./mechanisms/subset.js";
 import { CMS, HCMS, ORAPPOR, ORR } from "./mechanisms/cohort.js";
+import { Duchi, Hybrid, Piecewise, SquareWave } from "./mechanisms/numeric.js";
 
 type Spec = { name: string; params: Record<string, unknown> };
 
@@ -22,6 +23,10 @@ const FACTORIES: Record<string, (p: Record<string, unknown>) => ClientMechanism>
   orappor: (p) => new ORAPPOR(p as never),
   cms: (p) => new CMS(p as never),
   hcms: (p) => new HCMS(p as never),
+  duchi: (p) => new Duchi(p as never),
+  piecewise: (p) => new Piecewise(p as never),
+  hybrid: (p) => new Hybrid(p as never),
+  "square-wave": (p) => new SquareWave(p as never),
 };
 
 /** The mechanisms this client implements. */

@@ -1,5 +1,5 @@
 // Reports made by the TypeScript client, for the Python collector.
-// usage: node vectors/make_reports.mjs JOB.json  (JOB: {spec, values, tag (hex), random (a file of hex, optional), bug (optional)})
+// usage: node vectors/make_reports.mjs JOB.json  (JOB: {spec, values, tag (hex), random (a file of hex, optional), bug (optional), codes (optional)})
 // Prints one sealed envelope per value, hex, one per line. Without `random` the randomness is the
 // platform CSPRNG; with it, the recorded stream is replayed (reproducible tests only).
 import { readFileSync } from "node:fs";
@@ -13,5 +13,7 @@ const mech = job.bug ? SEEDED_BUGS[job.bug](job.spec) : mechanismFromSpec(job.sp
 const src = job.random ? new ReplaySource(hex(readFileSync(job.random, "utf8").trim())) : secureSource();
 const tag = hex(job.tag);
 const lines = [];
-for (const v of job.values) lines.push(Buffer.from(seal(mech.toWire(mech.randomize(v, src), tag))).toString("hex"));
+// codes: the values are input codes / grid indices (verification inputs), randomized by randomizeCode
+const one = job.codes ? (v) => mech.randomizeCode(v, src) : (v) => mech.randomize(v, src);
+for (const v of job.values) lines.push(Buffer.from(seal(mech.toWire(one(v), tag))).toString("hex"));
 process.stdout.write(lines.join("\n") + "\n");
