@@ -97,3 +97,16 @@ def test_typescript_device_period_cap_and_persisted_ledger(tmp_path):
     # the owner's caps are part of the ledger: opening it with other caps is refused
     other = _typescript(tmp_path, texts, 1, name="p.json", lifetime_cap="9", **policy)
     assert other == {"open_refused": "ledger_mismatch"}
+
+
+def test_typescript_device_answers_a_set_query_with_pad_and_sample(tmp_path):
+    from ldp_plugin import SampleOne
+
+    mech = SampleOne(mechanism=KRR(epsilon=1.0, categories=["a", "b", "c"]), m=2)
+    text = Query("sets", mech.spec(), "1.0").to_json()
+    ts = _typescript(tmp_path, [text, text], ["c", "a"], name="s.json")
+    assert [(a["refused"], a["retry"]) for a in ts["answers"]] == [(None, False), (None, True)]
+    col = Collector(Query.from_json(text))
+    assert col.ingest([bytes.fromhex(ts["answers"][0]["envelope"])]) == {"accepted": 1, "rejected": {}}
+    py = _python_reasons(tmp_path, [text], "a")
+    assert py == [(None, False)]

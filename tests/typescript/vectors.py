@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ldp_plugin import CMS, HCMS, Duchi, Hybrid, Piecewise, SquareWave, KRR, OLH, ORAPPOR, ORR, OUE, RAPPOR, HadamardMechanism, HadamardResponse, KSubset, WarnerRR
+from ldp_plugin import CMS, HCMS, SampleOne, Duchi, Hybrid, Piecewise, SquareWave, KRR, OLH, ORAPPOR, ORR, OUE, RAPPOR, HadamardMechanism, HadamardResponse, KSubset, WarnerRR
 from ldp_plugin.mechanisms.reports import to_wire
 from ldp_plugin.sampling import RandomSource, SeededRandomSource
 
@@ -73,6 +73,13 @@ def _instances():
     for cls in (Duchi, Piecewise, Hybrid):
         for eps, lo, hi, grid in ((0.5, 0.0, 1.0, 1024), (1.0, -5.0, 20.0, 64), (3.0, 0.0, 1.0, 2), (7.5, 100.0, 101.5, 4096)):
             out.append((cls(epsilon=eps, lower=lo, upper=hi, grid=grid), [lo, hi, lo + (hi - lo) / 3, lo + (hi - lo) * 0.5]))
+    sets = [[], ["b"], ["a", "c"], ["c", "a", "b"]]
+    out.append((SampleOne(mechanism=KRR(epsilon=1.0, categories=["a", "b", "c"]), m=3), sets))
+    out.append((SampleOne(mechanism=KRR(epsilon=2.0, categories=["a", "b", "c"]), m=2, on_long="sample"), sets))
+    out.append((SampleOne(mechanism=OUE(epsilon=2.0, d=9), m=4), [[], [0], [8, 3, 5], [1, 2, 3, 4]]))
+    out.append((SampleOne(mechanism=KRR(epsilon=0.5, d=1100), m=1, on_long="sample"), [[7], [1, 1099]]))
+    out.append((SampleOne(mechanism=ORR(epsilon=2.0, k=16, cohorts=8), m=3), [[], ["maps"], ["maps", "mail", "chat"]]))
+    out.append((SampleOne(mechanism=HCMS(epsilon=2.0, k=8, cohorts=3, categories=["x", "y", "z"]), m=2), [["x"], ["z", "y"]]))
     for eps, lo, hi, grid in ((0.5, 0.0, 1.0, 256), (1.0, -5.0, 20.0, 64), (4.0, 0.0, 1.0, 2), (12.0, 0.0, 1000.0, 1024)):
         out.append((SquareWave(epsilon=eps, lower=lo, upper=hi, grid=grid), [lo, hi, lo + (hi - lo) / 3, lo + (hi - lo) * 0.999]))
     for cls in (HadamardResponse, HadamardMechanism):

@@ -29,3 +29,4 @@ export { ORR, ORAPPOR, CMS, HCMS } from "./mechanisms/cohort.js";
 export { itemKey, cohortSeeds, seededPermutation } from "./hashing.js";
 export { blake2b } from "./blake2b.js";
 export { Duchi, Piecewise, Hybrid, SquareWave, squareWaveB } from "./mechanisms/numeric.js";
+export { SampleOne, PAD } from "./mechanisms/sample_one.js";

@@ -18,7 +18,8 @@ export class QueryError extends Error {
 
 export interface Query {
   queryId: string;
-  spec: { name: string; params: Record<string, unknown> };
+  /** the spec as JSON values; `name` is the mechanism's name (a set wrapper's inner mechanism) */
+  spec: { name: string; params: Record<string, unknown>; [k: string]: unknown };
   epsilon: Frac;
   epsilonText: string;
   contentHash: Uint8Array;
@@ -52,10 +53,13 @@ export function parseQuery(text: string): Query {
     cohort_policy: d.cohort_policy ?? "none", period: d.period ?? null, min_batch: d.min_batch ?? 1,
   };
   const json = pyDumps(canonical);
-  const s = plain(spec) as { name?: unknown; params?: unknown };
-  if (typeof s.name !== "string" || s.params === null || typeof s.params !== "object") throw new QueryError("malformed_query");
+  const s = plain(spec) as { name?: unknown; params?: unknown; mechanism?: { name?: unknown; params?: unknown } };
+  const core = s.mechanism !== undefined && s.name === undefined ? s.mechanism : s; // a set wrapper names its mechanism
+  if (core === null || typeof core !== "object" || typeof core.name !== "string" || core.params === null || typeof core.params !== "object") {
+    throw new QueryError("malformed_query");
+  }
   return {
-    queryId: d.query_id, spec: { name: s.name, params: s.params as Record<string, unknown> }, epsilon: eps, epsilonText: d.epsilon,
+    queryId: d.query_id, spec: { ...(s as Record<string, unknown>), name: core.name, params: core.params as Record<string, unknown> }, epsilon: eps, epsilonText: d.epsilon,
     contentHash: sha256(new TextEncoder().encode(json)).subarray(0, 16), json,
   };
 }

@@ -8,7 +8,9 @@ import { KSubset } from "./mechanisms/subset.js";
 import { CMS, HCMS, ORAPPOR, ORR } from "./mechanisms/cohort.js";
 import { Duchi, Hybrid, Piecewise, SquareWave } from "./mechanisms/numeric.js";
 
-type Spec = { name: string; params: Record<string, unknown> };
+import { SampleOne } from "./mechanisms/sample_one.js";
+
+type Spec = { name?: string; params?: Record<string, unknown>; set?: string; m?: number; on_long?: string; mechanism?: Spec };
 
 const FACTORIES: Record<string, (p: Record<string, unknown>) => ClientMechanism> = {
   krr: (p) => new KRR(p as never),
@@ -33,7 +35,16 @@ const FACTORIES: Record<string, (p: Record<string, unknown>) => ClientMechanism>
 export const CLIENT_MECHANISMS: readonly string[] = Object.keys(FACTORIES);
 
 export function mechanismFromSpec(spec: Spec): ClientMechanism {
-  const make = FACTORIES[spec.name];
-  if (make === undefined) throw new RangeError(`mechanism must be one of ${CLIENT_MECHANISMS.join(", ")}`);
+  if (spec.set !== undefined) {
+    if (spec.set !== "sample-one" || spec.mechanism === undefined || spec.mechanism.set !== undefined) throw new RangeError("set wrapper must be sample-one over a mechanism");
+    const inner = spec.mechanism;
+    const innerMech = mechanismFromSpec(inner);
+    const make = FACTORIES[inner.name as string];
+    // the wrapper answers the same calls as a mechanism (randomize, toWire, reportFields, spec)
+    return new SampleOne(innerMech, spec.m as number, (spec.on_long ?? "error") as "error" | "sample",
+      (pad) => make({ ...(inner.params ?? {}), ...pad, ...(pad.categories ? { d: null } : {}) })) as unknown as ClientMechanism;
+  }
+  const make = FACTORIES[spec.name as string];
+  if (make === undefined || spec.params == null) throw new RangeError(`mechanism must be one of ${CLIENT_MECHANISMS.join(", ")}`);
   return make(spec.params);
 }

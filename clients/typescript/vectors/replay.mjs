@@ -23,7 +23,7 @@ for (const [i, v] of vectors.entries()) {
   out.push({ wire, consumed: src.consumed });
   if (flag === "--check" && (wire !== v.wire || src.consumed * 2 !== v.random.length)) {
     bad++;
-    if (bad <= 5) console.error(`vector ${i} (${v.spec.name}): got ${wire} consumed ${src.consumed}, want ${v.wire} consumed ${v.random.length / 2}`);
+    if (bad <= 5) console.error(`vector ${i} (${v.spec.name ?? v.spec.set}): got ${wire} consumed ${src.consumed}, want ${v.wire} consumed ${v.random.length / 2}`);
   }
 }
 if (flag === "--check") {

@@ -96,7 +96,7 @@ export class Device {
   }
 
   /** Answer one query (its JSON as the server serves it) with this device's `value`. */
-  async respond(queryJson: string, value: Label): Promise<Answer> {
+  async respond(queryJson: string, value: Label | Label[]): Promise<Answer> {
     const refuse = (reason: string, retry = false): Answer => ({ envelope: null, refused: reason, retry });
     let q: Query;
     try {
@@ -137,7 +137,7 @@ export class Device {
     if (decision.kind === "interrupted") return refuse("interrupted", true);
     if (decision.kind === "budget_exhausted") return refuse("budget_exhausted");
     // charged: only now is the value looked at
-    const envelope = seal(mech.toWire(mech.randomize(value), q.contentHash));
+    const envelope = seal(mech.toWire(mech.randomize(value as Label), q.contentHash)); // a set for a set wrapper
     await this.store.update((state) => {
       const rec = spendsOf(state as LedgerState, this.policy).find((s) => s.query === qid) as Spend;
       rec.status = "released";

@@ -73,7 +73,8 @@ abstract class CohortMechanism extends ClientMechanism {
     return this.randomizeItem(BigInt(code), src);
   }
 
-  private randomizeItem(item: bigint, s: RandomSource): Report {
+  /** One report from an encoded item (a code, closed alphabet; a 64-bit key, open alphabet). */
+  randomizeItem(item: bigint, s: RandomSource): Report {
     const cohort = uniformInt(s, this.cohorts);
     const pos: number[] = [];
     for (let t = 0; t < this.h; t++) {
