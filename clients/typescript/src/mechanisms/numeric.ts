@@ -92,6 +92,16 @@ class Window {
     const u = uniformInt(src, this.cells - this.width);
     return inside ? jIn : u < k ? u : u + this.width;
   }
+  /** The window of `width` among `cells` whose probability is floor(2**64 · wE/(wE + cells − w))
+   * (E a certain lower bound of e**ε), so that p_hi/p_lo <= e**ε; checked exactly. */
+  static forEpsilon(epsilon: number, width: number, cells: number): Window {
+    const E = expLowerBound(epsilon);
+    const W = BigInt(width);
+    const win = new Window(floorT(W * E.num, W * E.num + BigInt(cells - width) * E.den), width, cells);
+    win.check(E);
+    return win;
+  }
+
   /** p_hi/p_lo = T(cells − w) / ((2**64 − T) w) <= L. */
   check(L: Rational): void {
     const T = this.threshold;
@@ -141,12 +151,7 @@ export class Piecewise extends NumberMechanism {
     const h = Math.exp(this.epsilon / 2);
     const C = (h + 1) / (h - 1);
     const w = Math.max(1, roundHalfEven((this.grid * (C - 1)) / (C + 1)));
-    const M = w + this.grid;
-    const E = expLowerBound(this.epsilon);
-    const W = BigInt(w);
-    const T = floorT(W * E.num, W * E.num + BigInt(M - w) * E.den);
-    this.window = new Window(T, w, M);
-    this.window.check(E);
+    this.window = Window.forEpsilon(this.epsilon, w, w + this.grid);
   }
 
   reportFields(): ReportField[] {
@@ -205,12 +210,7 @@ export class SquareWave extends NumberMechanism {
   constructor(params: NumParams) {
     super(params, 256, 2 ** 16);
     const s = this.epsilon < 30 ? Math.max(0, roundHalfEven(squareWaveB(this.epsilon) * this.grid)) : 0;
-    const w = 2 * s + 1, M = this.grid + 2 * s;
-    const E = expLowerBound(this.epsilon);
-    const W = BigInt(w);
-    const T = floorT(W * E.num, W * E.num + BigInt(M - w) * E.den);
-    this.window = new Window(T, w, M);
-    this.window.check(E);
+    this.window = Window.forEpsilon(this.epsilon, 2 * s + 1, this.grid + 2 * s);
   }
 
   reportFields(): ReportField[] {
