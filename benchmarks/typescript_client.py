@@ -16,7 +16,7 @@ CLIENT = Path(__file__).resolve().parents[1] / "clients" / "typescript"
 with tempfile.TemporaryDirectory() as tmp:
     out = Path(tmp) / "ldp-client.min.js"
     subprocess.run([str(CLIENT / "node_modules" / ".bin" / "esbuild"), str(CLIENT / "src" / "index.ts"), "--bundle", "--minify",
-                    "--format=esm", "--target=es2020", f"--outfile={out}", "--log-level=warning"], check=True)
+                    "--format=esm", "--target=es2020", "--external:node:*", f"--outfile={out}", "--log-level=warning"], check=True)
     size = out.stat().st_size
 print(f"minified bundle: {size:,} bytes ({size / 1000:.1f} KB)")
 rows = [json.loads(line) for line in subprocess.run(["node", str(CLIENT / "bench" / "bench.mjs")], check=True, capture_output=True,

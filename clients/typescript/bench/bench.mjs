@@ -1,6 +1,6 @@
 // Reports per second of the TypeScript client under Node (CSPRNG source, one user at a time).
 // usage: node bench/bench.mjs  → one JSON object per case
-import { KRR, OUE, OLH, HadamardResponse, KSubset, RAPPOR, secureSource } from "../dist/index.js";
+import { KRR, OUE, OLH, HadamardResponse, KSubset, RAPPOR, ORR, HCMS, Piecewise, SquareWave, secureSource } from "../dist/index.js";
 
 const cases = [
   ["krr d=16 eps=1", new KRR({ epsilon: 1, d: 16 }), 3_000_000],
@@ -11,10 +11,14 @@ const cases = [
   ["olh d=1024 eps=2", new OLH({ epsilon: 2, d: 1024 }), 300_000],
   ["hadamard d=1024 eps=2", new HadamardResponse({ epsilon: 2, d: 1024 }), 2_000_000],
   ["k-subset d=64 k=8 eps=1", new KSubset({ epsilon: 1, d: 64, k: 8 }), 300_000],
+  ["orr k=32 C=64 d=64 eps=2 (closed)", new ORR({ epsilon: 2, k: 32, cohorts: 64, d: 64 }), 1_000_000],
+  ["hcms k=1024 C=16 d=64 eps=2 (closed)", new HCMS({ epsilon: 2, k: 1024, cohorts: 16, d: 64 }), 1_000_000],
+  ["piecewise grid=1024 eps=1 (grid index)", new Piecewise({ epsilon: 1 }), 1_000_000],
+  ["square-wave grid=256 eps=1 (cell)", new SquareWave({ epsilon: 1 }), 1_000_000],
 ];
 const src = secureSource();
 for (const [name, mech, n] of cases) {
-  const d = mech.d;
+  const d = mech.d > 0 ? mech.d : mech.grid; // closed domain, or the grid of a numeric mechanism
   for (let i = 0; i < Math.min(n, 20000); i++) mech.randomizeCode(i % d, src); // warm-up
   const reps = [];
   for (let r = 0; r < 3; r++) {
