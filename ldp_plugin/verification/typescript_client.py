@@ -9,8 +9,11 @@ through a Node harness (``ldp verify --client typescript``).
   weighs ``T/2**64`` or ``1 − T/2**64``, a uniform integer on ``[0, r)`` weighs ``1/r``), each
   report decoded by the Python collector's codec (:func:`~ldp_plugin.mechanisms.reports.from_wire`)
   and placed in the Python mechanism's declared channel (``output_index``). It must equal the
-  declared channel exactly, and that channel's worst-case ratio must be ``<= e**ε``. Clients that
-  read raw words (OLH's seed, the subset words) are not enumerable, as in the Python layer.
+  declared channel exactly, and that channel's worst-case ratio must be ``<= e**ε``. k-subset's
+  other items are answered as one uniform choice among the subsets (as the Python layer answers
+  ``sorted_subsets``; Floyd's algorithm on the words is covered by the byte-identical vectors).
+  Clients that read raw words (OLH's seed, Duchi's 64-bit comparison) are not enumerable, as in
+  the Python layer.
 * **Goodness of fit** (:func:`typescript_gof`): Node randomizes ``n`` users per input from a
   recorded seeded stream (reproducible); Pearson's χ² against the declared row, pooled as the
   Python layer pools (:func:`~ldp_plugin.verification.layers._pooled_chisquare`), at the family-wise

@@ -56,6 +56,33 @@ export class KSubset extends ClientMechanism {
     }
   }
 
+  /** Verification only (an enumerating source): the other items as one uniform choice among the
+   * C(d − 1, s) subsets of the d − 1 others (what Floyd's algorithm realizes exactly), unranked in
+   * lexicographic order. */
+  private enumerated(code: number, inc: number, src: RandomSource): number[] {
+    const N = this.d - 1, s = this.k - inc;
+    const binom = (n: number, r: number): number => {
+      let v = 1;
+      for (let i = 0; i < r; i++) v = (v * (n - i)) / (i + 1);
+      return Math.round(v);
+    };
+    let rank = (src.choose as NonNullable<RandomSource["choose"]>)("uniform", BigInt(binom(N, s)), binom(N, s));
+    const picks: number[] = [];
+    let next = 0;
+    for (let left = s; left > 0; left--) {
+      for (;;) {
+        const c = binom(N - next - 1, left - 1);
+        if (rank < c) break;
+        rank -= c;
+        next++;
+      }
+      picks.push(next++);
+    }
+    const items = picks.map((v) => (v >= code ? v + 1 : v));
+    if (inc) items.push(code);
+    return items.sort((x, y) => x - y);
+  }
+
   protected specParams(): Record<string, PyJSON> {
     return { ...super.specParams(), k: this.k };
   }
@@ -66,6 +93,7 @@ export class KSubset extends ClientMechanism {
 
   randomizeCode(code: number, src: RandomSource): Report {
     const inc = this.include.draw(src) ? 1 : 0;
+    if (src.choose) return { report: this.enumerated(code, inc, src) };
     const G = this.groups;
     const P = this.P[inc], thr = this.thr[inc];
     const raw = src.randomBytes(8 * G);
