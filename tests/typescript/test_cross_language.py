@@ -48,7 +48,7 @@ def test_typescript_reproduces_every_python_vector_byte_for_byte(tmp_path):
         assert g["wire"] == v["wire"], (v["spec"], v["value"])
         assert 2 * g["consumed"] == len(v["random"]), (v["spec"], v["value"])
     assert names == {"krr", "warner", "rappor", "oue", "olh", "hadamard", "hadamard-mechanism", "k-subset", "orr", "orappor", "cms", "hcms",
-                     "duchi", "piecewise", "hybrid", "square-wave", "sample-one"}
+                     "duchi", "piecewise", "hybrid", "square-wave", "sample-one", "loloha"}
 
 
 def test_a_changed_byte_changes_the_typescript_report(tmp_path):

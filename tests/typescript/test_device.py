@@ -110,3 +110,33 @@ def test_typescript_device_answers_a_set_query_with_pad_and_sample(tmp_path):
     assert col.ingest([bytes.fromhex(ts["answers"][0]["envelope"])]) == {"accepted": 1, "rejected": {}}
     py = _python_reasons(tmp_path, [text], "a")
     assert py == [(None, False)]
+
+
+def test_typescript_device_charges_a_memoized_series_as_the_python_device(tmp_path):
+    from ldp_plugin import LOLOHA
+
+    mech = LOLOHA(epsilon_perm=2.0, epsilon_1=1.0, d=8, g=3)
+    texts = [Query.for_mechanism(f"day{t}", mech).to_json() for t in range(1, 6)]
+    value_level = Query.for_mechanism("value", LOLOHA(epsilon_perm=2.0, epsilon_1=1.0, d=8, g=3, relation="value")).to_json()
+    texts.insert(2, value_level)  # the owner lists only "user": refused before any charge
+    fleet = DeviceFleet(tmp_path / "series.db", [5], lifetime_cap="4",
+                        policy=DevicePolicy(max_epsilon_per_query=Fraction(2), allowed_mechanisms=("loloha",)))
+    py = [next(iter(r["refused"]), None) for r in (fleet.respond(t) for t in texts)]
+    job = {"ledger": str(tmp_path / "series.json"), "value": 5, "queries": texts,
+           "policy": {"lifetimeCap": "4", "maxEpsilonPerQuery": "2", "allowedMechanisms": ["loloha"]}}
+    (tmp_path / "job.json").write_text(json.dumps(job))
+    ts = json.loads(run_node("vectors/device_run.mjs", str(tmp_path / "job.json")))
+    assert [a["refused"] for a in ts["answers"]] == py == [None, None, "relation_not_allowed", None, "budget_exhausted", "budget_exhausted"]
+    # charged: collection 1 costs ε₁, each later one the user-level increment (ε_inst here)
+    spent = sum((mech.collection_cost(t) for t in (1, 2, 3)), Fraction(0))
+    assert Fraction(ts["remaining"]["lifetime"]) == Fraction(4) - spent
+    assert fleet.ledger.remaining_by_cohort()[0] == Fraction(4) - spent
+    # the memoized reports: the same key gives the same seed every day; the collector accepts them
+    seeds = set()
+    for a, text in zip(ts["answers"], texts):
+        if a["envelope"]:
+            q = Query.from_json(text)
+            col = Collector(q)
+            assert col.ingest([bytes.fromhex(a["envelope"])])["accepted"] == 1
+            seeds.add(bytes.fromhex(a["envelope"])[-12:-4])
+    assert len(seeds) == 1

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ldp_plugin import CMS, HCMS, SampleOne, Duchi, Hybrid, Piecewise, SquareWave, KRR, OLH, ORAPPOR, ORR, OUE, RAPPOR, HadamardMechanism, HadamardResponse, KSubset, WarnerRR
+from ldp_plugin import CMS, HCMS, LOLOHA, SampleOne, Duchi, Hybrid, Piecewise, SquareWave, KRR, OLH, ORAPPOR, ORR, OUE, RAPPOR, HadamardMechanism, HadamardResponse, KSubset, WarnerRR
 from ldp_plugin.mechanisms.reports import to_wire
 from ldp_plugin.sampling import RandomSource, SeededRandomSource
 
@@ -92,6 +92,15 @@ def _instances():
     return out
 
 
+def _keyed_instances():
+    """(memoized mechanism, values, user keys): the same key must give the same permanent answers."""
+    out = []
+    for e_perm, e_one, d, g in ((2.0, 1.0, 8, 3), (1.0, 0.25, 2, 2), (6.0, 3.0, 1000, 17), (4.0, 0.5, 64, 200)):
+        for relation in ("user", "value"):
+            out.append((LOLOHA(epsilon_perm=e_perm, epsilon_1=e_one, d=d, g=g, relation=relation), [0, d - 1, d // 2]))
+    return out
+
+
 def make_vectors(seeds_per_value: int = 6) -> list:
     vectors = []
     seed = 0
@@ -109,6 +118,15 @@ def make_vectors(seeds_per_value: int = 6) -> list:
                     "random": bytes(src.drawn).hex(),
                     "wire": to_wire(mech, reports, tag=tag).hex(),
                 })
+    for mech, values in _keyed_instances():
+        for value in values:
+            for s in range(seeds_per_value):
+                seed += 1
+                key = bytes([(seed * 7 + i) % 256 for i in range(16 + seed % 49)])  # keys of 16 to 64 bytes
+                src = RecordingSource(seed)
+                reports = mech.randomize([value], [key], rng=src)
+                vectors.append({"spec": mech.spec(), "value": value, "key": key.hex(), "tag": "", "random": bytes(src.drawn).hex(),
+                                "wire": to_wire(mech, reports).hex()})
     return vectors
 
 

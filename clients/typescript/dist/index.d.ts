@@ -30,3 +30,6 @@ export { itemKey, cohortSeeds, seededPermutation } from "./hashing.js";
 export { blake2b } from "./blake2b.js";
 export { Duchi, Piecewise, Hybrid, SquareWave, squareWaveB } from "./mechanisms/numeric.js";
 export { SampleOne, PAD } from "./mechanisms/sample_one.js";
+export { LOLOHA } from "./mechanisms/loloha.js";
+export { shake256 } from "./shake256.js";
+export { epsilonOfRatio } from "./lnexact.js";

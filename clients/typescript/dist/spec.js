@@ -6,6 +6,7 @@ import { KSubset } from "./mechanisms/subset.js";
 import { CMS, HCMS, ORAPPOR, ORR } from "./mechanisms/cohort.js";
 import { Duchi, Hybrid, Piecewise, SquareWave } from "./mechanisms/numeric.js";
 import { SampleOne } from "./mechanisms/sample_one.js";
+import { LOLOHA } from "./mechanisms/loloha.js";
 const FACTORIES = {
     krr: (p) => new KRR(p),
     warner: (p) => new WarnerRR(p),
@@ -23,6 +24,7 @@ const FACTORIES = {
     piecewise: (p) => new Piecewise(p),
     hybrid: (p) => new Hybrid(p),
     "square-wave": (p) => new SquareWave(p),
+    loloha: (p) => new LOLOHA(p),
 };
 /** The mechanisms this client implements. */
 export const CLIENT_MECHANISMS = Object.keys(FACTORIES);

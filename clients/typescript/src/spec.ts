@@ -9,6 +9,7 @@ import { CMS, HCMS, ORAPPOR, ORR } from "./mechanisms/cohort.js";
 import { Duchi, Hybrid, Piecewise, SquareWave } from "./mechanisms/numeric.js";
 
 import { SampleOne } from "./mechanisms/sample_one.js";
+import { LOLOHA } from "./mechanisms/loloha.js";
 
 type Spec = { name?: string; params?: Record<string, unknown>; set?: string; m?: number; on_long?: string; mechanism?: Spec };
 
@@ -29,6 +30,7 @@ const FACTORIES: Record<string, (p: Record<string, unknown>) => ClientMechanism>
   piecewise: (p) => new Piecewise(p as never),
   hybrid: (p) => new Hybrid(p as never),
   "square-wave": (p) => new SquareWave(p as never),
+  loloha: (p) => new LOLOHA(p as never),
 };
 
 /** The mechanisms this client implements. */

@@ -16,7 +16,8 @@ for (const [i, v] of vectors.entries()) {
   const src = new ReplaySource(hex(v.random));
   let wire = "";
   try {
-    wire = Buffer.from(mech.toWire(mech.randomize(v.value, src), hex(v.tag))).toString("hex");
+    const report = v.key ? mech.randomizeKeyed(v.value, hex(v.key), src) : mech.randomize(v.value, src); // key: memoized mechanisms
+    wire = Buffer.from(mech.toWire(report, hex(v.tag))).toString("hex");
   } catch (e) {
     wire = `error: ${e.message}`;
   }

@@ -28,6 +28,9 @@ export declare class Device {
     }): Promise<Device>;
     /** The owner's reset: a new, empty ledger with `policy`'s caps (the old spends are dropped). */
     static reset(store: LedgerStore, policy: PolicyInit): Promise<void>;
+    /** A new ledger: the owner's caps, no spend, and the device's secret key for memoized series
+     * (32 bytes from the CSPRNG; it never leaves the device). */
+    private static fresh;
     /** Remaining budget (exact text): the lifetime cap and, with a period, this period's. */
     remaining(): Promise<{
         lifetime: string;

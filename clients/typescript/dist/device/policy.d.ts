@@ -12,6 +12,8 @@ export interface PolicyInit {
     allowedMechanisms?: string[] | null;
     periodCap?: string | null;
     period?: Period | null;
+    /** the relations a memoized series may be charged under ("user" by default; "value" only if listed) */
+    allowedRelations?: ("user" | "value")[];
 }
 export declare class DevicePolicy {
     readonly lifetimeCap: Frac;
@@ -19,6 +21,7 @@ export declare class DevicePolicy {
     readonly allowedMechanisms: string[] | null;
     readonly periodCap: Frac | null;
     readonly period: Period | null;
+    readonly allowedRelations: string[];
     constructor(init: PolicyInit);
     /** The reason this policy refuses a query, or null (checked before the ledger and the value). */
     refusal(mechanism: string, epsilon: Frac, relation: unknown): string | null;

@@ -28,12 +28,16 @@ export class DevicePolicy {
         if (init.period != null && !PERIODS.includes(init.period))
             throw new RangeError(`period must be one of ${PERIODS.join(", ")}`);
         this.period = init.period ?? null;
+        const rel = init.allowedRelations ?? ["user"];
+        if (!Array.isArray(rel) || !rel.length || !rel.every((r) => r === "user" || r === "value"))
+            throw new RangeError('allowedRelations must be a non-empty list of "user" and/or "value"');
+        this.allowedRelations = [...rel];
     }
     /** The reason this policy refuses a query, or null (checked before the ledger and the value). */
     refusal(mechanism, epsilon, relation) {
         if (this.allowedMechanisms !== null && !this.allowedMechanisms.includes(mechanism.toLowerCase()))
             return "mechanism_not_allowed";
-        if (relation != null && relation !== "user")
+        if (relation != null && !this.allowedRelations.includes(relation))
             return "relation_not_allowed";
         if (epsilon.cmp(this.maxEpsilonPerQuery) > 0)
             return "epsilon_above_policy";

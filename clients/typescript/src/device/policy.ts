@@ -14,6 +14,8 @@ export interface PolicyInit {
   allowedMechanisms?: string[] | null;
   periodCap?: string | null;
   period?: Period | null;
+  /** the relations a memoized series may be charged under ("user" by default; "value" only if listed) */
+  allowedRelations?: ("user" | "value")[];
 }
 
 export class DevicePolicy {
@@ -22,6 +24,7 @@ export class DevicePolicy {
   readonly allowedMechanisms: string[] | null;
   readonly periodCap: Frac | null;
   readonly period: Period | null;
+  readonly allowedRelations: string[];
 
   constructor(init: PolicyInit) {
     const pos = (t: string, name: string): Frac => {
@@ -41,12 +44,15 @@ export class DevicePolicy {
     if (this.periodCap !== null && this.periodCap.cmp(this.lifetimeCap) > 0) throw new RangeError("periodCap must be in (0, lifetimeCap]");
     if (init.period != null && !PERIODS.includes(init.period)) throw new RangeError(`period must be one of ${PERIODS.join(", ")}`);
     this.period = init.period ?? null;
+    const rel = init.allowedRelations ?? ["user"];
+    if (!Array.isArray(rel) || !rel.length || !rel.every((r) => r === "user" || r === "value")) throw new RangeError('allowedRelations must be a non-empty list of "user" and/or "value"');
+    this.allowedRelations = [...rel];
   }
 
   /** The reason this policy refuses a query, or null (checked before the ledger and the value). */
   refusal(mechanism: string, epsilon: Frac, relation: unknown): string | null {
     if (this.allowedMechanisms !== null && !this.allowedMechanisms.includes(mechanism.toLowerCase())) return "mechanism_not_allowed";
-    if (relation != null && relation !== "user") return "relation_not_allowed";
+    if (relation != null && !this.allowedRelations.includes(relation as string)) return "relation_not_allowed";
     if (epsilon.cmp(this.maxEpsilonPerQuery) > 0) return "epsilon_above_policy";
     return null;
   }
