@@ -1,12 +1,17 @@
 /** SHAKE-256 (FIPS 202) over BigInt lanes, for the memoized mechanisms' keyed PRF
  * (the Python client's `_prf`: SHAKE-256(len(key) ‖ key ‖ fingerprint ‖ tag ‖ unit)). */
 const M = (1n << 64n) - 1n;
-const RC = [
-    0x0000000000000001n, 0x0000000000008082n, 0x800000000000808an, 0x8000000080008000n, 0x000000000000808bn, 0x0000000080000001n,
-    0x8000000080008081n, 0x8000000000008009n, 0x000000000000008an, 0x0000000000000088n, 0x0000000080008009n, 0x000000008000000an,
-    0x000000008000808bn, 0x800000000000008bn, 0x8000000000008089n, 0x8000000000008003n, 0x8000000000008002n, 0x8000000000000080n,
-    0x000000000000800an, 0x800000008000000an, 0x8000000080008081n, 0x8000000000008080n, 0x0000000080000001n, 0x8000000080008008n,
-];
+// the round constants from their LFSR (FIPS 202 §3.2.5, rc(t)), computed rather than listed
+const RC = [];
+for (let r = 0, R = 1; r < 24; r++) {
+    let c = 0n;
+    for (let j = 0; j < 7; j++) {
+        if (R & 1)
+            c |= 1n << BigInt((1 << j) - 1);
+        R = R & 0x80 ? ((R << 1) ^ 0x71) & 0xff : (R << 1) & 0xff;
+    }
+    RC.push(c);
+}
 const ROT = [0, 1, 62, 28, 27, 36, 44, 6, 55, 20, 3, 10, 43, 25, 39, 41, 45, 15, 21, 8, 18, 2, 61, 56, 14];
 const rotl = (x, n) => (n === 0 ? x : ((x << BigInt(n)) | (x >> BigInt(64 - n))) & M);
 function keccakF(a) {
