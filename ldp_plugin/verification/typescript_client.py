@@ -212,7 +212,7 @@ def verify_typescript_instance(name: str, mech: Any, *, seed: int = 0, quick: bo
     else:
         gof = typescript_gof(mech, n_per_input=4_000 if quick else 20_000, seed=seed, alpha=alpha, bug=bug)
     caught_by = [k for k, layer in (("exact channel", exact), ("goodness of fit", gof)) if not layer["passed"]]
-    return {"client": "typescript", "name": name, "instance": mech.params(), "declared_epsilon": mech.epsilon,
+    return {"client": "typescript", "name": name, "instance": mech.spec().get("params", {}), "declared_epsilon": mech.epsilon,
             "exact_channel": exact, "goodness_of_fit": gof, "passed": not caught_by, "caught_by": caught_by,
             **({"seeded_bug": bug, "caught": bool(caught_by)} if bug else {})}
 
