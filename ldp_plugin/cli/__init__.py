@@ -41,6 +41,7 @@ COMMANDS = {
     "budget": ("ldp_plugin.cli.budget", "cmd_budget"),
     "verify": ("ldp_plugin.cli.verify", "cmd_verify"),
     "federated": ("ldp_plugin.federated.cli", "cmd_federated"),
+    "serve": ("ldp_plugin.cli.serve", "cmd_serve"),
 }
 
 
@@ -123,7 +124,25 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--self-test", action="store_true", help="also run the seeded-bug suite: every bug must be caught")
     v.add_argument("--report", default=None, metavar="PATH", help="write a markdown audit report")
     v.add_argument("--json", action="store_true", help="one JSON document on stdout (no progress bar)")
+    v.add_argument("--client", choices=("python", "typescript"), default="python",
+                   help="which client to verify: the Python client (default) or the TypeScript client under Node (exact channel and goodness of fit)")
     v.set_defaults(func=command("verify"))
+
+    sv = sub.add_parser("serve", help="HTTPS ingestion endpoint: serve a plan's queries to devices (browsers, phones) and collect their reports")
+    sv.add_argument("--plan", default=None, metavar="PLAN.toml", help="the collection plan (its [[query]] tables; frequency queries)")
+    sv.add_argument("--tokens", required=True, metavar="TOKENS.json", help="the clients' token hashes, roles and per-query quotas")
+    sv.add_argument("--tls-dir", default=None, metavar="DIR", help="server.pem/server.key there (made with a CA, ca.pem, if absent)")
+    sv.add_argument("--cert", default=None, help="TLS certificate (PEM), instead of --tls-dir")
+    sv.add_argument("--key", default=None, help="TLS private key (PEM), instead of --tls-dir")
+    sv.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    sv.add_argument("--port", type=_int_in(1, 65535), default=8443, help="port (default 8443)")
+    sv.add_argument("--static", default=None, metavar="DIR", help="serve this directory under /app (a web page and the client bundle)")
+    sv.add_argument("--max-post", type=_int_in(1, 1 << 20), default=10_000, help="most envelopes in one post (default 10000)")
+    sv.add_argument("--insecure", action="store_true", help="plain HTTP on a loopback address (tests only)")
+    sv.add_argument("--add-client", default=None, metavar="NAME", help="add a client to --tokens and print its token (then exit)")
+    sv.add_argument("--role", choices=("device", "analyst"), default="device", help="the added client's role (default device)")
+    sv.add_argument("--quota", type=_int_in(1, 1 << 30), default=10_000, help="the added client's accepted reports per query (default 10000)")
+    sv.set_defaults(func=command("serve"))
 
     a = sub.add_parser("aggregate", help="aggregate Parquet report files (mechanism from their metadata), locally or on Dask")
     a.add_argument("reports", help="a glob, a directory, or a file of reports")

@@ -11,6 +11,7 @@ from ..registry import self_test, verify, verify_instance, wrapper_instances
 from ..verification import FAMILY_ALPHA, save_status
 from ..progress import progress
 from ..verification.draws import DRAWS_FULL, DRAWS_QUICK
+from ..verification.typescript_client import typescript_self_test, verify_typescript
 
 
 def _markdown_report(rows: list, *, quick: bool, seed: int, seconds: float) -> str:
@@ -75,6 +76,8 @@ def cmd_verify(args) -> int:
     if importlib.util.find_spec("scipy") is None:  # goodness of fit, rates, joint, audit
         raise LDPParameterError("ldp verify needs SciPy: pip install 'ldp-plugin[verify]'")
 
+    if getattr(args, "client", "python") == "typescript":
+        return _verify_typescript(args)
     reg = _registry_of(True)
     names = args.names or sorted(reg)
     unknown = [n for n in names if n not in reg]
@@ -133,4 +136,30 @@ def cmd_verify(args) -> int:
                                 for rel in ("user", "value") for x in [tr[(rel, top)]])
                 print(f"    transcript {'ok' if r['transcript']['passed'] else 'FAIL'} (T <= {top}, worst pairs): {txt}")
         print(f"{'all passed' if ok else 'FAILURES'} in {seconds:.1f} s")
+    return 0 if ok else 1
+
+
+def _verify_typescript(args) -> int:
+    """``ldp verify --client typescript``: the exact-channel and goodness-of-fit layers on the
+    TypeScript client through Node (and, with ``--self-test``, its seeded bugs)."""
+    import time
+
+    if args.names or args.report:
+        raise LDPParameterError("--client typescript verifies the TypeScript client's canonical instances: give no names and no --report")
+    t0 = time.perf_counter()
+    rows = verify_typescript(seed=args.seed, quick=args.quick)
+    bugs = typescript_self_test(seed=args.seed, quick=args.quick) if args.self_test else []
+    seconds = time.perf_counter() - t0
+    ok = all(r["passed"] for r in rows) and all(b["caught"] for b in bugs)
+    if args.json:
+        print(json.dumps({"client": "typescript", "passed": ok, "seconds": round(seconds, 2), "quick": args.quick, "seed": args.seed,
+                          "results": rows, **({"seeded_bugs": bugs} if bugs else {})}, indent=1, default=str))
+        return 0 if ok else 1
+    for r in rows + bugs:
+        ex, gof = r["exact_channel"], r["goodness_of_fit"]
+        ex_txt = ("equal" if ex.get("equal_to_declared") else "DIFFERS") if ex["enumerated"] else "not enumerable"
+        gof_txt = f"min p={gof['min_p_value']:.3g}" if "min_p_value" in gof else "n/a"
+        verdict = (("CAUGHT by " + ", ".join(r["caught_by"])) if r["caught"] else "MISSED") if r.get("seeded_bug") else ("PASS" if r["passed"] else "FAIL")
+        print(f"typescript {r['name']:<22} {str(r['instance']):<56} exact channel: {ex_txt:<15} goodness of fit: {gof_txt:<12} {verdict}")
+    print(f"{'all passed' if ok else 'FAILURES'} in {seconds:.1f} s")
     return 0 if ok else 1

@@ -1,0 +1,83 @@
+/**
+ * Padding-and-sampling for sets of at most m items (the Python client's `SampleOne`; Wang et al.,
+ * "Locally differentially private protocols for frequency estimation", and the set-valued
+ * pad-and-sample of Qin et al., CCS 2016): the user's set is padded to m slots with the reserved
+ * PAD item, one slot is drawn exactly uniformly (a set longer than m: an error, or with
+ * on_long = "sample" a uniform item of the whole set), and the item is reported by the inner
+ * categorical mechanism over the domain plus PAD. ε-LDP per user for the whole set. The wire
+ * fingerprint is this wrapper's spec; the reports are the padded mechanism's.
+ */
+import { uniformInt } from "../bernoulli.js";
+import { itemKey } from "../hashing.js";
+import { secureSource } from "../source.js";
+import { toWire, wireFingerprint } from "../wire.js";
+export const PAD = "\u0000ldp-plugin:pad\u0000";
+export class SampleOne {
+    constructor(mechanism, m, onLong, makePadded) {
+        this.mechanism = mechanism;
+        this.m = m;
+        this.onLong = onLong;
+        this.name = "sample-one";
+        this._fingerprint = null;
+        if (!Number.isInteger(m) || m < 1 || m > 2 ** 20)
+            throw new RangeError("m (the maximum set size) must be an integer in [1, 2**20]");
+        if (onLong !== "error" && onLong !== "sample")
+            throw new RangeError("on_long must be one of error, sample");
+        if (!mechanism.closed)
+            this.padded = mechanism;
+        else if (mechanism.categories !== null) {
+            if (mechanism.categories.includes(PAD))
+                throw new RangeError("the categories already contain the reserved PAD item");
+            this.padded = makePadded({ categories: [...mechanism.categories, PAD] });
+        }
+        else
+            this.padded = makePadded({ d: mechanism.d + 1 });
+    }
+    get epsilon() {
+        return this.padded.epsilon;
+    }
+    spec() {
+        return { set: "sample-one", m: this.m, on_long: this.onLong, mechanism: this.mechanism.spec() };
+    }
+    get fingerprint() {
+        if (this._fingerprint === null)
+            this._fingerprint = wireFingerprint(this.spec());
+        return this._fingerprint;
+    }
+    reportFields() {
+        return this.padded.reportFields();
+    }
+    /** One user's report of the set `items` (a single item is a set of one). */
+    randomize(items, src = secureSource()) {
+        const set = Array.isArray(items) ? items : [items];
+        const closed = this.mechanism.closed;
+        const enc = set.map((v) => {
+            if (closed)
+                return BigInt(this.mechanism.encode(v));
+            if (v === PAD)
+                throw new RangeError("sets contain the reserved PAD item");
+            if (typeof v === "boolean")
+                throw new RangeError("items must be integers or strings");
+            return itemKey(v);
+        });
+        if (new Set(enc).size !== enc.length)
+            throw new RangeError("a set has duplicate items");
+        const long = enc.length > this.m;
+        if (long && this.onLong === "error")
+            throw new RangeError(`a set has more than m=${this.m} items; raise m or use on_long='sample'`);
+        let j = uniformInt(src, this.m);
+        if (long)
+            j = uniformInt(src, enc.length);
+        const pad = closed ? BigInt(this.mechanism.d) : itemKey(PAD);
+        const item = j < enc.length ? enc[j] : pad;
+        if (this.padded.randomizeItem)
+            return this.padded.randomizeItem(item, src);
+        return this.padded.randomizeCode(Number(item), src);
+    }
+    randomizeCode(code, src) {
+        return this.randomize(this.mechanism.closed && this.mechanism.categories ? this.mechanism.categories[code] : code, src);
+    }
+    toWire(report, tag = new Uint8Array(0)) {
+        return toWire(this.reportFields(), this.fingerprint, [report], tag);
+    }
+}

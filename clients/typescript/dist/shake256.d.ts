@@ -1,0 +1,1 @@
+export declare function shake256(data: Uint8Array, outLen: number): Uint8Array;
