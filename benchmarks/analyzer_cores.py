@@ -22,6 +22,7 @@ from nacl.public import PrivateKey
 
 import ldp_plugin as ldp
 from ldp_plugin.federated.envelope import seal
+from ldp_plugin.mechanisms.reports import to_wire_each
 from ldp_plugin.federated.sealed import open_chunks, seal_reports
 
 CHUNK = 1 << 14
@@ -35,7 +36,7 @@ def main() -> None:
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     mech = ldp.KRR(epsilon=1.0, d=64)
     reports = mech.randomize_encoded(np.arange(args.reports) % 64)
-    envs = seal(mech.to_wire_each(reports, tag=b"\0" * 32))
+    envs = seal(to_wire_each(mech, reports, tag=b"\0" * 32))
     sk = PrivateKey.generate()
     sealed = seal_reports(envs, sk.public_key)
     skb, pkb = bytes(sk), bytes(sk.public_key)

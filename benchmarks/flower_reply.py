@@ -24,6 +24,7 @@ import ldp_plugin as ldp
 from ldp_plugin.federated import Collector, Query
 from ldp_plugin.federated.app import _record, reply_to_raw
 from ldp_plugin.federated.envelope import seal
+from ldp_plugin.mechanisms.reports import to_wire_each
 
 
 def main() -> None:
@@ -35,7 +36,7 @@ def main() -> None:
     out = {}
     for mech in (ldp.KRR(epsilon=1.0, d=64), ldp.OUE(epsilon=1.0, d=64)):
         q = Query.for_mechanism("bench", mech, min_batch=1)
-        envs = seal(mech.to_wire_each(mech.randomize_encoded(np.arange(args.n) % 64), tag=q.content_hash))
+        envs = seal(to_wire_each(mech, mech.randomize_encoded(np.arange(args.n) % 64), tag=q.content_hash))
         reply = {"devices": args.n, "reports": envs, "refused": {}, "retry": False}
         ask = Message(content=RecordDict({"query": ConfigRecord({"json": q.to_json()})}), dst_node_id=7, message_type="query")
         msg = Message(content=_record(reply), reply_to=ask)

@@ -28,6 +28,7 @@ from typing import Any, Optional
 import numpy as np
 
 from .._errors import LDPParameterError
+from ..mechanisms.protocol import InputKind
 from ..mechanisms.reports import check_reports, rows_to_reports
 from .collector import Collector
 from .envelope import NONCE_BYTES
@@ -90,7 +91,7 @@ def plan_queries(plan: Plan) -> list:
     out = []
     for pq in plan.queries:
         mech = pq.build()
-        if pq.epsilon is None or getattr(mech, "input_kind", "value") != "value":
+        if pq.epsilon is None or mech.input_kind != InputKind.VALUE:
             raise LDPParameterError(f"query {pq.name!r}: ldp serve collects frequency queries (a mechanism with an epsilon over values)")
         out.append(Query(f"{plan.name}/{pq.name}/r{plan.first_round}", mech.spec(), pq.epsilon, min_batch=plan.min_batch))
     return out

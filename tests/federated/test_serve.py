@@ -13,6 +13,7 @@ import pytest
 
 from ldp_plugin import KRR, OUE
 from ldp_plugin.federated.envelope import seal
+from ldp_plugin.mechanisms.reports import to_wire_each
 from ldp_plugin.federated.query import Query
 
 from ._serve_helpers import live_server, write_setup
@@ -46,7 +47,7 @@ def _auth(token: str) -> dict:
 
 def _envelopes(query: Query, values, rng: int) -> bytes:
     mech = query.mechanism()
-    return b"".join(seal(mech.to_wire_each(mech.randomize(values, rng=rng), tag=query.content_hash)))
+    return b"".join(seal(to_wire_each(mech, mech.randomize(values, rng=rng), tag=query.content_hash)))
 
 
 def _query(client, tokens) -> tuple:

@@ -26,7 +26,7 @@ from ldp_plugin.federated.query import Query
 from ldp_plugin.mechanisms.reports import from_wire_many
 from ldp_plugin.sampling import SeededRandomSource
 
-from ._node import CLIENT, NODE, needs_node, run_node, run_node_json
+from ._node import CLIENT, NODE, dev_tools, needs_node, run_node, run_node_json
 from .vectors import VECTORS_PATH, make_vectors, vectors_text
 
 pytestmark = needs_node
@@ -163,9 +163,7 @@ def test_typescript_csprng_reports_are_well_formed(tmp_path):
 
 @pytest.mark.slow
 def test_committed_dist_is_the_compiled_source(tmp_path):
-    tsc = CLIENT / "node_modules" / "typescript" / "bin" / "tsc"
-    if not tsc.exists():
-        pytest.fail("clients/typescript/node_modules is missing: run `npm ci` in clients/typescript (CI does)")
+    tsc = dev_tools() / "typescript" / "bin" / "tsc"
     out = tmp_path / "dist"
     proc = subprocess.run([NODE, str(tsc), "-p", str(CLIENT / "tsconfig.json"), "--outDir", str(out)], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr
