@@ -296,6 +296,11 @@ class Accountant(_Releases, _OpenDPInterop, _ShuffleClaims):
     def history(self) -> list[SpendRecord]:
         return [self._record(row) for row in self._con.execute("SELECT seq, query_id, time, period, mechanism, params, epsilon, cohorts FROM spend ORDER BY seq")]
 
+    def spends_since(self, when: datetime) -> int:
+        """How many queries were charged at or after ``when`` (a count of ledger rows)."""
+        since = when.astimezone(timezone.utc).isoformat()
+        return int(self._con.execute("SELECT count(*) FROM spend WHERE time >= ?", (since,)).fetchone()[0])
+
     @staticmethod
     def _record(row, retried: bool = False) -> SpendRecord:
         seq, qid, t, period, mech, params, eps, cohorts = row

@@ -17,11 +17,24 @@ every device refuse until the owner re-initializes it. A query carries no policy
 no seed; :meth:`Query.from_json` refuses any field it does not define.
 
 For each query the fleet checks, cheapest first and before any randomization: the query's
-version and hash, its mechanism against the local policy (allowed names, a maximum ε per query),
-and every device's remaining budget; then it spends once (one transaction) for the devices that
-fit, randomizes their values with the OS CSPRNG, and returns one envelope (nonce + wire report,
-:mod:`~ldp_plugin.federated.envelope`) per device or a refusal with a reason code. Raw values
-never leave it.
+version and hash, its mechanism against the local policy (allowed names, a maximum and an
+optional minimum ε per query, an optional number of charged queries per UTC day, the memory the
+query plans from its sizes: :mod:`~ldp_plugin.federated.policy`), and every device's remaining
+budget; it maps every value into the query's domain by the rule fixed in
+:mod:`~ldp_plugin.federated.domain_rule` (a random in-domain category, clipping, sampling to
+``m``); then it spends once (one transaction) for the devices that fit, randomizes with the OS
+CSPRNG, and returns one envelope (nonce + wire report, :mod:`~ldp_plugin.federated.envelope`) per
+device or a refusal with a reason code. Raw values never leave it.
+
+**Answers that depend on the value only through the mechanism.** Every check before the spend
+reads the query, the policy and the ledger — never a value — so a refusal is the same for every
+device whatever it holds; a value outside the query's domain is not an error but an input the
+domain rule replaces (the report is still ε-LDP: a mixture of the mechanism's channels). No
+exception text, position or count leaves the fleet: :meth:`DeviceFleet.respond` never raises, and
+anything unexpected becomes the one code ``device_error`` for every device (after a spend, the
+query stays charged and a retry is refused as ``interrupted``, never randomized twice). A reply
+carries only the reports, the refusal codes of :data:`REFUSAL_REASONS` with device counts, the
+``retry`` flag and the number of devices.
 
 **Repeated collections** (a longitudinal mechanism: memoized by each device's key): a query of
 the series is charged, on every device, the worst-case increment of the series' lifetime bound
@@ -42,6 +55,7 @@ from __future__ import annotations
 import os
 import shutil
 import time
+from datetime import datetime, timezone
 from fractions import Fraction
 from pathlib import Path
 from typing import Any, Optional, Sequence
@@ -55,6 +69,7 @@ from ..mechanisms.lifetime import UnboundedLossError
 from ..mechanisms.protocol import Keyed
 from .config import DeviceConfig
 from .discovery import DiscoveryLevel, collection_key, device_groups
+from .domain_rule import in_domain
 from .envelope import seal
 from .keystore import Keystore
 from .policy import DevicePolicy
@@ -62,9 +77,11 @@ from .query import Query
 
 __all__ = ["DevicePolicy", "DeviceFleet", "DeviceRefusal", "REFUSAL_REASONS"]
 
-REFUSAL_REASONS = ("unsupported_version", "malformed_query", "mechanism_not_allowed", "relation_not_allowed", "epsilon_above_policy", "budget_exhausted", "interrupted",
+#: every code a device answers with (the only text a refusal carries)
+REFUSAL_REASONS = ("unsupported_version", "malformed_query", "mechanism_not_allowed", "relation_not_allowed", "epsilon_above_policy",
+                   "epsilon_below_policy", "daily_query_limit", "query_too_large", "budget_exhausted", "interrupted",
                    "in_progress", "keystore_missing", "ledger_missing", "ledger_corrupted", "ledger_tampered", "ledger_mismatch",
-                   "not_initialized", "device_misconfigured", "other_group", "already_answered")
+                   "not_initialized", "device_misconfigured", "other_group", "already_answered", "device_error")
 
 
 class DeviceRefusal(Exception):
@@ -182,13 +199,20 @@ class DeviceFleet:
     # -- answering a query ---------------------------------------------------------------------------
     def respond(self, query_json: str) -> dict:
         """``{"reports": [envelope per accepting device], "refused": {reason: devices},
-        "retry": bool, "devices": n}``. A retried query returns the kept envelopes (same nonces)."""
+        "retry": bool, "devices": n}``. A retried query returns the kept envelopes (same nonces).
+        Never raises: anything unexpected is ``{"device_error": n}`` (module docstring)."""
+        try:
+            return self._respond(query_json)
+        except Exception:  # noqa: BLE001 - no text, position or count of any failure leaves the device
+            return _reply(self.n_devices, "device_error")
+
+    def _respond(self, query_json: str) -> dict:
         n = self.n_devices
         try:
             query = Query.from_json(query_json)
         except LDPInputError as e:
             return _reply(n, "unsupported_version" if "version" in str(e) else "malformed_query")
-        except LDPParameterError:
+        except (LDPParameterError, TypeError, ValueError, RecursionError):
             return _reply(n, "malformed_query")
         name = query.spec.get("name") or query.spec.get("mechanism", {}).get("name")
         params = query.spec.get("params") if isinstance(query.spec.get("params"), dict) else {}
@@ -206,8 +230,13 @@ class DeviceFleet:
             return _reply(n, reason)
         try:
             mech = query.mechanism()
-        except (LDPInputError, LDPParameterError):
+        except MemoryError:
+            return _reply(n, "query_too_large")
+        except Exception:  # noqa: BLE001 - a spec the registry cannot build, whatever it raises
             return _reply(n, "malformed_query")
+        reason = self.policy.size_refusal(mech, n)
+        if reason is not None:
+            return _reply(n, reason)
         qid = query.content_hash.hex()
         series = isinstance(mech, Keyed)
         if series and (not self._series_ok or self._series_before_rekey(query)):
@@ -222,6 +251,9 @@ class DeviceFleet:
         if status == "released":  # a retried query: the kept reply, charged once
             kept = self.ledger.kept_reports(qid)
             return {"reports": [bytes.fromhex(h) for h in kept["reports"]], "refused": kept["refused"], "retry": True, "devices": n}
+        reason = self.policy.daily_refusal(self._charged_today())
+        if reason is not None:
+            return _reply(n, reason)
         if disc is not None:
             return self._respond_discovery(query, disc, mech, qid)
         eps = query.epsilon_exact
@@ -238,16 +270,11 @@ class DeviceFleet:
         if not fit:
             return {"reports": [], "refused": refused, "retry": False, "devices": n}
         tag = query.content_hash
+        inputs = in_domain(mech, self.values[fit])  # the fixed out-of-domain rule, before the spend
+        keys = [self.keys[i] for i in fit] if mech.needs_user_keys else None
 
         def produce() -> dict:
-            vals = self.values[fit]
-            codes = mech.encode(vals) if mech.input_kind == "value" else None
-            if codes is None:
-                reports = mech.randomize(list(vals))
-            elif mech.needs_user_keys:
-                reports = mech.randomize_encoded(codes, user_keys=[self.keys[i] for i in fit])
-            else:
-                reports = mech.randomize_encoded(codes)  # the OS CSPRNG
+            reports = inputs.randomize(mech, user_keys=keys)  # the OS CSPRNG
             return {"reports": [b.hex() for b in seal(mech.to_wire_each(reports, tag=tag))], "refused": refused}
 
         try:
@@ -300,6 +327,13 @@ class DeviceFleet:
             if self.keystore is not None:
                 self.keystore.anchor_ledger(self.ledger.path)
         return {"reports": [bytes.fromhex(h) for h in kept["reports"]], "refused": kept["refused"], "retry": False, "devices": n}
+
+    def _charged_today(self) -> int:
+        """Queries charged since the start of the current UTC day (the policy's daily limit)."""
+        if self.policy.max_queries_per_day is None:
+            return 0
+        now = datetime.now(timezone.utc)
+        return self.ledger.spends_since(now.replace(hour=0, minute=0, second=0, microsecond=0))
 
     def strings(self) -> np.ndarray:
         """The devices' string values (heavy-hitter discovery): the owner's ``[strings]`` source, else the values."""
