@@ -406,7 +406,9 @@ class Accountant(_Releases, _OpenDPInterop, _ShuffleClaims):
         (``"user"`` by default; ``"value"`` only when the deployment named it), checked and spent
         atomically. The audit row's params hold the spec, the ``relation`` and the collection
         number. An unbounded charge (dBitFlipPM at the user level from ``t = 2``) raises before
-        anything is spent."""
+        anything is spent. The ledger never sees the values, so the charge assumes nothing about
+        them: ``collection_cost`` bounds every history of the series (``memoized-krr`` included,
+        whose ``max_values`` is a client-side guard, not an assumption of the charge)."""
         cost = mechanism.collection_cost(t)
         params = {"spec": mechanism.spec(), "relation": mechanism.relation, "collection": t}
         return self.spend(query_id, cost, cohorts=cohorts, mechanism=mechanism.name, params=params, when=when)

@@ -18,9 +18,10 @@ no seed; :meth:`Query.from_json` refuses any field it does not define.
 
 For each query the fleet checks, cheapest first and before any randomization: the query's
 version and hash, its mechanism against the local policy (allowed names, a maximum and an
-optional minimum ε per query, an optional number of charged queries per UTC day, the memory the
-query plans from its sizes: :mod:`~ldp_plugin.federated.policy`), and every device's remaining
-budget; it maps every value into the query's domain by the rule fixed in
+optional minimum ε per query, an optional number of charged queries per UTC day:
+:mod:`~ldp_plugin.federated.policy`), every device's remaining budget, and the memory and time
+the query plans (from its sizes and a dry run on inputs that are not values:
+:mod:`~ldp_plugin.federated.work`); it maps every value into the query's domain by the rule fixed in
 :mod:`~ldp_plugin.federated.domain_rule` (a random in-domain category, clipping, sampling to
 ``m``); then it spends once (one transaction) for the devices that fit, randomizes with the OS
 CSPRNG, and returns one envelope (nonce + wire report, :mod:`~ldp_plugin.federated.envelope`) per
@@ -74,6 +75,7 @@ from .envelope import seal
 from .keystore import Keystore
 from .policy import DevicePolicy
 from .query import Query
+from .work import refusal as work_refusal
 
 __all__ = ["DevicePolicy", "DeviceFleet", "DeviceRefusal", "REFUSAL_REASONS"]
 
@@ -234,9 +236,6 @@ class DeviceFleet:
             return _reply(n, "query_too_large")
         except Exception:  # noqa: BLE001 - a spec the registry cannot build, whatever it raises
             return _reply(n, "malformed_query")
-        reason = self.policy.size_refusal(mech, n)
-        if reason is not None:
-            return _reply(n, reason)
         qid = query.content_hash.hex()
         series = isinstance(mech, Keyed)
         if series and (not self._series_ok or self._series_before_rekey(query)):
@@ -269,6 +268,9 @@ class DeviceFleet:
         refused = {"budget_exhausted": n - len(fit)} if len(fit) < n else {}
         if not fit:
             return {"reports": [], "refused": refused, "retry": False, "devices": n}
+        reason = work_refusal(mech, n, self.policy)  # the work of every device: the same whatever the budgets left
+        if reason is not None:
+            return _reply(n, reason)
         tag = query.content_hash
         inputs = in_domain(mech, self.values[fit])  # the fixed out-of-domain rule, before the spend
         keys = [self.keys[i] for i in fit] if mech.needs_user_keys else None
@@ -309,6 +311,9 @@ class DeviceFleet:
             refused["budget_exhausted"] = short
         if not fit:
             return {"reports": [], "refused": refused, "retry": False, "devices": n}
+        reason = work_refusal(mech, n, self.policy)
+        if reason is not None:
+            return _reply(n, reason)
         try:
             strings = self.strings()
         except (LDPParameterError, LDPInputError):

@@ -8,12 +8,8 @@ separate; the neighbouring relation of every charge is the one the query's mecha
 Every check here reads the query, the policy and the ledger's counts — never a value — and runs
 before the spend, so a refusal is the same for every device whatever it holds.
 
-**Memory.** :func:`query_bytes` plans a query's memory from sizes alone (after the mechanism is
-built from its spec, which allocates nothing of the domain's size): the reports of every device,
-their sealed envelopes, and the samplers' working arrays — up to :data:`WORK_PER_REPORT_BYTE` bytes
-per byte of the packed report (a unary encoding draws one 64-bit word per reported bit: 64; the
-largest measured ratio over the registry at large domains is 70, THE). A query whose plan exceeds
-``max_query_bytes`` is refused (``query_too_large``) before anything is spent."""
+The memory and time a query plans (``max_query_bytes``, ``max_query_seconds``) are checked from
+sizes and a dry run on inputs that are not the devices' values (:mod:`~ldp_plugin.federated.work`)."""
 
 from __future__ import annotations
 
@@ -22,25 +18,14 @@ from fractions import Fraction
 from typing import Any, Optional
 
 from .._errors import LDPParameterError
-from ..mechanisms.reports import wire_size
+from .._boundary.workload import MAX_SECONDS
 
-__all__ = ["DevicePolicy", "query_bytes", "WORK_PER_REPORT_BYTE", "DEFAULT_QUERY_BYTES"]
+__all__ = ["DevicePolicy", "DEFAULT_QUERY_BYTES", "DEFAULT_QUERY_SECONDS"]
 
-#: working bytes a sampler may hold per byte of packed report (measured: at most 70, THE; 64 for the unary encodings)
-WORK_PER_REPORT_BYTE = 96
 #: the default memory one query may plan on a node (all its devices): 1 GiB
 DEFAULT_QUERY_BYTES = 1 << 30
-#: the fixed working set of any query (the mechanism, the sealed-box buffers, the reply)
-_BASE_BYTES = 16 << 20
-
-
-def query_bytes(mech: Any, devices: int) -> int:
-    """The memory a query of ``mech`` plans for ``devices`` devices, from sizes only: each
-    device's wire report (:func:`ldp_plugin.mechanisms.reports.wire_size`), kept twice (the
-    reports and their envelopes), plus the samplers' working arrays
-    (:data:`WORK_PER_REPORT_BYTE` per report byte), plus a fixed working set."""
-    per = int(wire_size(mech, 1))
-    return _BASE_BYTES + int(devices) * per * (2 + WORK_PER_REPORT_BYTE)
+#: the default time one query may plan on a node: the library's work budget (15 min)
+DEFAULT_QUERY_SECONDS = int(MAX_SECONDS)
 
 
 def _count(value: Any, name: str) -> int:
@@ -79,8 +64,10 @@ class DevicePolicy:
     min_epsilon_per_query: Optional[Fraction] = None
     #: the most charged queries per UTC day (``None``: no limit); kept replies and refused queries do not count
     max_queries_per_day: Optional[int] = None
-    #: the most memory one query may plan on this node (:func:`query_bytes`)
+    #: the most memory one query may plan on this node (:func:`ldp_plugin.federated.work.query_bytes`)
     max_query_bytes: int = DEFAULT_QUERY_BYTES
+    #: the most time one query may plan on this node (a timed dry run, :mod:`ldp_plugin.federated.work`)
+    max_query_seconds: int = DEFAULT_QUERY_SECONDS
 
     def __post_init__(self) -> None:
         for name in ("max_epsilon_per_query", "min_epsilon_per_query"):
@@ -90,11 +77,12 @@ class DevicePolicy:
         if self.max_queries_per_day is not None:
             _count(self.max_queries_per_day, "max_queries_per_day")
         _count(self.max_query_bytes, "max_query_bytes")
+        _count(self.max_query_seconds, "max_query_seconds")
 
     @classmethod
     def from_dict(cls, doc: dict) -> "DevicePolicy":
         known = {"max_epsilon_per_query", "allowed_mechanisms", "lifetime_cap", "period_cap", "period", "allowed_relations",
-                 "min_epsilon_per_query", "max_queries_per_day", "max_query_bytes"}
+                 "min_epsilon_per_query", "max_queries_per_day", "max_query_bytes", "max_query_seconds"}
         extra = sorted(set(doc) - known)
         if extra:
             raise LDPParameterError(f"unknown [policy] key(s) {extra}; allowed: {sorted(known)}")
@@ -118,10 +106,11 @@ class DevicePolicy:
             raise LDPParameterError("[policy] min_epsilon_per_query must be at most max_epsilon_per_query")
         per_day = None if doc.get("max_queries_per_day") is None else _count(doc["max_queries_per_day"], "[policy] max_queries_per_day")
         qbytes = _count(doc.get("max_query_bytes", DEFAULT_QUERY_BYTES), "[policy] max_query_bytes")
+        qsecs = _count(doc.get("max_query_seconds", DEFAULT_QUERY_SECONDS), "[policy] max_query_seconds")
         return cls(max_epsilon_per_query=emax, allowed_mechanisms=allowed,
                    lifetime_cap=_frac(doc["lifetime_cap"], "lifetime_cap"), period_cap=None if pcap is None else _frac(pcap, "period_cap"),
                    period=period, allowed_relations=tuple(relations), min_epsilon_per_query=emin, max_queries_per_day=per_day,
-                   max_query_bytes=qbytes)
+                   max_query_bytes=qbytes, max_query_seconds=qsecs)
 
     def refusal(self, mechanism_name: Optional[str], epsilon: Fraction, relation: Optional[str] = None) -> Optional[str]:
         """The reason this policy refuses a query, or ``None`` (``relation``: the charging relation a
@@ -135,15 +124,6 @@ class DevicePolicy:
         if self.min_epsilon_per_query is not None and epsilon < self.min_epsilon_per_query:
             return "epsilon_below_policy"
         return None
-
-    def size_refusal(self, mech: Any, devices: int) -> Optional[str]:
-        """``"query_too_large"`` if the query's planned memory (:func:`query_bytes`) exceeds
-        ``max_query_bytes``, else ``None`` (sizes only: asked before the spend)."""
-        try:
-            planned = query_bytes(mech, devices)
-        except Exception:  # noqa: BLE001 - a report format that cannot be sized is not planned
-            return "query_too_large"
-        return "query_too_large" if planned > self.max_query_bytes else None
 
     def daily_refusal(self, charged_today: int) -> Optional[str]:
         """``"daily_query_limit"`` once ``max_queries_per_day`` queries were charged today."""

@@ -230,7 +230,7 @@ def test_the_owner_policy_fields(tmp_path):
     fleet = DeviceFleet(tmp_path / "p.sqlite", np.arange(4), lifetime_cap="10", policy=policy)
     try:
         assert fleet.respond(Query.for_mechanism("tiny", ldp.KRR(epsilon=0.01, d=4)).to_json())["refused"] == {"epsilon_below_policy": 4}
-        assert fleet.respond(Query.for_mechanism("big", ldp.OUE(epsilon=1.0, d=2**20)).to_json())["refused"] == {"query_too_large": 4}
+        assert fleet.respond(Query.for_mechanism("big", ldp.OUE(epsilon=1.0, d=2**23)).to_json())["refused"] == {"query_too_large": 4}
         assert fleet.ledger.spent() == 0
         for i in range(2):
             assert len(fleet.respond(Query.for_mechanism(f"q{i}", ldp.KRR(epsilon=1.0, d=4)).to_json())["reports"]) == 4
