@@ -22,6 +22,7 @@ import pytest
 
 import ldp_plugin as ldp
 from ldp_plugin.federated import DeviceFleet, DevicePolicy, Query
+from ldp_plugin.federated import device as device_module
 from ldp_plugin.federated.device import REFUSAL_REASONS
 from ldp_plugin.federated.domain_rule import in_domain
 from ldp_plugin.registry import KINDS, from_spec, load_registry
@@ -163,14 +164,29 @@ def test_a_fleet_mixing_good_and_bad_values_answers_every_device(tmp_path):
         fleet.close()
 
 
+def test_an_unexpected_failure_before_the_spend_is_one_code_and_spends_nothing(tmp_path, monkeypatch):
+    fleet = DeviceFleet(tmp_path / "f.sqlite", np.arange(3), lifetime_cap="10")
+
+    def explode(self, *a, **k):
+        raise ZeroDivisionError("value 3 at position 2")
+
+    monkeypatch.setattr(ldp.KRR, "randomize_encoded", explode)  # the dry run fails first
+    try:
+        r = fleet.respond(Query.for_mechanism("early", ldp.KRR(epsilon=1.0, d=4)).to_json())
+        assert r == {"reports": [], "refused": {"device_error": 3}, "retry": False, "devices": 3}
+        assert fleet.ledger.spent() == 0
+    finally:
+        fleet.close()
+
+
 def test_an_unexpected_failure_after_the_spend_is_one_code_without_text(tmp_path, monkeypatch):
     fleet = DeviceFleet(tmp_path / "f.sqlite", np.arange(3), lifetime_cap="10")
     q = Query.for_mechanism("boom", ldp.KRR(epsilon=1.0, d=4)).to_json()
 
-    def explode(self, *a, **k):
+    def explode(*a, **k):
         raise RuntimeError("position 2 holds 3")  # text that must never leave the device
 
-    monkeypatch.setattr(ldp.KRR, "randomize_encoded", explode)
+    monkeypatch.setattr(device_module, "seal", explode)  # the envelopes of the produce step, after the spend
     try:
         r = fleet.respond(q)
         assert r == {"reports": [], "refused": {"device_error": 3}, "retry": False, "devices": 3}
