@@ -15,6 +15,7 @@ from typing import Any, Iterable, Optional
 
 import numpy as np
 
+from .._boundary.private import create_private_file, private_dirs
 from .._errors import LDPParameterError
 from .budget import SCHEMA_VERSION, BudgetExceededError, LedgerError, Population, SpendRecord, _frac_text, _text_frac, _cost_of
 from .interop import _OpenDPInterop
@@ -137,15 +138,17 @@ class Accountant(_Releases, _OpenDPInterop, _ShuffleClaims):
                 return cls(path, population)
             raise LedgerError(f"ledger {str(path)!r} already exists")
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
+            private_dirs(path.parent)  # 0700 for the directories it creates
         except OSError as e:
             raise LedgerError(f"cannot create the ledger's directory for {str(path)!r} ({e.strerror})") from None
-        # build the complete ledger in a private file, then link it into place atomically: a
-        # concurrent create/open never sees a half-initialized ledger, and exactly one wins
+        # build the complete ledger in a private file (0600: SQLite gives its journal the same mode),
+        # then link it into place atomically: a concurrent create/open never sees a half-initialized
+        # ledger, and exactly one wins
         tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
         try:
+            create_private_file(tmp)
             con = _connect(tmp)
-        except sqlite3.Error as e:
+        except (sqlite3.Error, OSError) as e:
             raise LedgerError(f"cannot create the ledger {str(path)!r} ({e})") from None
         try:
             con.executescript(_SCHEMA + SHUFFLE_SCHEMA)
