@@ -86,7 +86,7 @@ def _encodes(mech: Any, value: Any) -> Any:
 def _uniform_codes(mech: Any, size: int, source: Any, dtype: Any) -> np.ndarray:
     if size == 0:
         return np.empty(0, dtype=dtype)
-    if np.dtype(dtype) == np.uint64:  # an open alphabet's 64-bit item keys
+    if not mech.closed:  # an open alphabet: a uniformly random 64-bit item key
         return source.words(size).astype(np.uint64)
     return source.uniform_int(int(mech.domain_size), size).astype(dtype)
 
@@ -115,8 +115,7 @@ def _values(mech: Any, values: Any, source: Any) -> np.ndarray:
     except Exception:  # noqa: BLE001 - some value is outside the domain: the per-value rule below
         pass
     found = [_encodes(mech, v) for v in values]
-    kinds = {np.asarray(c).dtype for c in found if c is not None}
-    dtype = np.uint64 if np.dtype(np.uint64) in kinds else np.int64
+    dtype = np.int64 if mech.closed else np.uint64  # an open alphabet's items are 64-bit keys
     out = np.empty(n, dtype=dtype)
     bad = np.array([c is None for c in found], dtype=bool)
     for i, c in enumerate(found):

@@ -115,7 +115,7 @@ class DevicePolicy:
     def refusal(self, mechanism_name: Optional[str], epsilon: Fraction, relation: Optional[str] = None) -> Optional[str]:
         """The reason this policy refuses a query, or ``None`` (``relation``: the charging relation a
         keyed series names in its spec)."""
-        if self.allowed_mechanisms is not None and (mechanism_name or "").lower() not in self.allowed_mechanisms:
+        if self.allowed_mechanisms is not None and str(mechanism_name or "").lower() not in self.allowed_mechanisms:
             return "mechanism_not_allowed"
         if relation is not None and relation not in self.allowed_relations:
             return "relation_not_allowed"

@@ -69,6 +69,7 @@ def _forged():
         ("hadamard d=2", _mk("hadamard", d=2)),
         ("warner booleans", _mk("warner")),
         ("cohort oracle", _mk("orr")),
+        ("open alphabet", ldp.ORR(epsilon=3.0, k=21, cohorts=16, hash_seed=7)),
         ("sketch", _mk("cms")),
         ("tiny range mean", ldp.Duchi(epsilon=1.0, lower=0.0, upper=1e-9)),
         ("far range mean", _mk("piecewise", lower=5.0, upper=6.0)),
