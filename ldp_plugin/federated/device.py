@@ -94,6 +94,10 @@ class DeviceRefusal(Exception):
         self.reason = reason
 
 
+class _ProduceFailed(Exception):
+    """The produce step failed after the spend (told apart from a concurrent charge)."""
+
+
 def _reply(n: int, reason: str, retry: bool = False) -> dict:
     return {"reports": [], "refused": {reason: n}, "retry": retry, "devices": n}
 
@@ -276,11 +280,16 @@ class DeviceFleet:
         keys = [self.keys[i] for i in fit] if mech.needs_user_keys else None
 
         def produce() -> dict:
-            reports = inputs.randomize(mech, user_keys=keys)  # the OS CSPRNG
-            return {"reports": [b.hex() for b in seal(mech.to_wire_each(reports, tag=tag))], "refused": refused}
+            try:
+                reports = inputs.randomize(mech, user_keys=keys)  # the OS CSPRNG
+                return {"reports": [b.hex() for b in seal(mech.to_wire_each(reports, tag=tag))], "refused": refused}
+            except Exception:  # noqa: BLE001 - marked partial by the ledger; one code, no text
+                raise _ProduceFailed() from None
 
         try:
             kept = self.ledger.release(qid, eps, produce, cohorts=fit, keep_reports=True, mechanism=name, params=query.to_dict())
+        except _ProduceFailed:
+            return _reply(n, "device_error")
         except LDPParameterError:  # the same query charged concurrently by another process, not yet released
             return _reply(n, "in_progress", retry=True)
         finally:
@@ -321,11 +330,16 @@ class DeviceFleet:
         tag = query.content_hash
 
         def produce() -> dict:
-            reports = mech.randomize_encoded(mech.encode(disc.items(strings[fit])))  # the OS CSPRNG
-            return {"reports": [b.hex() for b in seal(mech.to_wire_each(reports, tag=tag))], "refused": refused}
+            try:
+                reports = mech.randomize_encoded(mech.encode(disc.items(strings[fit])))  # the OS CSPRNG
+                return {"reports": [b.hex() for b in seal(mech.to_wire_each(reports, tag=tag))], "refused": refused}
+            except Exception:  # noqa: BLE001 - marked partial by the ledger; one code, no text
+                raise _ProduceFailed() from None
 
         try:
             kept = self.ledger.release(qid, eps, produce, cohorts=fit, keep_reports=True, mechanism=disc.method, params=query.to_dict())
+        except _ProduceFailed:
+            return _reply(n, "device_error")
         except LDPParameterError:
             return _reply(n, "in_progress", retry=True)
         finally:

@@ -187,14 +187,19 @@ def test_an_unexpected_failure_after_the_spend_is_one_code_without_text(tmp_path
     def explode(*a, **k):
         raise RuntimeError("position 2 holds 3")  # text that must never leave the device
 
+    def explode_as_a_library_error(*a, **k):
+        raise ldp.LDPParameterError("the value at position 2 is 3")
+
     monkeypatch.setattr(device_module, "seal", explode)  # the envelopes of the produce step, after the spend
     try:
         r = fleet.respond(q)
         assert r == {"reports": [], "refused": {"device_error": 3}, "retry": False, "devices": 3}
         assert "position" not in json.dumps(r)
+        monkeypatch.setattr(device_module, "seal", explode_as_a_library_error)  # not mistaken for a concurrent charge
+        assert fleet.respond(Query.for_mechanism("boom-2", ldp.KRR(epsilon=1.0, d=4)).to_json())["refused"] == {"device_error": 3}
         monkeypatch.undo()
         assert fleet.respond(q)["refused"] == {"interrupted": 3}  # charged once, never randomized twice
-        assert fleet.ledger.spent() == 1
+        assert fleet.ledger.spent() == 2
     finally:
         fleet.close()
 
