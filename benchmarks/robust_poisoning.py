@@ -23,7 +23,7 @@ import time
 import numpy as np
 
 from ldp_plugin import HCMS, KRR, OLH, OUE
-from ldp_plugin.robust import combine, detect, fake_count, measure_gain, poison_bound
+from ldp_plugin.robust import combine, detect, fake_count, measure_gain, poison_bound, report_sd
 from ldp_plugin.mechanisms.protocol import SupportTestable, has
 
 D = 1024
@@ -100,7 +100,7 @@ def run(n: int, names=("krr", "oue", "olh", "hcms"), nodes: bool = True) -> list
                 single_fakes = mech.max_gain_reports([t1], m, rng=3)
                 ests = dict(hon)
                 ests[0] = _node_estimates(mech, [_cat(mech, [parts[0], single_fakes])])[0]
-                rob = combine(ests, rule="trimmed", f=1)
+                rob = combine(ests, rule="trimmed", f=1, report_sd=report_sd(mech))
                 row["trimmed_gain"] = float(rob.estimate[t1] - pooled_h[t1])
                 row["trimmed_bound"] = float(rob.bound[t1])
                 row["pooled_gain_hostile_node"] = float(rob.pooled[t1] - pooled_h[t1])

@@ -37,7 +37,8 @@ for day in range(7):
     print(f"  day {day + 1}: released; chat ≈ {est.estimate[0]:.3f} ± {est.std_error[0]:.3f}; remaining {float(acc.remaining())}")
 
 print("\nMemoized: permanent k-RR (eps_inf = 2) per (user key, value) + fresh k-RR (eps_1 = 1) daily,")
-print("at most 2 distinct values per user; charged the increment of the user-level lifetime bound:")
+print("a guard refuses a 3rd distinct value per user on the client (the charge does not assume it);")
+print("charged the increment of the user-level lifetime bound:")
 memo = ldp.Memoized(epsilon_permanent=2.0, epsilon_instantaneous=1.0, categories=apps, max_values=2)
 acc2 = ldp.Accountant.create(os.path.join(ledger_dir, "memo.sqlite"), ldp.Population(name="app-users", lifetime_cap="4"))
 guard = ldp.DistinctValueGuard()
@@ -56,12 +57,16 @@ for day in range(7):
           f"charged {float(memo.collection_cost(released)):.3f}, remaining {float(acc2.remaining()):.3f}")
 
 print("\nThe same series under the papers' value-level relation (named: relation='value'; it hides which")
-print("values a user holds, not when they change): min(t, 2)*eps_inf capped by the user level, then free:")
+print("values a user holds, not when they change): min(t, d)*eps_inf capped by the user level:")
 memo_v = ldp.Memoized(epsilon_permanent=2.0, epsilon_instantaneous=1.0, categories=apps, max_values=2, relation="value")
 acc3 = ldp.Accountant.create(os.path.join(ledger_dir, "memo-value.sqlite"), ldp.Population(name="app-users", lifetime_cap="4"))
 for day in range(7):
     when = start + timedelta(days=day)
-    rec = acc3.spend_collection(f"apps-memo-{when:%Y-%m-%d}", memo_v, day + 1, when=when)
+    try:
+        rec = acc3.spend_collection(f"apps-memo-{when:%Y-%m-%d}", memo_v, day + 1, when=when)
+    except ldp.BudgetExceededError as e:
+        print(f"  day {day + 1}: REFUSED — needs {float(e.requested):.3f}, {float(e.remaining):.3f} left (value level)")
+        break
     print(f"  day {day + 1}: charged {float(rec.epsilon):.3f} (relation {rec.params['relation']!r}), remaining {float(acc3.remaining()):.3f}")
 print(f"\naudit trail: {len(acc2.history())} rows in the ledger file {acc2.path.name} (`ldp budget history LEDGER`)")
 acc.close()

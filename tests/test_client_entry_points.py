@@ -114,7 +114,7 @@ def test_one_client_signature(mech):
         assert to_wire(mech, a) == to_wire(mech, b)  # randomize is randomize_encoded(encode(values))
     one = mech.randomize_one(_first(x) if x.ndim == 1 else tuple(x[0].tolist()), rng=9, user_key=None if keys is None else keys[0])
     assert one is not None
-    if not mech.needs_user_keys and not getattr(mech, "accepts_user_keys", False):
+    if not mech.needs_user_keys:
         with pytest.raises(LDPParameterError, match="user_keys= applies only to keyed"):
             mech.randomize(x, rng=9, user_keys=KEYS[:8])
     if mech.needs_user_keys:

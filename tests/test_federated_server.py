@@ -191,7 +191,7 @@ def _max_gain(m):  # a node of fake users: well-formed maximal-gain OUE reports 
 def test_a_plan_with_robust_combination_bounds_a_hostile_node(tmp_path):
     """Five honest nodes and one node of maximal-gain fakes: the pooled estimate of the target is
     dragged up by about a sixth of the attack's gain, the trimmed mean stays within its stated
-    bound of the honest devices' frequency (robust/aggregation.py: z·max SE)."""
+    bound of the honest devices' frequency (robust/aggregation.py: z·σ/√n_min, from the mechanism and the median node size)."""
     from ldp_plugin.federated.synthetic import zipf_values
 
     # α = 1e-6: the devices draw from the secure source (not seeded), so the bound's own failure rate is the test's

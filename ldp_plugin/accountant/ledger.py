@@ -15,6 +15,7 @@ from typing import Any, Iterable, Optional
 
 import numpy as np
 
+from .._boundary.private import create_private_file, private_dirs
 from .._errors import LDPParameterError
 from .budget import SCHEMA_VERSION, BudgetExceededError, LedgerError, Population, SpendRecord, _frac_text, _text_frac, _cost_of
 from .interop import _OpenDPInterop
@@ -137,15 +138,17 @@ class Accountant(_Releases, _OpenDPInterop, _ShuffleClaims):
                 return cls(path, population)
             raise LedgerError(f"ledger {str(path)!r} already exists")
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
+            private_dirs(path.parent)  # 0700 for the directories it creates
         except OSError as e:
             raise LedgerError(f"cannot create the ledger's directory for {str(path)!r} ({e.strerror})") from None
-        # build the complete ledger in a private file, then link it into place atomically: a
-        # concurrent create/open never sees a half-initialized ledger, and exactly one wins
+        # build the complete ledger in a private file (0600: SQLite gives its journal the same mode),
+        # then link it into place atomically: a concurrent create/open never sees a half-initialized
+        # ledger, and exactly one wins
         tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
         try:
+            create_private_file(tmp)
             con = _connect(tmp)
-        except sqlite3.Error as e:
+        except (sqlite3.Error, OSError) as e:
             raise LedgerError(f"cannot create the ledger {str(path)!r} ({e})") from None
         try:
             con.executescript(_SCHEMA + SHUFFLE_SCHEMA)
@@ -296,6 +299,11 @@ class Accountant(_Releases, _OpenDPInterop, _ShuffleClaims):
     def history(self) -> list[SpendRecord]:
         return [self._record(row) for row in self._con.execute("SELECT seq, query_id, time, period, mechanism, params, epsilon, cohorts FROM spend ORDER BY seq")]
 
+    def spends_since(self, when: datetime) -> int:
+        """How many queries were charged at or after ``when`` (a count of ledger rows)."""
+        since = when.astimezone(timezone.utc).isoformat()
+        return int(self._con.execute("SELECT count(*) FROM spend WHERE time >= ?", (since,)).fetchone()[0])
+
     @staticmethod
     def _record(row, retried: bool = False) -> SpendRecord:
         seq, qid, t, period, mech, params, eps, cohorts = row
@@ -401,7 +409,9 @@ class Accountant(_Releases, _OpenDPInterop, _ShuffleClaims):
         (``"user"`` by default; ``"value"`` only when the deployment named it), checked and spent
         atomically. The audit row's params hold the spec, the ``relation`` and the collection
         number. An unbounded charge (dBitFlipPM at the user level from ``t = 2``) raises before
-        anything is spent."""
+        anything is spent. The ledger never sees the values, so the charge assumes nothing about
+        them: ``collection_cost`` bounds every history of the series (``memoized-krr`` included,
+        whose ``max_values`` is a client-side guard, not an assumption of the charge)."""
         cost = mechanism.collection_cost(t)
         params = {"spec": mechanism.spec(), "relation": mechanism.relation, "collection": t}
         return self.spend(query_id, cost, cohorts=cohorts, mechanism=mechanism.name, params=params, when=when)

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any, Iterable, Optional
 
 
+from .._boundary.private import create_private_file
 from .._errors import LDPParameterError
 from .budget import LedgerError
 from .interop import _deserialize, _serialize
@@ -73,8 +74,9 @@ class _Releases:
         if not dst.parent.is_dir():
             raise LedgerError(f"backup destination {str(dst)!r}: its directory does not exist")
         try:
+            create_private_file(dst)  # a copy of the budget is as private as the ledger (0600)
             out = sqlite3.connect(str(dst))
-        except sqlite3.Error:
+        except (sqlite3.Error, OSError):
             raise LedgerError(f"backup destination {str(dst)!r} cannot be created (is its directory writable?)") from None
         try:
             self._con.backup(out)

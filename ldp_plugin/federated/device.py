@@ -17,11 +17,25 @@ every device refuse until the owner re-initializes it. A query carries no policy
 no seed; :meth:`Query.from_json` refuses any field it does not define.
 
 For each query the fleet checks, cheapest first and before any randomization: the query's
-version and hash, its mechanism against the local policy (allowed names, a maximum ε per query),
-and every device's remaining budget; then it spends once (one transaction) for the devices that
-fit, randomizes their values with the OS CSPRNG, and returns one envelope (nonce + wire report,
-:mod:`~ldp_plugin.federated.envelope`) per device or a refusal with a reason code. Raw values
-never leave it.
+version and hash, its mechanism against the local policy (allowed names, a maximum and an
+optional minimum ε per query, an optional number of charged queries per UTC day:
+:mod:`~ldp_plugin.federated.policy`), every device's remaining budget, and the memory and time
+the query plans (from its sizes and a dry run on inputs that are not values:
+:mod:`~ldp_plugin.federated.work`); it maps every value into the query's domain by the rule fixed in
+:mod:`~ldp_plugin.federated.domain_rule` (a random in-domain category, clipping, sampling to
+``m``); then it spends once (one transaction) for the devices that fit, randomizes with the OS
+CSPRNG, and returns one envelope (nonce + wire report, :mod:`~ldp_plugin.federated.envelope`) per
+device or a refusal with a reason code. Raw values never leave it.
+
+**Answers that depend on the value only through the mechanism.** Every check before the spend
+reads the query, the policy and the ledger — never a value — so a refusal is the same for every
+device whatever it holds; a value outside the query's domain is not an error but an input the
+domain rule replaces (the report is still ε-LDP: a mixture of the mechanism's channels). No
+exception text, position or count leaves the fleet: :meth:`DeviceFleet.respond` never raises, and
+anything unexpected becomes the one code ``device_error`` for every device (after a spend, the
+query stays charged and a retry is refused as ``interrupted``, never randomized twice). A reply
+carries only the reports, the refusal codes of :data:`REFUSAL_REASONS` with device counts, the
+``retry`` flag and the number of devices.
 
 **Repeated collections** (a longitudinal mechanism: memoized by each device's key): a query of
 the series is charged, on every device, the worst-case increment of the series' lifetime bound
@@ -42,6 +56,7 @@ from __future__ import annotations
 import os
 import shutil
 import time
+from datetime import datetime, timezone
 from fractions import Fraction
 from pathlib import Path
 from typing import Any, Optional, Sequence
@@ -56,16 +71,20 @@ from ..mechanisms.protocol import Keyed, has
 from ..mechanisms.reports import to_wire_each
 from .config import DeviceConfig
 from .discovery import DiscoveryLevel, collection_key, device_groups
+from .domain_rule import in_domain
 from .envelope import seal
 from .keystore import Keystore
 from .policy import DevicePolicy
 from .query import Query
+from .work import refusal as work_refusal
 
 __all__ = ["DevicePolicy", "DeviceFleet", "DeviceRefusal", "REFUSAL_REASONS"]
 
-REFUSAL_REASONS = ("unsupported_version", "malformed_query", "mechanism_not_allowed", "relation_not_allowed", "epsilon_above_policy", "budget_exhausted", "interrupted",
+#: every code a device answers with (the only text a refusal carries)
+REFUSAL_REASONS = ("unsupported_version", "malformed_query", "mechanism_not_allowed", "relation_not_allowed", "epsilon_above_policy",
+                   "epsilon_below_policy", "daily_query_limit", "query_too_large", "budget_exhausted", "interrupted",
                    "in_progress", "keystore_missing", "ledger_missing", "ledger_corrupted", "ledger_tampered", "ledger_mismatch",
-                   "not_initialized", "device_misconfigured", "other_group", "already_answered")
+                   "not_initialized", "device_misconfigured", "other_group", "already_answered", "device_error")
 
 
 class DeviceRefusal(Exception):
@@ -74,6 +93,10 @@ class DeviceRefusal(Exception):
     def __init__(self, reason: str, detail: str = ""):
         super().__init__(detail or reason)
         self.reason = reason
+
+
+class _ProduceFailed(Exception):
+    """The produce step failed after the spend (told apart from a concurrent charge)."""
 
 
 def _reply(n: int, reason: str, retry: bool = False) -> dict:
@@ -183,13 +206,20 @@ class DeviceFleet:
     # -- answering a query ---------------------------------------------------------------------------
     def respond(self, query_json: str) -> dict:
         """``{"reports": [envelope per accepting device], "refused": {reason: devices},
-        "retry": bool, "devices": n}``. A retried query returns the kept envelopes (same nonces)."""
+        "retry": bool, "devices": n}``. A retried query returns the kept envelopes (same nonces).
+        Never raises: anything unexpected is ``{"device_error": n}`` (module docstring)."""
+        try:
+            return self._respond(query_json)
+        except Exception:  # noqa: BLE001 - no text, position or count of any failure leaves the device
+            return _reply(self.n_devices, "device_error")
+
+    def _respond(self, query_json: str) -> dict:
         n = self.n_devices
         try:
             query = Query.from_json(query_json)
         except LDPInputError as e:
             return _reply(n, "unsupported_version" if "version" in str(e) else "malformed_query")
-        except LDPParameterError:
+        except (LDPParameterError, TypeError, ValueError, RecursionError):
             return _reply(n, "malformed_query")
         name = query.spec.get("name") or query.spec.get("mechanism", {}).get("name")
         params = query.spec.get("params") if isinstance(query.spec.get("params"), dict) else {}
@@ -207,7 +237,9 @@ class DeviceFleet:
             return _reply(n, reason)
         try:
             mech = query.mechanism()
-        except (LDPInputError, LDPParameterError):
+        except MemoryError:
+            return _reply(n, "query_too_large")
+        except Exception:  # noqa: BLE001 - a spec the registry cannot build, whatever it raises
             return _reply(n, "malformed_query")
         qid = query.content_hash.hex()
         series = has(mech, Keyed)
@@ -223,6 +255,9 @@ class DeviceFleet:
         if status == "released":  # a retried query: the kept reply, charged once
             kept = self.ledger.kept_reports(qid)
             return {"reports": [bytes.fromhex(h) for h in kept["reports"]], "refused": kept["refused"], "retry": True, "devices": n}
+        reason = self.policy.daily_refusal(self._charged_today())
+        if reason is not None:
+            return _reply(n, reason)
         if disc is not None:
             return self._respond_discovery(query, disc, mech, qid)
         eps = query.epsilon_exact
@@ -238,21 +273,24 @@ class DeviceFleet:
         refused = {"budget_exhausted": n - len(fit)} if len(fit) < n else {}
         if not fit:
             return {"reports": [], "refused": refused, "retry": False, "devices": n}
+        reason = work_refusal(mech, n, self.policy)  # the work of every device: the same whatever the budgets left
+        if reason is not None:
+            return _reply(n, reason)
         tag = query.content_hash
+        inputs = in_domain(mech, self.values[fit])  # the fixed out-of-domain rule, before the spend
+        keys = [self.keys[i] for i in fit] if mech.needs_user_keys else None
 
         def produce() -> dict:
-            vals = self.values[fit]
-            codes = mech.encode(vals) if mech.input_kind == "value" else None
-            if codes is None:
-                reports = mech.randomize(list(vals))
-            elif mech.needs_user_keys:
-                reports = mech.randomize_encoded(codes, user_keys=[self.keys[i] for i in fit])
-            else:
-                reports = mech.randomize_encoded(codes)  # the OS CSPRNG
-            return {"reports": [b.hex() for b in seal(to_wire_each(mech, reports, tag=tag))], "refused": refused}
+            try:
+                reports = inputs.randomize(mech, user_keys=keys)  # the OS CSPRNG
+                return {"reports": [b.hex() for b in seal(to_wire_each(mech, reports, tag=tag))], "refused": refused}
+            except Exception:  # noqa: BLE001 - marked partial by the ledger; one code, no text
+                raise _ProduceFailed() from None
 
         try:
             kept = self.ledger.release(qid, eps, produce, cohorts=fit, keep_reports=True, mechanism=name, params=query.to_dict())
+        except _ProduceFailed:
+            return _reply(n, "device_error")
         except LDPParameterError:  # the same query charged concurrently by another process, not yet released
             return _reply(n, "in_progress", retry=True)
         finally:
@@ -283,6 +321,9 @@ class DeviceFleet:
             refused["budget_exhausted"] = short
         if not fit:
             return {"reports": [], "refused": refused, "retry": False, "devices": n}
+        reason = work_refusal(mech, n, self.policy)
+        if reason is not None:
+            return _reply(n, reason)
         try:
             strings = self.strings()
         except (LDPParameterError, LDPInputError):
@@ -290,17 +331,29 @@ class DeviceFleet:
         tag = query.content_hash
 
         def produce() -> dict:
-            reports = mech.randomize_encoded(mech.encode(disc.items(strings[fit])))  # the OS CSPRNG
-            return {"reports": [b.hex() for b in seal(to_wire_each(mech, reports, tag=tag))], "refused": refused}
+            try:
+                reports = mech.randomize_encoded(mech.encode(disc.items(strings[fit])))  # the OS CSPRNG
+                return {"reports": [b.hex() for b in seal(to_wire_each(mech, reports, tag=tag))], "refused": refused}
+            except Exception:  # noqa: BLE001 - marked partial by the ledger; one code, no text
+                raise _ProduceFailed() from None
 
         try:
             kept = self.ledger.release(qid, eps, produce, cohorts=fit, keep_reports=True, mechanism=disc.method, params=query.to_dict())
+        except _ProduceFailed:
+            return _reply(n, "device_error")
         except LDPParameterError:
             return _reply(n, "in_progress", retry=True)
         finally:
             if self.keystore is not None:
                 self.keystore.anchor_ledger(self.ledger.path)
         return {"reports": [bytes.fromhex(h) for h in kept["reports"]], "refused": kept["refused"], "retry": False, "devices": n}
+
+    def _charged_today(self) -> int:
+        """Queries charged since the start of the current UTC day (the policy's daily limit)."""
+        if self.policy.max_queries_per_day is None:
+            return 0
+        now = datetime.now(timezone.utc)
+        return self.ledger.spends_since(now.replace(hour=0, minute=0, second=0, microsecond=0))
 
     def strings(self) -> np.ndarray:
         """The devices' string values (heavy-hitter discovery): the owner's ``[strings]`` source, else the values."""

@@ -151,9 +151,8 @@ class MechanismBase(Mechanism, metaclass=_CheckedArguments):
         return {"name": self.name, "params": params}
 
     # -- client: ONE signature for every mechanism and wrapper ---------------------------------------
-    #: keyed mechanisms (memoized longitudinal protocols) accept ``user_keys=`` (one secret per user);
-    #: ``needs_user_keys`` keyed mechanisms refuse to randomize without them
-    accepts_user_keys: ClassVar[bool] = False
+    # keyed mechanisms (``needs_user_keys``: the memoized longitudinal protocols) take ``user_keys=``
+    # (one secret per user) and refuse to randomize without them; every other mechanism refuses them
 
     def _check_no_cohorts(self, cohorts: Any) -> None:
         if cohorts is not None and not self.takes_cohorts:
@@ -167,7 +166,7 @@ class MechanismBase(Mechanism, metaclass=_CheckedArguments):
                 f"{self.name} is a keyed (memoized) mechanism: randomize(values, user_keys=...) needs one secret key "
                 "per user; make_longitudinal(...) builds its OpenDP measurement"
             )
-        if user_keys is not None and not (self.needs_user_keys or self.accepts_user_keys):
+        if user_keys is not None and not self.needs_user_keys:
             raise LDPParameterError(f"user_keys= applies only to keyed (memoized) mechanisms, not {self.name}")
         if offsets is not None and self.input_kind != "set":
             raise LDPParameterError(f"offsets= applies only to set mechanisms, not {self.name} (input kind {self.input_kind!r})")

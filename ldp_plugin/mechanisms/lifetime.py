@@ -64,7 +64,7 @@ they cross (``D_0 = (N − 1)(K·E + I·T)/(N·I)``) or at ``D_0 = T``, i.e.
 ``π_s(a_i) = a'_{i+s mod m}``. Each ``t`` (``u_t = a_i``, ``u'_t = a'_j``) has exactly one ``s``
 with ``π_s(u_t) = u'_t``, so ``Σ_s D(π_s ∘ u, u') = T(m − 1)`` and some ``s`` has
 ``D <= T(m − 1)/m``; by Lemma 3 (cost ``<= k·E``) and Lemma 1, ``L <= K·E + (K − 1)/K·T·I``
-(this one wins when ``U < N``, e.g. ``Memoized`` with few values). Taking the smallest of the
+(this one wins when ``U < N``). Taking the smallest of the
 three bounds gives the theorem; it depends on ``T`` only (never on the user's values), so a device's refusal point
 reveals nothing, and it is non-decreasing in ``T`` (each collection's charge is ``>= 0``).
 

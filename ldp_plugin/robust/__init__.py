@@ -6,10 +6,10 @@ Reference: Cao, Jia and Gong, "Data Poisoning Attacks to Local Differential Priv
 USENIX Security 2021."""
 
 from .attack import AttackResult, fake_count, max_gain_reports, measure_gain
-from .aggregation import RULES, RobustEstimate, combine, combine_accumulators
+from .aggregation import RULES, RobustEstimate, combine, combine_accumulators, report_sd
 from .bounds import PoisonBound, poison_bound, worst_case_gain
 from .detection import IMPOSSIBLE_REASON, DetectionResult, NodeTest, detect, duplicate_nonces, node_consistency
 
 __all__ = ["AttackResult", "fake_count", "max_gain_reports", "measure_gain", "PoisonBound", "poison_bound", "worst_case_gain",
-           "RULES", "RobustEstimate", "combine", "combine_accumulators",
+           "RULES", "RobustEstimate", "combine", "combine_accumulators", "report_sd",
            "IMPOSSIBLE_REASON", "DetectionResult", "NodeTest", "detect", "duplicate_nonces", "node_consistency"]

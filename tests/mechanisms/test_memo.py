@@ -80,16 +80,18 @@ def test_series_accounting_and_guard(tmp_path):
     # user level (default): the exact bound, every collection charged (a change pattern can still leak)
     assert sum(costs) == m.series_bound(11) == m.lifetime_bound(11) and all(c > 0 for c in costs)
     assert costs[0] == Fraction(epsilon_of_ratio(m.p_star_exact / m.q_star_exact))  # one report: the composed channel
-    assert m.lifetime_bound(11) == min(costs[0] + 10 * Fraction(1, 4), Fraction(4, 5) * (2 + Fraction(11, 4)), 2 + Fraction(11, 8))
-    # value level (named): the classic V·ε∞ = 2, after which collections are free
+    # max_values is the guard's limit, not an assumption of the charge: K = min(T, d) = 5
+    assert m.lifetime_bound(11) == min(costs[0] + 10 * Fraction(1, 4), Fraction(4, 5) * (5 + Fraction(11, 4)), 5 + Fraction(4, 5) * Fraction(11, 4))
+    assert m.lifetime_bound(11) == dataclasses.replace(m, max_values=5).lifetime_bound(11)
+    # value level (named): at most ε∞ per distinct value, at most d of them
     v = dataclasses.replace(m, relation="value")
     vcosts = [v.collection_cost(t) for t in range(1, 12)]
-    assert sum(vcosts) == v.series_bound(11) == 2 and vcosts[-1] == 0 and vcosts[0] == costs[0]
-    acc = ldp.Accountant.create(tmp_path / "l.sqlite", ldp.Population(name="p", lifetime_cap="2"))
+    assert sum(vcosts) == v.series_bound(11) == min(5, m.lifetime_bound(11)) and vcosts[0] == costs[0]
+    assert v.lifetime_bound(3) == min(3, m.lifetime_bound(3))
+    acc = ldp.Accountant.create(tmp_path / "l.sqlite", ldp.Population(name="p", lifetime_cap="5"))
     for t in range(1, 12):
         acc.spend_collection(f"series:{t}", v, t)
-    assert acc.remaining() == 0 and acc.history()[0].params["relation"] == "value"  # and it keeps going: more collections cost nothing
-    acc.spend_collection("series:12", v, 12)
+    assert acc.remaining() == 5 - sum(vcosts) and acc.history()[0].params["relation"] == "value"
     user = ldp.Accountant.create(tmp_path / "u.sqlite", ldp.Population(name="p", lifetime_cap="2"))
     t = 1
     while m.lifetime_bound(t) <= 2:

@@ -135,17 +135,19 @@ def test_input_errors_name_the_parameter_and_never_echo_values():
     assert "1.7" not in str(e.value)
 
 
-def test_one_bit_mean_alpha_point_rounding_memoizes_per_key():
+def test_one_bit_mean_refuses_the_memoized_bit():
+    """A memoized 1BitMean bit repeats until the rounded value changes (unbounded user-level loss
+    from the second collection): user_keys= is refused with the reason, fresh reports work."""
     m = ldp.OneBitMean(epsilon=1.0, lower=0, upper=100, grid=16)
     keys = [i.to_bytes(4, 'little') * 8 for i in range(2000)]
     x = np.full(2000, 37.0)
-    a = m.randomize(x, user_keys=keys, rng=1)
-    b = m.randomize(x + 0.01, user_keys=keys, rng=2)  # a slowly changing counter: same rounded value for almost all
-    assert (a == b).mean() > 0.95
+    with pytest.raises(LDPParameterError, match="user_keys= applies only to keyed.*unbounded"):
+        m.randomize(x, user_keys=keys, rng=1)
+    with pytest.raises(LDPParameterError, match="user_keys= applies only to keyed"):
+        m.randomize_one(37.0, user_key=keys[0], rng=1)
+    a = m.randomize(x, rng=1)
     est = m.estimate(a)
     assert est.ci_lower <= 37.0 <= est.ci_upper
-    with pytest.raises(LDPInputError, match="user_keys"):
-        m.randomize(x[:3], user_keys=keys[:2])
 
 
 def test_polars_numeric_column_and_ledger_refusal(tmp_path):

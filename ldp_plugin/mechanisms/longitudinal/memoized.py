@@ -11,16 +11,24 @@ report: the noise averages out. Memoization fixes a **permanent report** per (us
   permanent report itself, which would otherwise be a stable fingerprint).
 
 Privacy of a series (proof in :mod:`ldp_plugin.mechanisms.lifetime`; ``ε₁`` below is the
-instantaneous k-RR's ε, ``E = ε∞``, ``V = max_values``). The neighbouring relation is named:
+instantaneous k-RR's ε, ``E = ε∞``). The neighbouring relation is named:
 
 * **user level** (the default, ``relation="user"``): any two histories of one user over ``T``
-  collections (each with at most ``V`` distinct values — the :class:`DistinctValueGuard` limit):
-  ``min(ε₁* + (T − 1)·ε₁, (d − 1)/d·(K·ε∞ + T·ε₁), K·ε∞ + (K − 1)/K·T·ε₁)``, ``K = min(T, V)``,
+  collections, whatever values they hold:
+  ``min(ε₁* + (T − 1)·ε₁, (d − 1)/d·(K·ε∞ + T·ε₁), K·ε∞ + (K − 1)/K·T·ε₁)``, ``K = min(T, d)``,
   with ``ε₁*`` the one-report composed channel's ε. The memoized reports hide *which* values a user holds, not *when* the value changes
   and comes back: the transcript shows that, and only the instantaneous layer hides it.
 * **value level** (``relation="value"``, named by the deployment): histories with the same change
   pattern (the same collections share a value), differing in the values held:
-  ``min(min(T, V)·ε∞, user level)`` — the classic ``V ε∞`` of RAPPOR-style memoization.
+  ``min(min(T, d)·ε∞, user level)`` — RAPPOR-style memoization's ``ε∞`` per distinct value.
+
+**The charge assumes nothing it does not enforce.** ``max_values`` (``V``) is a client-side limit
+(:class:`DistinctValueGuard` refuses a ``V + 1``-th distinct value where the key lives), not an
+assumption of the charge: nothing on the charging path — a device's ledger or a server's
+:meth:`ldp_plugin.Accountant.spend_collection` — sees the values, so a history with more distinct
+values than ``V`` is charged like any other (``K = min(T, d)``, :attr:`TranscriptModel.unit_bound`
+``= d``). An exact enumeration of the user-level loss with ``V·ε∞`` assumed found 4.16 after 12
+collections of 8 values against a charge of 2.0.
 
 The earlier claim ``Σ_v min(T_v ε₁, ε∞) <= min(T ε₁, V ε∞)`` for *any* history is false at the
 user level (an exact enumeration finds 4.75 at ``T = 10`` for ``V·ε∞ = 4``). The accountant charges
@@ -78,8 +86,8 @@ def new_user_key() -> bytes:
 @dataclass(frozen=True, kw_only=True)
 class Memoized(MechanismBase):
     """Permanent k-RR (``epsilon_permanent``, memoized by a keyed PRF) + instantaneous k-RR
-    (``epsilon_instantaneous``, fresh) over ``d`` categories, for series of at most
-    ``max_values`` distinct values per user.
+    (``epsilon_instantaneous``, fresh) over ``d`` categories; ``max_values`` is the
+    :class:`DistinctValueGuard`'s client-side limit (the charge does not assume it).
 
     >>> import ldp_plugin as ldp
     >>> m = ldp.Memoized(epsilon_permanent=2.0, epsilon_instantaneous=1.0, categories=["a", "b", "c"], max_values=2)
@@ -89,7 +97,7 @@ class Memoized(MechanismBase):
     >>> [round(float(m.collection_cost(t)), 3) for t in (1, 2, 3, 4, 5)]
     [0.687, 1.0, 1.0, 1.0, 1.0]
     >>> [round(float(m.lifetime_bound(t, relation="value")), 3) for t in (1, 2, 3, 4, 5)]
-    [0.687, 1.687, 2.687, 3.687, 4.0]
+    [0.687, 1.687, 2.687, 3.687, 4.687]
     """
 
     capabilities = frozenset({ClosedDomain, Keyed, Verifiable})
@@ -124,7 +132,7 @@ class Memoized(MechanismBase):
         object.__setattr__(self, "relation", check_relation(self.relation))
         object.__setattr__(self, "_lifetime", {
             "eps_one": Fraction(epsilon_of_ratio(self.p_star_exact / self.q_star_exact)), "eps_perm": Fraction(e_inf),
-            "eps_inst": Fraction(inst.epsilon), "units": perm.d, "unit_bound": self.max_values})
+            "eps_inst": Fraction(inst.epsilon), "units": perm.d, "unit_bound": perm.d})  # no assumption on distinct values
 
     name = "memoized-krr"
     needs_user_keys = True
@@ -181,8 +189,8 @@ class Memoized(MechanismBase):
     def lifetime_bound(self, t: int, *, relation: Optional[str] = None) -> Fraction:
         """Worst-case ε of a user after ``t`` collections under ``relation`` (default: the
         series' own): user level ``min(ε₁* + (t − 1)ε₁, (d − 1)/d·(Kε∞ + tε₁), Kε∞ + (K − 1)/K·tε₁)``
-        with ``K = min(t, V)``, value
-        level ``min(min(t, V)ε∞, user level)`` (module docstring; exact)."""
+        with ``K = min(t, d)``, value
+        level ``min(min(t, d)ε∞, user level)`` (module docstring; exact; no assumption on ``max_values``)."""
         return lifetime_bound_of(self.relation if relation is None else check_relation(relation), t, **self._lifetime)
 
     def series_bound(self, t: int) -> Fraction:
@@ -198,7 +206,7 @@ class Memoized(MechanismBase):
         """The exact transcript law (:class:`ldp_plugin.mechanisms.lifetime.TranscriptModel`):
         the permanent k-RR table over the ``d`` values and the instantaneous k-RR."""
         A, B = self.permanent_mechanism.channel().matrix, self.instantaneous_mechanism.channel().matrix
-        return TranscriptModel(units=self.d, unit_bound=self.max_values, perm=(tuple(map(tuple, A)),), inst=(tuple(map(tuple, B)),))
+        return TranscriptModel(units=self.d, unit_bound=self.d, perm=(tuple(map(tuple, A)),), inst=(tuple(map(tuple, B)),))
 
     # -- client ------------------------------------------------------------------------------------------
     def permanent(self, values: Any, user_keys: Sequence[bytes]) -> np.ndarray:

@@ -14,8 +14,9 @@ decision: the channel is ε-LDP for every ``k``) adds at most ``(1/G)²`` to a u
 the default ``G = 1024`` that is below ``10⁻⁶`` against a per-user variance of order ``1/ε²``.
 :class:`OneBitMean` uses **α-point rounding** instead (Ding, Kulkarni, Yekhanin, *Collecting
 Telemetry Data Privately*, NeurIPS 2017): each user draws ``α ∈ [0, 1)`` once and rounds up iff
-the fractional part exceeds ``α`` — unbiased over ``α``, and a slowly changing counter keeps its
-rounded value (and, with ``user_keys``, its memoized bit) between collections.
+the fractional part exceeds ``α`` — unbiased over ``α``. The paper's memoized bit per user key
+is refused (:class:`OneBitMean`): it repeats a report until the rounded value changes, an
+unbounded user-level loss over collections.
 
 Mechanisms (``ε`` per user per report):
 
@@ -45,7 +46,6 @@ population (rounding included).
 
 from __future__ import annotations
 
-import hashlib
 import math
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -56,7 +56,7 @@ import numpy as np
 from ..._errors import LDPInputError, LDPParameterError
 from ...exact import TWO64, epsilon_of_ratio, exp_lower_bound, ratio_within_exp
 from ...sampling import RNGLike, as_source
-from ..domain import check_epsilon, check_user_keys
+from ..domain import check_epsilon
 from .server import MeanAccumulator, MeanEstimate
 from ..base import MechanismBase
 from ..protocol import InputKind, Numeric, Verifiable
@@ -65,9 +65,6 @@ from ..channel import Channel
 from ..window import WindowChannel
 
 __all__ = ["MeanEstimate", "MeanAccumulator", "NumericMechanism", "Duchi", "Piecewise", "Hybrid", "OneBitMean"]
-
-_PERSON = b"ldp-mean-v1"
-
 
 def _threshold_floor(p: Fraction) -> int:
     return (p.numerator * TWO64) // p.denominator
@@ -306,35 +303,29 @@ class Duchi(NumericMechanism):
 
 @dataclass(frozen=True, kw_only=True)
 class OneBitMean(Duchi):
-    """1BitMean (Ding et al. 2017) with α-point rounding: ``randomize(values, user_keys=...)``
-    derives each user's α and memoizes the bit per (key, rounded value) with a keyed PRF, so an
-    unchanged rounded counter repeats its report; without keys, α and the bit are fresh."""
+    """1BitMean (Ding et al. 2017) with α-point rounding: each report draws a fresh ``α`` and a
+    fresh bit, so each collection is ε-LDP and collections compose (``T·ε`` after ``T``).
+
+    The paper's memoization (``α`` and the bit fixed per user key and rounded value) is refused:
+    two reports of one key are then identical until the rounded value changes, so a second
+    collection reveals whether it changed — an unbounded user-level loss that no ledger could
+    charge (``user_keys=`` raises; the keyed series of :mod:`ldp_plugin.mechanisms.longitudinal`
+    carry an instantaneous layer for this reason)."""
 
     name = "one-bit-mean"
     grid: int = 64
-    needs_user_keys = False  # keys are optional (memoization across collections)
-    accepts_user_keys = True
-
-    def _prf_words(self, user_keys: Sequence[bytes], tag: bytes, k: Optional[np.ndarray] = None) -> np.ndarray:
-        fp = hashlib.sha256(repr(self.spec()).encode()).digest()[:16]
-        out = np.empty(len(user_keys), dtype=np.uint64)
-        for i, key in enumerate(user_keys):
-            data = fp + tag + (b"" if k is None else int(k[i]).to_bytes(4, "little"))
-            out[i] = int.from_bytes(hashlib.blake2b(data, key=bytes(key), person=_PERSON, digest_size=8).digest(), "little")
-        return out
 
     def randomize(self, values: Any, *, rng: RNGLike = None, cohorts: Any = None, user_keys: Optional[Sequence[bytes]] = None) -> np.ndarray:
         self._check_no_cohorts(cohorts)
+        if user_keys is not None:
+            raise LDPParameterError(
+                "user_keys= applies only to keyed (memoized) mechanisms, not one-bit-mean: a memoized 1BitMean bit repeats until "
+                "the rounded value changes, so its user-level loss is unbounded from the second collection; randomize without "
+                "user_keys (fresh alpha and bit: each collection is epsilon-LDP and collections compose)")
         source = as_source(rng)
         t = self._t(values)
-        if user_keys is None:
-            alpha = source.words(t.size).astype(np.float64) / 2.0**64
-            return self._sample(self._round(t, source, alpha), source)
-        keys = check_user_keys(user_keys, t.size)
-        alpha = self._prf_words(keys, b"alpha").astype(np.float64) / 2.0**64
-        k = self._round(t, source, alpha)
-        # the memoized bit: a PRF word of (key, k) below the threshold (exact for a random key)
-        return (self._prf_words(keys, b"bit", k) < self.thresholds(k)).astype(np.uint32)
+        alpha = source.words(t.size).astype(np.float64) / 2.0**64
+        return self._sample(self._round(t, source, alpha), source)
 
 
 # ---------------------------------------------------------------------------------------------------
