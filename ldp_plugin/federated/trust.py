@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Optional
 
+from .._boundary.private import FILE_MODE, private_dirs
 from .._errors import LDPParameterError
 
 try:  # Python >= 3.11
@@ -181,11 +182,11 @@ def _serialization() -> Any:
 
 
 def _append_private(path: Path, text: str) -> None:
-    """Append ``text`` to an owner-only file (0600; its directory created 0700)."""
-    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    """Append ``text`` to an owner-only file (created 0600; missing directories 0700)."""
+    private_dirs(path.parent)
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, FILE_MODE)
     try:
-        os.fchmod(fd, 0o600)
+        os.fchmod(fd, FILE_MODE)
         os.write(fd, text.encode())
     finally:
         os.close(fd)

@@ -26,7 +26,7 @@ from ldp_plugin._errors import LDPParameterError
 from ldp_plugin.exact import epsilon_of_ratio
 from ldp_plugin.federated import DeviceFleet, DevicePolicy, Query
 from ldp_plugin.mechanisms.lifetime import user_bound
-from ldp_plugin.mechanisms.protocol import Keyed
+from ldp_plugin.mechanisms.protocol import Keyed, has
 from ldp_plugin.registry import KINDS, load_registry
 from ldp_plugin.verification.transcript import _all_pairs_matrix, _Column, all_sequences, exact_pair_loss, float_pair_loss, named_pairs
 
@@ -38,7 +38,7 @@ def _instances():
     out = []
     for name, decl in sorted(REG.items()):
         m = decl.mechanism_class()(**dict(decl.canonical[0]))
-        if isinstance(m, Keyed) or m.needs_user_keys:
+        if has(m, Keyed) or m.needs_user_keys:
             out.append(pytest.param(m, id=name))
     out.append(pytest.param(ldp.Memoized(epsilon_permanent=2.0, epsilon_instantaneous=1.0, d=3, max_values=1), id="memoized-krr"))
     return out
@@ -122,6 +122,6 @@ def test_numeric_mechanisms_take_no_user_keys():
         m = decl.mechanism_class()(**dict(decl.canonical[0]))
         if m.input_kind != "number":
             continue
-        assert not isinstance(m, Keyed)
+        assert not has(m, Keyed)
         with pytest.raises(LDPParameterError, match="user_keys= applies only to keyed"):
             m.randomize(np.linspace(m.lower, m.upper, 4), user_keys=[bytes(32)] * 4)
