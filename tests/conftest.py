@@ -9,6 +9,12 @@ from typing import NamedTuple
 import pytest
 
 from ldp_plugin import KRR, OLH, OUE, RAPPOR, THE, HadamardMechanism, HadamardResponse, KSubset, WarnerRR
+from ldp_plugin import enable_ldp_features
+
+# The test process is the application: it makes the one explicit call a user makes before building
+# OpenDP measurements (no constructor turns the features on; tests/test_opendp.py checks the refusal
+# with the features off, and the README's and the docs' blocks run in fresh processes with their own call).
+enable_ldp_features()
 
 
 def small_instances():

@@ -84,7 +84,7 @@ def test_chaining_a_user_transformation():
 def test_adaptive_composition_and_privacy_filter():
     mech = ldp.KRR(epsilon=0.5, d=4)
     dom = ldp.category_domain(mech)
-    m = ldp.make_ldp(mech, rng=3)
+    m = ldp.make_ldp(dom, dp.discrete_distance(), mech, rng=3)
     comp = dp.c.make_adaptive_composition(dom, dp.discrete_distance(), dp.max_divergence(), d_in=1, d_mids=[0.5, 0.5])
     assert comp.map(1) == 1.0
     qi = comp(2)
