@@ -29,6 +29,10 @@ mechanism declares), sets longer than ``m`` (the :class:`SampleOne` policy), emp
 Report columns: ``cohort`` (UInt32, cohort mechanisms), ``seed`` (UInt64, OLH), ``report``
 (UInt32 / Boolean / ``Array(UInt8, bytes)`` for packed bits / ``Array(UInt32, k)`` for subsets);
 the user id only with ``keep_user_id=True``. Counts are int64 throughout.
+
+:class:`LDPFrame` and :class:`LDPLazyFrame` are the namespace's implementation; ``import ldp_plugin``
+registers the ``ldp`` name on both frame types and imports this module the first time a frame's
+``.ldp`` is used (so the import of the package stays light).
 """
 
 from __future__ import annotations
@@ -439,7 +443,6 @@ def estimate(
     return estimate_frame(est).with_columns(poison_shift=pl.Series(bound.poison_shift), poison_shift_down=pl.Series(bound.poison_shift_down))
 
 
-@pl.api.register_dataframe_namespace("ldp")
 class LDPFrame:
     """``df.ldp.privatize(...)`` and ``reports.ldp.estimate(...)`` (see :mod:`ldp_plugin.adapters`)."""
 
@@ -457,7 +460,6 @@ class LDPFrame:
         return heavy_hitters(self._df, column, **kwargs)
 
 
-@pl.api.register_lazyframe_namespace("ldp")
 class LDPLazyFrame:
     """The same on a LazyFrame: the input is streamed, the reports materialized once."""
 

@@ -118,8 +118,6 @@ __all__ = [
     "then_hybrid",
     "make_one_bit_mean",
     "then_one_bit_mean",
-    "make_randomized_response_warner",
-    "then_randomized_response_warner",
     "make_square_wave",
     "then_square_wave",
     "make_bucketed",
@@ -507,9 +505,6 @@ make_haar_hrr, then_haar_hrr = _pair(HaarHRR, "haar-hrr", doc=_HAAR_DOC)
 make_smp_pairs, then_smp_pairs = _pair(SMPPairs, "smp-pairs", doc=_SMP_PAIRS_DOC)
 # the longitudinal names (l-grr, l-oue, l-osue, l-sue, loloha, dbitflip) are keyed: their one entry
 # point is make_longitudinal below (a user's code, the key held inside), never make_ldp
-
-# compatibility aliases (removed next round)
-make_randomized_response_warner, then_randomized_response_warner = make_warner, then_warner
 
 
 def make_longitudinal(mechanism: Any, *, key: Optional[bytes] = None, rng: RNGLike = None) -> dp.Measurement:

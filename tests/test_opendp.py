@@ -13,7 +13,7 @@ dp.enable_features("contrib", "honest-but-curious")
 
 MAKERS = [
     ("krr", lambda e, **kw: ldp.make_krr(epsilon=e, d=5, **kw)),
-    ("warner", lambda e, **kw: ldp.make_randomized_response_warner(epsilon=e, **kw)),
+    ("warner", lambda e, **kw: ldp.make_warner(epsilon=e, **kw)),
     ("rappor", lambda e, **kw: ldp.make_rappor(epsilon=e, d=5, **kw)),
     ("oue", lambda e, **kw: ldp.make_oue(epsilon=e, d=5, **kw)),
     ("k-subset", lambda e, **kw: ldp.make_k_subset(epsilon=e, d=5, **kw)),

@@ -26,7 +26,8 @@ def _state(tmp_path, monkeypatch):
 
 @pytest.mark.slow
 def test_every_seeded_bug_is_caught_by_the_expected_layers():
-    from ldp_plugin.verification.seeded_bugs import seeded_bugs, seeded_declaration_bugs
+    from ldp_plugin.registry import seeded_declaration_bugs
+    from ldp_plugin.verification.seeded_bugs import seeded_bugs
 
     rows = self_test(seed=11, quick=True)
     assert len(rows) == len(seeded_bugs()) + len(seeded_declaration_bugs()) >= 26
