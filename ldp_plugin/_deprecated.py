@@ -55,17 +55,20 @@ MOVED_NAMES = {
 }
 
 
-def _stacklevel() -> int:
-    """The ``stacklevel`` (for a ``warnings.warn`` called by this module's caller) of the first
-    frame outside the import machinery and this module: the user's import line."""
-    frame, level = sys._getframe(2), 2
-    while frame is not None and (frame.f_code.co_filename.startswith("<frozen importlib") or frame.f_code.co_filename == __file__):
-        frame, level = frame.f_back, level + 1
-    return level
+def _internal(frame) -> bool:
+    """A frame of the import machinery (``importlib`` and its frozen bootstrap), of the face or of this module."""
+    name = frame.f_globals.get("__name__", "")
+    return name in (__name__, __package__) or name == "importlib" or name.startswith("importlib.") or name.startswith("_frozen_importlib")
 
 
-def _warn(old: str, new: str, stacklevel: int) -> None:
-    warnings.warn(f"{old} is deprecated and will be removed in ldp-plugin {REMOVED_IN}: use {new}", DeprecationWarning, stacklevel=stacklevel)
+def _warn(old: str, new: str) -> None:
+    """Warn at the first frame outside the import machinery and this module: the user's import line."""
+    frame, level = sys._getframe(1), 2
+    while frame is not None and _internal(frame):
+        if "_bootstrap" not in frame.f_code.co_filename:  # warnings skips the bootstrap's frames itself
+            level += 1
+        frame = frame.f_back
+    warnings.warn(f"{old} is deprecated and will be removed in ldp-plugin {REMOVED_IN}: use {new}", DeprecationWarning, stacklevel=level)
 
 
 def moved_name(module: str, name: str) -> Any:
@@ -75,7 +78,7 @@ def moved_name(module: str, name: str) -> Any:
         new_module, new_name = MOVED_NAMES[(module, name)]
     except KeyError:
         raise AttributeError(f"module {module!r} has no attribute {name!r}") from None
-    _warn(f"{module}.{name}", f"{new_module}.{new_name}", _stacklevel())
+    _warn(f"{module}.{name}", f"{new_module}.{new_name}")
     return getattr(importlib.import_module(new_module), new_name)
 
 
@@ -93,7 +96,7 @@ class _MovedModuleFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 
     def exec_module(self, module: ModuleType) -> None:
         old, new = module.__name__, MOVED_MODULES[module.__name__]
-        _warn(old, new, _stacklevel())
+        _warn(old, new)
         sys.modules[old] = importlib.import_module(new)
 
 
