@@ -1,11 +1,19 @@
-"""OpenDP integration: maps at their exact edge, chaining with >>, compositors and filters."""
+"""OpenDP integration: maps at their exact edge, chaining with >>, compositors and filters, OpenDP's features
+asserted (never turned on) by every constructor, and LDP queries composed in OpenDP's Context (local and
+population units; the docs page docs/opendp.md runs as written)."""
 
 import inspect
 import math
+import re
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import opendp.prelude as dp
 import pytest
+from opendp.extras._utilities import supports_partial, to_then
+from opendp.mod import GLOBAL_FEATURES
 
 import ldp_plugin as ldp
 
@@ -116,8 +124,6 @@ def test_bad_unit_and_metric():
 @pytest.fixture
 def features_off():
     """OpenDP's two features off for one test, restored after (the process-wide state this library never changes)."""
-    from opendp.mod import GLOBAL_FEATURES
-
     before = set(GLOBAL_FEATURES)
     dp.disable_features(*ldp.measurements.FEATURES)
     yield GLOBAL_FEATURES
@@ -164,8 +170,6 @@ def test_the_one_explicit_call_enables_both(features_off):
 
 
 def test_no_constructor_touches_the_features_when_enabled():
-    from opendp.mod import GLOBAL_FEATURES
-
     before = set(GLOBAL_FEATURES)
     for _, build in CONSTRUCTORS:
         build()
@@ -181,8 +185,6 @@ def _register_once():
 
 
 def test_make_ldp_supports_partial_application():
-    from opendp.extras._utilities import supports_partial, to_then
-
     assert supports_partial(ldp.make_ldp)
     assert list(inspect.signature(ldp.then_ldp).parameters) == list(inspect.signature(to_then(ldp.make_ldp)).parameters) == ["mechanism", "rng"]
     mech = ldp.KRR(epsilon=0.5, d=4)
@@ -225,3 +227,17 @@ def test_context_population_unit_and_estimate():
         wrong = np.abs(est["estimate"].to_numpy() - truth[::-1]) / est["std_error"].to_numpy()
         assert wrong.max() > 5.0  # power: the same check rejects the reversed truth
     assert ctx.d_mids_consumed == [2.0, 2.0]
+
+
+def test_docs_opendp_page_blocks_run(tmp_path):
+    """docs/opendp.md's Python blocks, in order, in a fresh process (its own feature call, its own registration)."""
+    page = Path(__file__).resolve().parent.parent / "docs" / "opendp.md"
+    blocks = re.findall(r"```python\n(.*?)```", page.read_text(), re.S)
+    assert len(blocks) >= 4 and any("dp.Context.compositor" in b and "unit_of(local=True)" in b for b in blocks)
+    assert any("unit_of(changes=1, ordered=True)" in b for b in blocks)
+    script = tmp_path / "opendp_page.py"
+    script.write_text("\n".join(blocks))
+    out = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "refused: k-RR at ε = 1 does not fit the third query" in out.stdout
+    assert out.stdout.count("estimate") == 2  # two population estimates printed
