@@ -73,7 +73,7 @@ def main(argv=None) -> dict:
                      "ldp_modules": last[name]["modules"], "cli_or_federated": last[name]["cli_or_federated"]})
     meta = {"python": platform.python_version(), "machine": platform.machine(), "processor": platform.processor() or "?",
             "cpus": os.cpu_count(), "rounds": args.rounds, "loadavg_start": load_start[0], "loadavg_end": load_end[0],
-            "command": "python benchmarks/import_time.py " + " ".join(argv if argv is not None else sys.argv[1:])}
+            "command": f"python benchmarks/import_time.py --rounds {args.rounds}"}
     print(f"{meta['cpus']} cpus, Python {meta['python']}, {args.rounds} fresh processes per row (interleaved), "
           f"load average {meta['loadavg_start']:.1f} at start, {meta['loadavg_end']:.1f} at end")
     print(f"| row | CPU min (ms) | CPU median (ms) | x reference (min) | x reference (median) | library modules loaded |")
