@@ -346,7 +346,7 @@ def test_auto_decoder_has_the_smaller_error_and_calibrated_standard_errors():
     their sample sd is ``1/√(2m)``; every check uses ``m >= 480`` (so 10% is over 3 of those).
     Power: least squares forced at 840 candidates overstates its error by more than 10%."""
     from ldp_plugin.estimation.sketch import choose_decoder, predicted_variances
-    from ldp_plugin.mechanisms.cohort_base import DENSE_LIMIT
+    from ldp_plugin.mechanisms.cohort.base import DENSE_LIMIT
 
     words, f, _ = _zipf_words(1, 5000, 3, 8, s=1.1)
     m = ORR(epsilon=2.0, k=8, cohorts=256, hash_seed=3)
