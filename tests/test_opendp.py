@@ -240,4 +240,5 @@ def test_docs_opendp_page_blocks_run(tmp_path):
     out = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]
     assert "refused: k-RR at ε = 1 does not fit the third query" in out.stdout
+    assert "refused: the query's domain is not the Context's" in out.stdout and "k-RR at ε = 0.5: " in out.stdout
     assert out.stdout.count("estimate") == 2  # two population estimates printed
