@@ -59,7 +59,6 @@ from .sampling import RNGLike, as_source
 
 __all__ = [
     "enable_ldp_features",
-    "FEATURES",
     "category_domain",
     "batch_domain",
     "space_of",
@@ -213,7 +212,7 @@ def _unit_of_metric(metric: Any) -> str:
     )
 
 
-def space_of(mechanism: FrequencyOracle, unit: str = "user") -> tuple:
+def space_of(mechanism: FrequencyOracle, unit: str = "user") -> tuple[dp.Domain, dp.Metric]:
     """The metric space ``(input_domain, input_metric)`` of ``mechanism``'s measurement, as
     OpenDP's ``dp.space_of``: one user's value (``unit="user"``: :func:`category_domain`,
     ``discrete_distance()``) or a batch of users (``unit="population"``: :func:`batch_domain`,
