@@ -1,7 +1,7 @@
 """Adapters (installed as ``ldp_plugin.adapters``): Polars frames in and out.
 
 Importing :mod:`ldp_plugin` registers the ``ldp`` namespace on ``pl.DataFrame`` and
-``pl.LazyFrame`` (:mod:`.polars_namespace`).
+``pl.LazyFrame``; its implementation (:mod:`.polars_namespace`) is imported on first use.
 """
 
 from .polars_frames import estimate_frame

@@ -490,11 +490,9 @@ class _LDPNamespace:
         return _pkv.key_values(self._frame, mechanism, **kwargs)
 
 
-@pl.api.register_dataframe_namespace("ldp")
 class LDPFrame(_LDPNamespace):
     """``df.ldp.privatize(...)`` and ``reports.ldp.estimate(...)`` (see :mod:`ldp_plugin.adapters`)."""
 
 
-@pl.api.register_lazyframe_namespace("ldp")
 class LDPLazyFrame(_LDPNamespace):
     """The same on a LazyFrame: the input is streamed, the reports materialized once."""

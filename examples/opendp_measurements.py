@@ -7,7 +7,7 @@ import opendp.prelude as dp
 
 import ldp_plugin as ldp
 
-dp.enable_features("contrib", "honest-but-curious")
+ldp.enable_ldp_features()  # OpenDP's "contrib" + "honest-but-curious": the one explicit call (no constructor turns them on)
 
 # Per user: discrete_distance -> max_divergence, map(1) = epsilon (rounded up, never down).
 krr = ldp.make_krr(epsilon=1.0, categories=["yes", "no", "unsure"])
@@ -36,4 +36,5 @@ comp = dp.c.make_adaptive_composition(
     ldp.category_domain(mech), dp.discrete_distance(), dp.max_divergence(), d_in=1, d_mids=[1.0, 1.0]
 )
 queryable = comp(2)
-print("two answers:", queryable(ldp.make_ldp(mech)), queryable(ldp.make_ldp(mech)), "| total epsilon:", comp.map(1))
+query = ldp.make_ldp(ldp.category_domain(mech), dp.discrete_distance(), mech)  # OpenDP's order: domain, metric, mechanism
+print("two answers:", queryable(query), queryable(query), "| total epsilon:", comp.map(1))

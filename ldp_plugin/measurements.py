@@ -16,9 +16,18 @@ the user's secret key inside (:func:`make_longitudinal`); its map is the instant
 charges for a whole series is the mechanism's ``collection_cost``, see
 :mod:`ldp_plugin.mechanisms.lifetime`).
 
-Requires ``dp.enable_features("contrib", "honest-but-curious")``, which :func:`make_ldp` turns on:
-user-defined measurements are trusted code in OpenDP's model, and the trust here rests on the
-exact realized-channel check each mechanism performs at construction.
+Requires OpenDP's ``contrib`` and ``honest-but-curious`` features: user-defined measurements are
+trusted code in OpenDP's model, and the trust here rests on the exact realized-channel check each
+mechanism performs at construction. Like OpenDP's own extras, every constructor here *asserts* them
+and never turns them on: the user makes one explicit call, :func:`enable_ldp_features` (or
+``dp.enable_features("contrib", "honest-but-curious")``), and a constructor called without it
+raises an :class:`LDPParameterError` naming that call.
+
+OpenDP's Context API: :func:`make_ldp` takes OpenDP's parameter order
+``(input_domain, input_metric, mechanism, rng=None)`` with no variadic argument, so
+``dp.register(ldp.make_ldp)`` registers its partial and ``query.ldp(mechanism=mech)`` (or
+``query.ldp(mech)``) chains it, with the unit (local or population) following from the Context's
+privacy unit (``docs/opendp.md``).
 """
 
 from __future__ import annotations
@@ -52,6 +61,7 @@ __all__ = [
     "enable_ldp_features",
     "category_domain",
     "batch_domain",
+    "space_of",
     "make_ldp",
     "then_ldp",
     "set_domain",
@@ -107,8 +117,6 @@ __all__ = [
     "then_hybrid",
     "make_one_bit_mean",
     "then_one_bit_mean",
-    "make_randomized_response_warner",
-    "then_randomized_response_warner",
     "make_square_wave",
     "then_square_wave",
     "make_bucketed",
@@ -133,9 +141,29 @@ __all__ = [
 UNITS = ("user", "population")
 
 
+#: the OpenDP features a user-defined LDP measurement needs (asserted by every constructor here)
+FEATURES = ("contrib", "honest-but-curious")
+
+
 def enable_ldp_features() -> None:
-    """Enable the OpenDP features user-defined LDP measurements need."""
-    dp.enable_features("contrib", "honest-but-curious")
+    """Enable OpenDP's ``contrib`` and ``honest-but-curious`` features for this process: the one
+    explicit call a user makes before building this library's measurements (the same as
+    ``dp.enable_features("contrib", "honest-but-curious")``). No constructor calls it: each
+    asserts the features instead (:func:`require_ldp_features`)."""
+    dp.enable_features(*FEATURES)
+
+
+def require_ldp_features() -> None:
+    """Assert OpenDP's ``contrib`` and ``honest-but-curious`` features, as OpenDP's own extras do;
+    never changes them. Raises :class:`LDPParameterError` naming the call to make."""
+    try:
+        dp.assert_features(*FEATURES)
+    except dp.OpenDPException:
+        raise LDPParameterError(
+            "ldp_plugin's OpenDP measurements are user-defined (trusted code in OpenDP's model) and need OpenDP's "
+            "'contrib' and 'honest-but-curious' features, which are not enabled: call ldp.enable_ldp_features() "
+            "(or dp.enable_features(\"contrib\", \"honest-but-curious\")) once before building one"
+        ) from None
 
 
 def _domain_id(mechanism: FrequencyOracle) -> str:
@@ -151,13 +179,13 @@ def _domain_id(mechanism: FrequencyOracle) -> str:
 
 def category_domain(mechanism: FrequencyOracle) -> dp.Domain:
     """The OpenDP domain of one user's value for ``mechanism`` (a category of its domain)."""
-    enable_ldp_features()
+    require_ldp_features()
     return dp.user_domain(f"LDPCategory({_domain_id(mechanism)})", lambda _x: True)
 
 
 def batch_domain(mechanism: FrequencyOracle) -> dp.Domain:
     """The OpenDP domain of a batch of users' values for ``mechanism``."""
-    enable_ldp_features()
+    require_ldp_features()
     return dp.user_domain(f"LDPCategoryBatch({_domain_id(mechanism)})", lambda _x: True)
 
 
@@ -184,32 +212,43 @@ def _unit_of_metric(metric: Any) -> str:
     )
 
 
-def make_ldp(*args: Any, unit: Optional[str] = None, rng: RNGLike = None, input_domain: Optional[dp.Domain] = None, input_metric: Optional[dp.Metric] = None) -> dp.Measurement:
-    """Wrap a mechanism as an OpenDP ``Measurement``.
+def space_of(mechanism: FrequencyOracle, unit: str = "user") -> tuple[dp.Domain, dp.Metric]:
+    """The metric space ``(input_domain, input_metric)`` of ``mechanism``'s measurement, as
+    OpenDP's ``dp.space_of``: one user's value (``unit="user"``: :func:`category_domain`,
+    ``discrete_distance()``) or a batch of users (``unit="population"``: :func:`batch_domain`,
+    ``hamming_distance()``), so ``make_ldp(*space_of(mech, unit), mech)`` builds either."""
+    if unit not in UNITS:
+        raise LDPParameterError(f"unit must be one of {UNITS} (got {unit!r})")
+    if unit == "user":
+        return category_domain(mechanism), dp.discrete_distance()
+    return batch_domain(mechanism), dp.hamming_distance()
 
-    OpenDP's parameter order: ``make_ldp(input_domain, input_metric, mechanism, rng=None)`` — the
-    unit follows from the metric (``discrete_distance()``: one user; ``hamming_distance()``: a
-    batch). The mechanism-first form ``make_ldp(mechanism, unit="user")`` keeps working.
+
+def make_ldp(input_domain: dp.Domain, input_metric: dp.Metric, mechanism: FrequencyOracle, rng: RNGLike = None) -> dp.Measurement:
+    """Wrap a mechanism as an OpenDP ``Measurement``, in OpenDP's parameter order.
+
+    The unit follows from ``input_metric``: ``discrete_distance()`` is one user's value (map
+    ``0 if d_in == 0 else ε``; ``dp.unit_of(local=True)``), ``hamming_distance()`` a batch whose
+    output ``i`` is user ``i``'s report (map ``d_in · ε`` rounded up;
+    ``dp.unit_of(changes=1, ordered=True)``). The input domain is the one the measurement is
+    chained after (:func:`category_domain` / :func:`batch_domain`, :func:`space_of`, or a user
+    transformation's output domain). No variadic arguments, so OpenDP's Context takes it:
+    ``dp.register(ldp.make_ldp)`` then ``query.ldp(mechanism=mech)``.
+
+    :param mechanism: a validated mechanism object (its constructor verified the realized ratio).
+    :param rng: ``None`` for the OS CSPRNG (fresh for every call), or an int seed / source for
+        reproducible simulations (not for a release).
+    :raises LDPParameterError: a metric other than the two above, a keyed (longitudinal)
+        mechanism, or OpenDP's features not enabled (:func:`enable_ldp_features`).
 
     >>> import opendp.prelude as dp, ldp_plugin as ldp
+    >>> ldp.enable_ldp_features()
     >>> mech = ldp.KRR(epsilon=1.0, d=4)
     >>> m = ldp.make_ldp(ldp.category_domain(mech), dp.discrete_distance(), mech)
     >>> m.map(1), m.check(1, 1.0)
     (1.0, True)
     """
-    if len(args) == 3:
-        input_domain, input_metric, mechanism = args
-        inferred = _unit_of_metric(input_metric)
-        if unit is not None and unit != inferred:
-            raise LDPParameterError(f"unit={unit!r} contradicts input_metric {input_metric} (unit {inferred!r})")
-        unit = inferred
-    elif len(args) == 1:
-        (mechanism,) = args
-        if unit is None:
-            unit = _unit_of_metric(input_metric) if input_metric is not None else "user"
-    else:
-        raise LDPParameterError("make_ldp takes (input_domain, input_metric, mechanism) or (mechanism)")
-    return _make_ldp(mechanism, unit=unit, rng=rng, input_domain=input_domain, input_metric=input_metric)
+    return _make_ldp(mechanism, unit=_unit_of_metric(input_metric), rng=rng, input_domain=input_domain, input_metric=input_metric)
 
 
 def _make_ldp(
@@ -220,17 +259,9 @@ def _make_ldp(
     input_domain: Optional[dp.Domain] = None,
     input_metric: Optional[dp.Metric] = None,
 ) -> dp.Measurement:
-    """The measurement (see :func:`make_ldp`).
-
-    :param mechanism: a validated mechanism object (its constructor verified the realized ratio).
-    :param unit: ``"user"`` (one value; ``discrete_distance``; map ``0 if d_in == 0 else ε``) or
-        ``"population"`` (a batch; ``hamming_distance``; map ``d_in · ε`` rounded up).
-    :param rng: ``None`` for the OS CSPRNG (fresh for every call), or an int seed / source for
-        reproducible simulations.
-    :param input_domain: to chain after a transformation (see :func:`then_ldp`); defaults to
-        :func:`category_domain` / :func:`batch_domain`.
-    """
-    enable_ldp_features()
+    """The measurement (see :func:`make_ldp`); ``input_domain`` defaults to
+    :func:`category_domain` / :func:`batch_domain` of the unit."""
+    require_ldp_features()
     _check_mechanism(mechanism, "make_ldp")
     if unit not in UNITS:
         raise LDPParameterError(f"unit must be one of {UNITS} (got {unit!r})")
@@ -268,16 +299,16 @@ def _make_ldp(
     return checked(dp.m.make_user_measurement(domain, metric, dp.max_divergence(), function, privacy_map), argument_check(mechanism, unit))
 
 
-def then_ldp(mechanism: FrequencyOracle, *, unit: Optional[str] = None, rng: RNGLike = None) -> PartialConstructor:
-    """Partial of :func:`make_ldp` for chaining (as OpenDP's ``then_*``): the input domain and
-    metric come from the transformation before it, ``transformation >> then_ldp(mech)``; the unit
-    follows from that metric."""
-    return PartialConstructor(lambda input_domain, input_metric: make_ldp(input_domain, input_metric, mechanism, unit=unit, rng=rng))
+def then_ldp(mechanism: FrequencyOracle, rng: RNGLike = None) -> PartialConstructor:
+    """Partial of :func:`make_ldp` for chaining (OpenDP's ``then_*``, the shape ``to_then``
+    generates): the input domain and metric come from the transformation before it,
+    ``transformation >> then_ldp(mech)``; the unit follows from that metric."""
+    return PartialConstructor(lambda input_domain, input_metric: make_ldp(input_domain, input_metric, mechanism, rng=rng))
 
 
 def set_domain(set_mechanism: SampleOne, *, unit: str = "user") -> dp.Domain:
     """The OpenDP domain of one user's set (``unit="user"``) or a batch of sets."""
-    enable_ldp_features()
+    require_ldp_features()
     kind = "LDPSet" if unit == "user" else "LDPSetBatch"
     return dp.user_domain(f"{kind}(m={set_mechanism.m}, {_domain_id(set_mechanism.mechanism)})", lambda _x: True)
 
@@ -290,12 +321,13 @@ def make_sample_one(set_mechanism: SampleOne, *, unit: str = "user", rng: RNGLik
     ``>> then_ldp(set_mechanism.padded)``; estimates scale by ``m`` (:meth:`SampleOne.estimate`).
 
     >>> import ldp_plugin as ldp
+    >>> ldp.enable_ldp_features()
     >>> s = ldp.SampleOne(mechanism=ldp.KRR(epsilon=1.0, categories=["a", "b", "c"]), m=2)
     >>> chain = ldp.make_sample_one(s) >> ldp.then_ldp(s.padded)
     >>> chain.map(1), chain(["a", "c"]) in ("a", "b", "c", ldp.PAD)
     (1.0, True)
     """
-    enable_ldp_features()
+    require_ldp_features()
     if unit not in UNITS:
         raise LDPParameterError(f"unit must be one of {UNITS} (got {unit!r})")
     source = None if rng is None else as_source(rng)
@@ -313,12 +345,13 @@ def make_sample_one(set_mechanism: SampleOne, *, unit: str = "user", rng: RNGLik
 
 def make_set_ldp(set_mechanism: SampleOne, *, unit: str = "user", rng: RNGLike = None) -> dp.Measurement:
     """``make_sample_one(...) >> then_ldp(set_mechanism.padded)``: ε-LDP per user for sets."""
-    return make_sample_one(set_mechanism, unit=unit, rng=rng) >> then_ldp(set_mechanism.padded, unit=unit, rng=rng)
+    return make_sample_one(set_mechanism, unit=unit, rng=rng) >> then_ldp(set_mechanism.padded, rng=rng)
 
 
 _KRR_DOC = """k-RR as an OpenDP measurement (Kairouz, Bonawitz & Ramage (ICML 2016) eq. 6). ``ε``-LDP per user.
 
     >>> import ldp_plugin as ldp
+    >>> ldp.enable_ldp_features()
     >>> m = ldp.make_krr(epsilon=1.0, categories=["a", "b", "c"])
     >>> m("b") in ("a", "b", "c"), m.map(1)
     (True, 1.0)
@@ -326,6 +359,7 @@ _KRR_DOC = """k-RR as an OpenDP measurement (Kairouz, Bonawitz & Ramage (ICML 20
 _DUCHI_DOC = """Duchi et al.'s mechanism as an OpenDP measurement (ε-LDP per user).
 
     >>> import ldp_plugin as ldp
+    >>> ldp.enable_ldp_features()
     >>> m = ldp.make_duchi(epsilon=1.0, lower=0, upper=10)
     >>> m(3.5) in (0, 1), m.map(1)
     (True, 1.0)
@@ -335,6 +369,7 @@ _SQUARE_WAVE_DOC = """Square Wave (Li et al., SIGMOD 2020) as an OpenDP measurem
     user's number replaced by any other in ``[lower, upper]``).
 
     >>> import ldp_plugin as ldp
+    >>> ldp.enable_ldp_features()
     >>> m = ldp.make_square_wave(epsilon=1.0, lower=0, upper=10, grid=16)
     >>> 0 <= m(3.5) < 16 + 2 * ldp.SquareWave(epsilon=1.0, grid=16).half_window, m.map(1)
     (True, 1.0)
@@ -344,6 +379,7 @@ _SPL_DOC = """SPL (k-RR at ε/A per attribute) as an OpenDP measurement: ε-LDP 
     being the user's record.
 
     >>> import ldp_plugin as ldp
+    >>> ldp.enable_ldp_features()
     >>> m = ldp.make_spl(epsilon=2.0, domains=(3, 4))
     >>> len(m((2, 1))), m.map(1)
     (2, 2.0)
@@ -358,6 +394,7 @@ _HIERARCHY_DOC = """The hierarchical histogram (Cormode et al., VLDB 2019) as an
     user (one user's number replaced by any other in ``[lower, upper]``).
 
     >>> import ldp_plugin as ldp
+    >>> ldp.enable_ldp_features()
     >>> m = ldp.make_hierarchical_histogram(epsilon=1.0, buckets=16)
     >>> int(m(0.3)["level"][0]) in (1, 2), m.map(1)
     (True, 1.0)
@@ -366,6 +403,7 @@ _PCKV_DOC = """PCKV-GRR (Gu et al., USENIX Security 2020) as an OpenDP measureme
     user's whole key–value set replaced by any other). Input: one user's list of ``(key, value)``.
 
     >>> import ldp_plugin as ldp
+    >>> ldp.enable_ldp_features()
     >>> m = ldp.make_pckv(epsilon=1.0, d=4, ell=2)
     >>> 0 <= m([(1, 0.5)]) < 12, m.map(1)
     (True, 1.0)
@@ -374,6 +412,7 @@ _HAAR_DOC = """HaarHRR (Cormode et al., VLDB 2019) as an OpenDP measurement: ε-
     number replaced by any other in ``[lower, upper]``).
 
     >>> import ldp_plugin as ldp
+    >>> ldp.enable_ldp_features()
     >>> m = ldp.make_haar_hrr(epsilon=1.0, buckets=16)
     >>> sorted(m(0.3)), m.map(1)
     (['bit', 'level', 'row'], 1.0)
@@ -408,11 +447,14 @@ def _pair(cls: type, name: str, doc: Optional[str] = None) -> tuple:
 
     def make(**kwargs: Any) -> dp.Measurement:
         mech, unit, rng = _mechanism(kwargs)
-        return make_ldp(mech, unit=unit, rng=rng)
+        return _make_ldp(mech, unit=unit, rng=rng)
 
     def then(**kwargs: Any) -> PartialConstructor:
         mech, unit, rng = _mechanism(kwargs, then_signature)
-        return then_ldp(mech, unit=unit, rng=rng)
+        if unit is None:
+            return then_ldp(mech, rng=rng)
+        return PartialConstructor(lambda input_domain, input_metric: _make_ldp(mech, unit=unit, rng=rng, input_domain=input_domain,
+                                                                               input_metric=input_metric))
 
     ident = name.replace("-", "_")
     summary = (cls.__doc__ or cls.__name__).strip().split("\n\n")[0]
@@ -463,9 +505,6 @@ make_smp_pairs, then_smp_pairs = _pair(SMPPairs, "smp-pairs", doc=_SMP_PAIRS_DOC
 # the longitudinal names (l-grr, l-oue, l-osue, l-sue, loloha, dbitflip) are keyed: their one entry
 # point is make_longitudinal below (a user's code, the key held inside), never make_ldp
 
-# compatibility aliases (removed next round)
-make_randomized_response_warner, then_randomized_response_warner = make_warner, then_warner
-
 
 def make_longitudinal(mechanism: Any, *, key: Optional[bytes] = None, rng: RNGLike = None) -> dp.Measurement:
     """Reports of a keyed (memoized) longitudinal ``mechanism`` for **one user**: input the code of
@@ -486,12 +525,13 @@ def make_longitudinal(mechanism: Any, *, key: Optional[bytes] = None, rng: RNGLi
     shared with another measurement would make its one call unbounded too).
 
     >>> import ldp_plugin as ldp
+    >>> ldp.enable_ldp_features()
     >>> mech = ldp.LGRR(epsilon_perm=2.0, epsilon_1=1.0, d=8)
     >>> m = ldp.make_longitudinal(mech)
     >>> 0 <= int(m(3)[0]) < 8, m.map(1) == float(mech.epsilon_inst) > mech.epsilon_1
     (True, True)
     """
-    enable_ldp_features()
+    require_ldp_features()
     if not has(mechanism, Keyed):
         raise LDPParameterError("make_longitudinal takes a longitudinal mechanism (l-grr, l-oue, l-osue, l-sue, dbitflip, loloha)")
     once = mechanism.epsilon_inst is None

@@ -13,6 +13,12 @@ from ldp_plugin.registry import load_registry
 
 #: distinct canonical instances per name the statistical contract runs on (each at every epsilon)
 PER_NAME = 3
+from ldp_plugin import enable_ldp_features
+
+# The test process is the application: it makes the one explicit call a user makes before building
+# OpenDP measurements (no constructor turns the features on; tests/test_opendp.py checks the refusal
+# with the features off, and the README's and the docs' blocks run in fresh processes with their own call).
+enable_ldp_features()
 
 
 def small_instances():

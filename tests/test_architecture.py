@@ -55,7 +55,7 @@ LAYERS = [
     ("executors", ["ldp_plugin.executors"]),
     ("jobs", ["ldp_plugin.collect"]),
     ("cli", ["ldp_plugin.cli"]),
-    ("face", ["ldp_plugin", "ldp_plugin._compat"]),  # the public face (and its aliases) imports everything; nothing imports it
+    ("face", ["ldp_plugin", "ldp_plugin._deprecated"]),  # the public face (lazy) and its warned old paths; nothing imports it
 ]
 
 #: modules whose function-local ``ldp_plugin`` imports are the point: the CLI's command table

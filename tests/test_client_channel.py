@@ -16,7 +16,7 @@ import pytest
 from ldp_plugin import KRR, LGRR, OUE
 from ldp_plugin.exact import TWO64
 from ldp_plugin.registry import KINDS, load_registry
-from ldp_plugin.verification import wrapper_instances
+from ldp_plugin.registry import wrapper_instances
 from ldp_plugin.verification.client_channel import NotEnumerable, client_channel, client_channel_row
 from ldp_plugin.verification.draws import random_instances
 from ldp_plugin.verification.positions import EnumeratingSource

@@ -5,7 +5,7 @@ Memoized), each entry point either works or refuses at its edge with an ``LDPPar
 that names the entry point serving the mechanism (``make_longitudinal`` / ``user_keys=``) — never a
 late AttributeError, TypeError or OpenDP exception:
 
-* ``make_ldp(mech)`` (one user) and ``make_ldp(mech, unit="population")`` (a batch);
+* ``make_ldp(*space_of(mech), mech)`` (one user) and ``make_ldp(*space_of(mech, "population"), mech)`` (a batch);
 * ``df.ldp.privatize(column, mech)``;
 * the federated device (a fleet answering a query for the mechanism; the collector ingests it);
 * ``randomize`` / ``randomize_encoded`` / ``randomize_one`` with the keyword-only signature
@@ -65,7 +65,7 @@ def test_make_ldp_works_or_names_the_entry_point(mech):
     x = _values(mech)
     for unit in ("user", "population"):
         try:
-            meas = ldp.make_ldp(mech, unit=unit, rng=3)
+            meas = ldp.make_ldp(*ldp.space_of(mech, unit), mech, rng=3)
         except LDPParameterError as e:
             assert mech.needs_user_keys and _refused_for_keys(e)
             continue

@@ -13,7 +13,7 @@ import pytest
 
 import ldp_plugin as ldp
 from ldp_plugin._errors import LDPInputError, LDPParameterError
-from ldp_plugin.choose_distribution import bucket_rule, rank_distribution_mechanisms, w1_distance
+from ldp_plugin.choose.distribution import bucket_rule, rank_distribution_mechanisms, w1_distance
 from ldp_plugin.exact import ratio_within_exp
 from ldp_plugin.mechanisms.distribution import square_wave_b
 from ldp_plugin.mechanisms.distribution_server import ems

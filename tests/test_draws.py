@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ldp_plugin.registry import KINDS, load_registry, verify
 from ldp_plugin.verification.draws import SMALL_BOUNDS, random_instances
-from ldp_plugin.verification.seeded_bugs import seeded_declaration_bugs
+from ldp_plugin.registry import seeded_declaration_bugs
 
 
 def test_draws_are_seeded_distinct_and_inside_the_declared_ranges():

@@ -69,6 +69,7 @@ class Accountant(_Releases, _OpenDPInterop, _ShuffleClaims):
     >>> import tempfile, os, ldp_plugin as ldp
     >>> path = os.path.join(tempfile.mkdtemp(), "ledger.sqlite")
     >>> acc = ldp.Accountant.create(path, ldp.Population(name="app-users", lifetime_cap="1"))
+    >>> ldp.enable_ldp_features()  # OpenDP's contrib + honest-but-curious: the one explicit call
     >>> rec = acc.spend("q1", ldp.make_krr(epsilon=0.5, d=4))
     >>> float(acc.remaining())
     0.5

@@ -9,7 +9,7 @@ import numpy as np
 import opendp.prelude as dp
 
 from .._errors import LDPParameterError
-from ..measurements import batch_domain, enable_ldp_features
+from ..measurements import batch_domain, require_ldp_features
 from ..sampling import as_source
 from .analysis import central_delta
 
@@ -22,8 +22,9 @@ def make_shuffle_amplified(mechanism: Any, n: int):
     2 in OpenDP's convention, i.e. ``d_in <= 2``), output measure ``smoothed_max_divergence()``
     whose map is a privacy profile (ε ↦ the smallest certified δ of :func:`central_delta`), so
     ``make_fix_delta`` and OpenDP's compositors apply. The shuffle itself is done with the OS
-    CSPRNG; a batch below the guaranteed minimum ``n`` is refused before any report is drawn."""
-    enable_ldp_features()
+    CSPRNG; a batch below the guaranteed minimum ``n`` is refused before any report is drawn.
+    Asserts OpenDP's features (:func:`ldp_plugin.enable_ldp_features` is the user's call)."""
+    require_ldp_features()
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 2:
         raise LDPParameterError(f"n (the guaranteed minimum batch) must be an integer >= 2 (got {n!r})")
     n = int(n)

@@ -1,8 +1,10 @@
 """The ``ldp`` command line: one module per command, one renderer (:func:`._common.emit`), and
-this table. ``main`` builds the parser (each command's arguments), then imports the one command
-module it runs (:data:`COMMANDS`: the only function-local imports of the package). Every command
-takes ``--json`` (one JSON document on stdout); every error is exit 2 with a message naming the
-option or parameter, never a traceback."""
+these tables. ``main`` builds the parser (each command's arguments), then imports the one command
+module it runs (:data:`COMMANDS`). A command whose arguments are declared beside its runtime
+(:data:`PARSERS`: ``ldp federated``) has its parser module imported only when that command runs;
+other commands list it with its help line and never load it. Every command takes ``--json`` (one
+JSON document on stdout); every error is exit 2 with a message naming the option or parameter,
+never a traceback."""
 
 from __future__ import annotations
 
@@ -18,7 +20,6 @@ from typing import Callable, Optional, Sequence
 from .._boundary import translate
 from .._errors import LDPInputError, LDPParameterError, PrivacyVerificationError
 from .discovery import add_parsers as _discovery_parsers
-from ..federated.cli import add_parsers as _federated_parsers
 from ..estimation import POSTPROCESS_CHOICES
 from ..progress import enable
 from ..simulate import DISTRIBUTIONS, TRUTHS
@@ -26,7 +27,7 @@ from ._common import DOMAIN, EPSILON as _epsilon, JSON_ERRORS, POSITIVE, SEED, U
 from .choose import add_choose_arguments
 from .series import add_parsers as _series_parsers
 
-__all__ = ["main", "build_parser", "COMMANDS", "command"]
+__all__ = ["main", "build_parser", "COMMANDS", "PARSERS", "command"]
 
 #: command -> (module, function): the one lazy import per command (heavy dependencies load only for
 #: the command that runs). ``federated``'s logic lives in ``ldp_plugin.federated.cli``.
@@ -44,6 +45,14 @@ COMMANDS = {
     "serve": ("ldp_plugin.cli.serve", "cmd_serve"),
 }
 
+#: command -> (module, function, help): the commands whose argument parsers live with their runtime;
+#: ``function(sub, parser_class, int_in, epsilon, seed, domain, positive, mechanism_help)`` adds them,
+#: imported only when the command runs (or for the full parser), else the command is listed by its help
+PARSERS = {
+    "federated": ("ldp_plugin.federated.cli", "add_parsers",
+                  "federated analytics on Flower: devices randomize and enforce their own budget"),
+}
+
 
 def command(name: str) -> Callable:
     """The runner of command ``name``: imports its module when it runs (see :data:`COMMANDS`)."""
@@ -56,7 +65,25 @@ def command(name: str) -> Callable:
     return run
 
 
-def build_parser() -> argparse.ArgumentParser:
+def _add_lazy_parsers(sub, command_name: Optional[str]) -> None:
+    """The :data:`PARSERS` commands: the full parser of the one that runs (all of them when
+    ``command_name`` is None), a listed-only entry for the others."""
+    for name, (module, function, help_line) in PARSERS.items():
+        if command_name in (None, name):
+            add = getattr(importlib.import_module(module), function)
+            add(sub, _Parser, _int_in, _epsilon, SEED, DOMAIN, POSITIVE, _mechanism_help)
+        else:
+            sub.add_parser(name, help=help_line)
+
+
+def _command_of(argv: Sequence[str]) -> Optional[str]:
+    """The command ``argv`` runs (its first positional word), or None (``--help``, ``--version``)."""
+    return next((a for a in argv if not a.startswith("-")), None)
+
+
+def build_parser(command_name: Optional[str] = None) -> argparse.ArgumentParser:
+    """The ``ldp`` parser; with ``command_name``, the :data:`PARSERS` modules of other commands are
+    not imported (they are listed by their help line)."""
     try:
         ver = version("ldp-plugin")
     except PackageNotFoundError:  # pragma: no cover - running from a source tree
@@ -113,7 +140,7 @@ def build_parser() -> argparse.ArgumentParser:
     am.add_argument("--json", action="store_true", help="one JSON document on stdout")
     am.set_defaults(func=command("amplify"))
 
-    _federated_parsers(sub, _Parser, _int_in, _epsilon, SEED, DOMAIN, POSITIVE, _mechanism_help)  # ldp_plugin/federated/cli.py
+    _add_lazy_parsers(sub, command_name)  # ldp federated (ldp_plugin/federated/cli.py)
 
     _series_parsers(sub, _Parser, _int_in, _epsilon, SEED)
     _discovery_parsers(sub, _Parser, _int_in, _epsilon, SEED)
@@ -203,7 +230,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     JSON_ERRORS[0] = "--json" in argv
     try:
-        args = build_parser().parse_args(argv)
+        args = build_parser(_command_of(argv) or "").parse_args(argv)
     except SystemExit as e:  # usage errors (exit 2, message printed) and --help/--version (exit 0)
         return int(e.code or 0) if not isinstance(e.code, str) else 2
     enable(not getattr(args, "json", False))  # bars on a terminal, never under --json

@@ -182,12 +182,13 @@ def test_privacy_filter_is_prechecked_and_reserved(tmp_path):
     mech = ldp.KRR(epsilon=0.25, d=4)
     f = acc.privacy_filter("session", 0.6, input_domain=ldp.category_domain(mech))
     assert isinstance(f, PrecheckedFilter) and acc.remaining() == 1 - Fraction(0.6)  # reserved up front
-    m = ldp.make_ldp(mech, rng=1)
+    m = ldp.make_ldp(*ldp.space_of(mech), mech, rng=1)
     f(m)
     f(m)
     with pytest.raises(BudgetExceededError):
         f(m)  # 0.75 > 0.6: refused *before* the OpenDP filter sees it ...
-    small = ldp.make_ldp(ldp.KRR(epsilon=0.05, d=4), rng=1)
+    small_mech = ldp.KRR(epsilon=0.05, d=4)
+    small = ldp.make_ldp(*ldp.space_of(small_mech), small_mech, rng=1)
     assert f(small) in range(4)  # ... so the filter is not exhausted
     comp = acc.compositor("comp", [0.1, 0.2], input_domain=ldp.category_domain(mech))
     assert comp.map(1) == pytest.approx(0.3)

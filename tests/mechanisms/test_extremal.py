@@ -74,7 +74,7 @@ def test_realized_channels_pass_all_layers(make):
     m = make()
     r = verify_instance(m, name=m.name, instance=m.params(), seed=2, quick=True)
     assert r["passed"] and r["exact"]["rows_sum_to_one"] and r["realized_epsilon"] <= m.epsilon
-    assert ldp.make_ldp(m, rng=1).map(1) == m.epsilon
+    assert ldp.make_ldp(*ldp.space_of(m), m, rng=1).map(1) == m.epsilon
 
 
 def test_estimate_inverts_an_invertible_channel():

@@ -19,7 +19,7 @@ import ldp_plugin as ldp
 from ldp_plugin._errors import LDPInputError, LDPParameterError
 from ldp_plugin.exact import float_up, ratio_within_exp
 from ldp_plugin.mechanisms.longitudinal import LifetimeTracker, loloha_optimal_g
-from ldp_plugin.series import LONGITUDINAL_NAMES, build_longitudinal, simulate_longitudinal
+from ldp_plugin.simulate import LONGITUDINAL_NAMES, build_longitudinal, simulate_longitudinal
 
 KEYS = [i.to_bytes(4, "little") * 8 for i in range(4000)]
 

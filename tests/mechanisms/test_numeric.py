@@ -18,7 +18,7 @@ import pytest
 import ldp_plugin as ldp
 from ldp_plugin._errors import LDPInputError, LDPParameterError
 from ldp_plugin.exact import ratio_within_exp
-from ldp_plugin.series import build_mean, simulate_mean
+from ldp_plugin.simulate import build_mean, simulate_mean
 
 MECHS = [ldp.Duchi, ldp.Piecewise, ldp.Hybrid, ldp.OneBitMean]
 

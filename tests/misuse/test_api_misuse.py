@@ -252,7 +252,7 @@ def _measurements():
         ("rappor", lambda: M.make_rappor(epsilon=1.0, d=4), 9),
         ("olh", lambda: M.make_olh(epsilon=1.0, d=4), -1),
         ("hadamard", lambda: M.make_hadamard(epsilon=1.0, d=4), 4),
-        ("warner", lambda: M.make_randomized_response_warner(epsilon=1.0), "yes"),
+        ("warner", lambda: M.make_warner(epsilon=1.0), "yes"),
         ("orr", lambda: M.make_orr(epsilon=1.0, k=4, cohorts=2, d=4), 5),
         ("duchi", lambda: ldp.make_duchi(epsilon=1.0), 2.5),
         ("piecewise", lambda: ldp.make_piecewise(epsilon=1.0), -0.5),

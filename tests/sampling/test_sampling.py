@@ -169,7 +169,7 @@ def test_run_decoder_matches_the_bitwise_definition(T, backend, monkeypatch):
     """Both decoders (table-driven, numpy scan and compiled kernel) give the reference events on
     the same bytes — including zero bytes (runs carried across bytes) and runs of 64+ zeros."""
     monkeypatch.setenv("LDP_PLUGIN_KERNELS", backend)
-    from ldp_plugin import _kernels
+    from ldp_plugin.sampling import kernels as _kernels
     from ldp_plugin.sampling import _RunSegment, run_table
 
     if backend == "numba":
@@ -360,7 +360,7 @@ def test_batched_lemire_acceptance_is_exactly_uniform(ranges):
 def test_kernel_backend_selection(monkeypatch):
     """LDP_PLUGIN_KERNELS picks the backend; a bad value is an error naming the variable; a
     kernel that cannot be compiled falls back to the numpy twins (same results)."""
-    from ldp_plugin import _kernels
+    from ldp_plugin.sampling import kernels as _kernels
 
     monkeypatch.setenv("LDP_PLUGIN_KERNELS", "numpy")
     assert _kernels.kernel_backend() == "numpy" and _kernels.compiled("decode_runs") is None
@@ -382,7 +382,7 @@ def test_kernel_backend_selection(monkeypatch):
 
 def test_small_calls_do_not_load_numba_in_auto_mode(monkeypatch):
     """Issue 21: a small one-shot call must not pay numba's import; forced numba always loads."""
-    from ldp_plugin import _kernels
+    from ldp_plugin.sampling import kernels as _kernels
 
     pytest.importorskip("numba")
     monkeypatch.setattr(_kernels, "_STATE", {})

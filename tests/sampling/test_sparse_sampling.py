@@ -132,7 +132,7 @@ def craft_tie_block(tb, g, tail_seed=1, n_draws=64):
 def test_segment_resolves_a_stage_four_tie_on_both_paths(backend, monkeypatch):
     if backend == "numba":
         pytest.importorskip("numba")
-    from ldp_plugin import _kernels
+    from ldp_plugin.sampling import kernels as _kernels
 
     monkeypatch.setenv("LDP_PLUGIN_KERNELS", backend)
     kernel = _kernels.compiled("sparse_runs")

@@ -86,7 +86,7 @@ def test_registry_errors_name_the_parameter():
 def test_opendp_measurements():
     m = ldp.make_piecewise(epsilon=1.0, lower=0, upper=3600)
     assert m.map(1) == 1.0 and 0 <= m(1200.0) < ldp.Piecewise(epsilon=1.0).cells
-    batch = ldp.make_ldp(ldp.Hybrid(epsilon=2.0), unit="population")
+    batch = ldp.make_ldp(*ldp.space_of(ldp.Hybrid(epsilon=2.0), "population"), ldp.Hybrid(epsilon=2.0))
     assert batch.map(3) == 6.0 and len(batch([0.1, 0.5, 0.9])) == 3
     lol = ldp.LOLOHA(epsilon_perm=2.0, epsilon_1=1.0, d=8)
     lm = ldp.make_longitudinal(lol)  # the input a user holds: the code; the key lives inside

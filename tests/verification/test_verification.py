@@ -13,7 +13,8 @@ from ldp_plugin import PrivacyVerificationError
 from ldp_plugin._errors import LDPParameterError
 from ldp_plugin.cli import main
 from ldp_plugin.registry import _loader, load_registry, register, unregister_all, verify
-from ldp_plugin.verification import audit_layer, audit_sample_size, self_test
+from ldp_plugin.registry import self_test
+from ldp_plugin.verification import audit_layer, audit_sample_size
 from ldp_plugin.verification.seeded_bugs import UnderDeclaredKRR
 
 
@@ -26,7 +27,8 @@ def _state(tmp_path, monkeypatch):
 
 @pytest.mark.slow
 def test_every_seeded_bug_is_caught_by_the_expected_layers():
-    from ldp_plugin.verification.seeded_bugs import seeded_bugs, seeded_declaration_bugs
+    from ldp_plugin.registry import seeded_declaration_bugs
+    from ldp_plugin.verification.seeded_bugs import seeded_bugs
 
     rows = self_test(seed=11, quick=True)
     assert len(rows) == len(seeded_bugs()) + len(seeded_declaration_bugs()) >= 26
@@ -51,7 +53,7 @@ def test_rates_layer_covers_every_family_and_catches_half_a_percent():
     passing the real one on the same seed."""
     from ldp_plugin import Piecewise
     from ldp_plugin.registry import KINDS
-    from ldp_plugin.verification import wrapper_instances
+    from ldp_plugin.registry import wrapper_instances
     from ldp_plugin.verification.rates import TARGET_RELATIVE_ERROR, rates_layer
     from ldp_plugin.verification.seeded_bugs import WindowRatePiecewise
 
@@ -82,7 +84,7 @@ def test_full_rate_layer_catches_two_percent_and_passes_the_real_oue():
 def test_sampling_path_reads_the_client():
     """The exact sampling-path check names what the client asked for that the channel does not
     declare; the real mechanisms (wrappers included) ask for nothing else."""
-    from ldp_plugin.verification import wrapper_instances
+    from ldp_plugin.registry import wrapper_instances
     from ldp_plugin.verification.sampling_path import RecordingSource, sampling_path_layer
     from ldp_plugin.verification.seeded_bugs import LastBitOUE, ThresholdDriftKRR
 
