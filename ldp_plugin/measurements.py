@@ -470,6 +470,8 @@ def _pair(cls: type, name: str, doc: Optional[str] = None) -> tuple:
 
 make_krr, then_krr = _pair(KRR, "krr", doc=_KRR_DOC)
 make_warner, then_warner = _pair(WarnerRR, "warner")
+#: the registry's declared constructor of "warner" (registry/warner.toml, fixed by names.lock): the same pair
+make_randomized_response_warner, then_randomized_response_warner = make_warner, then_warner
 make_rappor, then_rappor = _pair(RAPPOR, "rappor")
 make_oue, then_oue = _pair(OUE, "oue")
 make_rue, then_rue = _pair(RUE, "rue")
