@@ -53,8 +53,8 @@ def _markdown_report(rows: list, *, quick: bool, seed: int, seconds: float) -> s
         )
     keyed = [r for r in rows if "transcript" in r]
     if keyed:  # repeated collections of the keyed mechanisms: exact transcript loss vs the ledger's charge
-        lines += ["", "Transcript layer (keyed mechanisms): exact worst loss over every transcript of T collections vs what the ledger",
-                  "charges, user level (any two histories of one user) and value level (same change pattern).", "",
+        lines += ["", "Transcript layer (keyed mechanisms): exact worst loss over every pair of histories and every transcript of T",
+                  "collections vs what the ledger charges, user level (any two histories of one user) and value level (same change pattern).", "",
                   "| name | instance | T | user: exact / charged | value: exact / charged | passed |", "|---|---|---|---|---|---|"]
         for r in keyed:
             tr = r["transcript"]
@@ -131,6 +131,6 @@ def cmd_verify(args) -> int:
                 txt = "; ".join(f"{rel} level T={top}: exact {x['exact_loss']:.4g} vs charged "
                                 f"{'refused' if x['charged'] is None else format(x['charged'], '.4g')}"
                                 for rel in ("user", "value") for x in [tr[(rel, top)]])
-                print(f"    transcript {'ok' if r['transcript']['passed'] else 'FAIL'} (T <= {top}, worst pairs): {txt}")
+                print(f"    transcript {'ok' if r['transcript']['passed'] else 'FAIL'} (T <= {top}, every history): {txt}")
         print(f"{'all passed' if ok else 'FAILURES'} in {seconds:.1f} s")
     return 0 if ok else 1
