@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from ldp_plugin.exact import epsilon_of_ratio, ratio_within_exp
 from ldp_plugin.verification.client_channel import client_channel_check
-from ldp_plugin.verification.draws import DRAW_LAYERS, random_instances
+from ldp_plugin.verification.draws import DRAW_LAYERS, DRAWS_FULL, DRAWS_QUICK, random_instances
 from ldp_plugin.verification.entry_points import entry_points_layer
 from ldp_plugin.verification.layers import FAMILY_ALPHA, audit_layer, exact_layer, gof_layer
 from ldp_plugin.verification.positions import positions_layer
@@ -18,7 +18,25 @@ from ldp_plugin.verification.transcript import transcript_layer
 
 from ._loader import ALL_LAYERS, Declaration
 
-__all__ = ["verify", "verify_instance", "verify_exact", "VerificationResult"]
+__all__ = ["verify", "verify_name", "verify_instance", "verify_exact", "VerificationResult", "LAYER_KEYS", "failed_layers"]
+
+#: each layer's name and the key of its result in a row of :func:`verify_instance`
+LAYER_KEYS = (("exact", "exact"), ("sampling-path", "sampling_path"), ("goodness-of-fit", "goodness_of_fit"),
+              ("rates", "rates"), ("joint", "joint"), ("audit", "audit"), ("transcript", "transcript"),
+              ("production", "production"), ("positions", "positions"), ("entry-points", "entry_points"))
+
+
+def failed_layers(row: dict) -> list:
+    """The layers a row of :func:`verify_instance` failed."""
+    return [layer for layer, key in LAYER_KEYS if key in row and not row[key]["passed"]]
+
+
+def verify_name(decl: Declaration, *, seed: int = 0, quick: bool = False, alpha: float | None = None) -> list[dict]:
+    """What ``ldp verify [--quick] NAME`` runs on one declaration — every layer on every canonical
+    instance and the random parameter draws (:data:`DRAWS_QUICK` / :data:`DRAWS_FULL`) — and what
+    :func:`ldp_plugin.registry.register` runs before it accepts a mechanism: one function, so a
+    mechanism ``ldp verify`` would flag is refused at registration."""
+    return verify(decl, seed=seed, quick=quick, alpha=alpha, draws=DRAWS_QUICK if quick else DRAWS_FULL)
 
 
 def verify(
