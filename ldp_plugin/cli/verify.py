@@ -12,6 +12,14 @@ from ..verification import FAMILY_ALPHA, save_status
 from ..progress import progress
 
 
+def _edge_text(param: str, values: list) -> str:
+    """``d: 2…8`` (numbers: the range drawn) or ``oracle: auto, krr, oue`` (choices, lists)."""
+    nums = [v for v in values if isinstance(v, (int, float)) and not isinstance(v, bool)]
+    other = sorted({str(v) for v in values if v not in nums})
+    parts = ([f"{min(nums):g}…{max(nums):g}"] if nums else []) + other
+    return f"{param}: {', '.join(parts)}"
+
+
 def _markdown_report(rows: list, *, quick: bool, seed: int, seconds: float) -> str:
     lines = [
         "# ldp-plugin verification report",
@@ -32,7 +40,10 @@ def _markdown_report(rows: list, *, quick: bool, seed: int, seconds: float) -> s
         "| name | instance | declared ε | realized ε (exact) | sampling path | GOF min p | rates (detects) | joint min p | audit ε lower bound | audit samples | production paths ran | positions / entry points | passed |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
+    edges = [r for r in rows if "edge" in r]
     for r in rows:
+        if "edge" in r:  # summarized per name below
+            continue
         a = r.get("audit", {})
         g = r.get("goodness_of_fit", {})
         inst = ", ".join(f"{k}={v}" for k, v in r["instance"].items()) + (" (random draw)" if r.get("random_draw") else "")
@@ -50,6 +61,22 @@ def _markdown_report(rows: list, *, quick: bool, seed: int, seconds: float) -> s
             f"{g.get('min_p_value', float('nan')):.3g} | {rt_txt} | {jt_txt} | {a.get('audit_epsilon_lower_bound', float('nan')):.4g} | "
             f"{a.get('audit_samples', 0):,} | {pr_txt} | {po_txt} / {ep_txt} | {status} |"
         )
+    if edges:  # the edges of every declared parameter domain: exact layer inside, refusal just outside
+        lines += ["", "Edges of each declared parameter domain (registry `domain`): the instances at the low and high end that the",
+                  "exact layer enumerates (sizes: up to the enumerable cap), every choice, the shortest/longest list and smallest/largest",
+                  "subset (exact layer), and the values just outside each end, which the constructor must refuse.", "",
+                  "| name | parameters drawn at their edges | inside (exact ok) | outside (refused) | passed |", "|---|---|---|---|---|"]
+        for name in sorted({r["name"] for r in edges}):
+            mine = [r for r in edges if r["name"] == name]
+            by: dict = {}
+            for r in mine:
+                if "refusal" not in r:
+                    by.setdefault(r["edge"]["parameter"], []).append(r["edge"]["value"])
+            drawn = "; ".join(_edge_text(p, v) for p, v in by.items())
+            inside = [r for r in mine if "refusal" not in r]
+            outside = [r for r in mine if "refusal" in r]
+            lines.append(f"| {name} | {drawn} | {sum(r['passed'] for r in inside)}/{len(inside)} | "
+                         f"{sum(r['passed'] for r in outside)}/{len(outside)} | {'yes' if all(r['passed'] for r in mine) else 'NO'} |")
     keyed = [r for r in rows if "transcript" in r]
     if keyed:  # repeated collections of the keyed mechanisms: exact transcript loss vs the ledger's charge
         lines += ["", "Transcript layer (keyed mechanisms): exact worst loss over every pair of histories and every transcript of T",
@@ -113,6 +140,11 @@ def cmd_verify(args) -> int:
     else:
         for r in rows + bugs:
             a = r.get("audit", {})
+            if "edge" in r and not r.get("seeded_bug"):  # an end of a declared domain (or just past it)
+                e = r["edge"]
+                print(f"{r['name']:<22} edge {e['parameter']}={e['value']!r} ({e['at']}) "
+                      f"{'refused' if r.get('refusal', {}).get('refused') else 'exact' if 'refusal' not in r else 'NOT REFUSED'} {'PASS' if r['passed'] else 'FAIL'}")
+                continue
             if r.get("random_draw") and not r.get("seeded_bug"):  # exact and sampling-path layers only
                 print(f"{r['name']:<22} {str(r['instance']):<48} eps={r['declared_epsilon']:<6g} realized={r['realized_epsilon']:<10.6g} "
                       f"(random draw: exact, sampling path) {'PASS' if r['passed'] else 'FAIL'}")
