@@ -123,6 +123,9 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--self-test", action="store_true", help="also run the seeded-bug suite: every bug must be caught")
     v.add_argument("--report", default=None, metavar="PATH", help="write a markdown audit report")
     v.add_argument("--json", action="store_true", help="one JSON document on stdout (no progress bar)")
+    v.add_argument("--coverage", action="store_true", help="measure branch coverage of every privacy-path module during the run (coverage.py)")
+    v.add_argument("--coverage-min", type=float, default=None, metavar="PCT",
+                   help="with --coverage: fail below this branch coverage (default 95 for a full run; a quick run only reports)")
     v.set_defaults(func=command("verify"))
 
     a = sub.add_parser("aggregate", help="aggregate Parquet report files (mechanism from their metadata), locally or on Dask")

@@ -9,6 +9,7 @@ from .._errors import LDPParameterError
 from ._common import registry as _registry_of
 from ..registry import self_test, verify_instance, verify_name, wrapper_instances
 from ..verification import FAMILY_ALPHA, save_status
+from ..verification.privacy_paths import COVERAGE_MIN, measure
 from ..progress import progress
 
 
@@ -20,7 +21,23 @@ def _edge_text(param: str, values: list) -> str:
     return f"{param}: {', '.join(parts)}"
 
 
-def _markdown_report(rows: list, *, quick: bool, seed: int, seconds: float) -> str:
+def _coverage_lines(coverage: dict) -> list:
+    """The coverage section: the total, the threshold, and every module's uncovered lines."""
+    need = coverage.get("threshold")
+    lines = ["", "## Branch coverage of the privacy-path modules", "",
+             f"Measured with coverage.py (statements and branches) on this run, in this process (the production layer's worker",
+             f"processes are not traced): **{coverage['percent']:.1f}%** of {len(coverage['modules'])} modules selected by what they do",
+             "(they import the sampling layer, or call or define a client entry point: `ldp_plugin.verification.privacy_paths`)"
+             + (f"; required {need:g}%: **{'met' if coverage['passed'] else 'NOT met'}**." if need is not None else "; no threshold (quick run)."), "",
+             "| module | coverage | uncovered lines |", "|---|---|---|"]
+    for mod, r in sorted(coverage["modules"].items(), key=lambda kv: kv[1]["percent"]):
+        missing = r["missing_lines"]
+        missing = missing if len(missing) <= 160 else missing[:157] + "..."
+        lines.append(f"| {mod} | {r['percent']:.1f}% | {missing or '-'} |")
+    return lines
+
+
+def _markdown_report(rows: list, *, quick: bool, seed: int, seconds: float, coverage: dict | None = None) -> str:
     lines = [
         "# ldp-plugin verification report",
         "",
@@ -88,6 +105,8 @@ def _markdown_report(rows: list, *, quick: bool, seed: int, seconds: float) -> s
             cell = lambda x: f"{x['exact_loss']:.4g} / {'refused' if x['charged'] is None else format(x['charged'], '.4g')}"  # noqa: E731
             inst = ", ".join(f"{k}={v}" for k, v in r["instance"].items())
             lines.append(f"| {r['name']} | {inst} | {tr['T_max']} | {cell(top['user'])} | {cell(top['value'])} | {'yes' if tr['passed'] else 'NO'} |")
+    if coverage is not None:
+        lines += _coverage_lines(coverage)
     return "\n".join(lines) + "\n"
 
 
@@ -117,23 +136,33 @@ def cmd_verify(args) -> int:
     t0 = time.perf_counter()
     share = FAMILY_ALPHA / len(names)
 
-    rows = [r for i, n in enumerate(progress(names, total=len(names), desc="ldp verify", unit="mechanism"))
-            for r in verify_name(reg[n], seed=args.seed + 1_000_003 * i, quick=args.quick, alpha=share)]
-    if not args.names:  # the wrappers, verified through their own exact channels and real clients
+    def run() -> list:
+        rows = [r for i, n in enumerate(progress(names, total=len(names), desc="ldp verify", unit="mechanism"))
+                for r in verify_name(reg[n], seed=args.seed + 1_000_003 * i, quick=args.quick, alpha=share)]
+        if not args.names:  # the wrappers, verified through their own exact channels and real clients
+            for j, (wname, mech) in enumerate(wrapper_instances()):
+                rows.append(verify_instance(mech, name=wname, instance=mech.params(), seed=args.seed + 7_000_001 * (j + 1), quick=args.quick, alpha=share))
+        return rows
 
-
-        for j, (wname, mech) in enumerate(wrapper_instances()):
-            rows.append(verify_instance(mech, name=wname, instance=mech.params(), seed=args.seed + 7_000_001 * (j + 1), quick=args.quick, alpha=share))
+    coverage = None
+    if getattr(args, "coverage", False):  # branch coverage of every privacy-path module, measured on this run
+        rows, coverage = measure(run)
+        least = args.coverage_min if args.coverage_min is not None else (None if args.quick else COVERAGE_MIN)
+        coverage.update({"threshold": least, "passed": least is None or coverage["percent"] >= least})
+    else:
+        rows = run()
     save_status(rows, quick=args.quick, seed=args.seed)
     bugs = self_test(seed=args.seed, quick=args.quick) if args.self_test else []
     seconds = time.perf_counter() - t0
-    ok = all(r["passed"] for r in rows) and all(b["caught"] for b in bugs)
+    ok = all(r["passed"] for r in rows) and all(b["caught"] for b in bugs) and (coverage is None or coverage["passed"])
     if args.report:
         from pathlib import Path
 
-        Path(args.report).write_text(_markdown_report(rows + bugs, quick=args.quick, seed=args.seed, seconds=seconds))
+        Path(args.report).write_text(_markdown_report(rows + bugs, quick=args.quick, seed=args.seed, seconds=seconds, coverage=coverage))
     if args.json:
         out = {"passed": ok, "seconds": round(seconds, 2), "quick": args.quick, "seed": args.seed, "results": rows}
+        if coverage is not None:
+            out["coverage"] = coverage
         if bugs:
             out["seeded_bugs"] = bugs
         print(json.dumps(out, indent=1, default=str))
@@ -163,5 +192,8 @@ def cmd_verify(args) -> int:
                                 f"{'refused' if x['charged'] is None else format(x['charged'], '.4g')}"
                                 for rel in ("user", "value") for x in [tr[(rel, top)]])
                 print(f"    transcript {'ok' if r['transcript']['passed'] else 'FAIL'} (T <= {top}, every history): {txt}")
+        if coverage is not None:
+            print(f"branch coverage of {len(coverage['modules'])} privacy-path modules: {coverage['percent']:.1f}%"
+                  + (f" (required {coverage['threshold']:g}%: {'ok' if coverage['passed'] else 'BELOW'})" if coverage["threshold"] is not None else ""))
         print(f"{'all passed' if ok else 'FAILURES'} in {seconds:.1f} s")
     return 0 if ok else 1
