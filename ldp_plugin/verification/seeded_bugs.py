@@ -19,6 +19,7 @@ suite run the layers on them.
 | ``LastBitOUE`` | the last bit is never randomized (OpenDP's bit-vector RR before 0.15) | ∞ | sampling path, goodness of fit |
 | ``ValueChargedAsUserLGRR`` | L-GRR whose ledger charge at ``relation="user"`` is the papers' value-level ``min(t, d)·ε∞`` (the charge before issue 32) | 5.38 > 4 at T = 8 | transcript |
 | ``FittedChargeLGRR`` | L-GRR charging ``1.09·ε₁`` per collection: above the worst of every 2-unit history pair and of the named pairs, below the true worst pair (three units, T = 6) | 6.63 > 6.54 at T = 6 | transcript (every history) |
+| ``HonestOneKRR`` | k-RR whose ``randomize_one`` reports the true item (the batch path is exact) | ∞ | entry points (``randomize_one`` against the batch path) |
 | ``FloatBoundaryGeometric`` | the client's cumulative boundaries built by ``np.cumsum`` over Python ints (numpy goes through float64: boundaries >= 2**63 rounded), d = 3, ε = 16.42 | ε + 2.9e−10 | exact (reads the boundaries the client searches) |
 | ``WindowRatePiecewise`` | Piecewise whose client compares its own words with an in-window threshold 0.5% above the declared one (invisible to the threshold-recording layer) | ≈ 1.005·e^ε ratio | rates |
 | ``GridEpsilonKRR`` | k-RR whose thresholds come from ε rounded *up* to a 0.1 grid (a precomputed table): exact at every canonical ε, too weak elsewhere | up to ε + 0.1 | random draws (exact layer) |
@@ -71,6 +72,7 @@ __all__ = [
     "LastBitOUE",
     "ValueChargedAsUserLGRR",
     "FittedChargeLGRR",
+    "HonestOneKRR",
     "FloatBoundaryGeometric",
     "WindowRatePiecewise",
     "GridEpsilonKRR",
@@ -293,6 +295,17 @@ class FittedChargeLGRR(LGRR):
 
     def collection_cost(self, t: int) -> Fraction:
         return Fraction(109, 100) * Fraction(self.epsilon_1)
+
+
+class HonestOneKRR(KRR):
+    """k-RR whose ``randomize_one`` (the one-user entry point a device calls) skips the
+    randomization and reports the true item; the batch path every other layer drives is exact."""
+
+    name = "bug-honest-one-krr"
+
+    def randomize_one(self, value, *, rng=None, user_key=None):
+        self._check_client_arguments(user_keys=None if user_key is None else [user_key])
+        return self.encode(np.array([value]))[0].astype(np.uint32)
 
 
 class FloatBoundaryGeometric(GeometricMechanism):
@@ -534,6 +547,7 @@ def seeded_bugs() -> list:
         ("last-bit-unrandomized", LastBitOUE(epsilon=1.0, d=4), ("sampling-path", "goodness-of-fit")),
         ("value-charged-as-user", ValueChargedAsUserLGRR(epsilon_perm=2.0, epsilon_1=1.0, d=2), ("transcript",)),
         ("fitted-charge", FittedChargeLGRR(epsilon_perm=2.0, epsilon_1=1.0, d=3), ("transcript",)),
+        ("honest-randomize-one", HonestOneKRR(epsilon=1.0, d=4), ("entry-points",)),
         ("float-boundary-geometric", FloatBoundaryGeometric(epsilon=16.42, d=3), ("exact",)),
         ("window-rate-0.5pct-piecewise", WindowRatePiecewise(epsilon=4.0, grid=16), ("rates",)),
         ("fixed-key-aes", FixedKeyAESKRR(epsilon=1.0, d=4), ("joint",)),
