@@ -45,6 +45,7 @@ def _instances() -> list:
 INSTANCES = _instances()
 
 
+@pytest.mark.slow
 def test_every_charge_covers_the_realized_ratio_exactly():
     below_decimal = 0
     names = set()

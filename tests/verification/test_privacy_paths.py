@@ -50,6 +50,7 @@ def test_a_planted_module_joins_the_list(tmp_path):
                                       "ldp_plugin.adapters.planted_keys", "ldp_plugin.registry.planted_rng"}
 
 
+@pytest.mark.slow
 def test_measure_reports_branch_coverage_and_uncovered_lines():
     mods = {m: p for m, p in privacy_path_modules().items() if m == "ldp_plugin.mechanisms.randomized_response"}
     mech = ldp.KRR(epsilon=1.0, d=4)

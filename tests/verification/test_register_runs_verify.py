@@ -53,8 +53,11 @@ def test_a_charge_only_the_exact_worst_case_catches_is_refused():
     assert "fitted-lgrr" not in load_registry(kinds=("longitudinal",))
 
 
+@pytest.mark.slow
 def test_verify_name_runs_the_draws_of_the_cli():
     krr = load_registry()["krr"]
     rows = verify_name(krr, quick=True, seed=3)
-    assert sum(bool(r.get("random_draw")) for r in rows) == 2 and sum(not r.get("random_draw") for r in rows) == len(krr.canonical)
+    assert sum(bool(r.get("random_draw")) and "edge" not in r for r in rows) == 2 and sum(not r.get("random_draw") for r in rows) == len(krr.canonical)
+    edges = [r for r in rows if "edge" in r]
+    assert {r["edge"]["parameter"] for r in edges} == {"epsilon", "d"} and any("refusal" in r for r in edges)
     assert all(r["passed"] for r in rows)
