@@ -162,15 +162,15 @@ def measure(run: Callable[[], Any], modules: Optional[dict] = None) -> tuple:
         s = rec["summary"]
         per[mod] = {"percent": round(float(s["percent_covered"]), 2), "statements": s["num_statements"], "branches": s.get("num_branches", 0),
                     "missing_lines": line_ranges(rec.get("missing_lines", [])), "missing_branches": s.get("missing_branches", 0)}
-    never = sorted(set(modules) - seen)  # never imported during the run: every line uncovered
+    never = sorted(set(modules) - seen)  # no line ran during the run (imported before it, or never): every line uncovered
     statements = sum(r["statements"] for r in per.values())
     branches = sum(r["branches"] for r in per.values())
     for mod in never:
-        per[mod] = {"percent": 0.0, "statements": None, "branches": None, "missing_lines": "all (never imported)", "missing_branches": None}
+        per[mod] = {"percent": 0.0, "statements": None, "branches": None, "missing_lines": "all (none ran during the run)", "missing_branches": None}
     t = data.get("totals", {})
     percent = float(t.get("percent_covered", 0.0)) if not never else None
     if never and (t.get("num_statements", 0) or t.get("num_branches", 0)):
-        # modules never imported count as fully uncovered: scale the measured total by their size
+        # modules none of whose lines ran count as fully uncovered: scale the measured total by their size
         unmeasured = sum(_size(Path(modules[m])) for m in never)
         covered = float(t.get("percent_covered", 0.0)) / 100 * (t["num_statements"] + t.get("num_branches", 0))
         percent = 100 * covered / (t["num_statements"] + t.get("num_branches", 0) + unmeasured)
