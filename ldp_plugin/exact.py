@@ -8,7 +8,9 @@ Privacy maps must never under-report the privacy loss. This module provides
 * :func:`ratio_within_exp`: an exact test ``r <= e**epsilon`` for a rational ``r``;
 * :func:`epsilon_of_ratio`: the smallest float ``ε`` with ``e**ε >= r`` (ln rounded *up*);
 * :func:`float_up`: a rational rounded up to the next float;
-* :func:`scale_epsilon_up`: ``d_in * ε`` rounded up (the population privacy map).
+* :func:`scale_epsilon_up`: ``d_in * ε`` rounded up (the population privacy map);
+* :func:`charge_up`: the ε a ledger charges for what a mechanism realizes, an exact ``Fraction``
+  rounded up (the float's exact binary value, never its decimal text).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ __all__ = [
     "epsilon_of_ratio",
     "float_up",
     "scale_epsilon_up",
+    "charge_up",
     "TWO64",
 ]
 
@@ -91,3 +94,25 @@ def epsilon_of_ratio(ratio: Fraction) -> float:
 def scale_epsilon_up(d_in: int, epsilon: float) -> float:
     """``d_in * epsilon`` rounded up to a float (never below the exact product)."""
     return float_up(Fraction(epsilon) * d_in)
+
+
+def charge_up(epsilon: float, realized_ratio: Fraction | None = None) -> Fraction:
+    """The ε a ledger, a device or a report header charges for a mechanism built with the float
+    ``epsilon``: an exact ``Fraction``, rounded **up** from what the mechanism realizes.
+
+    The constructor verifies the realized worst-case ratio against ``e**epsilon`` for the float's
+    exact binary value, so that value is charged — never the float's shorter decimal text, which
+    can lie below it (``Fraction("0.1") < Fraction(0.1)`` by 5.6e-18, and the realized ln-ratio can
+    sit in between). With ``realized_ratio`` given, the charge is at least ``ln(realized_ratio)``
+    rounded up to a float (:func:`epsilon_of_ratio`): a mechanism realizing more than it declares
+    is still charged what it realizes. Every charge is a float's exact value (``float(c) == c``).
+    """
+    if isinstance(epsilon, bool) or not isinstance(epsilon, (int, float, Fraction)) or not math.isfinite(float(epsilon)):
+        raise ValueError(f"epsilon must be a finite number (got {epsilon!r})")
+    e = float(epsilon)
+    if Fraction(e) < Fraction(epsilon):  # an exact value between floats: round up to the next float
+        e = math.nextafter(e, math.inf)
+    out = Fraction(e)
+    if realized_ratio is not None:
+        out = max(out, Fraction(epsilon_of_ratio(Fraction(realized_ratio))))
+    return out

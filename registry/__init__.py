@@ -24,7 +24,7 @@ from ._loader import (
     unregister_all,
 )
 from ._register import register
-from ._verify import VerificationResult, verify, verify_exact, verify_instance
+from ._verify import VerificationResult, edge_rows, verify, verify_exact, verify_instance, verify_name
 from ._suite import seeded_declaration_bugs, self_test, wrapper_instances
 
 __all__ = [
@@ -43,6 +43,8 @@ __all__ = [
     "verify",
     "verify_exact",
     "verify_instance",
+    "verify_name",
+    "edge_rows",
     "self_test",
     "wrapper_instances",
     "seeded_declaration_bugs",

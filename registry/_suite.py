@@ -15,7 +15,7 @@ from ldp_plugin.verification.layers import FAMILY_ALPHA
 from ldp_plugin.verification.seeded_bugs import seeded_bugs
 
 from ._loader import load_registry
-from ._verify import verify, verify_instance
+from ._verify import failed_layers, verify, verify_instance
 
 __all__ = ["self_test", "wrapper_instances", "seeded_declaration_bugs"]
 
@@ -30,10 +30,7 @@ def self_test(*, seed: int = 0, quick: bool = False) -> list[dict]:
     for i, (name, mech, expected) in enumerate(bugs):
         instance = mech.params()
         r = verify_instance(mech, name=name, instance=instance, seed=seed + 104729 * i, quick=quick, alpha=FAMILY_ALPHA / n_bugs)
-        keys = (("exact", "exact"), ("sampling-path", "sampling_path"), ("goodness-of-fit", "goodness_of_fit"),
-                ("rates", "rates"), ("joint", "joint"), ("audit", "audit"), ("transcript", "transcript"),
-                ("production", "production"), ("positions", "positions"), ("entry-points", "entry_points"))
-        caught_by = [layer for layer, key in keys if key in r and not r[key]["passed"]]
+        caught_by = failed_layers(r)
         r.update({"seeded_bug": True, "caught": bool(caught_by), "caught_by": caught_by, "expected_layers": list(expected)})
         rows.append(r)
     rows += _declaration_bug_rows(decl_bugs, seed=seed, quick=quick, alpha=FAMILY_ALPHA / n_bugs)

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from ldp_plugin.exact import epsilon_of_ratio, ratio_within_exp
 from ldp_plugin.verification.client_channel import client_channel_check
-from ldp_plugin.verification.draws import DRAW_LAYERS, random_instances
+from ldp_plugin.verification.draws import DRAW_LAYERS, DRAWS_FULL, DRAWS_QUICK, edge_instances, random_instances
 from ldp_plugin.verification.entry_points import entry_points_layer
 from ldp_plugin.verification.layers import FAMILY_ALPHA, audit_layer, exact_layer, gof_layer
 from ldp_plugin.verification.positions import positions_layer
@@ -20,7 +20,25 @@ from ldp_plugin.mechanisms.protocol import Keyed, has
 
 from ._loader import ALL_LAYERS, Declaration
 
-__all__ = ["verify", "verify_instance", "verify_exact", "VerificationResult"]
+__all__ = ["verify", "verify_name", "edge_rows", "verify_instance", "verify_exact", "VerificationResult", "LAYER_KEYS", "failed_layers"]
+
+#: each layer's name and the key of its result in a row of :func:`verify_instance`
+LAYER_KEYS = (("exact", "exact"), ("sampling-path", "sampling_path"), ("goodness-of-fit", "goodness_of_fit"),
+              ("rates", "rates"), ("joint", "joint"), ("audit", "audit"), ("transcript", "transcript"),
+              ("production", "production"), ("positions", "positions"), ("entry-points", "entry_points"))
+
+
+def failed_layers(row: dict) -> list:
+    """The layers a row of :func:`verify_instance` failed."""
+    return [layer for layer, key in LAYER_KEYS if key in row and not row[key]["passed"]]
+
+
+def verify_name(decl: Declaration, *, seed: int = 0, quick: bool = False, alpha: float | None = None) -> list[dict]:
+    """What ``ldp verify [--quick] NAME`` runs on one declaration — every layer on every canonical
+    instance and the random parameter draws (:data:`DRAWS_QUICK` / :data:`DRAWS_FULL`) — and what
+    :func:`ldp_plugin.registry.register` runs before it accepts a mechanism: one function, so a
+    mechanism ``ldp verify`` would flag is refused at registration."""
+    return verify(decl, seed=seed, quick=quick, alpha=alpha, draws=DRAWS_QUICK if quick else DRAWS_FULL)
 
 
 def verify(
@@ -35,21 +53,40 @@ def verify(
     """All three verification layers on every canonical instance of ``decl``; one row each with
     ``name, instance, declared_epsilon, realized_epsilon, audit_epsilon_lower_bound,
     audit_samples, passed`` and the per-layer details. ``alpha`` is this declaration's share of
-    the family-wise false-alarm rate (default ``10⁻⁶`` split over its instances). ``draws``: that
-many random parameter draws (:mod:`ldp_plugin.verification.draws`, seeded by ``seed``) are added,
-checked by the exact and sampling-path layers (rows with ``random_draw: True``)."""
+    the family-wise false-alarm rate (default ``10⁻⁶`` split over its instances). ``draws``: the edges
+of every declared parameter domain first (:func:`edge_rows`: the exact layer inside, refusal just
+outside), then that many random parameter draws (:mod:`ldp_plugin.verification.draws`, seeded by
+``seed``), checked by the exact and sampling-path layers (rows with ``random_draw: True``)."""
     cls = decl.mechanism_class()
     a = (alpha if alpha is not None else FAMILY_ALPHA) / len(decl.canonical)
     rows = []
     for i, inst in enumerate(decl.canonical):
         mech = cls(**inst)
         rows.append(verify_instance(mech, name=decl.name, instance=dict(inst), seed=seed + 7919 * i, quick=quick, alpha=a, layers=layers, rates_target=i == 0))
-    if draws:  # random parameter draws beyond the canonical instances: exact and sampling-path layers
+    if draws:  # the edges of every declared domain first, then random draws beyond the canonical instances
+        rows += edge_rows(decl) if "exact" in layers else []
         for j, (inst, mech) in enumerate(random_instances(decl, seed=seed, count=draws)):
             r = verify_instance(mech, name=decl.name, instance=inst, seed=seed + 104_729 * (j + 1), quick=quick, alpha=a,
                                 layers=tuple(x for x in DRAW_LAYERS if x in layers))
             r["random_draw"] = True
             rows.append(r)
+    return rows
+
+
+def edge_rows(decl: Declaration) -> list[dict]:
+    """The edges of each declared parameter domain (:func:`~ldp_plugin.verification.draws.edge_instances`):
+    every instance at an end of a domain through the exact layer, and every value just outside one,
+    which the constructor must refuse (rows with ``edge``; ``random_draw`` so reports group them)."""
+    inside, outside = edge_instances(decl)
+    rows = []
+    for inst, mech, edge in inside:
+        r = verify_instance(mech, name=decl.name, instance=inst, layers=("exact",))
+        r.update({"random_draw": True, "edge": edge})
+        rows.append(r)
+    for inst, edge, refusal in outside:
+        eps = inst.get("epsilon", inst.get("epsilon_perm"))
+        rows.append({"name": decl.name, "instance": inst, "declared_epsilon": float(eps) if isinstance(eps, (int, float)) else float("nan"),
+                     "realized_epsilon": float("nan"), "random_draw": True, "edge": edge, "refusal": refusal, "passed": bool(refusal["refused"])})
     return rows
 
 

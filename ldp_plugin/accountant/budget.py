@@ -16,6 +16,7 @@ import numpy as np
 
 from .._errors import LDPParameterError
 from ..mechanisms import Mechanism
+from ..mechanisms.charge import report_charge
 
 
 PERIODS = ("day", "hour", "week")
@@ -186,6 +187,6 @@ def _cost_of(measurement: Any, d_in: int) -> tuple[Fraction, str, dict]:
         eps = measurement.map(d_in)
         return as_fraction(float(eps)), "opendp-measurement", {"input_metric": str(measurement.input_metric)}
 
-    if isinstance(measurement, Mechanism):  # its spec (categories and their order included)
-        return as_fraction(float(measurement.epsilon)) * d_in, str(measurement.name), measurement.spec()
+    if isinstance(measurement, Mechanism):  # its spec (categories and their order included); the one charge rule
+        return as_fraction(report_charge(measurement)) * d_in, str(measurement.name), measurement.spec()
     return as_fraction(measurement) * d_in, "epsilon", {}

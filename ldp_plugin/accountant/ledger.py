@@ -355,7 +355,7 @@ class Accountant(_Releases, _OpenDPInterop, _ShuffleClaims):
         """Atomically check and spend the query's ε on the touched cohorts (before any release).
 
         ``measurement``: an OpenDP measurement (its cost is ``map(d_in)``; ``max_divergence``), an
-        ldp_plugin mechanism (its ``epsilon``), or a number. A query id already in the ledger is
+        ldp_plugin mechanism (its :func:`~ldp_plugin.mechanisms.charge.report_charge`: the float ε's exact value), or a number. A query id already in the ledger is
         charged once: the same ε/cohorts/mechanism return the existing record (``retried=True``);
         anything else is an error.
         """

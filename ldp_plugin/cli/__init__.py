@@ -153,6 +153,9 @@ def build_parser(command_name: Optional[str] = None) -> argparse.ArgumentParser:
     v.add_argument("--json", action="store_true", help="one JSON document on stdout (no progress bar)")
     v.add_argument("--client", choices=("python", "typescript"), default="python",
                    help="which client to verify: the Python client (default) or the TypeScript client under Node (exact channel and goodness of fit)")
+    v.add_argument("--coverage", action="store_true", help="measure branch coverage of every privacy-path module during the run (coverage.py)")
+    v.add_argument("--coverage-min", type=float, default=None, metavar="PCT",
+                   help="with --coverage: fail below this branch coverage (default 95 for a full run; a quick run only reports)")
     v.set_defaults(func=command("verify"))
 
     sv = sub.add_parser("serve", help="HTTPS ingestion endpoint: serve a plan's queries to devices (browsers, phones) and collect their reports")

@@ -7,14 +7,38 @@ import os
 
 from .._errors import LDPParameterError
 from ._common import registry as _registry_of
-from ..registry import self_test, verify, verify_instance, wrapper_instances
+from ..registry import self_test, verify_instance, verify_name, wrapper_instances
 from ..verification import FAMILY_ALPHA, save_status
+from ..verification.privacy_paths import COVERAGE_MIN, measure
 from ..progress import progress
-from ..verification.draws import DRAWS_FULL, DRAWS_QUICK
 from ..verification.typescript_client import typescript_self_test, verify_typescript
 
 
-def _markdown_report(rows: list, *, quick: bool, seed: int, seconds: float) -> str:
+def _edge_text(param: str, values: list) -> str:
+    """``d: 2…8`` (numbers: the range drawn) or ``oracle: auto, krr, oue`` (choices, lists)."""
+    nums = [v for v in values if isinstance(v, (int, float)) and not isinstance(v, bool)]
+    other = sorted({str(v) for v in values if v not in nums})
+    parts = ([f"{min(nums):g}…{max(nums):g}"] if nums else []) + other
+    return f"{param}: {', '.join(parts)}"
+
+
+def _coverage_lines(coverage: dict) -> list:
+    """The coverage section: the total, the threshold, and every module's uncovered lines."""
+    need = coverage.get("threshold")
+    lines = ["", "## Branch coverage of the privacy-path modules", "",
+             f"Measured with coverage.py (statements and branches) on this run, in this process (the production layer's worker",
+             f"processes are not traced): **{coverage['percent']:.1f}%** of {len(coverage['modules'])} modules selected by what they do",
+             "(they import the sampling layer, or call or define a client entry point: `ldp_plugin.verification.privacy_paths`)"
+             + (f"; required {need:g}%: **{'met' if coverage['passed'] else 'NOT met'}**." if need is not None else "; no threshold (quick run)."), "",
+             "| module | coverage | uncovered lines |", "|---|---|---|"]
+    for mod, r in sorted(coverage["modules"].items(), key=lambda kv: kv[1]["percent"]):
+        missing = r["missing_lines"]
+        missing = missing if len(missing) <= 160 else missing[:157] + "..."
+        lines.append(f"| {mod} | {r['percent']:.1f}% | {missing or '-'} |")
+    return lines
+
+
+def _markdown_report(rows: list, *, quick: bool, seed: int, seconds: float, coverage: dict | None = None) -> str:
     lines = [
         "# ldp-plugin verification report",
         "",
@@ -28,13 +52,19 @@ def _markdown_report(rows: list, *, quick: bool, seed: int, seconds: float) -> s
         "per batch), black-box audit;",
         "production path (the secure source on AES-CTR, split across workers, on the numba and numpy kernels: the paths",
         "that ran), positions (the realized channel rebuilt from every source call at its position), entry points (the",
-        "public randomize on labels, numbers, sets and user keys).",
-        "Rows marked (random draw) are seeded random parameter draws beyond the canonical instances (exact and sampling-path layers).",
+        "public randomize on labels, numbers, sets, tuples, key-value sets and user keys, one driver per input kind;",
+        "randomize_one against the batch path; every report through the wire and back), transcript (keyed mechanisms: the",
+        "exact worst case over every pair of histories vs the ledger's charge).",
+        "Rows marked (random draw) are seeded random parameter draws beyond the canonical instances (exact and sampling-path layers);",
+        "the edges of every declared parameter domain are drawn first (summarized per name below the table).",
         "",
         "| name | instance | declared ε | realized ε (exact) | sampling path | GOF min p | rates (detects) | joint min p | audit ε lower bound | audit samples | production paths ran | positions / entry points | passed |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
+    edges = [r for r in rows if "edge" in r]
     for r in rows:
+        if "edge" in r:  # summarized per name below
+            continue
         a = r.get("audit", {})
         g = r.get("goodness_of_fit", {})
         inst = ", ".join(f"{k}={v}" for k, v in r["instance"].items()) + (" (random draw)" if r.get("random_draw") else "")
@@ -52,10 +82,26 @@ def _markdown_report(rows: list, *, quick: bool, seed: int, seconds: float) -> s
             f"{g.get('min_p_value', float('nan')):.3g} | {rt_txt} | {jt_txt} | {a.get('audit_epsilon_lower_bound', float('nan')):.4g} | "
             f"{a.get('audit_samples', 0):,} | {pr_txt} | {po_txt} / {ep_txt} | {status} |"
         )
+    if edges:  # the edges of every declared parameter domain: exact layer inside, refusal just outside
+        lines += ["", "Edges of each declared parameter domain (registry `domain`): the instances at the low and high end that the",
+                  "exact layer enumerates (sizes: up to the enumerable cap), every choice, the shortest/longest list and smallest/largest",
+                  "subset (exact layer), and the values just outside each end, which the constructor must refuse.", "",
+                  "| name | parameters drawn at their edges | inside (exact ok) | outside (refused) | passed |", "|---|---|---|---|---|"]
+        for name in sorted({r["name"] for r in edges}):
+            mine = [r for r in edges if r["name"] == name]
+            by: dict = {}
+            for r in mine:
+                if "refusal" not in r:
+                    by.setdefault(r["edge"]["parameter"], []).append(r["edge"]["value"])
+            drawn = "; ".join(_edge_text(p, v) for p, v in by.items())
+            inside = [r for r in mine if "refusal" not in r]
+            outside = [r for r in mine if "refusal" in r]
+            lines.append(f"| {name} | {drawn} | {sum(r['passed'] for r in inside)}/{len(inside)} | "
+                         f"{sum(r['passed'] for r in outside)}/{len(outside)} | {'yes' if all(r['passed'] for r in mine) else 'NO'} |")
     keyed = [r for r in rows if "transcript" in r]
     if keyed:  # repeated collections of the keyed mechanisms: exact transcript loss vs the ledger's charge
-        lines += ["", "Transcript layer (keyed mechanisms): exact worst loss over every transcript of T collections vs what the ledger",
-                  "charges, user level (any two histories of one user) and value level (same change pattern).", "",
+        lines += ["", "Transcript layer (keyed mechanisms): exact worst loss over every pair of histories and every transcript of T",
+                  "collections vs what the ledger charges, user level (any two histories of one user) and value level (same change pattern).", "",
                   "| name | instance | T | user: exact / charged | value: exact / charged | passed |", "|---|---|---|---|---|---|"]
         for r in keyed:
             tr = r["transcript"]
@@ -63,6 +109,8 @@ def _markdown_report(rows: list, *, quick: bool, seed: int, seconds: float) -> s
             cell = lambda x: f"{x['exact_loss']:.4g} / {'refused' if x['charged'] is None else format(x['charged'], '.4g')}"  # noqa: E731
             inst = ", ".join(f"{k}={v}" for k, v in r["instance"].items())
             lines.append(f"| {r['name']} | {inst} | {tr['T_max']} | {cell(top['user'])} | {cell(top['value'])} | {'yes' if tr['passed'] else 'NO'} |")
+    if coverage is not None:
+        lines += _coverage_lines(coverage)
     return "\n".join(lines) + "\n"
 
 
@@ -94,29 +142,44 @@ def cmd_verify(args) -> int:
     t0 = time.perf_counter()
     share = FAMILY_ALPHA / len(names)
 
-    rows = [r for i, n in enumerate(progress(names, total=len(names), desc="ldp verify", unit="mechanism"))
-            for r in verify(reg[n], seed=args.seed + 1_000_003 * i, quick=args.quick, alpha=share, draws=DRAWS_QUICK if args.quick else DRAWS_FULL)]
-    if not args.names:  # the wrappers, verified through their own exact channels and real clients
+    def run() -> list:
+        rows = [r for i, n in enumerate(progress(names, total=len(names), desc="ldp verify", unit="mechanism"))
+                for r in verify_name(reg[n], seed=args.seed + 1_000_003 * i, quick=args.quick, alpha=share)]
+        if not args.names:  # the wrappers, verified through their own exact channels and real clients
+            for j, (wname, mech) in enumerate(wrapper_instances()):
+                rows.append(verify_instance(mech, name=wname, instance=mech.params(), seed=args.seed + 7_000_001 * (j + 1), quick=args.quick, alpha=share))
+        return rows
 
-
-        for j, (wname, mech) in enumerate(wrapper_instances()):
-            rows.append(verify_instance(mech, name=wname, instance=mech.params(), seed=args.seed + 7_000_001 * (j + 1), quick=args.quick, alpha=share))
+    coverage = None
+    if getattr(args, "coverage", False):  # branch coverage of every privacy-path module, measured on this run
+        rows, coverage = measure(run)
+        least = args.coverage_min if args.coverage_min is not None else (None if args.quick else COVERAGE_MIN)
+        coverage.update({"threshold": least, "passed": least is None or coverage["percent"] >= least})
+    else:
+        rows = run()
     save_status(rows, quick=args.quick, seed=args.seed)
     bugs = self_test(seed=args.seed, quick=args.quick) if args.self_test else []
     seconds = time.perf_counter() - t0
-    ok = all(r["passed"] for r in rows) and all(b["caught"] for b in bugs)
+    ok = all(r["passed"] for r in rows) and all(b["caught"] for b in bugs) and (coverage is None or coverage["passed"])
     if args.report:
         from pathlib import Path
 
-        Path(args.report).write_text(_markdown_report(rows + bugs, quick=args.quick, seed=args.seed, seconds=seconds))
+        Path(args.report).write_text(_markdown_report(rows + bugs, quick=args.quick, seed=args.seed, seconds=seconds, coverage=coverage))
     if args.json:
         out = {"passed": ok, "seconds": round(seconds, 2), "quick": args.quick, "seed": args.seed, "results": rows}
+        if coverage is not None:
+            out["coverage"] = coverage
         if bugs:
             out["seeded_bugs"] = bugs
         print(json.dumps(out, indent=1, default=str))
     else:
         for r in rows + bugs:
             a = r.get("audit", {})
+            if "edge" in r and not r.get("seeded_bug"):  # an end of a declared domain (or just past it)
+                e = r["edge"]
+                print(f"{r['name']:<22} edge {e['parameter']}={e['value']!r} ({e['at']}) "
+                      f"{'refused' if r.get('refusal', {}).get('refused') else 'exact' if 'refusal' not in r else 'NOT REFUSED'} {'PASS' if r['passed'] else 'FAIL'}")
+                continue
             if r.get("random_draw") and not r.get("seeded_bug"):  # exact and sampling-path layers only
                 print(f"{r['name']:<22} {str(r['instance']):<48} eps={r['declared_epsilon']:<6g} realized={r['realized_epsilon']:<10.6g} "
                       f"(random draw: exact, sampling path) {'PASS' if r['passed'] else 'FAIL'}")
@@ -134,7 +197,10 @@ def cmd_verify(args) -> int:
                 txt = "; ".join(f"{rel} level T={top}: exact {x['exact_loss']:.4g} vs charged "
                                 f"{'refused' if x['charged'] is None else format(x['charged'], '.4g')}"
                                 for rel in ("user", "value") for x in [tr[(rel, top)]])
-                print(f"    transcript {'ok' if r['transcript']['passed'] else 'FAIL'} (T <= {top}, worst pairs): {txt}")
+                print(f"    transcript {'ok' if r['transcript']['passed'] else 'FAIL'} (T <= {top}, every history): {txt}")
+        if coverage is not None:
+            print(f"branch coverage of {len(coverage['modules'])} privacy-path modules: {coverage['percent']:.1f}%"
+                  + (f" (required {coverage['threshold']:g}%: {'ok' if coverage['passed'] else 'BELOW'})" if coverage["threshold"] is not None else ""))
         print(f"{'all passed' if ok else 'FAILURES'} in {seconds:.1f} s")
     return 0 if ok else 1
 

@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from .._errors import LDPParameterError
+from ..mechanisms.charge import collection_charge
 from ..progress import status
 from .._boundary.workload import check_work
 from ..simulate import parse_params
@@ -37,7 +38,7 @@ from .sealed import generate_analyzer_keys
 from .shuffler import BatchBelowMinimum
 from .results import summary_path
 from ..accountant import Accountant, Population
-from ..mechanisms.protocol import InputKind, Keyed, has
+from ..mechanisms.protocol import InputKind
 
 __all__ = ["add_parsers", "cmd_federated", "new_project"]
 
@@ -295,7 +296,7 @@ def _check_simulation(args, mech: Any, d: int) -> None:
 
 def _check_policy(policy: Any, mech: Any) -> None:
     """Every simulated device would refuse the first collection: say so before Flower starts."""
-    charge = mech.collection_cost(1) if has(mech, Keyed) else Fraction(repr(float(mech.epsilon)))
+    charge = collection_charge(mech, 1)
     if charge > policy.max_epsilon_per_query:
         raise LDPParameterError(f"--max-epsilon {float(policy.max_epsilon_per_query):g} is below the query's charge of "
                                 f"{float(charge):.6g} per collection: every device would refuse it (raise --max-epsilon or lower the query's epsilon)")

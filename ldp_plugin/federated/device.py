@@ -66,6 +66,8 @@ import numpy as np
 from .._errors import LDPInputError, LDPParameterError
 from ..accountant import Accountant, Population
 from ..accountant.budget import LedgerError
+from ..exact import charge_up
+from ..mechanisms.charge import report_charge
 from ..mechanisms.lifetime import UnboundedLossError
 from ..mechanisms.protocol import Keyed, has
 from ..mechanisms.reports import to_wire_each
@@ -229,7 +231,7 @@ class DeviceFleet:
                 disc = DiscoveryLevel.from_field(query.discovery)
             except LDPParameterError:
                 return _reply(n, "malformed_query")
-            if disc.check_spec(query.spec) is not None or Fraction(repr(float(disc.protocol.epsilon_per_user))) != query.epsilon_exact:
+            if disc.check_spec(query.spec) is not None or charge_up(disc.protocol.epsilon_per_user) != query.epsilon_exact:
                 return _reply(n, "malformed_query")
             name, params = disc.method, {}
         reason = self.policy.refusal(name, query.epsilon_exact, params.get("relation"))
@@ -260,7 +262,7 @@ class DeviceFleet:
             return _reply(n, reason)
         if disc is not None:
             return self._respond_discovery(query, disc, mech, qid)
-        eps = query.epsilon_exact
+        eps = report_charge(mech)  # what the mechanism realizes, rounded up (the ledger's rule)
         if has(mech, Keyed):
             try:
                 eps = self._series_charge(query, mech)  # the worst-case lifetime increment, not ε of one report
@@ -313,7 +315,7 @@ class DeviceFleet:
             refused["other_group"] = int((~member).sum())
         if int((member & done).sum()):
             refused["already_answered"] = int((member & done).sum())
-        eps = query.epsilon_exact
+        eps = report_charge(mech)
         remaining = self.ledger.remaining_by_cohort()
         fit = [int(i) for i in np.flatnonzero(member & ~done) if remaining[int(i)] >= eps]
         short = int((member & ~done).sum()) - len(fit)

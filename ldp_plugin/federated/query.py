@@ -9,6 +9,7 @@ from fractions import Fraction
 from typing import Any, Optional
 
 from .._errors import LDPInputError, LDPParameterError
+from ..exact import charge_up
 from ..registry import from_spec
 
 __all__ = ["QUERY_VERSION", "Query"]
@@ -26,7 +27,7 @@ class Query:
 
     query_id: str
     spec: dict
-    epsilon: str  # exact decimal text (the device parses it with Fraction)
+    epsilon: str  # decimal text naming the mechanism's float ε (charged as that float's exact value)
     cohort_policy: str = "none"
     period: Optional[str] = None
     min_batch: int = 1
@@ -58,13 +59,16 @@ class Query:
 
     @property
     def epsilon_exact(self) -> Fraction:
-        return Fraction(str(self.epsilon))
+        """The exact binary value of the float the text names — the ε the mechanism is built with
+        and realizes against (never the decimal text's value, which can lie below it); equal to
+        :func:`ldp_plugin.mechanisms.charge.report_charge` of :meth:`mechanism`, which a device charges."""
+        return charge_up(float(Fraction(str(self.epsilon))))
 
     def mechanism(self):
         """The mechanism, rebuilt from the spec by the registry (only registered constructors)."""
         if self._mechanism is None:
             mech = from_spec(self.spec)
-            if Fraction(repr(float(mech.epsilon))) != self.epsilon_exact:
+            if charge_up(mech.epsilon) != self.epsilon_exact:
                 raise LDPInputError("the query's epsilon differs from its mechanism's epsilon")
             object.__setattr__(self, "_mechanism", mech)
         return self._mechanism

@@ -190,6 +190,8 @@ class MechanismBase(Mechanism, metaclass=_CheckedArguments):
         return np.array([value], dtype=object if getattr(self, "categories", None) is not None else None)
 
     def _report_of_one(self, reports: Any) -> Any:
+        if isinstance(reports, tuple):  # several report columns (dBitFlipPM: buckets, bits): one row of each
+            return tuple(r[0] for r in reports)
         return reports[0]
 
     def with_categories(self, categories: Any) -> "Mechanism":

@@ -1,4 +1,14 @@
-"""Random parameter draws beyond the canonical instances (issue 32).
+"""Parameter draws beyond the canonical instances: the **edges** of every declared domain first
+(:func:`edge_instances`, from each parameter's registry ``domain``: :mod:`.domains`), then random
+draws.
+
+Edges: each parameter at the low and the high end of its declared domain that the exact layers
+enumerate (a size's high end: the largest value up to :data:`.domains.ENUM_CAP`; an ε's: the most
+extreme value in ``[1e-6, 700]`` the constructor accepts, by bisection; a seed's: both declared
+ends), every choice, the shortest / longest / widest list and the smallest / largest subset — and
+the values just outside each end, which the constructor must refuse (a ``ValueError``). A
+parameter tied to another (a distribution over the ``d`` inputs) keeps its canonical value and its
+declaration says why. :func:`draw_coverage` lists, per parameter, what was drawn.
 
 The canonical instances of ``registry/*.toml`` are a handful of round parameters; a mistake that
 shows only at another ε (a rounding that fits ``ε = 1.0`` but not ``ε = 1.37``), another domain
@@ -31,8 +41,9 @@ from typing import Any, Optional
 import numpy as np
 
 from .._errors import LDPParameterError
+from .domains import declaration_domains, float_ends, int_edges, resolve
 
-__all__ = ["random_instances", "SMALL_BOUNDS", "DRAW_LAYERS", "DRAWS_FULL", "DRAWS_QUICK"]
+__all__ = ["random_instances", "edge_instances", "draw_coverage", "SMALL_BOUNDS", "DRAW_LAYERS", "DRAWS_FULL", "DRAWS_QUICK"]
 
 #: the layers ``ldp verify`` runs on every draw (:func:`ldp_plugin.registry.verify`)
 DRAW_LAYERS = ("exact", "sampling-path")
@@ -142,4 +153,141 @@ def random_instances(decl: Any, *, seed: int, count: int, tries: int = 40) -> li
             continue
         seen.append(inst)
         out.append((inst, mech))
+    return out
+
+
+# -- the edges of each declared domain, visited first ---------------------------------------------
+def _build(cls: Any, inst: dict) -> Optional[Any]:
+    try:
+        return cls(**inst)
+    except (LDPParameterError, TypeError, ValueError, OverflowError):
+        return None
+
+
+def _refusal(cls: Any, inst: dict, name: str) -> dict:
+    """Build an instance just outside ``name``'s domain: it must be refused (a ValueError,
+    :class:`LDPParameterError` included); ``names_parameter``: the message names the parameter."""
+    try:
+        cls(**inst)
+    except (LDPParameterError, ValueError) as e:
+        return {"refused": True, "names_parameter": name in str(e)}
+    except Exception as e:  # a crash is not a refusal
+        return {"refused": False, "error": type(e).__name__}
+    return {"refused": False}
+
+
+def _float_edge(cls: Any, base: dict, name: str, v0: float, end: float, is_open: bool) -> Optional[tuple]:
+    """The value nearest ``end`` the constructor accepts (bisection from the canonical ``v0``)."""
+    cand = math.nextafter(end, v0) if is_open else end
+    m = _build(cls, {**base, name: cand})
+    if m is not None:
+        return cand, m
+    good, bad = v0, cand
+    log = v0 > 0 and cand > 0
+    for _ in range(24):
+        mid = math.sqrt(good * bad) if log else (good + bad) / 2
+        if mid in (good, bad):
+            break
+        if _build(cls, {**base, name: mid}) is not None:
+            good = mid
+        else:
+            bad = mid
+    if good == v0:
+        return None
+    good = float(f"{good:.6g}") if _build(cls, {**base, name: float(f"{good:.6g}")}) is not None else good
+    return good, _build(cls, {**base, name: good})
+
+
+def _inside(cls: Any, base: dict, name: str, values: list) -> Optional[tuple]:
+    """The first value of ``values`` that builds and whose channel can be enumerated."""
+    for v in values:
+        m = _build(cls, {**base, name: v})
+        if m is not None and _enumerable(m):
+            return v, m
+    return None
+
+
+def edge_instances(decl: Any, *, every_base: bool = False) -> tuple:
+    """``(inside, outside)`` for every parameter with a declared domain (:mod:`.domains`), from every
+    canonical instance: ``inside`` = ``(instance, mechanism, edge)`` at the low and high end of the
+    domain that builds and can be enumerated (every choice; the shortest and longest list; the
+    smallest and largest subset); ``outside`` = ``(instance, edge, refusal)`` just past each end,
+    which the constructor must refuse. ``edge`` = ``{parameter, at, value}``. Each edge is taken
+    from the first canonical instance that reaches it (``every_base``: from each)."""
+    cls = decl.mechanism_class()
+    inside, outside, seen = [], [], set()
+    for pname, dom in declaration_domains(decl).items():
+        if dom is None or dom.kind == "tied":
+            continue
+        for base in decl.canonical:
+            base = dict(base)
+            if pname not in base and dom.kind in ("subset", "list"):
+                continue
+            canon = _build(cls, base)
+            env = {k: getattr(canon, k) for k in decl.parameters if isinstance(getattr(canon, k, None), (int, float))}
+            env.update({k: v for k, v in base.items() if isinstance(v, (int, float)) and not isinstance(v, bool)})
+            found: list = []  # (at, value, mechanism)
+            out_vals: list = []
+            if dom.kind == "int":
+                low_end, highs, out_vals = int_edges(dom, env, pname)
+                low = None if low_end is None else _inside(cls, base, pname, [v for v in (low_end, low_end + 1, low_end + 2) if not highs or v <= highs[0]])
+                found += [("low", *low)] if low else []
+                high = _inside(cls, base, pname, list(highs))  # descending from the enumerable cap
+                high = high if high or highs else low  # a one-value domain: its low end is its high end
+                found += [("high", *high)] if high else []
+            elif dom.kind == "float":
+                lo, hi, out_vals = float_ends(dom, env, pname)
+                v0 = base.get(pname, getattr(canon, pname, None))
+                if isinstance(v0, (int, float)) and not isinstance(v0, bool) and lo is not None:
+                    lo_open, hi_open = dom.extra.get("open", (True, True))
+                    for at, end, is_open in (("low", lo, lo_open and lo == resolve(dom.lo, env)), ("high", hi, hi_open and hi == resolve(dom.hi, env))):
+                        if math.isfinite(end):
+                            e = _float_edge(cls, base, pname, float(v0), end, is_open)
+                            if e is not None and _enumerable(e[1]):
+                                found.append((at, *e))
+            elif dom.kind == "subset":
+                d = int(env.get(dom.ref, 0))
+                found += [(at, v, m) for at, v in (("single", [0]), ("largest", list(range(d - 1)))) if (m := _build(cls, {**base, pname: v})) is not None]
+                out_vals = [[], list(range(d))]
+            elif dom.kind == "list":
+                e_lo = int(dom.each[0]) if dom.each and dom.each[0] is not None else 1
+                e_hi = int(dom.each[1]) if dom.each and dom.each[1] is not None else e_lo
+                n_lo, n_hi = int(dom.lo), int(dom.hi)
+                shortest = _inside(cls, base, pname, [[e_lo] * n_lo])
+                longest = _inside(cls, base, pname, [[e_lo] * n for n in range(min(n_hi, 12), n_lo, -1)])
+                widest = _inside(cls, base, pname, [[v] + [e_lo] * (n_lo - 1) for v in (64, 32, 16, 8, 4, 3) if e_lo < v <= e_hi])
+                found += [(at, *x) for at, x in (("shortest", shortest), ("longest", longest), ("widest", widest)) if x]
+                out_vals = [[e_lo] * (n_lo - 1), [e_lo - 1] + [e_lo] * (n_lo - 1)]
+            for c in dom.choices:
+                m = _build(cls, {**base, pname: c})
+                if m is not None and _enumerable(m):
+                    found.append(("choice", c, m))
+            if dom.choices:
+                out_vals = list(out_vals) + ["not-a-" + pname]
+            for at, v, m in found:
+                inst = {**base, pname: v}
+                key = repr(sorted(inst.items())) if every_base else repr((pname, at, v if at == "choice" else None))
+                if key not in seen:
+                    seen.add(key)
+                    inside.append((inst, m, {"parameter": pname, "at": at, "value": v}))
+            for v in out_vals:
+                inst = {**base, pname: v}
+                key = "out" + (repr(sorted(inst.items())) if every_base else repr((pname, v)))
+                if key not in seen:
+                    seen.add(key)
+                    outside.append((inst, {"parameter": pname, "at": "outside", "value": v}, _refusal(cls, inst, pname)))
+    return inside, outside
+
+
+def draw_coverage(decl: Any) -> dict:
+    """Per declared parameter: its domain and the values the edge draws took inside it
+    (``{parameter: {"domain": ..., "drawn": {at: [values]}, "refused_outside": [values], "not_refused": [values]}}``)."""
+    inside, outside = edge_instances(decl)
+    out: dict = {}
+    for pname, dom in declaration_domains(decl).items():
+        out[pname] = {"domain": None if dom is None else dom.kind, "reason": "" if dom is None else dom.reason, "drawn": {}, "refused_outside": [], "not_refused": []}
+    for _inst, _m, e in inside:
+        out[e["parameter"]]["drawn"].setdefault(e["at"], []).append(e["value"])
+    for _inst, e, r in outside:
+        out[e["parameter"]]["refused_outside" if r["refused"] else "not_refused"].append(e["value"])
     return out

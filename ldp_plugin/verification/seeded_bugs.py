@@ -18,6 +18,8 @@ suite run the layers on them.
 | ``SharedNoisePairsRAPPOR`` | users 2i and 2i+1 share one randomization (each marginal exact) | ∞ jointly | joint |
 | ``LastBitOUE`` | the last bit is never randomized (OpenDP's bit-vector RR before 0.15) | ∞ | sampling path, goodness of fit |
 | ``ValueChargedAsUserLGRR`` | L-GRR whose ledger charge at ``relation="user"`` is the papers' value-level ``min(t, d)·ε∞`` (the charge before issue 32) | 5.38 > 4 at T = 8 | transcript |
+| ``FittedChargeLGRR`` | L-GRR charging ``1.09·ε₁`` per collection: above the worst of every 2-unit history pair and of the named pairs, below the true worst pair (three units, T = 6) | 6.63 > 6.54 at T = 6 | transcript (every history) |
+| ``HonestOneKRR`` | k-RR whose ``randomize_one`` reports the true item (the batch path is exact) | ∞ | entry points (``randomize_one`` against the batch path) |
 | ``FloatBoundaryGeometric`` | the client's cumulative boundaries built by ``np.cumsum`` over Python ints (numpy goes through float64: boundaries >= 2**63 rounded), d = 3, ε = 16.42 | ε + 2.9e−10 | exact (reads the boundaries the client searches) |
 | ``WindowRatePiecewise`` | Piecewise whose client compares its own words with an in-window threshold 0.5% above the declared one (invisible to the threshold-recording layer) | ≈ 1.005·e^ε ratio | rates |
 | ``GridEpsilonKRR`` | k-RR whose thresholds come from ε rounded *up* to a 0.1 grid (a precomputed table): exact at every canonical ε, too weak elsewhere | up to ε + 0.1 | random draws (exact layer) |
@@ -69,6 +71,8 @@ __all__ = [
     "SharedNoisePairsRAPPOR",
     "LastBitOUE",
     "ValueChargedAsUserLGRR",
+    "FittedChargeLGRR",
+    "HonestOneKRR",
     "FloatBoundaryGeometric",
     "WindowRatePiecewise",
     "GridEpsilonKRR",
@@ -277,6 +281,33 @@ class ValueChargedAsUserLGRR(LGRR):
     def collection_cost(self, t: int) -> Fraction:
         e, U = Fraction(self.epsilon_perm), self.unit_bound()
         return min(t, U) * e - min(t - 1, U) * e
+
+
+class FittedChargeLGRR(LGRR):
+    """L-GRR whose :meth:`collection_cost` is a per-collection charge *fitted* to the histories
+    someone tried: ``1.09·ε₁`` per collection (``ε₁ = 1``). The worst losses of every pair of
+    histories over two units and of the named pairs over three grow by about 1.09 per collection,
+    so a check over those pairs passes at every ``T <= 8``; the true worst pair of six collections
+    (three units each, ``d = 3``, ``ε∞ = 2``) loses 6.63 > 6.54. Only a worst case over every
+    history catches it."""
+
+    name = "bug-fitted-charge-lgrr"
+
+    def collection_cost(self, t: int) -> Fraction:
+        return Fraction(109, 100) * Fraction(self.epsilon_1)
+
+
+class HonestOneKRR(KRR):
+    """k-RR whose ``randomize_one`` (the one-user entry point a device calls) skips the
+    randomization and reports the true item; the batch path every other layer drives is exact."""
+
+    name = "bug-honest-one-krr"
+
+    def randomize_one(self, value, *, rng=None, user_key=None):
+        self._check_client_arguments(user_keys=None if user_key is None else [user_key])
+        return self.encode(np.array([value]))[0].astype(np.uint32)
+
+
 class FloatBoundaryGeometric(GeometricMechanism):
     """The truncated geometric mechanism with the boundaries the client searches built as before
     issue 32: ``np.cumsum([0] + list(T), dtype=object)`` — numpy first converts the list of Python
@@ -515,6 +546,8 @@ def seeded_bugs() -> list:
         ("shared-noise-pairs", SharedNoisePairsRAPPOR(epsilon=1.0, d=4), ("joint",)),
         ("last-bit-unrandomized", LastBitOUE(epsilon=1.0, d=4), ("sampling-path", "goodness-of-fit")),
         ("value-charged-as-user", ValueChargedAsUserLGRR(epsilon_perm=2.0, epsilon_1=1.0, d=2), ("transcript",)),
+        ("fitted-charge", FittedChargeLGRR(epsilon_perm=2.0, epsilon_1=1.0, d=3), ("transcript",)),
+        ("honest-randomize-one", HonestOneKRR(epsilon=1.0, d=4), ("entry-points",)),
         ("float-boundary-geometric", FloatBoundaryGeometric(epsilon=16.42, d=3), ("exact",)),
         ("window-rate-0.5pct-piecewise", WindowRatePiecewise(epsilon=4.0, grid=16), ("rates",)),
         ("fixed-key-aes", FixedKeyAESKRR(epsilon=1.0, d=4), ("joint",)),

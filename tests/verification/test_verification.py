@@ -165,7 +165,9 @@ def test_ldp_verify_cli_json_report_and_exit_status(tmp_path, capsys):
     assert main(["verify", "krr", "orr", "--quick", "--self-test", "--report", str(report), "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["passed"] and {r["name"] for r in out["results"]} == {"krr", "orr"}
-    draws = [r for r in out["results"] if r.get("random_draw")]
+    draws = [r for r in out["results"] if r.get("random_draw") and "edge" not in r]
+    edges = [r for r in out["results"] if "edge" in r]
+    assert edges and all(r["passed"] for r in edges) and {r["name"] for r in edges} == {"krr", "orr"}
     assert len(draws) == 4 and all(set(r) >= {"exact", "sampling_path"} and "audit" not in r for r in draws)
     for r in out["results"]:
         keys = ("name", "declared_epsilon", "realized_epsilon", "passed") + (() if r.get("random_draw") else ("audit_epsilon_lower_bound", "audit_samples"))

@@ -1,0 +1,192 @@
+"""Coverage is a verification result: the modules on a privacy path, and how much of them a
+verification run executed (branch coverage, measured with coverage.py).
+
+A module is on a **privacy path** by what it does, not by a hand list (:func:`privacy_path_modules`,
+an AST scan of the installed source trees ``ldp_plugin/``, ``adapters/`` and ``registry/``):
+
+* it imports the sampling layer (``ldp_plugin.sampling``: the random source, the samplers), or is
+  part of it; or
+* it calls or defines a client entry point (``randomize``, ``randomize_encoded``,
+  ``randomize_one``, ``_randomize_codes``, ``privatize``) — the code that reads a user's value; or
+* it takes a random source (a function with an ``rng`` or ``source`` parameter) or draws the
+  operating system's randomness (``os.urandom``, ``secrets``: keys, nonces).
+
+Modules compiled by numba (``sampling.numba_kernels``, ``sampling._numba_aggregate``) are listed
+but not measured: coverage.py cannot trace compiled code (their numpy twins are measured).
+
+The verifier itself (``ldp_plugin.verification``, the registry's verification driver and suite, the
+``ldp verify`` command) is left out: it instruments the source, it does not hold user data.
+
+:func:`measure` runs a callable under ``coverage.Coverage(branch=True)`` restricted to those files
+and returns the total branch coverage (coverage.py's combined statement + branch percentage) and,
+per module, the percentage and the uncovered lines; ``ldp verify --coverage`` reports it in the
+markdown report and the full run fails below ``--coverage-min`` (95 by default).
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+from .._errors import LDPParameterError
+
+__all__ = ["ENTRY_POINTS", "UNTRACEABLE", "privacy_path_modules", "measure", "line_ranges", "COVERAGE_MIN"]
+
+#: the client entry points: a module calling or defining one reads a user's value
+ENTRY_POINTS = frozenset({"randomize", "randomize_encoded", "randomize_one", "_randomize_codes", "privatize"})
+#: the branch coverage the full ``ldp verify --coverage`` run requires (percent)
+COVERAGE_MIN = 95.0
+#: compiled by numba: listed, not measured (coverage.py cannot trace compiled code)
+UNTRACEABLE = frozenset({"ldp_plugin.sampling.numba_kernels", "ldp_plugin.sampling._numba_aggregate"})
+#: the verifier: instruments the source, holds no user data
+_VERIFIER = ("ldp_plugin.verification", "ldp_plugin.registry._verify", "ldp_plugin.registry._suite", "ldp_plugin.cli.verify")
+_PACKAGE_ROOT = Path(__file__).resolve().parents[2]
+#: source directory -> the package it installs as (pyproject's package-dir)
+SOURCES = {"ldp_plugin": "ldp_plugin", "adapters": "ldp_plugin.adapters", "registry": "ldp_plugin.registry"}
+
+
+def _module_name(src: str, rel: Path) -> str:
+    parts = [SOURCES[src], *rel.with_suffix("").parts]
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _imports_sampling(tree: ast.AST, module: str) -> bool:
+    package = module.rsplit(".", 1)[0]
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import) and any(a.name.startswith("ldp_plugin.sampling") for a in node.names):
+            return True
+        if isinstance(node, ast.ImportFrom):
+            if node.level == 0:
+                target = node.module or ""
+            else:
+                base = package.split(".")
+                base = base[: len(base) - (node.level - 1)] if node.level > 1 else base
+                target = ".".join(base + ([node.module] if node.module else []))
+            names = [target] + [f"{target}.{a.name}" for a in node.names]
+            if any(n == "ldp_plugin.sampling" or n.startswith("ldp_plugin.sampling.") for n in names):
+                return True
+    return False
+
+
+def _uses_entry_point(tree: ast.AST) -> bool:
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            if node.name in ENTRY_POINTS:
+                return True
+            args = node.args
+            if any(a.arg in ("rng", "source") for a in args.args + args.kwonlyargs + args.posonlyargs):
+                return True
+        if isinstance(node, ast.Import) and any(a.name == "secrets" for a in node.names):
+            return True
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module == "secrets":
+            return True
+        if isinstance(node, ast.Attribute) and node.attr == "urandom":
+            return True
+        if isinstance(node, ast.Call):
+            f = node.func
+            name = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else None
+            if name in ENTRY_POINTS:
+                return True
+    return False
+
+
+def privacy_path_modules(root: Optional[Path] = None) -> dict:
+    """``{module name: path}`` of every module on a privacy path under ``root`` (default: the
+    installed sources), selected by what it does (module docstring)."""
+    root = Path(root) if root is not None else _PACKAGE_ROOT
+    out = {}
+    for src in SOURCES:
+        base = root / src
+        if not base.is_dir():
+            continue
+        for path in sorted(base.rglob("*.py")):
+            mod = _module_name(src, path.relative_to(base))
+            if mod.startswith(_VERIFIER):
+                continue
+            tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+            if mod.startswith("ldp_plugin.sampling") or _imports_sampling(tree, mod if path.name != "__init__.py" else mod + ".__init__") or _uses_entry_point(tree):
+                out[mod] = path
+    return out
+
+
+def line_ranges(lines: list) -> str:
+    """``[3, 4, 5, 9]`` -> ``"3-5, 9"``."""
+    out, run = [], []
+    for x in sorted(lines):
+        if run and x == run[-1] + 1:
+            run.append(x)
+            continue
+        if run:
+            out.append(f"{run[0]}-{run[-1]}" if len(run) > 1 else str(run[0]))
+        run = [x]
+    if run:
+        out.append(f"{run[0]}-{run[-1]}" if len(run) > 1 else str(run[0]))
+    return ", ".join(out)
+
+
+def measure(run: Callable[[], Any], modules: Optional[dict] = None) -> tuple:
+    """``(result of run(), coverage summary)``: ``run`` under branch coverage of ``modules``
+    (default: :func:`privacy_path_modules`). The summary: ``percent`` (total, statements and
+    branches combined), ``statements``, ``branches``, and per module ``percent``,
+    ``missing_lines`` (line ranges) and ``missing_branches`` (count)."""
+    coverage = _coverage()
+    modules = privacy_path_modules() if modules is None else modules
+    modules = {m: p for m, p in modules.items() if m not in UNTRACEABLE}
+    files = {str(Path(p).resolve()): m for m, p in modules.items()}
+    cov = coverage.Coverage(branch=True, data_file=None, include=list(files), config_file=False)
+    cov.start()
+    try:
+        result = run()
+    finally:
+        cov.stop()
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "coverage.json")
+        try:
+            cov.json_report(outfile=out, ignore_errors=True)
+            data = json.loads(Path(out).read_text())
+        except coverage.exceptions.NoDataError:
+            data = {"files": {}, "totals": {"percent_covered": 0.0, "num_statements": 0, "num_branches": 0}}
+    per: dict = {}
+    seen = set()
+    for fname, rec in data.get("files", {}).items():
+        mod = files.get(str(Path(fname).resolve()))
+        if mod is None:
+            continue
+        seen.add(mod)
+        s = rec["summary"]
+        per[mod] = {"percent": round(float(s["percent_covered"]), 2), "statements": s["num_statements"], "branches": s.get("num_branches", 0),
+                    "missing_lines": line_ranges(rec.get("missing_lines", [])), "missing_branches": s.get("missing_branches", 0)}
+    never = sorted(set(modules) - seen)  # no line ran during the run (imported before it, or never): every line uncovered
+    statements = sum(r["statements"] for r in per.values())
+    branches = sum(r["branches"] for r in per.values())
+    for mod in never:
+        per[mod] = {"percent": 0.0, "statements": None, "branches": None, "missing_lines": "all (none ran during the run)", "missing_branches": None}
+    t = data.get("totals", {})
+    percent = float(t.get("percent_covered", 0.0)) if not never else None
+    if never and (t.get("num_statements", 0) or t.get("num_branches", 0)):
+        # modules none of whose lines ran count as fully uncovered: scale the measured total by their size
+        unmeasured = sum(_size(Path(modules[m])) for m in never)
+        covered = float(t.get("percent_covered", 0.0)) / 100 * (t["num_statements"] + t.get("num_branches", 0))
+        percent = 100 * covered / (t["num_statements"] + t.get("num_branches", 0) + unmeasured)
+    return result, {"percent": round(percent or 0.0, 2), "statements": statements, "branches": branches, "modules": per,
+                    "never_imported": never, "threshold": COVERAGE_MIN}
+
+
+def _coverage():
+    try:
+        import coverage
+    except ImportError:  # pragma: no cover - the test and verify extras install coverage
+        raise LDPParameterError("ldp verify --coverage needs coverage.py: pip install 'ldp-plugin[verify]'") from None
+    return coverage
+
+
+def _size(path: Path) -> int:
+    """Statements of a module never imported (its executable lines, by the AST)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    return sum(1 for n in ast.walk(tree) if isinstance(n, ast.stmt) and not isinstance(n, (ast.FunctionDef, ast.ClassDef, ast.AsyncFunctionDef)))
