@@ -13,7 +13,7 @@ from fractions import Fraction
 from typing import Any
 
 from ..exact import charge_up
-from .protocol import Keyed, SupportRates
+from .protocol import Keyed, SupportRates, has
 
 __all__ = ["report_charge", "collection_charge"]
 
@@ -21,7 +21,7 @@ __all__ = ["report_charge", "collection_charge"]
 def report_charge(mechanism: Any) -> Fraction:
     """The ε one report of ``mechanism`` costs one user (``max_divergence``, per user): its float
     ε's exact binary value, at least ``ln`` of its realized worst-case ratio rounded up."""
-    realized = mechanism.realized_ratio if isinstance(mechanism, SupportRates) else None
+    realized = mechanism.realized_ratio if has(mechanism, SupportRates) else None
     return charge_up(mechanism.epsilon, realized)
 
 
@@ -29,6 +29,6 @@ def collection_charge(mechanism: Any, t: int = 1) -> Fraction:
     """What collection ``t`` (1-based) charges: ``collection_cost(t)`` for a keyed mechanism (a
     function of ``t`` only), else :func:`report_charge`. Raises the keyed mechanism's
     ``UnboundedLossError`` where its charge is unbounded."""
-    if isinstance(mechanism, Keyed):
+    if has(mechanism, Keyed):
         return Fraction(mechanism.collection_cost(t))
     return report_charge(mechanism)

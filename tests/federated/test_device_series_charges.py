@@ -28,7 +28,7 @@ from ldp_plugin.federated import DeviceFleet, DevicePolicy, Query
 from ldp_plugin.mechanisms.lifetime import user_bound
 from ldp_plugin.mechanisms.protocol import Keyed, has
 from ldp_plugin.registry import KINDS, load_registry
-from ldp_plugin.verification.transcript import _all_pairs_matrix, _Column, all_sequences, exact_pair_loss, float_pair_loss, named_pairs
+from ldp_plugin.verification.histories import worst_cases
 
 REG = load_registry(kinds=KINDS)
 T_MAX = 8
@@ -52,21 +52,16 @@ def test_the_loop_covers_every_keyed_name():
     assert names >= {"l-grr", "l-oue", "l-osue", "l-sue", "loloha", "dbitflip", "memoized-krr"}
 
 
-def _worst_loss(model, T):
-    """``(float loss, exact ratio or None)`` of the worst pair of unit histories of length ``T``,
-    over the named pairs and every pair of short histories, every number of distinct units."""
-    widest = max(len(c[0]) for c in model.inst)
-    cols = [_Column(p, i, T) for p, i in zip(model.perm, model.inst)]
-    cands = [(float_pair_loss(cols, u, w), u, w) for _, u, w in named_pairs(T, model.units, model.units)]
-    seqs = all_sequences(T, model.units, model.units, widest)
-    if len(seqs) > 1:
-        M = _all_pairs_matrix(cols, seqs)
-        M = np.maximum(M, M.T)
-        np.fill_diagonal(M, -np.inf)
-        i, j = np.unravel_index(int(np.argmax(M)), M.shape)
-        cands.append((float(M[i, j]), seqs[i], seqs[j]))
-    loss, u, w = max(cands, key=lambda c: c[0])
-    return loss, exact_pair_loss(cols, u, w)
+def _worst_losses(model, T_top):
+    """``{T: (float loss, exact ratio or None)}``: the exact worst pair of unit histories of every
+    length up to ``T_top`` at the user level (:func:`ldp_plugin.verification.histories.worst_cases`),
+    with every number of distinct units allowed (``unit_bound`` lifted to the domain size)."""
+    unbounded = dataclasses.replace(model, unit_bound=model.units)
+    out = {}
+    for (relation, T), wc in worst_cases(unbounded, T_top).items():
+        if relation == "user":
+            out[T] = (float("inf") if wc.ratio is None else epsilon_of_ratio(wc.ratio), wc.ratio)
+    return out
 
 
 @pytest.mark.parametrize("mech", KEYED)
@@ -81,6 +76,7 @@ def test_the_device_ledger_covers_the_exact_loss_of_changing_values(mech, tmp_pa
                         policy=DevicePolicy(max_epsilon_per_query=Fraction(10000)))
     d = int(mech.domain_size)
     answered = 0
+    worst = _worst_losses(model, t_top)
     try:
         for t in range(1, t_top + 1):
             held[0] = None if t == 4 else (3 * t) % d  # a new value every collection, once outside the domain
@@ -93,7 +89,7 @@ def test_the_device_ledger_covers_the_exact_loss_of_changing_values(mech, tmp_pa
                 assert fleet.ledger.spent() == before
                 break
             charged = fleet.ledger.spent()
-            loss, exact = _worst_loss(model, t)
+            loss, exact = worst[t]
             assert exact is not None, (t, loss)
             assert loss <= float(charged) + 1e-9 and epsilon_of_ratio(exact) <= float(charged) + 1e-12, (t, loss, float(charged))
         assert answered >= 1
@@ -110,7 +106,7 @@ def test_a_charge_that_assumed_distinct_values_would_fail_here():
     lt = m._lifetime
     T = 6
     old_charge = user_bound(T, eps_one=lt["eps_one"], eps_inst=lt["eps_inst"], eps_perm=lt["eps_perm"], units=3, unit_bound=assumed.unit_bound)
-    loss, _ = _worst_loss(m.transcript_model(), T)
+    loss, _ = _worst_losses(m.transcript_model(), T)[T]
     assert loss > float(old_charge) + 0.1
     assert loss <= float(m.lifetime_bound(T)) + 1e-9
 
