@@ -25,11 +25,10 @@ from ._validation import check_choice, check_int, check_real
 from ._boundary.workload import check_memory, check_work
 from .estimation import POSTPROCESS_CHOICES
 from .exact import float_up
-from .mechanisms import numeric
-from .mechanisms.longitudinal import LGRR, LOLOHA, LifetimeTracker
-from .mechanisms.longitudinal import LOSUE, LOUE, LSUE, DBitFlipPM
+from .mechanisms.longitudinal import LifetimeTracker
 from .mechanisms.reports import wire_size
 from .mechanisms.sets import SetBatch
+from .registry import load_registry
 from .sampling import SecureRandomSource, SeededRandomSource
 
 __all__ = ["DISTRIBUTIONS", "true_distribution", "draw_users", "draw_sets", "simulate", "SimulationResult", "simulate_longitudinal", "simulate_mean", "zipf_distribution", "LONGITUDINAL_NAMES", "MEAN_NAMES", "build_longitudinal", "build_mean"]
@@ -242,21 +241,26 @@ def parse_params(pairs: list[str], options: Optional[Iterable[str]] = None) -> M
 
 
 # -- repeated collections (longitudinal) and numeric means ------------------------------------------------
-LONGITUDINAL_NAMES = ("l-grr", "l-oue", "l-osue", "l-sue", "dbitflip", "loloha")
-MEAN_NAMES = ("duchi", "piecewise", "hybrid", "one-bit-mean")
+def _registered(kind: str) -> dict:
+    """``{name: class}`` of the registered mechanisms of ``kind`` (the registry is the one list)."""
+    return {name: decl.mechanism_class() for name, decl in sorted(load_registry(kinds=(kind,)).items())}
+
+
+LONGITUDINAL_NAMES = tuple(_registered("longitudinal"))
+MEAN_NAMES = tuple(_registered("mean"))
 
 
 def build_longitudinal(name: str, *, d: int, epsilon_perm: float, epsilon_1: float, **params: Any):
-    table = {"l-grr": LGRR, "l-oue": LOUE, "l-osue": LOSUE, "l-sue": LSUE, "dbitflip": DBitFlipPM, "loloha": LOLOHA}
+    table = _registered("longitudinal")
     if name not in table:
-        raise LDPParameterError(f"unknown longitudinal mechanism {name!r}; choose one of {', '.join(LONGITUDINAL_NAMES)}")
+        raise LDPParameterError(f"unknown longitudinal mechanism {name!r}; choose one of {', '.join(table)}")
     return table[name](epsilon_perm=epsilon_perm, epsilon_1=epsilon_1, d=d, **params)
 
 
 def build_mean(name: str, *, epsilon: float, **params: Any):
-    table = {"duchi": numeric.Duchi, "piecewise": numeric.Piecewise, "hybrid": numeric.Hybrid, "one-bit-mean": numeric.OneBitMean}
+    table = _registered("mean")
     if name not in table:
-        raise LDPParameterError(f"unknown mean mechanism {name!r}; choose one of {', '.join(MEAN_NAMES)}")
+        raise LDPParameterError(f"unknown mean mechanism {name!r}; choose one of {', '.join(table)}")
     return table[name](epsilon=epsilon, **params)
 
 

@@ -50,7 +50,7 @@ class BatchBelowMinimum(LDPParameterError):
 def check_shufflable(mech: Any, what: str) -> None:
     """Refuse a memoized series (``Keyed``: user keys or a per-collection cost): its permanent
     reports link a device across batches, which the shuffle amplification bound does not cover."""
-    if mech.needs_user_keys or has(mech, Keyed):
+    if has(mech, Keyed):
         raise LDPParameterError(f"{what} is a memoized series ({mech.name}): its permanent reports link a device across batches, "
                                 "which the shuffle amplification bound does not cover")
 
