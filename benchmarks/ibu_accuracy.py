@@ -18,9 +18,13 @@ import json
 import numpy as np
 
 import ldp_plugin as ldp
-from ldp_plugin.estimation.bayes import ibu, likelihood_of
+from ldp_plugin.estimation.bayes import ibu
 
 MECHS = {"krr": ldp.KRR, "oue": ldp.OUE, "rappor": ldp.RAPPOR, "olh": ldp.OLH, "hr": ldp.HadamardResponse, "ksubset": ldp.KSubset}
+
+
+def likelihood_of(mech) -> str:
+    return "multinomial" if isinstance(mech, ldp.KRR) else "binomial"
 
 
 def shape(name: str, d: int) -> np.ndarray:

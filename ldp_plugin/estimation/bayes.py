@@ -52,15 +52,9 @@ import numpy as np
 
 from .._errors import LDPParameterError
 
-__all__ = ["LIKELIHOODS", "ibu", "ibu_bootstrap", "likelihood_of"]
+__all__ = ["LIKELIHOODS", "ibu", "ibu_bootstrap"]
 
 LIKELIHOODS = ("multinomial", "binomial")
-
-
-def likelihood_of(mechanism: Any) -> str:
-    """``"multinomial"`` for a mechanism whose report names one item (``supports_em``), else
-    ``"binomial"`` (the composite likelihood of the support counts)."""
-    return "multinomial" if getattr(mechanism, "supports_em", False) else "binomial"
 
 
 def _gradient(theta: np.ndarray, c: np.ndarray, n: np.ndarray, p: float, q: float, likelihood: str) -> np.ndarray:
