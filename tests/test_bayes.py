@@ -59,9 +59,14 @@ def test_postprocess_ibu_on_every_pure_oracle(mech):
     assert est.postprocess == "ibu" and abs(est.estimate.sum() - 1) < 1e-9
     assert np.all(est.ci_lower <= est.ci_upper) and np.all(est.std_error > 0)
     assert m.estimate(reports).postprocess == "projection"  # the default is unchanged
+    with pytest.raises(LDPParameterError, match="target"):
+        m.estimate(reports, postprocess="ibu", target="population")
 
 
 def test_ibu_refused_where_no_support_count_likelihood():
+    cms = ldp.CMS(epsilon=2.0, k=64)
+    with pytest.raises(LDPParameterError, match="ibu"):
+        cms.estimate(cms.randomize(["a"] * 40, rng=1), candidates=["a", "b"], postprocess="ibu")
     s = ldp.SampleOne(mechanism=ldp.KRR(epsilon=1.0, d=5), m=2)
     with pytest.raises(LDPParameterError, match="ibu"):
         s.estimate(s.randomize([{0, 1}] * 20, rng=1), postprocess="ibu")

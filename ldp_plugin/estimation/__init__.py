@@ -307,6 +307,8 @@ def retarget(est: "FrequencyEstimate", target: str) -> "FrequencyEstimate":
         return est
     if est.target != "sample":
         raise LDPParameterError("retarget starts from a sample-target estimate")
+    if est.postprocess == "ibu":  # its bootstrap draws the fixed population, not a population sample
+        raise LDPParameterError("postprocess='ibu' intervals cover the sample frequencies: use target='sample' (or another postprocess)")
     f = np.clip(np.asarray(est.raw), 0.0, 1.0)
     se = np.sqrt(np.asarray(est.std_error) ** 2 + f * (1 - f) / est.n)
     z = NormalDist().inv_cdf(0.5 + est.confidence / 2)
