@@ -105,12 +105,12 @@ def _shape(name, d):
 @pytest.mark.parametrize("shape", ["uniform", "zipf", "point", "bimodal"])
 @pytest.mark.parametrize("mech", [ldp.KRR, ldp.OUE, ldp.OLH])
 def test_ibu_interval_coverage_at_drawn_parameters(mech, shape):
-    """Coverage of the bootstrap interval (pooled over items and 12 seeded runs at ε, d, n drawn
+    """Coverage of the bootstrap interval (pooled over items and 8 seeded runs at ε, d, n drawn
     from [0.5, 4] × [4, 64] × [2e3, 2e5] log-uniform) is at least 0.93 less three binomial sds;
     power: the same intervals shrunk to 40% of their width miss (coverage below 0.85)."""
     g = np.random.default_rng(zlib.crc32(f"{mech.__name__}:{shape}".encode()))
     hits, shrunk, total = 0, 0, 0
-    for run in range(12):
+    for run in range(8):
         eps = float(np.exp(g.uniform(np.log(0.5), np.log(4))))
         d = int(np.exp(g.uniform(np.log(4), np.log(64))))
         n = int(np.exp(g.uniform(np.log(2e3), np.log(2e5))))

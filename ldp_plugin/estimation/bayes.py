@@ -9,7 +9,7 @@ Two likelihoods, chosen by what the counts are:
 
 * ``"multinomial"`` — the report names one item (k-RR). The counts ``c`` are the multinomial
   sufficient statistic of the reports and ``Σ_i π_i = 1``; IBU maximizes the **exact** likelihood
-  ``ℓ(θ) = Σ_i c_i log π_i(θ)``. The update is Agrawal & Aggarwal (PODS 2001) §4, eq. (2), i.e.
+  ``ℓ(θ) = Σ_i c_i log π_i(θ)``. The update is Agrawal & Aggarwal's (PODS 2001) EM reconstruction, i.e.
   EM for the channel: ``θ_x ← θ_x / n · Σ_y c_y P(y|x) / π_y``.
 * ``"binomial"`` — every other support-count oracle (OUE, RAPPOR/SUE, OLH, Hadamard, k-subset).
   The counts are *not* sufficient for the per-report likelihood (a report's likelihood depends on
@@ -24,9 +24,11 @@ Two likelihoods, chosen by what the counts are:
   point is its maximizer on the simplex (``ℓ_C`` is concave). (multi-freq-ldpy's UE IBU maximizes
   the Poisson approximation ``Σ_i c_i log π_i``; the binomial marginals are exact.)
 
-Both start at the uniform distribution mixed with the projected unbiased estimate and stop when
+Both start at the uniform distribution mixed half and half with the clipped, renormalized unbiased
+estimate, are accelerated by SQUAREM (monotone: a rejected extrapolation falls back to EM), and stop when
 the Frank–Wolfe gap ``max_x g_x − Σ_x θ_x g_x`` (``g = ∇ℓ``), an upper bound on ``ℓ* − ℓ(θ)`` for
-a concave ``ℓ``, falls below ``tol`` log-likelihood units.
+a concave ``ℓ``, falls below ``tol`` log-likelihood units, when no entry moves by more than 1e-10
+(entries creeping to 0 on the boundary), or at ``max_iter``.
 
 Intervals (:func:`ibu_bootstrap`): the IBU estimate is biased toward the interior of the simplex,
 so the normal interval of the raw estimator does not describe it. The parametric bootstrap draws
