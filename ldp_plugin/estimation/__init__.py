@@ -20,7 +20,9 @@ Post-processing never touches the privacy budget: ``none`` (raw, unbiased), ``no
 (clip negatives, rescale to the total), ``projection`` (Euclidean projection onto the scaled
 simplex, Wang & Carreira-Perpiñán 2013; the default for distributions, Kairouz, Bonawitz & Ramage (ICML 2016) §4.4) and ``em``
 (maximum likelihood by expectation–maximisation, for mechanisms whose report names one item,
-i.e. k-RR; Kairouz, Bonawitz & Ramage (ICML 2016) §4.4).
+i.e. k-RR; Kairouz, Bonawitz & Ramage (ICML 2016) §4.4) and ``ibu`` (iterative Bayesian update for
+every pure oracle: the exact multinomial likelihood for k-RR, the composite binomial likelihood of
+the support counts otherwise, with parametric-bootstrap intervals; :mod:`.bayes`).
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from typing import Optional, Sequence
 import numpy as np
 
 from .._errors import LDPParameterError
+from .bayes import ibu_bootstrap
 from .least_squares import least_squares_decode
 
 __all__ = [
@@ -52,7 +55,7 @@ __all__ = [
     "least_squares_decode",
 ]
 
-POSTPROCESS_CHOICES = ("none", "normalize", "projection", "em")
+POSTPROCESS_CHOICES = ("none", "normalize", "projection", "em", "ibu")
 
 
 def debias(counts: np.ndarray, n: int, p_star: float, q_star: float) -> np.ndarray:
@@ -204,19 +207,29 @@ def estimate_pure(
     em_allowed: bool = False,
 ) -> FrequencyEstimate:
     """The shared estimator: support counts + (p*, q*) → :class:`FrequencyEstimate`."""
-    check_postprocess(postprocess, confidence, em_allowed=em_allowed)
+    check_postprocess(postprocess, confidence, em_allowed=em_allowed, ibu_allowed=True)
     if not isinstance(n, (int, np.integer)) or n <= 0:
         raise LDPParameterError("an estimate needs at least one report (n >= 1)")
     counts = np.asarray(counts, dtype=np.int64)
     raw = debias(counts, int(n), p_star, q_star)
     se = np.sqrt(pure_variance(np.clip(raw, 0.0, 1.0), int(n), p_star, q_star))
+    if postprocess == "ibu":  # the bootstrap's intervals replace the raw estimator's normal ones
+        likelihood = "multinomial" if em_allowed else "binomial"
+        est, bse, lo, hi = ibu_bootstrap(counts, int(n), p_star, q_star, likelihood=likelihood, confidence=confidence)
+        est = est * total
+        items_t = tuple(items) if items is not None else tuple(range(raw.size))
+        for arr in (est, raw, bse, lo, hi):
+            arr.setflags(write=False)
+        return FrequencyEstimate(est, raw, bse, lo, hi, int(n), postprocess, confidence, items_t)
     em = (lambda: em_single_item(counts, int(n), p_star, q_star)) if postprocess == "em" else None
     return finalize_estimate(raw, se, int(n), postprocess=postprocess, confidence=confidence, items=items, total=total, em=em)
 
 
-def check_postprocess(postprocess: str, confidence: float, *, em_allowed: bool = False) -> None:
+def check_postprocess(postprocess: str, confidence: float, *, em_allowed: bool = False, ibu_allowed: bool = False) -> None:
     if postprocess not in POSTPROCESS_CHOICES:
         raise LDPParameterError(f"postprocess must be one of {POSTPROCESS_CHOICES} (got {postprocess!r})")
+    if postprocess == "ibu" and not ibu_allowed:
+        raise LDPParameterError("postprocess='ibu' is available only for the pure frequency oracles (support counts with rates p*, q*)")
     if postprocess == "em" and not em_allowed:
         raise LDPParameterError("postprocess='em' is available only for mechanisms whose report names one item (krr)")
     if not (isinstance(confidence, float) and 0.0 < confidence < 1.0):
@@ -294,6 +307,8 @@ def retarget(est: "FrequencyEstimate", target: str) -> "FrequencyEstimate":
         return est
     if est.target != "sample":
         raise LDPParameterError("retarget starts from a sample-target estimate")
+    if est.postprocess == "ibu":  # its bootstrap draws the fixed population, not a population sample
+        raise LDPParameterError("postprocess='ibu' intervals cover the sample frequencies: use target='sample' (or another postprocess)")
     f = np.clip(np.asarray(est.raw), 0.0, 1.0)
     se = np.sqrt(np.asarray(est.std_error) ** 2 + f * (1 - f) / est.n)
     z = NormalDist().inv_cdf(0.5 + est.confidence / 2)

@@ -299,8 +299,8 @@ class SampleOne(MechanismBase):
         (``Var = m²[f π₁(1−π₁) + (1−f) q*(1−q*)]/(n(p*−q*)²)``; the cohort decoders' multinomial
         plug-in already treats each report as a draw from the users' mixture)."""
 
-        if postprocess == "em":
-            raise LDPParameterError("postprocess='em' is not available for sets")
+        if postprocess in ("em", "ibu"):
+            raise LDPParameterError(f"postprocess={postprocess!r} is not available for sets")
         if self.closed:
             inner = acc.estimate(postprocess="none", confidence=confidence)
         else:

@@ -110,8 +110,8 @@ def poison_bound(mechanism: Any, estimate: Any, *, poison_fraction: Optional[flo
     if raw.shape != lo.shape:
         raise LDPParameterError("the estimate's items do not match the mechanism's domain (a certified bound needs the closed domain)")
     post = estimate.postprocess
-    if post == "em":
-        raise LDPParameterError("postprocess='em' is not linear in the reports: no certified poisoning bound; use 'none', 'projection' or 'normalize'")
+    if post in ("em", "ibu"):
+        raise LDPParameterError(f"postprocess={post!r} is not linear in the reports: no certified poisoning bound; use 'none', 'projection' or 'normalize'")
     k = beta / (1.0 - beta)
     up = np.maximum(k * (hi - raw), 0.0)
     down = np.maximum(k * (raw - lo), 0.0)
