@@ -400,7 +400,7 @@ def estimate(
     mechanism: Any,
     *,
     candidates: Optional[Sequence] = None,
-    postprocess: str = "projection",
+    postprocess: Optional[str] = None,
     confidence: float = 0.95,
     target: str = "sample",
     poison_fraction: Optional[float] = None,
@@ -432,7 +432,9 @@ def estimate(
             acc.add(frame_to_reports(mechanism, reports))
     if acc.n == 0:
         raise LDPInputError("the reports frame is empty: nothing to estimate")
-    est = mechanism.estimate_from(acc, candidates=candidates, postprocess=postprocess, confidence=confidence, target=target)
+    # candidates= and postprocess= only when given (None: the mechanism's default; a family without them refuses them)
+    options = {k: v for k, v in (("candidates", candidates), ("postprocess", postprocess)) if v is not None}
+    est = mechanism.estimate_from(acc, confidence=confidence, target=target, **options)
     if poison_fraction is None and poison_count is None:
         return estimate_frame(est)
     bound = poison_bound(mechanism, est, poison_fraction=poison_fraction, poison_count=poison_count)

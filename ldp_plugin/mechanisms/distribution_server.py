@@ -34,6 +34,7 @@ import numpy as np
 from .._errors import LDPInputError, LDPParameterError
 from ..estimation import check_estimate_request, normal_quantile, project_simplex
 from .mixins import OutputCounts
+from .tagged import untagged
 
 __all__ = ["ems", "DistributionAccumulator", "DistributionEstimate", "RangeEstimate"]
 
@@ -108,7 +109,7 @@ class DistributionAccumulator(OutputCounts):
     def add(self, reports: Any) -> "DistributionAccumulator":
         if self.inner_acc is None:
             return super().add(reports)
-        self.inner_acc.add(reports)
+        self.inner_acc.add(untagged(reports))  # checked against this mechanism's spec by add's wrapper
         self.counts, self.n = self.inner_acc.counts.copy(), int(self.inner_acc.n)
         return self
 
@@ -126,7 +127,7 @@ class DistributionAccumulator(OutputCounts):
         return out
 
     def estimate(self, *, buckets: Optional[int] = None, confidence: float = 0.95, replicates: int = 100, seed: int = 0,
-                 target: str = "sample", tol: Optional[float] = None, **_: Any) -> "DistributionEstimate":
+                 target: str = "sample", tol: Optional[float] = None) -> "DistributionEstimate":
         """The distribution on ``[lower, upper]``: Square Wave by EMS with bootstrap intervals
         (``replicates`` seeded resamples, ``0`` for none), the bucketed oracle with analytic
         intervals (see the module docstring). ``buckets`` only sets the default histogram's

@@ -11,6 +11,7 @@ mechanism's guarantee (stated in its own module) is over the cells and carries o
 
 from __future__ import annotations
 
+import inspect
 import math
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -18,7 +19,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from .._errors import LDPInputError, LDPParameterError
+from .._errors import LDPArgumentError, LDPInputError, LDPParameterError
 from ..exact import epsilon_of_ratio
 from ..sampling import RNGLike, as_source
 from .base import MechanismBase
@@ -141,13 +142,26 @@ class AccumulatedEstimate:
     """``estimate`` / ``estimate_from`` for mechanisms whose accumulator makes the estimate itself
     (the frequency-oracle keywords ``candidates``/``postprocess`` do not apply)."""
 
-    def estimate(self, reports: Any, **kwargs: Any) -> Any:
-        return self.accumulator().add(reports).estimate(**kwargs)  # type: ignore[attr-defined]
+    def estimate(self, reports: Any, *, candidates: Any = None, postprocess: Any = None, **options: Any) -> Any:
+        """Aggregate ``reports`` and estimate; ``options`` are the accumulator's ``estimate``
+        keywords (an unknown one is refused, never ignored)."""
+        self._refuse_frequency_options(candidates, postprocess)  # type: ignore[attr-defined]
+        acc = self.accumulator()  # type: ignore[attr-defined]
+        _check_options(self, acc.estimate, options)
+        return acc.add(reports).estimate(**options)
 
-    def estimate_from(self, acc: Any, **kwargs: Any) -> Any:
-        kwargs.pop("candidates", None)
-        kwargs.pop("postprocess", None)
-        return acc.estimate(**kwargs)
+    def estimate_from(self, acc: Any, *, candidates: Any = None, postprocess: Any = None, **options: Any) -> Any:
+        self._refuse_frequency_options(candidates, postprocess)  # type: ignore[attr-defined]
+        _check_options(self, acc.estimate, options)
+        return acc.estimate(**options)
+
+
+def _check_options(mech: Any, estimate: Any, options: dict) -> None:
+    """Refuse an option the accumulator's ``estimate`` does not take (a misspelt keyword)."""
+    params = inspect.signature(estimate).parameters
+    unknown = sorted(k for k in options if k not in params)
+    if unknown:
+        raise LDPArgumentError(f"{mech.name}.estimate has no parameter(s) {unknown}; it takes reports, {', '.join(params)}")
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -198,12 +198,16 @@ class NumericMechanism(MechanismBase, Numeric):
     def accumulator(self) -> MeanAccumulator:
         return MeanAccumulator(self)
 
-    def estimate(self, reports: Any, *, confidence: float = 0.95, target: str = "sample", **_: Any) -> MeanEstimate:  # type: ignore[override]
+    def estimate(self, reports: Any, *, confidence: float = 0.95, target: str = "sample", candidates: Any = None,  # type: ignore[override]
+                 postprocess: Any = None) -> MeanEstimate:
         """The mean on ``[lower, upper]`` with a normal interval for ``target`` (``"sample"``: the
         users who reported; ``"population"``: an i.i.d. population; :class:`MeanAccumulator`)."""
+        self._refuse_frequency_options(candidates, postprocess)
         return self.accumulator().add(reports).estimate(confidence=confidence, target=target)
 
-    def estimate_from(self, acc: Any, *, confidence: float = 0.95, target: str = "sample", **_: Any) -> MeanEstimate:  # type: ignore[override]
+    def estimate_from(self, acc: Any, *, confidence: float = 0.95, target: str = "sample", candidates: Any = None,  # type: ignore[override]
+                      postprocess: Any = None) -> MeanEstimate:
+        self._refuse_frequency_options(candidates, postprocess)
         return acc.estimate(confidence=confidence, target=target)
 
     def square_decoder(self) -> Optional[np.ndarray]:

@@ -54,7 +54,7 @@ class MeanAccumulator(OutputCounts):
     def __init__(self, mechanism: Any):
         super().__init__(mechanism, mechanism.output_alphabet_size())
 
-    def estimate(self, *, confidence: float = 0.95, target: str = "sample", **_: Any) -> MeanEstimate:
+    def estimate(self, *, confidence: float = 0.95, target: str = "sample") -> MeanEstimate:
         """The mean with a normal interval for ``target``:
 
         * ``"population"``: the mean of a population the users are an i.i.d. sample of — the
