@@ -63,6 +63,10 @@ def _batch(df: pl.DataFrame, keys: str, values: Optional[str]) -> KeyValueBatch:
     if k.null_count() or v.null_count():
         raise LDPInputError("a key or a value inside a set is null")
     offsets = np.concatenate([[0], np.cumsum(lens.to_numpy().astype(np.int64))])
+    for what, s in (("keys", k), ("values", v)):  # checked by dtype: a cast's error would repeat the offending values
+        if not s.dtype.is_numeric():
+            raise LDPInputError(f"the {what} inside the sets must be numbers (keys: integer codes in [0, d); values: in [-1, 1]), "
+                                f"got {s.dtype}")
     return KeyValueBatch(k.cast(pl.Float64).to_numpy(), v.cast(pl.Float64).to_numpy(), offsets)
 
 

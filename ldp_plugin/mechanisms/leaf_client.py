@@ -23,7 +23,7 @@ from .._errors import LDPArgumentError, LDPInputError, LDPParameterError
 from ..exact import epsilon_of_ratio
 from ..sampling import RNGLike, as_source
 from .base import MechanismBase
-from .domain import check_epsilon
+from .domain import check_epsilon, real_numbers
 
 __all__ = ["check_range", "check_power_of_two", "NumberCells", "LeafClient", "ColumnReports", "AccumulatedEstimate", "checked_reports", "GridTree"]
 
@@ -65,7 +65,7 @@ class NumberCells:
 
     def encode(self, values: Any) -> np.ndarray:
         """Each number's cell in ``[0, grid)`` (errors give the position, never the value)."""
-        x = np.asarray(values.to_numpy() if hasattr(values, "to_numpy") else values, dtype=np.float64).ravel()
+        x = real_numbers(values.to_numpy() if hasattr(values, "to_numpy") else values)
         bad = ~np.isfinite(x) | (x < self.lower) | (x > self.upper)
         if bad.any():
             raise LDPInputError(f"{int(bad.sum())} value(s) are missing or outside [lower, upper] = [{self.lower!r}, {self.upper!r}] "
@@ -103,7 +103,7 @@ class LeafClient(NumberCells):
 
     def randomize_one(self, value: Any, *, rng: RNGLike = None, user_key: Any = None) -> Any:
         self._check_client_arguments(user_keys=None if user_key is None else [user_key])  # type: ignore[attr-defined]
-        return self._report_of_one(self.randomize(np.array([value], dtype=np.float64), rng=rng))  # type: ignore[attr-defined]
+        return self._report_of_one(self.randomize(real_numbers([value]), rng=rng))  # type: ignore[attr-defined]
 
 
 class ColumnReports:

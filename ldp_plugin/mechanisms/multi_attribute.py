@@ -237,7 +237,11 @@ class _MultiAttribute(MechanismBase):
     def randomize_one(self, value: Any, *, rng: RNGLike = None, user_key: Any = None) -> Any:
         """One user's report for the tuple ``value``."""
         self._check_client_arguments(user_keys=None if user_key is None else [user_key])
-        r = self.randomize(np.asarray([tuple(value)], dtype=np.int64), rng=rng)
+        try:
+            one = [tuple(value)]
+        except TypeError:
+            raise LDPInputError(f"{self.name} takes one tuple of {self.attributes} attribute codes per user") from None
+        r = self.randomize(one, rng=rng)
         cols = self._to_columns(r)
         return tuple(int(v) for f in self.report_fields() for v in np.atleast_1d(cols[f.name][0]))
 
