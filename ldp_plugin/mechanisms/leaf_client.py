@@ -35,6 +35,8 @@ def check_range(lower: Any, upper: Any) -> tuple[float, float]:
             raise LDPParameterError(f"{name} must be a finite number (got {v!r})")
     if not float(lower) < float(upper):
         raise LDPParameterError(f"lower must be below upper (got lower={lower!r}, upper={upper!r})")
+    if not math.isfinite(float(upper) - float(lower)):  # e.g. ±1e308: every cell width and position overflows
+        raise LDPParameterError(f"upper - lower must be a finite number (got lower={lower!r}, upper={upper!r}): rescale the values")
     return float(lower), float(upper)
 
 
