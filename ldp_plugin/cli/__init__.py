@@ -147,6 +147,7 @@ def build_parser() -> argparse.ArgumentParser:
     bi.add_argument("--period", default=None, choices=["day", "hour", "week"], help="the period of --period-cap (UTC)")
     bi.add_argument("--cohorts", type=_int_in(1, 1 << 20, "an integer"), default=1, help="data-independent cohorts (parallel composition), in [1, 2^20]")
     bi.add_argument("--exist-ok", action="store_true", help="open an existing ledger with the same definition")
+    bi.add_argument("--parents", action="store_true", help="create the ledger's missing parent directories (else refused: a typo must not start a new budget)")
     bi.add_argument("--json", action="store_true", help="one JSON document on stdout")
     bs = bsub.add_parser("show", help="spent and remaining budget per cohort")
     bs.add_argument("ledger", help="the ledger file")

@@ -249,9 +249,9 @@ class DistributionEstimate:
         width = (self.upper - self.lower) / max(len(theta), 1)
         top = np.argsort(-theta)[:5]
         rows = "\n".join(f"  [{self.lower + i * width:.4g}, {self.lower + (i + 1) * width:.4g})  {theta[i]:.4f}" for i in sorted(top))
-        note = f"\n  NOTE: {self.bounds}" if self.bounds else ""
+        kind = "" if self.interval_kind == "interval" else f" ({self.interval_kind}: see .bounds)"
         return (f"DistributionEstimate(n={self.n:,}, range=[{self.lower:g}, {self.upper:g}], buckets={len(theta)}, method={self.method!r}, "
-                f"{self.confidence:.0%} intervals for the {self.target} distribution; the {len(top)} largest buckets:)\n{rows}{note}")
+                f"{self.confidence:.0%} intervals{kind} for the {self.target} distribution; the {len(top)} largest buckets:)\n{rows}")
 
     @property
     def cells(self) -> int:

@@ -322,8 +322,8 @@ class KeyValueEstimate:
         rows = "\n".join(f"  key {j:<6} frequency {self.frequency[j]:.4f} [{self.frequency_ci_lower[j]:.4f}, {self.frequency_ci_upper[j]:.4f}]"
                          f"  mean {self.mean[j]:+.4f} [{self.mean_ci_lower[j]:+.4f}, {self.mean_ci_upper[j]:+.4f}]" for j in range(min(k, 8)))
         more = f"\n  ... {k - 8} more keys (to_polars() for all)" if k > 8 else ""
-        note = f"\n  NOTE: {self.bounds}" if self.interval_kind == "bound" else ""
-        return f"KeyValueEstimate(n={self.n:,}, keys={k}, {self.confidence:.0%} intervals for the {self.target})\n{rows}{more}{note}"
+        kind = "" if self.interval_kind == "interval" else f" ({self.interval_kind}s: see .bounds)"
+        return f"KeyValueEstimate(n={self.n:,}, keys={k}, {self.confidence:.0%} intervals{kind} for the {self.target})\n{rows}{more}"
 
     def to_polars(self, keys: Optional[Any] = None):
         import polars as pl
