@@ -16,9 +16,10 @@ multinomial ``Mult(n, c/n)`` (which *is* resampling the reports with replacement
 ``replicates`` times (seeded: the same reports give the same intervals); percentile intervals.
 They measure the estimator's variance, not the smoothing bias. The bucketed oracle: analytic
 normal intervals — a range or a CDF value is a linear functional ``aᵀθ̂`` of unbiased bucket
-estimates, with ``Var = aᵀΣa``, ``Σ = (diag(P) − κ·PPᵀ)/(n(p* − q*)²)`` with ``P`` the support
-rates (estimated by ``c/n``), ``κ = 1`` for k-RR (one report names one bucket: multinomial)
-and, for OUE, the diagonal ``P(1 − P)`` (independent bits). Quantile intervals invert the
+estimates; given the users (``target="sample"``) ``Var = Σ_x θ_x V_x(a)/(n(p* − q*)²)`` with
+``V_x(a)`` the variance of ``a`` at the report of a user in bucket ``x`` (k-RR: one categorical
+draw, ``p*`` at ``x`` and ``q*`` elsewhere; OUE: independent bits), ``θ`` the clipped unbiased
+estimate; for an i.i.d. population the users' own spread ``(Σa²θ − (aθ)²)/n`` is added. Quantile intervals invert the
 pointwise CDF intervals: from the cell before the first edge whose upper bound reaches the level
 to the cell after the last edge whose lower bound is below it.
 """
@@ -172,7 +173,7 @@ class DistributionAccumulator(OutputCounts):
         raw = (P - q) / (p - q)
         kappa = 1.0 if getattr(inner, "name", "") == "krr" else 0.0
         return DistributionEstimate(m.lower, m.upper, project_simplex(raw), self.n, confidence, b, "analytic", target,
-                                    raw=raw, rates=P, scale=1.0 / (self.n * (p - q) ** 2), kappa=kappa)
+                                    raw=raw, rates=P, scale=1.0 / (self.n * (p - q) ** 2), kappa=kappa, p_star=p, q_star=q)
 
 
 # -- estimate -----------------------------------------------------------------------------------------------
@@ -221,6 +222,14 @@ class DistributionEstimate:
     rates: Optional[np.ndarray] = None
     scale: float = 0.0
     kappa: float = 0.0
+    p_star: float = 0.0
+    q_star: float = 0.0
+
+    def _plugin_theta(self) -> np.ndarray:
+        """The bucket distribution the variance is evaluated at: the unbiased ``raw`` clipped to
+        ``[0, 1]`` and renormalized (the projection would move mass between buckets)."""
+        th = np.clip(np.asarray(self.raw, dtype=np.float64), 0.0, None)
+        return th / th.sum() if th.sum() > 0 else np.full(th.size, 1.0 / th.size)
 
     @property
     def interval_kind(self) -> str:
@@ -285,11 +294,19 @@ class DistributionEstimate:
             vals = self.replicates @ a
             var = float(np.var(vals, ddof=1)) if vals.size > 1 else 0.0
         elif self.rates is not None:
-            P = self.rates
+            # given the users (target "sample"): a user in bucket x contributes Var_x of a's value at
+            # its report, p at x and q elsewhere — one categorical draw (k-RR) or independent bits (OUE)
+            th = self._plugin_theta()
+            p, q = self.p_star, self.q_star
+            s1, s2 = float(a.sum()), float(a @ a)
             if self.kappa:
-                var = self.scale * (float(a * a @ P) - float(a @ P) ** 2)
+                var_x = q * s2 + (p - q) * a * a - (q * s1 + (p - q) * a) ** 2
             else:
-                var = self.scale * float(a * a @ (P * (1 - P)))
+                var_x = q * (1 - q) * s2 + (p * (1 - p) - q * (1 - q)) * a * a
+            var = self.scale * float(th @ var_x)
+            if self.target == "population":  # + the users' own spread of a: Var_u(a_{x_u}) / n
+                var += (float(a * a @ th) - float(a @ th) ** 2) / self.n
+            return point, math.sqrt(max(var, 0.0))
         else:  # replicates=0: no interval
             return point, math.nan
         if self.target == "population":
