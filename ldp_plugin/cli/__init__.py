@@ -132,7 +132,8 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("--address", default=None, help="Dask scheduler address (default: $DASK_SCHEDULER_ADDRESS or a local cluster)")
     a.add_argument("--state", default=None, metavar="PATH", help="accumulator state: read if present, new files merged in, saved back")
     a.add_argument("--candidates", default=None, help="comma-separated candidates (open-alphabet mechanisms)")
-    a.add_argument("--postprocess", choices=POSTPROCESS_CHOICES, default="projection", help="post-processing of the estimate")
+    a.add_argument("--postprocess", choices=POSTPROCESS_CHOICES, default=None,
+                   help="post-processing of a frequency estimate (default projection; other families refuse it)")
     a.add_argument("--allow-partial", action="store_true", help="also aggregate reports of a release that did not complete")
     a.add_argument("--json", action="store_true", help="one JSON document on stdout")
     a.set_defaults(func=command("aggregate"))
