@@ -72,3 +72,33 @@ def test_aggregate_every_family(tmp_path, mech, make):
     assert AccumulatorState.load(state).n == 600
     if mech.input_kind != "value":  # frequency-oracle options are refused, not ignored
         assert_clear_cli(["aggregate", str(tmp_path / "r0.parquet"), "--mechanism-from-metadata", "--postprocess", "none"], ["postprocess"])
+
+
+def test_multi_attribute_and_key_value_adapters_spend_from_a_ledger(tmp_path):
+    import polars as pl
+
+    import ldp_plugin.adapters  # noqa: F401  (the ldp namespace)
+
+    acc = ldp.Accountant.create(tmp_path / "l.sqlite", ldp.Population(name="p", lifetime_cap="2"))
+    smp = ldp.SMP(epsilon=1.0, domains=(3, 4))
+    df = pl.DataFrame({"a": [0, 1, 2], "b": [3, 0, 1]})
+    with pytest.raises(ldp.LDPParameterError, match="need an accountant"):
+        df.ldp.privatize_attributes(["a", "b"], smp, query_id="q0")
+    bad = pl.DataFrame({"a": [0, 1, 5], "b": [3, 0, 1]})
+    with pytest.raises(ldp.LDPInputError, match="outside"):
+        bad.ldp.privatize_attributes(["a", "b"], smp, accountant=acc, query_id="q0")
+    assert acc.remaining() == 2  # a failed check spends nothing
+    r = df.ldp.privatize_attributes(["a", "b"], smp, accountant=acc, query_id="q1", keep_reports=True)
+    assert r.height == 3 and acc.remaining() == 1
+    assert df.ldp.privatize_attributes(["a", "b"], smp, accountant=acc, query_id="q1", keep_reports=True).equals(r)  # a retry
+    assert acc.remaining() == 1
+    pckv = ldp.PCKV(epsilon=1.0, d=3, ell=2)
+    long = pl.DataFrame({"k": [[0, 1, 2], [2]], "v": [[0.5, -0.5, 0.1], [0.1]]})
+    with pytest.raises(ldp.LDPInputError, match="more than ell=2"):
+        long.ldp.privatize_key_values("k", pckv, values="v", accountant=acc, query_id="q2")
+    assert acc.remaining() == 1
+    kv = pl.DataFrame({"k": [[0, 1], [2]], "v": [[0.5, -0.5], [0.1]]})
+    assert kv.ldp.privatize_key_values("k", pckv, values="v", accountant=acc, query_id="q2").height == 2
+    assert acc.remaining() == 0
+    with pytest.raises(ldp.BudgetExceededError):
+        kv.ldp.privatize_key_values("k", pckv, values="v", accountant=acc, query_id="q3")
