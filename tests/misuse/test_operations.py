@@ -102,3 +102,14 @@ def test_multi_attribute_and_key_value_adapters_spend_from_a_ledger(tmp_path):
     assert acc.remaining() == 0
     with pytest.raises(ldp.BudgetExceededError):
         kv.ldp.privatize_key_values("k", pckv, values="v", accountant=acc, query_id="q3")
+
+
+@pytest.mark.parametrize("name", ["square-wave", "bucketed", "haar-hrr", "hierarchical-histogram", "piecewise", "duchi", "pckv", "smp",
+                                  "smp-pairs", "rsfd", "spl"])
+def test_demo_knows_every_family(name):
+    rc, out, err, _ = run_cli(["demo", "--mechanism", name, "--epsilon", "2", "--n", "3000", "--seed", "1", "--json"], seconds=60)
+    assert rc == 0, err
+    doc = json.loads(out)
+    assert doc["rows"] and doc["interval_kind"] in ("interval", "bound", "variance-only")
+    rc, out, _, _ = run_cli(["demo", "--mechanism", name, "--epsilon", "2", "--n", "3000", "--seed", "1"], seconds=60)
+    assert rc == 0 and "true values inside their intervals" in out
