@@ -52,7 +52,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from ._errors import LDPInputError, LDPParameterError
-from ._boundary import reading
+from ._boundary import can_write_under, reading
 from .registry import build, load_registry
 from .adapters import estimate as estimate_reports, privatize
 from .theory import choose_orr
@@ -229,7 +229,8 @@ def _check_outputs(job: Job) -> None:
         probe = parent
         while not probe.exists() and probe != probe.parent:
             probe = probe.parent
-        if not probe.is_dir() or not os.access(probe, os.W_OK) or (p.exists() and key != "reports" and not os.access(p, os.W_OK)):
+        if (not probe.is_dir() or not os.access(probe, os.W_OK) or not can_write_under(probe)
+                or (p.exists() and key != "reports" and not os.access(p, os.W_OK))):
             raise LDPParameterError(f"[output] {key} = {str(job.output[key])!r} is not writable")
 
 

@@ -113,3 +113,17 @@ def test_demo_knows_every_family(name):
     assert doc["rows"] and doc["interval_kind"] in ("interval", "bound", "variance-only")
     rc, out, _, _ = run_cli(["demo", "--mechanism", name, "--epsilon", "2", "--n", "3000", "--seed", "1"], seconds=60)
     assert rc == 0 and "true values inside their intervals" in out
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="needs a /proc pseudo-filesystem")
+def test_unwritable_output_under_a_pseudo_filesystem_costs_nothing(tmp_path):
+    import polars as pl
+
+    import ldp_plugin.adapters  # noqa: F401  (the ldp namespace)
+
+    acc = ldp.Accountant.create(tmp_path / "l.sqlite", ldp.Population(name="p", lifetime_cap="2"))
+    df = pl.DataFrame({"user": [1, 2, 3], "x": ["a", "b", "a"]})
+    krr = ldp.KRR(epsilon=1.0, categories=["a", "b"])
+    with pytest.raises(ldp.LDPParameterError, match="cannot be created"):
+        df.ldp.privatize("x", krr, user_id="user", sink="/proc/ldp-plugin-test/reports", accountant=acc, query_id="q")
+    assert acc.remaining() == 2
