@@ -24,7 +24,7 @@ def cmd_collect(args) -> int:
         if summary.get("budget"):  # a retry says so in text too, never only in --json
             print(("NOTE: " if not summary["budget"].get("charged", True) else "budget: ") + str(summary["budget"]["note"]))
         for row in summary["top"]:
-            print(f"  {str(row['item']):<20} {row['estimate']:.4f}  [{row['ci_lower']:.4f}, {row['ci_upper']:.4f}]")
+            print("  " + _row_text(row))
     return 0
 
 

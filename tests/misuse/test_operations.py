@@ -127,3 +127,27 @@ def test_unwritable_output_under_a_pseudo_filesystem_costs_nothing(tmp_path):
     with pytest.raises(ldp.LDPParameterError, match="cannot be created"):
         df.ldp.privatize("x", krr, user_id="user", sink="/proc/ldp-plugin-test/reports", accountant=acc, query_id="q")
     assert acc.remaining() == 2
+
+
+@pytest.mark.parametrize("name,params", [("square-wave", "params = {grid = 32}"), ("piecewise", ""), ("bucketed", "params = {buckets = 8}")])
+def test_collect_knows_number_families(tmp_path, name, params):
+    import polars as pl
+
+    pl.DataFrame({"user": np.arange(500), "x": np.random.default_rng(0).beta(2, 5, 500)}).write_parquet(tmp_path / "u.parquet")
+    (tmp_path / "job.toml").write_text(f"[input]\npath='u.parquet'\ncolumn='x'\n[mechanism]\nname='{name}'\nepsilon=1.0\n{params}\n"
+                                       "[output]\nestimates='e.csv'\n")
+    rc, out, err, _ = run_cli(["collect", str(tmp_path / "job.toml"), "--json"], seconds=60)
+    assert rc == 0, err
+    doc = json.loads(out)
+    assert doc["mechanism"]["mechanism"] == name and doc["top"] and (tmp_path / "e.csv").exists()
+    rc, out, _, _ = run_cli(["collect", str(tmp_path / "job.toml")], seconds=60)
+    assert rc == 0 and "Traceback" not in out
+
+
+def test_collect_refuses_families_of_several_columns(tmp_path):
+    import polars as pl
+
+    pl.DataFrame({"x": [1, 2]}).write_parquet(tmp_path / "u.parquet")
+    (tmp_path / "job.toml").write_text("[input]\npath='u.parquet'\ncolumn='x'\n[mechanism]\nname='pckv'\nepsilon=1.0\nd=3\n"
+                                       "[output]\nestimates='e.csv'\n")
+    assert_clear_cli(["collect", str(tmp_path / "job.toml")], ["privatize_key_values"])
