@@ -36,12 +36,17 @@ def _estimate(reports: pl.DataFrame | pl.LazyFrame, mechanism: Any, **kwargs: An
     return mechanism.estimate_from(acc, **{k: v for k, v in kwargs.items() if v is not None})
 
 
+def _kind(est: Any) -> str:
+    """What the estimate's intervals cover (the trees' linear estimates: analytic intervals)."""
+    return getattr(est, "interval_kind", "interval")
+
+
 def distribution(reports: Any, mechanism: Any, *, buckets: Optional[int] = None, confidence: float = 0.95, replicates: Optional[int] = None,
                  seed: Optional[int] = None, target: str = "sample") -> pl.DataFrame:
     """The histogram ``lo, hi, estimate, std_error, ci_lower, ci_upper`` on ``buckets`` equal
     buckets of ``[lower, upper]`` (default: the mechanism's resolution)."""
     est = _estimate(reports, mechanism, confidence=confidence, replicates=replicates, seed=seed, target=target)
-    return est.to_polars(buckets).with_columns(pl.lit(est.method).alias("method"), pl.lit(est.interval_kind).alias("interval_kind"))
+    return est.to_polars(buckets).with_columns(pl.lit(est.method).alias("method"), pl.lit(_kind(est)).alias("interval_kind"))
 
 
 def quantiles(reports: Any, mechanism: Any, qs: Sequence[float], *, confidence: float = 0.95, replicates: Optional[int] = None,
@@ -51,7 +56,7 @@ def quantiles(reports: Any, mechanism: Any, qs: Sequence[float], *, confidence: 
     rows = est.quantiles(list(qs))
     return pl.DataFrame({"q": [r["q"] for r in rows], "estimate": [r["estimate"] for r in rows], "ci_lower": [r["ci_lower"] for r in rows],
                          "ci_upper": [r["ci_upper"] for r in rows], "method": [est.method] * len(rows),
-                         "interval_kind": [est.interval_kind] * len(rows)})
+                         "interval_kind": [_kind(est)] * len(rows)})
 
 
 def range_count(reports: Any, mechanism: Any, lo: float, hi: float, *, confidence: float = 0.95, replicates: Optional[int] = None,
@@ -63,5 +68,5 @@ def range_count(reports: Any, mechanism: Any, lo: float, hi: float, *, confidenc
     return pl.DataFrame({
         "lo": [r.lo], "hi": [r.hi], "count": [r.count], "count_ci_lower": [r.ci_lower * r.n], "count_ci_upper": [r.ci_upper * r.n],
         "fraction": [r.fraction], "std_error": [r.std_error], "ci_lower": [r.ci_lower], "ci_upper": [r.ci_upper], "n": [r.n], "method": [r.method],
-        "interval_kind": [r.interval_kind],
+        "interval_kind": [getattr(r, "interval_kind", _kind(est))],
     })
