@@ -33,28 +33,35 @@ def _estimate(reports: pl.DataFrame | pl.LazyFrame, mechanism: Any, **kwargs: An
     if not has(mechanism, Distribution):
         raise LDPParameterError("distribution, quantiles and range_count need a distribution mechanism (SquareWave, BucketedOracle)")
     acc = accumulate_reports(reports, mechanism)
-    return mechanism.estimate_from(acc, **kwargs)
+    # options left at None are the mechanism's defaults; one it does not take, if given, is refused
+    return mechanism.estimate_from(acc, **{k: v for k, v in kwargs.items() if v is not None})
 
 
-def distribution(reports: Any, mechanism: Any, *, buckets: Optional[int] = None, confidence: float = 0.95, replicates: int = 100,
-                 seed: int = 0, target: str = "sample") -> pl.DataFrame:
+def _kind(est: Any) -> str:
+    """What the estimate's intervals cover (the trees' linear estimates: analytic intervals)."""
+    return getattr(est, "interval_kind", "interval")
+
+
+def distribution(reports: Any, mechanism: Any, *, buckets: Optional[int] = None, confidence: float = 0.95, replicates: Optional[int] = None,
+                 seed: Optional[int] = None, target: str = "sample") -> pl.DataFrame:
     """The histogram ``lo, hi, estimate, std_error, ci_lower, ci_upper`` on ``buckets`` equal
     buckets of ``[lower, upper]`` (default: the mechanism's resolution)."""
-    est = _estimate(reports, mechanism, buckets=buckets, confidence=confidence, replicates=replicates, seed=seed, target=target)
-    return est.to_polars(buckets).with_columns(pl.lit(est.method).alias("method"))
+    est = _estimate(reports, mechanism, confidence=confidence, replicates=replicates, seed=seed, target=target)
+    return est.to_polars(buckets).with_columns(pl.lit(est.method).alias("method"), pl.lit(_kind(est)).alias("interval_kind"))
 
 
-def quantiles(reports: Any, mechanism: Any, qs: Sequence[float], *, confidence: float = 0.95, replicates: int = 100, seed: int = 0,
-              target: str = "sample") -> pl.DataFrame:
+def quantiles(reports: Any, mechanism: Any, qs: Sequence[float], *, confidence: float = 0.95, replicates: Optional[int] = None,
+              seed: Optional[int] = None, target: str = "sample") -> pl.DataFrame:
     """One row per level: ``q, estimate, ci_lower, ci_upper, method``."""
     est = _estimate(reports, mechanism, confidence=confidence, replicates=replicates, seed=seed, target=target)
     rows = est.quantiles(list(qs))
     return pl.DataFrame({"q": [r["q"] for r in rows], "estimate": [r["estimate"] for r in rows], "ci_lower": [r["ci_lower"] for r in rows],
-                         "ci_upper": [r["ci_upper"] for r in rows], "method": [est.method] * len(rows)})
+                         "ci_upper": [r["ci_upper"] for r in rows], "method": [est.method] * len(rows),
+                         "interval_kind": [_kind(est)] * len(rows)})
 
 
-def range_count(reports: Any, mechanism: Any, lo: float, hi: float, *, confidence: float = 0.95, replicates: int = 100, seed: int = 0,
-                target: str = "sample") -> pl.DataFrame:
+def range_count(reports: Any, mechanism: Any, lo: float, hi: float, *, confidence: float = 0.95, replicates: Optional[int] = None,
+                seed: Optional[int] = None, target: str = "sample") -> pl.DataFrame:
     """One row: the users with a value in ``[lo, hi)`` — ``count`` and ``fraction`` with the
     standard error and interval of each, ``n`` and ``method``."""
     est = _estimate(reports, mechanism, confidence=confidence, replicates=replicates, seed=seed, target=target)
@@ -62,4 +69,5 @@ def range_count(reports: Any, mechanism: Any, lo: float, hi: float, *, confidenc
     return pl.DataFrame({
         "lo": [r.lo], "hi": [r.hi], "count": [r.count], "count_ci_lower": [r.ci_lower * r.n], "count_ci_upper": [r.ci_upper * r.n],
         "fraction": [r.fraction], "std_error": [r.std_error], "ci_lower": [r.ci_lower], "ci_upper": [r.ci_upper], "n": [r.n], "method": [r.method],
+        "interval_kind": [getattr(r, "interval_kind", _kind(est))],
     })

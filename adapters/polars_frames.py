@@ -6,14 +6,14 @@ from typing import Any, Optional, Sequence
 
 import polars as pl
 
-from ldp_plugin._errors import LDPInputError
+from ldp_plugin._errors import LDPInputError, LDPParameterError
 from ldp_plugin.estimation import FrequencyEstimate
 from ldp_plugin.mechanisms.reports import frame_to_reports, report_schema
 
 #: rows per streamed chunk of a LazyFrame (every Polars adapter)
 ROWS_PER_CHUNK = 1 << 18
 
-__all__ = ["estimate_frame", "accumulate_reports"]
+__all__ = ["estimate_frame", "accumulate_reports", "check_release_arguments", "release_with"]
 
 
 def estimate_frame(estimate: FrequencyEstimate, truth: Optional[Sequence[float]] = None) -> pl.DataFrame:
@@ -22,6 +22,24 @@ def estimate_frame(estimate: FrequencyEstimate, truth: Optional[Sequence[float]]
     if truth is not None:
         df = df.with_columns(covered=(pl.col("truth") >= pl.col("ci_lower")) & (pl.col("truth") <= pl.col("ci_upper")))
     return df
+
+
+def check_release_arguments(accountant: Any, query_id: Optional[str], keep_reports: bool) -> None:
+    """The ledger arguments of a ``privatize_*`` method, checked before anything else."""
+    if accountant is None and (query_id is not None or keep_reports):
+        raise LDPParameterError("query_id/keep_reports need an accountant=")
+    if accountant is not None and not query_id:
+        raise LDPParameterError("spending from an accountant needs a query_id")
+
+
+def release_with(accountant: Any, query_id: Optional[str], mechanism: Any, produce: Any, *, cohorts: Optional[Sequence[int]] = None,
+                 keep_reports: bool = False) -> Any:
+    """``produce()`` — the reports — after the atomic spend of ``mechanism``'s ε under ``query_id``
+    when an ``accountant`` is given (call it after every cheap check: a refused query randomizes
+    nothing; a retry returns the kept reports), else directly."""
+    if accountant is None:
+        return produce()
+    return accountant.release(query_id, mechanism, produce, cohorts=cohorts, keep_reports=keep_reports)
 
 
 def accumulate_reports(reports: pl.DataFrame | pl.LazyFrame, mechanism: Any) -> Any:

@@ -14,7 +14,7 @@ mean_ci_upper``.
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any, Optional, Sequence
 
 import numpy as np
 import polars as pl
@@ -26,7 +26,7 @@ from ldp_plugin.sampling import RNGLike, chunk_source
 from ldp_plugin.mechanisms.protocol import InputKind, Mechanism
 
 
-from .polars_frames import ROWS_PER_CHUNK, accumulate_reports
+from .polars_frames import ROWS_PER_CHUNK, accumulate_reports, check_release_arguments, release_with
 
 __all__ = ["privatize_key_values", "key_values"]
 
@@ -65,13 +65,21 @@ def _batch(df: pl.DataFrame, keys: str, values: Optional[str]) -> KeyValueBatch:
     if k.null_count() or v.null_count():
         raise LDPInputError("a key or a value inside a set is null")
     offsets = np.concatenate([[0], np.cumsum(lens.to_numpy().astype(np.int64))])
+    for what, s in (("keys", k), ("values", v)):  # checked by dtype: a cast's error would repeat the offending values
+        if not s.dtype.is_numeric():
+            raise LDPInputError(f"the {what} inside the sets must be numbers (keys: integer codes in [0, d); values: in [-1, 1]), "
+                                f"got {s.dtype}")
     return KeyValueBatch(k.cast(pl.Float64).to_numpy(), v.cast(pl.Float64).to_numpy(), offsets)
 
 
 def privatize_key_values(frame: pl.DataFrame | pl.LazyFrame, keys: str, mechanism: Any, *, values: Optional[str] = None,
-                         seed: RNGLike = None) -> pl.DataFrame:
-    """One report per user from a list-of-struct column, or from two list columns."""
+                         seed: RNGLike = None, accountant: Any = None, query_id: Optional[str] = None,
+                         budget_cohorts: Optional[Sequence[int]] = None, keep_reports: bool = False) -> pl.DataFrame:
+    """One report per user from a list-of-struct column, or from two list columns.
+    ``accountant=``/``query_id=``: the mechanism's ε is spent in the ledger after every check and
+    before any report exists (as :meth:`LDPFrame.privatize`)."""
     _check(mechanism)
+    check_release_arguments(accountant, query_id, keep_reports)
     df = frame.collect() if isinstance(frame, pl.LazyFrame) else frame
     for c in [keys] + ([values] if values else []):
         if c not in df.columns:
@@ -81,11 +89,16 @@ def privatize_key_values(frame: pl.DataFrame | pl.LazyFrame, keys: str, mechanis
     batches = []
     for start in range(0, df.height, ROWS_PER_CHUNK):  # every chunk checked before any report exists
         batches.append(mechanism.encode_pairs(_batch(df.slice(start, ROWS_PER_CHUNK), keys, values)))
-    parts = [reports_to_frame(mechanism, mechanism.randomize(b, rng=chunk_source(seed, i))) for i, b in enumerate(batches)]
-    return pl.concat(parts, rechunk=True)
+
+    def produce() -> pl.DataFrame:
+        parts = [reports_to_frame(mechanism, mechanism.randomize(b, rng=chunk_source(seed, i))) for i, b in enumerate(batches)]
+        return pl.concat(parts, rechunk=True)
+    return release_with(accountant, query_id, mechanism, produce, cohorts=budget_cohorts, keep_reports=keep_reports)
 
 
-def key_values(reports: pl.DataFrame | pl.LazyFrame, mechanism: Any, *, confidence: float = 0.95) -> pl.DataFrame:
-    """Each key's frequency and mean value with standard errors and intervals."""
+def key_values(reports: pl.DataFrame | pl.LazyFrame, mechanism: Any, *, confidence: float = 0.95, target: str = "sample") -> pl.DataFrame:
+    """Each key's frequency and mean value with standard errors and intervals for ``target``
+    (and ``interval_kind``: ``"bound"`` when the mechanism sampled users above ``ell``)."""
     _check(mechanism)
-    return mechanism.estimate_from(accumulate_reports(reports, mechanism), confidence=confidence).to_polars()
+    est = mechanism.estimate_from(accumulate_reports(reports, mechanism), confidence=confidence, target=target)
+    return est.to_polars().with_columns(pl.lit(est.interval_kind).alias("interval_kind"))

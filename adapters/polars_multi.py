@@ -30,7 +30,7 @@ from ldp_plugin.sampling import RNGLike, chunk_source
 from ldp_plugin.mechanisms.protocol import InputKind, Mechanism
 
 
-from .polars_frames import ROWS_PER_CHUNK, accumulate_reports
+from .polars_frames import ROWS_PER_CHUNK, accumulate_reports, check_release_arguments, release_with
 from .polars_user_ids import check_user_ids
 
 __all__ = ["privatize_attributes", "attribute_frequencies"]
@@ -42,9 +42,13 @@ def _check(mechanism: Any) -> None:
 
 
 def privatize_attributes(frame: pl.DataFrame | pl.LazyFrame, columns: Sequence[str], mechanism: Any, *, seed: RNGLike = None,
-                         user_id: Optional[str] = None, keep_user_id: bool = False) -> pl.DataFrame:
-    """One report per user from the attribute ``columns`` (in the mechanism's attribute order)."""
+                         user_id: Optional[str] = None, keep_user_id: bool = False, accountant: Any = None, query_id: Optional[str] = None,
+                         budget_cohorts: Optional[Sequence[int]] = None, keep_reports: bool = False) -> pl.DataFrame:
+    """One report per user from the attribute ``columns`` (in the mechanism's attribute order).
+    ``accountant=``/``query_id=``: the mechanism's ε is spent in the ledger after every check and
+    before any report exists (as :meth:`LDPFrame.privatize`)."""
     _check(mechanism)
+    check_release_arguments(accountant, query_id, keep_reports)
     columns = list(columns)
     if len(columns) != mechanism.attributes or len(set(columns)) != len(columns):
         raise LDPParameterError(f"{mechanism.name} needs {mechanism.attributes} distinct attribute columns (got {columns!r})")
@@ -67,15 +71,18 @@ def privatize_attributes(frame: pl.DataFrame | pl.LazyFrame, columns: Sequence[s
         bad = (s < 0) | (s >= mechanism.domains[j])
         if bad.any():
             raise LDPInputError(f"column {c!r} holds a code outside [0, {mechanism.domains[j]}) at row {int(bad.arg_true()[0])}")
-    parts = []
-    for i, start in enumerate(range(0, df.height, ROWS_PER_CHUNK)):
-        chunk = df.slice(start, ROWS_PER_CHUNK)
-        codes = np.stack([chunk[c].to_numpy().astype(np.int64) for c in columns], axis=1)
-        out = reports_to_frame(mechanism, mechanism.randomize_encoded(codes, rng=chunk_source(seed, i)))
-        if keep_user_id:
-            out = out.insert_column(0, chunk[user_id])
-        parts.append(out)
-    return pl.concat(parts, rechunk=True)
+
+    def produce() -> pl.DataFrame:
+        parts = []
+        for i, start in enumerate(range(0, df.height, ROWS_PER_CHUNK)):
+            chunk = df.slice(start, ROWS_PER_CHUNK)
+            codes = np.stack([chunk[c].to_numpy().astype(np.int64) for c in columns], axis=1)
+            out = reports_to_frame(mechanism, mechanism.randomize_encoded(codes, rng=chunk_source(seed, i)))
+            if keep_user_id:
+                out = out.insert_column(0, chunk[user_id])
+            parts.append(out)
+        return pl.concat(parts, rechunk=True)
+    return release_with(accountant, query_id, mechanism, produce, cohorts=budget_cohorts, keep_reports=keep_reports)
 
 
 def attribute_frequencies(reports: pl.DataFrame | pl.LazyFrame, mechanism: Any, *, names: Optional[Sequence[str]] = None,

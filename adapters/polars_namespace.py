@@ -52,6 +52,7 @@ from .polars_discovery import heavy_hitters
 from .polars_frames import ROWS_PER_CHUNK, estimate_frame
 from . import polars_distribution as _pd, polars_key_value as _pkv, polars_multi as _pm
 from ldp_plugin.progress import progress
+from ldp_plugin._boundary import can_write_under
 from ldp_plugin.robust.bounds import poison_bound
 from .polars_user_ids import check_user_ids
 
@@ -327,7 +328,7 @@ def privatize(
         probe = out_dir
         while not probe.exists() and probe != probe.parent:
             probe = probe.parent
-        if not probe.is_dir() or not os.access(probe, os.W_OK):
+        if not probe.is_dir() or not os.access(probe, os.W_OK) or not can_write_under(probe):
             raise LDPParameterError(f"sink directory {str(out_dir)!r} cannot be created (its nearest existing parent is not a writable directory)")
         if out_dir.exists() and any(out_dir.glob("part-*.parquet")):
             raise LDPParameterError(f"sink directory {str(out_dir)!r} already holds report parts: use a new directory")
@@ -400,7 +401,7 @@ def estimate(
     mechanism: Any,
     *,
     candidates: Optional[Sequence] = None,
-    postprocess: str = "projection",
+    postprocess: Optional[str] = None,
     confidence: float = 0.95,
     target: str = "sample",
     poison_fraction: Optional[float] = None,
@@ -432,7 +433,9 @@ def estimate(
             acc.add(frame_to_reports(mechanism, reports))
     if acc.n == 0:
         raise LDPInputError("the reports frame is empty: nothing to estimate")
-    est = mechanism.estimate_from(acc, candidates=candidates, postprocess=postprocess, confidence=confidence, target=target)
+    # candidates= and postprocess= only when given (None: the mechanism's default; a family without them refuses them)
+    options = {k: v for k, v in (("candidates", candidates), ("postprocess", postprocess)) if v is not None}
+    est = mechanism.estimate_from(acc, confidence=confidence, target=target, **options)
     if poison_fraction is None and poison_count is None:
         return estimate_frame(est)
     bound = poison_bound(mechanism, est, poison_fraction=poison_fraction, poison_count=poison_count)

@@ -52,8 +52,11 @@ from pathlib import Path
 from typing import Any, Optional
 
 from ._errors import LDPInputError, LDPParameterError
-from ._boundary import reading
-from .registry import build, load_registry
+from ._boundary import can_write_under, reading
+from .registry import KINDS, build, load_registry
+
+#: the registry kinds a job's one input column can feed (a value or set per user, a number per user)
+JOB_KINDS = ("frequency", "distribution", "mean")
 from .adapters import estimate as estimate_reports, privatize
 from .accountant import Accountant
 from .executors import aggregate, make_executor, privatize_files, resolve_paths
@@ -116,8 +119,12 @@ def build_mechanism(spec: dict, n_hint: int) -> Any:
     """The mechanism of a job's ``[mechanism]`` section (wrapped in SampleOne if ``m`` is set),
     built by the registry (the one builder; missing parameters are named there)."""
 
-    reg = load_registry()
     name = spec["name"]
+    every = load_registry(kinds=KINDS)
+    if name in every and every[name].kind not in JOB_KINDS:
+        raise LDPParameterError(f"[mechanism] name = {name!r} is a {every[name].kind} mechanism: a job reads one column per user "
+                                f"(kinds {', '.join(JOB_KINDS)}); use the Polars adapters (privatize_key_values, privatize_attributes)")
+    reg = {k: v for k, v in every.items() if v.kind in JOB_KINDS}
     params = dict(spec.get("params", {}))
     if not isinstance(spec.get("params", {}), dict):
         raise LDPParameterError("[mechanism] params must be a table, e.g. params = {k = 8, cohorts = 16}")
@@ -226,7 +233,8 @@ def _check_outputs(job: Job) -> None:
         probe = parent
         while not probe.exists() and probe != probe.parent:
             probe = probe.parent
-        if not probe.is_dir() or not os.access(probe, os.W_OK) or (p.exists() and key != "reports" and not os.access(p, os.W_OK)):
+        if (not probe.is_dir() or not os.access(probe, os.W_OK) or not can_write_under(probe)
+                or (p.exists() and key != "reports" and not os.access(p, os.W_OK))):
             raise LDPParameterError(f"[output] {key} = {str(job.output[key])!r} is not writable")
 
 
@@ -273,10 +281,22 @@ def run_job(job: Job, *, executor: Optional[str] = None, address: Optional[str] 
         reports,
         mech,
         candidates=coll.get("candidates"),
-        postprocess=coll.get("postprocess", "projection"),
+        postprocess=coll.get("postprocess", "projection" if _is_frequency(mech) else None),
         confidence=float(coll.get("confidence", 0.95)),
     )
     return _finish(job, mech, est, n_hint, coll, reports_dir, accountant, budget, prior, t0, t1)
+
+
+def _described(mech: Any) -> dict:
+    """The mechanism as the summary shows it (``mechanism`` + its parameters), for every family."""
+    if hasattr(mech, "params"):
+        return mech.params()
+    return {"mechanism": mech.name, **mech.spec()["params"]}
+
+
+def _is_frequency(mech: Any) -> bool:
+    """A frequency oracle (items or sets): the one family with post-processing options."""
+    return mech.input_kind in ("value", "set")
 
 
 def _privatize(lf, job: Job, mech: Any, coll: dict, reports_dir: Any, accountant: Any, budget: dict):
@@ -305,7 +325,7 @@ def _finish(job: Job, mech: Any, est: Any, n_hint: int, coll: dict, reports_dir:
         plot_path = job.path(job.output["plot"])
         plot_estimates(est, plot_path, title=f"{mech.name}, epsilon={mech.epsilon}, n={n_hint:,}")
     return {
-        "mechanism": mech.params(),
+        "mechanism": _described(mech),
         "epsilon": mech.epsilon,
         "users": n_hint,
         "secure_randomness": coll.get("seed") is None,
@@ -325,8 +345,11 @@ def _finish(job: Job, mech: Any, est: Any, n_hint: int, coll: dict, reports_dir:
         "intervals": (
             f"{float(coll.get('confidence', 0.95)):.0%} confidence intervals around the unbiased estimate, covering the frequencies "
             f"of the users in the input; estimates post-processed by {coll.get('postprocess', 'projection')!r}"
+        ) if _is_frequency(mech) else (
+            f"{float(coll.get('confidence', 0.95)):.0%} intervals for the users in the input"
+            + ("; " + str(est["interval_kind"][0]) if "interval_kind" in est.columns else "")
         ),
-        "top": est.sort("estimate", descending=True).head(10).to_dicts(),
+        "top": (est.sort("estimate", descending=True) if "item" in est.columns else est).head(10).to_dicts(),
     }
 
 
@@ -367,7 +390,9 @@ def _run_partitioned(job: Job, kind: str, address: Optional[str]) -> dict:
     finally:
         if hasattr(ex, "close"):
             ex.close()
-    kw = dict(postprocess=coll.get("postprocess", "projection"), confidence=float(coll.get("confidence", 0.95)))
+    kw = dict(confidence=float(coll.get("confidence", 0.95)))
+    if _is_frequency(mech) or "postprocess" in coll:  # the other families refuse post-processing options
+        kw["postprocess"] = coll.get("postprocess", "projection")
     if coll.get("candidates") is not None:
         kw["candidates"] = coll["candidates"]
     est = state.estimate(**kw).to_polars()
@@ -379,7 +404,7 @@ def _run_partitioned(job: Job, kind: str, address: Optional[str]) -> dict:
         plot_path = job.path(job.output["plot"])
         plot_estimates(est, plot_path, title=f"{mech.name}, epsilon={mech.epsilon}, n={n_hint:,}")
     return {
-        "mechanism": mech.params(), "epsilon": mech.epsilon, "users": n_hint, "executor": kind, "partitions": len(files),
+        "mechanism": _described(mech), "epsilon": mech.epsilon, "users": n_hint, "executor": kind, "partitions": len(files),
         "secure_randomness": coll.get("seed") is None, "estimates": str(out_path), "plot": None if plot_path is None else str(plot_path),
         "reports": str(job.path(job.output["reports"])), "privatize_seconds": round(t1 - t0, 3), "estimate_seconds": round(t2 - t1, 3),
         "budget": None if not budget else {"ledger": str(job.path(budget["ledger"])), "query_id": budget["query_id"]},

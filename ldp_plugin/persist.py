@@ -119,25 +119,40 @@ class AccumulatorState:
     n: int
     n_c: Optional[np.ndarray] = None
     ingested: list = dataclasses.field(default_factory=list)
+    #: the accumulator's other summed arrays (tree and multi-attribute families: ``flat``,
+    #: ``per_level``, ``covered``, ...; ``counts`` holds the first), by name
+    extra: dict = dataclasses.field(default_factory=dict)
+
+    @staticmethod
+    def _arrays(acc: Any) -> dict:
+        """The accumulator's summed state arrays (its ``_summed`` fields but ``n`` / ``n_c``)."""
+        names = [f for f in getattr(acc, "_summed", ("counts", "n")) if f not in ("n", "n_c")]
+        return {f: np.asarray(getattr(acc, f)) for f in names}
 
     @classmethod
     def empty(cls, mechanism: Any) -> "AccumulatorState":
-        spec = mechanism_spec(mechanism)
-        acc = mechanism.accumulator()
-        n_c = np.zeros_like(acc.n_c) if hasattr(acc, "n_c") else None
-        return cls(spec, spec_fingerprint(spec), np.zeros_like(acc.counts), 0, n_c, [])
+        return cls.from_accumulator(mechanism, mechanism.accumulator())
 
     @classmethod
     def from_accumulator(cls, mechanism: Any, acc: Any, ingested: Iterable = ()) -> "AccumulatorState":
         spec = mechanism_spec(mechanism)
-        return cls(spec, spec_fingerprint(spec), acc.counts.copy(), int(acc.n), acc.n_c.copy() if hasattr(acc, "n_c") else None, list(ingested))
+        arrays = cls._arrays(acc)
+        first = next(iter(arrays))
+        extra = {k: v.copy() for k, v in arrays.items() if k != first}
+        return cls(spec, spec_fingerprint(spec), arrays[first].copy(), int(acc.n), acc.n_c.copy() if hasattr(acc, "n_c") else None, list(ingested),
+                   extra)
 
     def mechanism(self) -> Any:
         return mechanism_from_spec(self.spec)
 
     def accumulator(self) -> Any:
         acc = self.mechanism().accumulator()
-        acc.counts = self.counts.astype(np.int64).copy()
+        names = list(self._arrays(acc))
+        setattr(acc, names[0], self.counts.astype(np.asarray(getattr(acc, names[0])).dtype).copy())
+        for k in names[1:]:
+            if k not in self.extra:
+                raise LDPInputError("the accumulator state lacks a field of its mechanism's accumulator (written by another version?)")
+            setattr(acc, k, np.asarray(self.extra[k]).astype(np.asarray(getattr(acc, k)).dtype).copy())
         if self.n_c is not None:
             acc.n_c = self.n_c.astype(np.int64).copy()
         else:
@@ -170,6 +185,7 @@ class AccumulatorState:
             self.n + other.n,
             None if self.n_c is None else self.n_c + other.n_c,
             self.ingested + other.ingested,
+            {k: v + other.extra[k] for k, v in self.extra.items()},
         )
 
     # -- files ---------------------------------------------------------------------------------------
@@ -185,6 +201,9 @@ class AccumulatorState:
             "n_c": None if self.n_c is None else [int(c) for c in self.n_c],
             "ingested": self.ingested,
         }
+        if self.extra:
+            doc["extra"] = {k: {"values": np.asarray(v).ravel().tolist(), "shape": list(np.shape(v)), "dtype": str(np.asarray(v).dtype)}
+                            for k, v in self.extra.items()}
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(path.name + ".tmp")
         tmp.write_text(json.dumps(doc))
@@ -213,10 +232,12 @@ class AccumulatorState:
             counts = np.array(doc["counts"], dtype=np.int64).reshape(doc["shape"])
             n_c = None if doc.get("n_c") is None else np.array(doc["n_c"], dtype=np.int64)
             n = int(doc["n"])
+            extra = {k: np.array(e["values"], dtype=np.dtype(e["dtype"]) if e["dtype"] in ("int64", "float64") else np.int64).reshape(e["shape"])
+                     for k, e in dict(doc.get("extra") or {}).items()}
         except LDPInputError:
             raise
         except (KeyError, TypeError, ValueError, OverflowError):
             raise LDPInputError(f"accumulator state {str(path)!r} is corrupted (missing or malformed fields)") from None
         if n_c is not None and int(n_c.sum()) != n:
             raise LDPInputError(f"accumulator state {str(path)!r} is corrupted (cohort sizes do not add up)")
-        return cls(spec, doc["fingerprint"], counts, n, n_c, list(doc.get("ingested", [])))
+        return cls(spec, doc["fingerprint"], counts, n, n_c, list(doc.get("ingested", [])), extra)

@@ -17,12 +17,13 @@ import contextlib
 import errno
 import re
 import sqlite3
+import tempfile
 from pathlib import Path
 from typing import Any, Iterator, Optional
 
 from .._errors import LDPInputError, LDPParameterError
 
-__all__ = ["reading", "polars_error", "sqlite_error", "os_error", "opendp_error", "translate", "is_polars_error"]
+__all__ = ["reading", "polars_error", "sqlite_error", "os_error", "opendp_error", "translate", "is_polars_error", "can_write_under"]
 
 
 def is_polars_error(exc: BaseException) -> bool:
@@ -151,3 +152,20 @@ def translate(exc: BaseException) -> Optional[Exception]:
     if isinstance(exc, (MemoryError,)):
         return LDPParameterError("not enough memory for this size; use a smaller size or count")
     return None
+
+
+def can_write_under(path: str | Path) -> bool:
+    """True if a file can really be created in ``path``'s nearest existing directory (a file
+    created and removed there: permission bits say nothing for root, nor on a pseudo-filesystem
+    such as /proc or /sys, where creating anything fails after the check would have passed)."""
+    probe = Path(path)
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    if not probe.is_dir():
+        return False
+    try:
+        with tempfile.TemporaryFile(dir=probe):
+            pass
+    except OSError:
+        return False
+    return True

@@ -12,7 +12,7 @@ import os
 
 from .._errors import LDPParameterError
 
-__all__ = ["MAX_SECONDS", "MAX_BYTES", "check_work", "check_memory"]
+__all__ = ["MAX_SECONDS", "MAX_BYTES", "check_work", "check_seconds", "check_memory"]
 
 #: the longest run started without the user raising ``LDP_PLUGIN_MAX_SECONDS``
 MAX_SECONDS = 900.0
@@ -55,6 +55,16 @@ def check_work(reports: float, *, rate: float, what: str, options: str) -> float
             "(or raise LDP_PLUGIN_MAX_SECONDS)"
         )
     return seconds
+
+
+def check_seconds(seconds: float, *, what: str, options: str, limit: float | None = None) -> float:
+    """Refuse a computation predicted to take ``seconds`` above ``limit`` (default the time limit;
+    ``LDP_PLUGIN_MAX_SECONDS`` raises either); returns the prediction."""
+    cap = _limit() if limit is None or "LDP_PLUGIN_MAX_SECONDS" in os.environ else float(limit)
+    if seconds > cap:
+        raise LDPParameterError(f"{what} would take an estimated {_duration(seconds)}, above the {_duration(cap)} limit; "
+                                f"use a smaller {options} (or raise LDP_PLUGIN_MAX_SECONDS)")
+    return float(seconds)
 
 
 def check_memory(nbytes: float, *, what: str, options: str) -> None:

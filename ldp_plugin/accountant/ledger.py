@@ -122,8 +122,10 @@ class Accountant(_Releases, _OpenDPInterop, _ShuffleClaims):
 
     # -- creation ----------------------------------------------------------------------------------
     @classmethod
-    def create(cls, path: str | Path, population: Population, *, exist_ok: bool = False) -> "Accountant":
-        """Create a new ledger file for ``population`` (or open it if ``exist_ok`` and it matches)."""
+    def create(cls, path: str | Path, population: Population, *, exist_ok: bool = False, parents: bool = False) -> "Accountant":
+        """Create a new ledger file for ``population`` (or open it if ``exist_ok`` and it matches).
+        Its directory must exist (a typo in a path must not start a second, empty budget
+        elsewhere); ``parents=True`` creates missing directories."""
         if not hasattr(population, "definition"):
             raise LDPParameterError(
                 f"population must be a Population, e.g. Population(name='app-users', lifetime_cap='4') "
@@ -138,6 +140,9 @@ class Accountant(_Releases, _OpenDPInterop, _ShuffleClaims):
             if exist_ok:
                 return cls(path, population)
             raise LedgerError(f"ledger {str(path)!r} already exists")
+        if not path.parent.is_dir() and not parents:
+            raise LedgerError(f"the directory of ledger {str(path)!r} does not exist: create it first, or pass parents=True "
+                              "(ldp budget init --parents)")
         try:
             private_dirs(path.parent)  # 0700 for the directories it creates
         except OSError as e:

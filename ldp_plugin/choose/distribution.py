@@ -139,9 +139,17 @@ class DistributionCandidate:
     mechanism: str
     params: dict
     predicted_w1: float
+    #: what the mechanism's intervals cover (a ranking by W1 says nothing of it)
+    intervals: str = ""
 
     def to_dict(self) -> dict:
         return dict(self.__dict__)
+
+
+SQUARE_WAVE_INTERVALS = ("variance-only: the bootstrap does not cover EMS's smoothing bias (peaked, multimodal or "
+                         "heavy-tailed data: many standard errors); its W1 includes that bias")
+BUCKETED_INTERVALS = ("analytic and covering: unbiased buckets; a range ending inside a bucket spans the buckets it touches "
+                      "(wider, never the uniformity assumption)")
 
 
 def rank_distribution_mechanisms(epsilon: float, *, n: int, buckets: Optional[int] = None, reference: Any = "smooth", seed: int = 0) -> list:
@@ -154,7 +162,9 @@ def rank_distribution_mechanisms(epsilon: float, *, n: int, buckets: Optional[in
     b = buckets if buckets is not None else bucket_rule(epsilon, n, reference=reference, seed=seed)
     bo = BucketedOracle(epsilon=epsilon, buckets=b)
     out = [
-        DistributionCandidate("square-wave", {"grid": sw.grid}, predicted_w1(sw, n, reference=reference, reps=10, seed=seed, buckets=buckets)),
-        DistributionCandidate("bucketed", {"buckets": b, "oracle": bo.inner.name}, predicted_w1(bo, n, reference=reference, reps=40, seed=seed)),
+        DistributionCandidate("square-wave", {"grid": sw.grid}, predicted_w1(sw, n, reference=reference, reps=10, seed=seed, buckets=buckets),
+                              SQUARE_WAVE_INTERVALS),
+        DistributionCandidate("bucketed", {"buckets": b, "oracle": bo.inner.name}, predicted_w1(bo, n, reference=reference, reps=40, seed=seed),
+                              BUCKETED_INTERVALS),
     ]
     return sorted(out, key=lambda c: c.predicted_w1)

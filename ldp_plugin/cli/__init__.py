@@ -181,7 +181,8 @@ def build_parser(command_name: Optional[str] = None) -> argparse.ArgumentParser:
     a.add_argument("--address", default=None, help="Dask scheduler address (default: $DASK_SCHEDULER_ADDRESS or a local cluster)")
     a.add_argument("--state", default=None, metavar="PATH", help="accumulator state: read if present, new files merged in, saved back")
     a.add_argument("--candidates", default=None, help="comma-separated candidates (open-alphabet mechanisms)")
-    a.add_argument("--postprocess", choices=POSTPROCESS_CHOICES, default="projection", help="post-processing of the estimate")
+    a.add_argument("--postprocess", choices=POSTPROCESS_CHOICES, default=None,
+                   help="post-processing of a frequency estimate (default projection; other families refuse it)")
     a.add_argument("--allow-partial", action="store_true", help="also aggregate reports of a release that did not complete")
     a.add_argument("--json", action="store_true", help="one JSON document on stdout")
     a.set_defaults(func=command("aggregate"))
@@ -196,6 +197,7 @@ def build_parser(command_name: Optional[str] = None) -> argparse.ArgumentParser:
     bi.add_argument("--period", default=None, choices=["day", "hour", "week"], help="the period of --period-cap (UTC)")
     bi.add_argument("--cohorts", type=_int_in(1, 1 << 20, "an integer"), default=1, help="data-independent cohorts (parallel composition), in [1, 2^20]")
     bi.add_argument("--exist-ok", action="store_true", help="open an existing ledger with the same definition")
+    bi.add_argument("--parents", action="store_true", help="create the ledger's missing parent directories (else refused: a typo must not start a new budget)")
     bi.add_argument("--json", action="store_true", help="one JSON document on stdout")
     bs = bsub.add_parser("show", help="spent and remaining budget per cohort")
     bs.add_argument("ledger", help="the ledger file")

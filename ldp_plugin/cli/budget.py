@@ -18,7 +18,7 @@ def cmd_budget(args) -> int:
         pop = Population(
             name=args.population, lifetime_cap=args.lifetime_cap, period_cap=args.period_cap, period=args.period, cohorts=args.cohorts
         )
-        acc = Accountant.create(args.ledger, pop, exist_ok=args.exist_ok)
+        acc = Accountant.create(args.ledger, pop, exist_ok=args.exist_ok, parents=args.parents)
         out = {"ledger": str(acc.path), "population": pop.definition(), "fingerprint": pop.fingerprint()}
     else:
         acc = Accountant(args.ledger)

@@ -24,8 +24,21 @@ def cmd_collect(args) -> int:
         if summary.get("budget"):  # a retry says so in text too, never only in --json
             print(("NOTE: " if not summary["budget"].get("charged", True) else "budget: ") + str(summary["budget"]["note"]))
         for row in summary["top"]:
-            print(f"  {str(row['item']):<20} {row['estimate']:.4f}  [{row['ci_lower']:.4f}, {row['ci_upper']:.4f}]")
+            print("  " + _row_text(row))
     return 0
+
+
+def _row_text(r: dict) -> str:
+    """One estimate row as text, whatever the family (items, attributes, buckets, keys, a mean)."""
+    if "key" in r:  # key-value
+        return (f"key {str(r['key']):<8} frequency {r['frequency']:.4f} [{r['frequency_ci_lower']:.4f}, {r['frequency_ci_upper']:.4f}]  "
+                f"mean {r['mean']:+.4f} [{r['mean_ci_lower']:+.4f}, {r['mean_ci_upper']:+.4f}]")
+    if "lo" in r:  # a histogram bucket
+        return f"[{r['lo']:.6g}, {r['hi']:.6g})  {r['estimate']:.4f}  ± {r['std_error']:.4f}  ({r['ci_lower']:.4f}, {r['ci_upper']:.4f})"
+    if "item" in r:
+        head = f"attribute {r['attribute']}  " if "attribute" in r else ""
+        return f"{head}{str(r['item']):<20} {r['estimate']:.4f}  ± {r['std_error']:.4f}"
+    return f"mean {r['mean']:.6g}  ± {r['std_error']:.4g}  ({r['ci_lower']:.6g}, {r['ci_upper']:.6g})"
 
 
 def cmd_aggregate(args) -> int:
@@ -46,7 +59,9 @@ def cmd_aggregate(args) -> int:
     if args.state:
         result.save(args.state)
     cands = None if args.candidates is None else [c for c in args.candidates.split(",") if c]
-    est = result.estimate(candidates=cands, postprocess=args.postprocess) if cands else result.estimate(postprocess=args.postprocess)
+    # only the options given: a family without candidates= / postprocess= refuses them, never ignores them
+    options = {k: v for k, v in (("candidates", cands or None), ("postprocess", args.postprocess)) if v is not None}
+    est = result.estimate(**options)
     rows = est.to_polars().to_dicts()
     out = {"mechanism": result.spec, "fingerprint": result.fingerprint, "n": result.n, "files": len(result.ingested),
            "files_added": len(result.ingested) - before, "executor": args.executor, "estimates": rows}
@@ -56,8 +71,8 @@ def cmd_aggregate(args) -> int:
         mech = result.mechanism()
         print(f"ldp aggregate: {result.n:,} reports from {len(result.ingested)} file(s) ({out['files_added']} new); mechanism {mech.name}, epsilon={mech.epsilon}")
         for r in rows:
-            if "item" in r:
-                print(f"  {str(r['item']):<20} {r['estimate']:.4f}  ± {r['std_error']:.4f}")
-            else:  # a numeric mechanism: one row with the mean
-                print(f"  mean {r['mean']:.6g}  ± {r['std_error']:.4g}  ({r['ci_lower']:.6g}, {r['ci_upper']:.6g})")
+            print("  " + _row_text(r))
+        note = getattr(est, "bounds", "")
+        if note:
+            print(f"NOTE: {note}")
     return 0

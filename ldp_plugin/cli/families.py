@@ -21,6 +21,8 @@ def add_distribution_choose_arguments(ch, int_in) -> None:
 def cmd_choose_distribution(args) -> int:
     if args.epsilon is None:
         raise LDPParameterError("ldp choose --family distribution needs --epsilon")
+    if not args.lower < args.upper:  # the declared range is shared with the means family's options
+        raise LDPParameterError(f"--lower must be below --upper (got {args.lower!r} and {args.upper!r})")
     if args.buckets is not None and args.buckets & (args.buckets - 1):
         raise LDPParameterError(f"--buckets must be a power of two in [2, 4096] (got {args.buckets})")
     reference = args.shape
@@ -39,4 +41,5 @@ def cmd_choose_distribution(args) -> int:
           f"predicted W1 on the {ref} (simulated report counts of the exact channel; seeded runs)")
     for i, r in enumerate(rows):
         print(f"{'->' if i == 0 else '  '} {r['mechanism']:<12} {str(r['params']):<34} predicted W1 {r['predicted_w1']:.4g}")
+        print(f"   intervals: {r['intervals']}")
     return 0

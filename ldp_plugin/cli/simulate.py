@@ -8,7 +8,11 @@ import numpy as np
 
 from ..sampling import as_source
 from ..simulate import draw_users, simulate, true_distribution
-from ._common import _build, emit, registry
+from ._common import _build, emit, registry, require_frequency
+from .demo_families import demo_family
+
+#: the demo's parameters for each non-frequency kind it shows (numbers on [0, 1], 4 keys, 3 attributes)
+FAMILY_DEMO_PARAMS = {"distribution": {}, "mean": {}, "key-value": {"d": 4, "ell": 2}, "multi-attribute": {"domains": [4, 3, 2]}}
 from ..adapters import estimate_frame
 from ..registry import build
 
@@ -32,6 +36,11 @@ def cmd_demo(args) -> int:
     """A simulated collection on generated per-user data: estimates with standard errors and
     confidence intervals next to the truth."""
 
+    decl = registry(all_kinds=True).get(args.mechanism) if isinstance(args.mechanism, str) else None
+    if decl is not None and decl.kind in FAMILY_DEMO_PARAMS:
+        return demo_family(build(args.mechanism, epsilon=args.epsilon, registry=registry(all_kinds=True), **FAMILY_DEMO_PARAMS[decl.kind]), args)
+    if decl is not None and decl.kind != "frequency":
+        require_frequency(args.mechanism, "demo")
     categories = ["search", "mail", "maps", "video", "news", "music", "photos", "shopping"]
     mech = build(args.mechanism, epsilon=args.epsilon, d=len(categories), n=args.n, registry=registry())
     gen = np.random.default_rng(args.seed)

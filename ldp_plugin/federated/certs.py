@@ -14,7 +14,7 @@ from pathlib import Path
 
 from .._errors import LDPParameterError
 
-__all__ = ["make_tls", "make_node_keys"]
+__all__ = ["existing_credentials", "make_tls", "make_node_keys"]
 
 
 def _write(path: Path, data: bytes, private: bool = False) -> Path:
@@ -41,6 +41,13 @@ def _check_hosts(hosts: tuple) -> None:
             pass
         if not isinstance(h, str) or not 1 <= len(h) <= 64 or not _HOST.match(h):
             raise LDPParameterError("--host must be an IP address or a DNS name of 1 to 64 letters, digits, dots and hyphens")
+
+
+def existing_credentials(directory: str | Path, nodes: int) -> list:
+    """The files :func:`make_tls` and :func:`make_node_keys` would overwrite that already exist."""
+    d = Path(directory)
+    names = ["ca.pem", "server.pem", "server.key"] + [f"nodes/node-{i}{ext}" for i in range(nodes) for ext in ("", ".pub")]
+    return [n for n in names if (d / n).exists()]
 
 
 def make_tls(directory: str | Path, hosts: tuple = ("127.0.0.1", "localhost"), days: int = 30) -> dict:

@@ -27,7 +27,7 @@ from ..mechanisms.charge import collection_charge
 from ..progress import status
 from .._boundary.workload import check_work
 from ..simulate import parse_params
-from .certs import make_node_keys, make_tls
+from .certs import existing_credentials, make_node_keys, make_tls
 from .deploy import Spawned, flower_tool, free_port, run_to_completion, tool_env, write_connection
 from .plan import Plan
 from .synthetic import zipf_frequencies, zipf_values
@@ -85,10 +85,13 @@ def add_parsers(sub, parser_class, int_in, epsilon_type, seed_type, domain_type,
     nw.add_argument("--force", action="store_true", help="overwrite existing files")
     nw.add_argument("--shuffled", action="store_true", help="the ServerApp is the shuffler: devices seal to the analyzer key their owners pin")
     nw.add_argument("--members", default=None, metavar="DIR", help="list the nodes' public keys DIR/node-<i>.pub (relative to the app) as the plans' members")
+    nw.add_argument("--json", action="store_true", help="one JSON document on stdout")
     ct = fsub.add_parser("certs", help="generate a CA, a SuperLink TLS certificate and SuperNode auth keys (cryptography, locally)")
     ct.add_argument("directory")
     ct.add_argument("--host", action="append", default=None, help="a host name or IP address of the SuperLink (repeatable; default 127.0.0.1, localhost)")
     ct.add_argument("--nodes", type=int_in(0, 10_000, "an integer"), default=2, help="SuperNode key pairs to generate (node-0, node-1, ...)")
+    ct.add_argument("--force", action="store_true", help="replace an existing CA, certificate and keys (deployed nodes must get the new ones)")
+    ct.add_argument("--json", action="store_true", help="one JSON document on stdout (the output is JSON either way)")
     dv = fsub.add_parser("device", help="the node owner's commands")
     dsub = dv.add_subparsers(dest="device_command", required=True, parser_class=parser_class)
     di = dsub.add_parser("init", help="create the devices' ledger and keystore (once; --reset starts a new budget)")
@@ -116,6 +119,7 @@ def add_parsers(sub, parser_class, int_in, epsilon_type, seed_type, domain_type,
     dref.add_argument("--json", action="store_true", help="one JSON document on stdout")
     adg = fsub.add_parser("app-digest", help="the SHA-256 of the app bundle `flwr run APP` ships (what device owners pin)")
     adg.add_argument("app", help="the Flower app directory or a .fab file")
+    di.add_argument("--json", action="store_true", help="one JSON document on stdout (the output is JSON either way)")
     fs = fsub.add_parser("simulate", help="run the app through `flwr run` on a local simulation SuperLink, on generated data")
     fs.add_argument("--nodes", type=int_in(1, 1000, "an integer"), required=True, help="simulated SuperNodes, in [1, 1000]")
     fs.add_argument("--users-per-node", type=int_in(1, 10**6, "an integer"), required=True, help="devices hosted by each node")
@@ -137,6 +141,7 @@ def add_parsers(sub, parser_class, int_in, epsilon_type, seed_type, domain_type,
     ak = fsub.add_parser("analyzer-keys", help="generate the analyzer's key pair (analyzer.key 0600, analyzer.pub for the device owners to pin)")
     ak.add_argument("directory")
     ak.add_argument("--force", action="store_true", help="replace an existing private key (reports sealed to it can no longer be opened)")
+    ak.add_argument("--json", action="store_true", help="one JSON document on stdout (the output is JSON either way)")
     an = fsub.add_parser("analyze", help="open, validate and aggregate a shuffled batch; record its central (epsilon, delta) in a ledger")
     an.add_argument("batch", help="the batch file the shuffler forwarded")
     an.add_argument("--key", required=True, help="the analyzer's private key file (analyzer.key)")
@@ -164,10 +169,18 @@ def cmd_federated(args) -> int:
     cmd = args.federated_command
     if cmd == "new":
         paths = new_project(args.directory, nodes=args.nodes, force=args.force, shuffled=args.shuffled, members=args.members)
+        if args.json:
+            print(json.dumps({"written": {k: str(v) for k, v in paths.items()}}, indent=1))
+            return 0
         print(f"wrote {paths['pyproject.toml']}, {paths['plan.toml']}, {paths['discovery.toml']} and {paths['device.toml']}")
         print("next: `ldp federated certs`, `ldp federated device init`, start the SuperLink and SuperNodes, `flwr run` (README, Federated analytics)")
         return 0
     if cmd == "certs":
+        existing = existing_credentials(args.directory, args.nodes)
+        if existing and not args.force:
+            raise LDPParameterError(f"{args.directory!r} already holds {', '.join(existing[:4])}{' ...' if len(existing) > 4 else ''}: "
+                                    "regenerating replaces the CA and every private key (deployed SuperLinks and SuperNodes stop "
+                                    "trusting each other); pass --force to replace them")
         tls = make_tls(args.directory, tuple(args.host or ("127.0.0.1", "localhost")))
         keys = [make_node_keys(Path(args.directory) / "nodes", f"node-{i}") for i in range(args.nodes)]
         print(json.dumps({"tls": tls, "supernode_keys": keys}, indent=1))

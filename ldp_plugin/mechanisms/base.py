@@ -14,15 +14,17 @@ a family adds row checks of its own through the one hook :meth:`MechanismBase._r
 from __future__ import annotations
 
 import dataclasses
+import functools
 import inspect
-from typing import Any, ClassVar, FrozenSet, Optional
+from typing import Any, Callable, ClassVar, FrozenSet, Optional
 
 import numpy as np
 
-from .._errors import LDPArgumentError, LDPParameterError
+from .._errors import LDPArgumentError, LDPInputError, LDPParameterError
 from ..estimation import retarget
 from ..sampling import as_source
 from .protocol import InputKind, Mechanism
+from .tagged import check_accumulator_mechanism, check_origin, tag_reports
 
 __all__ = ["MechanismBase", "json_value"]
 
@@ -83,6 +85,73 @@ def _argument_message(cls: Any, sig: inspect.Signature, args: tuple, kwargs: dic
     return f"{name}: invalid arguments; it takes {takes}"
 
 
+def _strict_call(fn: Callable, what: str) -> tuple:
+    """``fn``'s signature without ``self`` and a binder that turns a bad call (a misspelt or
+    unknown keyword, a missing argument) into :class:`LDPArgumentError` naming what it takes."""
+    sig = inspect.signature(fn)
+    sig = sig.replace(parameters=list(sig.parameters.values())[1:])
+    takes = ", ".join(p.name for p in sig.parameters.values() if p.kind is not inspect.Parameter.VAR_KEYWORD)
+
+    def bind(self: Any, args: tuple, kwargs: dict) -> None:
+        try:
+            sig.bind(*args, **kwargs)
+        except TypeError:
+            name = self.name if isinstance(getattr(self, "name", None), str) else type(self).__name__
+            unknown = sorted(k for k in kwargs if k not in sig.parameters)
+            which = f"has no parameter(s) {unknown}" if unknown else "was called with invalid arguments"
+            raise LDPArgumentError(f"{name}.{what} {which}; it takes {takes}") from None
+    return sig, bind
+
+
+def _check_batch_shape(mech: Any, entry: str, batch: Any) -> None:
+    """One user per element: a batch of codes (or numbers) with more than one dimension is
+    refused, never flattened into more users than there are (tuples: one row per user)."""
+    if entry == "randomize" and mech.input_kind != "number":
+        return  # items, sets and pairs: each family's encode knows its own layout
+    dims = np.ndim(batch) if isinstance(batch, (np.ndarray, list)) else 1
+    want = 2 if mech.input_kind == "tuple" else 1
+    if dims != want:
+        what = ("an n × A array of attribute codes" if want == 2 else "a 1-d batch of item codes (flat, with offsets=)"
+                if mech.input_kind == "set" else "a 1-d batch (one value per user)")
+        raise LDPInputError(f"{mech.name}.{entry} takes {what}; got an array with {dims} dimension(s): it is never flattened")
+
+
+def _tagging(fn: Callable) -> Callable:
+    """A client entry point whose batch carries the mechanism's spec (:mod:`.tagged`); its
+    batch's shape is checked first (:func:`_check_batch_shape`)."""
+    entry = fn.__name__
+
+    @functools.wraps(fn)
+    def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
+        if args:
+            _check_batch_shape(self, entry, args[0])
+        return tag_reports(self, fn(self, *args, **kwargs))
+    wrapper._ldp_wrapped = True  # type: ignore[attr-defined]
+    return wrapper
+
+
+def _checking(fn: Callable, what: str) -> Callable:
+    """``estimate`` / ``estimate_from`` with a strict signature that refuses reports (an
+    accumulator) of another spec before any work (:func:`.tagged.check_origin`)."""
+    _, bind = _strict_call(fn, what)
+
+    @functools.wraps(fn)
+    def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
+        bind(self, args, kwargs)
+        if args:
+            if what == "estimate":
+                check_origin(self, args[0])
+            else:
+                check_accumulator_mechanism(self, args[0])
+        return fn(self, *args, **kwargs)
+    wrapper._ldp_wrapped = True  # type: ignore[attr-defined]
+    return wrapper
+
+
+def _checked(what: str) -> Callable:
+    return lambda fn: _checking(fn, what)
+
+
 class MechanismBase(Mechanism, metaclass=_CheckedArguments):
     """The defaults of every mechanism and wrapper, in one class (see the module docstring).
     Subclasses supply ``report_fields``, ``encode``, the client (``_randomize_codes`` or their own
@@ -92,6 +161,16 @@ class MechanismBase(Mechanism, metaclass=_CheckedArguments):
     :func:`~.protocol.has`), and a family's own row checks in :meth:`_row_problems`."""
 
     _mechanism_defaults: ClassVar[bool] = True
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """Every client entry point a class defines tags its batch with the spec; every
+        ``estimate`` / ``estimate_from`` has a strict signature and refuses reports of another
+        spec (:mod:`.tagged`) — for every family, without each writing the check."""
+        super().__init_subclass__(**kwargs)
+        for name in ("randomize", "randomize_encoded", "estimate", "estimate_from"):
+            fn = inspect.getattr_static(cls, name, None)  # a mixin's (SetInput, AccumulatedEstimate) too
+            if inspect.isfunction(fn) and not getattr(fn, "_ldp_wrapped", False):
+                setattr(cls, name, _tagging(fn) if name.startswith("randomize") else _checking(fn, name))
 
     name: ClassVar[str] = "abstract"
     input_kind: ClassVar[InputKind] = InputKind.VALUE
@@ -171,11 +250,13 @@ class MechanismBase(Mechanism, metaclass=_CheckedArguments):
         if offsets is not None and self.input_kind != "set":
             raise LDPParameterError(f"offsets= applies only to set mechanisms, not {self.name} (input kind {self.input_kind!r})")
 
+    @_tagging
     def randomize(self, values: Any, *, rng: Any = None, cohorts: Any = None, user_keys: Any = None):
         """Randomize a batch: element ``i`` of the result is user ``i``'s report. ``rng=None``
         (default) draws from the OS CSPRNG; an integer seeds a reproducible, *non-secure* source."""
         return self.randomize_encoded(self.encode(values), rng=rng, cohorts=cohorts, user_keys=user_keys)
 
+    @_tagging
     def randomize_encoded(self, codes: Any, *, rng: Any = None, cohorts: Any = None, user_keys: Any = None, offsets: Any = None):
         """The client on already encoded values (:meth:`encode`); the path every caller uses."""
         self._check_client_arguments(cohorts=cohorts, user_keys=user_keys, offsets=offsets)
@@ -193,6 +274,14 @@ class MechanismBase(Mechanism, metaclass=_CheckedArguments):
         if isinstance(reports, tuple):  # several report columns (dBitFlipPM: buckets, bits): one row of each
             return tuple(r[0] for r in reports)
         return reports[0]
+
+    def _refuse_frequency_options(self, candidates: Any, postprocess: Any) -> None:
+        """``candidates=`` / ``postprocess=`` are the frequency oracles' options: a family whose
+        estimator has neither refuses them (never ignores them) with what it does take."""
+        for key, value in (("candidates", candidates), ("postprocess", postprocess)):
+            if value is not None:
+                raise LDPArgumentError(f"{self.name}'s estimate has no {key}= option (it applies to frequency oracles); "
+                                       f"see help({type(self).__name__}.estimate) for what it takes")
 
     def with_categories(self, categories: Any) -> "Mechanism":
         """The same mechanism over the labels ``categories`` (instead of codes ``0..d-1``)."""
@@ -265,10 +354,12 @@ class MechanismBase(Mechanism, metaclass=_CheckedArguments):
         return {}
 
     # -- server --------------------------------------------------------------------------------------
+    @_checked("estimate")
     def estimate(self, reports: Any, *, candidates: Any = None, postprocess: str = "projection", confidence: float = 0.95, target: str = "sample"):
         """Aggregate a report batch and estimate (see :meth:`estimate_from`)."""
         return self.estimate_from(self.accumulator().add(reports), candidates=candidates, postprocess=postprocess, confidence=confidence, target=target)
 
+    @_checked("estimate_from")
     def estimate_from(self, acc: Any, *, candidates: Any = None, postprocess: str = "projection", confidence: float = 0.95, target: str = "sample"):
         """The estimate of an accumulator of this mechanism's reports (one signature everywhere).
         ``target="population"`` widens the intervals to cover the frequencies of a population the

@@ -53,6 +53,7 @@ from .channel import Channel
 from .distribution_server import DistributionAccumulator, DistributionEstimate, ems
 from .base import MechanismBase
 from .leaf_client import AccumulatedEstimate, LeafClient, NumberCells
+from .domain import real_numbers
 from .window import WindowChannel
 from .reports import ReportField
 from .randomized_response import KRR
@@ -253,7 +254,7 @@ class BucketedOracle(NumberCells, AccumulatedEstimate, MechanismBase):
 
     def randomize_one(self, value: Any, *, rng: RNGLike = None, user_key: Any = None):
         self._check_client_arguments(user_keys=None if user_key is None else [user_key])
-        return self.inner._report_of_one(self.randomize(np.array([value], dtype=np.float64), rng=rng))
+        return self.inner._report_of_one(self.randomize(real_numbers([value]), rng=rng))
 
     def report_fields(self) -> tuple:
         return self.inner.report_fields()

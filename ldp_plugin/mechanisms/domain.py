@@ -13,7 +13,7 @@ import numpy as np
 
 from .._errors import LDPInputError, LDPParameterError
 
-__all__ = ["MAX_D", "MIN_EPSILON", "MAX_EPSILON", "check_epsilon", "check_domain", "check_labels", "encode_values"]
+__all__ = ["MAX_D", "MIN_EPSILON", "MAX_EPSILON", "check_epsilon", "check_domain", "check_labels", "encode_values", "real_numbers"]
 
 MAX_D = 1 << 31
 #: the usable range of a per-user ε: above ``MAX_EPSILON`` ``e**ε`` is not a finite float (and a
@@ -339,3 +339,22 @@ def check_user_keys(user_keys: Sequence, n: int) -> list:
         if not isinstance(k, (bytes, bytearray)) or not 16 <= len(k) <= 64:
             raise LDPInputError(f"user keys must be 16 to 64 secret bytes (the key at position {i} is not)")
     return keys
+
+
+def real_numbers(values: Any) -> np.ndarray:
+    """A 1-d float64 batch of real numbers, or :class:`LDPInputError` (strings — even numeric
+    ones —, booleans and nested batches are refused, not converted; never echoes a value)."""
+    try:
+        arr = np.asarray(values, dtype=object) if isinstance(values, (list, tuple)) else np.asarray(values)
+    except ValueError:
+        raise LDPInputError("values must be a 1-d batch of real numbers (got a nested batch)") from None
+    if arr.ndim > 1:
+        raise LDPInputError(f"values must be a 1-d batch of real numbers (got an array with {arr.ndim} dimensions)")
+    if arr.dtype == object:
+        for i, v in enumerate(arr.reshape(-1).tolist()):
+            if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating))):
+                raise LDPInputError(f"values must be real numbers (the value at position {i} has type {type(v).__name__})")
+        arr = np.array([np.nan if v is None else v for v in arr.reshape(-1).tolist()], dtype=np.float64)
+    elif arr.dtype.kind not in "iuf":
+        raise LDPInputError(f"values must be real numbers (got dtype {arr.dtype}); convert strings or booleans first")
+    return arr.astype(np.float64, copy=False).ravel()

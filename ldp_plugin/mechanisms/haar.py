@@ -183,7 +183,7 @@ class HaarAccumulator(MergeableCounts):
         self.n += int(lv.size)
         return self
 
-    def estimate(self, *, confidence: float = 0.95, target: str = "sample", **_: Any) -> "HaarEstimate":
+    def estimate(self, *, confidence: float = 0.95, target: str = "sample") -> "HaarEstimate":
         m = self.mechanism
         check_estimate_request(self.n, confidence, target)
         if (self.per_level == 0).any():

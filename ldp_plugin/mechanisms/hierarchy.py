@@ -211,7 +211,7 @@ class HierarchyAccumulator(MergeableCounts):
         self.n += int(lv.size)
         return self
 
-    def estimate(self, *, confidence: float = 0.95, target: str = "sample", **_: Any) -> "HierarchyEstimate":
+    def estimate(self, *, confidence: float = 0.95, target: str = "sample") -> "HierarchyEstimate":
         m = self.mechanism
         check_estimate_request(self.n, confidence, target)
         if (self.per_level == 0).any():

@@ -6,9 +6,11 @@ A user holds a set of key–value pairs (keys in ``[0, d)``, values in ``[−1, 
 per key). Client, one report per user:
 
 1. **padding and sampling**: the set is padded with dummy keys ``d, …, d + ℓ − 1`` up to ``ℓ``
-   pairs (a dummy key's value is 0) and one pair is drawn uniformly (an exact uniform integer; a
-   set larger than ``ℓ``: one of its own pairs, uniformly — then frequencies are under-estimated,
-   as in the paper);
+   pairs (a dummy key's value is 0) and one pair is drawn uniformly (an exact uniform integer). A
+   set larger than ``ℓ`` has no unbiased estimate: ``on_long="error"`` (default) refuses the batch
+   (the count of such users, never a value); ``on_long="sample"`` reports one of its own pairs
+   uniformly, as in the paper — a key held by such a user is then counted with weight
+   ``ℓ/|S| < 1``, and the estimate says so (:attr:`KeyValueEstimate.interval_kind` ``"bound"``);
 2. **discretization**: the value becomes ``s = +1`` with probability ``(1 + v)/2``, else ``−1``
    (unbiased: ``E[s] = v``);
 3. **perturbation**: the code ``2·key + [s = +1]`` over ``2d' = 2(d + ℓ)`` codes is reported with
@@ -26,10 +28,15 @@ over the ``2d'`` codes; steps 1–2 use no privacy threshold).
 **Estimators** (unbiased for the frequency and for ``f·m``; the mean is their ratio, consistent
 with an ``O(1/n)`` bias), with ``n₊(k), n₋(k)`` the reports of key ``k`` with each sign:
 
-* frequency ``f̂_k = ℓ·((n₊ + n₋)/n − 2q)/(p − q)``;
+* frequency ``f̂_k = ℓ·((n₊ + n₋)/n − 2q)/(p − q)``; its variance for the users who reported
+  (``target="sample"``, default) is ``ℓ²[f π₁(1−π₁) + (1−f) π₀(1−π₀)]/(n(p−q)²)`` with
+  ``π₁ = (p+q)/ℓ + 2q(1 − 1/ℓ)`` (a holder's pair is sampled with probability ``1/ℓ``) and
+  ``π₀ = 2q``; for an i.i.d. population (``"population"``) the multinomial ``ℓ²P(1−P)/(n(p−q)²)``,
+  ``P = (n₊ + n₋)/n`` (larger by exactly ``f(1−f)/n``);
 * value sum ``Ŝ_k = ℓ·(n₊ − n₋)/(n (p − q))`` (``E = f_k·m_k``);
 * mean ``m̂_k = Ŝ_k / f̂_k`` clipped to ``[−1, 1]``; its standard error by the delta method from the
-  multinomial covariance of ``(n₊, n₋)`` (plug-in rates).
+  multinomial covariance of ``(n₊, n₋)`` (plug-in rates) — the population's, which bounds the
+  sample's from above (a user's sign variance ``π − μ²`` averages to at most ``P − μ̄²``).
 """
 
 from __future__ import annotations
@@ -51,6 +58,7 @@ from .reports import ReportField
 from ..estimation import check_estimate_request
 from .randomized_response import KRR
 from .protocol import InputKind, Verifiable
+from .sets import ON_LONG
 
 __all__ = ["PCKV", "KeyValueEstimate", "KeyValueAccumulator", "KeyValueBatch"]
 
@@ -88,6 +96,7 @@ class PCKV(MechanismBase):
     epsilon: float
     d: int
     ell: int = 1
+    on_long: str = "error"
     inner: KRR = field(init=False, repr=False, compare=False)
     #: the fair coin of a dummy key's sign (read by the sampling-path layer)
     dummy_sign_threshold: int = field(init=False, repr=False, compare=False, default=TWO64 // 2)
@@ -99,6 +108,8 @@ class PCKV(MechanismBase):
             raise LDPParameterError(f"d (the number of keys) must be an integer in [1, 2^20] (got {self.d!r})")
         if isinstance(self.ell, bool) or not isinstance(self.ell, (int, np.integer)) or not 1 <= int(self.ell) <= 1 << 10:
             raise LDPParameterError(f"ell (the padding length) must be an integer in [1, 1024] (got {self.ell!r})")
+        if self.on_long not in ON_LONG:
+            raise LDPParameterError(f"on_long must be one of {ON_LONG} (got {self.on_long!r})")
         object.__setattr__(self, "d", int(self.d))
         object.__setattr__(self, "ell", int(self.ell))
         object.__setattr__(self, "inner", KRR(epsilon=eps, d=2 * (self.d + self.ell)))
@@ -120,7 +131,10 @@ class PCKV(MechanismBase):
         return self.codes
 
     def spec(self) -> dict:
-        return {"name": self.name, "params": {"epsilon": self.epsilon, "d": self.d, "ell": self.ell}}
+        params = {"epsilon": self.epsilon, "d": self.d, "ell": self.ell}
+        if self.on_long != "error":  # the default is left out: specs written before it still rebuild the same mechanism
+            params["on_long"] = self.on_long
+        return {"name": self.name, "params": params}
 
     # -- client -----------------------------------------------------------------------------------
     def encode_pairs(self, data: Any) -> KeyValueBatch:
@@ -162,6 +176,10 @@ class PCKV(MechanismBase):
         user = np.repeat(np.arange(off.size - 1), np.diff(off))
         if ki.size and np.unique(user * (self.d + 1) + ki).size != ki.size:
             raise LDPInputError("a user's set holds a key twice: one value per key")
+        long = np.diff(off) > self.ell
+        if long.any() and self.on_long == "error":
+            raise LDPInputError(f"{int(long.sum())} user(s) hold more than ell={self.ell} keys (first at user {int(np.flatnonzero(long)[0])}): "
+                                "raise ell, or pass on_long='sample' (their keys are then under-counted and the estimate is a bound)")
         return KeyValueBatch(ki, v, off)
 
     def encode(self, values: Any) -> KeyValueBatch:
@@ -227,11 +245,16 @@ class PCKV(MechanismBase):
     def accumulator(self) -> "KeyValueAccumulator":
         return KeyValueAccumulator(self)
 
-    def estimate(self, reports: Any, *, confidence: float = 0.95, **_: Any) -> "KeyValueEstimate":  # type: ignore[override]
-        return self.accumulator().add(reports).estimate(confidence=confidence)
+    def estimate(self, reports: Any, *, confidence: float = 0.95, target: str = "sample", candidates: Any = None,  # type: ignore[override]
+                 postprocess: Any = None) -> "KeyValueEstimate":
+        """Each key's frequency and mean with intervals for ``target`` (module docstring)."""
+        self._refuse_frequency_options(candidates, postprocess)
+        return self.accumulator().add(reports).estimate(confidence=confidence, target=target)
 
-    def estimate_from(self, acc: Any, *, confidence: float = 0.95, **_: Any) -> "KeyValueEstimate":  # type: ignore[override]
-        return acc.estimate(confidence=confidence)
+    def estimate_from(self, acc: Any, *, confidence: float = 0.95, target: str = "sample", candidates: Any = None,  # type: ignore[override]
+                      postprocess: Any = None) -> "KeyValueEstimate":
+        self._refuse_frequency_options(candidates, postprocess)
+        return acc.estimate(confidence=confidence, target=target)
 
 
 class KeyValueAccumulator(OutputCounts):
@@ -240,9 +263,9 @@ class KeyValueAccumulator(OutputCounts):
     def __init__(self, mechanism: PCKV):
         super().__init__(mechanism, mechanism.codes)
 
-    def estimate(self, *, confidence: float = 0.95, **_: Any) -> "KeyValueEstimate":
+    def estimate(self, *, confidence: float = 0.95, target: str = "sample") -> "KeyValueEstimate":
         m = self.mechanism
-        z = check_estimate_request(self.n, confidence)
+        z = check_estimate_request(self.n, confidence, target)
         n, ell = self.n, m.ell
         p, q = m.inner.p_star, m.inner.q_star
         c = self.counts[: 2 * m.d].reshape(m.d, 2)
@@ -250,7 +273,11 @@ class KeyValueAccumulator(OutputCounts):
         scale = ell / (p - q)
         f = scale * (P_plus + P_minus - 2 * q)
         S = scale * (P_plus - P_minus)
-        var_f = scale**2 * (P_plus + P_minus) * (1 - P_plus - P_minus) / n
+        var_f = scale**2 * (P_plus + P_minus) * (1 - P_plus - P_minus) / n  # i.i.d. population
+        if target == "sample":  # the reporting users' own frequencies: each holder's pair sampled w.p. 1/ell
+            fc = np.clip(f, 0.0, 1.0)
+            pi1, pi0 = (p + q) / ell + 2 * q * (1 - 1 / ell), 2 * q
+            var_f = scale**2 * (fc * pi1 * (1 - pi1) + (1 - fc) * pi0 * (1 - pi0)) / n
         var_S = scale**2 * (P_plus + P_minus - (P_plus - P_minus) ** 2) / n
         cov = scale**2 * (P_plus * (1 - P_plus) - P_minus * (1 - P_minus)) / n  # Cov(n₊ + n₋, n₊ − n₋)/n²
         with np.errstate(divide="ignore", invalid="ignore"):
@@ -258,8 +285,16 @@ class KeyValueAccumulator(OutputCounts):
             mean = np.clip(mean_raw, -1.0, 1.0)
             var_m = np.where(f > 0, (var_S - 2 * mean_raw * cov + mean_raw**2 * var_f) / (f * f), np.inf)
         se_f, se_m = np.sqrt(var_f), np.sqrt(np.maximum(var_m, 0.0))
-        return KeyValueEstimate(f, se_f, f - z * se_f, f + z * se_f, mean, se_m, np.clip(mean - z * se_m, -1, 1), np.clip(mean + z * se_m, -1, 1),
-                                S, np.sqrt(var_S), n, confidence)
+        f_lo, f_hi = f - z * se_f, f + z * se_f
+        kind, what = "interval", ""
+        if m.on_long == "sample":  # keys of users above ell are under-counted: only the lower limit holds
+            f_hi = np.ones_like(f_hi)
+            kind = "bound"
+            what = ("on_long='sample': users holding more than ell keys were sampled, so frequencies are lower bounds "
+                    "(frequency_ci_lower bounds each key's frequency from below, frequency_ci_upper is 1) and means are "
+                    "weighted by min(1, ell/|S|) (their intervals cover that weighted mean)")
+        return KeyValueEstimate(f, se_f, f_lo, f_hi, mean, se_m, np.clip(mean - z * se_m, -1, 1), np.clip(mean + z * se_m, -1, 1),
+                                S, np.sqrt(var_S), n, confidence, target, kind, what)
 
 
 @dataclass(frozen=True, eq=False)
@@ -279,6 +314,10 @@ class KeyValueEstimate:
     value_sum_se: np.ndarray
     n: int
     confidence: float
+    target: str = "sample"
+    #: "interval" (each interval covers its quantity at ``confidence``) or "bound" (``bounds`` says what holds)
+    interval_kind: str = "interval"
+    bounds: str = ""
 
     def __repr__(self) -> str:
         """A notebook-sized summary: n, and each key's frequency and mean with intervals (up to 8)."""
@@ -286,7 +325,8 @@ class KeyValueEstimate:
         rows = "\n".join(f"  key {j:<6} frequency {self.frequency[j]:.4f} [{self.frequency_ci_lower[j]:.4f}, {self.frequency_ci_upper[j]:.4f}]"
                          f"  mean {self.mean[j]:+.4f} [{self.mean_ci_lower[j]:+.4f}, {self.mean_ci_upper[j]:+.4f}]" for j in range(min(k, 8)))
         more = f"\n  ... {k - 8} more keys (to_polars() for all)" if k > 8 else ""
-        return f"KeyValueEstimate(n={self.n:,}, keys={k}, {self.confidence:.0%} intervals)\n{rows}{more}"
+        kind = "" if self.interval_kind == "interval" else f" ({self.interval_kind}s: see .bounds)"
+        return f"KeyValueEstimate(n={self.n:,}, keys={k}, {self.confidence:.0%} intervals{kind} for the {self.target})\n{rows}{more}"
 
     def to_polars(self, keys: Optional[Any] = None):
         import polars as pl

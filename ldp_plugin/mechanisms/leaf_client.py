@@ -11,6 +11,7 @@ mechanism's guarantee (stated in its own module) is over the cells and carries o
 
 from __future__ import annotations
 
+import inspect
 import math
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -18,11 +19,11 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from .._errors import LDPInputError, LDPParameterError
+from .._errors import LDPArgumentError, LDPInputError, LDPParameterError
 from ..exact import epsilon_of_ratio
 from ..sampling import RNGLike, as_source
 from .base import MechanismBase
-from .domain import check_epsilon
+from .domain import check_epsilon, real_numbers
 from .protocol import Distribution, InputKind, Numeric, Verifiable
 
 __all__ = ["check_range", "check_power_of_two", "NumberCells", "LeafClient", "ColumnReports", "AccumulatedEstimate", "GridTree"]
@@ -35,6 +36,8 @@ def check_range(lower: Any, upper: Any) -> tuple[float, float]:
             raise LDPParameterError(f"{name} must be a finite number (got {v!r})")
     if not float(lower) < float(upper):
         raise LDPParameterError(f"lower must be below upper (got lower={lower!r}, upper={upper!r})")
+    if not math.isfinite(float(upper) - float(lower)):  # e.g. ±1e308: every cell width and position overflows
+        raise LDPParameterError(f"upper - lower must be a finite number (got lower={lower!r}, upper={upper!r}): rescale the values")
     return float(lower), float(upper)
 
 
@@ -65,7 +68,7 @@ class NumberCells:
 
     def encode(self, values: Any) -> np.ndarray:
         """Each number's cell in ``[0, grid)`` (errors give the position, never the value)."""
-        x = np.asarray(values.to_numpy() if hasattr(values, "to_numpy") else values, dtype=np.float64).ravel()
+        x = real_numbers(values.to_numpy() if hasattr(values, "to_numpy") else values)
         bad = ~np.isfinite(x) | (x < self.lower) | (x > self.upper)
         if bad.any():
             raise LDPInputError(f"{int(bad.sum())} value(s) are missing or outside [lower, upper] = [{self.lower!r}, {self.upper!r}] "
@@ -103,7 +106,7 @@ class LeafClient(NumberCells):
 
     def randomize_one(self, value: Any, *, rng: RNGLike = None, user_key: Any = None) -> Any:
         self._check_client_arguments(user_keys=None if user_key is None else [user_key])  # type: ignore[attr-defined]
-        return self._report_of_one(self.randomize(np.array([value], dtype=np.float64), rng=rng))  # type: ignore[attr-defined]
+        return self._report_of_one(self.randomize(real_numbers([value]), rng=rng))  # type: ignore[attr-defined]
 
 
 class ColumnReports:
@@ -124,13 +127,26 @@ class AccumulatedEstimate:
     """``estimate`` / ``estimate_from`` for mechanisms whose accumulator makes the estimate itself
     (the frequency-oracle keywords ``candidates``/``postprocess`` do not apply)."""
 
-    def estimate(self, reports: Any, **kwargs: Any) -> Any:
-        return self.accumulator().add(reports).estimate(**kwargs)  # type: ignore[attr-defined]
+    def estimate(self, reports: Any, *, candidates: Any = None, postprocess: Any = None, **options: Any) -> Any:
+        """Aggregate ``reports`` and estimate; ``options`` are the accumulator's ``estimate``
+        keywords (an unknown one is refused, never ignored)."""
+        self._refuse_frequency_options(candidates, postprocess)  # type: ignore[attr-defined]
+        acc = self.accumulator()  # type: ignore[attr-defined]
+        _check_options(self, acc.estimate, options)
+        return acc.add(reports).estimate(**options)
 
-    def estimate_from(self, acc: Any, **kwargs: Any) -> Any:
-        kwargs.pop("candidates", None)
-        kwargs.pop("postprocess", None)
-        return acc.estimate(**kwargs)
+    def estimate_from(self, acc: Any, *, candidates: Any = None, postprocess: Any = None, **options: Any) -> Any:
+        self._refuse_frequency_options(candidates, postprocess)  # type: ignore[attr-defined]
+        _check_options(self, acc.estimate, options)
+        return acc.estimate(**options)
+
+
+def _check_options(mech: Any, estimate: Any, options: dict) -> None:
+    """Refuse an option the accumulator's ``estimate`` does not take (a misspelt keyword)."""
+    params = inspect.signature(estimate).parameters
+    unknown = sorted(k for k in options if k not in params)
+    if unknown:
+        raise LDPArgumentError(f"{mech.name}.estimate has no parameter(s) {unknown}; it takes reports, {', '.join(params)}")
 
 
 @dataclass(frozen=True, kw_only=True)

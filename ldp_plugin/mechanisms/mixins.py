@@ -4,16 +4,27 @@
 from __future__ import annotations
 
 import copy
-from typing import Any, ClassVar
+import functools
+from typing import Any, Callable, ClassVar
 
 import numpy as np
 
 from .._errors import LDPInputError, LDPParameterError
 from .sets import set_codes, limit_sets
+from .tagged import check_origin
 from ..sampling import as_source
 from .protocol import InputKind
 
 __all__ = ["MergeableCounts", "OutputCounts", "SeededReports", "SetInput"]
+
+
+def _origin_checked(fn: Callable) -> Callable:
+    @functools.wraps(fn)
+    def add(self: Any, reports: Any, *args: Any, **kwargs: Any) -> Any:
+        check_origin(self.mechanism, reports, base=True)
+        return fn(self, reports, *args, **kwargs)
+    add._ldp_wrapped = True  # type: ignore[attr-defined]
+    return add
 
 
 class MergeableCounts:
@@ -21,6 +32,14 @@ class MergeableCounts:
     ``_summed``); two accumulators merge only if they are of the same type and ``_identity()``."""
 
     _summed: ClassVar[tuple] = ("counts", "n")
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """Every accumulator's ``add`` refuses a batch tagged with another spec than its
+        mechanism's reports (:func:`.tagged.check_origin`), before it counts anything."""
+        super().__init_subclass__(**kwargs)
+        fn = cls.__dict__.get("add")
+        if callable(fn) and not getattr(fn, "_ldp_wrapped", False):
+            cls.add = _origin_checked(fn)  # type: ignore[method-assign]
 
     def _identity(self) -> Any:
         return self.mechanism

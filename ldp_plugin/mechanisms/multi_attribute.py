@@ -127,7 +127,7 @@ class MultiAttributeAccumulator(MergeableCounts):
         self.n += n
         return self
 
-    def estimate(self, *, confidence: float = 0.95, target: str = "sample", **_: Any) -> MultiAttributeEstimate:
+    def estimate(self, *, confidence: float = 0.95, target: str = "sample") -> MultiAttributeEstimate:
         z = check_estimate_request(self.n, confidence, target)
         m = self.mechanism
         out = []
@@ -204,6 +204,11 @@ class _MultiAttribute(MechanismBase):
             x = np.asarray(values)
         except (TypeError, ValueError):
             raise LDPInputError(f"{self.name} takes one tuple of {self.attributes} attribute codes per user") from None
+        if x.ndim == 1 and x.dtype == object and x.size and all(isinstance(t, (tuple, list)) for t in x):
+            try:  # a 1-d object array of tuples (one per user), as a Polars Series of lists gives
+                x = np.asarray(x.tolist())
+            except (TypeError, ValueError):
+                raise LDPInputError(f"{self.name} takes one tuple of {self.attributes} attribute codes per user") from None
         if x.ndim == 1 and x.size == self.attributes and x.dtype != object:
             x = x.reshape(1, -1)
         if x.ndim != 2 or x.shape[1] != self.attributes:
@@ -235,7 +240,11 @@ class _MultiAttribute(MechanismBase):
     def randomize_one(self, value: Any, *, rng: RNGLike = None, user_key: Any = None) -> Any:
         """One user's report for the tuple ``value``."""
         self._check_client_arguments(user_keys=None if user_key is None else [user_key])
-        r = self.randomize(np.asarray([tuple(value)], dtype=np.int64), rng=rng)
+        try:
+            one = [tuple(value)]
+        except TypeError:
+            raise LDPInputError(f"{self.name} takes one tuple of {self.attributes} attribute codes per user") from None
+        r = self.randomize(one, rng=rng)
         cols = self._to_columns(r)
         return tuple(int(v) for f in self.report_fields() for v in np.atleast_1d(cols[f.name][0]))
 
@@ -262,11 +271,15 @@ class _MultiAttribute(MechanismBase):
     def accumulator(self) -> MultiAttributeAccumulator:
         return MultiAttributeAccumulator(self)
 
-    def estimate(self, reports: Any, *, confidence: float = 0.95, target: str = "sample", **_: Any) -> MultiAttributeEstimate:  # type: ignore[override]
+    def estimate(self, reports: Any, *, confidence: float = 0.95, target: str = "sample", candidates: Any = None,  # type: ignore[override]
+                 postprocess: Any = None) -> MultiAttributeEstimate:
         """Per-attribute frequencies with standard errors and intervals (one report per user)."""
+        self._refuse_frequency_options(candidates, postprocess)
         return self.accumulator().add(reports).estimate(confidence=confidence, target=target)
 
-    def estimate_from(self, acc: Any, *, confidence: float = 0.95, target: str = "sample", **_: Any) -> MultiAttributeEstimate:  # type: ignore[override]
+    def estimate_from(self, acc: Any, *, confidence: float = 0.95, target: str = "sample", candidates: Any = None,  # type: ignore[override]
+                      postprocess: Any = None) -> MultiAttributeEstimate:
+        self._refuse_frequency_options(candidates, postprocess)
         return acc.estimate(confidence=confidence, target=target)
 
 

@@ -15,6 +15,7 @@ from ldp_plugin import ORR, ORAPPOR, Accountant, BudgetExceededError, LDPInputEr
 from ldp_plugin.accountant import Population
 from ldp_plugin.cli import main
 from ldp_plugin.discovery import TERM, PrefixCodec, PrefixDiscovery, select
+from ldp_plugin.mechanisms.tagged import untagged
 
 ALPHA = "abcdefghijklmnopqrstuvwxyz"
 
@@ -67,7 +68,10 @@ def test_sketch_decoder_power_wrong_probabilities_fail(zipf_reports):
     m, rep, words, emp = zipf_reports
     wrong = ORR(epsilon=3.0, k=56, cohorts=128, hash_seed=3)  # the same hashes, another channel's p and q
     cands = words + [f"absent{i}" for i in range(15_000)]
-    z, _, _ = _zscores(wrong, rep, cands, np.r_[emp, np.zeros(15_000)])
+    with pytest.raises(LDPInputError, match="made by orr with other parameters"):  # tagged reports are refused outright
+        wrong.accumulator().add(rep)
+    # the decoder's own power, on the same reports without their tag (e.g. read back from a frame)
+    z, _, _ = _zscores(wrong, untagged(rep), cands, np.r_[emp, np.zeros(15_000)])
     assert np.max(np.abs(z[:20])) > 4.5  # the heavy items are off by many standard errors
 
 

@@ -49,7 +49,7 @@ def cli_cases() -> list:
     demo = ["demo", "--mechanism", "krr", "--epsilon", "1", "--n", "200", "--seed", "1"]
     cases += _opt_cases("demo", demo, "--epsilon", BAD_EPS, ["epsilon"])
     cases += _opt_cases("demo", demo, "--n", BAD_INT + ["1000000000000"], ["--n", "n="])
-    cases += _opt_cases("demo", demo, "--mechanism", ["nonexistent", "", "duchi", "l-grr"], ["mechanism"])
+    cases += _opt_cases("demo", demo, "--mechanism", ["nonexistent", "", "l-grr"], ["mechanism"])  # the families have a demo
     cases += _opt_cases("demo", demo, "--seed", ["abc"], ["--seed"])
     # -- choose ----------------------------------------------------------------------------------
     ch = ["choose", "--d", "8", "--epsilon", "1", "--n", "1000"]

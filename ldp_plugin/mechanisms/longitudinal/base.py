@@ -62,7 +62,7 @@ from typing import Any, Optional, Sequence
 import numpy as np
 
 from ..._errors import LDPInputError, LDPParameterError
-from ...estimation import FrequencyEstimate, estimate_pure, pure_variance
+from ...estimation import FrequencyEstimate, estimate_pure, pure_variance, retarget
 from ...exact import TWO64, epsilon_of_ratio, exp_lower_bound, float_up, ratio_within_exp
 from ...sampling import RNGLike, as_source
 from ..domain import check_epsilon
@@ -251,12 +251,16 @@ class LongitudinalMechanism(MechanismBase):
     def accumulator(self) -> "LongitudinalAccumulator":
         return LongitudinalAccumulator(self)
 
-    def estimate(self, reports: Any, *, postprocess: str = "projection", confidence: float = 0.95, **_: Any) -> FrequencyEstimate:  # type: ignore[override]
+    def estimate(self, reports: Any, *, candidates: Any = None, postprocess: str = "projection", confidence: float = 0.95,  # type: ignore[override]
+                 target: str = "sample") -> FrequencyEstimate:
         """One round's frequencies from its reports (the composed one-report channel)."""
-        return self.accumulator().add(reports).estimate(postprocess=postprocess, confidence=confidence)
+        return self.estimate_from(self.accumulator().add(reports), candidates=candidates, postprocess=postprocess, confidence=confidence,
+                                  target=target)
 
-    def estimate_from(self, acc: Any, *, postprocess: str = "projection", confidence: float = 0.95, **_: Any) -> FrequencyEstimate:  # type: ignore[override]
-        return acc.estimate(postprocess=postprocess, confidence=confidence)
+    def estimate_from(self, acc: Any, *, candidates: Any = None, postprocess: str = "projection", confidence: float = 0.95,  # type: ignore[override]
+                      target: str = "sample") -> FrequencyEstimate:
+        self._refuse_frequency_options(candidates, None)
+        return retarget(acc.estimate(postprocess=postprocess, confidence=confidence), target)
 
     @property
     def support_rates(self) -> tuple:
@@ -434,7 +438,7 @@ class LongitudinalAccumulator(MergeableCounts):
         self.n += report_count(self.mechanism, reports)
         return self
 
-    def estimate(self, *, postprocess: str = "projection", confidence: float = 0.95, **_: Any) -> FrequencyEstimate:
+    def estimate(self, *, postprocess: str = "projection", confidence: float = 0.95) -> FrequencyEstimate:
         if self.n == 0:
             raise LDPParameterError("an estimate needs at least one report (n >= 1)")
         return self.mechanism._estimate_statistics(self.counts, self.n, postprocess, confidence)

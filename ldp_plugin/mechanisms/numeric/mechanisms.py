@@ -56,7 +56,7 @@ import numpy as np
 from ..._errors import LDPInputError, LDPParameterError
 from ...exact import TWO64, epsilon_of_ratio, exp_lower_bound, ratio_within_exp
 from ...sampling import RNGLike, as_source
-from ..domain import check_epsilon
+from ..domain import check_epsilon, real_numbers as _numbers
 from .server import MeanAccumulator, MeanEstimate
 from ..base import MechanismBase
 from ..protocol import InputKind, Numeric, Verifiable
@@ -68,25 +68,6 @@ __all__ = ["MeanEstimate", "MeanAccumulator", "NumericMechanism", "Duchi", "Piec
 
 def _threshold_floor(p: Fraction) -> int:
     return (p.numerator * TWO64) // p.denominator
-
-
-def _numbers(values: Any) -> np.ndarray:
-    """A 1-d float64 batch of real numbers, or :class:`LDPInputError` (strings — even numeric
-    ones —, booleans and nested batches are refused, not converted; never echoes a value)."""
-    try:
-        arr = np.asarray(values, dtype=object) if isinstance(values, (list, tuple)) else np.asarray(values)
-    except ValueError:
-        raise LDPInputError("values must be a 1-d batch of real numbers (got a nested batch)") from None
-    if arr.ndim > 1:
-        raise LDPInputError(f"values must be a 1-d batch of real numbers (got an array with {arr.ndim} dimensions)")
-    if arr.dtype == object:
-        for i, v in enumerate(arr.reshape(-1).tolist()):
-            if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating))):
-                raise LDPInputError(f"values must be real numbers (the value at position {i} has type {type(v).__name__})")
-        arr = np.array([np.nan if v is None else v for v in arr.reshape(-1).tolist()], dtype=np.float64)
-    elif arr.dtype.kind not in "iuf":
-        raise LDPInputError(f"values must be real numbers (got dtype {arr.dtype}); convert strings or booleans first")
-    return arr.astype(np.float64, copy=False).ravel()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -172,7 +153,7 @@ class NumericMechanism(MechanismBase):
         return self._sample(self._round(self._t(values), source), source)
 
     def _batch_of_one(self, value: Any) -> np.ndarray:
-        return np.array([value], dtype=np.float64)
+        return _numbers([value])
 
     def _report_of_one(self, reports: Any) -> int:
         return int(reports[0])
@@ -198,12 +179,16 @@ class NumericMechanism(MechanismBase):
     def accumulator(self) -> MeanAccumulator:
         return MeanAccumulator(self)
 
-    def estimate(self, reports: Any, *, confidence: float = 0.95, target: str = "sample", **_: Any) -> MeanEstimate:  # type: ignore[override]
+    def estimate(self, reports: Any, *, confidence: float = 0.95, target: str = "sample", candidates: Any = None,  # type: ignore[override]
+                 postprocess: Any = None) -> MeanEstimate:
         """The mean on ``[lower, upper]`` with a normal interval for ``target`` (``"sample"``: the
         users who reported; ``"population"``: an i.i.d. population; :class:`MeanAccumulator`)."""
+        self._refuse_frequency_options(candidates, postprocess)
         return self.accumulator().add(reports).estimate(confidence=confidence, target=target)
 
-    def estimate_from(self, acc: Any, *, confidence: float = 0.95, target: str = "sample", **_: Any) -> MeanEstimate:  # type: ignore[override]
+    def estimate_from(self, acc: Any, *, confidence: float = 0.95, target: str = "sample", candidates: Any = None,  # type: ignore[override]
+                      postprocess: Any = None) -> MeanEstimate:
+        self._refuse_frequency_options(candidates, postprocess)
         return acc.estimate(confidence=confidence, target=target)
 
     def square_decoder(self) -> Optional[np.ndarray]:

@@ -27,11 +27,15 @@ class MeanEstimate:
     n: int
     confidence: float
     target: str = "sample"
+    #: "interval" (the standard error is the estimator's) or "bound" (a conservative one: ``bounds``)
+    interval_kind: str = "interval"
+    bounds: str = ""
 
     def __repr__(self) -> str:
         """A notebook-sized summary: the mean, its interval, n and the interval's target."""
+        note = f"; NOTE: {self.bounds}" if self.bounds else ""
         return (f"MeanEstimate(mean={self.mean:.6g}, std_error={self.std_error:.3g}, {self.confidence:.0%} CI "
-                f"[{self.ci_lower:.6g}, {self.ci_upper:.6g}] for the {self.target} mean, n={self.n:,})")
+                f"[{self.ci_lower:.6g}, {self.ci_upper:.6g}] for the {self.target} mean, n={self.n:,}{note})")
 
     def to_dict(self) -> dict:
         return dict(self.__dict__)
@@ -54,7 +58,7 @@ class MeanAccumulator(OutputCounts):
     def __init__(self, mechanism: Any):
         super().__init__(mechanism, mechanism.output_alphabet_size())
 
-    def estimate(self, *, confidence: float = 0.95, target: str = "sample", **_: Any) -> MeanEstimate:
+    def estimate(self, *, confidence: float = 0.95, target: str = "sample") -> MeanEstimate:
         """The mean with a normal interval for ``target``:
 
         * ``"population"``: the mean of a population the users are an i.i.d. sample of — the
@@ -73,8 +77,13 @@ class MeanAccumulator(OutputCounts):
         m2 = float(self.counts @ (v * v)) / n
         var = max(m2 - mv * mv, 0.0) * n / (n - 1) if n > 1 else float("inf")
         w = m.square_decoder() if target == "sample" else None
+        kind, note = "interval", ""
         if w is not None and n > 1:
             var = max(m2 - float(self.counts @ w) / n, 0.0) + 1.0 / m.grid**2
+        elif target == "sample":
+            kind = "bound"
+            note = ("the standard error is an upper bound for the sample mean: one bit per user cannot estimate the users' own spread, "
+                    "so the interval covers at least its confidence and can be up to ~2.5x wider than needed (values at the bounds, large ε)")
         mean = m.lower + s * (mv + 1.0)
         se = s * math.sqrt(var / n)
-        return MeanEstimate(mean, se, mean - z * se, mean + z * se, n, confidence, target)
+        return MeanEstimate(mean, se, mean - z * se, mean + z * se, n, confidence, target, kind, note)
