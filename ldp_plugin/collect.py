@@ -289,8 +289,6 @@ def run_job(job: Job, *, executor: Optional[str] = None, address: Optional[str] 
 
 def _described(mech: Any) -> dict:
     """The mechanism as the summary shows it (``mechanism`` + its parameters), for every family."""
-    if hasattr(mech, "params"):
-        return mech.params()
     return {"mechanism": mech.name, **mech.spec()["params"]}
 
 

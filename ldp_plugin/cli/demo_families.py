@@ -27,14 +27,14 @@ def _numbers(mech: Any, n: int, gen: np.random.Generator, seed: Any) -> tuple:
     if hasattr(est, "mean") and not hasattr(est, "histogram"):
         truth = float(x.mean())
         rows = [{"item": "mean", "truth": truth, "estimate": est.mean, "ci_lower": est.ci_lower, "ci_upper": est.ci_upper}]
-        return rows, getattr(est, "interval_kind", "interval"), getattr(est, "bounds", "")
+        return rows, est.interval_kind, est.bounds
     h = est.histogram(BUCKETS)
     rows = []
     for i in range(BUCKETS):
         lo, hi = float(h["lo"][i]), float(h["hi"][i])
         rows.append({"item": f"[{lo:.3g}, {hi:.3g})", "truth": float(np.mean((x >= lo) & (x < hi) if i < BUCKETS - 1 else (x >= lo))),
                      "estimate": float(h["estimate"][i]), "ci_lower": float(h["ci_lower"][i]), "ci_upper": float(h["ci_upper"][i])})
-    return rows, getattr(est, "interval_kind", "interval"), getattr(est, "bounds", "")
+    return rows, est.interval_kind, est.bounds
 
 
 def _key_values(mech: Any, n: int, gen: np.random.Generator, seed: Any) -> tuple:
@@ -53,11 +53,7 @@ def _attributes(mech: Any, n: int, gen: np.random.Generator, seed: Any) -> tuple
     est = mech.estimate(mech.randomize(x, rng=as_source(seed)))
     rows = []
     for g, a in enumerate(est.attributes):
-        if hasattr(mech, "pairs"):
-            i, j = mech.pairs[g]
-            codes = x[:, i] * mech.domains[j] + x[:, j]
-        else:
-            codes = x[:, g]
+        codes = mech.group_codes(x, g)
         truth = np.bincount(codes, minlength=len(a.items)) / n
         rows += [{"item": f"group {g} item {it}", "truth": float(truth[k]), "estimate": float(a.estimate[k]),
                   "ci_lower": float(a.ci_lower[k]), "ci_upper": float(a.ci_upper[k])} for k, it in enumerate(a.items)]

@@ -164,7 +164,7 @@ class DeviceFleet:
             moved = config.ledger.with_name(f"{config.ledger.name}.replaced-{time.strftime('%Y%m%dT%H%M%S')}-{os.urandom(3).hex()}")
             shutil.move(str(config.ledger), str(moved))
         ks = Keystore.open(config.keystore) if config.keystore.exists() else Keystore.create(config.keystore)
-        Accountant.create(config.ledger, config.population(n)).close()
+        Accountant.create(config.ledger, config.population(n), parents=True).close()  # the owner's init creates its state directories (0700)
         ks.anchor_ledger(config.ledger)
         return {"devices": n, "ledger": str(config.ledger), "keystore": str(config.keystore), "previous_ledger": None if moved is None else str(moved)}
 

@@ -24,6 +24,9 @@ class LinearLeafEstimate:
     mechanism: object
     leaves: np.ndarray
     n: int
+    #: the trees' intervals are exact (linear estimators with exact variances): an interval, no bound
+    interval_kind: str = "interval"
+    bounds: str = ""
     confidence: float
 
     def _variance(self, a: np.ndarray) -> np.ndarray:  # pragma: no cover - abstract

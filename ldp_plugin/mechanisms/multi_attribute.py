@@ -183,6 +183,10 @@ class _MultiAttribute(MechanismBase):
         """The label of each estimate, from the attribute names."""
         return list(names)
 
+    def group_codes(self, values: Any, j: int) -> np.ndarray:
+        """Each user's code in estimate ``j`` from the ``n × attributes`` codes (attribute ``j``)."""
+        return np.asarray(values)[:, j].astype(np.int64)
+
     @property
     def realized_epsilon(self) -> float:
         return epsilon_of_ratio(self.realized_ratio)
@@ -595,6 +599,12 @@ class SMPPairs(_MultiAttribute):
 
     def group_labels(self, names: Any) -> list:
         return [f"{names[i]} x {names[j]}" for i, j in self.pairs]
+
+    def group_codes(self, values: Any, g: int) -> np.ndarray:
+        """Each user's joint code of pair ``g`` (``i, j``): ``x_i · d_j + x_j``."""
+        i, j = self.pairs[g]
+        x = np.asarray(values)
+        return x[:, i].astype(np.int64) * self.domains[j] + x[:, j].astype(np.int64)
 
     def _oracles(self, eps: float) -> tuple:
         return tuple(KRR(epsilon=eps, d=self.domains[i] * self.domains[j]) for i, j in self.pairs)

@@ -114,7 +114,10 @@ def _key_value_cases(mech: Any, rows: list, keyed: bool) -> list:
     sets = [[]] + [[(k, v)] for k in range(d) for v in (-1, 0, 1)]
     if d >= 2:
         sets.append([(0, 1), (d - 1, -1)])
-    return [(f"key-value set {pairs}", mech, lambda n, pairs=pairs: [list(pairs) for _ in range(n)], keyed, row(pairs), None) for pairs in sets]
+    # a set longer than ell is sampled only when the caller says so (on_long="sample"); the default refuses it
+    sampling = dataclasses.replace(mech, on_long="sample")
+    return [(f"key-value set {pairs}", mech if len(pairs) <= ell else sampling, lambda n, pairs=pairs: [list(pairs) for _ in range(n)], keyed,
+             row(pairs), None) for pairs in sets]
 
 
 def _number_cases(mech: Any, rows: list, keyed: bool) -> list:

@@ -33,7 +33,7 @@ def _mode(p):
 
 def test_a_new_ledger_and_its_new_directories_are_private(tmp_path, umask_022):
     path = tmp_path / "a" / "b" / "ledger.sqlite"
-    acc = ldp.Accountant.create(path, ldp.Population(name="p", lifetime_cap="4"))
+    acc = ldp.Accountant.create(path, ldp.Population(name="p", lifetime_cap="4"), parents=True)  # asked: created 0700
     try:
         assert _mode(path) == 0o600
         assert _mode(tmp_path / "a") == 0o700 and _mode(tmp_path / "a" / "b") == 0o700

@@ -13,7 +13,8 @@ import ldp_plugin as ldp
 import ldp_plugin.adapters  # noqa: F401  (registers the ldp namespace)
 from ldp_plugin._errors import LDPInputError, LDPParameterError
 
-from ..test_client_entry_points import KEYS, _cases, _values
+from .._helpers import registry_instances
+from ..test_client_entry_points import KEYS, _values
 from .harness import SENTINEL, SENTINEL_NUMBER
 
 SECRET_NUMBER = SENTINEL_NUMBER * 1000 + 0.125  # outside every canonical range
@@ -45,7 +46,7 @@ def _poisoned(mech, secret):
     return np.array(good, dtype=object)
 
 
-@pytest.mark.parametrize("factory", _cases())
+@pytest.mark.parametrize("factory", [pytest.param(f, id=i) for i, f in registry_instances()])
 @pytest.mark.parametrize("secret", [SENTINEL, SECRET_NUMBER], ids=["string", "number"])
 def test_client_never_echoes(factory, secret):
     mech = factory()

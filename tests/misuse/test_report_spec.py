@@ -21,9 +21,10 @@ from ldp_plugin._errors import LDPArgumentError, LDPInputError, LDPParameterErro
 from ldp_plugin.mechanisms.reports import report_count
 from ldp_plugin.mechanisms.tagged import origin_of
 
-from ..test_client_entry_points import KEYS, N, _cases, _values
+from .._helpers import registry_instances
+from ..test_client_entry_points import KEYS, N, _values
 
-CASES = _cases()
+CASES = [pytest.param(f, id=i) for i, f in registry_instances()]
 
 
 def _reports(mech, n=N):
