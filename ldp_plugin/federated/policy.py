@@ -41,10 +41,16 @@ class DevicePolicy:
     #: histories of one user) by default; ``"value"`` (the papers' same-change-pattern relation) only if
     #: the device's owner lists it — a server's query cannot lower the charge on its own
     allowed_relations: tuple = ("user",)
+    #: a secure sum (:mod:`~ldp_plugin.federated.secure_device`): the fewest participants a released
+    #: sum may hold (the device refuses a SecAgg+ round whose reconstruction threshold is lower) and
+    #: the most bins it contributes to
+    secure_sum_min_participants: int = 10
+    secure_sum_max_bins: int = 4096
 
     @classmethod
     def from_dict(cls, doc: dict) -> "DevicePolicy":
-        known = {"max_epsilon_per_query", "allowed_mechanisms", "lifetime_cap", "period_cap", "period", "allowed_relations"}
+        known = {"max_epsilon_per_query", "allowed_mechanisms", "lifetime_cap", "period_cap", "period", "allowed_relations",
+                 "secure_sum_min_participants", "secure_sum_max_bins"}
         extra = sorted(set(doc) - known)
         if extra:
             raise LDPParameterError(f"unknown [policy] key(s) {extra}; allowed: {sorted(known)}")
@@ -62,9 +68,16 @@ class DevicePolicy:
         relations = doc.get("allowed_relations", ["user"])
         if not isinstance(relations, list) or not relations or not set(relations) <= {"user", "value"}:
             raise LDPParameterError('[policy] allowed_relations must be a non-empty list of "user" and/or "value"')
+        secure = {}
+        for key, lo, hi in (("secure_sum_min_participants", 2, 10**6), ("secure_sum_max_bins", 1, 1 << 20)):
+            if key in doc:
+                v = doc[key]
+                if isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= hi:
+                    raise LDPParameterError(f"[policy] {key} must be an integer in [{lo}, {hi}]")
+                secure[key] = v
         return cls(max_epsilon_per_query=_frac(doc["max_epsilon_per_query"], "max_epsilon_per_query"), allowed_mechanisms=allowed,
                    lifetime_cap=_frac(doc["lifetime_cap"], "lifetime_cap"), period_cap=None if pcap is None else _frac(pcap, "period_cap"),
-                   period=period, allowed_relations=tuple(relations))
+                   period=period, allowed_relations=tuple(relations), **secure)
 
     def refusal(self, mechanism_name: Optional[str], epsilon: Fraction, relation: Optional[str] = None) -> Optional[str]:
         """The reason this policy refuses a query, or ``None`` (``relation``: the charging relation a

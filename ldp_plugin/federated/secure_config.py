@@ -51,7 +51,7 @@ import numpy as np
 
 from .._errors import LDPParameterError
 
-__all__ = ["SecureSumConfig", "SecureSumConfigError", "derive_config", "exact_sum", "MAX_MODULUS", "MAX_QUANTIZATION"]
+__all__ = ["SecureSumConfig", "SecureSumConfigError", "derive_config", "share_plan", "exact_sum", "MAX_MODULUS", "MAX_QUANTIZATION"]
 
 #: Flower's largest supported modulus (its masks are drawn in ``[0, M)`` and summed in ``int64``)
 MAX_MODULUS = 1 << 32
@@ -180,6 +180,14 @@ def derive_config(*, nodes: int, entry_low: int, entry_high: int, min_participan
     if M > MAX_MODULUS:
         raise SecureSumConfigError(f"nodes × quantization_range = {nodes} × {Q} = {nodes * Q} must be below 2**32, the largest modulus: "
                                    f"at most {(MAX_MODULUS - 1) // Q} nodes for entries up to {max(abs(lo), abs(hi))}")
+    k, t = share_plan(nodes, min_participants, shares)
+    return SecureSumConfig(nodes=nodes, shares=k, threshold=t, clipping_range=C, quantization_range=Q, modulus=M, entry_low=lo, entry_high=hi)
+
+
+def share_plan(nodes: int, min_participants: int = 0, shares: int | None = None) -> tuple[int, int]:
+    """``(k, t)``: the share count (``shares``, default ``nodes`` if odd else ``nodes − 1``) and the
+    reconstruction threshold ``max(floor(k/2) + 1, min_participants)`` (see :func:`derive_config`);
+    refuses an even or out-of-range ``k`` and a minimum of participants ``>= k``."""
     k = (nodes if nodes % 2 else nodes - 1) if shares is None else shares
     if isinstance(k, bool) or not isinstance(k, int):
         raise SecureSumConfigError("shares must be an integer")
@@ -189,7 +197,7 @@ def derive_config(*, nodes: int, entry_low: int, entry_high: int, min_participan
     if t >= k:
         raise SecureSumConfigError(f"min_participants must be below shares = {k} (got {min_participants}): SecAgg+ reconstructs a "
                                    f"node's secrets from at most {k - 1} of its neighbours")
-    return SecureSumConfig(nodes=nodes, shares=k, threshold=t, clipping_range=C, quantization_range=Q, modulus=M, entry_low=lo, entry_high=hi)
+    return k, t
 
 
 def exact_sum(mean: Any, summed: int) -> np.ndarray:
