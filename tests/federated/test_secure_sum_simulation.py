@@ -1,50 +1,32 @@
-"""A secure-sum round on Flower's simulation engine (``flwr.simulation.run_simulation``): the real
+"""Secure-sum rounds through ``flwr run`` on a simulation SuperLink: Flower's real
 ``SecAggPlusWorkflow`` and ``secaggplus_mod``, the installed ClientApp's train handler, devices
-with their own ledgers. One node drops after masking (its vector is still summed), one before
-(not summed, nothing spent); the server's sum equals, exactly, the sum of the vectors the summed
-devices kept in their ledgers, and the accounting names who was summed."""
+with their own ledgers. In both options one node drops after masking (its vector is still
+summed) and one before (not summed, nothing spent): the server's sum equals, exactly, the sum of
+the vectors the summed devices kept in their ledgers, and the accounting names who was summed."""
 
 from __future__ import annotations
-
-import json
-import os
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 pytest.importorskip("flwr")
 
-from flwr.client.mod import secaggplus_mod  # noqa: E402
-from flwr.clientapp import ClientApp  # noqa: E402
-from flwr.common.secure_aggregation.secaggplus_constants import RECORD_KEY_CONFIGS, Key, Stage  # noqa: E402
-from flwr.serverapp import ServerApp  # noqa: E402
-from flwr.simulation import run_simulation  # noqa: E402
-
 from ldp_plugin.accountant import Accountant  # noqa: E402
-from ldp_plugin.federated import secure_sum  # noqa: E402
-from ldp_plugin.federated.config import ENV_DEVICE_CONFIG, DeviceConfig  # noqa: E402
-from ldp_plugin.federated.device import DeviceFleet  # noqa: E402
-from ldp_plugin.federated.plan import Plan  # noqa: E402
-from ldp_plugin.federated.secure_sum_server import run_secure_plan  # noqa: E402
+from ldp_plugin.federated.config import DeviceConfig  # noqa: E402
+from ldp_plugin.federated.secure_simulate import run_secure_simulation, secure_device_toml  # noqa: E402
 
 NODES = 5
 
-
-def _device_toml(tmp: Path, users: int = 1) -> Path:
-    p = tmp / "device.toml"
-    p.write_text("\n".join([
-        "[device]", 'name = "sim-{partition-id}"', 'ledger = "state/node-{partition-id}/ledger.sqlite"',
-        'keystore = "state/node-{partition-id}/keystore.json"', "", "[policy]", 'lifetime_cap = "10"', 'max_epsilon_per_query = "4"',
-        "secure_sum_min_participants = 3", "secure_sum_max_bins = 64", "", "[data]", 'source = "ldp_plugin.federated.synthetic:zipf_values"',
-        "[data.args]", f"devices = {users}", "d = 8", 'seed = "5-{partition-id}"', ""]))
-    for pid in range(NODES):
-        DeviceFleet.init(DeviceConfig.load(p, {"partition-id": pid}))
-    return p
+#: a test ClientApp shipped in the app bundle: the installed secure-sum handler behind a mod that
+#: makes partition 0 drop after sending its masked vector and partition 1 before sending it
+DROP_APP = '''
+from flwr.client.mod import secaggplus_mod
+from flwr.clientapp import ClientApp
+from flwr.common.secure_aggregation.secaggplus_constants import RECORD_KEY_CONFIGS, Key, Stage
+from ldp_plugin.federated import secure_sum
 
 
 def _drops(msg, ctxt, call_next):
-    """Partition 0 drops after sending its masked vector; partition 1 before sending it."""
     if msg.metadata.message_type == "train" and RECORD_KEY_CONFIGS in msg.content.config_records:
         stage = msg.content.config_records[RECORD_KEY_CONFIGS].get(Key.STAGE)
         pid = ctxt.node_config.get("partition-id")
@@ -53,53 +35,69 @@ def _drops(msg, ctxt, call_next):
     return call_next(msg, ctxt)
 
 
-def _run(tmp: Path, plan: Plan, client_app) -> list:
-    out: list = []
-    server = ServerApp()
+client_app = ClientApp(mods=[_drops, secaggplus_mod])
+client_app.train()(secure_sum._train)
+'''
 
-    @server.main()
-    def _main(grid, context):
-        out.extend(run_secure_plan(grid, context, plan))
+PLAN = """[plan]
+name = "ss"
+mode = "secure-sum"
+out_dir = "results"
+round_timeout = 120
+expected_nodes = 5
+node_wait = 120
 
-    old = os.environ.get(ENV_DEVICE_CONFIG)
-    os.environ[ENV_DEVICE_CONFIG] = str(tmp / "device.toml")
-    try:
-        run_simulation(server_app=server, client_app=client_app, num_supernodes=NODES,
-                       backend_config={"client_resources": {"num_cpus": 1, "num_gpus": 0.0}, "init_args": {"num_cpus": 1}})
-    finally:
-        if old is None:
-            os.environ.pop(ENV_DEVICE_CONFIG, None)
-        else:
-            os.environ[ENV_DEVICE_CONFIG] = old
-    return out
+[[query]]
+name = "noise"
+mechanism = "skellam"
+epsilon = "1"
+params = {d = 8}
+secure = {delta = 1e-6, min_participants = 3, site_bound = 4, min_count = 1}
+
+[[query]]
+name = "local"
+mechanism = "krr"
+epsilon = "2"
+params = {d = 8}
+secure = {delta = 1e-6, min_participants = 3, site_bound = 4}
+"""
 
 
-def _kept(tmp: Path, pid: int) -> list:
-    cfg = DeviceConfig.load(tmp / "device.toml", {"partition-id": pid})
+def _kept(device, pid: int) -> dict:
+    cfg = DeviceConfig.load(device, {"partition-id": pid})
     with Accountant(cfg.ledger) as led:
-        return [(r, led.kept_reports(r.query_id)) for r in led.history()]
+        return {r.params["secure_sum"]["query_id"]: (r, led.kept_reports(r.query_id)) for r in led.history()}
 
 
+@pytest.mark.slow
 def test_secure_sum_exact_with_dropouts_and_accounting(tmp_path):
-    _device_toml(tmp_path)
-    plan = Plan.from_dict({"name": "ss", "mode": "secure-sum", "expected_nodes": NODES, "round_timeout": 60, "node_wait": 60},
-                          [{"name": "noise", "mechanism": "skellam", "epsilon": "1", "params": {"d": 8},
-                            "secure": {"delta": 1e-6, "min_participants": 3}}], tmp_path)
-    app = ClientApp(mods=[_drops, secaggplus_mod])
-    app.train()(secure_sum._train)
-    summaries = _run(tmp_path, plan, app)
-    row = summaries[0]["queries"][0]
-    assert row["status"] == "released", json.dumps(row)[:2000]
-    assert row["nodes_sampled"] == NODES and row["nodes_summed"] == NODES - 1  # partition 1 never sent its masked vector
-    kept = {pid: _kept(tmp_path, pid) for pid in range(NODES)}
-    assert kept[1] == []  # dropped before masking: nothing spent
-    vectors = [np.asarray(k[0][1]["vector"]) for pid, k in kept.items() if pid != 1]
-    assert all(len(k) == 1 for pid, k in kept.items() if pid != 1)
-    total = np.sum(vectors, axis=0)
-    assert [e["count"] for e in row["estimate"]] == total[:8].tolist()  # exact, with partition 0 dropped after masking
-    assert row["users_summed"] == NODES - 1
-    # the devices charged the noise of t = 3 devices; the server reports the noise of the 4 summed
-    rec = kept[0][0][0]
-    assert rec.params["threshold"] == 3 and float(rec.epsilon) == pytest.approx(rec.params["epsilon"])
-    assert row["central"]["n_summed"] == 4 and row["central"]["epsilon"] < float(rec.epsilon)
-    assert row["central"]["delta"] == 1e-6
+    device_toml = secure_device_toml(users_per_node=4, d=8, seed="5", device_cap="20", max_epsilon="4", min_participants=3)
+    plan, summaries, _ = run_secure_simulation(tmp_path, plan_toml=PLAN, device_toml=device_toml, nodes=NODES, timeout=600,
+                                               components={"clientapp": "drop_app:client_app"}, extra_files={"drop_app.py": DROP_APP})
+    device = tmp_path / "app" / "device.toml"
+    kept = {pid: _kept(device, pid) for pid in range(NODES)}
+    assert kept[1] == {}  # dropped before masking, in both rounds: nothing spent
+    rows = {row["query"]: row for row in summaries[0]["queries"]}
+    for name in ("noise", "local"):
+        row = rows[name]
+        assert row["status"] == "released", row
+        assert row["nodes_sampled"] == NODES and row["nodes_summed"] == NODES - 1
+        qid = row["query_id"]
+        vectors = [np.asarray(kept[pid][qid][1]["vector"]) for pid in range(NODES) if pid != 1]
+        total = np.sum(vectors, axis=0)
+        assert [e["count"] for e in row["estimate"]] == total[:8].tolist()  # exact, partition 0 dropped after masking
+        assert row["users_summed"] == 4 * (NODES - 1) == total[8]
+        rec = kept[0][qid][0]
+        assert rec.cohorts == (0, 1, 2, 3)  # every device of the site charged once
+    # distributed noise: the devices charged the noise of t = 3 nodes, the server the noise of the 4 summed
+    rec = kept[0][rows["noise"]["query_id"]][0]
+    assert rec.params["threshold"] == 3 and rec.mechanism == "secure-sum-skellam"
+    assert rows["noise"]["central"]["n_summed"] == 4 and rows["noise"]["central"]["epsilon"] < float(rec.epsilon) <= 1.0 + 1e-6
+    # summed local reports: each device charged eps0 = 2 and recorded the shuffle bound at t = 3 reports
+    rec = kept[0][rows["local"]["query_id"]][0]
+    assert float(rec.epsilon) == 2.0
+    cfg = DeviceConfig.load(device, {"partition-id": 0})
+    with Accountant(cfg.ledger) as led:
+        claims = led.shuffle_records(rec.query_id)
+    assert len(claims) == 1 and claims[0].n_min == 3
+    assert rows["local"]["central"]["n_reports"] == 16 and rows["local"]["central"]["epsilon"] < 2.0
