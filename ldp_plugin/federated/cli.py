@@ -273,6 +273,9 @@ def _check_options(args) -> None:
         raise LDPParameterError(f"--min-batch must be at most the simulated devices, --nodes × --users-per-node = {devices:,} "
                                 f"(got {args.min_batch:,}): no round could release an estimate")
     shuffle, delta = getattr(args, "shuffle", False), getattr(args, "delta", None)
+    for opt in ("min_participants", "min_count"):
+        if getattr(args, opt, None) is not None:
+            raise LDPParameterError(f"--{opt.replace('_', '-')} goes with --secure-sum")
     if delta is not None and not shuffle:
         raise LDPParameterError("--delta is the delta of a shuffled collection's central (epsilon, delta): give it with --shuffle")
     if shuffle and delta is None:

@@ -98,6 +98,8 @@ def simulate_secure(args) -> int:
     if args.mechanism not in PLAN_MECHANISMS:
         raise LDPParameterError(f"--secure-sum takes --mechanism {' or '.join(sorted(PLAN_MECHANISMS))} (skellam: distributed noise, "
                                 "krr: summed local reports)")
+    if args.param or getattr(args, "shuffle", False):
+        raise LDPParameterError("--secure-sum takes neither --param nor --shuffle: the query is --mechanism, --epsilon, --d and --delta")
     if args.epsilon is None or args.d is None or args.delta is None:
         raise LDPParameterError("--secure-sum needs --epsilon, --d and --delta")
     if args.nodes < 3:
