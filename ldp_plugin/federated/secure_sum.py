@@ -32,7 +32,7 @@ from .config import DeviceConfig, device_config_path
 from .device import DeviceFleet, DeviceRefusal
 from .secure_device import SecureSumRefusal, contribute
 
-__all__ = ["client_app", "QUERY_KEY", "secure_answer"]
+__all__ = ["client_app", "QUERY_KEY", "secure_answer", "train_reply"]
 
 log = logging.getLogger("ldp_plugin.federated.secure_sum")
 
@@ -57,17 +57,24 @@ def secure_answer(query_json: str, setup: dict, node_config) -> np.ndarray:
         fleet.close()
 
 
-@client_app.train()
-def _train(msg: Message, context) -> Message:  # pragma: no cover - runs inside Flower's engine (tested through the simulation)
-    fitins = compat.recorddict_to_fitins(msg.content, keep_input=True)
+def train_reply(content, state, node_config):
+    """The reply content of one SecAgg+ "collect masked vectors" message: ``content`` the message's
+    (the legacy FitIns with the query), ``state`` the node's context state (where
+    ``secaggplus_mod`` stored its setup). Raises :class:`SecureSumRefusal`."""
+    fitins = compat.recorddict_to_fitins(content, keep_input=True)
     query_json = fitins.config.get(QUERY_KEY)
-    if RECORD_KEY_STATE not in context.state.config_records or not isinstance(query_json, str):
+    if RECORD_KEY_STATE not in state.config_records or not isinstance(query_json, str):
         raise SecureSumRefusal("malformed_query")  # not a SecAgg+ round of a secure-sum query
-    setup = dict(context.state.config_records[RECORD_KEY_STATE])
+    setup = dict(state.config_records[RECORD_KEY_STATE])
     try:
-        vec = secure_answer(query_json, setup, context.node_config)
+        vec = secure_answer(query_json, setup, node_config)
     except SecureSumRefusal as e:
         log.error("secure sum refused: %s", e.reason)
         raise
     res = FitRes(status=Status(Code.OK, ""), parameters=ndarrays_to_parameters([vec.astype(np.float64)]), num_examples=1, metrics={})
-    return Message(compat.fitres_to_recorddict(res, keep_input=False), reply_to=msg)
+    return compat.fitres_to_recorddict(res, keep_input=False)
+
+
+@client_app.train()
+def _train(msg: Message, context) -> Message:  # pragma: no cover - runs inside Flower's engine (tested through the simulation)
+    return Message(train_reply(msg.content, context.state, context.node_config), reply_to=msg)

@@ -134,3 +134,4 @@ def test_release_accounts_for_who_was_summed_and_thresholds_small_counts():
     sup = [e["suppressed"] for e in row["estimate"]]
     assert sup == [False, True, True, False, False, True, True, False]
     assert release_sum(q, total, [11, 12])["status"] == "below_minimum"
+

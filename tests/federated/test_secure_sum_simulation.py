@@ -11,9 +11,18 @@ import pytest
 
 pytest.importorskip("flwr")
 
+from flwr.app import ConfigRecord, RecordDict  # noqa: E402
+from flwr.common import FitIns, ndarrays_to_parameters, parameters_to_ndarrays  # noqa: E402
+from flwr.common.secure_aggregation.secaggplus_constants import RECORD_KEY_STATE  # noqa: E402
+from flwr.compat.common import recorddict_compat as compat  # noqa: E402
+
 from ldp_plugin.accountant import Accountant  # noqa: E402
+from ldp_plugin.federated import secure_sum  # noqa: E402
+from ldp_plugin.federated.config import ENV_DEVICE_CONFIG  # noqa: E402
+from ldp_plugin.federated.secure_device import SecureSumRefusal  # noqa: E402
 from ldp_plugin.federated.config import DeviceConfig  # noqa: E402
 from ldp_plugin.federated.secure_simulate import run_secure_simulation, secure_device_toml  # noqa: E402
+from tests.federated.test_secure_device import _fleet, _q, _setup  # noqa: E402
 
 NODES = 5
 
@@ -101,3 +110,20 @@ def test_secure_sum_exact_with_dropouts_and_accounting(tmp_path):
         claims = led.shuffle_records(rec.query_id)
     assert len(claims) == 1 and claims[0].n_min == 3
     assert rows["local"]["central"]["n_reports"] == 16 and rows["local"]["central"]["epsilon"] < 2.0
+
+
+def test_installed_train_handler_answers_a_secagg_round(tmp_path, monkeypatch):
+    """The installed ClientApp's handler, called as secaggplus_mod calls it at the collect-masked-vectors
+    stage (the setup it stored in the node's state, the query in the fit config): the vector, with
+    num_examples = 1; without the SecAgg+ state it refuses."""
+    _fleet(tmp_path).close()
+    monkeypatch.setenv(ENV_DEVICE_CONFIG, str(tmp_path / "device.toml"))
+    q = _q()
+    ins = FitIns(ndarrays_to_parameters([np.zeros(1)]), {secure_sum.QUERY_KEY: q.to_json()})
+    content, state = compat.fitins_to_recorddict(ins, keep_input=True), RecordDict()
+    with pytest.raises(SecureSumRefusal):
+        secure_sum.train_reply(content, state, {"partition-id": 0})
+    state.config_records[RECORD_KEY_STATE] = ConfigRecord(_setup(q.derive().config))
+    res = compat.recorddict_to_fitres(secure_sum.train_reply(content, state, {"partition-id": 0}), keep_input=True)
+    (vec,) = parameters_to_ndarrays(res.parameters)
+    assert res.num_examples == 1 and vec.shape == (9,) and vec[8] == 3
