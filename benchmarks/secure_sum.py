@@ -19,7 +19,7 @@ the run and bytes per node (every message a node receives and sends, measured by
 the ClientApp: array bytes + config values).
 
 Usage: python benchmarks/secure_sum.py accuracy [--n 100000 --d 64 --reps 20]
-       python benchmarks/secure_sum.py cost [--nodes 100 --d 1024]
+       python benchmarks/secure_sum.py cost [--nodes 100 --d 1024] [--part both|secure|plain] [--keep DIR]
 """
 
 from __future__ import annotations
@@ -174,59 +174,69 @@ def _bytes_per_node(d: Path, nodes: int) -> dict:
             "messages": float(np.mean([c for _, _, c in per]))}
 
 
-def cost(nodes: int, d: int) -> dict:
-    out: dict = {"nodes": nodes, "d": d}
-    with tempfile.TemporaryDirectory(prefix="bench-secure-") as tmp:
-        work = Path(tmp)
-        bytes_dir = work / "bytes"
-        bytes_dir.mkdir()
-        os.environ["LDP_BENCH_BYTES"] = str(bytes_dir)
-        app = BYTES_APP + ("from flwr.client.mod import secaggplus_mod\nfrom ldp_plugin.federated import secure_sum\n"
-                           "client_app = ClientApp(mods=[_bytes, secaggplus_mod])\nclient_app.train()(secure_sum._train)\n")
-        plan = secure_plan_toml(mechanism="skellam", epsilon="1", delta=1e-6, d=d, nodes=nodes, min_participants=2, users_per_node=1, timeout=1800)
-        device = secure_device_toml(users_per_node=1, d=d, seed="1", device_cap="10", max_epsilon="4", min_participants=2)
+def secure_cost(nodes: int, d: int, work: Path) -> dict:
+    """One secure-sum round (distributed noise, one device per node) through ``flwr run`` in ``work``."""
+    bytes_dir = work / "bytes"
+    bytes_dir.mkdir(parents=True, exist_ok=True)
+    os.environ["LDP_BENCH_BYTES"] = str(bytes_dir)
+    app = BYTES_APP + ("from flwr.client.mod import secaggplus_mod\nfrom ldp_plugin.federated import secure_sum\n"
+                       "client_app = ClientApp(mods=[_bytes, secaggplus_mod])\nclient_app.train()(secure_sum._train)\n")
+    plan = secure_plan_toml(mechanism="skellam", epsilon="1", delta=1e-6, d=d, nodes=nodes, min_participants=2, users_per_node=1, timeout=3600)
+    device = secure_device_toml(users_per_node=1, d=d, seed="1", device_cap="10", max_epsilon="4", min_participants=2)
+    t0 = time.perf_counter()
+    _, summaries, _ = run_secure_simulation(work, plan_toml=plan, device_toml=device, nodes=nodes, timeout=7200,
+                                            components={"clientapp": "bytes_app:client_app"}, extra_files={"bytes_app.py": app})
+    row = summaries[0]["queries"][0]
+    return {"secure_seconds_run": round(time.perf_counter() - t0, 1), "secure_seconds_round": row["seconds"], "secure_status": row["status"],
+            "secure_error": row.get("error"), "secure_nodes_summed": row.get("nodes_summed"), "secure_config": row.get("config"),
+            "secure_bytes_per_node": _bytes_per_node(bytes_dir, nodes)}
+
+
+def plain_cost(nodes: int, d: int, work: Path) -> dict:
+    """One plain OUE round (``ldp federated simulate``'s own path) in ``work``, its ClientApp behind the same byte-counting mod."""
+    bytes_dir = work / "bytes"
+    bytes_dir.mkdir(parents=True, exist_ok=True)
+    os.environ["LDP_BENCH_BYTES"] = str(bytes_dir)
+    app = BYTES_APP + ("from ldp_plugin.federated import app as ldp_app\nclient_app = ClientApp(mods=[_bytes])\n"
+                       "client_app.query()(ldp_app._query)\n")
+    orig = fcli.new_project
+
+    def new_project(directory, **kw):
+        paths = orig(directory, **kw)
+        Path(directory, "bytes_app.py").write_text(app)
+        p = Path(directory, "pyproject.toml")
+        p.write_text(p.read_text().replace('clientapp = "ldp_plugin.federated.app:client_app"', 'clientapp = "bytes_app:client_app"'))
+        return paths
+
+    fcli.new_project = new_project
+    try:
         t0 = time.perf_counter()
-        _, summaries, _ = run_secure_simulation(work, plan_toml=plan, device_toml=device, nodes=nodes, timeout=3600,
-                                                components={"clientapp": "bytes_app:client_app"}, extra_files={"bytes_app.py": app})
-        out["secure_seconds_run"] = round(time.perf_counter() - t0, 1)
-        row = summaries[0]["queries"][0]
-        out["secure_seconds_round"] = row["seconds"]
-        out["secure_status"] = row["status"]
-        out["secure_bytes_per_node"] = _bytes_per_node(bytes_dir, nodes)
-    with tempfile.TemporaryDirectory(prefix="bench-plain-") as tmp:
-        work = Path(tmp)
-        bytes_dir = work / "bytes"
-        bytes_dir.mkdir()
-        os.environ["LDP_BENCH_BYTES"] = str(bytes_dir)
-        # the plain round: `ldp federated simulate` itself, its ClientApp behind the same byte-counting mod
-        app = BYTES_APP + ("from ldp_plugin.federated import app as ldp_app\nclient_app = ClientApp(mods=[_bytes])\n"
-                           "client_app.query()(ldp_app._query)\n")
-        orig = fcli.new_project
+        with open(os.devnull, "w") as null:
+            old = sys.stdout
+            sys.stdout = null
+            try:
+                fcli._simulate_run(fcli_args(nodes, d, work))
+            finally:
+                sys.stdout = old
+        seconds = round(time.perf_counter() - t0, 1)
+    finally:
+        fcli.new_project = orig
+    s = json.loads((work / "out" / "app" / "results" / "sim" / "round-0001.json").read_text())
+    return {"plain_seconds_run": seconds, "plain_seconds_round": s["queries"][0]["seconds"], "plain_bytes_per_node": _bytes_per_node(bytes_dir, nodes)}
 
-        def new_project(directory, **kw):
-            paths = orig(directory, **kw)
-            Path(directory, "bytes_app.py").write_text(app)
-            p = Path(directory, "pyproject.toml")
-            p.write_text(p.read_text().replace('clientapp = "ldp_plugin.federated.app:client_app"', 'clientapp = "bytes_app:client_app"'))
-            return paths
 
-        fcli.new_project = new_project
-        try:
-            t0 = time.perf_counter()
-            args = fcli_args(nodes, d, work)
-            with open(os.devnull, "w") as null:
-                old = sys.stdout
-                sys.stdout = null
-                try:
-                    fcli._simulate_run(args)
-                finally:
-                    sys.stdout = old
-            out["plain_seconds_run"] = round(time.perf_counter() - t0, 1)
-        finally:
-            fcli.new_project = orig
-        s = json.loads((work / "out" / "app" / "results" / "sim" / "round-0001.json").read_text())
-        out["plain_seconds_round"] = s["queries"][0]["seconds"]
-        out["plain_bytes_per_node"] = _bytes_per_node(bytes_dir, nodes)
+def cost(nodes: int, d: int, part: str, keep: str | None) -> dict:
+    out: dict = {"nodes": nodes, "d": d}
+    for name, f in (("secure", secure_cost), ("plain", plain_cost)):
+        if part not in (name, "both"):
+            continue
+        if keep:
+            work = Path(keep) / name
+            work.mkdir(parents=True, exist_ok=True)
+            out.update(f(nodes, d, work))
+        else:
+            with tempfile.TemporaryDirectory(prefix=f"bench-{name}-") as tmp:
+                out.update(f(nodes, d, Path(tmp)))
     return out
 
 
@@ -245,6 +255,8 @@ def main() -> None:
     ap.add_argument("--reps", type=int, default=20)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--nodes", type=int, default=100)
+    ap.add_argument("--part", choices=["both", "secure", "plain"], default="both")
+    ap.add_argument("--keep", default=None, metavar="DIR", help="cost: keep each run's directory (logs, summaries) here")
     ap.add_argument("--json", default=None)
     a = ap.parse_args()
     t0 = time.perf_counter()
@@ -255,7 +267,7 @@ def main() -> None:
         for r in res["table"]:
             print(f"| {r['method']} | {r['mse']:.3g} | {r['mse_vs_central']:.3g} | {r['coverage']:.3f} |")
     else:
-        res = cost(a.nodes, a.d or 1024)
+        res = cost(a.nodes, a.d or 1024, a.part, a.keep)
         print(json.dumps(res, indent=1))
     res["machine"] = _machine()
     res["seconds"] = round(time.perf_counter() - t0, 1)
