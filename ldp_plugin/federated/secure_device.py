@@ -44,11 +44,12 @@ from .secure_query import NOISE_MECHANISM, SecureSumQuery
 __all__ = ["contribute", "SecureSumRefusal", "SECURE_REFUSALS"]
 
 SECURE_REFUSALS = ("malformed_query", "setup_mismatch", "below_min_participants", "too_many_bins", "above_site_bound",
-                   "mechanism_not_allowed", "epsilon_above_policy", "budget_exhausted", "interrupted", "ledger_tampered")
+                   "mechanism_not_allowed", "epsilon_above_policy", "budget_exhausted", "interrupted", "ledger_tampered", "device_misconfigured")
 
 
 class SecureSumRefusal(Exception):
-    """The node does not contribute; ``reason`` is one of :data:`SECURE_REFUSALS`."""
+    """The node does not contribute; ``reason`` is one of :data:`SECURE_REFUSALS` (or, from the
+    ClientApp, a :class:`~ldp_plugin.federated.device.DeviceRefusal` code: the fleet cannot open)."""
 
     def __init__(self, reason: str):
         super().__init__(reason)
@@ -125,5 +126,5 @@ def _codes(values: np.ndarray, d: int) -> np.ndarray:
     (the same message whatever the value: it is never echoed)."""
     v = np.asarray(values)
     if v.dtype.kind not in "iu" or (v.size and (int(v.min()) < 0 or int(v.max()) >= d)):
-        raise SecureSumRefusal("malformed_query")
+        raise SecureSumRefusal("device_misconfigured")
     return v.astype(np.int64)
