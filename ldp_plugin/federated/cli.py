@@ -37,6 +37,7 @@ from .analyzer import analyze_batch
 from .sealed import generate_analyzer_keys
 from .shuffler import BatchBelowMinimum
 from .results import summary_path
+from .secure_simulate import simulate_secure
 from ..accountant import Accountant, Population
 from ..mechanisms.protocol import InputKind
 
@@ -136,7 +137,13 @@ def add_parsers(sub, parser_class, int_in, epsilon_type, seed_type, domain_type,
     fs.add_argument("--timeout", type=int_in(10, 86400, "seconds"), default=900, help="fail if the run has not finished by then")
     fs.add_argument("--shuffle", action="store_true", help="run the shuffler as the ServerApp: devices seal to a generated analyzer key, "
                     "the analyzer opens each forwarded batch and records its central (epsilon, delta); needs --delta")
-    fs.add_argument("--delta", type=float, default=None, help="with --shuffle: delta of the central (epsilon, delta) recorded, in (0, 1)")
+    fs.add_argument("--delta", type=float, default=None, help="with --shuffle or --secure-sum: delta of the central (epsilon, delta), in (0, 1)")
+    fs.add_argument("--secure-sum", action="store_true", help="the nodes' vectors are summed by Flower's SecAgg+: --mechanism skellam "
+                    "(distributed noise, --epsilon central) or krr (summed local reports, --epsilon per report); needs --delta")
+    fs.add_argument("--min-participants", type=int_in(2, 100_000, "an integer"), default=None,
+                    help="with --secure-sum: the fewest nodes a released sum may hold (default: a majority of the shares)")
+    fs.add_argument("--min-count", type=int_in(1, 10**9, "an integer"), default=None,
+                    help="with --secure-sum: report bins whose released count is below this as suppressed (post-processing)")
     fs.add_argument("--json", action="store_true", help="one JSON document on stdout")
     ak = fsub.add_parser("analyzer-keys", help="generate the analyzer's key pair (analyzer.key 0600, analyzer.pub for the device owners to pin)")
     ak.add_argument("directory")
@@ -365,6 +372,8 @@ def _terminate_as_exit():
 
 def _simulate(args) -> int:
     with _terminate_as_exit():
+        if getattr(args, "secure_sum", False):
+            return simulate_secure(args)
         return _simulate_run(args)
 
 
@@ -376,6 +385,9 @@ def _check_options(args) -> None:
         raise LDPParameterError(f"--min-batch must be at most the simulated devices, --nodes × --users-per-node = {devices:,} "
                                 f"(got {args.min_batch:,}): no round could release an estimate")
     shuffle, delta = getattr(args, "shuffle", False), getattr(args, "delta", None)
+    for opt in ("min_participants", "min_count"):
+        if getattr(args, opt, None) is not None:
+            raise LDPParameterError(f"--{opt.replace('_', '-')} goes with --secure-sum")
     if delta is not None and not shuffle:
         raise LDPParameterError("--delta is the delta of a shuffled collection's central (epsilon, delta): give it with --shuffle")
     if shuffle and delta is None:

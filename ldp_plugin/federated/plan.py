@@ -38,6 +38,12 @@ config names (``job = "/path/plan.toml"``) for several::
     epsilon = "2"
     params = {alphabet = "abcdefghijklmnopqrstuvwxyz", max_length = 8, top_k = 5}
 
+A secure sum (``mode = "secure-sum"``, :mod:`~ldp_plugin.federated.secure_query`; the ServerApp is
+``ldp_plugin.federated.secure_sum_server:server_app``): each query's ``mechanism`` is ``"skellam"``
+(distributed noise, ``epsilon`` the central ε) or ``"krr"`` (summed local reports, ``epsilon`` each
+report's ε₀), with ``params = {d = 64}`` and ``secure = {delta = 1e-6, min_participants = 3}``
+(optional ``site_bound``: devices per node, ``shares``, ``min_count``: small-count thresholding).
+
 The plan never carries anything a device enforces: devices take their policy from their owner.
 """
 
@@ -55,6 +61,7 @@ from ..mechanisms.protocol import ClosedDomain, Keyed, Numeric, has
 from ..registry import build
 from ..robust.aggregation import RULES as ROBUST_RULES
 from .discovery import level_queries
+from .secure_query import planned_secure_query
 from .shuffler import check_shufflable
 from .trust import load_member_public_key
 
@@ -66,8 +73,9 @@ except ImportError:  # pragma: no cover
 __all__ = ["Plan", "PlannedQuery"]
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
-_PLAN_KEYS = {"name", "rounds", "min_batch", "out_dir", "round_timeout", "max_devices_per_node", "expected_nodes", "node_wait", "members"}
-_QUERY_KEYS = {"name", "mechanism", "epsilon", "params", "robust"}
+_PLAN_KEYS = {"name", "rounds", "min_batch", "out_dir", "round_timeout", "max_devices_per_node", "expected_nodes", "node_wait", "members", "mode"}
+_QUERY_KEYS = {"name", "mechanism", "epsilon", "params", "robust", "secure"}
+MODES = ("local", "secure-sum")
 _ROBUST_KEYS = {"rule", "f", "groups", "alpha"}
 
 
@@ -140,6 +148,12 @@ class PlannedQuery:
     params: dict = field(default_factory=dict)
     #: ``{"rule", "f", "groups", "alpha"}`` of :func:`ldp_plugin.robust.aggregation.combine` (``None``: pooled only)
     robust: Optional[dict] = None
+    #: the ``secure`` table of a secure-sum query (``None`` otherwise)
+    secure: Optional[dict] = None
+
+    def secure_query(self, query_id: str, nodes: int):
+        """This query as a :class:`~ldp_plugin.federated.secure_query.SecureSumQuery` over ``nodes`` nodes."""
+        return planned_secure_query(query_id, self.mechanism, self.epsilon, self.params, self.secure, nodes)
 
     def build(self):
         params = dict(self.params)
@@ -160,6 +174,7 @@ class Plan:
     max_devices_per_node: int = 100_000
     expected_nodes: int = 1
     node_wait: float = 60.0
+    mode: str = "local"  # "secure-sum": every query is summed by SecAgg+ (secure_sum_server)
     first_round: int = 1  # rounds first_round .. first_round + rounds - 1 (a later day of a series: new query ids)
     members: tuple = ()  # the member nodes' public keys (canonical OpenSSH); empty: any connected node
 
@@ -176,6 +191,10 @@ class Plan:
             raise LDPParameterError("the plan name must be 1-64 letters, digits, '_', '.' or '-'")
         if not queries:
             raise LDPParameterError("the plan needs at least one query")
+        mode = plan.get("mode", "local")
+        if mode not in MODES:
+            raise LDPParameterError(f"mode must be one of {list(MODES)}")
+        expected = _int(plan.get("expected_nodes", 1), "expected_nodes", 1, 100_000)
         qs, seen = [], set()
         for q in queries:
             if not isinstance(q, Mapping) or set(q) - _QUERY_KEYS or not {"name", "mechanism"} <= set(q):
@@ -187,7 +206,15 @@ class Plan:
             if not isinstance(params, Mapping):
                 raise LDPParameterError("a query's params must be a table")
             pq = PlannedQuery(q["name"], str(q["mechanism"]), None if q.get("epsilon") is None else str(q["epsilon"]), dict(params),
-                              _robust_spec(q.get("robust"), q["name"]))
+                              _robust_spec(q.get("robust"), q["name"]), q.get("secure"))
+            if (mode == "secure-sum") != (pq.secure is not None):
+                raise LDPParameterError(f"query {pq.name!r}: a secure table goes with mode = \"secure-sum\", and every secure-sum query needs one")
+            if mode == "secure-sum":  # derived now: a configuration that would clip, wrap or zero is refused before any round
+                if pq.robust is not None:
+                    raise LDPParameterError(f"query {pq.name!r}: robust does not apply to a secure sum (the server sees no node's part)")
+                pq.secure_query(f"{name}/{pq.name}/r1", expected)
+                qs.append(pq)
+                continue
             if pq.robust is not None:
                 _check_robust_mechanism(pq)
             if pq.mechanism in DISCOVERY_METHODS:  # a heavy-hitter discovery: checked whole before anything is sent
@@ -212,7 +239,7 @@ class Plan:
                    min_batch=_int(plan.get("min_batch", 1), "min_batch", 1, 10**9),
                    out_dir=None if out is None else (base / out).resolve(), round_timeout=float(timeout),
                    max_devices_per_node=_int(plan.get("max_devices_per_node", 100_000), "max_devices_per_node", 1, 1 << 20),
-                   expected_nodes=expected, node_wait=float(wait))
+                   expected_nodes=expected, node_wait=float(wait), mode=mode)
 
     def check_shuffled(self) -> None:
         """Refuse a plan the shuffler cannot run: no ``out_dir`` (the batches are forwarded there),

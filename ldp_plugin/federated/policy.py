@@ -69,6 +69,12 @@ class DevicePolicy:
     #: the most time one query may plan on this node (a timed dry run, :mod:`ldp_plugin.federated.work`)
     max_query_seconds: int = DEFAULT_QUERY_SECONDS
 
+    #: a secure sum (:mod:`~ldp_plugin.federated.secure_device`): the fewest participants a released
+    #: sum may hold (the device refuses a SecAgg+ round whose reconstruction threshold is lower) and
+    #: the most bins it contributes to
+    secure_sum_min_participants: int = 10
+    secure_sum_max_bins: int = 4096
+
     def __post_init__(self) -> None:
         for name in ("max_epsilon_per_query", "min_epsilon_per_query"):
             v = getattr(self, name)
@@ -82,7 +88,8 @@ class DevicePolicy:
     @classmethod
     def from_dict(cls, doc: dict) -> "DevicePolicy":
         known = {"max_epsilon_per_query", "allowed_mechanisms", "lifetime_cap", "period_cap", "period", "allowed_relations",
-                 "min_epsilon_per_query", "max_queries_per_day", "max_query_bytes", "max_query_seconds"}
+                 "min_epsilon_per_query", "max_queries_per_day", "max_query_bytes", "max_query_seconds",
+                 "secure_sum_min_participants", "secure_sum_max_bins"}
         extra = sorted(set(doc) - known)
         if extra:
             raise LDPParameterError(f"unknown [policy] key(s) {extra}; allowed: {sorted(known)}")
@@ -107,10 +114,17 @@ class DevicePolicy:
         per_day = None if doc.get("max_queries_per_day") is None else _count(doc["max_queries_per_day"], "[policy] max_queries_per_day")
         qbytes = _count(doc.get("max_query_bytes", DEFAULT_QUERY_BYTES), "[policy] max_query_bytes")
         qsecs = _count(doc.get("max_query_seconds", DEFAULT_QUERY_SECONDS), "[policy] max_query_seconds")
+        secure = {}
+        for key, lo, hi in (("secure_sum_min_participants", 2, 10**6), ("secure_sum_max_bins", 1, 1 << 20)):
+            if key in doc:
+                v = doc[key]
+                if isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= hi:
+                    raise LDPParameterError(f"[policy] {key} must be an integer in [{lo}, {hi}]")
+                secure[key] = v
         return cls(max_epsilon_per_query=emax, allowed_mechanisms=allowed,
                    lifetime_cap=_frac(doc["lifetime_cap"], "lifetime_cap"), period_cap=None if pcap is None else _frac(pcap, "period_cap"),
                    period=period, allowed_relations=tuple(relations), min_epsilon_per_query=emin, max_queries_per_day=per_day,
-                   max_query_bytes=qbytes, max_query_seconds=qsecs)
+                   max_query_bytes=qbytes, max_query_seconds=qsecs, **secure)
 
     def refusal(self, mechanism_name: Optional[str], epsilon: Fraction, relation: Optional[str] = None) -> Optional[str]:
         """The reason this policy refuses a query, or ``None`` (``relation``: the charging relation a

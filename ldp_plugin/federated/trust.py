@@ -9,7 +9,7 @@ answered only if its FAB is one the owner pinned. The owner's device TOML says s
     [trust]
     pins = "state/node-0/pinned-apps"            # sha256 of each FAB the owner accepts, one per line
     # apps = ["<64 hex digits>"]                 # or inline
-    components = ["ldp_plugin.federated.app:client_app"]   # installed ClientApps a pinned FAB may name
+    components = ["ldp_plugin.federated.app:client_app", "ldp_plugin.federated.secure_sum:client_app"]  # installed ClientApps
     member_key = "certs/nodes/node-0"            # the node's identity (its SuperNode auth key, OpenSSH EC)
     refusal_log = "state/node-0/refusals.jsonl"  # default: beside the ledger
 
@@ -55,7 +55,7 @@ except ImportError:  # pragma: no cover - reported when a membership key is used
 __all__ = ["DeviceTrust", "fab_digest", "fab_component", "DEFAULT_COMPONENTS", "TRUST_REFUSALS", "membership_message",
            "sign_membership", "verify_membership", "load_member_public_key"]
 
-DEFAULT_COMPONENTS = ("ldp_plugin.federated.app:client_app",)
+DEFAULT_COMPONENTS = ("ldp_plugin.federated.app:client_app", "ldp_plugin.federated.secure_sum:client_app")
 TRUST_REFUSALS = ("app_not_pinned", "component_not_allowed", "app_unreadable")
 _HEX64 = re.compile(r"^[0-9a-f]{64}$")
 _COMPONENT = re.compile(r"^ldp_plugin(\.[A-Za-z_]\w*)+:[A-Za-z_]\w*$")
