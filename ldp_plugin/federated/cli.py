@@ -136,7 +136,7 @@ def cmd_federated(args) -> int:
     if cmd == "new":
         paths = new_project(args.directory, nodes=args.nodes, force=args.force, shuffled=args.shuffled)
         print(f"wrote {paths['pyproject.toml']}, {paths['plan.toml']}, {paths['discovery.toml']} and {paths['device.toml']}")
-        print("next: `ldp federated certs`, `ldp federated device init`, start the SuperLink and SuperNodes, `flwr run` (README, Federated analytics)")
+        print("next: `ldp federated certs`, `ldp federated device init`, start the SuperLink and SuperNodes, `flwr run` (docs/federated.md)")
         return 0
     if cmd == "certs":
         tls = make_tls(args.directory, tuple(args.host or ("127.0.0.1", "localhost")))

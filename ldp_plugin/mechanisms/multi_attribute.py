@@ -44,6 +44,7 @@ from typing import Any, ClassVar, Optional
 import numpy as np
 
 from .._errors import LDPInputError, LDPParameterError
+from .. import pictures
 from ..estimation import FrequencyEstimate, check_estimate_request, project_simplex, pure_variance
 from ..exact import epsilon_of_ratio, ratio_within_exp
 from ..sampling import RNGLike, as_source
@@ -86,6 +87,18 @@ class MultiAttributeEstimate:
                          f"{float(np.max(a.estimate)):.4f}" for j, a in enumerate(self.attributes[:8]))
         more = f"\n  ... {len(self.attributes) - 8} more attributes" if len(self.attributes) > 8 else ""
         return f"MultiAttributeEstimate(mechanism={self.mechanism!r}, n={self.n:,}, attributes={len(self.attributes)})\n{rows}{more}"
+
+    def plot(self, *, names: Optional[Any] = None, title: Optional[str] = None, max_items: int = 40):
+        """One panel per attribute (pairs: per pair of attributes), each frequency with its
+        interval; ``names`` labels the panels. Returns the Figure (``plot`` extra)."""
+        labels = [f"attribute {j}" for j in range(len(self.attributes))] if names is None else [str(x) for x in names]
+        if len(labels) != len(self.attributes):
+            raise LDPParameterError(f"names must give one name per attribute ({len(self.attributes)})")
+        panels = [(name, [",".join(map(str, it)) if isinstance(it, tuple) else it for it in e.items], e.estimate, e.ci_lower, e.ci_upper)
+                  for name, e in zip(labels, self.attributes)]
+        conf = self.attributes[0].confidence if self.attributes else 0.95
+        return pictures.marginals(panels, max_items=max_items, confidence=conf,
+                                  title=title or f"estimated marginals ({self.mechanism}, n={self.n:,})")
 
     def to_polars(self):
         """A tidy frame ``attribute, item, estimate, std_error, ci_lower, ci_upper`` (pairs: the
