@@ -140,3 +140,10 @@ def test_the_browser_check_catches_a_script_error_and_an_external_asset(collecte
         problems = page.problems()
     assert any("undefined_function" in p for p in problems), problems
     assert any("load failed" in p or "127.0.0.1:9" in p for p in problems), problems
+
+
+def test_report_of_a_ledger_alone(collected, cli):
+    out = cli("report", str(collected / "apps.ledger"), "--out", str(collected / "ledger.html"))
+    assert out.returncode == 0, out.stderr
+    page = (collected / "ledger.html").read_text()
+    assert "budget ledger: app-users</h2>" in page and "<td>apps-day-1</td>" in page

@@ -176,7 +176,7 @@ def build_parser() -> argparse.ArgumentParser:
     b.set_defaults(func=command("budget"))
 
     r = sub.add_parser("report", help="a self-contained HTML report of a collection or a federated run (needs the plot extra)")
-    r.add_argument("source", help="an `ldp collect` job file, a federated round summary (round-NNNN.json) or a results directory of them")
+    r.add_argument("source", help="an `ldp collect` job file, a federated round summary (round-NNNN.json), a results directory of them, or a ledger")
     r.add_argument("--out", required=True, help="the HTML file to write")
     r.add_argument("--ledger", action="append", default=[], help="also show this ledger's state and spend (repeatable)")
     r.add_argument("--json", action="store_true", help="one JSON document on stdout")

@@ -1,8 +1,8 @@
 """``ldp report SOURCE --out REPORT.html``: one self-contained HTML page of what was estimated.
 
 ``SOURCE`` is an ``ldp collect`` job file (its estimates file, mechanism, ε and, if it names one,
-its ledger), a federated round summary (``round-NNNN.json``) or a directory of them (every
-``round-*.json`` below it, in order). Each estimate is drawn with its intervals and listed in a
+its ledger), a federated round summary (``round-NNNN.json``), a directory of them (every
+``round-*.json`` below it, in order) or a ledger. Each estimate is drawn with its intervals and listed in a
 table beside its mechanism, ε, reports and status; each ledger (the job's, and every
 ``--ledger``) shows its population, cap, remaining budget, history (cohorts as ranges) and its
 spend over time. Pictures are inline PNGs; the page has no script and loads nothing.
@@ -137,6 +137,11 @@ def _ledger_section(path: Path) -> dict:
             "alt": f"spend over time of population {pop.name}", "table": table}
 
 
+def _is_sqlite(path: Path) -> bool:
+    with path.open("rb") as f:
+        return f.read(16) == b"SQLite format 3\x00"
+
+
 def cmd_report(args) -> int:
     """Write the HTML report of a collection job, a round summary or a results directory."""
     src = Path(args.source)
@@ -154,6 +159,8 @@ def cmd_report(args) -> int:
     if src.is_file() and src.suffix == ".toml":
         title, sections, job_ledgers = _job_sections(src)
         ledgers = job_ledgers + ledgers
+    elif src.is_file() and _is_sqlite(src):
+        title, sections, ledgers = f"budget ledger: {src.name}", [], [src, *ledgers]
     else:
         sections = []
         docs = _summaries(src)
