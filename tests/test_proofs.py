@@ -43,11 +43,11 @@ def run_block(text: str, rng: random.Random, *, perturb: str | None = None) -> N
             continue
         if line.startswith("draw "):
             _, name, kind, rest = line.split(" ", 3)
-            if kind == "uniform":
-                a, b = map(float, rest.split())
+            if kind == "uniform":  # bounds may name earlier draws (no spaces inside a bound)
+                a, b = (float(eval(x, env)) for x in rest.split())
                 env[name] = round(rng.uniform(a, b), 6)
             elif kind == "integer":
-                a, b = map(int, rest.split())
+                a, b = (int(eval(x, env)) for x in rest.split())
                 env[name] = rng.randint(a, b)
             elif kind == "choice":
                 env[name] = rng.choice(ast.literal_eval(rest))
@@ -61,7 +61,8 @@ def run_block(text: str, rng: random.Random, *, perturb: str | None = None) -> N
             assert name.isidentifier() and expr, f"line {n}: not a definition: {line}"
             env[name] = eval(expr, env)
             if name == perturb:
-                env[name] = env[name] * Fraction(1001, 1000)
+                v = env[name]
+                env[name] = [x * Fraction(1001, 1000) for x in v] if isinstance(v, list) else v * Fraction(1001, 1000)
 
 
 def _blocks(page: str) -> list:
@@ -69,13 +70,14 @@ def _blocks(page: str) -> list:
 
 
 def _definitions(text: str) -> list:
-    """The names a block defines from the formulas (not the mechanism ``m`` and not the draws)."""
+    """The names a block defines from the formulas (not the mechanism ``m``, not the draws, not
+    ``_helpers``)."""
     out = []
     for raw in text.splitlines():
         line = raw.split("  #")[0].strip()
         if " = " in line and not line.startswith(("draw ", "check ")):
             name = line.split(" = ")[0]
-            if name != "m" and not name.startswith("m_"):
+            if name != "m" and not name.startswith("_"):  # _name: an index or helper, not a constant
                 out.append(name)
     return out
 
