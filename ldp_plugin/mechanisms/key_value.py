@@ -73,6 +73,8 @@ class KeyValueBatch:
 class PCKV(MechanismBase):
     """PCKV-GRR over ``d`` keys with padding length ``ell`` (module docstring).
 
+    Proof: docs/proofs/key-value.md
+
     >>> import ldp_plugin as ldp
     >>> m = ldp.PCKV(epsilon=2.0, d=4, ell=2)
     >>> r = m.randomize([[(0, 0.5), (3, -1.0)], [], [(1, 1.0)]], rng=0)

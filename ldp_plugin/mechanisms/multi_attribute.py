@@ -326,6 +326,8 @@ class _TupleReports:
 class SPL(_TupleReports, _MultiAttribute):
     """Split ε over the attributes: k-RR at ``ε/A`` on each (module docstring).
 
+    Proof: docs/proofs/multi-attribute.md
+
     >>> import ldp_plugin as ldp, numpy as np
     >>> m = ldp.SPL(epsilon=2.0, domains=(3, 4))
     >>> m.randomize(np.array([[0, 1], [2, 3]]), rng=0).shape
@@ -381,6 +383,8 @@ class SPL(_TupleReports, _MultiAttribute):
 class RSFD(_TupleReports, _MultiAttribute):
     """Random sampling plus fake data with k-RR (RS+FD[GRR]); module docstring, including why
     ``epsilon`` is the whole-tuple guarantee and what :meth:`from_attribute_epsilon` means.
+
+    Proof: docs/proofs/multi-attribute.md
 
     >>> import ldp_plugin as ldp
     >>> m = ldp.RSFD.from_attribute_epsilon(1.0, domains=(10,) * 5)
@@ -473,6 +477,8 @@ class RSFD(_TupleReports, _MultiAttribute):
 class SMP(_MultiAttribute):
     """Sample one attribute, report it with k-RR at the full ε; the report carries the attribute
     index (module docstring).
+
+    Proof: docs/proofs/multi-attribute.md
 
     >>> import ldp_plugin as ldp, numpy as np
     >>> m = ldp.SMP(epsilon=2.0, domains=(3, 4))
@@ -578,6 +584,8 @@ class SMPPairs(_MultiAttribute):
     same way). ε-LDP per user (whole tuple; the realized ratio is the largest pair oracle's).
     Each pair's joint distribution is estimated from the ``n_p`` users who sampled it, with the
     subsampling term ``θ(1−θ)(1/n_p − 1/n)`` in its standard errors (as :class:`SMP`).
+
+    Proof: docs/proofs/multi-attribute.md
 
     >>> import ldp_plugin as ldp, numpy as np
     >>> m = ldp.SMPPairs(epsilon=2.0, domains=(2, 3, 2))

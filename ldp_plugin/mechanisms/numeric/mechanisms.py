@@ -247,7 +247,10 @@ class NumericMechanism(MechanismBase, Numeric):
 # ---------------------------------------------------------------------------------------------------
 @dataclass(frozen=True, kw_only=True)
 class Duchi(NumericMechanism):
-    """Duchi et al.'s one-dimensional mechanism on an exact grid (see the module docstring)."""
+    """Duchi et al.'s one-dimensional mechanism on an exact grid (see the module docstring).
+
+    Proof: docs/proofs/numeric.md
+    """
 
     name = "duchi"
     t_low: int = field(init=False, repr=False, compare=False)
@@ -305,7 +308,10 @@ class Duchi(NumericMechanism):
 class OneBitMean(Duchi):
     """1BitMean (Ding et al. 2017) with α-point rounding: ``randomize(values, user_keys=...)``
     derives each user's α and memoizes the bit per (key, rounded value) with a keyed PRF, so an
-    unchanged rounded counter repeats its report; without keys, α and the bit are fresh."""
+    unchanged rounded counter repeats its report; without keys, α and the bit are fresh.
+
+    Proof: docs/proofs/numeric.md
+    """
 
     name = "one-bit-mean"
     grid: int = 64
@@ -337,7 +343,10 @@ class OneBitMean(Duchi):
 # ---------------------------------------------------------------------------------------------------
 @dataclass(frozen=True, kw_only=True)
 class Piecewise(WindowChannel, NumericMechanism):
-    """The Piecewise mechanism on ``M = L + grid`` exact output cells (module docstring)."""
+    """The Piecewise mechanism on ``M = L + grid`` exact output cells (module docstring).
+
+    Proof: docs/proofs/numeric.md
+    """
 
     name = "piecewise"
     window: int = field(init=False, repr=False, compare=False)
@@ -395,7 +404,10 @@ class Piecewise(WindowChannel, NumericMechanism):
 @dataclass(frozen=True, kw_only=True)
 class Hybrid(NumericMechanism):
     """Hybrid mechanism: Piecewise with probability ``α = 1 − e^{−ε/2}`` (ε > 0.61), else Duchi;
-    reports ``0/1`` are Duchi's bit, ``2 + j`` Piecewise's cell ``j``."""
+    reports ``0/1`` are Duchi's bit, ``2 + j`` Piecewise's cell ``j``.
+
+    Proof: docs/proofs/numeric.md
+    """
 
     name = "hybrid"
     duchi: Duchi = field(init=False, repr=False, compare=False)
