@@ -25,6 +25,7 @@ from ._validation import check_choice, check_int, check_real
 from ._boundary.workload import check_memory, check_work
 from .estimation import POSTPROCESS_CHOICES
 from .exact import float_up
+from .progress import progress as progress_bar
 from .mechanisms import numeric
 from .mechanisms.longitudinal import LGRR, LOLOHA, LifetimeTracker
 from .mechanisms.longitudinal import LOSUE, LOUE, LSUE, DBitFlipPM
@@ -144,7 +145,7 @@ def simulate(
     m = mechanism.m if is_set else 1
     l2 = l1 = linf = l2raw = mse = 0.0
     t_rand = t_agg = 0.0
-    for _ in range(repeats):
+    for _ in progress_bar(range(repeats), total=repeats, desc="ldp simulate", unit="collection"):
         theta = true_distribution(distribution, d, gen)
         if is_set and m > 1:
             data, target = draw_sets(theta, int(n), m, gen)
@@ -302,7 +303,7 @@ def simulate_longitudinal(mechanism: Any, *, rounds: int, change_prob: float, n:
     amse = np.zeros(rounds)
     spends = []
     t0 = time.perf_counter()
-    for rep in range(repeats):
+    for rep in progress_bar(range(repeats), total=repeats, desc="ldp longitudinal simulate", unit="population"):
         data = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(1, rep)))
         keys = _sim_keys(seed * 1000 + rep, n)
         values = data.choice(d, size=n, p=theta)
@@ -351,7 +352,7 @@ def simulate_mean(mechanism: Any, *, n: int, repeats: int, seed: int = 0, confid
     truth = float(values.mean())
     t0 = time.perf_counter()
     errs, covered = [], 0
-    for r in range(repeats):
+    for r in progress_bar(range(repeats), total=repeats, desc="ldp mean simulate", unit="repeat"):
         est = mechanism.estimate(mechanism.randomize(values, rng=SeededRandomSource(seed, stream=(2, r))), confidence=confidence)
         errs.append((est.mean - truth) ** 2)
         covered += est.ci_lower <= truth <= est.ci_upper

@@ -7,6 +7,7 @@ import json
 from ..simulate import parse_params
 from ..registry import build
 from ..amplification import amplify
+from ..progress import status
 from ._common import require_frequency
 
 
@@ -19,6 +20,7 @@ def cmd_amplify(args) -> int:
     require_frequency(args.mechanism, "amplify")
     mech = build(args.mechanism, epsilon=args.epsilon, d=args.d, **dict(parse_params(args.param)))
     t0 = time.perf_counter()
+    status(f"ldp amplify: computing the certified bounds for n={args.n:,} (seconds to minutes for large n)")
     out = amplify(mech, args.n, args.delta)
     out["seconds"] = round(time.perf_counter() - t0, 3)
     out["mechanism"] = mech.params()

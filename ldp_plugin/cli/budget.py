@@ -8,6 +8,7 @@ from pathlib import Path
 from .._errors import LDPParameterError
 from ..accountant import Accountant, BudgetExceededError, Population, as_fraction, cohort_ranges, spend_groups
 from ..pictures import spend_over_time
+from ..progress import status
 
 #: what ``ldp budget plot --out`` may write (matplotlib picks the format from the extension)
 PICTURE_SUFFIXES = (".png", ".svg", ".pdf")
@@ -80,6 +81,7 @@ def cmd_budget(args) -> int:
                 "cohorts": per,
             }
         elif args.budget_command == "central":
+            status("ldp budget central: composing the recorded releases (dp_accounting PLD)")
             c = acc.central_epsilon(args.delta, cohorts=cohorts)
             out = {"ledger": str(acc.path), "central_epsilon": c["epsilon"], "delta": c["delta"], "local_epsilon": c["local_epsilon"],
                    "shuffled_batches": [r.to_dict() for r in acc.shuffle_records()], "method": c["method"]}
