@@ -12,6 +12,8 @@ sections and keys the job loader accepts."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import re
 import shlex
@@ -21,7 +23,10 @@ from pathlib import Path
 
 import pytest
 
+import ldp_plugin as ldp
+from ldp_plugin import progress as prog
 from ldp_plugin.collect import _SECTIONS
+from ldp_plugin.simulate import simulate, simulate_mean
 from tests.conftest import run_cli
 
 try:
@@ -207,27 +212,45 @@ def test_malformed_csv_and_unopenable_ledger_exit_2(tmp_path):
     assert out.returncode == 2 and "Traceback" not in out.stderr
 
 
-def test_progress_bars_only_on_a_terminal_and_never_under_json(monkeypatch):
-    import io
+class TTY(io.StringIO):
+    """A captured stderr that says it is a terminal (progress is drawn only on one)."""
 
-    from ldp_plugin import progress as prog
+    def isatty(self):
+        return True
 
-    class TTY(io.StringIO):
-        def isatty(self):
-            return True
 
+@contextlib.contextmanager
+def on_a_terminal(monkeypatch):
+    """stderr replaced by a :class:`TTY` and progress enabled (as the CLI does without --json),
+    inside the test's call (pytest's capture resets stderr between a fixture and the call)."""
     tty = TTY()
     monkeypatch.setattr(sys, "stderr", tty)
     prog.enable(True)
     try:
-        assert list(prog.progress(range(3), total=3, desc="ldp verify")) == [0, 1, 2]
-        assert "ldp verify" in tty.getvalue()
-        prog.enable(False)  # what the CLI does under --json
-        before = tty.getvalue()
-        assert list(prog.progress(range(3), desc="ldp verify")) == [0, 1, 2] and tty.getvalue() == before
-        prog.enable(True)
-        plain = io.StringIO()  # not a terminal: no bar
-        monkeypatch.setattr(sys, "stderr", plain)
-        assert list(prog.progress(range(3), desc="x")) == [0, 1, 2] and plain.getvalue() == ""
+        yield tty
     finally:
         prog.enable(False)
+
+
+def test_progress_bars_only_on_a_terminal_and_never_under_json(monkeypatch):
+    with on_a_terminal(monkeypatch) as terminal:
+        _check_bars(terminal, monkeypatch)
+
+
+def _check_bars(terminal, monkeypatch):
+    assert list(prog.progress(range(3), total=3, desc="ldp verify")) == [0, 1, 2]
+    assert "ldp verify" in terminal.getvalue()
+    prog.enable(False)  # what the CLI does under --json
+    before = terminal.getvalue()
+    assert list(prog.progress(range(3), desc="ldp verify")) == [0, 1, 2] and terminal.getvalue() == before
+    prog.enable(True)
+    plain = io.StringIO()  # not a terminal: no bar
+    monkeypatch.setattr(sys, "stderr", plain)
+    assert list(prog.progress(range(3), desc="x")) == [0, 1, 2] and plain.getvalue() == ""
+
+
+def test_long_simulations_draw_a_bar_per_repeat(monkeypatch):
+    with on_a_terminal(monkeypatch) as terminal:
+        simulate(ldp.KRR(epsilon=1.0, d=4), n=200, repeats=3, seed=1)
+        simulate_mean(ldp.Duchi(epsilon=1.0, lower=0, upper=1), n=200, repeats=3, seed=1)
+    assert "ldp simulate" in terminal.getvalue() and "ldp mean simulate" in terminal.getvalue()

@@ -197,28 +197,3 @@ def test_budget_history_and_plot_summarise_cohorts(tmp_path, cli):
     bad = cli("budget", "plot", led, "--out", str(tmp_path / "spend.txt"))
     assert bad.returncode == 2 and "--out" in bad.stderr
 
-
-def test_long_commands_show_progress_on_a_terminal_only(monkeypatch):
-    """The simulations draw a bar per repeat on a terminal (stderr), and nothing otherwise."""
-    import io
-
-    from ldp_plugin import progress as prog
-    from ldp_plugin.simulate import simulate, simulate_mean
-
-    class TTY(io.StringIO):
-        def isatty(self):
-            return True
-
-    tty = TTY()
-    monkeypatch.setattr(sys, "stderr", tty)
-    prog.enable(True)
-    try:
-        simulate(ldp.KRR(epsilon=1.0, d=4), n=200, repeats=3, seed=1)
-        simulate_mean(ldp.Duchi(epsilon=1.0, lower=0, upper=1), n=200, repeats=3, seed=1)
-    finally:
-        prog.enable(False)
-    assert "ldp simulate" in tty.getvalue() and "ldp mean simulate" in tty.getvalue()
-    plain = io.StringIO()
-    monkeypatch.setattr(sys, "stderr", plain)
-    simulate(ldp.KRR(epsilon=1.0, d=4), n=200, repeats=3, seed=1)
-    assert plain.getvalue() == ""
