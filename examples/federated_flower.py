@@ -7,7 +7,7 @@ does not allow, or one that tries to carry a policy of its own. Part 2 runs the 
 OUE over 8 apps at epsilon = 2 per round, lifetime cap 4, so round 3 is refused by every device.
 
 Needs the flower extra: pip install 'ldp-plugin[flower]'. Run: python examples/federated_flower.py
-The real deployment (TLS, SuperNode authentication, `flwr run`) is in README, "Federated analytics".
+The real deployment (TLS, SuperNode authentication, `flwr run`) is in docs/federated.md, "A deployment on one machine".
 """
 
 import json

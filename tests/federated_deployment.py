@@ -1,7 +1,7 @@
-"""A real local Flower deployment for the issue-34 tests, started with the README's own command lines
-("Federated analytics on Flower"): ``ldp federated new``/``certs``/``device init`` as written (the
+"""A real local Flower deployment for the deployment tests, started with the walkthrough's own command
+lines (``docs/federated.md``, "A deployment on one machine"): ``ldp federated new``/``certs``/``device init`` as written (the
 CLI in process), then ``flower-superlink`` (TLS, SuperNode authentication), ``flwr supernode
-register`` and ``flower-supernode`` exactly as the README types them, with the README's ports and
+register`` and ``flower-supernode`` exactly as the walkthrough types them, with its ports and
 ``$PWD`` replaced by free ports and the test's directory. Readiness is polled (the SuperLink's log,
 each SuperNode's log), never slept on; every process runs in its own session under
 :class:`~ldp_plugin.federated.deploy.Spawned` and :meth:`Deployment.stop` kills all of them."""
@@ -31,11 +31,17 @@ member_key = "certs/nodes/node-{partition-id}"
 """
 
 
+#: the page that holds the federated walkthrough, and the heading of its deployment block
+WALKTHROUGH = ROOT / "docs" / "federated.md"
+WALKTHROUGH_HEADING = "## A deployment on one machine"
+
+
 def readme_commands() -> list:
-    """The README's federated deployment block as logical lines (continuations joined, comments
-    dropped): ``[(line, background)]``, shell variables left for the caller."""
-    text = (ROOT / "README.md").read_text()
-    start = text.index("### Federated analytics on Flower")
+    """The federated walkthrough's deployment block (``docs/federated.md``) as logical lines
+    (continuations joined, comments dropped): ``[(line, background)]``, shell variables left for
+    the caller."""
+    text = WALKTHROUGH.read_text()
+    start = text.index(WALKTHROUGH_HEADING)
     block = re.search(r"```bash\n(.*?)```", text[start:], re.S).group(1)
     lines, cur = [], ""
     for raw in block.splitlines():
@@ -53,7 +59,7 @@ def readme_commands() -> list:
 
 
 def command_argv(line: str, subs: dict) -> list:
-    """A README line as argv, with each key of ``subs`` (``$PWD``, a port, …) replaced."""
+    """A walkthrough line as argv, with each key of ``subs`` (``$PWD``, a port, …) replaced."""
     for k, v in subs.items():
         line = line.replace(k, v)
     return shlex.split(line)
@@ -85,7 +91,7 @@ def release_status(ledger: Path, query_id: str) -> Optional[str]:
 
 
 class Deployment:
-    """The README's deployment in ``root``: ``app`` = ``root/my-app``. ``plan`` and ``device`` (TOML
+    """The walkthrough's deployment in ``root``: ``app`` = ``root/my-app``. ``plan`` and ``device`` (TOML
     text) replace the example files before the owners' ``device init``; ``node_config`` adds items to
     each SuperNode's ``--node-config`` (e.g. a node hosting more devices)."""
 
@@ -121,7 +127,7 @@ class Deployment:
         finally:
             os.chdir(cwd)
         (self.app / "flwr-home").mkdir(parents=True, exist_ok=True)
-        (self.app / "flwr-home" / "config.toml").write_text(  # the README's printf line
+        (self.app / "flwr-home" / "config.toml").write_text(  # the walkthrough's printf line
             f'[superlink]\ndefault = "ldp-tls"\n\n[superlink.ldp-tls]\naddress = "127.0.0.1:{self.port}"\nroot-certificates = "{self.app / "certs" / "ca.pem"}"\n')
 
     def _pin(self, argv: list) -> None:
@@ -187,7 +193,7 @@ class Deployment:
         self.procs.append(rt)
 
     def start_node(self, pid: int, *, wait: bool = True) -> Callable[[], None]:
-        """Start SuperNode ``pid`` with its README command; returns (or calls) the wait for its connection."""
+        """Start SuperNode ``pid`` with its walkthrough command; returns (or calls) the wait for its connection."""
         log = self.root / f"supernode-{pid}.log"
         start = log.stat().st_size if log.exists() else 0
         node = Spawned(self.node_lines[pid], env=self.env, log=log, cwd=self.root)
@@ -203,7 +209,7 @@ class Deployment:
 
     def kill_node(self, pid: int) -> None:
         """SIGKILL the node's owner runtime (the device, mid-answer) and start it again, then stop the
-        SuperNode as the README's ``kill $NODE1`` does (SIGTERM: it leaves the SuperLink, so the same
+        SuperNode as the walkthrough's ``kill $NODE1`` does (SIGTERM: it leaves the SuperLink, so the same
         command restarts it at once; a SIGKILLed SuperNode stays "online" for two heartbeats, 60 s)."""
         rt = self.runtimes.pop(pid, None)
         if rt is not None:
@@ -232,7 +238,7 @@ class Deployment:
         return out
 
     def run(self, **run_config) -> int:
-        """``flwr run my-app ldp-tls`` (the README's line) with ``--run-config`` items."""
+        """``flwr run my-app ldp-tls`` (the walkthrough's line) with ``--run-config`` items."""
         return flwr_run(self.app, "ldp-tls", env=self.env, run_config=run_config)
 
     def summary(self, plan: str, r: int, out: Optional[Path] = None) -> Path:

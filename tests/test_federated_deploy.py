@@ -1,4 +1,4 @@
-"""Issue 34, a secure deployment with real processes, started with the README's own command lines
+"""Issue 34, a secure deployment with real processes, started with the walkthrough's own command lines
 (:mod:`tests.federated_deployment`): certificates and SuperNode keys from ``ldp federated certs``,
 a ``flower-superlink`` with TLS and SuperNode authentication, two ``flower-supernode`` processes
 (each registered with ``flwr supernode register``, each with its owner's device TOML in

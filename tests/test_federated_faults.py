@@ -1,10 +1,10 @@
-"""Issue 34, faults on a real deployment (the README's TLS + SuperNode-auth command lines, real
+"""Issue 34, faults on a real deployment (the walkthrough's TLS + SuperNode-auth command lines, real
 processes: :mod:`tests.federated_deployment`). Node 0 hosts 40 devices, node 1 20,000 (so its
 release lasts long enough to be caught):
 
 * **a device killed mid-release, a node dropping out mid-round**: node 1's ClientApp process is
   SIGKILLed the moment its ledger shows the round's release ``started`` (charged, reports not yet
-  kept), and its SuperNode stopped (the README's ``kill``). The round ends with node 1 counted as a
+  kept), and its SuperNode stopped (the walkthrough's ``kill``). The round ends with node 1 counted as a
   node error (no reply) and only node 0's reports — complete at the minimum batch, never silently
   smaller. Node 1 is restarted with the same command and the round rerun: its devices refuse
   ``interrupted`` (charged once, never randomized twice), node 0 answers from its kept reply.

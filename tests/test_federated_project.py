@@ -30,7 +30,7 @@ def test_new_writes_a_project_flower_accepts(tmp_path):
     assert plan.name == "demo" and [q.name for q in plan.queries] == ["apps", "daily-app"]
     assert plan.out_dir == (tmp_path / "app" / "results").resolve()
     assert [q.build().name for q in plan.queries] == ["oue", "loloha"]
-    disc = Plan.from_toml(tmp_path / "app" / "discovery.toml")  # the discovery job the README runs
+    disc = Plan.from_toml(tmp_path / "app" / "discovery.toml")  # the discovery job the walkthrough runs
     assert [(q.name, q.mechanism) for q in disc.queries] == [("words", "pem")] and disc.out_dir == plan.out_dir
     again = subprocess.run([sys.executable, "-m", "ldp_plugin.cli", "federated", "new", str(tmp_path / "app")], capture_output=True, text=True, timeout=120)
     assert again.returncode == 2 and "--force" in again.stderr  # never overwrites silently

@@ -1,11 +1,11 @@
-"""Issue 34, the README's newcomer path ("Federated analytics on Flower"), command by command: the
+"""The federated walkthrough (docs/federated.md, "A deployment on one machine"), command by command: the
 ``ldp federated`` commands run as written (the CLI, in process, in a fresh directory); each
 ``flwr run`` line runs its plan — the app's run config with the line's ``--run-config`` overrides —
 through the ServerApp's own round logic (``run_plan``) against the two SuperNodes' device side as
-the README starts them (their ``--node-config``; real Flower messages, a loopback transport), in
+the walkthrough starts them (their ``--node-config``; real Flower messages, a loopback transport), in
 order, with the SuperNode restart in between. Checked: every command succeeds and the results are
-the ones the README states (frequency query, series across the restart, discovery, the budget).
-``test_federated_deploy.py`` runs the README's SuperLink and SuperNode command lines as real processes
+the ones the walkthrough states (frequency query, series across the restart, discovery, the budget).
+``test_federated_deploy.py`` runs the walkthrough's SuperLink and SuperNode command lines as real processes
 (:func:`readme_commands`)."""
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ def test_the_readme_newcomer_path_runs_as_written(tmp_path, monkeypatch, capsys)
     monkeypatch.chdir(tmp_path)
     pwd = str(tmp_path)
     cmds = readme_commands()
-    assert [c for c, _ in cmds if c.startswith("flwr run")], "the README runs the app"
+    assert [c for c, _ in cmds if c.startswith("flwr run")], "the walkthrough runs the app"
     nodes: dict = {}
     runs = []
     for line, bg in cmds:

@@ -41,6 +41,7 @@ from .interop import PrecheckedFilter, _deserialize, _serialize
 from .budget import _cost_of
 from .ledger import Accountant, _connect
 from .shuffle import ShuffleRecord
+from .summary import cohort_ranges, spend_groups
 
 __all__ = [
     "BudgetExceededError",
@@ -51,4 +52,6 @@ __all__ = [
     "Accountant",
     "as_fraction",
     "PERIODS",
+    "cohort_ranges",
+    "spend_groups",
 ]

@@ -43,6 +43,7 @@ COMMANDS = {
     "verify": ("ldp_plugin.cli.verify", "cmd_verify"),
     "federated": ("ldp_plugin.federated.cli", "cmd_federated"),
     "serve": ("ldp_plugin.cli.serve", "cmd_serve"),
+    "report": ("ldp_plugin.cli.report", "cmd_report"),
 }
 
 #: command -> (module, function, help): the commands whose argument parsers live with their runtime;
@@ -219,7 +220,18 @@ def build_parser(command_name: Optional[str] = None) -> argparse.ArgumentParser:
     bb.add_argument("ledger", help="the ledger file")
     bb.add_argument("destination", help="the copy to write (must not exist)")
     bb.add_argument("--json", action="store_true", help="one JSON document on stdout")
+    bp = bsub.add_parser("plot", help="the spend over time per population and cohort group (PNG, SVG or PDF; needs the plot extra)")
+    bp.add_argument("ledger", nargs="+", help="ledger files (one panel per population)")
+    bp.add_argument("--out", required=True, help="the picture to write (.png, .svg or .pdf)")
+    bp.add_argument("--json", action="store_true", help="one JSON document on stdout")
     b.set_defaults(func=command("budget"))
+
+    r = sub.add_parser("report", help="a self-contained HTML report of a collection or a federated run (needs the plot extra)")
+    r.add_argument("source", help="an `ldp collect` job file, a federated round summary (round-NNNN.json), a results directory of them, or a ledger")
+    r.add_argument("--out", required=True, help="the HTML file to write")
+    r.add_argument("--ledger", action="append", default=[], help="also show this ledger's state and spend (repeatable)")
+    r.add_argument("--json", action="store_true", help="one JSON document on stdout")
+    r.set_defaults(func=command("report"))
 
     d = sub.add_parser("demo", help="a simulated collection with an estimate table (standard errors, CIs, truth)")
     d.add_argument("--mechanism", default="k-subset", help=_mechanism_help())

@@ -9,6 +9,7 @@ import time
 from ..simulate import parse_params
 from ..registry import build
 from ..amplification import amplify
+from ..progress import status
 from ._common import require_frequency
 from .._boundary.workload import check_seconds
 from ..progress import status
@@ -27,6 +28,7 @@ def cmd_amplify(args) -> int:
     if seconds > 10:
         status(f"ldp amplify: about {seconds:.0f} s for n = {args.n:,} ...")
     t0 = time.perf_counter()
+    status(f"ldp amplify: computing the certified bounds for n={args.n:,} (seconds to minutes for large n)")
     out = amplify(mech, args.n, args.delta)
     out["seconds"] = round(time.perf_counter() - t0, 3)
     out["mechanism"] = mech.params()

@@ -1,20 +1,57 @@
-"""``ldp budget init|show|history|spend-check|central|backup``: the persistent ledger of a population."""
+"""``ldp budget init|show|history|spend-check|central|backup|plot``: the persistent ledger of a population."""
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from .._errors import LDPParameterError
-from ..accountant import Accountant, BudgetExceededError, Population, as_fraction
+from ..accountant import Accountant, BudgetExceededError, Population, as_fraction, cohort_ranges, spend_groups
+from ..pictures import spend_over_time
+from ..progress import status
+
+#: what ``ldp budget plot --out`` may write (matplotlib picks the format from the extension)
+PICTURE_SUFFIXES = (".png", ".svg", ".pdf")
+
+
+def budget_picture(ledgers: list) -> tuple:
+    """``(figure, populations)``: one panel per ledger's population, its cohort groups' spend over
+    time (:func:`~ldp_plugin.accountant.spend_groups`)."""
+    pops = []
+    for path in ledgers:
+        acc = Accountant(path)
+        try:
+            pop = acc.population
+            groups = spend_groups(acc.history(), pop.cohorts)
+            pops.append({"name": pop.name, "ledger": str(acc.path), "lifetime_cap": float(pop.lifetime_cap), "cohorts": pop.cohorts,
+                         "spends": len(acc.history()), "remaining": float(acc.remaining()), "groups": groups})
+        finally:
+            acc.close()
+    return spend_over_time(pops), pops
+
+
+def _plot(args) -> dict:
+    out = Path(args.out)
+    if out.suffix.lower() not in PICTURE_SUFFIXES:
+        raise LDPParameterError(f"--out must end in one of {', '.join(PICTURE_SUFFIXES)} (got {out.suffix or 'no extension'!r})")
+    if not out.parent.is_dir():
+        raise LDPParameterError("--out: its directory does not exist")
+    fig, pops = budget_picture(list(args.ledger))
+    fig.savefig(out, dpi=110)
+    return {"picture": str(out), "populations": [
+        {"population": p["name"], "ledger": p["ledger"], "spends": p["spends"], "remaining": p["remaining"],
+         "cohort_groups": [{"cohorts": g["label"], "spent": g["cumulative"][-1]} for g in p["groups"]]} for p in pops]}
 
 
 def cmd_budget(args) -> int:
-    """``ldp budget init|show|history|spend-check|central|backup``: the persistent ledger of a population."""
+    """``ldp budget init|show|history|spend-check|central|backup|plot``: the persistent ledger of a population."""
 
     def frac(f):
         return {"value": float(f), "exact": f"{f.numerator}/{f.denominator}"}
 
-    if args.budget_command == "init":
+    if args.budget_command == "plot":
+        out = _plot(args)
+    elif args.budget_command == "init":
         pop = Population(
             name=args.population, lifetime_cap=args.lifetime_cap, period_cap=args.period_cap, period=args.period, cohorts=args.cohorts
         )
@@ -44,11 +81,14 @@ def cmd_budget(args) -> int:
                 "cohorts": per,
             }
         elif args.budget_command == "central":
+            status("ldp budget central: composing the recorded releases (dp_accounting PLD)")
             c = acc.central_epsilon(args.delta, cohorts=cohorts)
             out = {"ledger": str(acc.path), "central_epsilon": c["epsilon"], "delta": c["delta"], "local_epsilon": c["local_epsilon"],
                    "shuffled_batches": [r.to_dict() for r in acc.shuffle_records()], "method": c["method"]}
         elif args.budget_command == "history":
-            out = {"ledger": str(acc.path), "history": [r.to_dict() for r in acc.history()]}
+            C = acc.population.cohorts
+            out = {"ledger": str(acc.path), "history": [dict(r.to_dict(), cohort_summary=cohort_ranges(r.cohorts, C), cohort_count=len(r.cohorts))
+                                                        for r in acc.history()]}
         else:  # spend-check
             eps = as_fraction(args.epsilon, "--epsilon")  # decimal text, exactly
             try:
@@ -62,11 +102,15 @@ def cmd_budget(args) -> int:
         for k, v in out.items():
             if k == "history":
                 for r in v:
-                    print(f"{r['seq']:>5} {r['time']} {r['query_id']:<24} {r['mechanism']:<20} eps={r['epsilon']:<10g} cohorts={r['cohorts']}")
+                    print(f"{r['seq']:>5} {r['time']} {r['query_id']:<24} {r['mechanism']:<20} eps={r['epsilon']:<10g} cohorts={r['cohort_summary']}")
             elif k == "shuffled_batches":
                 for r in v:
                     print(f"  batch {r['batch_id']}: query {r['query_id']}, cohorts {r['cohorts']}, n_min {r['n_min']:,}, "
                           f"central eps {r['epsilon_central']:.6g} at delta {r['delta']:g}")
+            elif k == "populations":
+                for p in v:
+                    groups = "; ".join(f"{g['cohorts']}: {g['spent']:.6g}" for g in p["cohort_groups"]) or "no spend"
+                    print(f"  {p['population']}: {p['spends']} spends, remaining {p['remaining']:.6g} ({groups})")
             elif k == "cohorts":
                 for r in v:
                     print(f"  cohort {r['cohort']:>3}: spent {r['spent']['value']:.6g}, remaining {r['remaining']['value']:.6g}")

@@ -122,11 +122,13 @@ class PrefixDiscovery(DiscoveryOptions):
     :param oracle: ``"orr"``, ``"cms"``, ``"hcms"`` or ``"count-sketch"``; ``k`` its cells (default as in the module docstring),
         ``cohorts`` its hash functions.
     :param final_share: the held-out group's share of users relative to one level.
-    :param screen_z, finish_z, pool_per_level: a finished string is screened at its first level
-        (at least ``screen_z`` standard errors, at most ``max_candidates/8``) and joins the pool
-        when its estimate pooled over that level and the next is at least ``finish_z`` standard
-        errors (at most ``pool_per_level`` per level, default 2048).
-    :param alpha, selection: level and method (``"bh"``/``"bonferroni"``) of the selection.
+    :param screen_z: a finished string is screened at its first level (at least ``screen_z``
+        standard errors, at most ``max_candidates/8``) ...
+    :param finish_z: ... and joins the pool when its estimate pooled over that level and the next
+        is at least ``finish_z`` standard errors ...
+    :param pool_per_level: ... at most ``pool_per_level`` per level (default 2048).
+    :param alpha: the level of the selection.
+    :param selection: its method (``"bh"``/``"bonferroni"``).
 
     >>> q = PrefixDiscovery(epsilon=4.0, top_k=2, alphabet="ab", max_length=3, step=2, cohorts=32)
     >>> q.lengths, q.epsilon_per_user

@@ -36,6 +36,7 @@ from typing import Optional, Sequence
 import numpy as np
 
 from .._errors import LDPParameterError
+from .. import pictures
 from .bayes import ibu_bootstrap
 from .least_squares import least_squares_decode
 
@@ -177,6 +178,15 @@ class FrequencyEstimate:
         return (
             f"FrequencyEstimate(n={self.n:,}, items={len(self.items)}, postprocess={self.postprocess!r}, "
             f"{self.confidence:.0%} intervals covering the {self.target} frequencies)\n" + "\n".join(rows) + more
+        )
+
+    def plot(self, ax=None, *, truth: Optional[Sequence[float]] = None, title: Optional[str] = None, max_items: int = 40):
+        """The ``max_items`` largest estimates as bars, each with its confidence interval (and
+        ``truth`` as markers); draws into ``ax`` or a new figure and returns the Axes. Needs the
+        ``plot`` extra (matplotlib)."""
+        return pictures.frequencies(
+            self.items, self.estimate, self.ci_lower, self.ci_upper, ax=ax, truth=truth, max_items=max_items, confidence=self.confidence,
+            title=title or f"estimated frequencies (n={self.n:,}, {self.postprocess}, intervals for the {self.target})",
         )
 
     def to_dict(self) -> dict:

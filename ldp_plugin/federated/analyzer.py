@@ -25,7 +25,7 @@ randomized response) is the one the deployment earned. The neighbouring relation
 device's value (the shuffle model's; the local ε0 stays each device's enforced budget). The bound
 assumes the shuffler and the analyzer do not collude and that the accepted reports come from
 distinct honest devices: a report an adversary controls does not hide anyone (it lowers the
-effective n; see README, "Shuffled collection").
+effective n; see docs/shuffling.md).
 """
 
 from __future__ import annotations

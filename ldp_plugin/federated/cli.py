@@ -180,7 +180,7 @@ def cmd_federated(args) -> int:
             print(json.dumps({"written": {k: str(v) for k, v in paths.items()}}, indent=1))
             return 0
         print(f"wrote {paths['pyproject.toml']}, {paths['plan.toml']}, {paths['discovery.toml']} and {paths['device.toml']}")
-        print("next: `ldp federated certs`, `ldp federated device init`, start the SuperLink and SuperNodes, `flwr run` (README, Federated analytics)")
+        print("next: `ldp federated certs`, `ldp federated device init`, start the SuperLink and SuperNodes, `flwr run` (docs/federated.md)")
         return 0
     if cmd == "certs":
         existing = existing_credentials(args.directory, args.nodes)

@@ -79,6 +79,8 @@ class SquareWave(WindowChannel, LeafClient, AccumulatedEstimate, MechanismBase):
     is ``O(grid)`` per iteration (window sums by cumulative sums).
     Utility: W1 on Beta(2,5), ``n = 10^5``: about 0.001 at ε = 4, 0.005 at ε = 1 (BENCHMARKS.md).
 
+    Proof: docs/proofs/numeric.md
+
     >>> import ldp_plugin as ldp, numpy as np
     >>> sw = ldp.SquareWave(epsilon=2.0, lower=0, upper=100, grid=256)
     >>> r = sw.randomize(np.random.default_rng(0).uniform(0, 100, 5000), rng=1)
@@ -183,6 +185,8 @@ class BucketedOracle(NumberCells, AccumulatedEstimate, MechanismBase):
     by any other in ``[lower, upper]``: its bucket changes at most, and the oracle is ε-LDP over
     buckets). Papers: k-RR and OUE as in Wang et al. (USENIX Security 2017), eq. (2) and §4.3;
     the bucketization as the baseline of Li et al. (SIGMOD 2020), §3.2.
+
+    Proof: docs/proofs/numeric.md
 
     >>> import ldp_plugin as ldp, numpy as np
     >>> b = ldp.BucketedOracle(epsilon=1.0, lower=0, upper=1, buckets=16)

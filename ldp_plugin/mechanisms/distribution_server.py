@@ -34,11 +34,12 @@ import numpy as np
 
 from .._boundary.workload import check_seconds
 from .._errors import LDPInputError, LDPParameterError
+from .. import pictures
 from ..estimation import check_estimate_request, normal_quantile, project_simplex
 from .mixins import OutputCounts
 from .tagged import untagged
 
-__all__ = ["ems", "ems_seconds", "DistributionAccumulator", "DistributionEstimate", "RangeEstimate"]
+__all__ = ["ems", "ems_seconds", "DistributionAccumulator", "DistributionEstimate", "RangeEstimate", "DistributionPictures"]
 
 #: EMS iterations assumed by the work prediction (a run at the default ``tol`` takes a few hundred
 #: to a few thousand; ``max_iter`` caps it)
@@ -199,9 +200,43 @@ class RangeEstimate:
     def to_dict(self) -> dict:
         return dict(self.__dict__)
 
+    def plot(self, ax=None, *, title: Optional[str] = None):
+        """The range as a bar of its fraction with its interval; returns the Axes (``plot``
+        extra). Several ranges on one Axes: pass the same ``ax``."""
+        return pictures.ranges([self.lo], [self.hi], [self.fraction], [self.ci_lower], [self.ci_upper], ax=ax,
+                               confidence=self.confidence, title=title or f"fraction in [{self.lo:g}, {self.hi:g}) (n={self.n:,})")
+
+
+class DistributionPictures:
+    """``plot`` of a distribution estimate: the class supplies ``n``, ``confidence``,
+    ``_cdf_band(confidence)``, ``histogram(buckets)`` and ``quantiles(qs)``."""
+
+    n: int
+    confidence: float
+
+    def plot(self, ax=None, *, kind: str = "cdf", q: Sequence[float] = (0.1, 0.25, 0.5, 0.75, 0.9), buckets: Optional[int] = None,
+             confidence: Optional[float] = None, title: Optional[str] = None):
+        """A picture of the estimated distribution, with its intervals; returns the Axes (``plot``
+        extra). ``kind``: ``"cdf"`` (the CDF at every cell edge with its pointwise band, from
+        :meth:`range_fraction` of ``[lower, x)``), ``"histogram"`` (``buckets`` ranges with
+        their intervals) or ``"quantiles"`` (the levels ``q`` with their intervals)."""
+        c = self.confidence if confidence is None else confidence
+        if kind == "cdf":
+            x, F, lo, hi = self._cdf_band(confidence)
+            return pictures.cdf(x, F, lo, hi, ax=ax, confidence=c, title=title or f"estimated CDF (n={self.n:,})")
+        if kind == "histogram":
+            h = self.histogram(buckets, confidence=confidence)
+            return pictures.ranges(h["lo"], h["hi"], h["estimate"], h["ci_lower"], h["ci_upper"], ax=ax, confidence=c,
+                                   title=title or f"estimated histogram (n={self.n:,})")
+        if kind == "quantiles":
+            rows = self.quantiles(list(q), confidence=confidence)
+            return pictures.quantiles([r["q"] for r in rows], [r["estimate"] for r in rows], [r["ci_lower"] for r in rows],
+                                      [r["ci_upper"] for r in rows], ax=ax, confidence=c, title=title or f"estimated quantiles (n={self.n:,})")
+        raise LDPParameterError(f"kind must be 'cdf', 'histogram' or 'quantiles' (got {kind!r})")
+
 
 @dataclass(frozen=True, eq=False)
-class DistributionEstimate:
+class DistributionEstimate(DistributionPictures):
     """A distribution on ``[lower, upper]`` over ``cells`` equal cells (``theta``, summing to 1),
     with what its intervals need: bootstrap ``replicates`` (Square Wave) or the analytic
     covariance model (bucketed: ``raw`` unbiased cells, support ``rates``, ``scale``, ``kappa``).
@@ -361,6 +396,11 @@ class DistributionEstimate:
         """The same as :meth:`range_fraction` (``count`` is ``n·fraction``)."""
         return self.range_fraction(lo, hi, confidence=confidence)
 
+    def _cdf_band(self, confidence: Optional[float]) -> tuple:
+        """``(x, F, lower, upper)`` at every cell edge: ``F(x)`` is the fraction in ``[lower, x)``."""
+        x = np.linspace(self.lower, self.upper, self.cells + 1)
+        rows = [self.range_fraction(self.lower, float(v), confidence=confidence) for v in x]
+        return x, np.array([r.fraction for r in rows]), np.array([r.ci_lower for r in rows]), np.array([r.ci_upper for r in rows])
     def cdf(self, x: float) -> float:
         return float(self._weights(self.lower, min(max(float(x), self.lower), self.upper)) @ self.theta)
 

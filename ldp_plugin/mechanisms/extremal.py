@@ -111,7 +111,10 @@ def _widths(cum: np.ndarray) -> list:
 class FiniteChannel(RealizedChannel, abc.ABC):
     """Base of the extremal mechanisms: a realized finite channel with exact integer thresholds.
 
-    Subclasses provide :meth:`_ideal_matrix` (floats, rows summing to 1, ratios at most ``L``)."""
+    Subclasses provide :meth:`_ideal_matrix` (floats, rows summing to 1, ratios at most ``L``).
+
+    Proof: docs/proofs/randomized-response.md
+    """
 
     name: ClassVar[str] = "finite-channel"
     # only the seeded bugs of ldp_plugin.verification.seeded_bugs set this (constructible, so that
@@ -293,6 +296,8 @@ class BinaryMechanism(FiniteChannel):
     ``x`` reports 0 with probability ``e^ε/(1+e^ε)`` if ``x ∈ T`` else ``1/(1+e^ε)``. Give ``T``
     (``subset``: input codes) or the hypotheses ``p0``, ``p1`` (then ``T = {x: P₀(x) >= P₁(x)}``).
 
+    Proof: docs/proofs/randomized-response.md
+
     >>> from ldp_plugin import BinaryMechanism
     >>> m = BinaryMechanism(epsilon=1.0, p0=[0.5, 0.3, 0.2], p1=[0.2, 0.3, 0.5])
     >>> m.subset, m.outputs
@@ -341,6 +346,8 @@ class BinaryMechanism(FiniteChannel):
 class GeometricMechanism(FiniteChannel):
     """Truncated geometric mechanism on the integers ``0..d−1`` (Kairouz, Oh & Viswanath (JMLR 2016) §3.4), ``epsilon``-LDP:
     ``Q(y|x) ∝ α^{|y−x|}``, ``α = e^{−ε/(d−1)}``, the two tails folded onto 0 and d−1.
+
+    Proof: docs/proofs/randomized-response.md
 
     >>> from ldp_plugin import GeometricMechanism
     >>> GeometricMechanism(epsilon=2.0, d=5).outputs
@@ -425,6 +432,8 @@ class StaircaseMechanism(FiniteChannel):
 
     ``utility="mutual_information"`` needs ``prior``; ``"kl"``, ``"tv"``, ``"chi2"`` need ``p0`` and
     ``p1`` (the induced marginals' divergence). ``d`` is the input alphabet size ``k`` (≤ 14).
+
+    Proof: docs/proofs/randomized-response.md
 
     >>> from ldp_plugin import StaircaseMechanism
     >>> m = StaircaseMechanism(epsilon=1.0, utility="kl", p0=[0.6, 0.3, 0.1], p1=[0.1, 0.3, 0.6])

@@ -51,6 +51,8 @@ __all__ = ["HaarHRR", "HaarEstimate", "HaarAccumulator"]
 class HaarHRR(GridTree):
     """The Haar wavelet with Hadamard randomized response per level (module docstring).
 
+    Proof: docs/proofs/numeric.md
+
     >>> import ldp_plugin as ldp, numpy as np
     >>> m = ldp.HaarHRR(epsilon=2.0, buckets=64)
     >>> est = m.estimate(m.randomize(np.random.default_rng(0).uniform(0, 1, 20000), rng=1))

@@ -64,6 +64,8 @@ class HadamardResponse(FrequencyOracle):
     Citation: Acharya, Sun, Zhang 2019, §4 (HR for high privacy). Runtime: client O(1);
     server O(n + K log K). Report: one ``uint32`` in ``[0, K)``.
 
+    Proof: docs/proofs/hadamard.md
+
     >>> from ldp_plugin import HadamardResponse
     >>> m = HadamardResponse(epsilon=1.0, d=6)
     >>> m.K, m.q_star
@@ -157,6 +159,8 @@ class HadamardMechanism(FrequencyOracle):
     worst-case ratio ``T/(2**64 − T) <= e^ε`` (exact). Support: report ``(j, b)`` supports ``v`` iff
     ``H[v + 1][j] = b``: ``p* = p``, ``q* = 1/2`` exactly (distinct rows agree on half the columns).
     Server: per-column signed sums and one fast Walsh–Hadamard transform, ``O(n + K log K)``.
+
+    Proof: docs/proofs/hadamard.md
 
     >>> from ldp_plugin import HadamardMechanism
     >>> HadamardMechanism(epsilon=1.0, d=6).randomize([0, 5], rng=1).shape

@@ -80,6 +80,8 @@ def flat_range_variance(epsilon: float, n: int, width: int, theta: Optional[np.n
 class HierarchicalHistogram(GridTree):
     """Hierarchical histogram over ``buckets`` leaves with OUE per level (module docstring).
 
+    Proof: docs/proofs/numeric.md
+
     >>> import ldp_plugin as ldp, numpy as np
     >>> hh = ldp.HierarchicalHistogram(epsilon=2.0, buckets=64)
     >>> hh.fanout, hh.levels

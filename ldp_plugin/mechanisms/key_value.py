@@ -48,6 +48,7 @@ from typing import Any, ClassVar, Optional
 import numpy as np
 
 from .._errors import LDPInputError, LDPParameterError
+from .. import pictures
 from ..exact import TWO64, epsilon_of_ratio
 from ..sampling import RNGLike, as_source
 from .channel import Channel
@@ -80,6 +81,8 @@ class KeyValueBatch:
 @dataclass(frozen=True, kw_only=True)
 class PCKV(MechanismBase):
     """PCKV-GRR over ``d`` keys with padding length ``ell`` (module docstring).
+
+    Proof: docs/proofs/key-value.md
 
     >>> import ldp_plugin as ldp
     >>> m = ldp.PCKV(epsilon=2.0, d=4, ell=2)
@@ -327,6 +330,16 @@ class KeyValueEstimate:
         more = f"\n  ... {k - 8} more keys (to_polars() for all)" if k > 8 else ""
         kind = "" if self.interval_kind == "interval" else f" ({self.interval_kind}s: see .bounds)"
         return f"KeyValueEstimate(n={self.n:,}, keys={k}, {self.confidence:.0%} intervals{kind} for the {self.target})\n{rows}{more}"
+
+    def plot(self, *, keys: Optional[Any] = None, title: Optional[str] = None):
+        """Each key's frequency and mean value with their intervals (two panels); ``keys``
+        labels them. Returns the Figure (``plot`` extra)."""
+        labels = list(range(self.frequency.size)) if keys is None else list(keys)
+        if len(labels) != self.frequency.size:
+            raise LDPParameterError(f"keys must give one label per key ({self.frequency.size})")
+        return pictures.key_values(labels, (self.frequency, self.frequency_ci_lower, self.frequency_ci_upper),
+                                   (self.mean, self.mean_ci_lower, self.mean_ci_upper), confidence=self.confidence,
+                                   title=title or f"estimated key–value statistics (n={self.n:,})")
 
     def to_polars(self, keys: Optional[Any] = None):
         import polars as pl

@@ -12,12 +12,12 @@ import numpy as np
 
 from .._errors import LDPParameterError
 from ..estimation import normal_quantile
-from .distribution_server import RangeEstimate
+from .distribution_server import DistributionPictures, RangeEstimate
 
 __all__ = ["LinearLeafEstimate"]
 
 
-class LinearLeafEstimate:
+class LinearLeafEstimate(DistributionPictures):
     """Base of the tree estimates: subclasses set ``mechanism`` (``lower``, ``upper``,
     ``buckets``), ``leaves``, ``n``, ``confidence`` and implement ``_variance(a)``."""
 
@@ -73,6 +73,12 @@ class LinearLeafEstimate:
             a = (np.arange(B)[:, None] < t[None, :]).astype(np.float64)
             se[t] = np.sqrt(np.maximum(self._variance(a), 0.0))
         return np.linspace(m.lower, m.upper, B + 1), F, se
+
+    def _cdf_band(self, confidence: Optional[float]) -> tuple:
+        """``(x, F, lower, upper)`` at every leaf boundary: the pointwise normal band of :meth:`cdf_bands`."""
+        x, F, se = self.cdf_bands(confidence)
+        z = self._z(confidence)
+        return x, F, F - z * se, F + z * se
 
     def quantiles(self, qs: Sequence[float], *, confidence: Optional[float] = None) -> list:
         """``[{q, estimate, ci_lower, ci_upper}]``: the estimate from the consistent leaves

@@ -63,6 +63,8 @@ class OLH(SeededReports, FrequencyOracle):
     Citation: Wang et al. 2017 §4.4 (OLH), the estimator of Kairouz, Bonawitz & Ramage (ICML 2016) eq. 11 with ``q* = 1/g``.
     Runtime: client O(1) per user; server O(n·d) support checks (vectorized).
 
+    Proof: docs/proofs/local-hashing.md
+
     >>> from ldp_plugin import OLH
     >>> m = OLH(epsilon=2.0, d=100)
     >>> m.g

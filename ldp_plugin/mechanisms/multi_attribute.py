@@ -44,6 +44,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from .._errors import LDPInputError, LDPParameterError
+from .. import pictures
 from ..estimation import FrequencyEstimate, check_estimate_request, project_simplex, pure_variance
 from ..exact import epsilon_of_ratio, ratio_within_exp
 from ..sampling import RNGLike, as_source
@@ -87,6 +88,18 @@ class MultiAttributeEstimate:
                          f"{float(np.max(a.estimate)):.4f}" for j, a in enumerate(self.attributes[:8]))
         more = f"\n  ... {len(self.attributes) - 8} more attributes" if len(self.attributes) > 8 else ""
         return f"MultiAttributeEstimate(mechanism={self.mechanism!r}, n={self.n:,}, attributes={len(self.attributes)})\n{rows}{more}"
+
+    def plot(self, *, names: Optional[Any] = None, title: Optional[str] = None, max_items: int = 40):
+        """One panel per attribute (pairs: per pair of attributes), each frequency with its
+        interval; ``names`` labels the panels. Returns the Figure (``plot`` extra)."""
+        labels = [f"attribute {j}" for j in range(len(self.attributes))] if names is None else [str(x) for x in names]
+        if len(labels) != len(self.attributes):
+            raise LDPParameterError(f"names must give one name per attribute ({len(self.attributes)})")
+        panels = [(name, [",".join(map(str, it)) if isinstance(it, tuple) else it for it in e.items], e.estimate, e.ci_lower, e.ci_upper)
+                  for name, e in zip(labels, self.attributes)]
+        conf = self.attributes[0].confidence if self.attributes else 0.95
+        return pictures.marginals(panels, max_items=max_items, confidence=conf,
+                                  title=title or f"estimated marginals ({self.mechanism}, n={self.n:,})")
 
     def to_polars(self):
         """A tidy frame ``attribute, item, estimate, std_error, ci_lower, ci_upper`` (pairs: the
@@ -322,6 +335,8 @@ class _TupleReports:
 class SPL(_TupleReports, _MultiAttribute):
     """Split ε over the attributes: k-RR at ``ε/A`` on each (module docstring).
 
+    Proof: docs/proofs/multi-attribute.md
+
     >>> import ldp_plugin as ldp, numpy as np
     >>> m = ldp.SPL(epsilon=2.0, domains=(3, 4))
     >>> m.randomize(np.array([[0, 1], [2, 3]]), rng=0).shape
@@ -377,6 +392,8 @@ class SPL(_TupleReports, _MultiAttribute):
 class RSFD(_TupleReports, _MultiAttribute):
     """Random sampling plus fake data with k-RR (RS+FD[GRR]); module docstring, including why
     ``epsilon`` is the whole-tuple guarantee and what :meth:`from_attribute_epsilon` means.
+
+    Proof: docs/proofs/multi-attribute.md
 
     >>> import ldp_plugin as ldp
     >>> m = ldp.RSFD.from_attribute_epsilon(1.0, domains=(10,) * 5)
@@ -469,6 +486,8 @@ class RSFD(_TupleReports, _MultiAttribute):
 class SMP(_MultiAttribute):
     """Sample one attribute, report it with k-RR at the full ε; the report carries the attribute
     index (module docstring).
+
+    Proof: docs/proofs/multi-attribute.md
 
     >>> import ldp_plugin as ldp, numpy as np
     >>> m = ldp.SMP(epsilon=2.0, domains=(3, 4))
@@ -573,6 +592,8 @@ class SMPPairs(_MultiAttribute):
     same way). ε-LDP per user (whole tuple; the realized ratio is the largest pair oracle's).
     Each pair's joint distribution is estimated from the ``n_p`` users who sampled it, with the
     subsampling term ``θ(1−θ)(1/n_p − 1/n)`` in its standard errors (as :class:`SMP`).
+
+    Proof: docs/proofs/multi-attribute.md
 
     >>> import ldp_plugin as ldp, numpy as np
     >>> m = ldp.SMPPairs(epsilon=2.0, domains=(2, 3, 2))

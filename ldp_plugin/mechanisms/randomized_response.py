@@ -49,6 +49,8 @@ class KRR(FrequencyOracle):
     Runtime: client O(1) per user (≈ 1 byte + one 16/32-bit word of randomness);
     server O(n + d). Report: one item code (``uint16``/``uint32``).
 
+    Proof: docs/proofs/randomized-response.md
+
     >>> from ldp_plugin import KRR
     >>> m = KRR(epsilon=1.0, d=4)
     >>> reports = m.randomize([0, 1, 2, 3, 3], rng=7)
@@ -149,6 +151,8 @@ class WarnerRR(KRR):
     """Warner's randomized response on one boolean (Kairouz, Bonawitz & Ramage (ICML 2016) eq. 3): k-RR with d = 2.
 
     Reports ``True``/``False``; tells the truth with probability ``e^ε/(e^ε + 1)``.
+
+    Proof: docs/proofs/randomized-response.md
 
     >>> from ldp_plugin import WarnerRR
     >>> WarnerRR(epsilon=1.0).randomize_one(True, rng=1) in (True, False)

@@ -40,6 +40,8 @@ class SampleOne(MechanismBase):
     """Padding-and-sampling in front of a categorical mechanism: ε-LDP per user for sets of at
     most ``m`` items (the privacy unit is the whole set).
 
+    Proof: docs/proofs/sets.md
+
     >>> import ldp_plugin as ldp
     >>> s = ldp.SampleOne(mechanism=ldp.KRR(epsilon=2.0, categories=["a", "b", "c"]), m=2)
     >>> r = s.randomize([["a", "b"], ["c"], []], rng=0)

@@ -144,6 +144,8 @@ class _SetMechanism(SetInput, RealizedRates):
 class RapporSet(_SetMechanism):
     """RAPPOR for sets of at most ``m`` items: per-bit RR with ``ε/(2m)``; ``epsilon``-LDP per user.
 
+    Proof: docs/proofs/sets.md
+
     >>> from ldp_plugin import RapporSet
     >>> RapporSet(epsilon=2.0, m=2, d=10).randomize([[1, 2], [3]], rng=0).shape
     (2, 2)
@@ -215,6 +217,8 @@ def _privset_probs(d: int, m: int, k: int, L: Fraction):
 class PrivSet(_SetMechanism):
     """PrivSet: a ``k``-subset weighted ``e^ε`` when it meets the (padded) set; ``epsilon``-LDP
     per user. ``k="optimal"`` minimizes the rare-item variance.
+
+    Proof: docs/proofs/sets.md
 
     >>> from ldp_plugin import PrivSet
     >>> m = PrivSet(epsilon=2.0, m=2, d=20)

@@ -53,6 +53,8 @@ class KSubset(FrequencyOracle):
     Privacy: ``epsilon``-LDP per user (``max_divergence``; realized ratio checked exactly).
     Citation: Wang et al. (arXiv 2016) eq. 5, Alg. 1–2, Thm 2.1 (k*), Thm 3.1 (k#).
 
+    Proof: docs/proofs/k-subset.md
+
     >>> from ldp_plugin import KSubset
     >>> m = KSubset(epsilon=1.0, d=16)          # k = k# = 4
     >>> m.k, m.randomize([0, 5, 9], rng=3).shape

@@ -206,6 +206,8 @@ class RAPPOR(UnaryEncoding):
     otherwise (Kairouz, Bonawitz & Ramage (ICML 2016) eq. 14–15; Wang et al. (arXiv 2016) "BRR"). True bits *are* cleared with probability
     ``1/(e^{ε/2}+1)``. Runtime: client O(d) per user (≈ d bytes of randomness), server O(n·d/8).
 
+    Proof: docs/proofs/unary.md
+
     >>> from ldp_plugin import RAPPOR
     >>> RAPPOR(epsilon=2.0, d=10).randomize([3, 4], rng=0).shape
     (2, 2)
@@ -225,6 +227,8 @@ class OUE(UnaryEncoding):
 
     (Wang, Blocki, Li, Jha 2017.) Same report format and cost as :class:`RAPPOR`, lower variance
     ``4 e^ε/(n (e^ε − 1)²)`` per item for rare items.
+
+    Proof: docs/proofs/unary.md
 
     >>> from ldp_plugin import OUE
     >>> OUE(epsilon=1.0, d=16).p_star
@@ -248,6 +252,8 @@ class RUE(UnaryEncoding):
     ``h = sqrt((d − 1 + e^{−ε}) / (d − 1 + e^ε))`` (OUE is ``h = 1``: it drops the frequency term);
     ``epsilon``-LDP per user. ``p`` is realized as ``floor(p·2^64)/2^64`` and ``q`` as the smallest
     threshold that keeps the exact ratio at most ``e^ε``.
+
+    Proof: docs/proofs/unary.md
 
     >>> from ldp_plugin import RUE
     >>> round(RUE(epsilon=4.0, d=4).p_star, 3)
@@ -289,6 +295,8 @@ class THE(UnaryEncoding):
     ``q = ½e^{−εθ/2}``, sampled here directly from integer thresholds (no continuous noise); the
     realized ratio ``p(1−q)/((1−p)q)`` is checked ``<= e^ε`` exactly (it has slack:
     ``(2e^{ε/4} − 1)² <= e^ε`` at θ = 1/2). ``threshold=None`` picks the variance-optimal θ.
+
+    Proof: docs/proofs/unary.md
 
     >>> from ldp_plugin import THE
     >>> m = THE(epsilon=2.0, d=8)

@@ -91,6 +91,8 @@ class Wheel(SetInput, SeededReports, RealizedRates):
     """The wheel mechanism for sets of at most ``m`` items (``m = 1``: categorical), ``epsilon``-LDP
     per user (the whole set). See the module docstring for the grid, sampler and estimator.
 
+    Proof: docs/proofs/sets.md
+
     >>> from ldp_plugin import Wheel
     >>> w = Wheel(epsilon=1.0, m=2, d=50)
     >>> reports = w.randomize([[0, 3], [7], []], rng=0)

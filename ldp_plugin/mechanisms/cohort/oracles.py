@@ -76,6 +76,8 @@ class ORR(_CohortMechanism):
     Report: ``(cohort uint32, cell uint32)``. See :func:`ldp_plugin.theory.choose_orr` for
     ``k`` and ``C``.
 
+    Proof: docs/proofs/cohort.md
+
     >>> from ldp_plugin import ORR
     >>> m = ORR(epsilon=2.0, k=8, cohorts=16)
     >>> r = m.randomize(["maps", "mail", "maps"], rng=0)
@@ -161,6 +163,8 @@ class ORAPPOR(_CohortMechanism):
     ``2h`` bits, so the ratio is at most ``(p/(1−p))^{2h}``, checked ``<= e^ε`` exactly.
     Runtime: client O(k) per user; server O(n·k/8) plus the least-squares solve.
     Report: ``(cohort uint32, ceil(k/8) bytes)``.
+
+    Proof: docs/proofs/cohort.md
 
     >>> from ldp_plugin import ORAPPOR
     >>> m = ORAPPOR(epsilon=2.0, k=64, h=2, cohorts=8)
@@ -249,6 +253,8 @@ class CMS(ORAPPOR):
     collision correction and the error bars are O-RAPPOR's (least squares or the streamed sketch
     decoder). ``h`` is fixed to 1.
 
+    Proof: docs/proofs/cohort.md
+
     >>> from ldp_plugin import CMS
     >>> m = CMS(epsilon=2.0, k=64, cohorts=8)
     >>> m.randomize(["maps", "mail"], rng=1).value.shape
@@ -281,6 +287,8 @@ class HCMS(_CohortMechanism):
     all-ones row is replaced by the known total, :meth:`cell_statistic`), decoded
     by the shared candidate decoders (least squares or the streamed sketch decoder) with the
     exact per-cohort covariance of :func:`~ldp_plugin.estimation.least_squares_decode`.
+
+    Proof: docs/proofs/cohort.md
 
     >>> from ldp_plugin import HCMS
     >>> m = HCMS(epsilon=2.0, k=16, cohorts=4)
@@ -421,6 +429,8 @@ class CountSketch(HCMS):
     collision correction; least squares uses the signed covers ``B_c[j, s] = g_c(s)`` with the exact
     per-report covariance ``noise·I − diag m`` (``m``: the cells' unsigned mass). An open alphabet's
     ``<other>`` is ``1 − Σ θ̂`` (signed non-candidates average out instead of being modelled).
+
+    Proof: docs/proofs/cohort.md
 
     >>> from ldp_plugin import CountSketch
     >>> closed = CountSketch(epsilon=2.0, k=4, cohorts=8, d=8)  # two items per cell, opposite signs

@@ -325,6 +325,8 @@ class LGRR(LongitudinalMechanism):
     (``K = min(T, d)``) with ``ε_inst = ln(p₂/q₂)`` of the instantaneous GRR; at the **value level** (same change
     pattern; the privacy analysis of L-GRR in Arcolezi et al. 2022) ``min(T, d)·ε∞`` — charged only with
     ``relation="value"``.
+
+    Proof: docs/proofs/longitudinal.md
     """
 
     name = "l-grr"

@@ -49,6 +49,8 @@ class LOLOHA(LGRR):
     the paper's "``g·ε∞`` however often the value changes" (Arcolezi et al., EDBT 2023, its privacy analysis of LOLOHA)
     holds only at the **value level** (histories with the same change pattern of hashed values)
     and is charged only with ``relation="value"``.
+
+    Proof: docs/proofs/longitudinal.md
     """
 
     name = "loloha"

@@ -89,6 +89,8 @@ class Memoized(MechanismBase):
     (``epsilon_instantaneous``, fresh) over ``d`` categories; ``max_values`` is the
     :class:`DistinctValueGuard`'s client-side limit (the charge does not assume it).
 
+    Proof: docs/proofs/longitudinal.md
+
     >>> import ldp_plugin as ldp
     >>> m = ldp.Memoized(epsilon_permanent=2.0, epsilon_instantaneous=1.0, categories=["a", "b", "c"], max_values=2)
     >>> key = bytes(range(32))

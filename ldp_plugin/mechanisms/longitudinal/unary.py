@@ -188,14 +188,20 @@ class _LUnary(LongitudinalMechanism):
 
 @dataclass(frozen=True, kw_only=True)
 class LOUE(_LUnary):
-    """L-OUE: permanent OUE(ε∞), instantaneous OUE-form flip."""
+    """L-OUE: permanent OUE(ε∞), instantaneous OUE-form flip.
+
+    Proof: docs/proofs/longitudinal.md
+    """
 
     name = "l-oue"
 
 
 @dataclass(frozen=True, kw_only=True)
 class LOSUE(_LUnary):
-    """L-OSUE: permanent OUE(ε∞), instantaneous SUE-form flip (the paper's best)."""
+    """L-OSUE: permanent OUE(ε∞), instantaneous SUE-form flip (the paper's best).
+
+    Proof: docs/proofs/longitudinal.md
+    """
 
     name = "l-osue"
     inst_form: str = field(init=False, default="sue", repr=False)
@@ -203,7 +209,10 @@ class LOSUE(_LUnary):
 
 @dataclass(frozen=True, kw_only=True)
 class LSUE(_LUnary):
-    """L-SUE: permanent and instantaneous SUE (basic RAPPOR)."""
+    """L-SUE: permanent and instantaneous SUE (basic RAPPOR).
+
+    Proof: docs/proofs/longitudinal.md
+    """
 
     name = "l-sue"
     perm_form: str = field(init=False, default="sue", repr=False)
@@ -225,6 +234,8 @@ class DBitFlipPM(LongitudinalMechanism):
     **unbounded** and :meth:`collection_cost` refuses it (:class:`.lifetime.UnboundedLossError`).
     We do not add an instantaneous layer: the protocol as published has none, and an added one
     would be a different mechanism (a new registry name).
+
+    Proof: docs/proofs/longitudinal.md
     """
 
     name = "dbitflip"

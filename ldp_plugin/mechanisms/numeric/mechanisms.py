@@ -232,7 +232,10 @@ class NumericMechanism(MechanismBase):
 # ---------------------------------------------------------------------------------------------------
 @dataclass(frozen=True, kw_only=True)
 class Duchi(NumericMechanism):
-    """Duchi et al.'s one-dimensional mechanism on an exact grid (see the module docstring)."""
+    """Duchi et al.'s one-dimensional mechanism on an exact grid (see the module docstring).
+
+    Proof: docs/proofs/numeric.md
+    """
 
     name = "duchi"
     t_low: int = field(init=False, repr=False, compare=False)
@@ -295,7 +298,10 @@ class OneBitMean(Duchi):
     two reports of one key are then identical until the rounded value changes, so a second
     collection reveals whether it changed — an unbounded user-level loss that no ledger could
     charge (``user_keys=`` raises; the keyed series of :mod:`ldp_plugin.mechanisms.longitudinal`
-    carry an instantaneous layer for this reason)."""
+    carry an instantaneous layer for this reason).
+
+    Proof: docs/proofs/numeric.md
+    """
 
     name = "one-bit-mean"
     grid: int = 64
@@ -316,7 +322,10 @@ class OneBitMean(Duchi):
 # ---------------------------------------------------------------------------------------------------
 @dataclass(frozen=True, kw_only=True)
 class Piecewise(WindowChannel, NumericMechanism):
-    """The Piecewise mechanism on ``M = L + grid`` exact output cells (module docstring)."""
+    """The Piecewise mechanism on ``M = L + grid`` exact output cells (module docstring).
+
+    Proof: docs/proofs/numeric.md
+    """
 
     name = "piecewise"
     window: int = field(init=False, repr=False, compare=False)
@@ -374,7 +383,10 @@ class Piecewise(WindowChannel, NumericMechanism):
 @dataclass(frozen=True, kw_only=True)
 class Hybrid(NumericMechanism):
     """Hybrid mechanism: Piecewise with probability ``α = 1 − e^{−ε/2}`` (ε > 0.61), else Duchi;
-    reports ``0/1`` are Duchi's bit, ``2 + j`` Piecewise's cell ``j``."""
+    reports ``0/1`` are Duchi's bit, ``2 + j`` Piecewise's cell ``j``.
+
+    Proof: docs/proofs/numeric.md
+    """
 
     name = "hybrid"
     duchi: Duchi = field(init=False, repr=False, compare=False)

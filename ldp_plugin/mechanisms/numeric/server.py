@@ -8,6 +8,7 @@ from typing import Any, Optional
 
 import numpy as np
 
+from ... import pictures
 from ...estimation import check_estimate_request
 from ..mixins import OutputCounts
 
@@ -39,6 +40,13 @@ class MeanEstimate:
 
     def to_dict(self) -> dict:
         return dict(self.__dict__)
+
+    def plot(self, ax=None, *, truth: Optional[float] = None, lower: Optional[float] = None, upper: Optional[float] = None,
+             title: Optional[str] = None):
+        """The mean with its interval (on ``[lower, upper]`` if given; ``truth`` as a marker);
+        returns the Axes. Needs the ``plot`` extra (matplotlib)."""
+        return pictures.mean(self.mean, self.ci_lower, self.ci_upper, ax=ax, truth=truth, lower=lower, upper=upper,
+                             confidence=self.confidence, title=title or f"estimated mean (n={self.n:,}, interval for the {self.target})")
 
     def to_polars(self, truth: Optional[float] = None):
         """One row: ``mean, std_error, ci_lower, ci_upper, n`` (and ``truth``)."""

@@ -1,0 +1,6 @@
+// MathJax for the privacy proofs (pymdownx.arithmatex, generic mode), as mkdocs-material documents it
+window.MathJax = {
+  tex: { inlineMath: [["\\(", "\\)"]], displayMath: [["\\[", "\\]"]], processEscapes: true, processEnvironments: true },
+  options: { ignoreHtmlClass: ".*|", processHtmlClass: "arithmatex" },
+};
+document$.subscribe(() => { MathJax.startup.output.clearCache(); MathJax.typesetClear(); MathJax.texReset(); MathJax.typesetPromise(); });
