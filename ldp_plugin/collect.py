@@ -289,7 +289,8 @@ def run_job(job: Job, *, executor: Optional[str] = None, address: Optional[str] 
 
 def _described(mech: Any) -> dict:
     """The mechanism as the summary shows it (``mechanism`` + its parameters), for every family."""
-    return {"mechanism": mech.name, **mech.spec()["params"]}
+    described = mech.params()  # every mechanism has it (MechanismBase's default: its spec's parameters)
+    return described if "mechanism" in described else {"mechanism": mech.name, **described}
 
 
 def _is_frequency(mech: Any) -> bool:
