@@ -1,4 +1,4 @@
-"""CLI pieces of the issue-37 families: ``ldp choose --family distribution`` (the options and the
+"""CLI pieces of the distribution, multi-attribute and key-value families: ``ldp choose --family distribution`` (the options and the
 command; wired in :mod:`ldp_plugin.cli.choose`)."""
 
 from __future__ import annotations

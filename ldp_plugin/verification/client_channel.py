@@ -1,5 +1,5 @@
 """The realized channel of the real client, rebuilt from the values it compares uniform words
-against (issue 32, item 2) — not from the thresholds a mechanism documents.
+against — not from the thresholds a mechanism documents.
 
 :func:`client_channel_row` runs the real client's verification entry point
 (``sample_verification_outputs``) for **one** user on input ``x`` under the enumerating source of

@@ -1,4 +1,4 @@
-"""The joint layer (issue 32): several users' reports together, on the secure default source.
+"""The joint layer: several users' reports together, on the secure default source.
 
 Each report's marginal can be exactly right while reports share randomness: two users given the
 same noise, a keystream block or an AES key reused between requests, a child process that repeats

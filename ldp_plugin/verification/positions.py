@@ -1,5 +1,5 @@
 """The realized channel rebuilt from the client's own source calls, position by position
-(issue 32, "every source call recorded with its position").
+(every source call recorded with its position).
 
 The sampling-path layer checks that every threshold the client asks for is *one of* the declared
 thresholds; a threshold used at the wrong place (swapped between two output bits, complemented,

@@ -1,4 +1,4 @@
-"""The production-path layer (issue 32): the real client on the **secure default source**, on the
+"""The production-path layer: the real client on the **secure default source**, on the
 paths production batches take, with a record of which paths actually ran.
 
 Every other statistical layer draws from a seeded stream in small batches, so three paths that

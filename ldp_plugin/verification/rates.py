@@ -1,4 +1,4 @@
-"""The rates layer for every family (issue 32): exact binomial tests of the realized per-output
+"""The rates layer for every family: exact binomial tests of the realized per-output
 rates of the **real** sampler against the declared channel.
 
 The older :func:`ldp_plugin.verification.sampling_path.rate_layer` tests ``p*`` and ``q*`` of pure

@@ -1,4 +1,4 @@
-"""Verification that reads the code that samples (issue 19).
+"""Verification that reads the code that samples.
 
 The exact layer enumerates a mechanism's *declared* channel. These layers look at the client
 that actually runs:

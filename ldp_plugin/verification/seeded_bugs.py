@@ -17,7 +17,7 @@ suite run the layers on them.
 | ``RateLowOUE`` / ``RateHighOUE`` | the client's 0→1 bit rate is 2% below / above the declared q* | ≈ 1.02 ε | sampling path, rates |
 | ``SharedNoisePairsRAPPOR`` | users 2i and 2i+1 share one randomization (each marginal exact) | ∞ jointly | joint |
 | ``LastBitOUE`` | the last bit is never randomized (OpenDP's bit-vector RR before 0.15) | ∞ | sampling path, goodness of fit |
-| ``ValueChargedAsUserLGRR`` | L-GRR whose ledger charge at ``relation="user"`` is the papers' value-level ``min(t, d)·ε∞`` (the charge before issue 32) | 5.38 > 4 at T = 8 | transcript |
+| ``ValueChargedAsUserLGRR`` | L-GRR whose ledger charge at ``relation="user"`` is the papers' value-level ``min(t, d)·ε∞`` (the value-level charge presented as user-level) | 5.38 > 4 at T = 8 | transcript |
 | ``FittedChargeLGRR`` | L-GRR charging ``1.09·ε₁`` per collection: above the worst of every 2-unit history pair and of the named pairs, below the true worst pair (three units, T = 6) | 6.63 > 6.54 at T = 6 | transcript (every history) |
 | ``HonestOneKRR`` | k-RR whose ``randomize_one`` reports the true item (the batch path is exact) | ∞ | entry points (``randomize_one`` against the batch path) |
 | ``FloatBoundaryGeometric`` | the client's cumulative boundaries built by ``np.cumsum`` over Python ints (numpy goes through float64: boundaries >= 2**63 rounded), d = 3, ε = 16.42 | ε + 2.9e−10 | exact (reads the boundaries the client searches) |
@@ -271,8 +271,8 @@ class LastBitOUE(OUE):
 @dataclass(frozen=True, kw_only=True)
 class ValueChargedAsUserLGRR(LGRR):
     """L-GRR whose :meth:`collection_cost` charges the papers' value-level bound
-    ``min(t, d)·ε∞ − min(t − 1, d)·ε∞`` whatever relation it claims — the ledger and device charge
-    before issue 32, presented as a user-level guarantee. Every one-report layer passes (the
+    ``min(t, d)·ε∞ − min(t − 1, d)·ε∞`` whatever relation it claims — a value-level charge
+    presented as a user-level guarantee. Every one-report layer passes (the
     channel is L-GRR's); only the transcript layer sees that constant-vs-alternating histories
     lose 5.38 > 4 after 8 collections (``d = 2``, ``ε∞ = 2``, ``ε₁ = 1``)."""
 
@@ -310,7 +310,7 @@ class HonestOneKRR(KRR):
 
 class FloatBoundaryGeometric(GeometricMechanism):
     """The truncated geometric mechanism with the boundaries the client searches built as before
-    issue 32: ``np.cumsum([0] + list(T), dtype=object)`` — numpy first converts the list of Python
+    once: ``np.cumsum([0] + list(T), dtype=object)`` — numpy first converts the list of Python
     ints (some >= 2**63) to float64, so boundaries are rounded by up to 2,048/2**64 and one output
     of one row gains what its neighbour loses. At d = 3, ε = 16.42 the realized ratio exceeds
     e^ε by 2.9·10⁻¹⁰ (relative)."""
