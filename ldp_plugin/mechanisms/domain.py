@@ -12,6 +12,7 @@ from typing import Any, Optional, Sequence
 import numpy as np
 
 from .._errors import LDPInputError, LDPParameterError
+from ..sampling.row_lookup import fixed_width_codes, text_kind, token_codes
 
 __all__ = ["MAX_D", "MIN_EPSILON", "MAX_EPSILON", "check_epsilon", "check_domain", "check_labels", "encode_values", "real_numbers"]
 
@@ -128,6 +129,13 @@ def encode_values(values: Any, d: int, categories: Optional[tuple], index: Optio
     """
     if _is_polars_series(values):
         return _encode_series(values, d, categories)
+    if categories is not None and index is not None:
+        got = _text_codes(values, categories, index)
+        if got is not None:
+            codes, bad = got
+            if bad >= 0:
+                raise LDPInputError(f"values contains an item that is not one of the declared categories (at position {bad})")
+            return codes
     if categories is not None and _all_str(categories) and isinstance(values, (list, tuple, np.ndarray)):
         # strings: one vectorized dictionary encoding in Polars (no per-value Python loop); any
         # non-string value falls through to the general path below, which names its position
@@ -163,6 +171,27 @@ def encode_values(values: Any, d: int, categories: Optional[tuple], index: Optio
             raise LDPInputError(f"values contains an item that is not one of the declared categories (at position {pos})")
         codes_u[j] = code
     return codes_u[inv.reshape(-1)]
+
+
+def _text_codes(values: Any, categories: tuple, index: dict) -> Optional[tuple]:
+    """``(codes, first bad position or -1)`` of text values against ``str`` or ``bytes``
+    categories through the exact vectorized lookups of :mod:`~ldp_plugin.sampling.row_lookup`
+    (a 1-d ``U``/``S`` array read in place; a list, tuple or object array joined and split in
+    one pass), or None for values those lookups do not take (the general path below)."""
+    kind = text_kind(categories)
+    if kind is None:
+        return None
+    if isinstance(values, np.ndarray):
+        if values.ndim != 1:
+            return None
+        if values.dtype.kind == ("U" if kind is str else "S") and values.dtype.itemsize:
+            return fixed_width_codes(values, categories)
+        if values.dtype == object:
+            return token_codes(values.tolist(), categories, index)
+        return None
+    if isinstance(values, (list, tuple)):
+        return token_codes(values, categories, index)
+    return None
 
 
 def _is_polars_series(values: Any) -> bool:

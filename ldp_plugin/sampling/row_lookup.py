@@ -1,0 +1,298 @@
+"""Exact, vectorized lookup of text values in a table of categories: the item codes of a numpy
+unicode (``U``) or bytes (``S``) array, or of a Python list of ``str``/``bytes``, without a Python
+object per value.
+
+* :func:`fixed_width_codes` — a 1-d ``U``/``S`` array is read as an ``(n, w)`` matrix of words
+  (its own buffer, no copy when contiguous). A category is looked up as its row in the same dtype,
+  padded with NULs. numpy reads an element without its trailing NULs, so the row of a value equals
+  the row of category ``c`` iff the value (as numpy returns it) equals ``c``, provided ``c`` fits
+  the width and does not itself end in NUL; categories that do not fit, or end in NUL, can never be
+  an element of the array and are left out of the table (``"a\\x00"`` never matches ``"a"``).
+* :func:`token_codes` — a list of ``str`` (or ``bytes``) is joined with a separator byte that
+  occurs in no category (one C pass; the list is refused if a value contains it: the number of
+  separators must be ``n − 1``), encoded as UTF-8 (``surrogatepass``: injective on every Python
+  string) and split and looked up in one compiled pass. The numpy backend, and any list the join
+  refuses (a value that is not text, an unhashable value), take a dictionary lookup instead.
+
+Every lookup is exact: a value gets the code of the category it equals (compared word for word
+after the hash probe), or is reported by position — the first value that is no category's —
+and never by content. Both backends (numba kernels in :mod:`._numba_lookup`, numpy twins here)
+return the same codes and the same position (tested against a dictionary lookup)."""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import itertools
+import sys
+import threading
+from typing import Any, Optional
+
+import numpy as np
+
+from .aggregate_kernels import _splits, _workers
+from .kernels import compiled
+from .runner import _thread_pool
+
+__all__ = ["text_kind", "fixed_width_codes", "token_codes", "lookup_backend"]
+
+_STATE: dict = {}
+_LOCK = threading.Lock()
+_MASK64 = (1 << 64) - 1
+#: a table is rebuilt with other multipliers if a probe run would exceed this many slots
+_MAX_RUN = 32
+#: rows per step of the numpy twin (bounds its working memory)
+_STEP = 1 << 16
+#: values per thread share of the compiled lookups
+_SPLIT = 1 << 18
+#: separator bytes tried in turn for the joined path (ASCII: never inside a UTF-8 multi-byte sequence)
+_SEPARATORS = (0x1F, 0x1E, 0x1D, 0x1C, 0x00) + tuple(range(1, 0x1C)) + tuple(range(0x20, 0x80))
+
+
+def _kernels(work: int) -> dict | None:
+    """The compiled lookup kernels when the numba backend runs a call of ``work`` steps."""
+    if compiled("decode_runs", work) is None:  # the sampling layer's rule: env var, lazy import
+        return None
+    if "k" not in _STATE:
+        with _LOCK:
+            if "k" not in _STATE:
+                name = __name__.rsplit(".", 1)[0] + "._numba_lookup"
+                sys.modules.pop(name, None)  # the cache flag is read at import
+                _STATE["k"] = dict(importlib.import_module(name).KERNELS)
+    return _STATE["k"]
+
+
+def lookup_backend(work: int = 1 << 62) -> str:
+    """``"numba"`` or ``"numpy"``: which implementation a lookup of ``work`` steps uses."""
+    return "numba" if _kernels(work) is not None else "numpy"
+
+
+@functools.lru_cache(maxsize=256)
+def text_kind(categories: tuple) -> Optional[type]:
+    """``str`` or ``bytes`` if every category is exactly one of them (the lookups here apply),
+    else None."""
+    for kind in (str, bytes):
+        if all(type(c) is kind for c in categories):
+            return kind
+    return None
+
+
+def _multipliers(count: int, seed: int) -> np.ndarray:
+    """``count`` odd 64-bit multipliers (splitmix64 of ``seed``): fixed, so a table is the same in
+    every process; a table whose probe runs come out long is rebuilt with the next seed."""
+    out = np.empty(count, dtype=np.uint64)
+    x = (0x9E3779B97F4A7C15 * (seed + 1)) & _MASK64
+    for j in range(count):
+        x = (x + 0x9E3779B97F4A7C15) & _MASK64
+        z = x
+        z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _MASK64
+        z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _MASK64
+        out[j] = (z ^ (z >> 31)) | 1
+    return out
+
+
+def _row_hashes(words: np.ndarray, keys: np.ndarray, cols: Optional[np.ndarray] = None) -> np.ndarray:
+    """``Σ_t words[:, cols[t]]·keys[t] mod 2**64`` per row (uint64; ``cols``: every column)."""
+    h = np.zeros(words.shape[0], dtype=np.uint64)
+    for t, j in enumerate(range(words.shape[1]) if cols is None else cols.tolist()):
+        h += words[:, j].astype(np.uint64) * keys[t]
+    return h
+
+
+def _hash_columns(rows: np.ndarray) -> np.ndarray:
+    """Word columns that tell the categories apart (greedy: each step adds the column that leaves
+    the most rows distinct, at most 3, constant columns never): the compiled lookup hashes only
+    these and compares every word afterwards, so the choice affects speed, never the result."""
+    m, w = rows.shape
+    varying = [j for j in range(w) if m and (rows[:, j] != rows[0, j]).any()]
+    if m * len(varying) > 1 << 18:
+        return np.array(varying or [0] * min(w, 1), dtype=np.int64)
+    chosen: list = []
+    best = 1
+    while len(chosen) < 3 and best < m:
+        scores = [(np.unique(rows[:, chosen + [j]], axis=0).shape[0], j) for j in varying if j not in chosen]
+        if not scores:
+            break
+        score, j = max(scores)
+        if score <= best and chosen:
+            break
+        chosen.append(j)
+        best = score
+    return np.array(chosen or [0] * min(w, 1), dtype=np.int64)
+
+
+class _Table:
+    """The categories that can occur, as rows of words (``lens``: byte lengths of the tokens'
+    rows), with an open-addressing slot table over a hash of a few columns (the kernels) and
+    their sorted full hashes over every column (the numpy twin)."""
+
+    def __init__(self, rows: np.ndarray, codes: np.ndarray, lens: Optional[np.ndarray]):
+        self.rows, self.codes, self.lens = rows, codes, lens
+        m, w = rows.shape
+        bits = max(4, (4 * max(m, 1) - 1).bit_length())
+        self.shift = np.uint64(64 - bits)
+        # the kernels: a few columns (and the length of a token), else every column
+        for cols in (_hash_columns(rows), np.arange(w, dtype=np.int64)):
+            for seed in range(8):
+                keys = _multipliers(cols.size + 1, seed)
+                slots, longest = self._slots(self._hashes(keys, cols), bits)
+                if longest <= _MAX_RUN:
+                    break
+            if longest <= _MAX_RUN:
+                break
+        self.cols, self.keys, self.slots = cols, keys, slots
+        # the numpy twin: every column, distinct full hashes
+        for seed in range(64):
+            self.full_keys = _multipliers(w + 1, 100 + seed)
+            hashes = self._hashes(self.full_keys, None)
+            if np.unique(hashes).size == m:
+                break
+        self.order = np.argsort(hashes, kind="stable")
+        self.sorted_hashes = hashes[self.order]
+
+    def _hashes(self, keys: np.ndarray, cols: Optional[np.ndarray]) -> np.ndarray:
+        """The hash of every row over ``cols`` (None: every column), plus ``keys[-1]`` × the
+        length for tokens."""
+        c = self.rows.shape[1] if cols is None else cols.size
+        h = _row_hashes(self.rows, keys[:c], cols)
+        return h if self.lens is None else h + self.lens.astype(np.uint64) * keys[c]
+
+    def _slots(self, hashes: np.ndarray, bits: int) -> tuple:
+        slots = np.full(1 << bits, -1, dtype=np.int64)
+        longest = 0
+        for r, s in enumerate((hashes >> self.shift).astype(np.int64).tolist()):
+            run = 0
+            while slots[s] >= 0:
+                s = (s + 1) & ((1 << bits) - 1)
+                run += 1
+            slots[s] = r
+            longest = max(longest, run)
+        return slots, longest
+
+
+def _word_dtype(itemsize: int) -> np.dtype:
+    for size in (8, 4, 2):
+        if itemsize % size == 0:
+            return np.dtype(f"u{size}")
+    return np.dtype(np.uint8)
+
+
+@functools.lru_cache(maxsize=64)
+def _fixed_table(categories: tuple, dtype: np.dtype) -> _Table:
+    nul = "\x00" if dtype.kind == "U" else b"\x00"
+    width = dtype.itemsize // (4 if dtype.kind == "U" else 1)
+    fits = [(code, c) for code, c in enumerate(categories) if len(c) <= width and not c.endswith(nul)]
+    words = _word_dtype(dtype.itemsize)
+    rows = np.array([c for _, c in fits], dtype=dtype).reshape(len(fits))
+    rows = np.ascontiguousarray(rows).view(words).reshape(len(fits), dtype.itemsize // words.itemsize)
+    codes = np.array([code for code, _ in fits], dtype=np.int64)
+    return _Table(rows, codes, None)
+
+
+def fixed_width_codes(values: np.ndarray, categories: tuple) -> tuple[np.ndarray, int]:
+    """``(codes, bad)`` of a 1-d ``U`` (``str`` categories) or ``S`` (``bytes`` categories) array:
+    ``codes[i]`` (int64) is the code of the category equal to element ``i``; ``bad`` is the first
+    position whose element is no category (the codes are then meaningless) or −1."""
+    n = values.shape[0]
+    if n == 0:
+        return np.empty(0, dtype=np.int64), -1
+    a = np.ascontiguousarray(values)
+    table = _fixed_table(categories, a.dtype)
+    words = a.view(table.rows.dtype).reshape(n, table.rows.shape[1])
+    out = np.empty(n, dtype=np.int64)
+    run = _kernels(words.size)
+    if run is not None:
+        k = run["lookup_rows"]
+        parts = _splits(n, _workers(n, _SPLIT))
+        args = (table.cols, table.keys, table.shift, table.slots, table.rows, table.codes, out)
+        if len(parts) > 1:
+            bads = list(_thread_pool(len(parts)).map(lambda p: k(words, p[0], p[1], *args), parts))
+        else:
+            bads = [k(words, 0, n, *args)]
+        bad = min((int(b) for b in bads if b >= 0), default=-1)
+        return out, bad
+    m = table.rows.shape[0]
+    for lo in range(0, n, _STEP):
+        w = words[lo:lo + _STEP]
+        h = _row_hashes(w, table.full_keys[:w.shape[1]])
+        at = np.minimum(np.searchsorted(table.sorted_hashes, h), max(m - 1, 0))
+        if m == 0:
+            return out, lo
+        r = table.order[at]
+        ok = (table.sorted_hashes[at] == h) & (w == table.rows[r]).all(axis=1)
+        if not ok.all():
+            return out, lo + int(np.argmin(ok))
+        out[lo:lo + w.shape[0]] = table.codes[r]
+    return out, -1
+
+
+@functools.lru_cache(maxsize=64)
+def _token_table(categories: tuple) -> Optional[tuple]:
+    """``(table, separator byte)`` of the categories' UTF-8 (or raw bytes) forms, or None when every
+    ASCII byte occurs in some category (no separator is free)."""
+    enc = [c.encode("utf-8", "surrogatepass") if isinstance(c, str) else c for c in categories]
+    used = set()
+    for e in enc:
+        used.update(e)
+    sep = next((b for b in _SEPARATORS if b not in used), None)
+    if sep is None:
+        return None
+    lmax = max(len(e) for e in enc)
+    rows = np.zeros((len(enc), max(lmax, 1)), dtype=np.uint8)
+    for r, e in enumerate(enc):
+        rows[r, :len(e)] = np.frombuffer(e, dtype=np.uint8)
+    lens = np.array([len(e) for e in enc], dtype=np.int64)
+    return _Table(rows[:, :lmax], np.arange(len(enc), dtype=np.int64), lens), sep
+
+
+def token_codes(values: list, categories: tuple, index: dict) -> Optional[tuple[np.ndarray, int]]:
+    """``(codes, bad)`` of a list (or tuple) of values against ``str`` or ``bytes`` categories
+    (``index``: category → code), as :func:`fixed_width_codes`; None when the list cannot be read
+    this way (a value that is not hashable): the caller's general path then names the problem."""
+    kind = text_kind(categories)
+    if kind is None:  # labels of other types: bool and int are told apart by the caller's general path
+        return None
+    n = len(values)
+    if n == 0:
+        return np.empty(0, dtype=np.int64), -1
+    got = _token_table(categories)
+    run = _kernels(n * 16) if got is not None else None
+    if run is not None:
+        table, sep = got
+        try:
+            joined = (chr(sep) if kind is str else bytes([sep])).join(values)
+        except TypeError:  # a value of another type: looked up one by one below
+            joined = None
+        if joined is not None and joined.count(chr(sep) if kind is str else bytes([sep])) == n - 1:
+            buf = joined.encode("utf-8", "surrogatepass") if kind is str else joined
+            return _tokens(run["lookup_tokens"], buf, sep, n, table)
+    try:
+        codes = np.fromiter(map(index.get, values, itertools.repeat(-1)), dtype=np.int64, count=n)
+    except TypeError:  # an unhashable value
+        return None
+    bad = np.flatnonzero(codes < 0)
+    return codes, (int(bad[0]) if bad.size else -1)
+
+
+def _tokens(k: Any, buf: bytes, sep: int, n: int, table: _Table) -> tuple[np.ndarray, int]:
+    a = np.frombuffer(buf, dtype=np.uint8)
+    out = np.empty(n, dtype=np.int64)
+    args = (sep, table.cols, table.keys, table.shift, table.slots, table.rows, table.lens, table.codes, out)
+    parts = _workers(n, _SPLIT)
+    cuts = [0]
+    firsts = [0]
+    sep_b = bytes([sep])
+    for j in range(1, parts):  # each share starts at a token: just after a separator
+        at = buf.find(sep_b, max(cuts[-1], (len(buf) * j) // parts))
+        if at < 0:
+            break
+        cuts.append(at + 1)
+        firsts.append(firsts[-1] + buf.count(sep_b, cuts[-2], at + 1))
+    ends = [c - 1 for c in cuts[1:]] + [len(buf)]
+    spans = list(zip(cuts, ends, firsts))
+    if len(spans) > 1:
+        bads = list(_thread_pool(len(spans)).map(lambda s: k(a, s[0], s[1], s[2], *args), spans))
+    else:
+        bads = [k(a, 0, len(buf), 0, *args)]
+    bad = min((int(b) for b in bads if b >= 0), default=-1)
+    return out, bad
