@@ -125,7 +125,10 @@ def encode_values(values: Any, d: int, categories: Optional[tuple], index: Optio
     """Validate a batch of user values against a closed domain and return ``int64`` codes.
 
     Without ``categories`` values must be integer codes in ``[0, d)``; with them, labels. Errors
-    give the position of the first bad value, never the value.
+    give the position of the first bad value, never the value. Text labels (``str`` or ``bytes``
+    categories) in a numpy ``U``/``S`` array, a list, tuple or object array take the exact hashed
+    lookups of :mod:`~ldp_plugin.sampling.row_lookup` (no Python object per value for arrays);
+    Polars Series their dictionary or Enum cast; other labels a sort of the distinct values.
     """
     if _is_polars_series(values):
         return _encode_series(values, d, categories)
@@ -136,12 +139,6 @@ def encode_values(values: Any, d: int, categories: Optional[tuple], index: Optio
             if bad >= 0:
                 raise LDPInputError(f"values contains an item that is not one of the declared categories (at position {bad})")
             return codes
-    if categories is not None and _all_str(categories) and isinstance(values, (list, tuple, np.ndarray)):
-        # strings: one vectorized dictionary encoding in Polars (no per-value Python loop); any
-        # non-string value falls through to the general path below, which names its position
-        fast = _as_string_series(values)
-        if fast is not None:
-            return _encode_series(fast, d, categories)
     arr = _as_array(values)
     if index is None:
         if arr.dtype == object and all(isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_)) for v in arr.tolist()):
@@ -201,19 +198,6 @@ def _is_polars_series(values: Any) -> bool:
 @functools.lru_cache(maxsize=256)
 def _all_str(categories: tuple) -> bool:
     return all(isinstance(c, str) for c in categories)
-
-
-def _as_string_series(values: Any):
-    """A Polars String Series of ``values`` if they are all strings (else None)."""
-    import polars as pl
-
-    if isinstance(values, np.ndarray):
-        if values.ndim != 1 or values.dtype.kind not in "OU":
-            return None
-    try:
-        return pl.Series("v", values, dtype=pl.String, strict=True)
-    except Exception:  # mixed types, None, bytes...: the general path reports them by position
-        return None
 
 
 def _encode_series(values: Any, d: int, categories: Optional[tuple]) -> np.ndarray:
