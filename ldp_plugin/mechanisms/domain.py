@@ -133,7 +133,7 @@ def encode_values(values: Any, d: int, categories: Optional[tuple], index: Optio
     if _is_polars_series(values):
         return _encode_series(values, d, categories)
     if categories is not None and index is not None:
-        got = _text_codes(values, categories, index)
+        got = _text_codes(values, categories)
         if got is not None:
             codes, bad = got
             if bad >= 0:
@@ -170,24 +170,25 @@ def encode_values(values: Any, d: int, categories: Optional[tuple], index: Optio
     return codes_u[inv.reshape(-1)]
 
 
-def _text_codes(values: Any, categories: tuple, index: dict) -> Optional[tuple]:
+def _text_codes(values: Any, categories: tuple) -> Optional[tuple]:
     """``(codes, first bad position or -1)`` of text values against ``str`` or ``bytes``
     categories through the exact vectorized lookups of :mod:`~ldp_plugin.sampling.row_lookup`
     (a 1-d ``U``/``S`` array read in place; a list, tuple or object array joined and split in
-    one pass), or None for values those lookups do not take (the general path below)."""
+    one pass; bytes values against ``str`` categories read as UTF-8), or None for values those
+    lookups do not take (the general path below)."""
     kind = text_kind(categories)
     if kind is None:
         return None
     if isinstance(values, np.ndarray):
         if values.ndim != 1:
             return None
-        if values.dtype.kind == ("U" if kind is str else "S") and values.dtype.itemsize:
+        if (values.dtype.kind == "S" or (values.dtype.kind == "U" and kind is str)) and values.dtype.itemsize:
             return fixed_width_codes(values, categories)
         if values.dtype == object:
-            return token_codes(values.tolist(), categories, index)
+            return token_codes(values.tolist(), categories)
         return None
     if isinstance(values, (list, tuple)):
-        return token_codes(values, categories, index)
+        return token_codes(values, categories)
     return None
 
 

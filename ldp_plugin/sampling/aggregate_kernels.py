@@ -42,8 +42,9 @@ _TREE_ROWS = 1 << 15
 _SPLIT_MIN = 1 << 17
 #: rows of at most this many 64-bit words take the register-blocked column-count kernel
 _NARROW_WORDS = 4
-#: histograms: the smallest share of one thread (a histogram pass is ~0.5 ns per report)
-_HIST_SPLIT = 1 << 19
+#: histograms: the smallest share of one thread (a histogram pass is ~0.5 ns per report: from
+#: 2**19 reports on, two threads save more than their hand-off costs)
+_HIST_SPLIT = 1 << 18
 
 
 def _kernels(work: int) -> dict | None:

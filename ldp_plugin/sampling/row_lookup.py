@@ -12,7 +12,10 @@ object per value.
   occurs in no category (one C pass; the list is refused if a value contains it: the number of
   separators must be ``n − 1``), encoded as UTF-8 (``surrogatepass``: injective on every Python
   string) and split and looked up in one compiled pass. The numpy backend, and any list the join
-  refuses (a value that is not text, an unhashable value), take a dictionary lookup instead.
+  refuses (mixed or non-text values, a value holding the separator), take a dictionary lookup.
+
+Against ``str`` categories a bytes value (an ``S`` array's element, ``bytes`` in a list) is read
+as UTF-8 text: it matches the category whose UTF-8 encoding it is.
 
 Every lookup is exact: a value gets the code of the category it equals (compared word for word
 after the hash probe), or is reported by position — the first value that is no category's —
@@ -177,11 +180,17 @@ def _word_dtype(itemsize: int) -> np.dtype:
     return np.dtype(np.uint8)
 
 
+def _utf8(c: Any) -> bytes:
+    """A label's bytes: a ``str`` as UTF-8 (``surrogatepass``: injective on every Python string)."""
+    return c.encode("utf-8", "surrogatepass") if isinstance(c, str) else c
+
+
 @functools.lru_cache(maxsize=64)
 def _fixed_table(categories: tuple, dtype: np.dtype) -> _Table:
+    labels = [_utf8(c) for c in categories] if dtype.kind == "S" else list(categories)
     nul = "\x00" if dtype.kind == "U" else b"\x00"
     width = dtype.itemsize // (4 if dtype.kind == "U" else 1)
-    fits = [(code, c) for code, c in enumerate(categories) if len(c) <= width and not c.endswith(nul)]
+    fits = [(code, c) for code, c in enumerate(labels) if len(c) <= width and not c.endswith(nul)]
     words = _word_dtype(dtype.itemsize)
     rows = np.array([c for _, c in fits], dtype=dtype).reshape(len(fits))
     rows = np.ascontiguousarray(rows).view(words).reshape(len(fits), dtype.itemsize // words.itemsize)
@@ -190,7 +199,8 @@ def _fixed_table(categories: tuple, dtype: np.dtype) -> _Table:
 
 
 def fixed_width_codes(values: np.ndarray, categories: tuple) -> tuple[np.ndarray, int]:
-    """``(codes, bad)`` of a 1-d ``U`` (``str`` categories) or ``S`` (``bytes`` categories) array:
+    """``(codes, bad)`` of a 1-d ``U`` (``str`` categories) or ``S`` array (``bytes`` categories,
+    or ``str`` categories compared as UTF-8):
     ``codes[i]`` (int64) is the code of the category equal to element ``i``; ``bad`` is the first
     position whose element is no category (the codes are then meaningless) or −1."""
     n = values.shape[0]
@@ -230,7 +240,7 @@ def fixed_width_codes(values: np.ndarray, categories: tuple) -> tuple[np.ndarray
 def _token_table(categories: tuple) -> Optional[tuple]:
     """``(table, separator byte)`` of the categories' UTF-8 (or raw bytes) forms, or None when every
     ASCII byte occurs in some category (no separator is free)."""
-    enc = [c.encode("utf-8", "surrogatepass") if isinstance(c, str) else c for c in categories]
+    enc = [_utf8(c) for c in categories]
     used = set()
     for e in enc:
         used.update(e)
@@ -245,10 +255,21 @@ def _token_table(categories: tuple) -> Optional[tuple]:
     return _Table(rows[:, :lmax], np.arange(len(enc), dtype=np.int64), lens), sep
 
 
-def token_codes(values: list, categories: tuple, index: dict) -> Optional[tuple[np.ndarray, int]]:
-    """``(codes, bad)`` of a list (or tuple) of values against ``str`` or ``bytes`` categories
-    (``index``: category → code), as :func:`fixed_width_codes`; None when the list cannot be read
-    this way (a value that is not hashable): the caller's general path then names the problem."""
+@functools.lru_cache(maxsize=64)
+def _text_index(categories: tuple) -> dict:
+    """Label → code, with each ``str`` label's UTF-8 bytes as a second key (a ``str`` and a
+    ``bytes`` key never compare equal, so the two forms cannot collide)."""
+    index = {c: i for i, c in enumerate(categories)}
+    if text_kind(categories) is str:
+        index.update({_utf8(c): i for i, c in enumerate(categories)})
+    return index
+
+
+def token_codes(values: Any, categories: tuple) -> Optional[tuple[np.ndarray, int]]:
+    """``(codes, bad)`` of a list or tuple of values against ``str`` or ``bytes`` categories, as
+    :func:`fixed_width_codes` (against ``str`` categories a ``bytes`` value is compared as UTF-8);
+    None when the categories are not text or a value is not hashable: the caller's general path
+    then names the problem."""
     kind = text_kind(categories)
     if kind is None:  # labels of other types: bool and int are told apart by the caller's general path
         return None
@@ -259,15 +280,17 @@ def token_codes(values: list, categories: tuple, index: dict) -> Optional[tuple[
     run = _kernels(n * 16) if got is not None else None
     if run is not None:
         table, sep = got
-        try:
-            joined = (chr(sep) if kind is str else bytes([sep])).join(values)
-        except TypeError:  # a value of another type: looked up one by one below
-            joined = None
-        if joined is not None and joined.count(chr(sep) if kind is str else bytes([sep])) == n - 1:
-            buf = joined.encode("utf-8", "surrogatepass") if kind is str else joined
+        for joiner in ((chr(sep), bytes([sep])) if kind is str else (bytes([sep]),)):
+            try:
+                joined = joiner.join(values)
+            except TypeError:  # a value of another type: the next joiner, or one by one below
+                continue
+            if joined.count(joiner) != n - 1:  # a value holds the separator: one by one below
+                break
+            buf = joined.encode("utf-8", "surrogatepass") if isinstance(joined, str) else joined
             return _tokens(run["lookup_tokens"], buf, sep, n, table)
     try:
-        codes = np.fromiter(map(index.get, values, itertools.repeat(-1)), dtype=np.int64, count=n)
+        codes = np.fromiter(map(_text_index(categories).get, values, itertools.repeat(-1)), dtype=np.int64, count=n)
     except TypeError:  # an unhashable value
         return None
     bad = np.flatnonzero(codes < 0)

@@ -1,0 +1,167 @@
+"""The paths users call, against the machine's limits and the code rate, in one run (ratios measured
+side by side; the machine is shared, so read ratios, not bare rates).
+
+* **Server** (k-RR, OUE, RAPPOR, Hadamard response; d = 1024, ε = 1, n reports): through the public
+  API on the tagged batch ``randomize_encoded`` returns — ``mech.accumulator().add(reports)`` and
+  ``mech.accumulator().add(reports).estimate()`` (projection, the default) — against ``np.copyto``
+  (memcpy) of the same report bytes: ``÷ memcpy`` = memcpy time ÷ the call's time (bar: ≥ 0.25).
+* **Text in** (k-RR and OUE, 64 categories ``item000`` …, n values): ``randomize`` of a numpy
+  unicode array, a numpy bytes array (read as UTF-8), a ``list[str]`` (one ``str`` object per
+  value, as a reader builds it), a ``list[bytes]`` and an object array of ``str``, each ÷ the code rate (``randomize_encoded`` on int64 codes, the same
+  seeded source) (bar: numpy arrays ≥ 0.6).
+* **Import**: CPU time of ``import ldp_plugin`` ÷ ``import opendp.prelude``, fresh processes,
+  interleaved (``benchmarks/import_time.py``'s rows; bar: ≤ 1.3).
+
+Every row interleaves its cases (each round times each case once; best of the rounds), so a load
+spike hits them alike. Prints one table.
+
+Usage: python benchmarks/user_paths.py [--n 1000000] [--rounds 7] [--import-rounds 9] [--json OUT]
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+if sys.path and os.path.abspath(sys.path[0]) == HERE:
+    sys.path.pop(0)  # this directory's coverage.py would shadow the package numba imports
+
+import argparse  # noqa: E402
+import json  # noqa: E402
+import platform  # noqa: E402
+import statistics  # noqa: E402
+import time  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+import ldp_plugin as ldp  # noqa: E402
+from ldp_plugin.sampling import SeededRandomSource  # noqa: E402
+from ldp_plugin.sampling.kernels import kernel_backend, preload  # noqa: E402
+
+preload(1 << 40)  # numba (if installed) imported now, before this directory is on the path
+sys.path.append(HERE)
+import import_time  # noqa: E402
+
+
+def interleaved(cases: dict, rounds: int) -> dict:
+    """Best wall time of each case over ``rounds`` rounds, every round timing each case once."""
+    best = dict.fromkeys(cases, float("inf"))
+    for f in cases.values():  # warm: first touches, compiled kernels, cached tables
+        f()
+    for _ in range(rounds):
+        for name, f in cases.items():
+            t0 = time.perf_counter()
+            f()
+            best[name] = min(best[name], time.perf_counter() - t0)
+    return best
+
+
+def server_rows(n: int, rounds: int) -> list:
+    out = []
+    d = 1024
+    values = np.random.default_rng(0).integers(0, d, n)
+    for name, cls in (("krr", ldp.KRR), ("oue", ldp.OUE), ("rappor", ldp.RAPPOR), ("hadamard", ldp.HadamardResponse)):
+        mech = cls(epsilon=1.0, d=d)
+        reports = mech.randomize_encoded(values, rng=SeededRandomSource(1))  # the tagged batch users hold
+        raw = np.asarray(reports)
+        dst = np.empty_like(raw)
+        t = interleaved({"memcpy": lambda: np.copyto(dst, raw),
+                         "add": lambda: mech.accumulator().add(reports),
+                         "add+estimate": lambda: mech.accumulator().add(reports).estimate()}, rounds)
+        row = {"mechanism": name, "d": d, "n": n, "report_bytes": raw.nbytes, "add_per_s": n / t["add"],
+               "add_vs_memcpy": t["memcpy"] / t["add"], "add_estimate_vs_memcpy": t["memcpy"] / t["add+estimate"]}
+        out.append(row)
+        print(json.dumps({k: (round(v, 4) if isinstance(v, float) else v) for k, v in row.items()}), flush=True)
+    return out
+
+
+def text_rows(n: int, rounds: int) -> list:
+    out = []
+    d = 64
+    cats = [f"item{i:03d}" for i in range(d)]
+    codes = np.random.default_rng(0).integers(0, d, n)
+    strs = [cats[c].encode().decode() for c in codes.tolist()]  # as a reader builds it: one str object per value
+    blist = [s.encode() for s in strs]
+    u_arr, s_arr, o_arr = np.array(strs), np.array(blist), np.array(strs, dtype=object)
+    for cls in (ldp.KRR, ldp.OUE):
+        mech = cls(epsilon=1.0, d=d, categories=cats)
+        t = interleaved({"code": lambda: mech.randomize_encoded(codes, rng=SeededRandomSource(1)),
+                         "numpy U": lambda: mech.randomize(u_arr, rng=1),
+                         "numpy S": lambda: mech.randomize(s_arr, rng=1),
+                         "list[str]": lambda: mech.randomize(strs, rng=1),
+                         "list[bytes]": lambda: mech.randomize(blist, rng=1),
+                         "object array": lambda: mech.randomize(o_arr, rng=1)}, rounds)
+        base = t.pop("code")
+        row = {"mechanism": mech.name, "d": d, "n": n, "code_rate": n / base, **{k: base / v for k, v in t.items()}}
+        out.append(row)
+        print(json.dumps({k: (round(v, 3) if isinstance(v, float) else v) for k, v in row.items()}), flush=True)
+    return out
+
+
+def import_row(rounds: int) -> dict:
+    names = ("import opendp.prelude", "import ldp_plugin")
+    for name in names:  # warm the byte-code caches
+        import_time.run_once(import_time.ROWS[name])
+    cpu = {name: [] for name in names}
+    for _ in range(rounds):
+        for name in names:
+            cpu[name].append(import_time.run_once(import_time.ROWS[name])["cpu"])
+    ref, face = cpu[names[0]], cpu[names[1]]
+    row = {"opendp_cpu_median_s": statistics.median(ref), "ldp_cpu_median_s": statistics.median(face),
+           "ratio_median": statistics.median(face) / statistics.median(ref), "ratio_min": min(face) / min(ref), "rounds": rounds}
+    print(json.dumps({k: (round(v, 4) if isinstance(v, float) else v) for k, v in row.items()}), flush=True)
+    return row
+
+
+def table(res: dict) -> None:
+    meta = res["meta"]
+    print(f"\n{meta['cpus']} cpus, {meta['processor']}, Python {meta['python']}, numpy {meta['numpy']}, kernels {meta['kernels']}; "
+          f"load average {meta['loadavg_start']:.1f} at start, {meta['loadavg_end']:.1f} at end; n = {meta['n']:,}, best of {meta['rounds']}")
+    print("\n| server, d = 1024, ε = 1 | report MB | add /s | add ÷ memcpy | add + estimate ÷ memcpy |")
+    print("|---|---|---|---|---|")
+    for r in res["server"]:
+        print(f"| {r['mechanism']} | {r['report_bytes'] / 1e6:.1f} | {r['add_per_s']:,.0f} | {r['add_vs_memcpy']:.2f} | {r['add_estimate_vs_memcpy']:.2f} |")
+    keys = ["numpy U", "numpy S", "list[str]", "list[bytes]", "object array"]
+    print("\n| text in, 64 categories, ÷ code rate | code rate /s | " + " | ".join(keys) + " |")
+    print("|---|---|" + "---|" * len(keys))
+    for r in res["text"]:
+        print(f"| {r['mechanism']} | {r['code_rate']:,.0f} | " + " | ".join(f"{r[k]:.2f}" for k in keys) + " |")
+    imp = res["import"]
+    print(f"\n| start-up (CPU, fresh processes) | import opendp.prelude (ms) | import ldp_plugin (ms) | ratio (median) | ratio (min) |")
+    print("|---|---|---|---|---|")
+    print(f"| {imp['rounds']} rounds | {imp['opendp_cpu_median_s'] * 1e3:.0f} | {imp['ldp_cpu_median_s'] * 1e3:.0f} | "
+          f"{imp['ratio_median']:.2f} | {imp['ratio_min']:.2f} |")
+    server_low = min(min(r["add_vs_memcpy"], r["add_estimate_vs_memcpy"]) for r in res["server"])
+    text_low = min(min(r["numpy U"], r["numpy S"]) for r in res["text"])
+    print(f"\nbars: server ≥ 0.25 of memcpy (lowest {server_low:.2f}: {'met' if server_low >= 0.25 else 'MISSED'}); "
+          f"numpy text ≥ 0.6 of the code rate (lowest {text_low:.2f}: {'met' if text_low >= 0.6 else 'MISSED'}); "
+          f"import ≤ 1.3 × OpenDP ({max(imp['ratio_median'], imp['ratio_min']):.2f}: "
+          f"{'met' if max(imp['ratio_median'], imp['ratio_min']) <= 1.3 else 'MISSED'}); wall time {meta['wall_s']:.0f} s")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--n", type=int, default=1_000_000)
+    ap.add_argument("--rounds", type=int, default=7)
+    ap.add_argument("--import-rounds", type=int, default=9)
+    ap.add_argument("--json", default=None)
+    args = ap.parse_args()
+    t0 = time.perf_counter()
+    load0 = os.getloadavg()
+    res = {"meta": {"python": platform.python_version(), "numpy": np.__version__, "cpus": os.cpu_count(), "kernels": kernel_backend(),
+                    "processor": platform.processor() or platform.machine(), "n": args.n, "rounds": args.rounds, "loadavg_start": load0[0],
+                    "command": "python benchmarks/user_paths.py " + " ".join(sys.argv[1:])}}
+    res["server"] = server_rows(args.n, args.rounds)
+    res["text"] = text_rows(args.n, args.rounds)
+    res["import"] = import_row(args.import_rounds)
+    res["meta"]["loadavg_end"] = os.getloadavg()[0]
+    res["meta"]["wall_s"] = time.perf_counter() - t0
+    table(res)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(res, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
