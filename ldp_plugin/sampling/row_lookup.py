@@ -126,8 +126,7 @@ def _hash_columns(rows: np.ndarray) -> np.ndarray:
 
 class _Table:
     """The categories that can occur, as rows of words (``lens``: byte lengths of the tokens'
-    rows), with an open-addressing slot table over a hash of a few columns (the kernels) and
-    their sorted full hashes over every column (the numpy twin)."""
+    rows), with an open-addressing slot table (linear probing) over a hash of a few columns."""
 
     def __init__(self, rows: np.ndarray, codes: np.ndarray, lens: Optional[np.ndarray]):
         self.rows, self.codes, self.lens = rows, codes, lens
@@ -144,14 +143,6 @@ class _Table:
             if longest <= _MAX_RUN:
                 break
         self.cols, self.keys, self.slots = cols, keys, slots
-        # the numpy twin: every column, distinct full hashes
-        for seed in range(64):
-            self.full_keys = _multipliers(w + 1, 100 + seed)
-            hashes = self._hashes(self.full_keys, None)
-            if np.unique(hashes).size == m:
-                break
-        self.order = np.argsort(hashes, kind="stable")
-        self.sorted_hashes = hashes[self.order]
 
     def _hashes(self, keys: np.ndarray, cols: Optional[np.ndarray]) -> np.ndarray:
         """The hash of every row over ``cols`` (None: every column), plus ``keys[-1]`` × the
@@ -221,19 +212,30 @@ def fixed_width_codes(values: np.ndarray, categories: tuple) -> tuple[np.ndarray
             bads = [k(words, 0, n, *args)]
         bad = min((int(b) for b in bads if b >= 0), default=-1)
         return out, bad
-    m = table.rows.shape[0]
-    for lo in range(0, n, _STEP):
+    mask = table.slots.size - 1
+    for lo in range(0, n, _STEP):  # the numpy twin: the same probes, vectorized over the rows still open
         w = words[lo:lo + _STEP]
-        h = _row_hashes(w, table.full_keys[:w.shape[1]])
-        at = np.minimum(np.searchsorted(table.sorted_hashes, h), max(m - 1, 0))
-        if m == 0:
-            return out, lo
-        r = table.order[at]
-        ok = (table.sorted_hashes[at] == h) & (w == table.rows[r]).all(axis=1)
-        if not ok.all():
-            return out, lo + int(np.argmin(ok))
-        out[lo:lo + w.shape[0]] = table.codes[r]
+        slot = (_row_hashes(w, table.keys, table.cols) >> table.shift).astype(np.int64)
+        todo = np.arange(w.shape[0])
+        codes = np.full(w.shape[0], -1, dtype=np.int64)
+        while todo.size:
+            r = table.slots[slot]
+            todo, slot, r = todo[r >= 0], slot[r >= 0], r[r >= 0]  # an empty slot: no category
+            same = _rows_equal(w[todo], table.rows[r])
+            codes[todo[same]] = table.codes[r[same]]
+            todo, slot = todo[~same], (slot[~same] + 1) & mask
+        if (codes < 0).any():
+            return out, lo + int(np.argmax(codes < 0))
+        out[lo:lo + w.shape[0]] = codes
     return out, -1
+
+
+def _rows_equal(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Row-wise equality of two ``(k, w)`` arrays (column by column: no ``(k, w)`` temporary)."""
+    same = np.ones(a.shape[0], dtype=bool)
+    for j in range(a.shape[1]):
+        same &= a[:, j] == b[:, j]
+    return same
 
 
 @functools.lru_cache(maxsize=64)
