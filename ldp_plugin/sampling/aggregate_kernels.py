@@ -21,21 +21,16 @@ below — return identical arrays (tested against each other and against the ref
 
 from __future__ import annotations
 
-import importlib
 import os
-import sys
-import threading
 
 import numpy as np
 
 from .._errors import LDPInputError
-from .kernels import compiled
+from .kernels import kernel_table
 from .runner import _thread_pool
 
 __all__ = ["bounded_histogram", "packed_column_counts", "grouped_histogram", "aggregate_backend", "rows_match", "aggregate_kernel", "hashed_support", "sorted_rows_histogram"]
 
-_STATE: dict = {}
-_LOCK = threading.Lock()
 #: rows per adder-tree chunk of the numpy twin (bounds its working memory at a few MB)
 _TREE_ROWS = 1 << 15
 #: the smallest batch split over threads (thread start-up costs more below)
@@ -49,15 +44,7 @@ _HIST_SPLIT = 1 << 18
 
 def _kernels(work: int) -> dict | None:
     """The compiled aggregation kernels when the numba backend runs a call of ``work`` steps."""
-    if compiled("decode_runs", work) is None:  # the sampling layer's rule: env var, lazy import
-        return None
-    if "k" not in _STATE:
-        with _LOCK:
-            if "k" not in _STATE:
-                name = __name__.rsplit(".", 1)[0] + "._numba_aggregate"
-                sys.modules.pop(name, None)  # the cache flag is read at import
-                _STATE["k"] = dict(importlib.import_module(name).KERNELS)
-    return _STATE["k"]
+    return kernel_table("_numba_aggregate", work)
 
 
 def aggregate_kernel(name: str, work: int):

@@ -23,7 +23,7 @@ from typing import Optional
 from ._env import env_choice, use_fast
 
 
-__all__ = ["kernel_backend", "compiled"]
+__all__ = ["kernel_backend", "compiled", "kernel_table"]
 
 _STATE: dict = {}
 _LOCK = threading.Lock()
@@ -93,6 +93,23 @@ def _import_kernels(cache: bool) -> dict:
     os.environ["LDP_PLUGIN_NUMBA_CACHE"] = "1" if cache else "0"
     sys.modules.pop("ldp_plugin.sampling.numba_kernels", None)
     return dict(importlib.import_module("ldp_plugin.sampling.numba_kernels").KERNELS)
+
+
+def kernel_table(module: str, work: int) -> Optional[dict]:
+    """The ``KERNELS`` table of the compiled kernel module ``ldp_plugin.sampling.<module>`` (the
+    aggregation's, the text lookup's) when the numba backend runs a call of ``work`` steps, else
+    None (the caller runs its numpy twin). Imported once per process, after the sampling kernels
+    (so the cache flag they settled is the one it reads)."""
+    if compiled("decode_runs", work) is None:
+        return None
+    key = ("table", module)
+    if key not in _STATE:
+        with _LOCK:
+            if key not in _STATE:
+                name = __name__.rsplit(".", 1)[0] + "." + module
+                sys.modules.pop(name, None)  # the cache flag is read at import
+                _STATE[key] = dict(importlib.import_module(name).KERNELS)
+    return _STATE[key]
 
 
 def preload(work: Optional[int] = None) -> str:

@@ -25,22 +25,17 @@ return the same codes and the same position (tested against a dictionary lookup)
 from __future__ import annotations
 
 import functools
-import importlib
 import itertools
-import sys
-import threading
 from typing import Any, Optional
 
 import numpy as np
 
 from .aggregate_kernels import _splits, _workers
-from .kernels import compiled
+from .kernels import kernel_table
 from .runner import _thread_pool
 
 __all__ = ["text_kind", "fixed_width_codes", "token_codes", "lookup_backend"]
 
-_STATE: dict = {}
-_LOCK = threading.Lock()
 _MASK64 = (1 << 64) - 1
 #: a table is rebuilt with other multipliers if a probe run would exceed this many slots
 _MAX_RUN = 32
@@ -54,15 +49,7 @@ _SEPARATORS = (0x1F, 0x1E, 0x1D, 0x1C, 0x00) + tuple(range(1, 0x1C)) + tuple(ran
 
 def _kernels(work: int) -> dict | None:
     """The compiled lookup kernels when the numba backend runs a call of ``work`` steps."""
-    if compiled("decode_runs", work) is None:  # the sampling layer's rule: env var, lazy import
-        return None
-    if "k" not in _STATE:
-        with _LOCK:
-            if "k" not in _STATE:
-                name = __name__.rsplit(".", 1)[0] + "._numba_lookup"
-                sys.modules.pop(name, None)  # the cache flag is read at import
-                _STATE["k"] = dict(importlib.import_module(name).KERNELS)
-    return _STATE["k"]
+    return kernel_table("_numba_lookup", work)
 
 
 def lookup_backend(work: int = 1 << 62) -> str:

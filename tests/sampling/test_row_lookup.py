@@ -14,16 +14,7 @@ import ldp_plugin as ldp
 from ldp_plugin._errors import LDPInputError
 from ldp_plugin.sampling import row_lookup as rl
 
-BACKENDS = ["numpy", "numba"]
-
-
-@pytest.fixture(params=BACKENDS)
-def backend(request, monkeypatch):
-    if request.param == "numba":
-        pytest.importorskip("numba")
-    monkeypatch.setenv("LDP_PLUGIN_KERNELS", request.param)
-    assert rl.lookup_backend() == request.param
-    return request.param
+from .test_aggregate_kernels import backend  # noqa: F401  (the fixture: both kernel backends)
 
 
 _ALPHABET = st.sampled_from(["a", "b", "ab", "\x00", "é", "日", "\U0001f600", "\ud800", "\x1f", "\x1e", " "])
