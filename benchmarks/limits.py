@@ -12,8 +12,8 @@ one run (ratios measured side by side; the machine is shared, so read ratios, no
   ``Collector.ingest_reply`` (a Flower node's reply: a list of envelope bytes, validated whole) and
   ``Collector.ingest`` (a list; and a list with one odd element, which takes the per-element path),
   beside memcpy of the envelope buffer.
-* Values users have: rate of ``randomize`` from a Python ``list[str]``, a Polars Categorical and an
-  Enum Series, and of ``df.ldp.privatize`` without / with a ``user_id`` column (int and str ids),
+* Values users have: rate of ``randomize`` from a Polars Categorical and an Enum Series (numpy
+  text and Python lists: ``benchmarks/user_paths.py``), and of ``df.ldp.privatize`` without / with a ``user_id`` column (int and str ids),
   each ÷ the code rate (``randomize_encoded`` on int codes, same seed kind) in the same run
   (interleaved: each round times the code path and every case once; best of the rounds).
 
@@ -176,7 +176,6 @@ def values_section(args):
     for mech in (ldp.KRR(epsilon=1.0, d=d, categories=cats), ldp.OUE(epsilon=1.0, d=d, categories=cats)):
         cases = {
             "code": lambda: mech.randomize_encoded(codes, rng=SeededRandomSource(1)),
-            "list[str]": lambda: mech.randomize(strs, rng=1),
             "Categorical": lambda: mech.randomize(cat, rng=1),
             "Enum": lambda: mech.randomize(enum, rng=1),
             "privatize": lambda: df.ldp.privatize("v", mech, seed=1),
@@ -221,7 +220,7 @@ def render(path: str) -> None:
             f = lambda k: (f"{r[k]:,.0f}" if k in r else "—")  # noqa: E731
             print(f"| {r['mechanism']} d={r['d']} | {r['envelope_bytes']} | {f('array_per_s')} | {f('reply_per_s')} | {f('list_per_s')} | {f('odd_list_per_s')} | {r['array_vs_memcpy']:.3f} |")
     if res.get("values"):
-        keys = ["list[str]", "Categorical", "Enum", "privatize", "privatize user_id int", "privatize user_id str"]
+        keys = ["Categorical", "Enum", "privatize", "privatize user_id int", "privatize user_id str"]
         print("\n| ÷ code rate | code rate /s | " + " | ".join(keys) + " |")
         print("|---|---|" + "---|" * len(keys))
         for r in res["values"]:
