@@ -12,7 +12,7 @@ from typing import Any, Optional, Sequence
 import numpy as np
 
 from .._errors import LDPInputError, LDPParameterError
-from ..sampling.row_lookup import fixed_width_codes, text_kind, token_codes
+from ..sampling.row_lookup import fixed_width_codes, text_kind, list_codes
 
 __all__ = ["MAX_D", "MIN_EPSILON", "MAX_EPSILON", "check_epsilon", "check_domain", "check_labels", "encode_values", "real_numbers"]
 
@@ -173,9 +173,9 @@ def encode_values(values: Any, d: int, categories: Optional[tuple], index: Optio
 def _text_codes(values: Any, categories: tuple) -> Optional[tuple]:
     """``(codes, first bad position or -1)`` of text values against ``str`` or ``bytes``
     categories through the exact vectorized lookups of :mod:`~ldp_plugin.sampling.row_lookup`
-    (a 1-d ``U``/``S`` array read in place; a list, tuple or object array joined and split in
-    one pass; bytes values against ``str`` categories read as UTF-8), or None for values those
-    lookups do not take (the general path below)."""
+    (a 1-d ``U``/``S`` array read in place; a list, tuple or object array in one C-level
+    dictionary pass; bytes values against ``str`` categories read as UTF-8), or None for values
+    those lookups do not take (the general path below)."""
     kind = text_kind(categories)
     if kind is None:
         return None
@@ -185,10 +185,10 @@ def _text_codes(values: Any, categories: tuple) -> Optional[tuple]:
         if (values.dtype.kind == "S" or (values.dtype.kind == "U" and kind is str)) and values.dtype.itemsize:
             return fixed_width_codes(values, categories)
         if values.dtype == object:
-            return token_codes(values.tolist(), categories)
+            return list_codes(values.tolist(), categories)
         return None
     if isinstance(values, (list, tuple)):
-        return token_codes(values, categories)
+        return list_codes(values, categories)
     return None
 
 

@@ -2,12 +2,11 @@
 level so that numba's on-disk cache works. Imported only by that module's loader when the numba
 backend is selected; ``LDP_PLUGIN_NUMBA_CACHE=0`` compiles in memory.
 
-Both kernels hash a value (``Σ_j x_j·K_j mod 2**64`` over some of its words, top bits: vector
-multiply-shift), probe an
-open-addressing table of the categories and accept a slot only after comparing every word of the
-value with the category's: a code is returned iff the value equals that category, byte for byte.
-Each has a numpy twin in :mod:`~ldp_plugin.sampling.row_lookup` (tested against each other and a
-dictionary lookup)."""
+The kernel hashes a value (``Σ_j x_j·K_j mod 2**64`` over some of its words, top bits: vector
+multiply-shift), probes an open-addressing table of the categories and accepts a slot only after
+comparing every word of the value with the category's: a code is returned iff the value equals
+that category, byte for byte. It has a numpy twin in :mod:`~ldp_plugin.sampling.row_lookup`
+(tested against each other and a dictionary lookup)."""
 
 import os
 
@@ -47,52 +46,4 @@ def lookup_rows(a, lo, hi, cols, keys, shift, slots, rows, codes, out):  # pragm
     return -1
 
 
-@nb.njit(nogil=True, cache=_CACHE)
-def lookup_tokens(buf, lo, hi, first, sep, cols, keys, shift, slots, rows, lens, codes, out):  # pragma: no cover - compiled
-    # The tokens of buf[lo:hi] separated by the byte sep (lo starts a token, hi ends one) are
-    # values first, first + 1, ...: out[k] = the code of token k. The hash reads the token's bytes
-    # at the offsets cols (0 past its end) and its length (weight keys[-1]); the comparison reads
-    # every byte. Returns the index of the first token that is no category's, or -1; -2 if there
-    # are more tokens than out holds.
-    lmax = rows.shape[1]
-    c = cols.shape[0]
-    mask = slots.shape[0] - 1
-    n = out.shape[0]
-    k = first
-    start = lo
-    while start <= hi:
-        end = start
-        while end < hi and buf[end] != sep:
-            end += 1
-        if k >= n:
-            return -2
-        L = end - start
-        r = -1
-        if L <= lmax:
-            h = np.uint64(L) * keys[c]
-            for t in range(c):
-                p = cols[t]
-                if p < L:
-                    h += np.uint64(buf[start + p]) * keys[t]
-            s = np.int64(h >> shift)
-            r = slots[s]
-            while r >= 0:
-                if lens[r] == L:
-                    same = True
-                    for j in range(L):
-                        if buf[start + j] != rows[r, j]:
-                            same = False
-                            break
-                    if same:
-                        break
-                s = (s + 1) & mask
-                r = slots[s]
-        if r < 0:
-            return k
-        out[k] = codes[r]
-        k += 1
-        start = end + 1
-    return -1
-
-
-KERNELS = {"lookup_rows": lookup_rows, "lookup_tokens": lookup_tokens}
+KERNELS = {"lookup_rows": lookup_rows}

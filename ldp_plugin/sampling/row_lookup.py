@@ -8,19 +8,17 @@ object per value.
   the row of category ``c`` iff the value (as numpy returns it) equals ``c``, provided ``c`` fits
   the width and does not itself end in NUL; categories that do not fit, or end in NUL, can never be
   an element of the array and are left out of the table (``"a\\x00"`` never matches ``"a"``).
-* :func:`token_codes` — a list of ``str`` (or ``bytes``) is joined with a separator byte that
-  occurs in no category (one C pass; the list is refused if a value contains it: the number of
-  separators must be ``n − 1``), encoded as UTF-8 (``surrogatepass``: injective on every Python
-  string) and split and looked up in one compiled pass. The numpy backend, and any list the join
-  refuses (mixed or non-text values, a value holding the separator), take a dictionary lookup.
+* :func:`list_codes` — a list or tuple: one dictionary lookup per value in a single C-level pass
+  (``map`` into ``np.fromiter``; the values are Python objects already).
 
 Against ``str`` categories a bytes value (an ``S`` array's element, ``bytes`` in a list) is read
 as UTF-8 text: it matches the category whose UTF-8 encoding it is.
 
 Every lookup is exact: a value gets the code of the category it equals (compared word for word
 after the hash probe), or is reported by position — the first value that is no category's —
-and never by content. Both backends (numba kernels in :mod:`._numba_lookup`, numpy twins here)
-return the same codes and the same position (tested against a dictionary lookup)."""
+and never by content. Both backends of :func:`fixed_width_codes` (the numba kernel in
+:mod:`._numba_lookup`, the numpy twin here) return the same codes and the same position (tested
+against a dictionary lookup)."""
 
 from __future__ import annotations
 
@@ -34,7 +32,7 @@ from .aggregate_kernels import _splits, _workers
 from .kernels import kernel_table
 from .runner import _thread_pool
 
-__all__ = ["text_kind", "fixed_width_codes", "token_codes", "lookup_backend"]
+__all__ = ["text_kind", "fixed_width_codes", "list_codes", "lookup_backend"]
 
 _MASK64 = (1 << 64) - 1
 #: a table is rebuilt with other multipliers if a probe run would exceed this many slots
@@ -43,8 +41,6 @@ _MAX_RUN = 32
 _STEP = 1 << 16
 #: values per thread share of the compiled lookups
 _SPLIT = 1 << 18
-#: separator bytes tried in turn for the joined path (ASCII: never inside a UTF-8 multi-byte sequence)
-_SEPARATORS = (0x1F, 0x1E, 0x1D, 0x1C, 0x00) + tuple(range(1, 0x1C)) + tuple(range(0x20, 0x80))
 
 
 def _kernels(work: int) -> dict | None:
@@ -112,31 +108,24 @@ def _hash_columns(rows: np.ndarray) -> np.ndarray:
 
 
 class _Table:
-    """The categories that can occur, as rows of words (``lens``: byte lengths of the tokens'
-    rows), with an open-addressing slot table (linear probing) over a hash of a few columns."""
+    """The categories that can occur, as rows of words, with an open-addressing slot table
+    (linear probing) over a hash of a few columns."""
 
-    def __init__(self, rows: np.ndarray, codes: np.ndarray, lens: Optional[np.ndarray]):
-        self.rows, self.codes, self.lens = rows, codes, lens
+    def __init__(self, rows: np.ndarray, codes: np.ndarray):
+        self.rows, self.codes = rows, codes
         m, w = rows.shape
         bits = max(4, (4 * max(m, 1) - 1).bit_length())
         self.shift = np.uint64(64 - bits)
-        # the kernels: a few columns (and the length of a token), else every column
+        # a few columns, else every column if their probe runs come out long
         for cols in (_hash_columns(rows), np.arange(w, dtype=np.int64)):
             for seed in range(8):
-                keys = _multipliers(cols.size + 1, seed)
-                slots, longest = self._slots(self._hashes(keys, cols), bits)
+                keys = _multipliers(cols.size, seed)
+                slots, longest = self._slots(_row_hashes(rows, keys, cols), bits)
                 if longest <= _MAX_RUN:
                     break
             if longest <= _MAX_RUN:
                 break
         self.cols, self.keys, self.slots = cols, keys, slots
-
-    def _hashes(self, keys: np.ndarray, cols: Optional[np.ndarray]) -> np.ndarray:
-        """The hash of every row over ``cols`` (None: every column), plus ``keys[-1]`` × the
-        length for tokens."""
-        c = self.rows.shape[1] if cols is None else cols.size
-        h = _row_hashes(self.rows, keys[:c], cols)
-        return h if self.lens is None else h + self.lens.astype(np.uint64) * keys[c]
 
     def _slots(self, hashes: np.ndarray, bits: int) -> tuple:
         slots = np.full(1 << bits, -1, dtype=np.int64)
@@ -173,7 +162,7 @@ def _fixed_table(categories: tuple, dtype: np.dtype) -> _Table:
     rows = np.array([c for _, c in fits], dtype=dtype).reshape(len(fits))
     rows = np.ascontiguousarray(rows).view(words).reshape(len(fits), dtype.itemsize // words.itemsize)
     codes = np.array([code for code, _ in fits], dtype=np.int64)
-    return _Table(rows, codes, None)
+    return _Table(rows, codes)
 
 
 def fixed_width_codes(values: np.ndarray, categories: tuple) -> tuple[np.ndarray, int]:
@@ -226,25 +215,6 @@ def _rows_equal(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 @functools.lru_cache(maxsize=64)
-def _token_table(categories: tuple) -> Optional[tuple]:
-    """``(table, separator byte)`` of the categories' UTF-8 (or raw bytes) forms, or None when every
-    ASCII byte occurs in some category (no separator is free)."""
-    enc = [_utf8(c) for c in categories]
-    used = set()
-    for e in enc:
-        used.update(e)
-    sep = next((b for b in _SEPARATORS if b not in used), None)
-    if sep is None:
-        return None
-    lmax = max(len(e) for e in enc)
-    rows = np.zeros((len(enc), max(lmax, 1)), dtype=np.uint8)
-    for r, e in enumerate(enc):
-        rows[r, :len(e)] = np.frombuffer(e, dtype=np.uint8)
-    lens = np.array([len(e) for e in enc], dtype=np.int64)
-    return _Table(rows[:, :lmax], np.arange(len(enc), dtype=np.int64), lens), sep
-
-
-@functools.lru_cache(maxsize=64)
 def _text_index(categories: tuple) -> dict:
     """Label → code, with each ``str`` label's UTF-8 bytes as a second key (a ``str`` and a
     ``bytes`` key never compare equal, so the two forms cannot collide)."""
@@ -254,57 +224,22 @@ def _text_index(categories: tuple) -> dict:
     return index
 
 
-def token_codes(values: Any, categories: tuple) -> Optional[tuple[np.ndarray, int]]:
+def list_codes(values: Any, categories: tuple) -> Optional[tuple[np.ndarray, int]]:
     """``(codes, bad)`` of a list or tuple of values against ``str`` or ``bytes`` categories, as
     :func:`fixed_width_codes` (against ``str`` categories a ``bytes`` value is compared as UTF-8);
     None when the categories are not text or a value is not hashable: the caller's general path
-    then names the problem."""
-    kind = text_kind(categories)
-    if kind is None:  # labels of other types: bool and int are told apart by the caller's general path
+    then names the problem.
+
+    One C-level pass: ``dict.get`` mapped over the list into ``np.fromiter`` (no Python frame per
+    value). Measured against joining the list into one buffer and splitting it in a compiled
+    pass: the join alone costs about as much as this whole pass (each value is a Python object
+    either way), so the simple path stays."""
+    if text_kind(categories) is None:  # labels of other types: bool and int are told apart by the caller's general path
         return None
     n = len(values)
-    if n == 0:
-        return np.empty(0, dtype=np.int64), -1
-    got = _token_table(categories)
-    run = _kernels(n * 16) if got is not None else None
-    if run is not None:
-        table, sep = got
-        for joiner in ((chr(sep), bytes([sep])) if kind is str else (bytes([sep]),)):
-            try:
-                joined = joiner.join(values)
-            except TypeError:  # a value of another type: the next joiner, or one by one below
-                continue
-            if joined.count(joiner) != n - 1:  # a value holds the separator: one by one below
-                break
-            buf = joined.encode("utf-8", "surrogatepass") if isinstance(joined, str) else joined
-            return _tokens(run["lookup_tokens"], buf, sep, n, table)
     try:
         codes = np.fromiter(map(_text_index(categories).get, values, itertools.repeat(-1)), dtype=np.int64, count=n)
     except TypeError:  # an unhashable value
         return None
     bad = np.flatnonzero(codes < 0)
     return codes, (int(bad[0]) if bad.size else -1)
-
-
-def _tokens(k: Any, buf: bytes, sep: int, n: int, table: _Table) -> tuple[np.ndarray, int]:
-    a = np.frombuffer(buf, dtype=np.uint8)
-    out = np.empty(n, dtype=np.int64)
-    args = (sep, table.cols, table.keys, table.shift, table.slots, table.rows, table.lens, table.codes, out)
-    parts = _workers(n, _SPLIT)
-    cuts = [0]
-    firsts = [0]
-    sep_b = bytes([sep])
-    for j in range(1, parts):  # each share starts at a token: just after a separator
-        at = buf.find(sep_b, max(cuts[-1], (len(buf) * j) // parts))
-        if at < 0:
-            break
-        cuts.append(at + 1)
-        firsts.append(firsts[-1] + buf.count(sep_b, cuts[-2], at + 1))
-    ends = [c - 1 for c in cuts[1:]] + [len(buf)]
-    spans = list(zip(cuts, ends, firsts))
-    if len(spans) > 1:
-        bads = list(_thread_pool(len(spans)).map(lambda s: k(a, s[0], s[1], s[2], *args), spans))
-    else:
-        bads = [k(a, 0, len(buf), 0, *args)]
-    bad = min((int(b) for b in bads if b >= 0), default=-1)
-    return out, bad
