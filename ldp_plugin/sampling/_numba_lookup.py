@@ -31,12 +31,10 @@ def lookup_rows(a, lo, hi, cols, keys, shift, slots, rows, codes, out):  # pragm
         s = np.int64(h >> shift)
         r = slots[s]
         while r >= 0:
-            same = True
+            diff = a[i, 0] ^ a[i, 0]  # zero in the words' own dtype; the loop has no branch
             for j in range(w):
-                if a[i, j] != rows[r, j]:
-                    same = False
-                    break
-            if same:
+                diff |= a[i, j] ^ rows[r, j]
+            if diff == 0:
                 break
             s = (s + 1) & mask
             r = slots[s]
