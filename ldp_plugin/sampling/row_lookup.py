@@ -28,9 +28,8 @@ from typing import Any, Optional
 
 import numpy as np
 
-from .aggregate_kernels import _splits, _workers
+from .aggregate_kernels import _splits, _workers, split_run
 from .kernels import kernel_table
-from .runner import _thread_pool
 
 __all__ = ["text_kind", "fixed_width_codes", "list_codes", "lookup_backend"]
 
@@ -182,10 +181,7 @@ def fixed_width_codes(values: np.ndarray, categories: tuple) -> tuple[np.ndarray
         k = run["lookup_rows"]
         parts = _splits(n, _workers(n, _SPLIT))
         args = (table.cols, table.keys, table.shift, table.slots, table.rows, table.codes, out)
-        if len(parts) > 1:
-            bads = list(_thread_pool(len(parts)).map(lambda p: k(words, p[0], p[1], *args), parts))
-        else:
-            bads = [k(words, 0, n, *args)]
+        bads = split_run(lambda j: k(words, parts[j][0], parts[j][1], *args), len(parts))
         bad = min((int(b) for b in bads if b >= 0), default=-1)
         return out, bad
     mask = table.slots.size - 1
