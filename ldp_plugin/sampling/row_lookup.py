@@ -184,18 +184,27 @@ def fixed_width_codes(values: np.ndarray, categories: tuple) -> tuple[np.ndarray
         bads = split_run(lambda j: k(words, parts[j][0], parts[j][1], *args), len(parts))
         bad = min((int(b) for b in bads if b >= 0), default=-1)
         return out, bad
+    if table.rows.shape[0] == 0:  # no category fits this dtype: the first value is none
+        return out, 0
     mask = table.slots.size - 1
-    for lo in range(0, n, _STEP):  # the numpy twin: the same probes, vectorized over the rows still open
+    cols = [np.ascontiguousarray(table.rows[:, j]) for j in range(table.rows.shape[1])]
+    for lo in range(0, n, _STEP):  # the numpy twin: the same probes, vectorized
         w = words[lo:lo + _STEP]
         slot = (_row_hashes(w, table.keys, table.cols) >> table.shift).astype(np.int64)
-        todo = np.arange(w.shape[0])
-        codes = np.full(w.shape[0], -1, dtype=np.int64)
+        r = table.slots[slot]
+        same = r >= 0  # the first probe, over every row: each word against the slot's category
+        r0 = np.where(same, r, 0)
+        for j, col in enumerate(cols):
+            same &= w[:, j] == col.take(r0)
+        codes = np.where(same, table.codes.take(r0), -1)
+        todo = np.flatnonzero(~same & (r >= 0))  # the rest walk their probe runs (rare)
+        slot = (slot[todo] + 1) & mask
         while todo.size:
             r = table.slots[slot]
             todo, slot, r = todo[r >= 0], slot[r >= 0], r[r >= 0]  # an empty slot: no category
-            same = _rows_equal(w[todo], table.rows[r])
-            codes[todo[same]] = table.codes[r[same]]
-            todo, slot = todo[~same], (slot[~same] + 1) & mask
+            hit = _rows_equal(w[todo], table.rows[r])
+            codes[todo[hit]] = table.codes[r[hit]]
+            todo, slot = todo[~hit], (slot[~hit] + 1) & mask
         if (codes < 0).any():
             return out, lo + int(np.argmax(codes < 0))
         out[lo:lo + w.shape[0]] = codes
