@@ -1,6 +1,6 @@
 """Exact, vectorized lookup of text values in a table of categories: the item codes of a numpy
-unicode (``U``) or bytes (``S``) array, or of a Python list of ``str``/``bytes``, without a Python
-object per value.
+unicode (``U``) or bytes (``S``) array read in its own buffer (no Python object per value), or of
+a Python list of ``str``/``bytes``.
 
 * :func:`fixed_width_codes` — a 1-d ``U``/``S`` array is read as an ``(n, w)`` matrix of words
   (its own buffer, no copy when contiguous). A category is looked up as its row in the same dtype,
@@ -127,16 +127,23 @@ class _Table:
         self.cols, self.keys, self.slots = cols, keys, slots
 
     def _slots(self, hashes: np.ndarray, bits: int) -> tuple:
+        """``(slots, longest probe run)``: linear probing, inserted in rounds (each row still
+        unplaced moves one slot on when its slot is taken; of several rows arriving at one free
+        slot the lowest takes it). Every slot a row passes stays occupied, so a lookup that walks
+        from the home slot to the first empty one meets every row with that home."""
+        mask = (1 << bits) - 1
         slots = np.full(1 << bits, -1, dtype=np.int64)
-        longest = 0
-        for r, s in enumerate((hashes >> self.shift).astype(np.int64).tolist()):
-            run = 0
-            while slots[s] >= 0:
-                s = (s + 1) & ((1 << bits) - 1)
-                run += 1
-            slots[s] = r
-            longest = max(longest, run)
-        return slots, longest
+        pending = np.arange(hashes.size, dtype=np.int64)
+        pos = (hashes >> self.shift).astype(np.int64)
+        run = 0
+        while pending.size:
+            free = slots[pos] < 0
+            where, first = np.unique(pos[free], return_index=True)
+            slots[where] = pending[free][first]
+            left = slots[pos] != pending
+            pending, pos = pending[left], (pos[left] + 1) & mask
+            run += int(pending.size > 0)
+        return slots, run
 
 
 def _word_dtype(itemsize: int) -> np.dtype:
