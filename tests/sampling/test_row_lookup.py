@@ -50,7 +50,7 @@ def _check(got: tuple, values: list, categories: list) -> None:
 
 
 @pytest.mark.parametrize("kind,value_kind", [(str, str), (bytes, bytes), (str, bytes)])
-@settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data(), cats=_CATS)
 def test_lookups_equal_a_dictionary_lookup(backend, kind, value_kind, data, cats):
     categories = [c.encode("utf-8", "surrogatepass") for c in cats] if kind is bytes else cats
