@@ -12,7 +12,7 @@ from typing import Any, Optional, Sequence
 import numpy as np
 
 from .._errors import LDPInputError, LDPParameterError
-from ..sampling.row_lookup import fixed_width_codes, text_kind, list_codes
+from ..sampling.row_lookup import fixed_width_codes, list_codes, text_kind
 
 __all__ = ["MAX_D", "MIN_EPSILON", "MAX_EPSILON", "check_epsilon", "check_domain", "check_labels", "encode_values", "real_numbers"]
 

@@ -54,10 +54,10 @@ def lookup_backend(work: int = 1 << 62) -> str:
 
 @functools.lru_cache(maxsize=256)
 def text_kind(categories: tuple) -> Optional[type]:
-    """``str`` or ``bytes`` if every category is exactly one of them (the lookups here apply),
-    else None."""
+    """``str`` or ``bytes`` if every category is one of them (numpy's ``str_``/``bytes_``
+    included: the lookups here apply), else None."""
     for kind in (str, bytes):
-        if all(type(c) is kind for c in categories):
+        if all(isinstance(c, kind) for c in categories):
             return kind
     return None
 
