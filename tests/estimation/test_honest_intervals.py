@@ -8,7 +8,8 @@ parameters and data shapes (fixed seeds), analytic tolerances and a power check 
 * PCKV's frequency variance for the users who reported (``target="sample"``): the Monte Carlo
   variance over the mechanism's randomness matches the reported one; the population formula (what
   it reported before) is ~3.5× too wide at ε = 6, ℓ = 1; ``on_long="sample"`` labels the
-  estimate a bound and its lower limit holds; ``on_long="error"`` refuses;
+  estimate a bound and its lower limit holds; ``on_long="error"`` refuses; the means' sample
+  intervals (the population's standard error, conservative) are labelled bounds;
 * the one-bit means' conservative intervals are labelled.
 """
 
@@ -102,6 +103,26 @@ def test_pckv_sample_variance_matches(eps, ell):
     if eps == 6.0:  # power: the population formula (the old sample-target variance) is far too wide
         pop = np.array([m.estimate(m.randomize(batch, rng=s), target="population").frequency_se for s in range(20)])
         assert np.mean(pop ** 2) / np.mean(se ** 2) > 1 + 3 * tol
+
+
+def test_pckv_sample_means_are_labelled_bounds():
+    """For the reporting users the means' standard error is the population's, an upper bound (the
+    holders' mean(v²) is not identifiable from one sign): labelled ``"bound"``, and it covers; the
+    label is needed (power: MSE well below the reported variance with values near ±1)."""
+    gen = np.random.default_rng(9)
+    d, n, runs = 4, 3000, 100
+    users = [[(int(k), float(gen.choice([-1.0, 1.0], p=[0.2, 0.8]))) for k in gen.choice(d, size=int(sz), replace=False)]
+             for sz in gen.integers(0, 2, n)]
+    truth = np.array([np.mean([v for u in users for k, v in u if k == j]) for j in range(d)])
+    m = ldp.PCKV(epsilon=6.0, d=d, ell=1)
+    batch = m.encode(users)
+    est = [m.estimate(m.randomize(batch, rng=s)) for s in range(runs)]
+    assert all(e.mean_interval_kind == "bound" and e.interval_kind == "interval" and "mean(v^2)" in e.bounds for e in est)
+    mu, se = np.array([e.mean for e in est]), np.array([e.mean_se for e in est])
+    assert np.mean(np.abs(mu - truth) <= Z * se) >= 0.95
+    assert np.mean((mu - truth) ** 2) / np.mean(se ** 2) < 0.5
+    pop = m.estimate(m.randomize(batch, rng=0), target="population")
+    assert pop.mean_interval_kind == "interval" and pop.bounds == ""
 
 
 def test_pckv_long_sets_are_refused_or_labelled():
