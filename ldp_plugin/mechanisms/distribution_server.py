@@ -244,7 +244,10 @@ class RangeEstimate:
     n: int
     confidence: float
     method: str
-    #: "interval" (covers the users' fraction at ``confidence``) or "none" (no interval)
+    #: "interval" (covers the users' fraction at ``confidence``, ``std_error`` is the estimate's),
+    #: "bound" (the range ends inside a cell: the interval spans the cells it touches, so it covers
+    #: at least ``confidence``, while ``fraction`` interpolates uniformly within the cell and
+    #: ``std_error`` leaves out that interpolation's unknown bias) or "none" (no interval)
     interval_kind: str = "interval"
 
     def to_dict(self) -> dict:
@@ -415,6 +418,7 @@ class DistributionEstimate(DistributionPictures):
         the EMS histogram's sum, no interval)."""
         a = self._weights(float(lo), float(hi))
         est, se, cl, cu = self._interval(a, float(a @ (self.theta if self.raw is None else self.raw)), confidence)
+        kind = self.interval_kind
         if self.raw is not None and ((a > 1e-12) & (a < 1 - 1e-12)).any():
             # a range ending inside a cell: the users' spread within it is unknown, so the fractional
             # weight is an assumption (uniformity) with an unbounded bias; the interval runs from the lower
@@ -422,8 +426,9 @@ class DistributionEstimate(DistributionPictures):
             inner, touched = (a >= 1 - 1e-12).astype(np.float64), (a > 1e-12).astype(np.float64)
             cl = self._interval(inner, float(inner @ self.raw), confidence)[2]
             cu = self._interval(touched, float(touched @ self.raw), confidence)[3]
+            kind = "bound"
         c = self.confidence if confidence is None else confidence
-        return RangeEstimate(float(lo), float(hi), est, se, cl, cu, est * self.n, self.n, c, self.method, self.interval_kind)
+        return RangeEstimate(float(lo), float(hi), est, se, cl, cu, est * self.n, self.n, c, self.method, kind)
 
     def range_count(self, lo: float, hi: float, *, confidence: Optional[float] = None) -> RangeEstimate:
         """The same as :meth:`range_fraction` (``count`` is ``n·fraction``)."""

@@ -147,10 +147,31 @@ def test_labels_of_intervals_and_conservative_ones():
     sw = ldp.SquareWave(epsilon=1.0, grid=32)
     est = sw.estimate(sw.randomize(np.random.default_rng(0).random(2000), rng=0))
     assert est.interval_kind == "interval" and est.bounds == ""  # the unbiased decoder's (test_square_wave_intervals)
-    assert est.range_count(0.1, 0.5).interval_kind == "interval"
+    assert est.range_count(0.1, 0.5).interval_kind == "bound"  # ends inside cells: spans the cells it touches
+    assert est.range_count(0.125, 0.5).interval_kind == "interval"
     duchi = ldp.Duchi(epsilon=1.0)
     r = duchi.randomize(np.full(500, 1.0), rng=0)
     assert duchi.estimate(r).interval_kind == "bound"
     assert duchi.estimate(r, target="population").interval_kind == "interval"
     pw = ldp.Piecewise(epsilon=1.0)
     assert pw.estimate(pw.randomize(np.full(500, 1.0), rng=0)).interval_kind == "interval"
+
+
+@pytest.mark.parametrize("cls", [ldp.HierarchicalHistogram, ldp.HaarHRR])
+def test_tree_ranges_ending_inside_a_leaf_cover_a_point_mass(cls):
+    """A point mass inside a leaf: the interpolated interval (what the trees reported before)
+    misses it every time (power); the interval spanning the touched leaves covers, labelled."""
+    gen = np.random.default_rng(21)
+    x = np.where(gen.random(20_000) < 0.4, 0.33, gen.random(20_000))
+    m = cls(epsilon=1.0, buckets=16)
+    lo, hi = 0.3125, 0.34  # the leaf [0.3125, 0.375) holds the mass at 0.33
+    truth = float(np.mean((x >= lo) & (x < hi)))
+    runs, hit, interpolated = 40, 0, 0
+    for s in range(runs):
+        r = m.estimate(m.randomize(x, rng=s)).range_fraction(lo, hi)
+        assert r.interval_kind == "bound"
+        hit += r.ci_lower <= truth <= r.ci_upper
+        interpolated += abs(r.fraction - truth) <= Z * r.std_error
+    assert hit >= _coverage_bound(runs) * runs and interpolated == 0
+    whole = m.estimate(m.randomize(x, rng=0)).range_fraction(0.3125, 0.375)
+    assert whole.interval_kind == "interval"
