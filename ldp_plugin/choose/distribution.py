@@ -36,7 +36,7 @@ import numpy as np
 from .._errors import LDPParameterError
 from ..estimation import project_simplex
 from ..mechanisms.distribution import BucketedOracle, SquareWave
-from ..mechanisms.distribution_server import DistributionEstimate, ems, square_wave_decoder
+from ..mechanisms.distribution_server import ems, expected_estimate
 from ..mechanisms.protocol import Distribution, has
 
 __all__ = ["SHAPES", "GOALS", "reference_histogram", "predicted_w1", "predicted_range_width", "bucket_rule", "rank_distribution_mechanisms",
@@ -135,18 +135,6 @@ def predicted_w1(mech: Any, n: int, *, reference: Any = "smooth", reps: int = 20
     return float(np.mean([w1_distance(_simulate(mech, int(n), ref, gen, buckets), ref) for _ in range(reps)]))
 
 
-def _expected_estimate(mech: Any, n: int, ref: np.ndarray) -> DistributionEstimate:
-    """The estimate whose unbiased cells are the reference itself and whose rates are the
-    channel's expected ones: its intervals have the analytic width of the real ones at ``ref``."""
-    theta = _coarsen(ref, mech.grid)
-    if mech.name == SquareWave.name:
-        return DistributionEstimate(0.0, 1.0, theta, n, 0.95, mech.grid, "expected", raw=theta, rates=mech.channel_matrix() @ theta,
-                                    decoder=square_wave_decoder(mech))
-    p, q = mech.inner.p_star, mech.inner.q_star
-    return DistributionEstimate(0.0, 1.0, theta, n, 0.95, mech.grid, "expected", raw=theta, rates=q + (p - q) * theta,
-                                scale=1.0 / (n * (p - q) ** 2), kappa=1.0 if mech.inner.name == "krr" else 0.0, p_star=p, q_star=q)
-
-
 def predicted_range_width(mech: Any, n: int, *, reference: Any = "smooth") -> float:
     """The mean width of the 95% intervals of the ten decile ranges ``[k/10, (k + 1)/10)`` of
     ``mech`` (a :class:`SquareWave` or :class:`BucketedOracle`) for ``n`` users distributed as
@@ -155,8 +143,9 @@ def predicted_range_width(mech: Any, n: int, *, reference: Any = "smooth") -> fl
         raise LDPParameterError(f"predicted_range_width takes a square-wave or bucketed mechanism (got {type(mech).__name__})")
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or not 1 <= n <= 10**12:
         raise LDPParameterError(f"n must be an integer in [1, 10^12] (got {n!r})")
-    est = _expected_estimate(mech, int(n), reference_histogram(reference, max(FINE, mech.grid)))
-    rows = [est.range_fraction(k / 10, (k + 1) / 10) for k in range(10)]
+    est = expected_estimate(mech, _coarsen(reference_histogram(reference, max(FINE, mech.grid)), mech.grid), int(n))
+    span = mech.upper - mech.lower
+    rows = [est.range_fraction(mech.lower + span * k / 10, mech.lower + span * (k + 1) / 10) for k in range(10)]
     return float(np.mean([r.ci_upper - r.ci_lower for r in rows]))
 
 

@@ -49,7 +49,7 @@ from ..estimation import check_estimate_request, normal_quantile, project_simple
 from .mixins import OutputCounts
 from .tagged import untagged
 
-__all__ = ["ems", "ems_seconds", "decoder_seconds", "square_wave_gram", "square_wave_decoder", "DistributionAccumulator", "DistributionEstimate", "RangeEstimate", "DistributionPictures"]
+__all__ = ["ems", "ems_seconds", "decoder_seconds", "square_wave_gram", "square_wave_decoder", "expected_estimate", "DistributionAccumulator", "DistributionEstimate", "RangeEstimate", "DistributionPictures"]
 
 #: EMS iterations assumed by the work prediction (a run at the default ``tol`` takes a few hundred
 #: to a few thousand; ``max_iter`` caps it)
@@ -219,13 +219,31 @@ class DistributionAccumulator(OutputCounts):
             P = self.counts / self.n
             return DistributionEstimate(m.lower, m.upper, theta, self.n, confidence, b, "ems+unbiased-decoder", target,
                                         raw=L @ P, rates=P, decoder=L)
-        inner = m.inner
-        p, q = inner.p_star, inner.q_star
-        P = self.counts / self.n
-        raw = (P - q) / (p - q)
-        kappa = 1.0 if getattr(inner, "name", "") == "krr" else 0.0
-        return DistributionEstimate(m.lower, m.upper, project_simplex(raw), self.n, confidence, b, "analytic", target,
-                                    raw=raw, rates=P, scale=1.0 / (self.n * (p - q) ** 2), kappa=kappa, p_star=p, q_star=q)
+        return _bucketed_estimate(m, self.counts / self.n, self.n, confidence, b, target)
+
+
+def _bucketed_estimate(m: Any, rates: np.ndarray, n: int, confidence: float, buckets: int, target: str,
+                       method: str = "analytic") -> "DistributionEstimate":
+    """The bucketed oracle's estimate from its support ``rates`` (module docstring)."""
+    inner = m.inner
+    p, q = inner.p_star, inner.q_star
+    raw = (rates - q) / (p - q)
+    kappa = 1.0 if getattr(inner, "name", "") == "krr" else 0.0
+    return DistributionEstimate(m.lower, m.upper, project_simplex(raw), n, confidence, buckets, method, target,
+                                raw=raw, rates=rates, scale=1.0 / (n * (p - q) ** 2), kappa=kappa, p_star=p, q_star=q)
+
+
+def expected_estimate(m: Any, theta: Any, n: int, *, confidence: float = 0.95) -> "DistributionEstimate":
+    """The estimate whose reports came out exactly as expected for ``n`` users distributed as
+    ``theta`` (on the mechanism's ``grid`` cells): its unbiased cells are ``theta`` itself and its
+    rates the channel's expected ones, so its intervals have the analytic width the real ones have
+    at ``theta`` (for planning: ``ldp choose --family distribution``)."""
+    theta = np.asarray(theta, dtype=np.float64)
+    if getattr(m, "inner", None) is not None:
+        p, q = m.inner.p_star, m.inner.q_star
+        return _bucketed_estimate(m, q + (p - q) * theta, int(n), confidence, m.grid, "sample", "expected")
+    return DistributionEstimate(m.lower, m.upper, theta, int(n), confidence, m.grid, "expected", raw=theta,
+                                rates=m.channel_matrix() @ theta, decoder=square_wave_decoder(m))
 
 
 # -- estimate -----------------------------------------------------------------------------------------------
