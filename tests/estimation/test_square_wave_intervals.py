@@ -21,23 +21,7 @@ import pytest
 import ldp_plugin as ldp
 from ldp_plugin.mechanisms.distribution_server import square_wave_decoder
 
-SHAPES = ["smooth", "bimodal", "spiky", "heavy-tailed", "point-masses"]
-
-
-def _shape(name: str, n: int, gen: np.random.Generator) -> np.ndarray:
-    if name == "smooth":
-        return gen.beta(2, 5, n)
-    if name == "bimodal":
-        return np.where(gen.random(n) < 0.5, gen.normal(0.2, 0.04, n), gen.normal(0.75, 0.05, n)).clip(0, 1)
-    if name == "spiky":
-        return np.where(gen.random(n) < 0.4, 0.33, gen.random(n))
-    if name == "heavy-tailed":
-        return np.minimum(gen.pareto(1.2, n) / 20, 1.0)
-    return gen.choice([0.05, 0.33, 0.34, 0.9], size=n, p=[0.2, 0.3, 0.3, 0.2])  # point masses
-
-
-def _coverage_bound(runs: int, level: float = 0.95) -> float:
-    return level - 4 * math.sqrt(level * (1 - level) / runs)
+from .test_honest_intervals import SHAPES, _coverage_bound, _shape
 
 
 @pytest.mark.parametrize("eps,grid", [(0.5, 16), (2.0, 64), (4.0, 128)])
