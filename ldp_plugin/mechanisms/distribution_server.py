@@ -193,7 +193,7 @@ class DistributionAccumulator(OutputCounts):
         ``"population"`` (an i.i.d. population they are drawn from). Square Wave:
         ``replicates=0`` skips the intervals (NaN, labelled ``"none"``: EMS alone, for grids too
         large to invert); a positive ``replicates`` or a ``seed`` (the old bootstrap's) is
-        accepted with a ``DeprecationWarning`` and not used."""
+        accepted with a ``DeprecationWarning`` and not used (by either mechanism)."""
         m = self.mechanism
         check_estimate_request(self.n, confidence, target)
         res = m.grid
@@ -202,11 +202,11 @@ class DistributionAccumulator(OutputCounts):
             raise LDPParameterError(f"buckets must divide the mechanism's resolution {res} (got {buckets!r})")
         if replicates is not None and (isinstance(replicates, bool) or not isinstance(replicates, int) or not 0 <= replicates <= 10_000):
             raise LDPParameterError(f"replicates must be an integer in [0, 10000] (got {replicates!r})")
+        if (replicates is not None and replicates > 0) or seed is not None:
+            warnings.warn(f"{m.name}'s estimate does not bootstrap (its intervals are analytic: the unbiased decoder's): "
+                          "replicates > 0 and seed are not used and will be removed in ldp-plugin 0.2.0; pass replicates=0 "
+                          "for no intervals (Square Wave)", DeprecationWarning, stacklevel=3)
         if self.inner_acc is None:
-            if (replicates is not None and replicates > 0) or seed is not None:
-                warnings.warn("square-wave's estimate no longer bootstraps (its intervals are analytic, from the unbiased decoder): "
-                              "replicates > 0 and seed are not used and will be removed in ldp-plugin 0.2.0; pass replicates=0 "
-                              "for no intervals", DeprecationWarning, stacklevel=3)
             intervals = replicates != 0
             what = f"square-wave's estimate on {m.cells} output cells" + (" with its unbiased decoder" if intervals else "")
             check_seconds(ems_seconds(m, 0) + (decoder_seconds(m) if intervals else 0.0), what=what, options="grid or replicates=0 (no intervals)")

@@ -96,6 +96,6 @@ def test_replicates_zero_and_the_old_bootstrap_keywords():
     sw = ldp.SquareWave(epsilon=1.0, grid=16)
     r = sw.randomize(np.random.default_rng(0).random(500), rng=0)
     assert sw.estimate(r).interval_kind == "interval" and sw.estimate(r).bounds == ""
-    with pytest.warns(DeprecationWarning, match="no longer bootstraps"):
+    with pytest.warns(DeprecationWarning, match="does not bootstrap"):
         sw.estimate(r, replicates=30)
     assert sw.estimate(r, replicates=0).interval_kind == "none"
