@@ -87,6 +87,7 @@ def test_ranges_buckets_and_medians_cover_on_every_shape(shape):
             ems_hit[i] += r.ci_lower + shifted <= truth[i] <= r.ci_upper + shifted
         q = est.quantiles([0.5])[0]
         hit[-1] += q["ci_lower"] <= med <= q["ci_upper"]
+        assert q["ci_lower"] <= q["estimate"] <= q["ci_upper"]  # the EMS point, moved into its interval if outside
     assert (hit / runs >= _coverage_bound(runs)).all(), (eps, hit / runs)
     if shape in ("spiky", "point-masses"):
         assert (ems_hit / runs).min() < _coverage_bound(runs)  # power: the smoothed centre is biased
