@@ -2,15 +2,15 @@
 ``reports.ldp.quantiles(mech, [0.5, 0.95])`` and ``reports.ldp.range_count(mech, lo, hi)``.
 
 The mechanism is one that declares the capability ``Distribution`` (Square Wave, the bucketed
-oracle, the hierarchical histogram, HaarHRR). Square Wave's intervals come from a seeded bootstrap of the reports
-(``replicates`` resamples, EMS re-run; percentile intervals), the bucketed oracle's are analytic
-(normal, from the oracle's exact variance) — the ``method`` column says which.
+oracle, the hierarchical histogram, HaarHRR). Every interval is analytic and centred on an unbiased
+estimate: Square Wave's from the unbiased inverse of its channel (its EMS histogram is the point
+estimate), the bucketed oracle's from its unbiased buckets — the ``method`` column says which.
 
 >>> import numpy as np, polars as pl, ldp_plugin as ldp
 >>> sw = ldp.SquareWave(epsilon=2.0, lower=0, upper=1000, grid=64)
 >>> df = pl.DataFrame({"latency": np.random.default_rng(0).beta(2, 5, 4000) * 1000})
 >>> reports = df.ldp.privatize("latency", sw, seed=1)
->>> reports.ldp.quantiles(sw, [0.5], replicates=20).columns
+>>> reports.ldp.quantiles(sw, [0.5]).columns
 ['q', 'estimate', 'ci_lower', 'ci_upper', 'method']
 """
 

@@ -98,7 +98,10 @@ def privatize_key_values(frame: pl.DataFrame | pl.LazyFrame, keys: str, mechanis
 
 def key_values(reports: pl.DataFrame | pl.LazyFrame, mechanism: Any, *, confidence: float = 0.95, target: str = "sample") -> pl.DataFrame:
     """Each key's frequency and mean value with standard errors and intervals for ``target``
-    (and ``interval_kind``: ``"bound"`` when the mechanism sampled users above ``ell``)."""
+    (and ``interval_kind``: ``"bound"`` when the mechanism sampled users above ``ell``;
+    ``mean_interval_kind``: ``"bound"`` for ``target="sample"``, whose means' standard errors are
+    conservative)."""
     _check(mechanism)
     est = mechanism.estimate_from(accumulate_reports(reports, mechanism), confidence=confidence, target=target)
-    return est.to_polars().with_columns(pl.lit(est.interval_kind).alias("interval_kind"))
+    return est.to_polars().with_columns(pl.lit(est.interval_kind).alias("interval_kind"),
+                                        pl.lit(est.mean_interval_kind).alias("mean_interval_kind"))

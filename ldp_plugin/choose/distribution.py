@@ -12,6 +12,14 @@ reference, at any ``n`` in ``O(cells)`` time. The reference is the user's own pr
 (``prior=``) or a named shape: ``"smooth"`` (Beta(2, 5), the default), ``"bimodal"`` (two normal
 bumps at 0.25 and 0.75, sd 0.05) or ``"uniform"``.
 
+**Ranges** (``goal="ranges"``): W1 hides what a range count pays. The bucketed oracle's range
+ending inside a bucket cannot assume the users are uniform in it (a point mass makes that bias
+unbounded), so its interval spans the buckets it touches; Square Wave's ranges come from the
+unbiased inverse of its channel (EMS's smoothing bias is not in any interval). Each candidate's
+:func:`predicted_range_width` is the mean width of the 95% intervals of the ten decile ranges
+``[k/10, (k + 1)/10)`` — exact, from the intervals' analytic variance at the reference — and with
+``goal="ranges"`` the ranking (and the bucket count) minimizes it.
+
 **Bucket rule** (:func:`bucket_rule`): the number of buckets ``B`` (a power of two in ``[2, 256]``)
 with the smallest predicted W1 of the bucketed oracle. At ``n = 10⁵`` on the smooth shape it
 gives 16 buckets at ε = 1, 16 at ε = 2 and 32 at ε = 4 (BENCHMARKS.md).
@@ -28,12 +36,14 @@ import numpy as np
 from .._errors import LDPParameterError
 from ..estimation import project_simplex
 from ..mechanisms.distribution import BucketedOracle, SquareWave
-from ..mechanisms.distribution_server import ems
+from ..mechanisms.distribution_server import ems, expected_estimate
 from ..mechanisms.protocol import Distribution, has
 
-__all__ = ["SHAPES", "reference_histogram", "predicted_w1", "bucket_rule", "rank_distribution_mechanisms", "w1_distance"]
+__all__ = ["SHAPES", "GOALS", "reference_histogram", "predicted_w1", "predicted_range_width", "bucket_rule", "rank_distribution_mechanisms",
+           "w1_distance"]
 
 SHAPES = ("smooth", "bimodal", "uniform")
+GOALS = ("histogram", "ranges")
 FINE = 1024
 
 
@@ -125,6 +135,20 @@ def predicted_w1(mech: Any, n: int, *, reference: Any = "smooth", reps: int = 20
     return float(np.mean([w1_distance(_simulate(mech, int(n), ref, gen, buckets), ref) for _ in range(reps)]))
 
 
+def predicted_range_width(mech: Any, n: int, *, reference: Any = "smooth") -> float:
+    """The mean width of the 95% intervals of the ten decile ranges ``[k/10, (k + 1)/10)`` of
+    ``mech`` (a :class:`SquareWave` or :class:`BucketedOracle`) for ``n`` users distributed as
+    ``reference`` (module docstring): a range ending inside a cell spans the cells it touches."""
+    if not has(mech, Distribution) or mech.name not in _SIMULATORS:
+        raise LDPParameterError(f"predicted_range_width takes a square-wave or bucketed mechanism (got {type(mech).__name__})")
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or not 1 <= n <= 10**12:
+        raise LDPParameterError(f"n must be an integer in [1, 10^12] (got {n!r})")
+    est = expected_estimate(mech, _coarsen(reference_histogram(reference, max(FINE, mech.grid)), mech.grid), int(n))
+    span = mech.upper - mech.lower
+    rows = [est.range_fraction(mech.lower + span * k / 10, mech.lower + span * (k + 1) / 10) for k in range(10)]
+    return float(np.mean([r.ci_upper - r.ci_lower for r in rows]))
+
+
 def bucket_rule(epsilon: float, n: int, *, reference: Any = "smooth", max_buckets: int = 256, seed: int = 0) -> int:
     """The bucketed oracle's number of buckets: the power of two in ``[2, max_buckets]`` with the
     smallest :func:`predicted_w1` (module docstring)."""
@@ -141,30 +165,42 @@ class DistributionCandidate:
     predicted_w1: float
     #: what the mechanism's intervals cover (a ranking by W1 says nothing of it)
     intervals: str = ""
+    #: the mean width of the 95% intervals of the ten decile ranges (:func:`predicted_range_width`)
+    predicted_range_width: float = float("nan")
 
     def to_dict(self) -> dict:
         return dict(self.__dict__)
 
 
-SQUARE_WAVE_INTERVALS = ("variance-only: the bootstrap does not cover EMS's smoothing bias (peaked, multimodal or "
-                         "heavy-tailed data: many standard errors); its W1 includes that bias")
+SQUARE_WAVE_INTERVALS = ("analytic and covering: ranges, buckets and quantiles from the unbiased inverse of the channel (wider "
+                         "than EMS's spread); the EMS histogram's W1 includes its smoothing bias (peaked, multimodal, heavy tails)")
 BUCKETED_INTERVALS = ("analytic and covering: unbiased buckets; a range ending inside a bucket spans the buckets it touches "
-                      "(wider, never the uniformity assumption)")
+                      "(the uniformity assumption's bias is unbounded, so its interval is wider: see predicted_range_width)")
 
 
-def rank_distribution_mechanisms(epsilon: float, *, n: int, buckets: Optional[int] = None, reference: Any = "smooth", seed: int = 0) -> list:
-    """Square Wave + EMS and the bucketed oracle, lowest predicted W1 first. ``buckets``: the
-    histogram resolution the user wants (both candidates report on it); without it the bucketed
-    oracle uses :func:`bucket_rule` and Square Wave its full grid."""
+def rank_distribution_mechanisms(epsilon: float, *, n: int, buckets: Optional[int] = None, reference: Any = "smooth", seed: int = 0,
+                                 goal: str = "histogram") -> list:
+    """Square Wave + EMS and the bucketed oracle, best first: lowest predicted W1
+    (``goal="histogram"``) or narrowest decile-range intervals (``goal="ranges"``; module
+    docstring). ``buckets``: the histogram resolution the user wants (both candidates report on
+    it); without it the bucketed oracle uses :func:`bucket_rule` (for ranges: the power of two in
+    ``[2, 256]`` with the narrowest range intervals) and Square Wave its full grid."""
     if buckets is not None and (isinstance(buckets, bool) or not isinstance(buckets, int) or buckets < 2 or buckets > 1 << 12 or buckets & (buckets - 1)):
         raise LDPParameterError(f"buckets must be a power of two in [2, 4096] (got {buckets!r})")
+    if goal not in GOALS:
+        raise LDPParameterError(f"goal must be one of {GOALS} (got {goal!r})")
     sw = SquareWave(epsilon=epsilon, grid=max(256, buckets or 0))
-    b = buckets if buckets is not None else bucket_rule(epsilon, n, reference=reference, seed=seed)
+    if buckets is not None:
+        b = buckets
+    elif goal == "ranges":
+        b = min((1 << i for i in range(1, 9)), key=lambda k: predicted_range_width(BucketedOracle(epsilon=epsilon, buckets=k), n, reference=reference))
+    else:
+        b = bucket_rule(epsilon, n, reference=reference, seed=seed)
     bo = BucketedOracle(epsilon=epsilon, buckets=b)
     out = [
         DistributionCandidate("square-wave", {"grid": sw.grid}, predicted_w1(sw, n, reference=reference, reps=10, seed=seed, buckets=buckets),
-                              SQUARE_WAVE_INTERVALS),
+                              SQUARE_WAVE_INTERVALS, predicted_range_width(sw, n, reference=reference)),
         DistributionCandidate("bucketed", {"buckets": b, "oracle": bo.inner.name}, predicted_w1(bo, n, reference=reference, reps=40, seed=seed),
-                              BUCKETED_INTERVALS),
+                              BUCKETED_INTERVALS, predicted_range_width(bo, n, reference=reference)),
     ]
-    return sorted(out, key=lambda c: c.predicted_w1)
+    return sorted(out, key=lambda c: c.predicted_w1 if goal == "histogram" else c.predicted_range_width)

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import sys
 import time
+import warnings
 from pathlib import Path
 
 import polars as pl
@@ -22,7 +24,7 @@ def add_parsers(sub, parser_class, int_in, epsilon, seed) -> None:
     s.add_argument("--input", required=True, help="a .csv or .parquet file")
     s.add_argument("--column", required=True, help="the column of strings (one per user)")
     s.add_argument("--epsilon", type=epsilon, required=True, help="epsilon per user (> 0)")
-    s.add_argument("--method", choices=METHODS + ("sfp",), default="pem", help="discovery protocol (default pem)")
+    s.add_argument("--method", choices=METHODS + ("sfp",), default="pem", help="discovery protocol (default pem; sfp is demoted: docs/strings.md)")
     s.add_argument("--top-k", type=int_in(1, 10_000, "an integer"), default=20, help="strings to return, in [1, 10000]")
     s.add_argument("--alphabet", default=None, help="the characters strings are made of (default: read from the data, reported)")
     s.add_argument("--max-length", type=int_in(1, 64, "an integer"), default=None,
@@ -55,8 +57,12 @@ def cmd_heavy_hitters(args) -> int:
     values = read_column(args.input, args.column)
     alphabet, max_length = infer_domain(values, alphabet=args.alphabet, max_length=args.max_length)
     source = "given" if args.alphabet is not None and args.max_length is not None else INFERRED
-    q = build_query(args.method, epsilon=args.epsilon, top_k=args.top_k, alphabet=alphabet, max_length=max_length,
-                    oracle=args.oracle, unselected=args.unselected, domain_source=source)
+    with warnings.catch_warnings(record=True) as caught:  # the demoted sfp's warning, as one clean line
+        warnings.simplefilter("always", UserWarning)
+        q = build_query(args.method, epsilon=args.epsilon, top_k=args.top_k, alphabet=alphabet, max_length=max_length,
+                        oracle=args.oracle, unselected=args.unselected, domain_source=source)
+    for w in caught:
+        print(f"ldp heavy-hitters: warning: {w.message}", file=sys.stderr)
     t0 = time.perf_counter()
     reports = q.privatize(values, rng=args.seed)
     t1 = time.perf_counter()
@@ -65,7 +71,7 @@ def cmd_heavy_hitters(args) -> int:
     out = result.to_dict()
     out["client_seconds"] = round(t1 - t0, 3)
     out["server_seconds"] = round(t2 - t1, 3)
-    out["minimum_detectable_frequency_announced"] = q.min_detectable_frequency(values.len())
+    out["minimum_detectable_frequency_announced"] = out["min_detectable_frequency"]  # None: the demoted sfp announces none
     if args.json:
         keep = ("item", "estimate", "ci_lower", "ci_upper", "std_error", "p_value", "significant")
         out["items"] = [{k: r[k] for k in keep} for r in out["items"]]
@@ -74,7 +80,9 @@ def cmd_heavy_hitters(args) -> int:
     print(f"ldp heavy-hitters simulate: {args.method}, epsilon={args.epsilon} per user, n={values.len():,}, at most {args.top_k} strings")
     print(f"  privacy unit: {out['privacy_unit']}")
     print(f"  alphabet ({len(alphabet)} characters) {alphabet!r}, max_length {max_length}: {source}")
-    print(f"  minimum detectable frequency {out['min_detectable_frequency']:.4%}; {out['discoveries']} significant "
+    mdf = out["min_detectable_frequency"]
+    mdf_text = "none announced (sfp is demoted: docs/strings.md)" if mdf is None else f"{mdf:.4%}"
+    print(f"  minimum detectable frequency {mdf_text}; {out['discoveries']} significant "
           f"({out['selection']} at alpha={out['alpha']}), allocated mass {out['allocated_mass']:.3f}")
     print(f"  intervals: {out['interval_method']}")
     print(f"  {'item':<20} {'estimate':>9} {'ci_lower':>9} {'ci_upper':>9}  significant")

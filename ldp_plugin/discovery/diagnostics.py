@@ -4,6 +4,7 @@ detectable frequency announced before collection, allocated and missing mass, an
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from statistics import NormalDist
 from typing import Any, Optional
@@ -96,7 +97,8 @@ class HeavyHitters:
     ``allocated_mass`` is the estimated total frequency of the significant items, ``missing_mass``
     ``1 − allocated_mass``; ``min_detectable_frequency`` is the frequency at which a string is
     returned with probability ≥ ½ through every stage it must pass (announced before collection by
-    :meth:`~ldp_plugin.discovery.PrefixDiscovery.min_detectable_frequency`); ``levels`` one row per
+    :meth:`~ldp_plugin.discovery.PrefixDiscovery.min_detectable_frequency`; NaN — ``None`` in
+    :meth:`to_dict` — for the demoted SFP, which announces none); ``levels`` one row per
     level and one for the held-out group (prefix length, users, candidates, survivors, seconds);
     ``epsilon`` what each user spent; ``extra`` states ``interval_method``, ``privacy_unit``,
     ``alphabet``, ``max_length`` and ``domain_source`` (given, or read from the data)."""
@@ -160,7 +162,7 @@ class HeavyHitters:
             "selection": self.selection,
             "allocated_mass": self.allocated_mass,
             "missing_mass": self.missing_mass,
-            "min_detectable_frequency": self.min_detectable_frequency,
+            "min_detectable_frequency": None if math.isnan(self.min_detectable_frequency) else self.min_detectable_frequency,
             "levels": [dict(r) for r in self.levels],
             **self.extra,
         }

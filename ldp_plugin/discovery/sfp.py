@@ -17,6 +17,17 @@ the word reports, whose randomization is independent of the fragment reports tha
 candidates, so the intervals hold for the users' own frequencies; the result is selected and its
 intervals FCR-adjusted as PEM's (:func:`~ldp_plugin.discovery.diagnostics.result`).
 
+**Demoted** (a :class:`UserWarning` at construction; ``ldp choose`` never recommends it; use
+PEM or TreeHist, :class:`~ldp_plugin.discovery.PrefixDiscovery`). Measured on data nobody tuned
+for: recall 0.08–0.12 on real English and Czech text against 0.84–0.90 for PEM/TreeHist at
+ε = 2, a server 5–6× slower than PEM's, and no detectability statement that holds: a string must
+win a beam at *every* position against the fragments of every other string (a threshold per
+position says nothing of that competition), the joins of one puzzle value can number in the
+hundreds of thousands (the server keeps at most 4,096 of them), and the word stage selects again —
+a per-position Bonferroni frequency was announced and then missed by 16 of 33 string–seed pairs
+above it at ε = 2, and by a string at 7× it at ε = 8. So :meth:`SFP.min_detectable_frequency` is
+NaN (none announced); the intervals of what it does return still hold (below).
+
 **Privacy.** The fragment report is ``(1 − word_share)·ε``-LDP and the word report
 ``word_share·ε``-LDP (each an O-RR report, exact ratio checked); by basic composition each user
 spends ``epsilon`` per collection (``max_divergence``) — what :meth:`SFP.charge` records.
@@ -26,6 +37,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -49,14 +61,22 @@ _SFP_INTERVALS = (
     "selected items: Benjamini-Yekutieli (2005) FCR-adjusted intervals at level 1 - R(1 - confidence)/m; "
     "unselected items (listed only with unselected=True): marginal intervals"
 )
+#: the construction warning (module docstring, *Demoted*)
+DEMOTED = ("SFP is demoted: its recall on real text was 0.08-0.12 against 0.84-0.90 for PEM/TreeHist and it announces no "
+           "minimum detectable frequency (strings far above a per-position threshold were missed); use method='pem' or "
+           "'treehist' (docs/strings.md)")
 _SFP_UNIT = "one user: two reports (a fragment at (1 - word_share)·epsilon and the word at word_share·epsilon), epsilon in total"
 
 
 @dataclass(frozen=True, kw_only=True)
 class SFP(DiscoveryOptions):
-    """The Sequence Fragment Puzzle query (module docstring); ``epsilon``-LDP per user.
+    """The Sequence Fragment Puzzle query (module docstring); ``epsilon``-LDP per user. Demoted:
+    constructing it warns (module docstring, *Demoted*).
 
-    >>> SFP(epsilon=4.0, alphabet="ab", max_length=4, cohorts=32).positions
+    >>> import warnings
+    >>> with warnings.catch_warnings():
+    ...     warnings.simplefilter("ignore", UserWarning)
+    ...     SFP(epsilon=4.0, alphabet="ab", max_length=4, cohorts=32).positions
     2
     """
 
@@ -70,6 +90,7 @@ class SFP(DiscoveryOptions):
     word_mechanism: Any = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
+        warnings.warn(DEMOTED, UserWarning, stacklevel=3)
         set_ = lambda name, v: object.__setattr__(self, name, v)  # noqa: E731
         self._check_shared()
         set_("fragment", positive_int(self.fragment, "fragment", 1, min(4, self.max_length)))
@@ -114,8 +135,16 @@ class SFP(DiscoveryOptions):
         return pl.Series(puzzle.astype(np.int64)).cast(pl.String) + "|" + frag
 
     def min_detectable_frequency(self, n: int) -> float:
-        """Frequency a string needs for its fragments to be selected with probability ½ at one
-        position (Bonferroni over every ``(r, fragment)`` item): the protocol's bottleneck."""
+        """NaN: SFP announces no minimum detectable frequency (module docstring, *Demoted*). The
+        frequency at which one position's fragment passes a Bonferroni threshold
+        (:meth:`position_threshold`) is necessary-looking but was measured not to be sufficient."""
+        positive_int(n, "n", 1, 1 << 62)
+        return math.nan
+
+    def position_threshold(self, n: int) -> float:
+        """The frequency at which a string's fragment at one position passes the Bonferroni
+        threshold over every ``(r, fragment)`` item with probability ½ — *not* a detectability
+        guarantee (beam competition, join truncation and the word stage come after it)."""
         n = positive_int(n, "n", 1, 1 << 62)
         sd = cell_sd(self.fragment_mechanisms[0], n / self.positions)
         return detectable(sd, self.alpha, (1 << self.puzzle_bits) * self.codec.symbols**self.fragment, self.selection)

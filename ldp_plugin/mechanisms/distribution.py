@@ -23,9 +23,12 @@ neighbouring relation: one user's number replaced by any other number of ``[lowe
 (:mod:`.distribution_server`): expectation–maximization over the ``D`` input cells on the output
 counts with binomial smoothing ``(1, 2, 1)/4`` after every M-step (the paper's EMS, §5.2,
 Alg. 1), stopped when the log-likelihood gains less than ``tol``; the histogram on ``B`` buckets
-(``B`` divides ``D``) is the sum of the cells, quantiles and range counts are read from it, and
-their intervals come from a **bootstrap** of the report counts (the output histogram redrawn
-from its multinomial, EMS re-run; percentile intervals), since EMS has no closed-form variance.
+(``B`` divides ``D``) is the sum of the cells and the quantiles' point estimates are read from it.
+EMS's smoothing is biased (on a narrow peak, a bimodal or a heavy-tailed shape by many standard
+errors), so **intervals** come from the unbiased least-squares inverse of the exact channel,
+``θ̂ = (AᵀA)⁻¹Aᵀ ĉ/n``, with its exact variance given the users: range counts and buckets are
+centred on it, quantile intervals invert its pointwise CDF intervals
+(:mod:`.distribution_server`).
 
 **Bucketed oracle** (:class:`BucketedOracle`): the number's bucket among ``B`` equal buckets,
 reported with a frequency oracle (k-RR when ``B < 3e^ε + 2``, else OUE — the smaller variance,
@@ -162,7 +165,7 @@ class SquareWave(WindowChannel, LeafClient, AccumulatedEstimate, MechanismBase):
         return ems(self, counts, tol=tol, max_iter=max_iter)
 
     def analytic_mse(self, n: int, *, theta: Any = None, f: Any = None, sampling: str = "fixed") -> float:  # type: ignore[override]
-        raise LDPParameterError("square-wave's EMS estimate has no closed-form error; use the bootstrap intervals or simulate")
+        raise LDPParameterError("square-wave's EMS estimate has no closed-form error; use the estimate's intervals or simulate")
 
 
 # ---------------------------------------------------------------------------------------------------

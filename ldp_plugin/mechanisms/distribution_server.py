@@ -11,17 +11,25 @@ Everything here is post-processing of the reports: it never touches the privacy 
 log-likelihood ``Σ_j c_j ln (Aθ)_j`` gains less than ``tol`` (default ``10⁻⁴·e^ε·n/10⁵``,
 :func:`ems`). ``Aθ`` and ``Aᵀr`` are window sums, so an iteration costs ``O(grid)``.
 
-**Intervals.** Square Wave: a bootstrap of the reports — the output counts redrawn from their
-multinomial ``Mult(n, c/n)`` (which *is* resampling the reports with replacement), EMS re-run,
-``replicates`` times (seeded: the same reports give the same intervals); percentile intervals.
-They measure the estimator's variance, not the smoothing bias. The bucketed oracle: analytic
-normal intervals — a range or a CDF value is a linear functional ``aᵀθ̂`` of unbiased bucket
-estimates; given the users (``target="sample"``) ``Var = Σ_x θ_x V_x(a)/(n(p* − q*)²)`` with
-``V_x(a)`` the variance of ``a`` at the report of a user in bucket ``x`` (k-RR: one categorical
-draw, ``p*`` at ``x`` and ``q*`` elsewhere; OUE: independent bits), ``θ`` the clipped unbiased
-estimate; for an i.i.d. population the users' own spread ``(Σa²θ − (aθ)²)/n`` is added. Quantile intervals invert the
-pointwise CDF intervals: from the cell before the first edge whose upper bound reaches the level
-to the cell after the last edge whose lower bound is below it.
+**Intervals.** Every interval is centred on an **unbiased** linear estimate and has an analytic
+variance, so it covers the users' true value (not only an estimator's spread). Square Wave: the
+EMS estimate is the point histogram (its smoothing makes it biased: on a narrow peak by many
+standard errors), while ranges, histogram buckets and the CDF behind quantile intervals are
+read from the unbiased inverse of the exact channel, ``θ̂ = L ĉ/n`` with the least-squares
+left inverse ``L = (AᵀA)⁻¹Aᵀ`` (``LA = I``, so ``E θ̂ = θ`` given the users); for ``a``'s
+functional ``aᵀθ̂ = wᵀĉ/n``, ``w = Lᵀa``, and given the users (``target="sample"``) each report
+is one categorical draw, so ``Var = (Σ_j w_j² P_j − Σ_x a_x² θ_x)/n`` with ``P = Aθ``, estimated
+without bias by the observed output rates ``ĉ/n`` and ``θ̂`` (``(AᵀA)[k, l] = q²M + 2q(p − q)w
++ (p − q)²·max(0, w − |k − l|)``, built without ``A``). The bucketed oracle: a range or a CDF
+value is a linear functional ``aᵀθ̂`` of unbiased bucket estimates; given the users
+``Var = Σ_x θ_x V_x(a)/(n(p* − q*)²)`` with ``V_x(a)`` the variance of ``a`` at the report of a
+user in bucket ``x`` (k-RR: one categorical draw, ``p*`` at ``x`` and ``q*`` elsewhere; OUE:
+independent bits), ``θ`` the clipped unbiased estimate. For an i.i.d. population the users' own
+spread ``(Σa²θ − (aθ)²)/n`` is added. A range ending inside a cell (Square Wave) or a bucket
+(bucketed) runs from the lower limit of the cells inside it to the upper limit of the cells it
+touches (the users' spread within a cell is unknown). Quantile intervals invert the pointwise
+CDF intervals: from the cell before the first edge whose upper bound reaches the level to the
+cell after the last edge whose lower bound is below it.
 """
 
 from __future__ import annotations
@@ -32,14 +40,16 @@ from typing import Any, Optional, Sequence
 
 import numpy as np
 
-from .._boundary.workload import check_seconds
+import warnings
+
+from .._boundary.workload import check_memory, check_seconds
 from .._errors import LDPInputError, LDPParameterError
 from .. import pictures
 from ..estimation import check_estimate_request, normal_quantile, project_simplex
 from .mixins import OutputCounts
 from .tagged import untagged
 
-__all__ = ["ems", "ems_seconds", "DistributionAccumulator", "DistributionEstimate", "RangeEstimate", "DistributionPictures"]
+__all__ = ["ems", "ems_seconds", "decoder_seconds", "square_wave_gram", "square_wave_decoder", "expected_estimate", "DistributionAccumulator", "DistributionEstimate", "RangeEstimate", "DistributionPictures"]
 
 #: EMS iterations assumed by the work prediction (a run at the default ``tol`` takes a few hundred
 #: to a few thousand; ``max_iter`` caps it)
@@ -52,6 +62,37 @@ def ems_seconds(mech: Any, replicates: int, max_iter: int = 10_000) -> float:
     at 10⁵ cells on one core: ≈ 2.5·10⁻⁷ s a cell, at least 5·10⁻⁵ s)."""
     per_iteration = max(5e-5, 2.5e-7 * mech.cells)
     return (replicates + 1) * min(max_iter, EMS_TYPICAL_ITERATIONS) * per_iteration
+
+
+def decoder_seconds(mech: Any) -> float:
+    """The predicted time of Square Wave's unbiased decoder (:func:`square_wave_decoder`): a
+    dense ``grid × grid`` solve against ``grid × cells`` right-hand sides, about
+    ``2·grid²·cells`` floating-point operations at a conservative 10⁹ a second."""
+    return 2.0 * float(mech.grid) ** 2 * float(mech.cells) / 1e9
+
+
+def square_wave_gram(mech: Any) -> np.ndarray:
+    """``AᵀA`` of Square Wave's channel ``A[j, k] = q + (p − q)·[k <= j <= k + 2s]`` (``M × D``),
+    built without ``A``: ``q²M + 2q(p − q)w + (p − q)²·max(0, w − |k − l|)`` (two windows of
+    ``w = 2s + 1`` cells starting at ``k`` and ``l`` overlap in ``max(0, w − |k − l|)`` cells)."""
+    D, M, w = mech.grid, mech.cells, mech.window
+    ph, pl = float(mech.p_hi), float(mech.p_lo)
+    k = np.arange(D)
+    overlap = np.maximum(0, w - np.abs(k[:, None] - k[None, :])).astype(np.float64)
+    return (pl * pl * M + 2 * pl * (ph - pl) * w) + (ph - pl) ** 2 * overlap
+
+
+def square_wave_decoder(mech: Any) -> np.ndarray:
+    """The least-squares left inverse of Square Wave's channel under the constraint that the
+    cells sum to one (``grid × cells``): ``L = L₀ + u(1ᵀ − 1ᵀL₀)`` with ``L₀ = (AᵀA)⁻¹Aᵀ`` and
+    ``u = (AᵀA)⁻¹1 / 1ᵀ(AᵀA)⁻¹1``. ``LA = I`` (the columns of ``A`` sum to one), so ``L ĉ/n`` is an
+    unbiased estimate of the users' cell distribution, and ``1ᵀL = 1ᵀ``, so it sums to exactly one
+    (module docstring; the full-convolution window matrix has full column rank)."""
+    G = square_wave_gram(mech)
+    A = mech.channel_matrix()
+    sol = np.linalg.solve(G, np.column_stack([A.T, np.ones(mech.grid)]))
+    L0, v = sol[:, :-1], sol[:, -1]
+    return L0 + np.outer(v / v.sum(), 1.0 - L0.sum(axis=0))
 
 
 # -- EMS ----------------------------------------------------------------------------------------------
@@ -141,40 +182,68 @@ class DistributionAccumulator(OutputCounts):
             out.inner_acc = self.inner_acc.merge(other.inner_acc)
         return out
 
-    def estimate(self, *, buckets: Optional[int] = None, confidence: float = 0.95, replicates: int = 100, seed: int = 0,
-                 target: str = "sample", tol: Optional[float] = None) -> "DistributionEstimate":
-        """The distribution on ``[lower, upper]``: Square Wave by EMS with bootstrap intervals
-        (``replicates`` seeded resamples, ``0`` for none), the bucketed oracle with analytic
-        intervals (see the module docstring). ``buckets`` only sets the default histogram's
-        resolution (:meth:`DistributionEstimate.histogram`); quantiles and ranges use the full
-        resolution. ``target``: ``"sample"`` (the users who reported) or ``"population"`` (an
-        i.i.d. population they are drawn from: the bootstrap/analytic spread plus ``F(1−F)/n``)."""
+    def estimate(self, *, buckets: Optional[int] = None, confidence: float = 0.95, replicates: Optional[int] = None,
+                 seed: Optional[int] = None, target: str = "sample", tol: Optional[float] = None) -> "DistributionEstimate":
+        """The distribution on ``[lower, upper]`` with analytic intervals centred on unbiased
+        estimates (module docstring): Square Wave's histogram by EMS (``tol``), its ranges,
+        buckets and quantile intervals from the unbiased inverse of its channel; the bucketed
+        oracle's from its unbiased bucket estimates. ``buckets`` only sets the default
+        histogram's resolution (:meth:`DistributionEstimate.histogram`); quantiles and ranges use
+        the full resolution. ``target``: ``"sample"`` (the users who reported) or
+        ``"population"`` (an i.i.d. population they are drawn from). Square Wave:
+        ``replicates=0`` skips the intervals (NaN, labelled ``"none"``: EMS alone, for grids too
+        large to invert); a positive ``replicates`` or a ``seed`` (the old bootstrap's) is
+        accepted with a ``DeprecationWarning`` and not used (by either mechanism)."""
         m = self.mechanism
         check_estimate_request(self.n, confidence, target)
         res = m.grid
         b = res if buckets is None else int(buckets)
         if isinstance(buckets, bool) or b < 1 or res % b:
             raise LDPParameterError(f"buckets must divide the mechanism's resolution {res} (got {buckets!r})")
-        if isinstance(replicates, bool) or not isinstance(replicates, int) or not 0 <= replicates <= 10_000:
+        if replicates is not None and (isinstance(replicates, bool) or not isinstance(replicates, int) or not 0 <= replicates <= 10_000):
             raise LDPParameterError(f"replicates must be an integer in [0, 10000] (got {replicates!r})")
+        if (replicates is not None and replicates > 0) or seed is not None:
+            warnings.warn(f"{m.name}'s estimate does not bootstrap (its intervals are analytic: the unbiased decoder's): "
+                          "replicates > 0 and seed are not used and will be removed in ldp-plugin 0.2.0; pass replicates=0 "
+                          "for no intervals (Square Wave)", DeprecationWarning, stacklevel=3)
         if self.inner_acc is None:
-            check_seconds(ems_seconds(m, replicates), what=f"square-wave's EMS on {m.cells} output cells with {replicates} bootstrap replicates",
-                          options="grid or replicates")
+            intervals = replicates != 0
+            what = f"square-wave's estimate on {m.cells} output cells" + (" with its unbiased decoder" if intervals else "")
+            check_seconds(ems_seconds(m, 0) + (decoder_seconds(m) if intervals else 0.0), what=what, options="grid or replicates=0 (no intervals)")
+            if intervals:
+                check_memory(4.0 * 8 * m.grid * m.cells, what=what, options="grid or replicates=0 (no intervals)")
             theta = ems(m, self.counts, tol=tol)
-            reps = None
-            if replicates:
-                gen = np.random.default_rng(seed)
-                pr = self.counts / self.n
-                reps = np.stack([ems(m, gen.multinomial(self.n, pr), tol=tol) for _ in range(replicates)])
-            method = "ems+bootstrap" if replicates else "ems (no intervals: replicates=0)"
-            return DistributionEstimate(m.lower, m.upper, theta, self.n, confidence, b, method, target, replicates=reps)
-        inner = m.inner
-        p, q = inner.p_star, inner.q_star
-        P = self.counts / self.n
-        raw = (P - q) / (p - q)
-        kappa = 1.0 if getattr(inner, "name", "") == "krr" else 0.0
-        return DistributionEstimate(m.lower, m.upper, project_simplex(raw), self.n, confidence, b, "analytic", target,
-                                    raw=raw, rates=P, scale=1.0 / (self.n * (p - q) ** 2), kappa=kappa, p_star=p, q_star=q)
+            if not intervals:
+                return DistributionEstimate(m.lower, m.upper, theta, self.n, confidence, b, "ems (no intervals: replicates=0)", target)
+            L = square_wave_decoder(m)
+            P = self.counts / self.n
+            return DistributionEstimate(m.lower, m.upper, theta, self.n, confidence, b, "ems+unbiased-decoder", target,
+                                        raw=L @ P, rates=P, decoder=L)
+        return _bucketed_estimate(m, self.counts / self.n, self.n, confidence, b, target)
+
+
+def _bucketed_estimate(m: Any, rates: np.ndarray, n: int, confidence: float, buckets: int, target: str,
+                       method: str = "analytic") -> "DistributionEstimate":
+    """The bucketed oracle's estimate from its support ``rates`` (module docstring)."""
+    inner = m.inner
+    p, q = inner.p_star, inner.q_star
+    raw = (rates - q) / (p - q)
+    kappa = 1.0 if getattr(inner, "name", "") == "krr" else 0.0
+    return DistributionEstimate(m.lower, m.upper, project_simplex(raw), n, confidence, buckets, method, target,
+                                raw=raw, rates=rates, scale=1.0 / (n * (p - q) ** 2), kappa=kappa, p_star=p, q_star=q)
+
+
+def expected_estimate(m: Any, theta: Any, n: int, *, confidence: float = 0.95) -> "DistributionEstimate":
+    """The estimate whose reports came out exactly as expected for ``n`` users distributed as
+    ``theta`` (on the mechanism's ``grid`` cells): its unbiased cells are ``theta`` itself and its
+    rates the channel's expected ones, so its intervals have the analytic width the real ones have
+    at ``theta`` (for planning: ``ldp choose --family distribution``)."""
+    theta = np.asarray(theta, dtype=np.float64)
+    if getattr(m, "inner", None) is not None:
+        p, q = m.inner.p_star, m.inner.q_star
+        return _bucketed_estimate(m, q + (p - q) * theta, int(n), confidence, m.grid, "sample", "expected")
+    return DistributionEstimate(m.lower, m.upper, theta, int(n), confidence, m.grid, "expected", raw=theta,
+                                rates=m.channel_matrix() @ theta, decoder=square_wave_decoder(m))
 
 
 # -- estimate -----------------------------------------------------------------------------------------------
@@ -193,8 +262,10 @@ class RangeEstimate:
     n: int
     confidence: float
     method: str
-    #: "interval" (covers the users' fraction at ``confidence``), "variance-only" (covers the
-    #: estimator's spread, not its bias: Square Wave's EMS smoothing) or "none" (no interval)
+    #: "interval" (covers the users' fraction at ``confidence``, ``std_error`` is the estimate's),
+    #: "bound" (the range ends inside a cell: the interval spans the cells it touches, so it covers
+    #: at least ``confidence``, while ``fraction`` interpolates uniformly within the cell and
+    #: ``std_error`` leaves out that interpolation's unknown bias) or "none" (no interval)
     interval_kind: str = "interval"
 
     def to_dict(self) -> dict:
@@ -237,9 +308,10 @@ class DistributionPictures:
 
 @dataclass(frozen=True, eq=False)
 class DistributionEstimate(DistributionPictures):
-    """A distribution on ``[lower, upper]`` over ``cells`` equal cells (``theta``, summing to 1),
-    with what its intervals need: bootstrap ``replicates`` (Square Wave) or the analytic
-    covariance model (bucketed: ``raw`` unbiased cells, support ``rates``, ``scale``, ``kappa``).
+    """A distribution on ``[lower, upper]`` over ``cells`` equal cells (``theta``, summing to 1:
+    the point estimate), with what its intervals need: the ``raw`` unbiased cells and the
+    analytic variance model — Square Wave's ``decoder`` (``L``) and output ``rates``, or the
+    bucketed oracle's support ``rates``, ``scale`` and ``kappa`` (module docstring).
 
     ``histogram(buckets)``, ``quantiles(qs)``, ``range_count(lo, hi)`` and ``cdf(x)``; within a
     cell the mass is spread uniformly. ``method`` says how the intervals were made."""
@@ -252,13 +324,13 @@ class DistributionEstimate(DistributionPictures):
     buckets: int
     method: str
     target: str = "sample"
-    replicates: Optional[np.ndarray] = None
     raw: Optional[np.ndarray] = None
     rates: Optional[np.ndarray] = None
     scale: float = 0.0
     kappa: float = 0.0
     p_star: float = 0.0
     q_star: float = 0.0
+    decoder: Optional[np.ndarray] = None
 
     def _plugin_theta(self) -> np.ndarray:
         """The bucket distribution the variance is evaluated at: the unbiased ``raw`` clipped to
@@ -268,24 +340,15 @@ class DistributionEstimate(DistributionPictures):
 
     @property
     def interval_kind(self) -> str:
-        """What the intervals cover: ``"interval"`` (the truth, at ``confidence``: the bucketed
-        oracle's analytic intervals, widened to whole buckets where a range ends inside one),
-        ``"variance-only"`` (Square Wave: the bootstrap spread of EMS, which does not include the
-        bias of its smoothing — on peaked, multimodal or heavy-tailed data many standard errors;
-        see :attr:`bounds`) or ``"none"`` (``replicates=0``: no intervals, NaN)."""
-        if self.replicates is not None:
-            return "variance-only"
+        """What the intervals cover: ``"interval"`` (the truth, at ``confidence``: analytic
+        intervals centred on unbiased estimates, widened to whole cells where a range ends inside
+        one) or ``"none"`` (Square Wave with ``replicates=0``: no intervals, NaN)."""
         return "interval" if self.rates is not None else "none"
 
     @property
     def bounds(self) -> str:
-        """A sentence on what the intervals do and do not cover (empty for ``"interval"``)."""
-        if self.interval_kind == "variance-only":
-            return ("EMS+bootstrap: the intervals cover EMS's variance, not the bias of its smoothing, which on peaked, multimodal or "
-                    "heavy-tailed data can exceed many standard errors; BucketedOracle gives unbiased buckets with analytic intervals")
-        if self.interval_kind == "none":
-            return "replicates=0: no intervals were computed"
-        return ""
+        """A sentence on what the intervals do not cover (empty for ``"interval"``)."""
+        return "replicates=0: no intervals were computed" if self.interval_kind == "none" else ""
 
     def __repr__(self) -> str:
         """A notebook-sized summary: range, buckets, method, n and the largest buckets."""
@@ -325,13 +388,16 @@ class DistributionEstimate(DistributionPictures):
 
     def _functional(self, a: np.ndarray, point: float) -> tuple[float, float]:
         """``(estimate, std_error)`` of ``aᵀθ`` for the chosen target."""
-        if self.replicates is not None:
-            vals = self.replicates @ a
-            var = float(np.var(vals, ddof=1)) if vals.size > 1 else 0.0
-        elif self.rates is not None:
+        if self.rates is None:  # replicates=0: no interval
+            return point, math.nan
+        th = self._plugin_theta()
+        if self.decoder is not None:
+            # Square Wave: aᵀθ̂ = wᵀĉ/n with w = Lᵀa, one categorical report per user (module docstring)
+            w = self.decoder.T @ a
+            var = (float((w * w) @ self.rates) - float((a * a) @ self.raw)) / self.n
+        else:
             # given the users (target "sample"): a user in bucket x contributes Var_x of a's value at
             # its report, p at x and q elsewhere — one categorical draw (k-RR) or independent bits (OUE)
-            th = self._plugin_theta()
             p, q = self.p_star, self.q_star
             s1, s2 = float(a.sum()), float(a @ a)
             if self.kappa:
@@ -339,26 +405,14 @@ class DistributionEstimate(DistributionPictures):
             else:
                 var_x = q * (1 - q) * s2 + (p * (1 - p) - q * (1 - q)) * a * a
             var = self.scale * float(th @ var_x)
-            if self.target == "population":  # + the users' own spread of a: Var_u(a_{x_u}) / n
-                var += (float(a * a @ th) - float(a @ th) ** 2) / self.n
-            return point, math.sqrt(max(var, 0.0))
-        else:  # replicates=0: no interval
-            return point, math.nan
-        if self.target == "population":
-            f = min(max(point, 0.0), 1.0)
-            var += f * (1 - f) / self.n
+        if self.target == "population":  # + the users' own spread of a: Var_u(a_{x_u}) / n
+            var += (float(a * a @ th) - float(a @ th) ** 2) / self.n
         return point, math.sqrt(max(var, 0.0))
 
     def _interval(self, a: np.ndarray, point: float, confidence: Optional[float]) -> tuple[float, float, float, float]:
         est, se = self._functional(a, point)
         if math.isnan(se):
             return est, se, math.nan, math.nan
-        if self.replicates is not None and self.target == "sample":
-            alpha = 1 - (self.confidence if confidence is None else confidence)
-            self._z(confidence)
-            vals = self.replicates @ a
-            lo, hi = np.quantile(vals, [alpha / 2, 1 - alpha / 2])
-            return est, se, float(lo), float(hi)
         z = self._z(confidence)
         return est, se, est - z * se, est + z * se
 
@@ -377,20 +431,22 @@ class DistributionEstimate(DistributionPictures):
         }
 
     def range_fraction(self, lo: float, hi: float, *, confidence: Optional[float] = None) -> RangeEstimate:
-        """The fraction of users with a value in ``[lo, hi)`` and its interval (bucketed: the
-        unbiased sum of the raw bucket estimates; Square Wave: the EMS estimate)."""
+        """The fraction of users with a value in ``[lo, hi)`` and its interval: the unbiased sum
+        of the raw cell estimates, which the analytic interval is centred on (``replicates=0``:
+        the EMS histogram's sum, no interval)."""
         a = self._weights(float(lo), float(hi))
-        # bucketed: the unbiased (raw) sum, which its analytic interval is centred on
         est, se, cl, cu = self._interval(a, float(a @ (self.theta if self.raw is None else self.raw)), confidence)
+        kind = self.interval_kind
         if self.raw is not None and ((a > 1e-12) & (a < 1 - 1e-12)).any():
-            # a range ending inside a bucket: the users' spread within it is unknown, so the fractional
+            # a range ending inside a cell: the users' spread within it is unknown, so the fractional
             # weight is an assumption (uniformity) with an unbounded bias; the interval runs from the lower
             # limit of the buckets inside the range to the upper limit of the buckets it touches
             inner, touched = (a >= 1 - 1e-12).astype(np.float64), (a > 1e-12).astype(np.float64)
             cl = self._interval(inner, float(inner @ self.raw), confidence)[2]
             cu = self._interval(touched, float(touched @ self.raw), confidence)[3]
+            kind = "bound"
         c = self.confidence if confidence is None else confidence
-        return RangeEstimate(float(lo), float(hi), est, se, cl, cu, est * self.n, self.n, c, self.method, self.interval_kind)
+        return RangeEstimate(float(lo), float(hi), est, se, cl, cu, est * self.n, self.n, c, self.method, kind)
 
     def range_count(self, lo: float, hi: float, *, confidence: Optional[float] = None) -> RangeEstimate:
         """The same as :meth:`range_fraction` (``count`` is ``n·fraction``)."""
@@ -414,8 +470,11 @@ class DistributionEstimate(DistributionPictures):
         return float(self.lower + (k + min(max(frac, 0.0), 1.0)) * h)
 
     def quantiles(self, qs: Sequence[float], *, confidence: Optional[float] = None) -> list:
-        """``[{q, estimate, ci_lower, ci_upper}]``: bootstrap percentiles (Square Wave) or the
-        inverted pointwise CDF intervals (bucketed; module docstring)."""
+        """``[{q, estimate, ci_lower, ci_upper}]``: the point estimate from ``theta``, the interval
+        from the inverted pointwise CDF intervals of the unbiased cells (module docstring). Where
+        the point falls outside its interval (EMS's smoothing bias: a heavy tail's median, a narrow
+        peak) it is moved to the nearer limit — a projection onto an interval that holds the truth
+        at ``confidence``, so it never moves away from the truth then."""
         out = []
         for q in qs:
             if isinstance(q, bool) or not isinstance(q, (int, float)) or not 0 < float(q) < 1:
@@ -424,27 +483,33 @@ class DistributionEstimate(DistributionPictures):
             est = self._quantile_of(self.theta, q)
             if self.interval_kind == "none":
                 lo = hi = math.nan
-            elif self.replicates is not None and self.target == "sample":
-                alpha = 1 - (self.confidence if confidence is None else confidence)
-                vals = np.array([self._quantile_of(r, q) for r in self.replicates])
-                lo, hi = np.quantile(vals, [alpha / 2, 1 - alpha / 2])
             else:
                 lo, hi = self._cdf_inversion(q, confidence)
+                est = min(max(est, lo), hi)
             out.append({"q": q, "estimate": est, "ci_lower": float(lo), "ci_upper": float(hi), "interval_kind": self.interval_kind})
         return out
 
-    def _cdf_inversion(self, q: float, confidence: Optional[float]) -> tuple[float, float]:
+    def _cdf_bands(self, confidence: Optional[float]) -> tuple[np.ndarray, np.ndarray]:
+        """The pointwise lower and upper limits of ``F`` at every cell edge, from the unbiased
+        cells (Square Wave: all edges at once, the decoder's rows summed cumulatively)."""
         z = self._z(confidence)
         D = self.cells
+        base = np.concatenate([[0.0], np.cumsum(self.raw)])
+        if self.decoder is not None:
+            W = np.vstack([np.zeros((1, self.decoder.shape[1])), np.cumsum(self.decoder, axis=0)])
+            var = ((W * W) @ self.rates - base) / self.n  # a is 0/1, so Σa²θ̂ is the raw CDF itself
+            if self.target == "population":
+                F = np.concatenate([[0.0], np.cumsum(self._plugin_theta())])
+                var = var + (F - F * F) / self.n
+            se = np.sqrt(np.maximum(var, 0.0))
+        else:
+            se = np.array([self._functional((np.arange(D) < i).astype(np.float64), 0.0)[1] for i in range(D + 1)])
+        return base - z * se, base + z * se
+
+    def _cdf_inversion(self, q: float, confidence: Optional[float]) -> tuple[float, float]:
+        D = self.cells
         edges = np.linspace(self.lower, self.upper, D + 1)
-        upper_b = np.empty(D + 1)
-        lower_b = np.empty(D + 1)
-        cum = np.concatenate([[0.0], np.cumsum(self.theta)])
-        for i in range(D + 1):
-            a = (np.arange(D) < i).astype(np.float64)
-            base = float(a @ self.raw) if self.raw is not None else float(cum[i])
-            _, se = self._functional(a, float(cum[i]))
-            upper_b[i], lower_b[i] = base + z * se, base - z * se
+        lower_b, upper_b = self._cdf_bands(confidence)
         # the first edge whose upper band reaches q is at most j + 1, the last whose lower band is
         # below q at least j (the quantile's cell j), each with probability >= 1 − α/2
         lo_i = int(np.argmax(upper_b >= q)) if (upper_b >= q).any() else D

@@ -35,8 +35,12 @@ with an ``O(1/n)`` bias), with ``n₊(k), n₋(k)`` the reports of key ``k`` wit
   ``P = (n₊ + n₋)/n`` (larger by exactly ``f(1−f)/n``);
 * value sum ``Ŝ_k = ℓ·(n₊ − n₋)/(n (p − q))`` (``E = f_k·m_k``);
 * mean ``m̂_k = Ŝ_k / f̂_k`` clipped to ``[−1, 1]``; its standard error by the delta method from the
-  multinomial covariance of ``(n₊, n₋)`` (plug-in rates) — the population's, which bounds the
-  sample's from above (a user's sign variance ``π − μ²`` averages to at most ``P − μ̄²``).
+  multinomial covariance of ``(n₊, n₋)`` (plug-in rates) — exact for an i.i.d. population; for the
+  users who reported it bounds the variance from above (a user's sign variance ``π − μ²`` averages
+  to at most ``P − μ̄²``, and the holders' ``mean(v²)`` that would close the gap is not identifiable
+  from one sign), so with ``target="sample"`` the means' intervals are labelled
+  (:attr:`KeyValueEstimate.mean_interval_kind` ``"bound"``: they cover at least their confidence,
+  up to ~2.5× wide at ε = 6, ℓ = 1 with values near ±1).
 """
 
 from __future__ import annotations
@@ -290,14 +294,20 @@ class KeyValueAccumulator(OutputCounts):
         se_f, se_m = np.sqrt(var_f), np.sqrt(np.maximum(var_m, 0.0))
         f_lo, f_hi = f - z * se_f, f + z * se_f
         kind, what = "interval", ""
+        mean_kind = "bound" if target == "sample" else "interval"
         if m.on_long == "sample":  # keys of users above ell are under-counted: only the lower limit holds
             f_hi = np.ones_like(f_hi)
             kind = "bound"
             what = ("on_long='sample': users holding more than ell keys were sampled, so frequencies are lower bounds "
                     "(frequency_ci_lower bounds each key's frequency from below, frequency_ci_upper is 1) and means are "
                     "weighted by min(1, ell/|S|) (their intervals cover that weighted mean)")
+        if mean_kind == "bound":
+            what = (what + "; " if what else "") + ("target='sample': the means' standard errors are the population's, an upper bound "
+                                                    "for the reporting users (their mean(v^2) is not identifiable from one sign)")
+        else:
+            mean_kind = kind
         return KeyValueEstimate(f, se_f, f_lo, f_hi, mean, se_m, np.clip(mean - z * se_m, -1, 1), np.clip(mean + z * se_m, -1, 1),
-                                S, np.sqrt(var_S), n, confidence, target, kind, what)
+                                S, np.sqrt(var_S), n, confidence, target, kind, what, mean_kind)
 
 
 @dataclass(frozen=True, eq=False)
@@ -321,6 +331,8 @@ class KeyValueEstimate:
     #: "interval" (each interval covers its quantity at ``confidence``) or "bound" (``bounds`` says what holds)
     interval_kind: str = "interval"
     bounds: str = ""
+    #: the means' own kind: "bound" for ``target="sample"`` (a conservative standard error; ``bounds``)
+    mean_interval_kind: str = "interval"
 
     def __repr__(self) -> str:
         """A notebook-sized summary: n, and each key's frequency and mean with intervals (up to 8)."""
@@ -329,6 +341,8 @@ class KeyValueEstimate:
                          f"  mean {self.mean[j]:+.4f} [{self.mean_ci_lower[j]:+.4f}, {self.mean_ci_upper[j]:+.4f}]" for j in range(min(k, 8)))
         more = f"\n  ... {k - 8} more keys (to_polars() for all)" if k > 8 else ""
         kind = "" if self.interval_kind == "interval" else f" ({self.interval_kind}s: see .bounds)"
+        if self.mean_interval_kind != self.interval_kind:
+            kind += f" (means: {self.mean_interval_kind}s, see .bounds)"
         return f"KeyValueEstimate(n={self.n:,}, keys={k}, {self.confidence:.0%} intervals{kind} for the {self.target})\n{rows}{more}"
 
     def plot(self, *, keys: Optional[Any] = None, title: Optional[str] = None):

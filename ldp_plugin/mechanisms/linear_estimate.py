@@ -52,13 +52,23 @@ class LinearLeafEstimate(DistributionPictures):
 
     # -- queries ------------------------------------------------------------------------------------
     def range_fraction(self, lo: float, hi: float, *, confidence: Optional[float] = None):
-        """The fraction in ``[lo, hi)`` (consistent tree) with its exact standard error."""
+        """The fraction in ``[lo, hi)`` (consistent tree) with its exact standard error. A range
+        ending inside a leaf interpolates uniformly within it (a bias no standard error holds), so
+        its interval spans the leaves it touches — from the lower limit of the leaves inside it to
+        the upper limit of the leaves it touches — and is labelled ``"bound"``."""
         a = self._weights(float(lo), float(hi))
         est = float(a @ self.leaves)
         se = math.sqrt(max(float(self._variance(a[:, None])[0]), 0.0))
         z = self._z(confidence)
-        return RangeEstimate(float(lo), float(hi), est, se, est - z * se, est + z * se, est * self.n, self.n,
-                             self.confidence if confidence is None else confidence, "analytic")
+        cl, cu, kind = est - z * se, est + z * se, "interval"
+        if ((a > 1e-12) & (a < 1 - 1e-12)).any():
+            inner, touched = (a >= 1 - 1e-12).astype(np.float64), (a > 1e-12).astype(np.float64)
+            var = self._variance(np.column_stack([inner, touched]))
+            cl = float(inner @ self.leaves) - z * math.sqrt(max(float(var[0]), 0.0))
+            cu = float(touched @ self.leaves) + z * math.sqrt(max(float(var[1]), 0.0))
+            kind = "bound"
+        return RangeEstimate(float(lo), float(hi), est, se, cl, cu, est * self.n, self.n,
+                             self.confidence if confidence is None else confidence, "analytic", kind)
 
     range_count = range_fraction
 

@@ -14,7 +14,8 @@ import pytest
 from ldp_plugin import ORR, ORAPPOR, Accountant, BudgetExceededError, LDPInputError, LDPParameterError
 from ldp_plugin.accountant import Population
 from ldp_plugin.cli import main
-from ldp_plugin.discovery import TERM, PrefixCodec, PrefixDiscovery, select
+from ldp_plugin.discovery import SFP, TERM, PrefixCodec, PrefixDiscovery, select
+from ldp_plugin.discovery.query import build_query
 from ldp_plugin.mechanisms.tagged import untagged
 
 ALPHA = "abcdefghijklmnopqrstuvwxyz"
@@ -280,7 +281,8 @@ def test_sfp_joins_fragments_and_splits_epsilon(population):
     from ldp_plugin.discovery import SFP
 
     values, freq = population
-    q = SFP(epsilon=8.0, top_k=10, alphabet=ALPHA, max_length=7, fragment=2, cohorts=64, puzzle_bits=6)
+    with pytest.warns(UserWarning, match="SFP is demoted"):
+        q = SFP(epsilon=8.0, top_k=10, alphabet=ALPHA, max_length=7, fragment=2, cohorts=64, puzzle_bits=6)
     # both reports together spend epsilon: fragment (1 - word_share)·ε + word word_share·ε
     assert q.fragment_mechanisms[0].epsilon + q.word_mechanism.epsilon == pytest.approx(8.0)
     rep = q.privatize(values.head(150_000), rng=2)
@@ -289,7 +291,8 @@ def test_sfp_joins_fragments_and_splits_epsilon(population):
     recall, precision = _recall_precision(res, freq, hi=0.02, lo=0.002)
     assert recall >= 0.9 and precision >= 0.9
     # power: a query with other puzzle hashes joins nothing that decodes
-    wrong = SFP(epsilon=8.0, top_k=10, alphabet=ALPHA, max_length=7, fragment=2, cohorts=64, puzzle_bits=6, hash_seed=5)
+    with pytest.warns(UserWarning, match="SFP is demoted"):
+        wrong = SFP(epsilon=8.0, top_k=10, alphabet=ALPHA, max_length=7, fragment=2, cohorts=64, puzzle_bits=6, hash_seed=5)
     try:
         recall_wrong, _ = _recall_precision(wrong.discover(rep), freq, hi=0.02)
     except LDPInputError as e:
@@ -539,3 +542,25 @@ def test_sketch_standard_errors_are_floored_at_the_light_candidates_error():
     assert np.array_equal(raw2, raw) and np.array_equal(se2, np.maximum(se, floor))
     assert abs(raw.std() / predicted - 1) > 0.1
     assert light_std_error(raw, se, 0.0) == 0.0 and light_std_error(raw[:10], se[:10], predicted) == predicted
+
+
+def test_sfp_is_demoted_and_announces_no_detectable_frequency(tmp_path, capsys):
+    """SFP warns at construction, announces no minimum detectable frequency (NaN; ``None`` in its
+    result's dict and the CLI's JSON, a sentence in its text), and the per-position threshold it
+    used to announce is kept only as ``position_threshold`` (not a guarantee)."""
+    with pytest.warns(UserWarning, match="SFP is demoted: its recall on real text"):
+        q = SFP(epsilon=4.0, top_k=2, alphabet="ab", max_length=4, cohorts=32)
+    assert math.isnan(q.min_detectable_frequency(10_000)) and 0 < q.position_threshold(10_000) < 1
+    with pytest.raises(LDPParameterError, match="n must be"):
+        q.min_detectable_frequency(0)
+    with pytest.warns(UserWarning, match="demoted"):
+        build_query("sfp", epsilon=4.0, top_k=2, alphabet="ab", max_length=4)
+    words = np.random.default_rng(1).choice(["ab", "ba", "aab"], size=4000, p=[0.5, 0.3, 0.2])
+    pl.DataFrame({"word": words}).write_csv(tmp_path / "w.csv")
+    argv = ["heavy-hitters", "simulate", "--input", str(tmp_path / "w.csv"), "--column", "word", "--epsilon", "4", "--top-k", "2",
+            "--seed", "1", "--max-length", "4", "--method", "sfp"]
+    code = main(argv + ["--json"])
+    cap = capsys.readouterr()
+    assert code == 0 and json.loads(cap.out)["min_detectable_frequency"] is None
+    assert cap.err.count("ldp heavy-hitters: warning: SFP is demoted") == 1 and "warnings.warn" not in cap.err
+    assert main(argv) == 0 and "none announced (sfp is demoted" in capsys.readouterr().out

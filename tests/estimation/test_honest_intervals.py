@@ -8,8 +8,9 @@ parameters and data shapes (fixed seeds), analytic tolerances and a power check 
 * PCKV's frequency variance for the users who reported (``target="sample"``): the Monte Carlo
   variance over the mechanism's randomness matches the reported one; the population formula (what
   it reported before) is ~3.5× too wide at ε = 6, ℓ = 1; ``on_long="sample"`` labels the
-  estimate a bound and its lower limit holds; ``on_long="error"`` refuses;
-* Square Wave's EMS+bootstrap intervals and the one-bit means' conservative ones are labelled.
+  estimate a bound and its lower limit holds; ``on_long="error"`` refuses; the means' sample
+  intervals (the population's standard error, conservative) are labelled bounds;
+* the one-bit means' conservative intervals are labelled.
 """
 
 from __future__ import annotations
@@ -104,6 +105,26 @@ def test_pckv_sample_variance_matches(eps, ell):
         assert np.mean(pop ** 2) / np.mean(se ** 2) > 1 + 3 * tol
 
 
+def test_pckv_sample_means_are_labelled_bounds():
+    """For the reporting users the means' standard error is the population's, an upper bound (the
+    holders' mean(v²) is not identifiable from one sign): labelled ``"bound"``, and it covers; the
+    label is needed (power: MSE well below the reported variance with values near ±1)."""
+    gen = np.random.default_rng(9)
+    d, n, runs = 4, 3000, 100
+    users = [[(int(k), float(gen.choice([-1.0, 1.0], p=[0.2, 0.8]))) for k in gen.choice(d, size=int(sz), replace=False)]
+             for sz in gen.integers(0, 2, n)]
+    truth = np.array([np.mean([v for u in users for k, v in u if k == j]) for j in range(d)])
+    m = ldp.PCKV(epsilon=6.0, d=d, ell=1)
+    batch = m.encode(users)
+    est = [m.estimate(m.randomize(batch, rng=s)) for s in range(runs)]
+    assert all(e.mean_interval_kind == "bound" and e.interval_kind == "interval" and "mean(v^2)" in e.bounds for e in est)
+    mu, se = np.array([e.mean for e in est]), np.array([e.mean_se for e in est])
+    assert np.mean(np.abs(mu - truth) <= Z * se) >= 0.95
+    assert np.mean((mu - truth) ** 2) / np.mean(se ** 2) < 0.5
+    pop = m.estimate(m.randomize(batch, rng=0), target="population")
+    assert pop.mean_interval_kind == "interval" and pop.bounds == ""
+
+
 def test_pckv_long_sets_are_refused_or_labelled():
     gen = np.random.default_rng(3)
     users = _pckv_users(6, 4, 4000, gen)
@@ -122,14 +143,35 @@ def test_pckv_long_sets_are_refused_or_labelled():
     assert np.any(e.frequency + Z * e.frequency_se < truth)
 
 
-def test_labels_of_variance_only_and_conservative_intervals():
+def test_labels_of_intervals_and_conservative_ones():
     sw = ldp.SquareWave(epsilon=1.0, grid=32)
-    est = sw.estimate(sw.randomize(np.random.default_rng(0).random(2000), rng=0), replicates=40)
-    assert est.interval_kind == "variance-only" and "smoothing" in est.bounds
-    assert est.range_count(0.1, 0.5).interval_kind == "variance-only"
+    est = sw.estimate(sw.randomize(np.random.default_rng(0).random(2000), rng=0))
+    assert est.interval_kind == "interval" and est.bounds == ""  # the unbiased decoder's (test_square_wave_intervals)
+    assert est.range_count(0.1, 0.5).interval_kind == "bound"  # ends inside cells: spans the cells it touches
+    assert est.range_count(0.125, 0.5).interval_kind == "interval"
     duchi = ldp.Duchi(epsilon=1.0)
     r = duchi.randomize(np.full(500, 1.0), rng=0)
     assert duchi.estimate(r).interval_kind == "bound"
     assert duchi.estimate(r, target="population").interval_kind == "interval"
     pw = ldp.Piecewise(epsilon=1.0)
     assert pw.estimate(pw.randomize(np.full(500, 1.0), rng=0)).interval_kind == "interval"
+
+
+@pytest.mark.parametrize("cls", [ldp.HierarchicalHistogram, ldp.HaarHRR])
+def test_tree_ranges_ending_inside_a_leaf_cover_a_point_mass(cls):
+    """A point mass inside a leaf: the interpolated interval (what the trees reported before)
+    misses it every time (power); the interval spanning the touched leaves covers, labelled."""
+    gen = np.random.default_rng(21)
+    x = np.where(gen.random(20_000) < 0.4, 0.33, gen.random(20_000))
+    m = cls(epsilon=1.0, buckets=16)
+    lo, hi = 0.3125, 0.34  # the leaf [0.3125, 0.375) holds the mass at 0.33
+    truth = float(np.mean((x >= lo) & (x < hi)))
+    runs, hit, interpolated = 40, 0, 0
+    for s in range(runs):
+        r = m.estimate(m.randomize(x, rng=s)).range_fraction(lo, hi)
+        assert r.interval_kind == "bound"
+        hit += r.ci_lower <= truth <= r.ci_upper
+        interpolated += abs(r.fraction - truth) <= Z * r.std_error
+    assert hit >= _coverage_bound(runs) * runs and interpolated == 0
+    whole = m.estimate(m.randomize(x, rng=0)).range_fraction(0.3125, 0.375)
+    assert whole.interval_kind == "interval"
