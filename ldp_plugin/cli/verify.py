@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 
@@ -26,8 +27,8 @@ def _coverage_lines(coverage: dict) -> list:
     """The coverage section: the total, the threshold, and every module's uncovered lines."""
     need = coverage.get("threshold")
     lines = ["", "## Branch coverage of the privacy-path modules", "",
-             f"Measured with coverage.py (statements and branches) on this run, in this process (the production layer's worker",
-             f"processes are not traced): **{coverage['percent']:.1f}%** of {len(coverage['modules'])} modules selected by what they do",
+             f"Measured with coverage.py (statements and branches) on this run, in a fresh interpreter started under coverage (module-level",
+             f"lines count; every process the run starts is traced and combined): **{coverage['percent']:.1f}%** of {len(coverage['modules'])} modules selected by what they do",
              "(they import the sampling layer, or call or define a client entry point: `ldp_plugin.verification.privacy_paths`)"
              + (f"; required {need:g}%: **{'met' if coverage['passed'] else 'NOT met'}**." if need is not None else "; no threshold (quick run)."), "",
              "| module | coverage | uncovered lines |", "|---|---|---|"]
@@ -114,6 +115,20 @@ def _markdown_report(rows: list, *, quick: bool, seed: int, seconds: float, cove
     return "\n".join(lines) + "\n"
 
 
+def verification_rows(names: list, *, seed: int, quick: bool, wrappers: bool) -> list:
+    """The rows of one ``ldp verify`` run: every layer on every canonical instance (and the draws)
+    of each name, then (``wrappers``: a run over the whole registry) the wrappers. A module-level
+    function, so ``--coverage`` can run it in a fresh interpreter started under coverage."""
+    reg = _registry_of(True)
+    share = FAMILY_ALPHA / len(names)
+    rows = [r for i, n in enumerate(progress(names, total=len(names), desc="ldp verify", unit="mechanism"))
+            for r in verify_name(reg[n], seed=seed + 1_000_003 * i, quick=quick, alpha=share)]
+    if wrappers:  # the wrappers, verified through their own exact channels and real clients
+        for j, (wname, mech) in enumerate(wrapper_instances()):
+            rows.append(verify_instance(mech, name=wname, instance=mech.params(), seed=seed + 7_000_001 * (j + 1), quick=quick, alpha=share))
+    return rows
+
+
 def cmd_verify(args) -> int:
     """All three verification layers on the registered mechanisms (and the seeded bugs)."""
     import time
@@ -140,23 +155,13 @@ def cmd_verify(args) -> int:
         if not parent.is_dir() or not os.access(parent, os.W_OK):
             raise LDPParameterError(f"--report {args.report!r}: the directory {str(parent)!r} does not exist or is not writable")
     t0 = time.perf_counter()
-    share = FAMILY_ALPHA / len(names)
-
-    def run() -> list:
-        rows = [r for i, n in enumerate(progress(names, total=len(names), desc="ldp verify", unit="mechanism"))
-                for r in verify_name(reg[n], seed=args.seed + 1_000_003 * i, quick=args.quick, alpha=share)]
-        if not args.names:  # the wrappers, verified through their own exact channels and real clients
-            for j, (wname, mech) in enumerate(wrapper_instances()):
-                rows.append(verify_instance(mech, name=wname, instance=mech.params(), seed=args.seed + 7_000_001 * (j + 1), quick=args.quick, alpha=share))
-        return rows
-
     coverage = None
     if getattr(args, "coverage", False):  # branch coverage of every privacy-path module, measured on this run
-        rows, coverage = measure(run)
+        rows, coverage = measure(functools.partial(verification_rows, names, seed=args.seed, quick=args.quick, wrappers=not args.names))
         least = args.coverage_min if args.coverage_min is not None else (None if args.quick else COVERAGE_MIN)
         coverage.update({"threshold": least, "passed": least is None or coverage["percent"] >= least})
     else:
-        rows = run()
+        rows = verification_rows(names, seed=args.seed, quick=args.quick, wrappers=not args.names)
     save_status(rows, quick=args.quick, seed=args.seed)
     bugs = self_test(seed=args.seed, quick=args.quick) if args.self_test else []
     seconds = time.perf_counter() - t0
