@@ -1,0 +1,81 @@
+"""A deployed device for the system layers: the owner's TOML, keystore and SQLite ledger in a
+temporary directory, initialized by the owner's path (:meth:`DeviceFleet.init`) and answered
+through the node's reply path (:func:`ldp_plugin.federated.app.device_answer`), exactly as a
+SuperNode runs it. The values come from :func:`held_values` (a ``[data] source`` entry point), so
+two devices that differ only in what their users hold can be compared answer by answer."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+import numpy as np
+
+from ...federated.app import device_answer
+from ...federated.config import NODE_CONFIG_KEY, DeviceConfig
+from ...federated.device import DeviceFleet
+
+__all__ = ["held_values", "Device", "DEVICES", "wire_payloads", "normalized"]
+
+#: devices the fixture hosts
+DEVICES = 6
+
+_IN_DOMAIN = [0, 1, [0, 1], 0.25, (0, 1), [(0, 0.5)]]
+_OUT_OF_DOMAIN = [None, "zz", [7, 7, 99, -1, 0], float("nan"), (9, 9, 9), [(5, 2.0), ("k", None)]]
+
+
+def held_values(variant: str = "in", devices: int = DEVICES) -> np.ndarray:
+    """``devices`` values of every input kind: ``"in"`` mostly inside every canonical domain,
+    ``"out"`` outside every domain (the device's rule replaces them: the answer must not tell)."""
+    base = _IN_DOMAIN if variant == "in" else _OUT_OF_DOMAIN
+    out = np.empty(devices, dtype=object)
+    for i in range(devices):
+        out[i] = base[i % len(base)]
+    return out
+
+
+class Device:
+    """One node's devices, configured by their owner in ``directory`` (policy keys as TOML
+    values), answering through ``answer`` (default: the node's real reply path)."""
+
+    def __init__(self, directory: str | Path, *, policy: dict, variant: str = "in", analyzer_key: Optional[str] = None,
+                 answer: Callable = device_answer):
+        self.dir = Path(directory)
+        self.dir.mkdir(parents=True, exist_ok=True)
+        lines = ["[device]", 'name = "system-layer"', 'ledger = "state/ledger.sqlite"', 'keystore = "state/keys.json"']
+        if analyzer_key is not None:
+            lines.append(f'analyzer_key = "{analyzer_key}"')
+        lines += ["", "[policy]"] + [f"{k} = {json.dumps(v)}" for k, v in policy.items()]
+        lines += ["", "[data]", f'source = "{__name__}:held_values"', "[data.args]", f'variant = "{variant}"', f"devices = {DEVICES}", ""]
+        self.toml = self.dir / "device.toml"
+        self.toml.write_text("\n".join(lines))
+        self.node_config = {NODE_CONFIG_KEY: str(self.toml)}
+        self.config = DeviceConfig.load(self.toml, self.node_config)
+        DeviceFleet.init(self.config)
+        self.answer_fn = answer
+
+    def answer(self, query_json: str) -> dict:
+        return self.answer_fn({"query": {"json": query_json}}, self.node_config)
+
+    def ledger_state(self) -> tuple:
+        """``(remaining budget per device, ledger rows)`` read by the owner."""
+        fleet = DeviceFleet.open(self.config)
+        try:
+            return fleet.ledger.remaining_by_cohort(), fleet.ledger.history()
+        finally:
+            fleet.close()
+
+
+def wire_payloads(reply: dict) -> list:
+    """The reply's envelopes as bytes (whatever container the reply path used)."""
+    return [bytes(r) for r in reply.get("reports", [])]
+
+
+def normalized(reply: dict) -> dict:
+    """What a reply tells apart from its random reports: refusal codes and counts, the retry
+    flag, the devices, how many reports and their lengths."""
+    return {"refused": dict(reply.get("refused", {})), "retry": bool(reply.get("retry")), "devices": int(reply.get("devices", -1)),
+            "reports": len(reply.get("reports", [])), "lengths": sorted({len(r) for r in reply.get("reports", [])})}
+
+
