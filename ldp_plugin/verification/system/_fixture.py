@@ -8,15 +8,15 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Callable, Optional
 
 import numpy as np
 
-from ...federated.app import device_answer
+from ...federated.app import REPLY_WIRE, _record, device_answer
 from ...federated.config import NODE_CONFIG_KEY, DeviceConfig
 from ...federated.device import DeviceFleet
 
-__all__ = ["held_values", "Device", "DEVICES", "wire_payloads", "normalized"]
+__all__ = ["held_values", "Device", "DEVICES", "wire_payloads", "normalized", "on_the_wire"]
 
 #: devices the fixture hosts
 DEVICES = 6
@@ -65,6 +65,16 @@ class Device:
             return fleet.ledger.remaining_by_cohort(), fleet.ledger.history()
         finally:
             fleet.close()
+
+
+def on_the_wire(reply: dict) -> dict:
+    """A device reply as the server reads it: the node's reply record (wire version
+    :data:`~ldp_plugin.federated.app.REPLY_WIRE`: the reports as one blob, the refusals as JSON
+    text), mapped field by field as :func:`~ldp_plugin.federated.app.reply_to_raw` maps it."""
+    rec = _record(reply)["reply"]
+    if rec["wire"] != REPLY_WIRE:
+        raise LookupError("the reply record is not of the current wire version")
+    return {"devices": rec["devices"], "refused": rec["refused"], "retry": rec["retry"], "reports": rec["blob"] if "blob" in rec else b""}
 
 
 def wire_payloads(reply: dict) -> list:

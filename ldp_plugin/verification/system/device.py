@@ -34,9 +34,9 @@ from __future__ import annotations
 
 import json
 import math
-import tempfile
 import time
 from fractions import Fraction
+from pathlib import Path
 from typing import Any, Callable
 
 from ...exact import epsilon_of_ratio, ratio_within_exp
@@ -121,65 +121,65 @@ def _float_down(x: Fraction) -> float:
     return math.nextafter(f, -math.inf) if Fraction(f) > x else f
 
 
-def device_layer(*, seed: int = 0, quick: bool = False, answer: Callable = device_answer) -> dict:
+def device_layer(*, seed: int = 0, quick: bool = False, answer: Callable = device_answer, directory: str | Path) -> dict:
     """Run :func:`script` on two devices (values inside / outside every domain) answering through
-    ``answer`` and check the module's four properties. ``seed`` and ``quick`` change nothing (the
+    ``answer`` (default: the node's real reply path) in ``directory`` (a fresh temporary
+    directory) and check the module's four properties. ``seed`` and ``quick`` change nothing (the
     device draws from the OS CSPRNG; every check is exact)."""
     t0 = time.perf_counter()
     steps, policy = script()
     failures: list = []
     rows: list = []
-    with tempfile.TemporaryDirectory(prefix="ldp-system-device-") as tmp:
-        devices = {v: Device(f"{tmp}/{v}", policy=policy, variant=v, answer=answer) for v in ("in", "out")}
-        kept: dict = {}
-        series_charged: dict = {v: Fraction(0) for v in devices}
-        for label, qjson, mech, expected in steps:
-            before = {v: d.ledger_state() for v, d in devices.items()}
-            replies = {v: d.answer(qjson) for v, d in devices.items()}
-            after = {v: d.ledger_state() for v, d in devices.items()}
-            seen = {v: normalized(r) for v, r in replies.items()}
-            problems = []
-            if seen["in"] != seen["out"]:
-                problems.append("the answer depends on the values held")
-            for v in devices:
-                (rem0, hist0), (rem1, hist1), got = before[v], after[v], seen[v]
-                if expected[0] == "charge":
-                    eps = expected[1]
-                    if got["refused"] or got["reports"] != DEVICES:
-                        problems.append(f"{v}: expected {DEVICES} reports, got {got['reports']} (refused {got['refused']})")
-                    drops = {a - b for a, b in zip(rem0, rem1)}
-                    if drops != {eps} or len(hist1) != len(hist0) + 1:
-                        problems.append(f"{v}: charged {sorted(float(x) for x in drops)}, the query's charge is {float(eps)!r}")
-                    if expected[2] is not None:
-                        series_charged[v] += min(drops) if drops else Fraction(0)
-                    kept[(v, label)] = wire_payloads(replies[v])
-                else:
-                    if rem0 != rem1 or len(hist0) != len(hist1):
-                        problems.append(f"{v}: a {expected[0]} changed the ledger")
-                    if expected[0] == "refused" and got["refused"] != {expected[1]: DEVICES}:
-                        problems.append(f"{v}: expected refusal {expected[1]!r} from every device, got {got['refused']}")
-                    if expected[0] == "retry" and (not got["retry"] or wire_payloads(replies[v]) != kept.get((v, expected[1]))):
-                        problems.append(f"{v}: a retry did not return the kept envelopes")
-            row = {"step": label, "expected": expected[0] if expected[0] != "refused" else expected[1], "answer": seen["in"],
-                   "passed": not problems}
-            if expected[0] == "charge" and mech is not None and expected[2] is None:
-                realized, within = _realized_ok(mech, expected[1])
-                row.update({"charged": float(expected[1]), "realized_epsilon": realized})
-                if not within:
-                    problems.append(f"the realized ε {realized!r} exceeds the charge {float(expected[1])!r}")
-            row["passed"] = not problems
-            if problems:
-                failures += [f"{label}: {p}" for p in problems]
-            rows.append(row)
-        series = _build(*_SERIES)
-        worst = worst_cases(series.transcript_model(), SERIES_COLLECTIONS)[("user", SERIES_COLLECTIONS)]
-        transcript = {"mechanism": series.name, "T": SERIES_COLLECTIONS,
-                      "exact_loss": math.inf if worst.ratio is None else epsilon_of_ratio(worst.ratio),
-                      "charged": {v: float(c) for v, c in series_charged.items()}}
-        for v, c in series_charged.items():
-            if worst.ratio is None or not ratio_within_exp(worst.ratio, _float_down(c)):
-                failures.append(f"{v}: the series' exact loss over every pair of histories ({transcript['exact_loss']:.6g}) "
-                                f"exceeds the {float(c):.6g} its ledger charged for {SERIES_COLLECTIONS} collections")
+    devices = {v: Device(Path(directory) / v, policy=policy, variant=v, answer=answer) for v in ("in", "out")}
+    kept: dict = {}
+    series_charged: dict = {v: Fraction(0) for v in devices}
+    for label, qjson, mech, expected in steps:
+        before = {v: d.ledger_state() for v, d in devices.items()}
+        replies = {v: d.answer(qjson) for v, d in devices.items()}
+        after = {v: d.ledger_state() for v, d in devices.items()}
+        seen = {v: normalized(r) for v, r in replies.items()}
+        problems = []
+        if seen["in"] != seen["out"]:
+            problems.append("the answer depends on the values held")
+        for v in devices:
+            (rem0, hist0), (rem1, hist1), got = before[v], after[v], seen[v]
+            if expected[0] == "charge":
+                eps = expected[1]
+                if got["refused"] or got["reports"] != DEVICES:
+                    problems.append(f"{v}: expected {DEVICES} reports, got {got['reports']} (refused {got['refused']})")
+                drops = {a - b for a, b in zip(rem0, rem1)}
+                if drops != {eps} or len(hist1) != len(hist0) + 1:
+                    problems.append(f"{v}: charged {sorted(float(x) for x in drops)}, the query's charge is {float(eps)!r}")
+                if expected[2] is not None:
+                    series_charged[v] += min(drops) if drops else Fraction(0)
+                kept[(v, label)] = wire_payloads(replies[v])
+            else:
+                if rem0 != rem1 or len(hist0) != len(hist1):
+                    problems.append(f"{v}: a {expected[0]} changed the ledger")
+                if expected[0] == "refused" and got["refused"] != {expected[1]: DEVICES}:
+                    problems.append(f"{v}: expected refusal {expected[1]!r} from every device, got {got['refused']}")
+                if expected[0] == "retry" and (not got["retry"] or wire_payloads(replies[v]) != kept.get((v, expected[1]))):
+                    problems.append(f"{v}: a retry did not return the kept envelopes")
+        row = {"step": label, "expected": expected[0] if expected[0] != "refused" else expected[1], "answer": seen["in"],
+               "passed": not problems}
+        if expected[0] == "charge" and mech is not None and expected[2] is None:
+            realized, within = _realized_ok(mech, expected[1])
+            row.update({"charged": float(expected[1]), "realized_epsilon": realized})
+            if not within:
+                problems.append(f"the realized ε {realized!r} exceeds the charge {float(expected[1])!r}")
+        row["passed"] = not problems
+        if problems:
+            failures += [f"{label}: {p}" for p in problems]
+        rows.append(row)
+    series = _build(*_SERIES)
+    worst = worst_cases(series.transcript_model(), SERIES_COLLECTIONS)[("user", SERIES_COLLECTIONS)]
+    transcript = {"mechanism": series.name, "T": SERIES_COLLECTIONS,
+                  "exact_loss": math.inf if worst.ratio is None else epsilon_of_ratio(worst.ratio),
+                  "charged": {v: float(c) for v, c in series_charged.items()}}
+    for v, c in series_charged.items():
+        if worst.ratio is None or not ratio_within_exp(worst.ratio, _float_down(c)):
+            failures.append(f"{v}: the series' exact loss over every pair of histories ({transcript['exact_loss']:.6g}) "
+                            f"exceeds the {float(c):.6g} its ledger charged for {SERIES_COLLECTIONS} collections")
     return {"layer": "device", "steps": rows, "transcript": transcript, "failures": failures,
             "seconds": round(time.perf_counter() - t0, 2), "passed": not failures}
 
