@@ -27,7 +27,13 @@ _OUT_OF_DOMAIN = [None, "zz", [7, 7, 99, -1, 0], float("nan"), (9, 9, 9), [(5, 2
 
 def held_values(variant: str = "in", devices: int = DEVICES) -> np.ndarray:
     """``devices`` values of every input kind: ``"in"`` mostly inside every canonical domain,
-    ``"out"`` outside every domain (the device's rule replaces them: the answer must not tell)."""
+    ``"out"`` outside every domain (the device's rule replaces them: the answer must not tell);
+    ``"codes-in"`` / ``"codes-out"``: integer category codes, all in ``[0, 4)`` / one of them not."""
+    if variant.startswith("codes-"):
+        codes = np.arange(devices, dtype=np.int64) % 4
+        if variant == "codes-out":
+            codes[-1] = 1 << 40
+        return codes
     base = _IN_DOMAIN if variant == "in" else _OUT_OF_DOMAIN
     out = np.empty(devices, dtype=object)
     for i in range(devices):

@@ -10,7 +10,12 @@ limits, a charging relation the owner did not allow, a query whose planned memor
 owner's limit, a retried query (the kept reply), a query beyond the remaining budget, and one
 beyond the owner's daily limit. It runs on two devices that differ **only in what their users
 hold**: values inside every domain, and values outside every domain (the device's domain rule
-replaces them).
+replaces them). Two more sequences run on their own device pairs: a **secure sum**
+(:func:`~ldp_plugin.federated.secure_device.contribute`, both options: summed local k-RR reports
+and distributed Skellam noise, a retried round, and every governance refusal — a setup other than
+the query's, too many bins, more devices than the site bound, a reconstruction threshold below the
+owner's minimum, ε above the owner's limit, a query that is not JSON) and a **heavy-hitter
+discovery** collection (one query per group, then a relabelled group query).
 
 The layer passes iff, at every step:
 
@@ -25,6 +30,12 @@ The layer passes iff, at every step:
    channel) is at most ``e^charge``, and after the series' ``T`` collections the exact worst loss
    over **every** pair of histories and every transcript (:func:`..histories.worst_cases`, user
    level) is at most what the ledger charged for them.
+
+For the secure sum, (1)–(3) hold with the vector's length and its count of devices summed in place
+of the reports (``charge``: what :meth:`Accountant.release` charges each device — ``report_charge`` of
+the summed k-RR, the Skellam release's ε for the noise). For the discovery collection, each device
+answers in exactly one group, charged the group oracle's ``report_charge`` once; a relabelled group
+query is answered by nobody (``already_answered`` / ``other_group``) and charges nothing.
 
 Power: the seeded bugs of :mod:`.seeded_bugs` (a series charged only once; a device whose refusal
 reads the values) each fail it.
@@ -41,7 +52,11 @@ from typing import Any, Callable
 
 from ...exact import epsilon_of_ratio, ratio_within_exp
 from ...federated.app import device_answer
+from ...federated.device import DeviceFleet
+from ...federated.discovery import level_queries
 from ...federated.query import Query
+from ...federated.secure_device import SecureSumRefusal, contribute
+from ...federated.secure_query import NOISE_MECHANISM, SecureSumQuery
 from ...mechanisms.charge import report_charge
 from ...registry import KINDS, load_registry
 from ..histories import worst_cases
@@ -121,6 +136,115 @@ def _float_down(x: Fraction) -> float:
     return math.nextafter(f, -math.inf) if Fraction(f) > x else f
 
 
+_SECURE_POLICY = {"lifetime_cap": "1000", "max_epsilon_per_query": "8", "allowed_mechanisms": ["krr", NOISE_MECHANISM],
+                  "secure_sum_min_participants": 3, "secure_sum_max_bins": 64}
+
+
+def _setup(q: SecureSumQuery, **over) -> dict:
+    """The parameters Flower's SecAgg+ setup stage gives a node for ``q`` (``over``: a server that
+    sets up something else)."""
+    c = q.derive().config
+    return {**{"sample_num": c.nodes, "share_num": c.shares, "threshold": c.threshold, "clipping_range": float(c.clipping_range),
+               "target_range": c.quantization_range, "mod_range": c.modulus, "max_weight": c.max_weight}, **over}
+
+
+def secure_script() -> list:
+    """``(label, query JSON, setup, expected)`` of the secure-sum sequence; ``expected`` is
+    ``("charge", ε)``, ``("retry", label)`` or ``("refused", reason)``."""
+    def q(qid, **kw):
+        base = {"option": "local", "d": 4, "epsilon": "1", "delta": 1e-6, "nodes": 5, "min_participants": 3, "site_bound": DEVICES}
+        return SecureSumQuery(query_id=f"system/secure/{qid}", **{**base, **kw})
+
+    local, noise = q("local"), q("noise", option="noise")
+    low = q("low", nodes=3, min_participants=2)
+    steps = [("secure sum, local reports", local.to_json(), _setup(local), ("charge", report_charge(local.derive().mechanism))),
+             ("secure sum, retried", local.to_json(), _setup(local), ("retry", "secure sum, local reports")),
+             ("secure sum, Skellam noise", noise.to_json(), _setup(noise), ("charge", noise.derive().charge.epsilon)),
+             ("secure sum, another setup", q("setup").to_json(), _setup(q("setup"), threshold=q("setup").derive().config.threshold + 1),
+              ("refused", "setup_mismatch")),
+             ("secure sum, too many bins", q("bins", d=100).to_json(), _setup(q("bins", d=100)), ("refused", "too_many_bins")),
+             ("secure sum, above the site bound", q("site", site_bound=2).to_json(), _setup(q("site", site_bound=2)), ("refused", "above_site_bound")),
+             ("secure sum, epsilon above policy", q("eps", epsilon="16").to_json(), _setup(q("eps", epsilon="16")), ("refused", "epsilon_above_policy")),
+             ("secure sum, not JSON", "{", _setup(local), ("refused", "malformed_query"))]
+    if low.derive().threshold < _SECURE_POLICY["secure_sum_min_participants"]:
+        steps.append(("secure sum, threshold below the owner's minimum", low.to_json(), _setup(low), ("refused", "below_min_participants")))
+    return steps
+
+
+def _contribute(device: Device, query_json: str, setup: dict) -> dict:
+    """One secure-sum round on ``device`` as the secure-sum ClientApp runs it: what leaves it."""
+    fleet = DeviceFleet.open(device.config)
+    try:
+        vec = contribute(fleet, query_json, setup)
+        return {"refused": None, "entries": len(vec), "summed": int(vec[-1]), "vector": [int(x) for x in vec]}
+    except SecureSumRefusal as e:
+        return {"refused": e.reason}
+    finally:
+        fleet.close()
+
+
+def _secure_sequence(directory: Path) -> tuple:
+    devices = {v: Device(directory / f"secure-{v}", policy=_SECURE_POLICY, variant=f"codes-{v}") for v in ("in", "out")}
+    rows, failures, kept = [], [], {}
+    for label, qjson, setup, expected in secure_script():
+        before = {v: d.ledger_state() for v, d in devices.items()}
+        got = {v: _contribute(d, qjson, setup) for v, d in devices.items()}
+        after = {v: d.ledger_state() for v, d in devices.items()}
+        seen = {v: {k: x for k, x in g.items() if k != "vector"} for v, g in got.items()}
+        problems = [] if seen["in"] == seen["out"] else ["the answer depends on the values held"]
+        for v in devices:
+            (rem0, hist0), (rem1, hist1), g = before[v], after[v], got[v]
+            if expected[0] == "charge":
+                drops = {a - b for a, b in zip(rem0, rem1)}
+                if g["refused"] is not None or g["summed"] != DEVICES or g["entries"] != 5:
+                    problems.append(f"{v}: expected the {DEVICES} devices summed, got {g}")
+                elif drops != {expected[1]}:
+                    problems.append(f"{v}: charged {sorted(float(x) for x in drops)}, the round's charge is {float(expected[1])!r}")
+                kept[(v, label)] = g.get("vector")
+            else:
+                if rem0 != rem1 or len(hist0) != len(hist1):
+                    problems.append(f"{v}: a {expected[0]} changed the ledger")
+                if expected[0] == "refused" and g["refused"] != expected[1]:
+                    problems.append(f"{v}: expected refusal {expected[1]!r}, got {g['refused']!r}")
+                if expected[0] == "retry" and g.get("vector") != kept.get((v, expected[1])):
+                    problems.append(f"{v}: a retried round did not return the kept vector")
+        rows.append({"step": label, "expected": expected[0] if expected[0] != "refused" else expected[1], "answer": seen["in"],
+                     "passed": not problems})
+        failures += [f"{label}: {p}" for p in problems]
+    return rows, failures
+
+
+def _discovery_sequence(directory: Path) -> tuple:
+    """A heavy-hitter discovery collection on one device (group membership follows the device's
+    keys, not its values, so it is checked per device: each device answers once, charged once)."""
+    policy = {"lifetime_cap": "1000", "max_epsilon_per_query": "8", "allowed_mechanisms": ["pem"]}
+    dev = Device(directory / "discovery", policy=policy)
+    _, queries = level_queries("pem", "2", {"alphabet": "abcdefghijklmnopqrstuvwxyz", "max_length": 4, "top_k": 2}, "system/discovery")
+    failures, answered = [], 0
+    rem_start, _ = dev.ledger_state()
+    for q in queries:
+        rem0, _ = dev.ledger_state()
+        reply = dev.answer(q.to_json())
+        rem1, _ = dev.ledger_state()
+        got = normalized(reply)
+        answered += got["reports"]
+        drops = [a - b for a, b in zip(rem0, rem1)]
+        charge = report_charge(q.mechanism())
+        if sorted(set(drops) - {0}) not in ([charge], []) or sum(1 for x in drops if x) != got["reports"]:
+            failures.append(f"discovery group {q.discovery['level']}: {got['reports']} reports but charges {sorted(float(x) for x in set(drops))}")
+        if got["reports"] + sum(got["refused"].values()) != DEVICES:
+            failures.append(f"discovery group {q.discovery['level']}: the reply accounts for {got['reports'] + sum(got['refused'].values())} devices")
+    rem_end, hist_end = dev.ledger_state()
+    if answered != DEVICES or any(a - b != report_charge(queries[0].mechanism()) for a, b in zip(rem_start, rem_end)):
+        failures.append(f"discovery: {answered} reports over the groups, expected each of the {DEVICES} devices once, charged once")
+    again = Query.for_mechanism(queries[0].query_id + "-again", queries[0].mechanism(), discovery=queries[0].discovery)
+    reply = normalized(dev.answer(again.to_json()))
+    rem_again, hist_again = dev.ledger_state()
+    if reply["reports"] or set(reply["refused"]) - {"already_answered", "other_group"} or rem_again != rem_end or len(hist_again) != len(hist_end):
+        failures.append(f"discovery: a relabelled group query was answered {reply}")
+    return [{"step": "discovery collection", "groups": len(queries), "reports": answered, "passed": not failures}], failures
+
+
 def device_layer(*, seed: int = 0, quick: bool = False, answer: Callable = device_answer, directory: str | Path) -> dict:
     """Run :func:`script` on two devices (values inside / outside every domain) answering through
     ``answer`` (default: the node's real reply path) in ``directory`` (a fresh temporary
@@ -171,6 +295,10 @@ def device_layer(*, seed: int = 0, quick: bool = False, answer: Callable = devic
         if problems:
             failures += [f"{label}: {p}" for p in problems]
         rows.append(row)
+    for extra in (_secure_sequence, _discovery_sequence):
+        more_rows, more_failures = extra(Path(directory))
+        rows += more_rows
+        failures += more_failures
     series = _build(*_SERIES)
     worst = worst_cases(series.transcript_model(), SERIES_COLLECTIONS)[("user", SERIES_COLLECTIONS)]
     transcript = {"mechanism": series.name, "T": SERIES_COLLECTIONS,
