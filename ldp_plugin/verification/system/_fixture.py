@@ -7,11 +7,13 @@ two devices that differ only in what their users hold can be compared answer by 
 from __future__ import annotations
 
 import json
+import logging
 from pathlib import Path
 from typing import Callable, Optional
 
 import numpy as np
 
+from ...accountant import Accountant
 from ...federated.app import REPLY_WIRE, _record, device_answer
 from ...federated.config import NODE_CONFIG_KEY, DeviceConfig
 from ...federated.device import DeviceFleet
@@ -28,7 +30,10 @@ _OUT_OF_DOMAIN = [None, "zz", [7, 7, 99, -1, 0], float("nan"), (9, 9, 9), [(5, 2
 def held_values(variant: str = "in", devices: int = DEVICES) -> np.ndarray:
     """``devices`` values of every input kind: ``"in"`` mostly inside every canonical domain,
     ``"out"`` outside every domain (the device's rule replaces them: the answer must not tell);
-    ``"codes-in"`` / ``"codes-out"``: integer category codes, all in ``[0, 4)`` / one of them not."""
+    ``"codes-in"`` / ``"codes-out"``: integer category codes, all in ``[0, 4)`` / one of them not;
+    ``"broken"``: a source that fails (the owner's configuration error)."""
+    if variant == "broken":  # the owner's data source fails
+        raise ValueError("the data source is unavailable")
     if variant.startswith("codes-"):
         codes = np.arange(devices, dtype=np.int64) % 4
         if variant == "codes-out":
@@ -46,7 +51,7 @@ class Device:
     values), answering through ``answer`` (default: the node's real reply path)."""
 
     def __init__(self, directory: str | Path, *, policy: dict, variant: str = "in", analyzer_key: Optional[str] = None,
-                 answer: Callable = device_answer):
+                 answer: Callable = device_answer, init: bool = True):
         self.dir = Path(directory)
         self.dir.mkdir(parents=True, exist_ok=True)
         lines = ["[device]", 'name = "system-layer"', 'ledger = "state/ledger.sqlite"', 'keystore = "state/keys.json"']
@@ -58,19 +63,31 @@ class Device:
         self.toml.write_text("\n".join(lines))
         self.node_config = {NODE_CONFIG_KEY: str(self.toml)}
         self.config = DeviceConfig.load(self.toml, self.node_config)
-        DeviceFleet.init(self.config)
+        if init:  # the owner's explicit initialization (keystore, ledger, anchor)
+            DeviceFleet.init(self.config)
         self.answer_fn = answer
 
     def answer(self, query_json: str) -> dict:
-        return self.answer_fn({"query": {"json": query_json}}, self.node_config)
+        """The node's answer to one query. What the reply path logs for the node's operator (a
+        refusal's reason) is kept out of the verification run's output while it answers."""
+        quiet = logging.NullHandler()
+        log = logging.getLogger("ldp_plugin.federated")
+        log.addHandler(quiet)
+        try:
+            return self.answer_fn({"query": {"json": query_json}}, self.node_config)
+        finally:
+            log.removeHandler(quiet)
 
     def ledger_state(self) -> tuple:
-        """``(remaining budget per device, ledger rows)`` read by the owner."""
-        fleet = DeviceFleet.open(self.config)
+        """``(remaining budget per device, ledger rows)`` read by the owner (``None`` without a
+        ledger file)."""
+        if not self.config.ledger.is_file():
+            return None
+        acc = Accountant(self.config.ledger)
         try:
-            return fleet.ledger.remaining_by_cohort(), fleet.ledger.history()
+            return acc.remaining_by_cohort(), acc.history()
         finally:
-            fleet.close()
+            acc.close()
 
 
 def on_the_wire(reply: dict) -> dict:

@@ -15,7 +15,8 @@ replaces them). Two more sequences run on their own device pairs: a **secure sum
 and distributed Skellam noise, a retried round, and every governance refusal — a setup other than
 the query's, too many bins, more devices than the site bound, a reconstruction threshold below the
 owner's minimum, ε above the owner's limit, a query that is not JSON) and a **heavy-hitter
-discovery** collection (one query per group, then a relabelled group query).
+discovery** collection (one query per group, then a relabelled group query), and the device's
+state as its owner keeps it (:mod:`.lifecycle`: missing, edited or replaced ledger and keystore).
 
 The layer passes iff, at every step:
 
@@ -43,6 +44,7 @@ reads the values) each fail it.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import time
@@ -61,6 +63,7 @@ from ...mechanisms.charge import report_charge
 from ...registry import KINDS, load_registry
 from ..histories import worst_cases
 from ._fixture import DEVICES, Device, normalized, wire_payloads
+from .lifecycle import lifecycle_sequence
 
 __all__ = ["device_layer", "script", "SERIES_COLLECTIONS"]
 
@@ -242,13 +245,14 @@ def _discovery_sequence(directory: Path) -> tuple:
     rem_again, hist_again = dev.ledger_state()
     if reply["reports"] or set(reply["refused"]) - {"already_answered", "other_group"} or rem_again != rem_end or len(hist_again) != len(hist_end):
         failures.append(f"discovery: a relabelled group query was answered {reply}")
-    return [{"step": "discovery collection", "groups": len(queries), "reports": answered, "passed": not failures}], failures
+    return [{"step": "discovery collection", "expected": "each device once", "groups": len(queries), "reports": answered, "passed": not failures}], failures
 
 
-def device_layer(*, seed: int = 0, quick: bool = False, answer: Callable = device_answer, directory: str | Path) -> dict:
+def device_layer(*, seed: int = 0, quick: bool = False, answer: Callable = device_answer, directory: str | Path, sequences: bool = True) -> dict:
     """Run :func:`script` on two devices (values inside / outside every domain) answering through
     ``answer`` (default: the node's real reply path) in ``directory`` (a fresh temporary
-    directory) and check the module's four properties. ``seed`` and ``quick`` change nothing (the
+    directory) and check the module's four properties; ``sequences``: also the secure-sum, discovery
+    and owner's-state sequences. ``seed`` and ``quick`` change nothing (the
     device draws from the OS CSPRNG; every check is exact)."""
     t0 = time.perf_counter()
     steps, policy = script()
@@ -295,7 +299,7 @@ def device_layer(*, seed: int = 0, quick: bool = False, answer: Callable = devic
         if problems:
             failures += [f"{label}: {p}" for p in problems]
         rows.append(row)
-    for extra in (_secure_sequence, _discovery_sequence):
+    for extra in (_secure_sequence, _discovery_sequence, functools.partial(lifecycle_sequence, answer=answer)) if sequences else ():
         more_rows, more_failures = extra(Path(directory))
         rows += more_rows
         failures += more_failures

@@ -20,11 +20,12 @@ from typing import Any, Callable
 
 import numpy as np
 
+from ..._errors import LDPInputError, LDPParameterError
 from ...federated.analyzer import analyze_batch
 from ...federated.app import device_answer
 from ...federated.batch import iter_ciphertexts, read_batch, write_batch
 from ...federated.config import DeviceConfig, device_config_path
-from ...federated.device import DeviceFleet
+from ...federated.device import DeviceFleet, DeviceRefusal
 from ...federated.envelope import NONCE_BYTES
 from ...federated.sealed import open_reports, private_key, seal_reply, seal_reports
 from ...federated.shuffler import Shuffler
@@ -37,7 +38,16 @@ def _answer_with(fleet_class: type) -> Callable:
 
     def answer(content: Any, node_config: Any) -> dict:
         cfg = DeviceConfig.load(device_config_path(node_config), node_config)
-        fleet = fleet_class.open(cfg)
+        try:
+            fleet = fleet_class.open(cfg)
+        except DeviceRefusal as e:  # as the node's reply path answers it
+            try:
+                n = int(cfg.load_values().shape[0])
+            except (LDPParameterError, LDPInputError):
+                n = 1
+            return {"devices": n, "reports": [], "refused": {e.reason: n}, "retry": False}
+        except (LDPParameterError, LDPInputError):
+            return {"devices": 1, "reports": [], "refused": {"device_misconfigured": 1}, "retry": False}
         try:
             return seal_reply(fleet.respond(str(content["query"]["json"])), cfg.analyzer_key)
         finally:
