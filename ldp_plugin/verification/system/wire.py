@@ -12,13 +12,20 @@ layer passes iff, for every name:
 2. the collector accepts every report (no node error, no rejection) and its accumulator counts
    them all;
 3. the retried query returns the kept envelopes byte for byte, and the collector counts each of
-   them as a ``duplicate`` (the nonce is the report's id), its accumulator unchanged.
+   them as a ``duplicate`` (the nonce is the report's id), its accumulator unchanged;
+4. (a name over values: what ``ldp serve`` collects) the same envelopes posted to the HTTPS ingestion service (:class:`~ldp_plugin.federated.ingest.IngestService`,
+   the path of browsers and phones) are accepted whole, and posted again are a ``replay`` that
+   changes nothing; an analyst reads the count back. Once per run, every refusal of a post — no
+   token, the wrong role, an unknown query, another media type, a body that is not whole
+   envelopes, a post above ``max_post``, a client over its quota, an envelope of another query —
+   stores nothing.
 
 Power: a reply path that reuses one nonce for a reply's envelopes (the seeded bug
 ``shared-nonce-reply``) loses every report but one at the collector."""
 
 from __future__ import annotations
 
+import hashlib
 import time
 from pathlib import Path
 from typing import Callable
@@ -26,7 +33,9 @@ from typing import Callable
 from ...federated.app import device_answer
 from ...federated.collector import Collector
 from ...federated.envelope import envelope_size
+from ...federated.ingest import ClientToken, IngestService, new_token
 from ...federated.query import Query
+from ...mechanisms.protocol import InputKind
 from ...registry import KINDS, load_registry
 from ._fixture import DEVICES, Device, on_the_wire, wire_payloads
 
@@ -63,7 +72,62 @@ def wire_layer(*, seed: int = 0, quick: bool = False, answer: Callable = device_
                 or col.acc.n != DEVICES:
             problems.append(f"the retried reply was accepted {res2['accepted']} times (rejected {res2['rejected']}); "
                             "expected the kept envelopes, each a duplicate")
+        if mech.input_kind == InputKind.VALUE:  # what `ldp serve` collects (ingest.plan_queries)
+            problems += _ingest(query, sent)
         rows.append({"name": name, "envelope_bytes": size, "accepted": res["accepted"], "passed": not problems})
         failures += [f"{name}: {p}" for p in problems]
+    failures += _ingest_refusals(reg, dev)
     return {"layer": "wire", "names": len(rows), "rows": rows, "failures": failures, "seconds": round(time.perf_counter() - t0, 2),
             "passed": not failures}
+
+
+def _service(queries: list, *, quota: int = 2 * DEVICES, max_post: int = 4 * DEVICES) -> tuple:
+    device, analyst = new_token(), new_token()
+    tokens = {hashlib.sha256(device.encode()).hexdigest(): ClientToken("device", "device", quota),
+              hashlib.sha256(analyst.encode()).hexdigest(): ClientToken("analyst", "analyst", quota)}
+    return IngestService(queries, tokens, max_post=max_post), f"Bearer {device}", f"Bearer {analyst}"
+
+
+_BINARY = "application/octet-stream"
+
+
+def _ingest(query: Query, sent: list) -> list:
+    """Check 4 for one name: accepted whole, a replay refused, the count read back."""
+    svc, dev, ana = _service([query])
+    qid = query.content_hash.hex()
+    body = b"".join(sent)
+    first = svc.post(dev, qid, _BINARY, body)
+    again = svc.post(dev, qid, _BINARY, body)
+    status, seen = svc.status(ana, qid)
+    if first != (200, {"accepted": DEVICES}) or again[0] != 409 or status != 200 or seen["accepted"] != DEVICES or seen["rejected"]:
+        return [f"the ingestion service answered {first[0]} then {again[0]} and counts {seen.get('accepted')} (rejected {seen.get('rejected')})"]
+    return []
+
+
+def _ingest_refusals(reg: dict, dev: Device) -> list:
+    """Every refusal of a post stores nothing (check 4, once per run)."""
+    decl = reg["krr"]
+    mech = decl.mechanism_class()(**decl.canonical[0])
+    query, other = Query.for_mechanism("system/ingest", mech), Query.for_mechanism("system/ingest-other", mech)
+    envs = wire_payloads(dev.answer(query.to_json()))
+    stray = wire_payloads(dev.answer(other.to_json()))
+    svc, device, analyst = _service([query], quota=DEVICES, max_post=DEVICES - 1)
+    qid = query.content_hash.hex()
+    cases = [("no token", (None, qid, _BINARY, envs[0]), 401), ("an analyst posting", (analyst, qid, _BINARY, envs[0]), 403),
+             ("an unknown query", (device, other.content_hash.hex(), _BINARY, envs[0]), 404), ("another media type", (device, qid, "text/plain", envs[0]), 415),
+             ("a body of broken envelopes", (device, qid, _BINARY, envs[0][:-1]), 400), ("a post above max_post", (device, qid, _BINARY, b"".join(envs)), 413),
+             ("an envelope of another query", (device, qid, _BINARY, stray[0]), 400)]
+    failures = []
+    for label, args, want in cases:
+        got, _ = svc.post(*args)
+        if got != want:
+            failures.append(f"ingest, {label}: status {got}, expected {want}")
+    ok, _ = svc.post(device, qid, _BINARY, b"".join(envs[:DEVICES - 1]))  # within max_post and the quota (= DEVICES)
+    last, _ = svc.post(device, qid, _BINARY, envs[-1])
+    status, seen = svc.status(analyst, qid)
+    if ok != 200 or last != 200 or seen["accepted"] != DEVICES:
+        failures.append(f"ingest: the posts within quota answered {ok}, {last}; {seen.get('accepted')} counted")
+    beyond, _ = svc.post(device, qid, _BINARY, envs[0])  # the quota is used up
+    if beyond != 429 or svc.status(analyst, qid)[1]["accepted"] != DEVICES:
+        failures.append(f"ingest: a post beyond the client's quota answered {beyond}")
+    return failures
