@@ -17,7 +17,11 @@ opens it. The layer passes iff
    local ``report_charge`` once (a rerun on the same batch charges nothing more), and recorded the
    batch at ``n`` = the reports accepted, at the requested δ, with the central ε that
    :func:`ldp_plugin.amplification.amplify` gives for that ``n`` and δ;
-3. **the workers open what one core opens** (full run): the batch opened on two spawned worker
+3. **nothing is spent before every cheap check**: a batch of another query than expected, a δ
+   outside ``(0, 1)``, a ledger that does not exist, a batch below the query's minimum, a batch of a
+   memoized series, a batch whose ciphertext size is not its query's, and a batch whose reports
+   open to fewer than the minimum are each refused with nothing charged or recorded;
+4. **the workers open what one core opens** (full run): the batch opened on two spawned worker
    processes (:func:`~ldp_plugin.federated.sealed.open_chunks`) gives the same envelopes.
 
 Power: the seeded bugs of :mod:`.seeded_bugs` (an analyzer that records the batch at a looser δ
@@ -29,15 +33,17 @@ import time
 from pathlib import Path
 from typing import Callable
 
+from ..._errors import LDPInputError, LDPParameterError
 from ...accountant import Accountant, Population
 from ...amplification import amplify
 from ...federated.analyzer import analyze_batch
-from ...federated.batch import iter_ciphertexts, read_batch
+from ...federated.batch import iter_ciphertexts, read_batch, write_batch
 from ...federated.device import DeviceFleet
 from ...federated.query import Query
-from ...federated.sealed import generate_analyzer_keys, open_chunks, open_reports, private_key, public_key, seal_reports
+from ...federated.sealed import SEAL_OVERHEAD, generate_analyzer_keys, open_chunks, open_reports, private_key, public_key, seal_reports
 from ...federated.shuffler import Shuffler
 from ...mechanisms import KRR
+from ...mechanisms.longitudinal import LGRR
 from ...mechanisms.charge import report_charge
 from ._fixture import DEVICES, Device, on_the_wire
 
@@ -113,6 +119,7 @@ def analyzer_layer(*, seed: int = 0, quick: bool = False, analyze: Callable = an
     if rec is None or (rec.n_min, rec.n_observed, rec.delta) != (len(honest), len(honest), DELTA) or rec.epsilon_central != float(expect["epsilon"]):
         failures.append(f"the batch was recorded as {None if rec is None else (rec.n_min, rec.n_observed, rec.delta, rec.epsilon_central)}; "
                         f"it earned n={len(honest)}, δ={DELTA}, ε={float(expect['epsilon'])!r}")
+    failures += _refusals(tmp, query, keys, other, analyze, [bytes(c) for c in iter_ciphertexts(header, body)])
     workers = None
     if not quick:  # two chunks on two spawned workers open exactly what one core opens
         cts = list(iter_ciphertexts(header, body))
@@ -126,3 +133,39 @@ def analyzer_layer(*, seed: int = 0, quick: bool = False, analyze: Callable = an
             "epsilon_central": None if rec is None else rec.epsilon_central, "expected_epsilon_central": float(expect["epsilon"]),
             "delta": DELTA, "workers_agree": workers, "failures": failures, "seconds": round(time.perf_counter() - t0, 2),
             "passed": not failures}
+
+
+def _refusals(tmp: Path, query: Query, keys: dict, other: dict, analyze: Callable, cts: list) -> list:
+    """Check 3: each refused batch leaves a fresh analyzer ledger as it was."""
+    ledger = tmp / "refusals.sqlite"
+    Accountant.create(ledger, Population(name="analyzer", lifetime_cap="100")).close()
+    size = len(cts[0])
+    series = Query.for_mechanism("system/series", LGRR(epsilon_perm=2.0, epsilon_1=1.0, d=3), min_batch=4)
+    foreign = seal_reports([b"x" * (size - SEAL_OVERHEAD)] * 4, public_key(other["public_key_hex"]))
+
+    def batch(name: str, q: Query, items: list, width: int) -> Path:
+        return write_batch(tmp / f"{name}.ldpbatch", query_json=q.to_json(), batch_id=name, ciphertexts=items, ciphertext_size=width)
+
+    whole = batch("whole", query, cts, size)
+    cases = [("another query than expected", dict(batch=whole, expect_query_id="system/other")),
+             ("a delta outside (0, 1)", dict(batch=whole, delta=0.0)),
+             ("a ledger that does not exist", dict(batch=whole, ledger=tmp / "none.sqlite")),
+             ("a batch below the minimum", dict(batch=batch("small", query, cts[:1], size))),
+             ("a memoized series", dict(batch=batch("series", series, cts[:4], size))),
+             ("a ciphertext size not the query's", dict(batch=batch("size", query, [c + b"\0" for c in cts[:4]], size + 1))),
+             ("reports that open below the minimum", dict(batch=batch("foreign", query, foreign, size)))]
+    failures = []
+    for label, kw in cases:
+        args = {"key": keys["private_key"], "ledger": ledger, "delta": DELTA, **kw}
+        try:
+            analyze(args.pop("batch"), **args)
+            failures.append(f"{label}: the batch was analyzed")
+        except (LDPParameterError, LDPInputError):
+            pass
+        acc = Accountant(ledger)
+        try:
+            if acc.history() or acc.shuffle_records():
+                failures.append(f"{label}: the refused batch was charged or recorded")
+        finally:
+            acc.close()
+    return failures

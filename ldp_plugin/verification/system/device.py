@@ -4,8 +4,10 @@ answering a sequence of queries of every kind it accepts, through the node's rep
 
 The sequence (:func:`script`): one query of each input kind (categories, unary bits, sets, a
 number, attribute tuples, key–value pairs), three collections of a memoized series (L-GRR, keyed by
-the keystore), and every refusal the device's checks make before a spend — a query that is not
-JSON or of another version, a mechanism the owner did not allow, ε above and below the owner's
+the keystore), a series whose second collection's loss is unbounded (dBitFlipPM at the user
+level: refused), and every refusal the device's checks make before a spend — a query that is not
+JSON, of another version, with a field no query has, a spec its constructor refuses or a
+discovery field that is not one, a mechanism the owner did not allow, ε above and below the owner's
 limits, a charging relation the owner did not allow, a query whose planned memory exceeds the
 owner's limit, a retried query (the kept reply), a query beyond the remaining budget, and one
 beyond the owner's daily limit. It runs on two devices that differ **only in what their users
@@ -105,8 +107,17 @@ def script() -> tuple:
     for t in range(1, SERIES_COLLECTIONS + 1):
         steps.append((f"{series.name} collection {t}", _query(f"system/series/{t}", series), series, ("charge", _series_cost(series, t), t)))
         charged.append(_series_cost(series, t))
+    unbounded = _build("dbitflip")  # its second collection's user-level loss is unbounded: refused
+    steps.append(("dbitflip collection 1", _query("system/dbitflip/1", unbounded), unbounded, ("charge", _series_cost(unbounded, 1), None)))
+    charged.append(_series_cost(unbounded, 1))
+    steps.append(("dbitflip collection 2", _query("system/dbitflip/2", unbounded), None, ("refused", "budget_exhausted")))
     krr = steps[0]
+    doc = json.loads(krr[1])
     refusals = [
+        ("a field no query has", json.dumps({**doc, "seed": 7}), None, ("refused", "malformed_query")),
+        ("a spec its constructor refuses", json.dumps({**doc, "spec": {"name": "krr", "params": {"epsilon": 1.0, "d": 1}}}), None,
+         ("refused", "malformed_query")),
+        ("a discovery field that is not one", json.dumps({**doc, "discovery": {"level": "x"}}), None, ("refused", "malformed_query")),
         ("not JSON", "{", None, ("refused", "malformed_query")),
         ("another version", json.dumps({**json.loads(krr[1]), "version": 99}), None, ("refused", "unsupported_version")),
         ("mechanism not allowed", _query("system/olh", _build("olh")), None, ("refused", "mechanism_not_allowed")),
@@ -123,7 +134,7 @@ def script() -> tuple:
     steps += [("budget exhausted", _query("system/over", _build("krr", {"epsilon": 1.0, "d": 4})), None, ("refused", "budget_exhausted")),
               ("last charge", _query("system/last", last), last, ("charge", report_charge(last), None)),
               ("daily limit", _query("system/daily", _build("krr", {"epsilon": 0.25, "d": 4})), None, ("refused", "daily_query_limit"))]
-    names = sorted({n for n, _ in _ANSWERED} | {_SERIES[0]})
+    names = sorted({n for n, _ in _ANSWERED} | {_SERIES[0], "dbitflip"})
     policy = {"lifetime_cap": f"{cap.numerator / cap.denominator:.3f}", "max_epsilon_per_query": "4", "min_epsilon_per_query": "0.05",
               "allowed_mechanisms": names, "max_queries_per_day": len(charged) + 1, "max_query_bytes": _MAX_QUERY_BYTES}
     return steps, policy
@@ -168,7 +179,9 @@ def secure_script() -> list:
              ("secure sum, too many bins", q("bins", d=100).to_json(), _setup(q("bins", d=100)), ("refused", "too_many_bins")),
              ("secure sum, above the site bound", q("site", site_bound=2).to_json(), _setup(q("site", site_bound=2)), ("refused", "above_site_bound")),
              ("secure sum, epsilon above policy", q("eps", epsilon="16").to_json(), _setup(q("eps", epsilon="16")), ("refused", "epsilon_above_policy")),
-             ("secure sum, not JSON", "{", _setup(local), ("refused", "malformed_query"))]
+             ("secure sum, not JSON", "{", _setup(local), ("refused", "malformed_query")),
+             ("secure sum, a field out of range", json.dumps({**local.to_dict(), "d": 1}), _setup(local), ("refused", "malformed_query")),
+             ("secure sum, another version", json.dumps({**local.to_dict(), "version": 99}), _setup(local), ("refused", "malformed_query"))]
     if low.derive().threshold < _SECURE_POLICY["secure_sum_min_participants"]:
         steps.append(("secure sum, threshold below the owner's minimum", low.to_json(), _setup(low), ("refused", "below_min_participants")))
     return steps

@@ -7,7 +7,9 @@ device (``not_initialized``); an answered query and one collection of a memoized
 ledger edited (its last spend deleted: ``ledger_tampered``); the owner's reset (the old ledger moved
 aside, a new budget) and an answered query; the keystore lost (``keystore_missing``); the owner's
 ``--rekey`` and an answered query, while the series begun under the lost keys stays refused
-(``keystore_missing``: its permanent reports cannot be continued); the ledger file deleted
+(``keystore_missing``: its permanent reports cannot be continued); a keystore others may read
+(``device_misconfigured``); the owner's re-initialization without ``--reset`` and ``--rekey``
+while the keystore exists (both refused: the budget goes on); the ledger file deleted
 (``ledger_missing``); and a device whose data source fails (``device_misconfigured``). The step
 passes iff both devices give the same answer, the expected one, and a refusal changes no ledger."""
 
@@ -17,6 +19,7 @@ import sqlite3
 from pathlib import Path
 from typing import Callable
 
+from ..._errors import LDPParameterError
 from ...federated.app import device_answer
 from ...federated.device import DeviceFleet
 from ...federated.query import Query
@@ -56,6 +59,10 @@ def lifecycle_script() -> list:
         ("before the owner's init", None, q("early"), "not_initialized"),
         ("after init", "init", q("first"), None),
         ("a series' first collection", None, q("series-1", series), None),
+        ("init again without --reset (refused)", "init_again", q("init-again"), None),
+        ("--rekey while the keystore exists (refused)", "rekey_present", q("rekey-present"), None),
+        ("a keystore others may read", "open_keystore", q("open-keystore"), "device_misconfigured"),
+        ("the keystore's mode fixed", "close_keystore", q("closed-keystore"), None),
         ("the ledger edited", "delete_last_spend", q("edited"), "ledger_tampered"),
         ("after the owner's reset", "reset", q("after-reset"), None),
         ("a series' first collection (new budget)", None, q("series-2", series), None),
@@ -66,6 +73,18 @@ def lifecycle_script() -> list:
     ]
 
 
+class OwnerActionAccepted(AssertionError):
+    """An owner action that must be refused was carried out."""
+
+
+def _refused(action: Callable) -> None:
+    try:
+        action()
+    except LDPParameterError:
+        return
+    raise OwnerActionAccepted("an owner action that must be refused was carried out")
+
+
 def _act(device: Device, action: str) -> None:
     cfg = device.config
     if action == "init":
@@ -74,6 +93,14 @@ def _act(device: Device, action: str) -> None:
         DeviceFleet.init(cfg, reset=True)
     elif action == "rekey":
         DeviceFleet.init(cfg, rekey=True)
+    elif action == "init_again":  # refused: a new budget needs the owner's explicit --reset
+        _refused(lambda: DeviceFleet.init(cfg))
+    elif action == "rekey_present":  # refused: --rekey replaces a lost keystore only
+        _refused(lambda: DeviceFleet.init(cfg, rekey=True))
+    elif action == "open_keystore":  # a keystore others may read: the device refuses until its owner fixes the mode
+        cfg.keystore.chmod(0o644)
+    elif action == "close_keystore":
+        cfg.keystore.chmod(0o600)
     elif action == "delete_last_spend":
         _delete_last_spend(device)
     elif action == "lose_keystore":

@@ -8,7 +8,8 @@ uniforms, verified by the sampling layer); replaying every outcome of that call
 (one node, two nodes, one report per node) the law must be the same — uniform over the ``n!``
 orders of the held set — so nothing of who sent what, or when, survives; and the batch must hold
 each accepted ciphertext once (a byte-identical replay is ``duplicate_ciphertext``, a plaintext
-envelope ``not_sealed``, any other length ``wrong_length``, none of them forwarded).
+envelope ``not_sealed`` (also inside a node's blob), any other length or type ``wrong_length``, none
+of them forwarded), and a batch below the query's minimum is neither forwarded nor written.
 
 Power: a shuffler whose permutation is the naive swap-with-any shuffle (``n^n`` equally likely
 draws, not a multiple of ``n!``) has a non-uniform law that depends on the order it received
@@ -18,15 +19,17 @@ from __future__ import annotations
 
 import itertools
 import math
+import tempfile
 import time
 from collections import Counter
 from fractions import Fraction
+from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
 
 from ...federated.query import Query
-from ...federated.shuffler import Shuffler
+from ...federated.shuffler import BatchBelowMinimum, Shuffler
 from ...mechanisms import KRR
 from ...sampling import RandomSource
 
@@ -64,7 +67,7 @@ def exact_output_law(sh: Any, bounds: list) -> dict:
 def shuffler_layer(*, seed: int = 0, quick: bool = False, shuffler: Callable = Shuffler, n: int = 4, directory: Any = None) -> dict:
     """The module's checks on ``shuffler`` (a :class:`Shuffler` or a class with its interface) for
     ``n`` reports (``quick``: 3). ``seed`` changes nothing: every law is exact; ``directory`` is
-    not used (the layer writes no batch file)."""
+    where the refused batch would have been written (default: a temporary directory)."""
     t0 = time.perf_counter()
     n = 3 if quick else n
     query = Query.for_mechanism("system/shuffle", KRR(epsilon=1.0, d=4), min_batch=2)
@@ -87,10 +90,21 @@ def shuffler_layer(*, seed: int = 0, quick: bool = False, shuffler: Callable = S
     if len(laws[0]) != math.factorial(n) or set(laws[0].values()) != uniform:
         failures.append(f"the output law is not uniform over the {math.factorial(n)} orders")
     sh = shuffler(query)
-    sh.add(cts[:2] + [cts[0], bytes(base.plain_size), b"x" * 7])
-    expected = {"duplicate_ciphertext": 1, "not_sealed": 1, "wrong_length": 1}
-    if sh.count != 2 or sh.rejected != expected:
+    sh.add(cts[:2] + [cts[0], bytes(base.plain_size), b"x" * 7, "not bytes"])
+    plain = sh.add_reply({"devices": 2, "refused": "{}", "retry": False, "reports": bytes(2 * base.plain_size)}, quota=2)  # an owner who pinned no key
+    expected = {"duplicate_ciphertext": 1, "not_sealed": 3, "wrong_length": 2}
+    if sh.count != 2 or sh.rejected != expected or plain["accepted"] != 0:
         failures.append(f"rejections {sh.rejected} and {sh.count} held, expected {expected} and 2 held")
+    with tempfile.TemporaryDirectory(prefix="ldp-system-shuffler-") as tmp:
+        lone = shuffler(query)
+        lone.add(cts[:1])
+        target = Path(directory or tmp) / "below.ldpbatch"
+        try:
+            lone.forward(target)
+            failures.append("a batch below the query's minimum was forwarded")
+        except BatchBelowMinimum:
+            if target.exists():
+                failures.append("a batch below the query's minimum was written")
     return {"layer": "shuffler", "reports": n, "arrival_orders": math.factorial(n), "laws_compared": len(laws),
             "outputs": len(laws[0]), "failures": failures, "seconds": round(time.perf_counter() - t0, 2), "passed": not failures}
 
