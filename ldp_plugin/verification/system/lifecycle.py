@@ -8,7 +8,7 @@ ledger edited (its last spend deleted: ``ledger_tampered``); the owner's reset (
 aside, a new budget) and an answered query; the keystore lost (``keystore_missing``); the owner's
 ``--rekey`` and an answered query, while the series begun under the lost keys stays refused
 (``keystore_missing``: its permanent reports cannot be continued); a keystore others may read
-(``device_misconfigured``); the owner's re-initialization without ``--reset`` and ``--rekey``
+or that is not a keystore (``device_misconfigured``); the owner's re-initialization without ``--reset`` and ``--rekey``
 while the keystore exists (both refused: the budget goes on); the ledger file deleted
 (``ledger_missing``); and a device whose data source fails (``device_misconfigured``). The step
 passes iff both devices give the same answer, the expected one, and a refusal changes no ledger."""
@@ -63,6 +63,8 @@ def lifecycle_script() -> list:
         ("--rekey while the keystore exists (refused)", "rekey_present", q("rekey-present"), None),
         ("a keystore others may read", "open_keystore", q("open-keystore"), "device_misconfigured"),
         ("the keystore's mode fixed", "close_keystore", q("closed-keystore"), None),
+        ("a keystore that is not one", "garble_keystore", q("garbled-keystore"), "device_misconfigured"),
+        ("the keystore restored", "restore_keystore", q("restored-keystore"), None),
         ("the ledger edited", "delete_last_spend", q("edited"), "ledger_tampered"),
         ("after the owner's reset", "reset", q("after-reset"), None),
         ("a series' first collection (new budget)", None, q("series-2", series), None),
@@ -101,6 +103,11 @@ def _act(device: Device, action: str) -> None:
         cfg.keystore.chmod(0o644)
     elif action == "close_keystore":
         cfg.keystore.chmod(0o600)
+    elif action == "garble_keystore":  # kept aside, restored by "restore_keystore"
+        device.saved_keystore = cfg.keystore.read_bytes()
+        cfg.keystore.write_bytes(b"{not a keystore")
+    elif action == "restore_keystore":
+        cfg.keystore.write_bytes(device.saved_keystore)
     elif action == "delete_last_spend":
         _delete_last_spend(device)
     elif action == "lose_keystore":

@@ -18,7 +18,8 @@ layer passes iff, for every name:
    changes nothing; an analyst reads the count back. Once per run, every refusal of a post — no
    token, the wrong role, an unknown query, another media type, a body that is not whole
    envelopes, a post above ``max_post``, a client over its quota, an envelope of another query —
-   stores nothing.
+   stores nothing, and the reads refuse a missing token, a device reading counts and an unknown
+   query; the collector's replay check counts the same on both kernel backends (numpy, numba).
 
 Power: a reply path that reuses one nonce for a reply's envelopes (the seeded bug
 ``shared-nonce-reply``) loses every report but one at the collector."""
@@ -26,17 +27,21 @@ Power: a reply path that reuses one nonce for a reply's envelopes (the seeded bu
 from __future__ import annotations
 
 import hashlib
+import json
 import time
 from pathlib import Path
 from typing import Callable
 
+import numpy as np
+
 from ...federated.app import device_answer
 from ...federated.collector import Collector
 from ...federated.envelope import envelope_size
-from ...federated.ingest import ClientToken, IngestService, new_token
+from ...federated.ingest import IngestService, load_tokens, new_token
 from ...federated.query import Query
 from ...mechanisms.protocol import InputKind
 from ...registry import KINDS, load_registry
+from ..production import kernel_env, numba_available
 from ._fixture import DEVICES, Device, on_the_wire, wire_payloads
 
 __all__ = ["wire_layer"]
@@ -73,27 +78,31 @@ def wire_layer(*, seed: int = 0, quick: bool = False, answer: Callable = device_
             problems.append(f"the retried reply was accepted {res2['accepted']} times (rejected {res2['rejected']}); "
                             "expected the kept envelopes, each a duplicate")
         if mech.input_kind == InputKind.VALUE:  # what `ldp serve` collects (ingest.plan_queries)
-            problems += _ingest(query, sent)
+            problems += _ingest(query, sent, Path(directory))
         rows.append({"name": name, "envelope_bytes": size, "accepted": res["accepted"], "passed": not problems})
         failures += [f"{name}: {p}" for p in problems]
-    failures += _ingest_refusals(reg, dev)
+    failures += _ingest_refusals(reg, dev, Path(directory)) + _both_backends(reg, dev)
     return {"layer": "wire", "names": len(rows), "rows": rows, "failures": failures, "seconds": round(time.perf_counter() - t0, 2),
             "passed": not failures}
 
 
-def _service(queries: list, *, quota: int = 2 * DEVICES, max_post: int = 4 * DEVICES) -> tuple:
+def _service(queries: list, directory: Path, *, quota: int = 2 * DEVICES, max_post: int = 4 * DEVICES) -> tuple:
+    """An ingestion service with one device client and one analyst, their tokens read from the
+    operator's tokens file (only the tokens' SHA-256 is kept)."""
     device, analyst = new_token(), new_token()
-    tokens = {hashlib.sha256(device.encode()).hexdigest(): ClientToken("device", "device", quota),
-              hashlib.sha256(analyst.encode()).hexdigest(): ClientToken("analyst", "analyst", quota)}
-    return IngestService(queries, tokens, max_post=max_post), f"Bearer {device}", f"Bearer {analyst}"
+    clients = {"device": {"token_sha256": hashlib.sha256(device.encode()).hexdigest(), "role": "device", "quota": quota},
+               "analyst": {"token_sha256": hashlib.sha256(analyst.encode()).hexdigest(), "role": "analyst", "quota": quota}}
+    path = Path(directory) / "tokens.json"
+    path.write_text(json.dumps({"clients": clients}))
+    return IngestService(queries, load_tokens(path), max_post=max_post), f"Bearer {device}", f"Bearer {analyst}"
 
 
 _BINARY = "application/octet-stream"
 
 
-def _ingest(query: Query, sent: list) -> list:
+def _ingest(query: Query, sent: list, directory: Path) -> list:
     """Check 4 for one name: accepted whole, a replay refused, the count read back."""
-    svc, dev, ana = _service([query])
+    svc, dev, ana = _service([query], directory)
     qid = query.content_hash.hex()
     body = b"".join(sent)
     first = svc.post(dev, qid, _BINARY, body)
@@ -104,14 +113,14 @@ def _ingest(query: Query, sent: list) -> list:
     return []
 
 
-def _ingest_refusals(reg: dict, dev: Device) -> list:
+def _ingest_refusals(reg: dict, dev: Device, directory: Path) -> list:
     """Every refusal of a post stores nothing (check 4, once per run)."""
     decl = reg["krr"]
     mech = decl.mechanism_class()(**decl.canonical[0])
     query, other = Query.for_mechanism("system/ingest", mech), Query.for_mechanism("system/ingest-other", mech)
     envs = wire_payloads(dev.answer(query.to_json()))
     stray = wire_payloads(dev.answer(other.to_json()))
-    svc, device, analyst = _service([query], quota=DEVICES, max_post=DEVICES - 1)
+    svc, device, analyst = _service([query], directory, quota=DEVICES, max_post=DEVICES - 1)
     qid = query.content_hash.hex()
     cases = [("no token", (None, qid, _BINARY, envs[0]), 401), ("an analyst posting", (analyst, qid, _BINARY, envs[0]), 403),
              ("an unknown query", (device, other.content_hash.hex(), _BINARY, envs[0]), 404), ("another media type", (device, qid, "text/plain", envs[0]), 415),
@@ -122,6 +131,14 @@ def _ingest_refusals(reg: dict, dev: Device) -> list:
         got, _ = svc.post(*args)
         if got != want:
             failures.append(f"ingest, {label}: status {got}, expected {want}")
+    reads = [("the query list without a token", svc.queries(None), 401), ("the query list", svc.queries(device), 200),
+             ("counts without a token", svc.status(None, qid), 401), ("counts read by a device", svc.status(device, qid), 403),
+             ("counts of an unknown query", svc.status(analyst, other.content_hash.hex()), 404)]
+    for label, (got, _), want in reads:
+        if got != want:
+            failures.append(f"ingest, {label}: status {got}, expected {want}")
+    if svc.status(analyst, qid)[1]["accepted"]:
+        failures.append("ingest: a refused post was counted")
     ok, _ = svc.post(device, qid, _BINARY, b"".join(envs[:DEVICES - 1]))  # within max_post and the quota (= DEVICES)
     last, _ = svc.post(device, qid, _BINARY, envs[-1])
     status, seen = svc.status(analyst, qid)
@@ -130,4 +147,28 @@ def _ingest_refusals(reg: dict, dev: Device) -> list:
     beyond, _ = svc.post(device, qid, _BINARY, envs[0])  # the quota is used up
     if beyond != 429 or svc.status(analyst, qid)[1]["accepted"] != DEVICES:
         failures.append(f"ingest: a post beyond the client's quota answered {beyond}")
+    return failures
+
+
+def _both_backends(reg: dict, dev: Device) -> list:
+    """The collector's replay check (:class:`~ldp_plugin.federated.nonces.NonceSet`) on both kernel
+    backends: each counts every report of a reply once and every resent one as a ``duplicate``,
+    with the same accumulator."""
+    if not numba_available():
+        return []
+    decl = reg["oue"]
+    mech = decl.mechanism_class()(**decl.canonical[0])
+    query = Query.for_mechanism("system/backends", mech)
+    raw = on_the_wire(dev.answer(query.to_json()))
+    seen, failures = {}, []
+    for backend in ("numpy", "numba"):
+        with kernel_env(backend):
+            col = Collector(query)
+            first = col.ingest_reply(raw, quota=DEVICES)
+            again = col.ingest_reply(raw, quota=DEVICES)
+            seen[backend] = (col.acc.n, np.asarray(col.acc.counts).tolist())
+        if first["accepted"] != DEVICES or again["rejected"] != {"duplicate": DEVICES}:
+            failures.append(f"the {backend} backend's collector accepted {first['accepted']} then rejected {again['rejected']}")
+    if len({repr(v) for v in seen.values()}) != 1:
+        failures.append("the two kernel backends' collectors counted differently")
     return failures
