@@ -8,6 +8,8 @@ import math
 
 import pytest
 
+import ldp_plugin.cli.verify as verify
+from ldp_plugin.cli import main
 from ldp_plugin.verification.system import run
 from ldp_plugin.verification.system.analyzer import analyzer_layer
 from ldp_plugin.verification.system.device import SERIES_COLLECTIONS, device_layer
@@ -83,3 +85,23 @@ def test_without_the_federated_extra_the_system_layers_fail(monkeypatch):
     assert [r["system_layer"] for r in rows] == list(run.SYSTEM_LAYERS) and not any(r["passed"] for r in rows)
     assert all(r["result"]["failures"][0].startswith("not run") for r in rows)
     assert not any(b["caught"] for b in run.system_self_test(quick=True))
+
+
+def test_ldp_verify_prints_and_reports_the_system_rows(tmp_path, monkeypatch, capsys):
+    def shuffler_only(names, *, seed, quick, wrappers):
+        r = run._run("shuffler", seed=seed, quick=quick)
+        return [{"name": "system", "system_layer": "shuffler", "passed": r["passed"], "result": r}]
+
+    def naive_only(*, seed, quick):
+        r = run._run("shuffler", seed=seed, quick=quick, **_bug("naive-shuffle"))
+        return [{"name": "naive-shuffle", "system_layer": "shuffler", "seeded_bug": True, "caught": not r["passed"], "caught_by": ["shuffler"], "result": r}]
+
+    monkeypatch.setenv("LDP_PLUGIN_STATE", str(tmp_path / "state"))
+    monkeypatch.setattr(verify, "verification_rows", shuffler_only)
+    monkeypatch.setattr(verify, "self_test", lambda **kw: [])
+    monkeypatch.setattr(verify, "system_self_test", naive_only)
+    assert main(["verify", "--quick", "--self-test", "--report", str(tmp_path / "v.md")]) == 0
+    out = capsys.readouterr().out
+    assert "system shuffler" in out and "PASS" in out and "CAUGHT" in out
+    text = (tmp_path / "v.md").read_text()
+    assert "## System layers" in text and "| shuffler | naive-shuffle |" in text and "CAUGHT (seeded bug)" in text
