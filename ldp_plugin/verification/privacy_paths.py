@@ -40,6 +40,7 @@ import pickle
 import subprocess
 import sys
 import tempfile
+import warnings
 from pathlib import Path
 from typing import Any, Callable, Optional
 
@@ -168,7 +169,9 @@ def measure(run: Callable[[], Any], modules: Optional[dict] = None) -> tuple:
             raise LDPParameterError(f"the measured verification run failed (exit status {done.returncode}); its error is on standard error above")
         result = pickle.loads(Path(out).read_bytes())
         cov = coverage.Coverage(branch=True, data_file=data_file, include=list(files), config_file=False)
-        cov.combine([tmp], keep=False)
+        with warnings.catch_warnings():  # a helper process still exiting (multiprocessing's resource tracker) may leave no file
+            warnings.simplefilter("ignore", coverage.exceptions.CoverageWarning)
+            cov.combine([tmp], keep=False)
         data = cov.get_data()
         ran = {str(Path(f).resolve()) for f in data.measured_files()}
         never = sorted(m for f, m in files.items() if f not in ran)
