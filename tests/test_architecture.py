@@ -52,6 +52,7 @@ LAYERS = [
     ("robust", ["ldp_plugin.robust"]),
     ("services", ["ldp_plugin.persist", "ldp_plugin.choose", "ldp_plugin.simulate", "ldp_plugin.discovery"]),
     ("adapters", ["ldp_plugin.adapters", "ldp_plugin.federated"]),
+    ("system verification", ["ldp_plugin.verification.system"]),  # drives the federated runtime it verifies
     ("executors", ["ldp_plugin.executors"]),
     ("jobs", ["ldp_plugin.collect"]),
     ("cli", ["ldp_plugin.cli"]),

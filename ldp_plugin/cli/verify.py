@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 
@@ -10,6 +11,7 @@ from ._common import registry as _registry_of
 from ..registry import self_test, verify_instance, verify_name, wrapper_instances
 from ..verification import FAMILY_ALPHA, save_status
 from ..verification.privacy_paths import COVERAGE_MIN, measure
+from ..verification.system.run import system_rows, system_self_test
 from ..progress import progress
 from ..verification.typescript_client import typescript_self_test, verify_typescript
 
@@ -26,8 +28,8 @@ def _coverage_lines(coverage: dict) -> list:
     """The coverage section: the total, the threshold, and every module's uncovered lines."""
     need = coverage.get("threshold")
     lines = ["", "## Branch coverage of the privacy-path modules", "",
-             f"Measured with coverage.py (statements and branches) on this run, in this process (the production layer's worker",
-             f"processes are not traced): **{coverage['percent']:.1f}%** of {len(coverage['modules'])} modules selected by what they do",
+             f"Measured with coverage.py (statements and branches) on this run, in a fresh interpreter started under coverage (module-level",
+             f"lines count; every process the run starts is traced and combined): **{coverage['percent']:.1f}%** of {len(coverage['modules'])} modules selected by what they do",
              "(they import the sampling layer, or call or define a client entry point: `ldp_plugin.verification.privacy_paths`)"
              + (f"; required {need:g}%: **{'met' if coverage['passed'] else 'NOT met'}**." if need is not None else "; no threshold (quick run)."), "",
              "| module | coverage | uncovered lines |", "|---|---|---|"]
@@ -35,6 +37,22 @@ def _coverage_lines(coverage: dict) -> list:
         missing = r["missing_lines"]
         missing = missing if len(missing) <= 160 else missing[:157] + "..."
         lines.append(f"| {mod} | {r['percent']:.1f}% | {missing or '-'} |")
+    return lines
+
+
+def _system_lines(system: list) -> list:
+    """The system layers (``ldp_plugin.verification.system``) and their seeded bugs."""
+    lines = ["", "## System layers", "",
+             "What a deployment runs: a device with its keystore and ledger answering every query kind and every refusal (two devices",
+             "that differ only in their values: same answers; exact charges vs the realized channels and the series' exact worst loss",
+             "over histories), the shuffler's exact output law over arrival orders and nodes, the analyzer's recorded (ε, δ) against",
+             "the batch it opened, and every registered name through the device's reply path and the collector.", "",
+             "| layer | row | seconds | result |", "|---|---|---|---|"]
+    for r in system:
+        res = r["result"]
+        verdict = (("CAUGHT" if r["caught"] else "MISSED") + " (seeded bug)") if r.get("seeded_bug") else ("passed" if r["passed"] else "FAILED")
+        detail = "; ".join(res.get("failures", [])[:2]) if not r.get("seeded_bug") else ""
+        lines.append(f"| {r['system_layer']} | {r['name']} | {res.get('seconds', 0):.1f} | {verdict}{(': ' + detail) if detail else ''} |")
     return lines
 
 
@@ -62,8 +80,9 @@ def _markdown_report(rows: list, *, quick: bool, seed: int, seconds: float, cove
         "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     edges = [r for r in rows if "edge" in r]
+    system = [r for r in rows if "system_layer" in r]
     for r in rows:
-        if "edge" in r:  # summarized per name below
+        if "edge" in r or "system_layer" in r:  # summarized per name / per layer below
             continue
         a = r.get("audit", {})
         g = r.get("goodness_of_fit", {})
@@ -109,9 +128,27 @@ def _markdown_report(rows: list, *, quick: bool, seed: int, seconds: float, cove
             cell = lambda x: f"{x['exact_loss']:.4g} / {'refused' if x['charged'] is None else format(x['charged'], '.4g')}"  # noqa: E731
             inst = ", ".join(f"{k}={v}" for k, v in r["instance"].items())
             lines.append(f"| {r['name']} | {inst} | {tr['T_max']} | {cell(top['user'])} | {cell(top['value'])} | {'yes' if tr['passed'] else 'NO'} |")
+    if system:
+        lines += _system_lines(system)
     if coverage is not None:
         lines += _coverage_lines(coverage)
     return "\n".join(lines) + "\n"
+
+
+def verification_rows(names: list, *, seed: int, quick: bool, wrappers: bool) -> list:
+    """The rows of one ``ldp verify`` run: every layer on every canonical instance (and the draws)
+    of each name, then (``wrappers``: a run over the whole registry) the wrappers and the system
+    layers (:mod:`ldp_plugin.verification.system`: rows with ``system_layer``). A module-level
+    function, so ``--coverage`` can run it in a fresh interpreter started under coverage."""
+    reg = _registry_of(True)
+    share = FAMILY_ALPHA / len(names)
+    rows = [r for i, n in enumerate(progress(names, total=len(names), desc="ldp verify", unit="mechanism"))
+            for r in verify_name(reg[n], seed=seed + 1_000_003 * i, quick=quick, alpha=share)]
+    if wrappers:  # the wrappers, verified through their own exact channels and real clients
+        for j, (wname, mech) in enumerate(wrapper_instances()):
+            rows.append(verify_instance(mech, name=wname, instance=mech.params(), seed=seed + 7_000_001 * (j + 1), quick=quick, alpha=share))
+        rows += system_rows(seed=seed, quick=quick)  # the deployment: device, shuffler, analyzer, wire
+    return rows
 
 
 def cmd_verify(args) -> int:
@@ -140,25 +177,17 @@ def cmd_verify(args) -> int:
         if not parent.is_dir() or not os.access(parent, os.W_OK):
             raise LDPParameterError(f"--report {args.report!r}: the directory {str(parent)!r} does not exist or is not writable")
     t0 = time.perf_counter()
-    share = FAMILY_ALPHA / len(names)
-
-    def run() -> list:
-        rows = [r for i, n in enumerate(progress(names, total=len(names), desc="ldp verify", unit="mechanism"))
-                for r in verify_name(reg[n], seed=args.seed + 1_000_003 * i, quick=args.quick, alpha=share)]
-        if not args.names:  # the wrappers, verified through their own exact channels and real clients
-            for j, (wname, mech) in enumerate(wrapper_instances()):
-                rows.append(verify_instance(mech, name=wname, instance=mech.params(), seed=args.seed + 7_000_001 * (j + 1), quick=args.quick, alpha=share))
-        return rows
-
     coverage = None
     if getattr(args, "coverage", False):  # branch coverage of every privacy-path module, measured on this run
-        rows, coverage = measure(run)
+        rows, coverage = measure(functools.partial(verification_rows, names, seed=args.seed, quick=args.quick, wrappers=not args.names))
         least = args.coverage_min if args.coverage_min is not None else (None if args.quick else COVERAGE_MIN)
         coverage.update({"threshold": least, "passed": least is None or coverage["percent"] >= least})
     else:
-        rows = run()
-    save_status(rows, quick=args.quick, seed=args.seed)
+        rows = verification_rows(names, seed=args.seed, quick=args.quick, wrappers=not args.names)
+    save_status([r for r in rows if "system_layer" not in r], quick=args.quick, seed=args.seed)
     bugs = self_test(seed=args.seed, quick=args.quick) if args.self_test else []
+    if args.self_test and not args.names:  # the system layers' seeded bugs
+        bugs += system_self_test(seed=args.seed, quick=args.quick)
     seconds = time.perf_counter() - t0
     ok = all(r["passed"] for r in rows) and all(b["caught"] for b in bugs) and (coverage is None or coverage["passed"])
     if args.report:
@@ -175,6 +204,12 @@ def cmd_verify(args) -> int:
     else:
         for r in rows + bugs:
             a = r.get("audit", {})
+            if "system_layer" in r:  # a system layer (or one of its seeded bugs)
+                verdict = ("CAUGHT" if r["caught"] else "MISSED") if r.get("seeded_bug") else ("PASS" if r["passed"] else "FAIL")
+                fails = r["result"].get("failures", [])
+                print(f"{'system ' + r['system_layer']:<22} {r['name'] if r.get('seeded_bug') else '':<26} {r['result'].get('seconds', 0):>7.1f} s "
+                      f"{verdict}" + (f"  ({fails[0]}{' …' if len(fails) > 1 else ''})" if fails and not r.get("seeded_bug") else ""))
+                continue
             if "edge" in r and not r.get("seeded_bug"):  # an end of a declared domain (or just past it)
                 e = r["edge"]
                 print(f"{r['name']:<22} edge {e['parameter']}={e['value']!r} ({e['at']}) "

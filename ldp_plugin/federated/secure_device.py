@@ -24,6 +24,9 @@ retried round returns the **same** vector, never a fresh randomization) and buil
   reports (:meth:`Accountant.record_shuffle`; the argument is in
   :mod:`~ldp_plugin.federated.secure_query`).
 
+A device's value outside ``[0, d)`` is replaced by the device's fixed domain rule (a uniformly
+random category), never refused: the answer depends on the values only through the sum.
+
 The last entry is the number of devices summed. A noisy entry outside the clipping range (a
 failure of probability at most β, accounted in δ) is left for SecAgg+ to clip.
 """
@@ -38,6 +41,8 @@ from .._errors import LDPInputError, LDPParameterError
 from ..accountant.budget import as_fraction
 from ..sampling import SecureRandomSource
 from ..sampling.poisson import skellam_dyadic
+from ..mechanisms import KRR
+from .domain_rule import in_domain
 from .secure_config import SecureSumConfigError
 from .secure_query import NOISE_MECHANISM, SecureSumQuery
 
@@ -122,9 +127,8 @@ def contribute(fleet: Any, query_json: str, setup: Mapping[str, Any]) -> np.ndar
 
 
 def _codes(values: np.ndarray, d: int) -> np.ndarray:
-    """The devices' categories as codes in ``[0, d)``; a value outside is the owner's data error
-    (the same message whatever the value: it is never echoed)."""
-    v = np.asarray(values)
-    if v.dtype.kind not in "iu" or (v.size and (int(v.min()) < 0 or int(v.max()) >= d)):
-        raise SecureSumRefusal("device_misconfigured")
-    return v.astype(np.int64)
+    """The devices' categories as codes in ``[0, d)`` by the device's fixed out-of-domain rule
+    (:mod:`~ldp_plugin.federated.domain_rule`: a value k-RR over ``d`` categories cannot encode
+    becomes a uniformly random category, OS CSPRNG). Never a refusal: ``d`` is the query's, so a
+    refusal on a value ``>= d`` would tell the server the largest value a node's users hold."""
+    return np.asarray(in_domain(KRR(epsilon=1.0, d=d), values).data, dtype=np.int64)

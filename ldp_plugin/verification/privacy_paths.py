@@ -17,10 +17,18 @@ but not measured: coverage.py cannot trace compiled code (their numpy twins are 
 The verifier itself (``ldp_plugin.verification``, the registry's verification driver and suite, the
 ``ldp verify`` command) is left out: it instruments the source, it does not hold user data.
 
-:func:`measure` runs a callable under ``coverage.Coverage(branch=True)`` restricted to those files
-and returns the total branch coverage (coverage.py's combined statement + branch percentage) and,
-per module, the percentage and the uncovered lines; ``ldp verify --coverage`` reports it in the
-markdown report and the full run fails below ``--coverage-min`` (95 by default).
+:func:`measure` runs a callable in a **fresh interpreter started under coverage** (``python -m
+coverage run``, branch coverage restricted to those files), so every line the run executes counts,
+module-level lines included (imports, ``def`` and ``class`` lines run when a module is first
+imported: measured from a process that had already imported the package they would all read as
+uncovered). Processes the run starts are traced too (coverage.py's ``patch = subprocess, fork,
+_exit``: spawned workers such as the analyzer's ``open_chunks`` pool, and forked children such as
+the joint layer's), each into its own data file; the files are combined before the report. A
+module none of whose lines ran is reported with every statement and branch uncovered (coverage.py
+analyses its source), so the total is exact. :func:`measure` returns the total branch coverage
+(coverage.py's combined statement + branch percentage) and, per module, the percentage and the
+uncovered lines; ``ldp verify --coverage`` reports it in the markdown report and the full run fails
+below ``--coverage-min`` (95 by default).
 """
 
 from __future__ import annotations
@@ -28,7 +36,11 @@ from __future__ import annotations
 import ast
 import json
 import os
+import pickle
+import subprocess
+import sys
 import tempfile
+import warnings
 from pathlib import Path
 from typing import Any, Callable, Optional
 
@@ -131,51 +143,68 @@ def line_ranges(lines: list) -> str:
 
 
 def measure(run: Callable[[], Any], modules: Optional[dict] = None) -> tuple:
-    """``(result of run(), coverage summary)``: ``run`` under branch coverage of ``modules``
-    (default: :func:`privacy_path_modules`). The summary: ``percent`` (total, statements and
-    branches combined), ``statements``, ``branches``, and per module ``percent``,
-    ``missing_lines`` (line ranges) and ``missing_branches`` (count)."""
+    """``(result of run(), coverage summary)``: ``run`` called in a fresh interpreter started
+    under branch coverage of ``modules`` (default: :func:`privacy_path_modules`), with every
+    process it starts traced too (module docstring). ``run`` must be picklable (a module-level
+    function, or a :func:`functools.partial` of one with picklable arguments), and so must its
+    result. The summary: ``percent`` (total, statements and branches combined), ``statements``,
+    ``branches``, and per module ``percent``, ``missing_lines`` (line ranges) and
+    ``missing_branches`` (count); ``never_imported`` lists the modules none of whose lines ran."""
     coverage = _coverage()
     modules = privacy_path_modules() if modules is None else modules
     modules = {m: p for m, p in modules.items() if m not in UNTRACEABLE}
     files = {str(Path(p).resolve()): m for m, p in modules.items()}
-    cov = coverage.Coverage(branch=True, data_file=None, include=list(files), config_file=False)
-    cov.start()
-    try:
-        result = run()
-    finally:
-        cov.stop()
-    with tempfile.TemporaryDirectory() as tmp:
-        out = os.path.join(tmp, "coverage.json")
+    with tempfile.TemporaryDirectory(prefix="ldp-coverage-") as tmp:
+        data_file = os.path.join(tmp, ".coverage")
+        rc = os.path.join(tmp, "coveragerc")
+        include = "".join(f"\n    {f}" for f in sorted(files))
+        Path(rc).write_text(f"[run]\nbranch = True\nparallel = True\ndata_file = {data_file}\npatch =\n    subprocess\n    fork\n    _exit\n"
+                            f"include ={include}\n")
+        job, out = os.path.join(tmp, "job.pickle"), os.path.join(tmp, "result.pickle")
+        Path(job).write_bytes(pickle.dumps(run))
+        env = {k: v for k, v in os.environ.items() if k not in ("COVERAGE_PROCESS_START", "COVERAGE_PROCESS_CONFIG")}
+        done = subprocess.run([sys.executable, "-m", "coverage", "run", f"--rcfile={rc}", "-m", __name__, job, out],
+                              env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, check=False)
+        if done.returncode != 0 or not os.path.exists(out):
+            raise LDPParameterError(f"the measured verification run failed (exit status {done.returncode}); its error is on standard error above")
+        result = pickle.loads(Path(out).read_bytes())
+        cov = coverage.Coverage(branch=True, data_file=data_file, include=list(files), config_file=False)
+        with warnings.catch_warnings():  # a helper process still exiting (multiprocessing's resource tracker) may leave no file
+            warnings.simplefilter("ignore", coverage.exceptions.CoverageWarning)
+            cov.combine([tmp], keep=False)
+        data = cov.get_data()
+        ran = {str(Path(f).resolve()) for f in data.measured_files()}
+        never = sorted(m for f, m in files.items() if f not in ran)
+        for f, m in files.items():
+            if f not in ran:  # none of its lines ran: coverage.py analyses it as wholly uncovered
+                data.touch_file(f)
+        data.write()
+        report = os.path.join(tmp, "coverage.json")
         try:
-            cov.json_report(outfile=out, ignore_errors=True)
-            data = json.loads(Path(out).read_text())
+            cov.json_report(outfile=report, ignore_errors=True)
+            data = json.loads(Path(report).read_text())
         except coverage.exceptions.NoDataError:
             data = {"files": {}, "totals": {"percent_covered": 0.0, "num_statements": 0, "num_branches": 0}}
     per: dict = {}
-    seen = set()
     for fname, rec in data.get("files", {}).items():
         mod = files.get(str(Path(fname).resolve()))
         if mod is None:
             continue
-        seen.add(mod)
         s = rec["summary"]
         per[mod] = {"percent": round(float(s["percent_covered"]), 2), "statements": s["num_statements"], "branches": s.get("num_branches", 0),
                     "missing_lines": line_ranges(rec.get("missing_lines", [])), "missing_branches": s.get("missing_branches", 0)}
-    never = sorted(set(modules) - seen)  # no line ran during the run (imported before it, or never): every line uncovered
     statements = sum(r["statements"] for r in per.values())
     branches = sum(r["branches"] for r in per.values())
-    for mod in never:
-        per[mod] = {"percent": 0.0, "statements": None, "branches": None, "missing_lines": "all (none ran during the run)", "missing_branches": None}
-    t = data.get("totals", {})
-    percent = float(t.get("percent_covered", 0.0)) if not never else None
-    if never and (t.get("num_statements", 0) or t.get("num_branches", 0)):
-        # modules none of whose lines ran count as fully uncovered: scale the measured total by their size
-        unmeasured = sum(_size(Path(modules[m])) for m in never)
-        covered = float(t.get("percent_covered", 0.0)) / 100 * (t["num_statements"] + t.get("num_branches", 0))
-        percent = 100 * covered / (t["num_statements"] + t.get("num_branches", 0) + unmeasured)
-    return result, {"percent": round(percent or 0.0, 2), "statements": statements, "branches": branches, "modules": per,
+    percent = float(data.get("totals", {}).get("percent_covered", 0.0))
+    return result, {"percent": round(percent, 2), "statements": statements, "branches": branches, "modules": per,
                     "never_imported": never, "threshold": COVERAGE_MIN}
+
+
+def _child(job: str, out: str) -> None:
+    """The measured interpreter: unpickle the run (its modules are imported here, under
+    coverage), call it, pickle its result."""
+    run = pickle.loads(Path(job).read_bytes())
+    Path(out).write_bytes(pickle.dumps(run()))
 
 
 def _coverage():
@@ -186,7 +215,5 @@ def _coverage():
     return coverage
 
 
-def _size(path: Path) -> int:
-    """Statements of a module never imported (its executable lines, by the AST)."""
-    tree = ast.parse(path.read_text(encoding="utf-8"))
-    return sum(1 for n in ast.walk(tree) if isinstance(n, ast.stmt) and not isinstance(n, (ast.FunctionDef, ast.ClassDef, ast.AsyncFunctionDef)))
+if __name__ == "__main__":  # the measured interpreter (see measure)
+    _child(sys.argv[1], sys.argv[2])

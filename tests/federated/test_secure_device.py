@@ -135,3 +135,13 @@ def test_release_accounts_for_who_was_summed_and_thresholds_small_counts():
     assert sup == [False, True, True, False, False, True, True, False]
     assert release_sum(q, total, [11, 12])["status"] == "below_minimum"
 
+
+
+def test_a_value_outside_the_querys_bins_is_replaced_not_refused(tmp_path):
+    """``d`` is the server's: a refusal on a value >= d would tell it the largest value a node's users
+    hold. The value is replaced by the device's domain rule, and the node contributes."""
+    fleet = _fleet(tmp_path)
+    fleet.values = np.array([0, 1, 7])  # 7 is outside a 4-bin query's domain
+    q = _q(option="noise", d=4)
+    v = contribute(fleet, q.to_json(), _setup(q.derive().config))
+    assert v.shape == (5,) and v[4] == 3 and len(fleet.ledger.history()) == 1

@@ -1,20 +1,19 @@
 """Coverage is a verification result: the privacy-path modules are selected by what they do (a
 guard: a module planted in a copy of the tree that imports the sampling source, calls a client
 entry point or draws OS randomness joins the list), and ``measure`` reports branch coverage and
-the uncovered lines of a run."""
+the uncovered lines of a run made in a fresh interpreter started under coverage: module-level lines
+count as run, and a worker process's lines are traced."""
 
 from __future__ import annotations
 
+import functools
 import json
 import shutil
 from pathlib import Path
 
-import numpy as np
 import pytest
 
-import ldp_plugin as ldp
 from ldp_plugin.cli import main
-from ldp_plugin.sampling import SeededRandomSource
 from ldp_plugin.verification.privacy_paths import COVERAGE_MIN, UNTRACEABLE, line_ranges, measure, privacy_path_modules
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -50,16 +49,77 @@ def test_a_planted_module_joins_the_list(tmp_path):
                                       "ldp_plugin.adapters.planted_keys", "ldp_plugin.registry.planted_rng"}
 
 
-@pytest.mark.slow
-def test_measure_reports_branch_coverage_and_uncovered_lines():
-    mods = {m: p for m, p in privacy_path_modules().items() if m == "ldp_plugin.mechanisms.randomized_response"}
-    mech = ldp.KRR(epsilon=1.0, d=4)
-    out, cov = measure(lambda: mech.randomize(np.arange(100) % 4, rng=SeededRandomSource(1)), mods)
-    assert len(out) == 100
+_HELPER = """
+import numpy as np
+from nacl.public import PrivateKey
+
+import ldp_plugin as ldp
+from ldp_plugin.federated.sealed import open_chunks, seal_reports
+from ldp_plugin.sampling import SeededRandomSource
+
+
+def krr_batch(n):
+    return len(ldp.KRR(epsilon=1.0, d=4).randomize(np.arange(n) % 4, rng=SeededRandomSource(1)))
+
+
+def open_on_two_workers():
+    key = PrivateKey.generate()
+    chunks = [seal_reports([b"a" * 8, b"b" * 8], key.public_key), seal_reports([b"c" * 8], key.public_key)]
+    return [len(opened) for opened, _ in open_chunks(chunks, key, workers=2)]
+"""
+
+
+@pytest.fixture
+def helper(tmp_path, monkeypatch):
+    """A module the measured interpreter imports by name (it is on PYTHONPATH for both)."""
+    (tmp_path / "measured_helper.py").write_text(_HELPER)
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import measured_helper
+
+    return measured_helper
+
+
+def _lines(path, pattern):
+    return [i for i, line in enumerate(Path(path).read_text().splitlines(), 1) if pattern in line]
+
+
+def _missing(ranges):
+    out = set()
+    for part in filter(None, (x.strip() for x in ranges.split(","))):
+        a, _, b = part.partition("-")
+        out.update(range(int(a), int(b or a) + 1))
+    return out
+
+
+def test_measure_counts_module_level_lines_and_uncovered_lines(helper):
+    mods = {m: p for m, p in privacy_path_modules().items() if m in ("ldp_plugin.mechanisms.randomized_response", "ldp_plugin.federated.shuffler")}
+    out, cov = measure(functools.partial(helper.krr_batch, 100), mods)
+    assert out == 100
+    path = mods["ldp_plugin.mechanisms.randomized_response"]
     r = cov["modules"]["ldp_plugin.mechanisms.randomized_response"]
-    assert 0 < r["percent"] < 100 and r["missing_lines"] and cov["percent"] == r["percent"]
-    assert cov["never_imported"] == [] and cov["threshold"] == COVERAGE_MIN == 95.0
+    assert 0 < r["percent"] < 100 and r["missing_lines"]
+    # the module's imports and its class line ran when the measured interpreter imported it
+    module_level = _lines(path, "from ..sampling import as_source") + _lines(path, "class KRR(")
+    assert len(module_level) == 2 and not set(module_level) & _missing(r["missing_lines"])
+    # a module none of whose lines ran is reported with all of its statements, and counted in the total
+    assert cov["never_imported"] == ["ldp_plugin.federated.shuffler"]
+    sh = cov["modules"]["ldp_plugin.federated.shuffler"]
+    assert sh["percent"] == 0.0 and sh["statements"] > 0 and cov["percent"] < r["percent"]
+    assert cov["threshold"] == COVERAGE_MIN == 95.0
     assert line_ranges([9, 3, 4, 5]) == "3-5, 9"
+
+
+@pytest.mark.slow
+def test_measure_traces_worker_processes(helper):
+    pytest.importorskip("nacl")
+    mods = {"ldp_plugin.federated.sealed": ROOT / "ldp_plugin" / "federated" / "sealed.py"}
+    out, cov = measure(helper.open_on_two_workers, mods)
+    assert out == [2, 1]
+    path = mods["ldp_plugin.federated.sealed"]
+    worker_only = _lines(path, "return open_reports(chunk, PrivateKey(raw_key))")  # runs only in a spawned worker
+    assert len(worker_only) == 1
+    assert worker_only[0] not in _missing(cov["modules"]["ldp_plugin.federated.sealed"]["missing_lines"])
 
 
 @pytest.mark.slow
