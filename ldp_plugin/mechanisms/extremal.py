@@ -252,7 +252,13 @@ class ChannelAccumulator(MergeableCounts):
     def estimate(self, *, candidates: Any = None, postprocess: str = "projection", confidence: float = 0.95) -> FrequencyEstimate:
         """Least squares on the channel: ``θ̂ = (Qᵀ)⁺ m̂`` (unbiased when ``Q`` has rank ``d``; the
         minimum-norm solution otherwise, e.g. for the two-output binary mechanism), with
-        multinomial plug-in standard errors."""
+        multinomial plug-in standard errors.
+
+        An item whose frequency the channel cannot identify (its unit vector outside the row space
+        of ``Qᵀ``: ``(Qᵀ)⁺Qᵀ`` has a diagonal entry below 1 — the items outside ``T`` of the binary
+        mechanism, which only report their total) gets the minimum-norm share as its value, an
+        infinite standard error and the interval ``[0, 1]``: the reports say nothing about it alone,
+        so no narrower interval covers it."""
         mech = self.mechanism
         if candidates is not None:
             raise LDPParameterError(f"{mech.name} decodes over its own domain; candidates= applies to open-alphabet mechanisms")
@@ -264,6 +270,8 @@ class ChannelAccumulator(MergeableCounts):
         raw = A @ m_hat
         cov = (np.diag(m_hat) - np.outer(m_hat, m_hat)) / n
         se = np.sqrt(np.maximum(np.einsum("ij,jk,ik->i", A, cov, A), 0.0))
+        identified = np.diag(A @ mech.matrix().T) > 1 - 1e-9
+        se = np.where(identified, se, np.inf)
         return finalize_estimate(raw, se, n, postprocess=postprocess, confidence=confidence, items=mech.items)
 
 
