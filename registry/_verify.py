@@ -72,7 +72,7 @@ the quick run) and on the first random draw (one shape)."""
         for j, (inst, mech) in enumerate(random_instances(decl, seed=seed, count=draws)):
             server = ("estimators",) if j == 0 and "estimators" in layers else ()
             r = verify_instance(mech, name=decl.name, instance=inst, seed=seed + 104_729 * (j + 1), quick=quick, alpha=a,
-                                layers=tuple(x for x in DRAW_LAYERS if x in layers) + server)
+                                layers=tuple(x for x in DRAW_LAYERS if x in layers) + server, estimator_shapes=1)
             r["random_draw"] = True
             rows.append(r)
     return rows
@@ -96,11 +96,12 @@ def edge_rows(decl: Declaration) -> list[dict]:
 
 
 def verify_instance(mech, *, name: str, instance: dict, seed: int = 0, quick: bool = False, alpha: float = 1e-6, layers=ALL_LAYERS, rates_target: bool = True,
-                    estimator_shapes: int | None = 1) -> dict:
+                    estimator_shapes: int | None = 0) -> dict:
     """The verification layers on one mechanism instance (also used for the seeded bugs):
     the declared channel (exact), the code that samples (sampling path, rates, joint), the
     black-box layers (goodness of fit, audit) and the server (estimators: bias, stated variance,
-    coverage, spec refusal on ``estimator_shapes`` data shapes, None: all, 0: skipped).
+    coverage, spec refusal on ``estimator_shapes`` data shapes; None: all of them; 0, the default:
+    not run — :func:`verify` runs it on a declaration's first canonical instance and first draw).
     ``rates_target``: the rates layer is sized for a 0.5% relative error (a family's canonical
     instance; smaller samples otherwise)."""
     out = {"name": name, "instance": instance, "declared_epsilon": float(mech.epsilon)}
