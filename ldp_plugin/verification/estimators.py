@@ -62,7 +62,7 @@ __all__ = ["estimator_layer", "estimator_cell", "judge", "spec_refusal", "shapes
 
 #: ``(collections R, users n, seconds per cell)`` of the quick and the full run; an estimator slower
 #: than ``seconds / R`` runs fewer collections (never below 12), and says so in its row
-ESTIMATOR_RUNS = {"quick": (100, 1000, 1.0), "full": (200, 1000, 2.5)}
+ESTIMATOR_RUNS = {"quick": (160, 1000, 1.0), "full": (300, 1000, 2.5)}
 #: the coverage an interval labelled 95% must not be significantly below
 COVERAGE_FLOOR = 0.93
 #: bootstrap replicates asked of an estimator that takes ``replicates=`` (Square Wave's EMS)
