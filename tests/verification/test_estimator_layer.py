@@ -90,3 +90,19 @@ def test_spec_refusal_passes_the_library_and_fails_a_trusting_server(monkeypatch
     monkeypatch.setattr(mixins, "check_origin", lambda *a, **k: None)
     r = spec_refusal(ldp.KRR(epsilon=1.0, d=4))
     assert not r["passed"] and not r["other_parameters_refused"]
+
+
+def test_ldp_verify_runs_the_layer_on_the_first_instance_and_the_first_draw():
+    from ldp_plugin.registry import load_registry, verify, verify_instance
+    from ldp_plugin.registry._verify import failed_layers
+
+    rows = verify(load_registry()["krr"], seed=1, quick=True, layers=("exact", "estimators"), draws=2)
+    canonical = [r for r in rows if not r.get("random_draw")]
+    draws = [r for r in rows if r.get("random_draw") and "edge" not in r]
+    assert "estimators" in canonical[0] and all("estimators" not in r for r in canonical[1:])
+    assert "estimators" in draws[0] and all("estimators" not in r for r in draws[1:])
+    assert all(r["passed"] for r in rows if "estimators" in r)
+    # a seeded server bug is caught by this layer alone
+    bug = verify_instance(OffByOneQKRR(epsilon=1.0, d=4), name="off-by-one-q", instance={}, quick=True, layers=("exact", "estimators"),
+                          estimator_shapes=1)
+    assert failed_layers(bug) == ["estimators"]
