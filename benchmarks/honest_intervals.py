@@ -134,8 +134,8 @@ def registry_table(runs: int, users: int, seconds: float) -> dict:
 def _markdown(table: dict, runs: int, users: int, seconds: float, machine: str) -> str:
     shapes = ["uniform", "zipf", "point-mass", "smooth", "bimodal", "spiky", "heavy-tailed", "point-masses"]
     lines = [f"# Honest intervals: coverage and MSE / reported variance of every statistic", "",
-             f"`python benchmarks/honest_intervals.py --runs {runs} --users {users} --markdown benchmarks/honest_intervals.md` "
-             f"({table['seconds']:.0f} s on {machine}).", "",
+             f"`python benchmarks/honest_intervals.py --runs {runs} --users {users} --seconds {seconds:g} --markdown benchmarks/honest_intervals.md` "
+             f"({table['seconds']:.0f} s wall, {table['cpu_seconds']:.0f} s CPU on {machine}).", "",
              f"Each cell: {runs} collections of the same {users:,} users (fewer where an estimate is slow: R shown), real client and",
              "server; **worst coverage** of the 95% intervals over the group's statistics · **MSE / mean reported variance** (range",
              "over the statistics); ✗ = the estimator layer's tests fail (bias, stated variance, coverage not significantly",
@@ -166,9 +166,9 @@ def main() -> None:
     machine = platform.processor() or platform.machine()
     if not a.focused:
         runs = a.runs or 300
-        t0 = time.time()
+        t0, c0 = time.time(), time.process_time()
         table = registry_table(runs, a.users, a.seconds)
-        table["seconds"] = time.time() - t0
+        table["seconds"], table["cpu_seconds"] = time.time() - t0, time.process_time() - c0
         text = _markdown(table, runs, a.users, a.seconds, machine)
         print(text)
         if a.markdown:
