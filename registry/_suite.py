@@ -29,7 +29,7 @@ def self_test(*, seed: int = 0, quick: bool = False) -> list[dict]:
     rows = []
     for i, (name, mech, expected) in enumerate(bugs):
         instance = mech.params()
-        r = verify_instance(mech, name=name, instance=instance, seed=seed + 104729 * i, quick=quick, alpha=FAMILY_ALPHA / n_bugs)
+        r = verify_instance(mech, name=name, instance=instance, seed=seed + 104729 * i, quick=quick, alpha=FAMILY_ALPHA / n_bugs, estimator_shapes=1)
         caught_by = failed_layers(r)
         r.update({"seeded_bug": True, "caught": bool(caught_by), "caught_by": caught_by, "expected_layers": list(expected)})
         rows.append(r)

@@ -9,6 +9,7 @@ from ldp_plugin.exact import epsilon_of_ratio, ratio_within_exp
 from ldp_plugin.verification.client_channel import client_channel_check
 from ldp_plugin.verification.draws import DRAW_LAYERS, DRAWS_FULL, DRAWS_QUICK, edge_instances, random_instances
 from ldp_plugin.verification.entry_points import entry_points_layer
+from ldp_plugin.verification.estimators import estimator_layer
 from ldp_plugin.verification.layers import FAMILY_ALPHA, audit_layer, exact_layer, gof_layer
 from ldp_plugin.verification.positions import positions_layer
 from ldp_plugin.verification.production import production_layer
@@ -25,7 +26,7 @@ __all__ = ["verify", "verify_name", "edge_rows", "verify_instance", "verify_exac
 #: each layer's name and the key of its result in a row of :func:`verify_instance`
 LAYER_KEYS = (("exact", "exact"), ("sampling-path", "sampling_path"), ("goodness-of-fit", "goodness_of_fit"),
               ("rates", "rates"), ("joint", "joint"), ("audit", "audit"), ("transcript", "transcript"),
-              ("production", "production"), ("positions", "positions"), ("entry-points", "entry_points"))
+              ("production", "production"), ("positions", "positions"), ("entry-points", "entry_points"), ("estimators", "estimators"))
 
 
 def failed_layers(row: dict) -> list:
@@ -56,18 +57,22 @@ def verify(
     the family-wise false-alarm rate (default ``10⁻⁶`` split over its instances). ``draws``: the edges
 of every declared parameter domain first (:func:`edge_rows`: the exact layer inside, refusal just
 outside), then that many random parameter draws (:mod:`ldp_plugin.verification.draws`, seeded by
-``seed``), checked by the exact and sampling-path layers (rows with ``random_draw: True``)."""
+``seed``), checked by the exact and sampling-path layers (rows with ``random_draw: True``).
+The estimator layer runs on the first canonical instance (every data shape of its input kind; one in
+the quick run) and on the first random draw (one shape)."""
     cls = decl.mechanism_class()
     a = (alpha if alpha is not None else FAMILY_ALPHA) / len(decl.canonical)
     rows = []
     for i, inst in enumerate(decl.canonical):
         mech = cls(**inst)
-        rows.append(verify_instance(mech, name=decl.name, instance=dict(inst), seed=seed + 7919 * i, quick=quick, alpha=a, layers=layers, rates_target=i == 0))
+        rows.append(verify_instance(mech, name=decl.name, instance=dict(inst), seed=seed + 7919 * i, quick=quick, alpha=a, layers=layers, rates_target=i == 0,
+                                    estimator_shapes=(1 if quick else None) if i == 0 else 0))
     if draws:  # the edges of every declared domain first, then random draws beyond the canonical instances
         rows += edge_rows(decl) if "exact" in layers else []
         for j, (inst, mech) in enumerate(random_instances(decl, seed=seed, count=draws)):
+            server = ("estimators",) if j == 0 and "estimators" in layers else ()
             r = verify_instance(mech, name=decl.name, instance=inst, seed=seed + 104_729 * (j + 1), quick=quick, alpha=a,
-                                layers=tuple(x for x in DRAW_LAYERS if x in layers))
+                                layers=tuple(x for x in DRAW_LAYERS if x in layers) + server, estimator_shapes=1)
             r["random_draw"] = True
             rows.append(r)
     return rows
@@ -90,11 +95,15 @@ def edge_rows(decl: Declaration) -> list[dict]:
     return rows
 
 
-def verify_instance(mech, *, name: str, instance: dict, seed: int = 0, quick: bool = False, alpha: float = 1e-6, layers=ALL_LAYERS, rates_target: bool = True) -> dict:
+def verify_instance(mech, *, name: str, instance: dict, seed: int = 0, quick: bool = False, alpha: float = 1e-6, layers=ALL_LAYERS, rates_target: bool = True,
+                    estimator_shapes: int | None = 0) -> dict:
     """The verification layers on one mechanism instance (also used for the seeded bugs):
-    the declared channel (exact), the code that samples (sampling path, rates, joint) and the
-    black-box layers (goodness of fit, audit). ``rates_target``: the rates layer is sized for a
-    0.5% relative error (a family's canonical instance; smaller samples otherwise)."""
+    the declared channel (exact), the code that samples (sampling path, rates, joint), the
+    black-box layers (goodness of fit, audit) and the server (estimators: bias, stated variance,
+    coverage, spec refusal on ``estimator_shapes`` data shapes; None: all of them; 0, the default:
+    not run — :func:`verify` runs it on a declaration's first canonical instance and first draw).
+    ``rates_target``: the rates layer is sized for a 0.5% relative error (a family's canonical
+    instance; smaller samples otherwise)."""
     out = {"name": name, "instance": instance, "declared_epsilon": float(mech.epsilon)}
     passed = True
     if "exact" in layers:
@@ -142,6 +151,10 @@ def verify_instance(mech, *, name: str, instance: dict, seed: int = 0, quick: bo
         out["audit_samples"] = a["audit_samples"]
         out["audit"] = a
         passed &= a["passed"]
+    if "estimators" in layers and estimator_shapes != 0:
+        es = estimator_layer(mech, quick=quick, alpha=alpha / 6, seed=seed + 17, shapes=estimator_shapes, name=name)
+        out["estimators"] = es
+        passed &= es["passed"]
     if "transcript" in layers and has(mech, Keyed):  # keyed mechanisms: repeated collections
         tr = transcript_layer(mech, quick=quick)
         out["transcript"] = tr

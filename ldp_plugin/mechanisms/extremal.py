@@ -251,8 +251,16 @@ class ChannelAccumulator(MergeableCounts):
 
     def estimate(self, *, candidates: Any = None, postprocess: str = "projection", confidence: float = 0.95) -> FrequencyEstimate:
         """Least squares on the channel: ``θ̂ = (Qᵀ)⁺ m̂`` (unbiased when ``Q`` has rank ``d``; the
-        minimum-norm solution otherwise, e.g. for the two-output binary mechanism), with
-        multinomial plug-in standard errors."""
+        minimum-norm solution otherwise, e.g. for the two-output binary mechanism), with plug-in
+        standard errors of the randomization given the users (``A (diag(m̂) − Qᵀ diag(θ̃) Q) Aᵀ / n``,
+        ``θ̃`` the clipped estimate; not the multinomial ``diag(m̂) − m̂m̂ᵀ``, which adds the users'
+        own spread and overstates the variance — a thousandfold at ε = 16).
+
+        An item whose frequency the channel cannot identify (its unit vector outside the row space
+        of ``Qᵀ``: ``(Qᵀ)⁺Qᵀ`` has a diagonal entry below 1 — the items outside ``T`` of the binary
+        mechanism, which only report their total) gets the minimum-norm share as its value, an
+        infinite standard error and the interval ``[0, 1]``: the reports say nothing about it alone,
+        so no narrower interval covers it."""
         mech = self.mechanism
         if candidates is not None:
             raise LDPParameterError(f"{mech.name} decodes over its own domain; candidates= applies to open-alphabet mechanisms")
@@ -260,10 +268,17 @@ class ChannelAccumulator(MergeableCounts):
         if n == 0:
             raise LDPParameterError("an estimate needs at least one report (n >= 1)")
         m_hat = self.counts / n
-        A = np.linalg.pinv(mech.matrix().T)  # d × ℓ
+        Q = mech.matrix()
+        A = np.linalg.pinv(Q.T)  # d × ℓ
         raw = A @ m_hat
-        cov = (np.diag(m_hat) - np.outer(m_hat, m_hat)) / n
+        # the users' reports are independent, user u's output has covariance diag(Q_x) − Q_x Q_xᵀ (x its
+        # value): summed, (diag(m) − Qᵀ diag(θ) Q)/n — the randomization's spread for the users who
+        # reported (target "sample"; retarget adds the population's θ(1−θ)/n), with θ plugged in clipped
+        theta = np.clip(raw, 0.0, 1.0)
+        cov = (np.diag(m_hat) - Q.T @ (theta[:, None] * Q)) / n
         se = np.sqrt(np.maximum(np.einsum("ij,jk,ik->i", A, cov, A), 0.0))
+        identified = np.diag(A @ Q.T) > 1 - 1e-9
+        se = np.where(identified, se, np.inf)
         return finalize_estimate(raw, se, n, postprocess=postprocess, confidence=confidence, items=mech.items)
 
 

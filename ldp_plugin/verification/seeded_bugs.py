@@ -34,10 +34,14 @@ suite run the layers on them.
 | ``FirstItemsSampleOne`` | long sets (``on_long="sample"``) sample among their first ``m`` items only | wrong channel | entry points |
 | ``KeylessMemoized`` | the permanent layer ignores the user's key (every holder of a value gets the same permanent report) | wrong channel | positions |
 | ``ForkRepeatKRR`` | the secure source is replaced by a per-process stream seeded once: a forked child repeats its parent | ∞ across processes | joint |
+| ``OffByOneQKRR`` | the server debiases with ``q* = 1/(e^ε + d)`` (``d`` for ``d − 1``); the client is exact | ε (a biased estimate) | estimators (bias) |
+| ``SquareFreeOUE`` | the server's variance is divided by ``n(p* − q*)`` instead of ``n(p* − q*)²`` (intervals 2× too wide) | ε (a wrong variance) | estimators (stated variance) |
+| ``ScaledTwiceDuchi`` | the mean's standard error multiplied by the scale ``(upper − lower)/2`` twice (half its size on ``[0, 1]``) | ε (a wrong variance) | estimators (stated variance, coverage) |
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 from dataclasses import dataclass
@@ -47,6 +51,7 @@ from typing import ClassVar
 import numpy as np
 
 from ..sampling.kernels import compiled
+from ..estimation import estimate_pure, normal_quantile, retarget
 from ..exact import TWO64, exp_lower_bound
 from ..hashing import mix64
 from ..mechanisms import KRR, OLH, OUE, RAPPOR, GeometricMechanism, KSubset, Piecewise, SampleOne
@@ -87,6 +92,9 @@ __all__ = [
     "SeedFromValueOLH",
     "FirstItemsSampleOne",
     "KeylessMemoized",
+    "OffByOneQKRR",
+    "SquareFreeOUE",
+    "ScaledTwiceDuchi",
     "seeded_bugs",
 ]
 
@@ -531,6 +539,52 @@ class KeylessMemoized(Memoized):
         return super().permanent(values, [bytes(32)] * len(user_keys))
 
 
+@dataclass(frozen=True, kw_only=True)
+class OffByOneQKRR(KRR):
+    """k-RR whose server debiases with ``q* = 1/(e^ε + d)`` instead of ``1/(e^ε + d − 1)``: every
+    frequency is pulled towards a constant (at ε = 1, d = 4, n = 1000: about 1.4 standard errors at
+    θ = 1/4, 2 at θ = 0). The client and its channel are exact."""
+
+    name = "bug-off-by-one-q"
+
+    def estimate_from(self, acc, *, candidates=None, postprocess="projection", confidence=0.95, target="sample"):
+        q = 1.0 / (math.exp(self.epsilon) + self.d)
+        est = estimate_pure(acc.counts, acc.n, self.p_star, q, postprocess=postprocess, confidence=confidence, items=self.items)
+        return retarget(est, target)
+
+
+@dataclass(frozen=True, kw_only=True)
+class SquareFreeOUE(OUE):
+    """OUE whose server divides the variance by ``n(p* − q*)`` instead of ``n(p* − q*)²``: unbiased, and
+    its intervals cover, but they are ``1/√(p* − q*)`` too wide (2.1× at ε = 1) — the stated variance is
+    4.3× the true one."""
+
+    name = "bug-square-free-variance"
+
+    def estimate_from(self, acc, *, candidates=None, postprocess="projection", confidence=0.95, target="sample"):
+        est = super().estimate_from(acc, candidates=candidates, postprocess=postprocess, confidence=confidence, target=target)
+        se = np.asarray(est.std_error) / math.sqrt(self.p_star - self.q_star)
+        z = normal_quantile(confidence)
+        return dataclasses.replace(est, std_error=se, ci_lower=np.clip(est.raw - z * se, 0.0, 1.0), ci_upper=np.clip(est.raw + z * se, 0.0, 1.0))
+
+
+@dataclass(frozen=True, kw_only=True)
+class ScaledTwiceDuchi(Duchi):
+    """Duchi whose mean's standard error is multiplied by the scale ``(upper − lower)/2`` a second time:
+    on ``[0, 1]`` the interval is half as wide as it must be (coverage ≈ 0.68 for a 95% interval)."""
+
+    name = "bug-scaled-twice"
+
+    def estimate(self, reports, *, confidence=0.95, target="sample", candidates=None, postprocess=None):
+        return self.estimate_from(self.accumulator().add(reports), confidence=confidence, target=target, candidates=candidates, postprocess=postprocess)
+
+    def estimate_from(self, acc, *, confidence=0.95, target="sample", candidates=None, postprocess=None):
+        est = super().estimate_from(acc, confidence=confidence, target=target, candidates=candidates, postprocess=postprocess)
+        se = est.std_error * (self.upper - self.lower) / 2
+        z = normal_quantile(confidence)
+        return dataclasses.replace(est, std_error=se, ci_lower=est.mean - z * se, ci_upper=est.mean + z * se)
+
+
 def seeded_bugs() -> list:
     """``(name, instance, layers expected to catch it)`` for the seeded-bug suite."""
     return [
@@ -561,4 +615,7 @@ def seeded_bugs() -> list:
         ("complemented-threshold", ComplementedKRR(epsilon=0.02, d=2), ("positions",)),
         ("swapped-bit-thresholds", SwappedBitsRAPPOR(epsilon=0.05, d=4), ("positions",)),
         ("permanent-in-instantaneous", PermanentInInstantaneousLGRR(epsilon_perm=4.0, epsilon_1=1.0, d=3), ("positions",)),
+        ("off-by-one-q", OffByOneQKRR(epsilon=1.0, d=4), ("estimators",)),
+        ("square-free-variance", SquareFreeOUE(epsilon=1.0, d=4), ("estimators",)),
+        ("scaled-twice", ScaledTwiceDuchi(epsilon=1.0, grid=8), ("estimators",)),
     ]
