@@ -142,7 +142,7 @@ def add_parsers(sub, parser_class, int_in, epsilon_type, seed_type, domain_type,
     fs.add_argument("--timeout", type=int_in(10, 86400, "seconds"), default=900, help="fail if the run has not finished by then")
     fs.add_argument("--shuffle", action="store_true", help="run the shuffler as the ServerApp: devices seal to a generated analyzer key, "
                     "the analyzer opens each forwarded batch and records its central (epsilon, delta); needs --delta")
-    fs.add_argument("--delta", type=_unit_open, default=None, help="with --shuffle or --secure-sum: delta of the central (epsilon, delta), in (0, 1)")
+    fs.add_argument("--delta", type=float, default=None, help="with --shuffle or --secure-sum: delta of the central (epsilon, delta), in (0, 1)")
     fs.add_argument("--secure-sum", action="store_true", help="the nodes' vectors are summed by Flower's SecAgg+: --mechanism skellam "
                     "(distributed noise, --epsilon central) or krr (summed local reports, --epsilon per report); needs --delta")
     fs.add_argument("--min-participants", type=int_in(2, 100_000, "an integer"), default=None,
