@@ -47,8 +47,6 @@ def _row_text(r: dict) -> str:
 
 def cmd_aggregate(args) -> int:
     """Aggregate Parquet report files (mechanism from their metadata), incrementally with --state."""
-    import os
-
 
     if not args.mechanism_from_metadata:
         raise LDPParameterError("pass --mechanism-from-metadata: the mechanism and its parameters are read from the report files")
