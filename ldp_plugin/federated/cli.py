@@ -413,19 +413,27 @@ def _terminate_as_exit():
 
 
 def _simulate(args) -> int:
+    _exact_option(args.device_cap, "--device-cap", 10**6)  # every collection mode: checked before any file or process
+    _exact_option(args.max_epsilon, "--max-epsilon", 700)
+    _check_min_batch(args)
     with _terminate_as_exit():
         if getattr(args, "secure_sum", False):
             return simulate_secure(args)
         return _simulate_run(args)
 
 
-def _check_options(args) -> None:
-    """The options checked before any file: --min-batch against the simulated devices, and the
-    shuffle options."""
+def _check_min_batch(args) -> None:
+    """--min-batch above the simulated devices: no round could release an estimate (every mode)."""
     devices = args.nodes * args.users_per_node
     if args.min_batch > devices:
         raise LDPParameterError(f"--min-batch must be at most the simulated devices, --nodes × --users-per-node = {devices:,} "
                                 f"(got {args.min_batch:,}): no round could release an estimate")
+
+
+def _check_options(args) -> None:
+    """The options checked before any file: --min-batch against the simulated devices, and the
+    shuffle options."""
+    _check_min_batch(args)
     shuffle, delta = getattr(args, "shuffle", False), getattr(args, "delta", None)
     for opt in ("min_participants", "min_count"):
         if getattr(args, opt, None) is not None:

@@ -60,6 +60,20 @@ BASE: dict = {
     "demo": ["--mechanism", "krr", "--epsilon", "1", "--n", "200", "--seed", "1"],
 }
 
+#: other modes of a command (a family, a collection mode): the options each sets are generated again
+#: in that mode, where other checks apply
+VARIANTS: dict = {
+    ("choose", "mean"): ["--family", "mean", "--epsilon", "1", "--lower", "0", "--upper", "1", "--n", "1000"],
+    ("choose", "longitudinal"): ["--family", "longitudinal", "--d", "8", "--epsilon-perm", "2", "--epsilon-1", "1", "--rounds", "5",
+                                 "--change-prob", "0.1"],
+    ("choose", "distribution"): ["--family", "distribution", "--epsilon", "1", "--buckets", "8", "--shape", "bimodal", "--prior", "1,2,3"],
+    ("federated simulate", "shuffle"): ["--nodes", "2", "--users-per-node", "10", "--mechanism", "krr", "--d", "4", "--epsilon", "1",
+                                        "--device-cap", "4", "--shuffle", "--delta", "1e-6", "--min-batch", "2"],
+    ("federated simulate", "secure-sum"): ["--nodes", "3", "--users-per-node", "10", "--mechanism", "skellam", "--d", "4", "--epsilon", "1",
+                                           "--device-cap", "4", "--secure-sum", "--delta", "1e-6", "--min-participants", "2", "--min-count", "2"],
+    ("budget init", "period"): ["{D}/fresh-ledger.db", "--population", "p", "--lifetime-cap", "5", "--period-cap", "1", "--period", "day"],
+}
+
 #: a file the command reads: missing, a directory, pseudo-filesystems, devices, garbage with the
 #: planted value and bytes that are not UTF-8, empty
 _IN_FILE = ["{D}/nope.file", "{D}/adir", "/proc/ldp-misuse/none", "/sys/ldp-misuse", "/dev/zero", "/proc/self/status",
@@ -288,6 +302,19 @@ def generated_cases(parser: argparse.ArgumentParser) -> list:
                     cases.append((f"{cmd.replace(' ', '-')}{key}-missing", cmd, key, argv, [key]))
         cases.append((f"{cmd.replace(' ', '-')}-unknown-option", cmd, "--no-such-option", words + base + ["--no-such-option", "1"],
                       ["--no-such-option", "unrecognized"]))
+    parsers = dict(leaf_parsers(parser))
+    for (cmd, mode), base in VARIANTS.items():
+        p = parsers[cmd]
+        for a in p._actions:
+            if not _is_value_option(a) or not a.option_strings or a.option_strings[0] not in base or a.option_strings[0] == "--family":
+                continue
+            key = _key(a)
+            role = OPTION_ROLES.get((cmd, key))
+            values = (list(ROLES[role]) if role else []) if a.type is None and a.choices is None else typed_values(a)
+            for v in values:
+                if (cmd, key, v) in NOT_HOSTILE:
+                    continue
+                cases.append((f"{cmd.replace(' ', '-')}[{mode}]{key}={v!r}", cmd, key, cmd.split() + _replace(base, a, v, []), _names(cmd, a, v)))
     return cases
 
 
