@@ -167,8 +167,10 @@ class _Privatizer:
                 raise LDPInputError(f"column {col!r} holds a missing value or one outside [lower, upper] = [{lo!r}, {hi!r}] at row "
                                     f"{int(first.item())}; nothing was spent")
             return
-        if self.is_set and getattr(self.mechanism, "on_long", None) == "error" and isinstance(lf.collect_schema()[col], (pl.List, pl.Array)):
-            m = self.mechanism.m  # a set longer than m is refused here, before the spend (not while streaming after it)
+        spec = self.mechanism.spec() if self.is_set else {}
+        spec = spec.get("params", spec)  # a family's parameters, or a wrapper's own (m, on_long)
+        if self.is_set and spec.get("on_long") == "error" and isinstance(spec.get("m"), int) and isinstance(lf.collect_schema()[col], (pl.List, pl.Array)):
+            m = spec["m"]  # a set longer than m is refused here, before the spend (not while streaming after it)
             long = lf.select(pl.int_range(pl.len()).alias("_row"), (pl.col(col).list.unique().list.len() > m).alias("_bad"))
             first = long.filter(pl.col("_bad")).select("_row").head(1).collect(engine="streaming")
             if first.height:

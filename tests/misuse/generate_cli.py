@@ -70,7 +70,7 @@ VARIANTS: dict = {
     ("federated simulate", "shuffle"): ["--nodes", "2", "--users-per-node", "10", "--mechanism", "krr", "--d", "4", "--epsilon", "1",
                                         "--device-cap", "4", "--shuffle", "--delta", "1e-6", "--min-batch", "2"],
     ("federated simulate", "secure-sum"): ["--nodes", "3", "--users-per-node", "10", "--mechanism", "skellam", "--d", "4", "--epsilon", "1",
-                                           "--device-cap", "4", "--secure-sum", "--delta", "1e-6", "--min-participants", "2", "--min-count", "2"],
+                                           "--device-cap", "4", "--secure-sum", "--delta", "1e-6", "--min-participants", "2", "--min-count", "2", "--min-batch", "1"],
     ("budget init", "period"): ["{D}/fresh-ledger.db", "--population", "p", "--lifetime-cap", "5", "--period-cap", "1", "--period", "day"],
 }
 
