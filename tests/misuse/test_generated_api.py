@@ -152,6 +152,7 @@ _ANY = st.one_of(st.none(), st.booleans(), st.integers(min_value=-(2**70), max_v
 _PARAMS = [(name, p) for name, decl in sorted(DECLS.items()) for p in decl.parameters if p not in ("p0", "p1", "prior", "subset") or p in _base(decl)]
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None, derandomize=True, database=None, suppress_health_check=list(HealthCheck))
 @given(which=st.sampled_from(_PARAMS), value=_ANY)
 def test_any_value_for_any_parameter_is_accepted_or_refused_clearly(which, value):

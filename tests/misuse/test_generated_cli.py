@@ -88,6 +88,7 @@ _DRIVER = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not os.path.exists("/dev/zero"), reason="needs /dev/zero")
 def test_generated_cases_reading_an_endless_device(fixture_dir):
     """Every file-reading option given ``/dev/zero``: refused (exit 2, naming it), never read."""
