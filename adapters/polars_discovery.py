@@ -13,6 +13,8 @@ from ldp_plugin.discovery.prefix import INFERRED, infer_domain
 from ldp_plugin.discovery.query import build_query
 from ldp_plugin.sampling import RNGLike, as_source
 
+from .polars_frames import strict
+
 __all__ = ["heavy_hitters", "sample_one_string"]
 
 #: A padded set's dummy element: the empty finished string, never returned as an item.
@@ -41,6 +43,7 @@ def sample_one_string(column: pl.Series, set_size: int, rng: RNGLike = None) -> 
     return pl.Series(column.name, np.where(inside, chosen.fill_null(_PAD).to_numpy(), _PAD), dtype=pl.String)
 
 
+@strict
 def heavy_hitters(
     frame: pl.DataFrame | pl.LazyFrame,
     column: str,

@@ -24,7 +24,7 @@ from ldp_plugin._errors import LDPParameterError
 from ldp_plugin.mechanisms.protocol import Distribution, has
 
 
-from .polars_frames import accumulate_reports
+from .polars_frames import accumulate_reports, strict
 
 __all__ = ["distribution", "quantiles", "range_count"]
 
@@ -42,6 +42,7 @@ def _kind(est: Any) -> str:
     return getattr(est, "interval_kind", "interval")
 
 
+@strict
 def distribution(reports: Any, mechanism: Any, *, buckets: Optional[int] = None, confidence: float = 0.95, replicates: Optional[int] = None,
                  seed: Optional[int] = None, target: str = "sample") -> pl.DataFrame:
     """The histogram ``lo, hi, estimate, std_error, ci_lower, ci_upper`` on ``buckets`` equal
@@ -50,6 +51,7 @@ def distribution(reports: Any, mechanism: Any, *, buckets: Optional[int] = None,
     return est.to_polars(buckets).with_columns(pl.lit(est.method).alias("method"), pl.lit(_kind(est)).alias("interval_kind"))
 
 
+@strict
 def quantiles(reports: Any, mechanism: Any, qs: Sequence[float], *, confidence: float = 0.95, replicates: Optional[int] = None,
               seed: Optional[int] = None, target: str = "sample") -> pl.DataFrame:
     """One row per level: ``q, estimate, ci_lower, ci_upper, method``."""
@@ -60,6 +62,7 @@ def quantiles(reports: Any, mechanism: Any, qs: Sequence[float], *, confidence: 
                          "interval_kind": [_kind(est)] * len(rows)})
 
 
+@strict
 def range_count(reports: Any, mechanism: Any, lo: float, hi: float, *, confidence: float = 0.95, replicates: Optional[int] = None,
                 seed: Optional[int] = None, target: str = "sample") -> pl.DataFrame:
     """One row: the users with a value in ``[lo, hi)`` — ``count`` and ``fraction`` with the

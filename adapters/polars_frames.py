@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any, Optional, Sequence
+import functools
+import inspect
+from typing import Any, Callable, Optional, Sequence
 
 import polars as pl
 
-from ldp_plugin._errors import LDPInputError, LDPParameterError
+from ldp_plugin._errors import LDPArgumentError, LDPInputError, LDPParameterError
+from ldp_plugin.sampling import as_source
 from ldp_plugin.estimation import FrequencyEstimate
 from ldp_plugin.mechanisms.reports import frame_to_reports, report_schema
 
@@ -61,3 +64,33 @@ def accumulate_reports(reports: pl.DataFrame | pl.LazyFrame, mechanism: Any) -> 
     if acc.n == 0:
         raise LDPInputError("the reports frame is empty: nothing to estimate")
     return acc
+
+
+def strict(fn: Callable) -> Callable:
+    """An adapter function whose bad call (a misspelt or unknown keyword, a missing argument) is an
+    :class:`LDPArgumentError` naming what it takes — never ignored, never a bare ``TypeError``."""
+    sig = inspect.signature(fn)
+    takes = ", ".join(p.name for p in sig.parameters.values())
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            sig.bind(*args, **kwargs)
+        except TypeError:
+            unknown = sorted(k for k in kwargs if k not in sig.parameters)
+            which = f"has no parameter(s) {unknown}" if unknown else "was called with invalid arguments"
+            raise LDPArgumentError(f"{fn.__name__} {which}; it takes {takes}") from None
+        return fn(*args, **kwargs)
+    return wrapper
+
+
+def check_frame(frame: Any, what: str = "frame") -> None:
+    """``frame`` is a Polars DataFrame or LazyFrame (anything else is refused by its type)."""
+    if not isinstance(frame, (pl.DataFrame, pl.LazyFrame)):
+        raise LDPInputError(f"{what} must be a Polars DataFrame or LazyFrame (got {type(frame).__name__})")
+
+
+def check_seed(seed: Any) -> None:
+    """The ``seed`` is usable (None, an integer seed or a random source), checked before any spend."""
+    if seed is not None:
+        as_source(seed)

@@ -26,7 +26,7 @@ from ldp_plugin.sampling import RNGLike, chunk_source
 from ldp_plugin.mechanisms.protocol import InputKind, Mechanism
 
 
-from .polars_frames import ROWS_PER_CHUNK, accumulate_reports, check_release_arguments, release_with
+from .polars_frames import ROWS_PER_CHUNK, accumulate_reports, check_frame, check_release_arguments, check_seed, release_with, strict
 
 __all__ = ["privatize_key_values", "key_values"]
 
@@ -72,6 +72,7 @@ def _batch(df: pl.DataFrame, keys: str, values: Optional[str]) -> KeyValueBatch:
     return KeyValueBatch(k.cast(pl.Float64).to_numpy(), v.cast(pl.Float64).to_numpy(), offsets)
 
 
+@strict
 def privatize_key_values(frame: pl.DataFrame | pl.LazyFrame, keys: str, mechanism: Any, *, values: Optional[str] = None,
                          seed: RNGLike = None, accountant: Any = None, query_id: Optional[str] = None,
                          budget_cohorts: Optional[Sequence[int]] = None, keep_reports: bool = False) -> pl.DataFrame:
@@ -79,7 +80,9 @@ def privatize_key_values(frame: pl.DataFrame | pl.LazyFrame, keys: str, mechanis
     ``accountant=``/``query_id=``: the mechanism's ε is spent in the ledger after every check and
     before any report exists (as :meth:`LDPFrame.privatize`)."""
     _check(mechanism)
+    check_frame(frame)
     check_release_arguments(accountant, query_id, keep_reports)
+    check_seed(seed)  # before the spend
     df = frame.collect() if isinstance(frame, pl.LazyFrame) else frame
     for c in [keys] + ([values] if values else []):
         if c not in df.columns:
@@ -96,6 +99,7 @@ def privatize_key_values(frame: pl.DataFrame | pl.LazyFrame, keys: str, mechanis
     return release_with(accountant, query_id, mechanism, produce, cohorts=budget_cohorts, keep_reports=keep_reports)
 
 
+@strict
 def key_values(reports: pl.DataFrame | pl.LazyFrame, mechanism: Any, *, confidence: float = 0.95, target: str = "sample") -> pl.DataFrame:
     """Each key's frequency and mean value with standard errors and intervals for ``target``
     (and ``interval_kind``: ``"bound"`` when the mechanism sampled users above ``ell``;

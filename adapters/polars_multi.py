@@ -30,7 +30,7 @@ from ldp_plugin.sampling import RNGLike, chunk_source
 from ldp_plugin.mechanisms.protocol import InputKind, Mechanism
 
 
-from .polars_frames import ROWS_PER_CHUNK, accumulate_reports, check_release_arguments, release_with
+from .polars_frames import ROWS_PER_CHUNK, accumulate_reports, check_frame, check_release_arguments, check_seed, release_with, strict
 from .polars_user_ids import check_user_ids
 
 __all__ = ["privatize_attributes", "attribute_frequencies"]
@@ -41,6 +41,7 @@ def _check(mechanism: Any) -> None:
         raise LDPParameterError("privatize_attributes and attribute_frequencies need a multi-attribute mechanism (SPL, SMP, RSFD)")
 
 
+@strict
 def privatize_attributes(frame: pl.DataFrame | pl.LazyFrame, columns: Sequence[str], mechanism: Any, *, seed: RNGLike = None,
                          user_id: Optional[str] = None, keep_user_id: bool = False, accountant: Any = None, query_id: Optional[str] = None,
                          budget_cohorts: Optional[Sequence[int]] = None, keep_reports: bool = False) -> pl.DataFrame:
@@ -48,7 +49,11 @@ def privatize_attributes(frame: pl.DataFrame | pl.LazyFrame, columns: Sequence[s
     ``accountant=``/``query_id=``: the mechanism's ε is spent in the ledger after every check and
     before any report exists (as :meth:`LDPFrame.privatize`)."""
     _check(mechanism)
+    check_frame(frame)
     check_release_arguments(accountant, query_id, keep_reports)
+    check_seed(seed)  # before the spend
+    if isinstance(columns, (str, bytes)) or not hasattr(columns, "__iter__"):
+        raise LDPParameterError(f"columns must be a list of {mechanism.attributes} column names (got {type(columns).__name__})")
     columns = list(columns)
     if len(columns) != mechanism.attributes or len(set(columns)) != len(columns):
         raise LDPParameterError(f"{mechanism.name} needs {mechanism.attributes} distinct attribute columns (got {columns!r})")
@@ -85,6 +90,7 @@ def privatize_attributes(frame: pl.DataFrame | pl.LazyFrame, columns: Sequence[s
     return release_with(accountant, query_id, mechanism, produce, cohorts=budget_cohorts, keep_reports=keep_reports)
 
 
+@strict
 def attribute_frequencies(reports: pl.DataFrame | pl.LazyFrame, mechanism: Any, *, names: Optional[Sequence[str]] = None,
                           confidence: float = 0.95, target: str = "sample") -> pl.DataFrame:
     """Per-attribute frequencies ``attribute, item, estimate, std_error, ci_lower, ci_upper``

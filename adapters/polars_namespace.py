@@ -49,7 +49,7 @@ from ldp_plugin.mechanisms.protocol import refuse_keyed
 from ldp_plugin.sampling import RNGLike, chunk_source
 
 from .polars_discovery import heavy_hitters
-from .polars_frames import ROWS_PER_CHUNK, estimate_frame
+from .polars_frames import ROWS_PER_CHUNK, check_frame, check_seed, estimate_frame, strict
 from . import polars_distribution as _pd, polars_key_value as _pkv, polars_multi as _pm
 from ldp_plugin.progress import progress
 from ldp_plugin._boundary import can_write_under
@@ -167,6 +167,15 @@ class _Privatizer:
                 raise LDPInputError(f"column {col!r} holds a missing value or one outside [lower, upper] = [{lo!r}, {hi!r}] at row "
                                     f"{int(first.item())}; nothing was spent")
             return
+        spec = self.mechanism.spec() if self.is_set else {}
+        spec = spec.get("params", spec)  # a family's parameters, or a wrapper's own (m, on_long)
+        if self.is_set and spec.get("on_long") == "error" and isinstance(spec.get("m"), int) and isinstance(lf.collect_schema()[col], (pl.List, pl.Array)):
+            m = spec["m"]  # a set longer than m is refused here, before the spend (not while streaming after it)
+            long = lf.select(pl.int_range(pl.len()).alias("_row"), (pl.col(col).list.unique().list.len() > m).alias("_bad"))
+            first = long.filter(pl.col("_bad")).select("_row").head(1).collect(engine="streaming")
+            if first.height:
+                raise LDPInputError(f"column {col!r} holds a set of more than m={m} items at row {int(first.item())} "
+                                    "(on_long='error'; on_long='sample' samples m of them); nothing was spent")
         if self.unknown == "other" or not self.mechanism.closed:
             return
         expr = pl.col(col)
@@ -272,6 +281,7 @@ def _rechunk(batches: Iterator[pl.DataFrame], rows: int) -> Iterator[pl.DataFram
         yield pl.concat(buf, rechunk=True)
 
 
+@strict
 def privatize(
     frame: pl.DataFrame | pl.LazyFrame,
     column: str,
@@ -310,6 +320,8 @@ def privatize(
         (``keep_reports=True``), or is refused if they were not kept. Errors found while streaming
         (e.g. an unknown item in a later chunk) come after the spend: budget is lost, privacy never.
     """
+    check_frame(frame)
+    check_seed(seed)  # a bad seed is refused before the spend, not after it
     p = _Privatizer(mechanism, column, user_id=user_id, cohorts=cohorts, keep_user_id=keep_user_id, unknown=unknown, other=other, rng=seed)
     lf = frame.lazy() if isinstance(frame, pl.DataFrame) else frame
     p.check_schema(lf.collect_schema())
@@ -396,6 +408,7 @@ def _release(p, frame, lf, column, user_id, sink, partition, mechanism, check_id
 
 
 # -- estimate ---------------------------------------------------------------------------------------------
+@strict
 def estimate(
     reports: pl.DataFrame | pl.LazyFrame,
     mechanism: Any,
@@ -419,6 +432,7 @@ def estimate(
     ``θ(1−θ)/n`` is added). A Polars frame carries no metadata: keep the target with the frame
     (``mechanism.estimate(...)`` returns a :class:`FrequencyEstimate` whose ``target`` says it)."""
     _check_mechanism(mechanism)
+    check_frame(reports, "reports")
     acc = mechanism.accumulator()
     cols = list(codecs.report_schema(mechanism).names())
     if isinstance(reports, pl.LazyFrame):

@@ -52,7 +52,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from ._errors import LDPInputError, LDPParameterError
-from ._boundary import can_write_under, reading
+from ._boundary import can_write_under, read_small_file, reading
 from .registry import KINDS, build, load_registry
 
 #: the registry kinds a job's one input column can feed (a value or set per user, a number per user)
@@ -94,11 +94,9 @@ class Job:
 def load_job(path: str | Path) -> Job:
     """Read and validate a job file (unknown sections or keys are errors, not ignored)."""
     path = Path(path)
-    if not path.is_file():
-        raise LDPParameterError(f"job file {str(path)!r} does not exist")
+    text = read_small_file(path, "job file")
     try:
-        with path.open("rb") as f:
-            raw = tomllib.load(f)
+        raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise LDPParameterError(f"job file {path.name} is not valid TOML: {e}") from None
     unknown = set(raw) - set(_SECTIONS)

@@ -26,6 +26,7 @@ from typing import Any, Iterable, Optional
 
 import numpy as np
 
+from ._boundary import read_small_file
 from ._errors import LDPInputError, LDPParameterError
 from .mechanisms import Mechanism
 from .registry import KINDS, load_registry, from_spec
@@ -216,7 +217,9 @@ class AccumulatorState:
         if path.is_dir():
             raise LDPInputError(f"accumulator state {str(path)!r} is a directory; give a JSON file path")
         try:
-            doc = json.loads(path.read_text())
+            doc = json.loads(read_small_file(path, "accumulator state", limit=1 << 30))  # never a device read forever
+        except LDPParameterError as e:
+            raise LDPInputError(str(e)) from None
         except FileNotFoundError:
             raise LDPInputError(f"accumulator state {str(path)!r} does not exist") from None
         except (ValueError, UnicodeDecodeError):

@@ -15,6 +15,9 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import json
+import os
+import stat
 import re
 import sqlite3
 import tempfile
@@ -23,7 +26,8 @@ from typing import Any, Iterator, Optional
 
 from .._errors import LDPInputError, LDPParameterError
 
-__all__ = ["reading", "polars_error", "sqlite_error", "os_error", "opendp_error", "translate", "is_polars_error", "can_write_under"]
+__all__ = ["reading", "polars_error", "sqlite_error", "os_error", "opendp_error", "translate", "is_polars_error", "can_write_under",
+           "read_small_file", "writable_directory", "SMALL_FILE_LIMIT"]
 
 
 def is_polars_error(exc: BaseException) -> bool:
@@ -147,6 +151,10 @@ def translate(exc: BaseException) -> Optional[Exception]:
         return os_error(exc)
     if _is_opendp(exc):
         return opendp_error(exc)
+    if isinstance(exc, UnicodeDecodeError):
+        return LDPInputError("a file given is not UTF-8 text (it holds bytes that do not decode); its content is not shown")
+    if isinstance(exc, json.JSONDecodeError):
+        return LDPInputError(f"a file given is not valid JSON (line {exc.lineno}, column {exc.colno}); its content is not shown")
     if isinstance(exc, OverflowError):
         return LDPParameterError("a number is too large to compute with (overflow); use a smaller epsilon, size or count")
     if isinstance(exc, (MemoryError,)):
@@ -169,3 +177,61 @@ def can_write_under(path: str | Path) -> bool:
     except OSError:
         return False
     return True
+
+
+#: the largest configuration file (TOML, JSON, a key, a certificate) the library reads whole
+SMALL_FILE_LIMIT = 16 << 20
+
+
+def read_small_file(path: str | Path, what: str, *, text: bool = True, limit: int = SMALL_FILE_LIMIT) -> str | bytes:
+    """The content of a small file the user named (a job, a device TOML, a tokens file, a key):
+    refused with :class:`LDPParameterError` naming ``what`` and the file when it does not exist, is
+    a directory, is not a regular file (a device such as ``/dev/zero``, a FIFO or a socket, which
+    could be read forever), is larger than ``limit`` bytes (a pseudo-file is read at most that far),
+    or (``text``) is not UTF-8 — never the engine's message, never a byte of the content."""
+    p = Path(path)
+    where = f"{what} {str(path)!r}"
+    try:
+        st = os.stat(p)
+    except FileNotFoundError:
+        raise LDPParameterError(f"{where} does not exist") from None
+    except NotADirectoryError:
+        raise LDPParameterError(f"{where}: a part of the path is a file, not a directory") from None
+    except OSError as exc:
+        raise LDPParameterError(f"{where} cannot be read ({exc.strerror or type(exc).__name__})") from None
+    if stat.S_ISDIR(st.st_mode):
+        raise LDPParameterError(f"{where} is a directory; give the file")
+    if not stat.S_ISREG(st.st_mode):
+        raise LDPParameterError(f"{where} is not a regular file (a device, a pipe or a socket); give a file")
+    if st.st_size > limit:
+        raise LDPParameterError(f"{where} is larger than {limit >> 20} MiB; this is not a {what}")
+    try:
+        with open(p, "rb") as f:
+            data = f.read(limit + 1)
+    except OSError as exc:
+        raise LDPParameterError(f"{where} cannot be read ({exc.strerror or type(exc).__name__})") from None
+    if len(data) > limit:
+        raise LDPParameterError(f"{where} is larger than {limit >> 20} MiB; this is not a {what}")
+    if not text:
+        return data
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise LDPParameterError(f"{where} is not UTF-8 text (a byte at offset {exc.start} does not decode); its content is not shown") from None
+
+
+def writable_directory(path: str | Path, what: str) -> Path:
+    """``path`` as a directory the command may create or fill: refused (naming ``what``) when it is
+    a file, lies under a file, or sits where nothing can be created (a pseudo-filesystem such as
+    ``/proc`` or ``/sys``, a read-only mount) — checked before anything is written or spent."""
+    p = Path(path)
+    probe = p
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    if probe.exists() and not probe.is_dir():
+        which = "is a file" if probe == p else f"lies under a file ({str(probe)!r})"
+        raise LDPParameterError(f"{what} {str(path)!r} {which}; give a directory")
+    if not can_write_under(p):
+        raise LDPParameterError(f"{what} {str(path)!r}: nothing can be created there (a pseudo-filesystem such as /proc or /sys, "
+                                "or a read-only or unwritable directory)")
+    return p

@@ -23,7 +23,7 @@ from .discovery import add_parsers as _discovery_parsers
 from ..estimation import POSTPROCESS_CHOICES
 from ..progress import enable
 from ..simulate import DISTRIBUTIONS, TRUTHS
-from ._common import DOMAIN, EPSILON as _epsilon, JSON_ERRORS, POSITIVE, SEED, UNIT_OPEN as _unit_open, _int_in, _mechanism_help, _Parser
+from ._common import float_in, given_options, DOMAIN, EPSILON as _epsilon, JSON_ERRORS, POSITIVE, SEED, UNIT_OPEN as _unit_open, _int_in, _mechanism_help, _Parser
 from .choose import add_choose_arguments
 from .series import add_parsers as _series_parsers
 
@@ -155,7 +155,7 @@ def build_parser(command_name: Optional[str] = None) -> argparse.ArgumentParser:
     v.add_argument("--client", choices=("python", "typescript"), default="python",
                    help="which client to verify: the Python client (default) or the TypeScript client under Node (exact channel and goodness of fit)")
     v.add_argument("--coverage", action="store_true", help="measure branch coverage of every privacy-path module during the run (coverage.py)")
-    v.add_argument("--coverage-min", type=float, default=None, metavar="PCT",
+    v.add_argument("--coverage-min", type=float_in(0, 100), default=None, metavar="PCT",
                    help="with --coverage: fail below this branch coverage (default 95 for a full run; a quick run only reports)")
     v.set_defaults(func=command("verify"))
 
@@ -173,6 +173,7 @@ def build_parser(command_name: Optional[str] = None) -> argparse.ArgumentParser:
     sv.add_argument("--add-client", default=None, metavar="NAME", help="add a client to --tokens and print its token (then exit)")
     sv.add_argument("--role", choices=("device", "analyst"), default="device", help="the added client's role (default device)")
     sv.add_argument("--quota", type=_int_in(1, 1 << 30), default=10_000, help="the added client's accepted reports per query (default 10000)")
+    sv.add_argument("--json", action="store_true", help="errors (and --add-client's token) as one JSON document on stdout")
     sv.set_defaults(func=command("serve"))
 
     a = sub.add_parser("aggregate", help="aggregate Parquet report files (mechanism from their metadata), locally or on Dask")
@@ -250,6 +251,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         args = build_parser(_command_of(argv) or "").parse_args(argv)
     except SystemExit as e:  # usage errors (exit 2, message printed) and --help/--version (exit 0)
         return int(e.code or 0) if not isinstance(e.code, str) else 2
+    args.given = given_options(argv)  # what the user typed (an option a command would not use is refused, not ignored)
     enable(not getattr(args, "json", False))  # bars on a terminal, never under --json
     try:
         return int(args.func(args))

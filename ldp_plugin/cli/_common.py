@@ -72,6 +72,19 @@ class _Parser(argparse.ArgumentParser):
         raise SystemExit(2)
 
 
+def given_options(argv) -> frozenset:
+    """The long options present in ``argv`` (``--x`` and ``--x=v``), as typed."""
+    return frozenset(a.split("=", 1)[0] for a in argv if isinstance(a, str) and a.startswith("--"))
+
+
+def refuse_unused(args, options, why: str) -> None:
+    """Refuse (naming it) an option the user gave that this invocation would not use: an ignored
+    option is a silent wrong answer (the user believes it took effect)."""
+    given = sorted(o for o in options if o in getattr(args, "given", ()))
+    if given:
+        raise LDPParameterError(f"{given[0]} is not used {why}; remove it")
+
+
 def _int_in(lo: int, hi: Optional[int] = None, what: str = "an integer"):
     def parse(text: str) -> int:
         try:

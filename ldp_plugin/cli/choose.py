@@ -5,14 +5,24 @@ from __future__ import annotations
 import json
 
 from .._errors import LDPParameterError
-from ._common import FINITE as _finite, PROBABILITY as _prob, float_in
+from ._common import FINITE as _finite, PROBABILITY as _prob, float_in, refuse_unused
 from .families import add_distribution_choose_arguments, cmd_choose_distribution
 from ..choose import rank_mechanisms, rank_longitudinal_mechanisms, rank_mean_mechanisms
 
 
+#: the options each family's ranking reads (another family's option is refused, not ignored)
+FAMILY_OPTIONS = {
+    "frequency": {"--d", "--epsilon", "--m", "--n", "--metric", "--delta", "--poison-fraction"},
+    "mean": {"--epsilon", "--n", "--lower", "--upper"},
+    "longitudinal": {"--d", "--epsilon-perm", "--epsilon-1", "--n", "--rounds", "--change-prob"},
+    "distribution": {"--epsilon", "--n", "--lower", "--upper", "--buckets", "--shape", "--prior"},
+}
+
+
 def cmd_choose(args) -> int:
     """Rank the applicable mechanisms by predicted error and recommend one."""
-
+    used = FAMILY_OPTIONS[args.family]
+    refuse_unused(args, set().union(*FAMILY_OPTIONS.values()) - used, f"by ldp choose --family {args.family}")
     if args.family != "frequency":
 
         return cmd_choose_series(args)

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
 
+from .._boundary import writable_directory
 from .._errors import LDPParameterError
+from ._common import refuse_unused
 from ..collect import load_job, run_job
 from ..executors import aggregate, make_executor
 from ..persist import AccumulatorState
@@ -12,7 +15,8 @@ from ..persist import AccumulatorState
 
 def cmd_collect(args) -> int:
     """Run a collection job described in TOML (see :mod:`ldp_plugin.collect`)."""
-
+    if args.executor != "dask":
+        refuse_unused(args, {"--address"}, "without --executor dask (it is the Dask scheduler's address)")
     summary = run_job(load_job(args.job), executor=args.executor, address=args.address)
     if args.json:
         print(json.dumps(summary, indent=2, default=str))
@@ -43,11 +47,13 @@ def _row_text(r: dict) -> str:
 
 def cmd_aggregate(args) -> int:
     """Aggregate Parquet report files (mechanism from their metadata), incrementally with --state."""
-    import os
-
 
     if not args.mechanism_from_metadata:
         raise LDPParameterError("pass --mechanism-from-metadata: the mechanism and its parameters are read from the report files")
+    if args.executor != "dask":
+        refuse_unused(args, {"--address"}, "without --executor dask (it is the Dask scheduler's address)")
+    if args.state and not os.path.exists(args.state):
+        writable_directory(os.path.dirname(os.path.abspath(args.state)), "--state: the directory of the state file")
     state = AccumulatorState.load(args.state) if args.state and os.path.exists(args.state) else None
     before = 0 if state is None else len(state.ingested)
     executor = make_executor(args.executor, args.address)

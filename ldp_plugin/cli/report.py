@@ -17,7 +17,7 @@ from typing import Any, Optional
 
 import polars as pl
 
-from .._boundary import reading
+from .._boundary import read_small_file, reading
 from .._errors import LDPParameterError
 from ..accountant import Accountant, cohort_ranges
 from ..collect import load_job
@@ -109,8 +109,8 @@ def _summaries(path: Path) -> list:
     docs = []
     for f in files:
         try:
-            doc = json.loads(f.read_text())
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+            doc = json.loads(read_small_file(f, "round summary"))
+        except (LDPParameterError, json.JSONDecodeError):
             raise LDPParameterError(f"{f.name} is not a readable round summary (JSON)") from None
         if not isinstance(doc, dict) or not isinstance(doc.get("queries"), list):
             raise LDPParameterError(f"{f.name} is not a round summary (no 'queries' list)")

@@ -12,16 +12,34 @@ import hashlib
 import json
 from pathlib import Path
 
+from .._boundary import read_small_file, writable_directory
 from .._errors import LDPParameterError
+from ._common import refuse_unused
 from ..federated.certs import make_tls
 from ..federated.ingest import IngestService, load_tokens, new_token, plan_queries
 from ..federated.plan import Plan
 from ..federated.serve import run_server
 
 
+#: the options of serving (an --add-client run adds a client and exits: they would be ignored)
+SERVING = ("--plan", "--tls-dir", "--cert", "--key", "--host", "--port", "--static", "--max-post", "--insecure")
+
+
 def _add_client(args) -> int:
+    refuse_unused(args, SERVING, "with --add-client (it adds a client to --tokens and exits)")
+    if not args.add_client.strip() or len(args.add_client) > 200 or any(not c.isprintable() for c in args.add_client):
+        raise LDPParameterError("--add-client must be a client name of 1 to 200 printable characters")
     path = Path(args.tokens)
-    doc = json.loads(path.read_text()) if path.exists() else {"clients": {}}
+    if path.exists():
+        try:
+            doc = json.loads(read_small_file(path, "the tokens file"))
+        except ValueError:
+            raise LDPParameterError(f"the tokens file {path.name!r} is not readable JSON") from None
+        if not isinstance(doc, dict) or not isinstance(doc.get("clients", {}), dict):
+            raise LDPParameterError('the tokens file needs {"clients": {name: {"token_sha256", "role", "quota"}}}')
+    else:
+        writable_directory(path.resolve().parent, "the directory of --tokens")
+        doc = {"clients": {}}
     if args.add_client in doc.get("clients", {}):
         raise LDPParameterError("--add-client: a client of that name exists (pick another name)")
     token = new_token()
@@ -29,13 +47,14 @@ def _add_client(args) -> int:
                                                       "quota": args.quota}
     path.write_text(json.dumps(doc, indent=1, sort_keys=True))
     path.chmod(0o600)
-    print(token)
+    print(json.dumps({"client": args.add_client, "token": token}) if args.json else token)
     return 0
 
 
 def cmd_serve(args) -> int:
-    if args.add_client:
+    if args.add_client is not None:
         return _add_client(args)
+    refuse_unused(args, ("--role", "--quota"), "without --add-client (they describe the client it adds)")
     if not args.plan:
         raise LDPParameterError("ldp serve needs --plan (a plan TOML)")
     plan = Plan.from_toml(args.plan)

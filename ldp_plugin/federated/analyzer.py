@@ -37,6 +37,7 @@ import shutil
 from pathlib import Path
 from typing import Optional
 
+from .._boundary import writable_directory
 from .._errors import LDPInputError, LDPParameterError
 from ..accountant import Accountant
 from .batch import iter_ciphertexts, read_batch
@@ -62,6 +63,14 @@ def analyze_batch(batch: str | Path, *, key: str | Path, ledger: str | Path, del
     the query's ``min_batch`` reports are accepted. ``out_dir``: the accepted reports as Parquet
     parts (``ldp aggregate`` reads them), written only for an accepted batch. The sealed boxes are
     opened on ``workers`` processes (default: every core; :func:`~ldp_plugin.federated.sealed.open_chunks`)."""
+    if isinstance(delta, bool) or not isinstance(delta, (int, float)) or not math.isfinite(delta) or not 0 < delta < 1:
+        raise LDPParameterError(f"delta must be in (0, 1) (got {delta!r})")  # the cheap checks first: the key, the ledger, delta
+    sk = private_key(key)
+    if not Path(ledger).is_file():
+        raise LDPParameterError(f"the analyzer's ledger {Path(ledger).name!r} does not exist (create it once with `ldp budget init`)")
+    if out_dir is not None:
+        writable_directory(out_dir, "the output directory")
+    acc = Accountant(ledger)  # a file that is not a ledger is refused before the batch is read
     header, body = read_batch(batch)
     try:
         query = Query.from_json(header["query"])
@@ -77,13 +86,7 @@ def analyze_batch(batch: str | Path, *, key: str | Path, ledger: str | Path, del
     n = int(header["n"])
     if n < max(query.min_batch, 2):
         raise BatchBelowMinimum(f"the batch holds {n} reports, below the query's min_batch={query.min_batch} (and 2): not analyzed")
-    if isinstance(delta, bool) or not isinstance(delta, (int, float)) or not math.isfinite(delta) or not 0 < delta < 1:
-        raise LDPParameterError(f"delta must be in (0, 1) (got {delta!r})")
-    sk = private_key(key)
-    if not Path(ledger).is_file():
-        raise LDPParameterError(f"the analyzer's ledger {Path(ledger).name!r} does not exist (create it once with `ldp budget init`)")
     stage = None if out_dir is None else Path(out_dir) / f".staging-{secrets.token_hex(6)}"  # parts kept only if the batch is accepted
-    acc = Accountant(ledger)
     try:
         if query.query_id not in {r.query_id for r in acc.history()}:
             acc.check(mech)  # the budget fits (BudgetExceededError) before anything is decrypted

@@ -6,6 +6,7 @@ any failure, including a run that fails inside Flower."""
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import importlib
 import json
@@ -25,6 +26,7 @@ import numpy as np
 from .._errors import LDPParameterError
 from ..mechanisms.charge import collection_charge
 from ..progress import status
+from .._boundary import read_small_file, writable_directory
 from .._boundary.workload import check_work
 from ..simulate import parse_params
 from .certs import existing_credentials, make_node_keys, make_tls
@@ -38,7 +40,7 @@ from .sealed import generate_analyzer_keys
 from .shuffler import BatchBelowMinimum
 from .results import summary_path
 from .secure_simulate import simulate_secure
-from ..accountant import Accountant, Population
+from ..accountant import Accountant, Population, as_fraction
 from ..mechanisms.protocol import InputKind
 
 __all__ = ["add_parsers", "cmd_federated", "new_project"]
@@ -57,7 +59,7 @@ def new_project(directory: str | Path, *, nodes: int = 2, force: bool = False, s
     ``shuffled``: the ServerApp is the shuffler (:mod:`~ldp_plugin.federated.shuffler_app`).
     ``members``: a directory (relative to the app) of the nodes' public keys ``node-<i>.pub``: the
     plans list them as ``members`` (only those nodes are asked)."""
-    d = Path(directory).resolve()
+    d = writable_directory(Path(directory).resolve(), "the project directory")
     targets = {n: d / n for n in ("pyproject.toml", "plan.toml", "discovery.toml", "device.toml")}
     existing = [n for n, p in targets.items() if p.exists()]
     if existing and not force:
@@ -106,10 +108,12 @@ def add_parsers(sub, parser_class, int_in, epsilon_type, seed_type, domain_type,
     dserve.add_argument("--node-config", default="", help="the node_config values used in the TOML, e.g. 'partition-id=0'")
     dserve.add_argument("--runtime-api", required=True, metavar="HOST:PORT", help="the SuperNode's Runtime API address (its --port)")
     dserve.add_argument("--root-certificates", default=None, help="CA of the Runtime API's TLS certificate (default: plain, loopback only)")
+    dserve.add_argument("--json", action="store_true", help="errors as one JSON document on stdout (the runtime logs as text)")
     dpin = dsub.add_parser("pin", help="accept an app bundle: add the SHA-256 of APP (a Flower app directory or a .fab) to [trust] pins")
     dpin.add_argument("config", help="the device TOML")
     dpin.add_argument("app", help="the Flower app directory (built as `flwr run` builds it) or a .fab file")
     dpin.add_argument("--node-config", default="", help="the node_config values used in the TOML, e.g. 'partition-id=0'")
+    dpin.add_argument("--json", action="store_true", help="one JSON document on stdout")
     dst = dsub.add_parser("status", help="the owner's view: devices, budget left (min/max over devices), spends, pinned apps, refused runs")
     dst.add_argument("config", help="the device TOML")
     dst.add_argument("--node-config", default="", help="the node_config values used in the TOML, e.g. 'partition-id=0'")
@@ -120,6 +124,7 @@ def add_parsers(sub, parser_class, int_in, epsilon_type, seed_type, domain_type,
     dref.add_argument("--json", action="store_true", help="one JSON document on stdout")
     adg = fsub.add_parser("app-digest", help="the SHA-256 of the app bundle `flwr run APP` ships (what device owners pin)")
     adg.add_argument("app", help="the Flower app directory or a .fab file")
+    adg.add_argument("--json", action="store_true", help="one JSON document on stdout")
     di.add_argument("--json", action="store_true", help="one JSON document on stdout (the output is JSON either way)")
     fs = fsub.add_parser("simulate", help="run the app through `flwr run` on a local simulation SuperLink, on generated data")
     fs.add_argument("--nodes", type=int_in(1, 1000, "an integer"), required=True, help="simulated SuperNodes, in [1, 1000]")
@@ -153,12 +158,43 @@ def add_parsers(sub, parser_class, int_in, epsilon_type, seed_type, domain_type,
     an.add_argument("batch", help="the batch file the shuffler forwarded")
     an.add_argument("--key", required=True, help="the analyzer's private key file (analyzer.key)")
     an.add_argument("--ledger", required=True, help="the analyzer's ledger (created once with `ldp budget init`)")
-    an.add_argument("--delta", type=float, required=True, help="delta of the central (epsilon, delta) recorded, in (0, 1)")
+    an.add_argument("--delta", type=_unit_open, required=True, help="delta of the central (epsilon, delta) recorded, in (0, 1)")
     an.add_argument("--query-id", default=None, help="refuse a batch of any other query")
     an.add_argument("--out", default=None, metavar="DIR", help="also write the accepted reports as Parquet parts here")
     an.add_argument("--workers", type=int_in(1, 1024, "an integer"), default=None, help="processes opening the sealed boxes (default: every core)")
     an.add_argument("--json", action="store_true", help="one JSON document on stdout")
     fd.set_defaults(func=cmd_federated)
+
+
+def _unit_open(text: str) -> float:
+    """``--delta``: a finite number in (0, 1) (argparse type: a usage error names the option)."""
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number in (0, 1) (got {text!r})") from None
+    if not (math.isfinite(v) and 0 < v < 1):
+        raise argparse.ArgumentTypeError(f"must be a number in (0, 1) (got {text!r})")
+    return v
+
+
+def _host_port(text: str) -> None:
+    """``--runtime-api``: HOST:PORT with a port in [1, 65535] (checked before anything connects)."""
+    host, sep, port = str(text).rpartition(":")
+    ok = bool(sep) and bool(host.strip("[]")) and port.isdigit() and 1 <= int(port) <= 65535 and host.count("[") == host.count("]")
+    if not ok or any(c.isspace() for c in host):
+        raise LDPParameterError("--runtime-api must be HOST:PORT with a port in [1, 65535], e.g. 127.0.0.1:9094")
+
+
+def _app_path(app: str) -> Path:
+    """APP of ``pin`` / ``app-digest``: an existing Flower app directory or a regular ``.fab`` file."""
+    p = Path(app)
+    if p.is_dir():
+        return p
+    if not p.exists():
+        raise LDPParameterError(f"the app {str(app)!r} does not exist (give the Flower app directory or a .fab file)")
+    if not p.is_file() or p.suffix != ".fab":
+        raise LDPParameterError(f"the app {str(app)!r} must be a Flower app directory or a .fab file")
+    return p
 
 
 def _node_config(text: str) -> dict:
@@ -183,6 +219,7 @@ def cmd_federated(args) -> int:
         print("next: `ldp federated certs`, `ldp federated device init`, start the SuperLink and SuperNodes, `flwr run` (docs/federated.md)")
         return 0
     if cmd == "certs":
+        writable_directory(args.directory, "the certificates directory")
         existing = existing_credentials(args.directory, args.nodes)
         if existing and not args.force:
             raise LDPParameterError(f"{args.directory!r} already holds {', '.join(existing[:4])}{' ...' if len(existing) > 4 else ''}: "
@@ -195,9 +232,11 @@ def cmd_federated(args) -> int:
     if cmd == "device":
         return _device(args)
     if cmd == "app-digest":
-        print(_runtime().app_digest(args.app))
+        digest = _runtime().app_digest(_app_path(args.app))
+        print(json.dumps({"app": str(args.app), "sha256": digest}) if args.json else digest)
         return 0
     if cmd == "analyzer-keys":
+        writable_directory(args.directory, "the analyzer key directory")
         print(json.dumps(generate_analyzer_keys(args.directory, force=args.force), indent=1))
         return 0
     if cmd == "analyze":
@@ -224,15 +263,24 @@ def _runtime() -> Any:
 def _device(args) -> int:
     """The node owner's commands: init, serve, pin, refusals."""
     node_config = _node_config(args.node_config)
-    cfg = DeviceConfig.load(args.config, node_config)
     sub = args.device_command
+    certs = None
+    if sub == "serve":  # the cheap checks of serve's own options, before the configuration is opened
+        _host_port(args.runtime_api)
+        if args.root_certificates is not None:
+            certs = read_small_file(args.root_certificates, "--root-certificates", text=False)
+            if b"-----BEGIN CERTIFICATE-----" not in certs:
+                raise LDPParameterError(f"--root-certificates {args.root_certificates!r} is not a PEM certificate file")
+    elif sub == "pin":
+        _app_path(args.app)
+    cfg = DeviceConfig.load(args.config, node_config)
     if sub == "init":
         print(json.dumps(DeviceFleet.init(cfg, reset=args.reset, rekey=args.rekey), indent=1))
         return 0
     if sub == "pin":
         digest = _runtime().app_digest(args.app)
         added = cfg.trust.pin(digest)
-        print(f"{'pinned' if added else 'already pinned'}: {digest}")
+        print(json.dumps({"sha256": digest, "pinned": True, "added": added}) if args.json else f"{'pinned' if added else 'already pinned'}: {digest}")
         return 0
     if sub == "status":
         out = _device_status(cfg)
@@ -252,12 +300,6 @@ def _device(args) -> int:
                 print(f"{r.get('time')}  run {r.get('run_id')}  {r.get('reason')}  FAB {str(r.get('fab_hash'))[:16]}  {r.get('fab_id')} {r.get('fab_version')}")
             print(f"{len(recs)} refused run(s)")
         return 0
-    certs = None
-    if args.root_certificates is not None:
-        try:
-            certs = Path(args.root_certificates).read_bytes()
-        except OSError:
-            raise LDPParameterError("--root-certificates must name a readable PEM file") from None
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     print(f"answering the SuperNode at {args.runtime_api} for pinned apps only (refusals: {cfg.trust.refusal_log})", flush=True)
@@ -342,8 +384,8 @@ def _exact_option(text: str, option: str, hi: int) -> Fraction:
     """``--device-cap`` / ``--max-epsilon``: exact decimal text in ``(0, hi]`` (the device policy's
     fields), refused naming the option before any file or process is made."""
     try:
-        v = Fraction(str(text).strip())
-    except (ValueError, ZeroDivisionError):
+        v = as_fraction(str(text), option)  # bounded text first: '1e99999999' is refused, never expanded
+    except LDPParameterError:
         raise LDPParameterError(f"{option} must be exact decimal text such as 2 or 0.5, in (0, {hi}]") from None
     if not 0 < v <= hi:
         raise LDPParameterError(f"{option} must be in (0, {hi}] (exact decimal text such as 2 or 0.5)")
@@ -371,19 +413,27 @@ def _terminate_as_exit():
 
 
 def _simulate(args) -> int:
+    _exact_option(args.device_cap, "--device-cap", 10**6)  # every collection mode: checked before any file or process
+    _exact_option(args.max_epsilon, "--max-epsilon", 700)
+    _check_min_batch(args)
     with _terminate_as_exit():
         if getattr(args, "secure_sum", False):
             return simulate_secure(args)
         return _simulate_run(args)
 
 
-def _check_options(args) -> None:
-    """The options checked before any file: --min-batch against the simulated devices, and the
-    shuffle options."""
+def _check_min_batch(args) -> None:
+    """--min-batch above the simulated devices: no round could release an estimate (every mode)."""
     devices = args.nodes * args.users_per_node
     if args.min_batch > devices:
         raise LDPParameterError(f"--min-batch must be at most the simulated devices, --nodes × --users-per-node = {devices:,} "
                                 f"(got {args.min_batch:,}): no round could release an estimate")
+
+
+def _check_options(args) -> None:
+    """The options checked before any file: --min-batch against the simulated devices, and the
+    shuffle options."""
+    _check_min_batch(args)
     shuffle, delta = getattr(args, "shuffle", False), getattr(args, "delta", None)
     for opt in ("min_participants", "min_count"):
         if getattr(args, opt, None) is not None:
@@ -447,7 +497,7 @@ def _simulate_run(args) -> int:
         tmp = tempfile.TemporaryDirectory(prefix="ldp-federated-")
         work = Path(tmp.name)
     else:
-        work = Path(args.out).resolve()
+        work = writable_directory(Path(args.out).resolve(), "--out")
         work.mkdir(parents=True, exist_ok=True)
     superlink = None
     try:

@@ -45,6 +45,7 @@ from typing import Any, Mapping, Optional
 
 import numpy as np
 
+from .._boundary import read_small_file
 from .._errors import LDPInputError, LDPParameterError
 from ..accountant import Population
 from .policy import DevicePolicy
@@ -106,14 +107,10 @@ class DeviceConfig:
     @classmethod
     def load(cls, path: str | Path, node_config: Optional[Mapping[str, Any]] = None) -> "DeviceConfig":
         p = Path(path)
+        text = read_small_file(p, "the device configuration")
         try:
-            with open(p, "rb") as f:
-                doc = tomllib.load(f)
-        except FileNotFoundError:
-            raise LDPParameterError(f"the device configuration {p.name!r} does not exist") from None
-        except IsADirectoryError:
-            raise LDPParameterError(f"the device configuration {str(path)!r} is a directory: give the device TOML file") from None
-        except (OSError, tomllib.TOMLDecodeError):
+            doc = tomllib.loads(text)
+        except tomllib.TOMLDecodeError:
             raise LDPParameterError(f"the device configuration {p.name!r} is not readable TOML") from None
         doc = _fill(doc, dict(node_config or {}))
         left = sorted(set(re.findall(r"\{([A-Za-z0-9_-]+)\}", repr(doc))))

@@ -27,6 +27,7 @@ from typing import Any, Optional
 
 import numpy as np
 
+from .._boundary import read_small_file
 from .._errors import LDPParameterError
 from ..mechanisms.protocol import InputKind
 from ..mechanisms.reports import check_reports, rows_to_reports
@@ -62,11 +63,10 @@ def load_tokens(path: str | Path) -> dict:
     """``{sha256 hex of the token: ClientToken}`` from a JSON file
     ``{"clients": {"name": {"token_sha256": hex, "role": "device"|"analyst", "quota": n}}}``."""
     p = Path(path)
+    text = read_small_file(p, "the tokens file")
     try:
-        doc = json.loads(p.read_text())
-    except FileNotFoundError:
-        raise LDPParameterError(f"the tokens file {p.name!r} does not exist") from None
-    except (OSError, ValueError):
+        doc = json.loads(text)
+    except ValueError:
         raise LDPParameterError(f"the tokens file {p.name!r} is not readable JSON") from None
     clients = doc.get("clients") if isinstance(doc, dict) else None
     if not isinstance(clients, dict) or not clients:

@@ -55,6 +55,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Optional
 
+from .._boundary import read_small_file
 from .._errors import LDPParameterError
 from ..discovery import METHODS as DISCOVERY_METHODS
 from ..mechanisms.protocol import ClosedDomain, Keyed, Numeric, has
@@ -253,12 +254,10 @@ class Plan:
     @classmethod
     def from_toml(cls, path: str | Path) -> "Plan":
         p = Path(path)
+        text = read_small_file(p, "the plan file")
         try:
-            with open(p, "rb") as f:
-                doc = tomllib.load(f)
-        except FileNotFoundError:
-            raise LDPParameterError(f"the plan file {p.name!r} does not exist") from None
-        except (OSError, tomllib.TOMLDecodeError):
+            doc = tomllib.loads(text)
+        except tomllib.TOMLDecodeError:
             raise LDPParameterError(f"the plan file {p.name!r} is not readable TOML") from None
         extra = sorted(set(doc) - {"plan", "query"})
         if extra:

@@ -18,6 +18,7 @@ from fractions import Fraction
 from typing import Any, Optional
 
 from .._errors import LDPParameterError
+from ..accountant import as_fraction
 from .._boundary.workload import MAX_SECONDS
 
 __all__ = ["DevicePolicy", "DEFAULT_QUERY_BYTES", "DEFAULT_QUERY_SECONDS"]
@@ -38,9 +39,9 @@ def _frac(value: Any, name: str) -> Fraction:
     if isinstance(value, bool) or not isinstance(value, (str, int, Fraction)):
         raise LDPParameterError(f"{name} must be exact decimal text such as \"2\" or \"0.5\" (floats are not exact)")
     try:
-        f = Fraction(str(value))
-    except (ValueError, ZeroDivisionError):
-        raise LDPParameterError(f"{name} must be exact decimal text such as \"2\" or \"0.5\"") from None
+        f = as_fraction(str(value), name)  # bounded text: '1e99999999' is refused, never expanded
+    except LDPParameterError:
+        raise LDPParameterError(f"{name} must be exact decimal text such as \"2\" or \"0.5\", at most 1e6") from None
     if f <= 0:
         raise LDPParameterError(f"{name} must be > 0")
     return f

@@ -9,6 +9,7 @@ from fractions import Fraction
 from typing import Any, Optional
 
 from .._errors import LDPInputError, LDPParameterError
+from ..accountant import as_fraction
 from ..exact import charge_up
 from ..registry import from_spec
 
@@ -45,9 +46,9 @@ class Query:
         if isinstance(self.min_batch, bool) or not isinstance(self.min_batch, int) or self.min_batch < 1:
             raise LDPParameterError(f"min_batch must be an integer >= 1 (got {self.min_batch!r})")
         try:
-            eps = Fraction(str(self.epsilon))
-        except (ValueError, ZeroDivisionError):
-            raise LDPParameterError(f"epsilon must be exact decimal text (got {self.epsilon!r})") from None
+            eps = as_fraction(str(self.epsilon), "epsilon")  # bounded text: a hostile '1e99999999' is refused, never expanded
+        except LDPParameterError:
+            raise LDPParameterError("epsilon must be exact decimal text in (0, 1e6]") from None
         if eps <= 0:
             raise LDPParameterError("epsilon must be > 0")
         if self.discovery is not None and not isinstance(self.discovery, dict):

@@ -468,9 +468,12 @@ class StaircaseMechanism(FiniteChannel):
             raise LDPParameterError(f"utility must be one of {UTILITIES} (got {self.utility!r})")
         _check_d(self.d)
         given = self.prior if self.utility == "mutual_information" else self.p0
+        which = "prior" if self.utility == "mutual_information" else "p0"
+        if given is not None and (isinstance(given, (str, bytes, dict)) or not hasattr(given, "__len__")):
+            raise LDPParameterError(f"{which} must be a sequence of probabilities, one per category (got type {type(given).__name__})")
         d = self.d if self.d is not None else (len(given) if given is not None else None)
         if d is None:
-            raise LDPParameterError("give d or the distributions")
+            raise LDPParameterError("give d or both distributions p0 and p1 (a missing one is not inferred)")
         if d > MAX_STAIRCASE_K:
             raise LDPParameterError(f"the staircase LP has 2**d variables: d must be at most {MAX_STAIRCASE_K} (got {d})")
         object.__setattr__(self, "d", d)

@@ -150,6 +150,8 @@ class PCKV(MechanismBase):
         if isinstance(data, KeyValueBatch):
             b = data
         else:
+            if data is None or isinstance(data, (str, bytes, dict)) or not hasattr(data, "__iter__"):
+                raise LDPInputError(f"key-value data must be a sequence with one list of (key, value) pairs per user (got {type(data).__name__})")
             keys, values, offsets = [], [], [0]
             for pairs in data:
                 if pairs is None:

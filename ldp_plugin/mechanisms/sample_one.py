@@ -10,7 +10,8 @@ from typing import Any, ClassVar, Optional
 import numpy as np
 
 from .._errors import LDPInputError, LDPParameterError
-from ..estimation import FrequencyEstimate, finalize_estimate, project_simplex, retarget
+from .._validation import check_choice
+from ..estimation import FrequencyEstimate, check_postprocess, finalize_estimate, project_simplex, retarget
 from ..hashing import item_keys
 from ..sampling import RNGLike, as_source
 from .sets import ON_LONG, PAD, SetBatch, _check_duplicates, _is_series, _pl, as_set_batch, encode_items, is_item_batch, gather_sets, subsets_up_to
@@ -303,6 +304,8 @@ class SampleOne(MechanismBase):
 
         if postprocess in ("em", "ibu"):
             raise LDPParameterError(f"postprocess={postprocess!r} is not available for sets")
+        check_postprocess(postprocess, confidence)  # an unknown name is refused, never decoded as 'normalize'
+        check_choice("target", target, ("sample", "population"))
         if self.closed:
             inner = acc.estimate(postprocess="none", confidence=confidence)
         else:

@@ -84,7 +84,12 @@ def as_set_batch(sets: Any) -> SetBatch:
         if offsets.ndim != 1 or offsets.size == 0 or offsets[0] != 0 or (np.diff(offsets) < 0).any() or offsets[-1] != len(values):
             raise LDPInputError("offsets must start at 0, be non-decreasing and end at len(values)")
         return SetBatch(values, offsets)
+    if sets is None or isinstance(sets, (str, bytes, dict)) or not hasattr(sets, "__iter__"):
+        raise LDPInputError(f"sets must be a sequence with one set (a list of items) per user (got {type(sets).__name__})")
     rows = list(sets)
+    bad = next((i for i, r in enumerate(rows) if r is None or isinstance(r, (str, bytes, dict)) or not hasattr(r, "__len__")), None)
+    if bad is not None:
+        raise LDPInputError(f"user {bad}'s set must be a list of items (an empty set is []); got {type(rows[bad]).__name__}")
     lengths = np.fromiter((len(r) for r in rows), dtype=np.int64, count=len(rows))
     offsets = np.zeros(len(rows) + 1, dtype=np.int64)
     np.cumsum(lengths, out=offsets[1:])

@@ -141,9 +141,9 @@ class Wheel(SetInput, SeededReports, RealizedRates):
             raise LDPParameterError(f"m must be at most d (m={m}, d={d})")
         object.__setattr__(self, "d", d)
         object.__setattr__(self, "categories", cats)
-        if self.p == "optimal":
+        if isinstance(self.p, str) and self.p == "optimal":  # a str test first: an array's == is not a truth value
             p = wheel_optimal_p(eps, m)
-        elif self.p == "paper":
+        elif isinstance(self.p, str) and self.p == "paper":
             e = math.exp(eps)
             p = 1 / (e + 1) if m == 1 else 1 / (2 * m - 1 + m * e)
         elif isinstance(self.p, (int, float)) and not isinstance(self.p, bool) and 0 < float(self.p) < 1 / m:

@@ -78,6 +78,8 @@ class CohortAccumulator(MergeableCounts):
         items (``other=True``, the default): without it their mass biases the candidates
         that share hash cells with them."""
         check_postprocess(postprocess, confidence)
+        if not isinstance(other, (bool, np.bool_)):
+            raise LDPParameterError(f"other must be True or False (got type {type(other).__name__})")
         if decoder not in DECODERS:
             raise LDPParameterError(f"decoder must be one of {DECODERS} (got {decoder!r})")
         if self.n == 0:
