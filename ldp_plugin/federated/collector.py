@@ -184,18 +184,17 @@ class Collector:
         fresh nonces (counting ``duplicate``s), decodes and range-checks the payloads and adds the
         accepted reports. Returns (accepted count, indices of rows whose header is not the
         query's — the caller classifies those)."""
-        hl = len(self._header)
-        status = self._nonces.admit_matching(buf, NONCE_BYTES, self._header)  # 2: wrong header, 1: new nonce, 0: replay
-        fresh = status == 1
-        n_fresh = int(np.count_nonzero(fresh))
+        poff = NONCE_BYTES + len(self._header)
+        # 2: wrong header, 1: new nonce, 0: replay; the admitted rows' payload bytes gathered densely in the same pass
+        status, payload = self._nonces.admit_envelopes(buf, NONCE_BYTES, self._header, poff)
+        n_fresh = payload.shape[0]
         bad_rows = np.flatnonzero(status == 2) if n_fresh < buf.shape[0] else np.zeros(0, dtype=np.intp)
         dup = buf.shape[0] - n_fresh - bad_rows.size
         if dup:
             rejected["duplicate"] = rejected.get("duplicate", 0) + dup
         if not n_fresh:
             return 0, bad_rows
-        rows = buf if n_fresh == buf.shape[0] else buf[fresh]
-        reports, rej = check_reports(self.mechanism, rows_to_reports(self.mechanism, rows[:, NONCE_BYTES + hl:]))
+        reports, rej = check_reports(self.mechanism, rows_to_reports(self.mechanism, payload))
         for k, v in rej.items():
             rejected[k] = rejected.get(k, 0) + int(v)
         n = report_count(self.mechanism, reports)
