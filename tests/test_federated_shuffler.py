@@ -27,7 +27,8 @@ from ldp_plugin.federated import Query  # noqa: E402
 from ldp_plugin.federated.analyzer import analyze_batch  # noqa: E402
 from ldp_plugin.federated.batch import HEADER_KEYS, read_batch, write_batch  # noqa: E402
 from ldp_plugin.federated.envelope import seal  # noqa: E402
-from ldp_plugin.federated.sealed import SEAL_OVERHEAD, generate_analyzer_keys, open_chunks, open_reports, private_key, public_key, seal_reports  # noqa: E402,E501
+import ldp_plugin.federated.sealed as sealed_mod  # noqa: E402
+from ldp_plugin.federated.sealed import SEAL_OVERHEAD, generate_analyzer_keys, open_boxes, open_reports, private_key, public_key, seal_reports  # noqa: E402,E501
 from ldp_plugin.federated.shuffler import BatchBelowMinimum, Shuffler, permutation  # noqa: E402
 from ldp_plugin.registry import build  # noqa: E402
 from ldp_plugin.sampling import SeededRandomSource  # noqa: E402
@@ -266,19 +267,30 @@ def test_cli_analyzer_keys_and_analyze(tmp_path, keys, cli):
     assert bad.returncode == 2 and "Traceback" not in bad.stderr and "ldp budget init" in bad.stderr
 
 
-def test_the_analyzer_opens_on_every_core_exactly_what_one_core_opens(tmp_path, keys):
-    """``open_chunks`` on two worker processes: the same envelopes in the same order and the same
-    undecryptable count as one core, whatever chunk a bad ciphertext is in."""
+def test_the_analyzer_opens_on_every_core_exactly_what_one_core_opens(tmp_path, keys, monkeypatch):
+    """``open_boxes`` on several threads: the same envelopes, byte for byte and in batch order, as
+    one core and as PyNaCl's ``SealedBox``; an altered box, one sealed to another key and a
+    truncated one are refused alone (their rows zeros), whichever task they fall in."""
+    monkeypatch.setattr(sealed_mod, "_TASK", 16)  # many tasks over few boxes: every thread gets work
     pub = public_key(keys["public_key"])
     envs = [os.urandom(24) for _ in range(300)]
-    sealed = seal_reports(envs, pub)
-    sealed[7] = sealed[7][:-1] + bytes([sealed[7][-1] ^ 1])  # altered
-    sealed[150] = seal_reports([b"x" * 24], public_key(generate_analyzer_keys(tmp_path / "other")["public_key"]))[0]  # another key
+    boxes = seal_reports(envs, pub)
+    boxes[7] = boxes[7][:-1] + bytes([boxes[7][-1] ^ 1])  # altered
+    boxes[150] = seal_reports([b"x" * 24], public_key(generate_analyzer_keys(tmp_path / "other")["public_key"]))[0]  # another key
+    boxes[299] = bytes(boxes[299][:40]) + bytes(len(boxes[299]) - 40)  # truncated, zero-padded to the size
     sk = private_key(keys["private_key"])
-    chunks = [sealed[i:i + 40] for i in range(0, 300, 40)]
-    one = list(open_chunks(iter(chunks), sk, workers=1))
-    many = list(open_chunks(iter(chunks), sk, workers=2))
-    assert many == one
-    opened = [e for o, _ in many for e in o]
-    assert opened == [e for i, e in enumerate(envs) if i not in (7, 150)] and sum(b for _, b in many) == 2
-    assert open_reports(sealed, sk) == (opened, 2)
+    body, size = b"".join(boxes), len(boxes[0])
+    one = open_boxes(body, size, sk, workers=1)
+    bad = {7, 150, 299}
+    assert np.array_equal(one[1], [i not in bad for i in range(300)])
+    assert [one[0][i].tobytes() for i in range(300) if i not in bad] == [e for i, e in enumerate(envs) if i not in bad]
+    assert not one[0][sorted(bad)].any()
+    for workers in (2, 3, 8):
+        many = open_boxes(bytearray(body), size, sk, workers=workers)
+        assert np.array_equal(many[0], one[0]) and np.array_equal(many[1], one[1])
+    opened, n_bad = open_reports(boxes, sk)
+    assert opened == [one[0][i].tobytes() for i in range(300) if one[1][i]] and n_bad == 3
+    assert open_boxes(b"", size, sk)[0].shape == (0, 24)
+    for args, word in (((body + b"x", size), "whole boxes"), ((body, 48), "above 48")):
+        with pytest.raises(ldp.LDPParameterError, match=word):
+            open_boxes(*args, sk)

@@ -37,21 +37,22 @@ import shutil
 from pathlib import Path
 from typing import Optional
 
+import numpy as np
+
 from .._boundary import writable_directory
 from .._errors import LDPInputError, LDPParameterError
 from ..accountant import Accountant
-from .batch import iter_ciphertexts, read_batch
+from .batch import read_batch
 from .collector import Collector
 from .envelope import envelope_size
 from .query import Query
 from .results import released_rows
-from .sealed import SEAL_OVERHEAD, open_chunks, private_key
+from .sealed import SEAL_OVERHEAD, open_boxes, private_key
 from .shuffler import BatchBelowMinimum, check_shufflable
 
 __all__ = ["analyze_batch", "ANALYZER_REJECTIONS"]
 
 ANALYZER_REJECTIONS = ("undecryptable",)  # beside the collector's reasons
-_CHUNK = 1 << 16
 
 
 def analyze_batch(batch: str | Path, *, key: str | Path, ledger: str | Path, delta: float, expect_query_id: Optional[str] = None,
@@ -62,7 +63,7 @@ def analyze_batch(batch: str | Path, *, key: str | Path, ledger: str | Path, del
     recorded) on a bad batch, key, ledger or query, and :class:`BatchBelowMinimum` when fewer than
     the query's ``min_batch`` reports are accepted. ``out_dir``: the accepted reports as Parquet
     parts (``ldp aggregate`` reads them), written only for an accepted batch. The sealed boxes are
-    opened on ``workers`` processes (default: every core; :func:`~ldp_plugin.federated.sealed.open_chunks`)."""
+    opened on ``workers`` threads (default: every core; :func:`~ldp_plugin.federated.sealed.open_boxes`)."""
     if isinstance(delta, bool) or not isinstance(delta, (int, float)) or not math.isfinite(delta) or not 0 < delta < 1:
         raise LDPParameterError(f"delta must be in (0, 1) (got {delta!r})")  # the cheap checks first: the key, the ledger, delta
     sk = private_key(key)
@@ -91,12 +92,9 @@ def analyze_batch(batch: str | Path, *, key: str | Path, ledger: str | Path, del
         if query.query_id not in {r.query_id for r in acc.history()}:
             acc.check(mech)  # the budget fits (BudgetExceededError) before anything is decrypted
         col = Collector(query, out_dir=stage)
-        undecryptable = 0
-        it = iter_ciphertexts(header, body)
-        chunks = ([next(it) for _ in range(min(_CHUNK, n - start))] for start in range(0, n, _CHUNK))
-        for opened, bad in open_chunks(chunks, sk, workers=workers):  # every core; results in batch order
-            undecryptable += bad
-            col.ingest(opened)
+        opened, ok = open_boxes(body, size, sk, workers=workers)  # every core; rows in batch order
+        undecryptable = int(n - np.count_nonzero(ok))
+        col.ingest_array(opened if not undecryptable else opened[ok])  # the columnar checks over the opened envelopes
         rejected = dict(col.rejected)
         if undecryptable:
             rejected["undecryptable"] = undecryptable

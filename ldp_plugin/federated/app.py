@@ -37,6 +37,7 @@ from flwr.supercore.app_utils import start_parent_process_monitor
 
 from .._errors import LDPInputError, LDPParameterError
 from ..discovery import METHODS as DISCOVERY_METHODS
+from ..sampling.kernels import preload
 from .collector import Collector
 from .config import DeviceConfig, device_config_path
 from .device import DeviceFleet, DeviceRefusal
@@ -172,7 +173,7 @@ def _send(grid: Any, nodes: list, content: RecordDict, group: str, timeout: floa
 
 def _collect(grid: Any, registered: list, quota: dict, plan: Plan, q: Query, out: Any) -> tuple:
     """Send one query to the registered nodes, validate and collect their replies: ``(collector, row)``."""
-    col = Collector(q, out_dir=out)
+    col = Collector(q, out_dir=out, expected_reports=sum(quota[nid] for nid in registered))  # its nonce table ready before the replies arrive
     replies = _send(grid, registered, RecordDict({"query": ConfigRecord({"json": q.to_json()})}), q.query_id, plan.round_timeout)
     refused: dict = {}
     retried = 0
@@ -310,6 +311,7 @@ def _robust_row(col: Collector, spec: dict) -> dict:
 
 def run_plan(grid: Any, plan: Plan, *, run_id: int = 0) -> list:
     """The ServerApp's body (see the module docstring); returns the round summaries."""
+    preload(1 << 40)  # a server process: the compiled kernels (if installed) loaded once, before the first reply
     nodes, quota, reg_errors = register_nodes(grid, plan, run_id=run_id)
     registered = sorted(n for n, q in quota.items() if q > 0)
     summaries = []

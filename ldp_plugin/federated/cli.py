@@ -161,7 +161,7 @@ def add_parsers(sub, parser_class, int_in, epsilon_type, seed_type, domain_type,
     an.add_argument("--delta", type=_unit_open, required=True, help="delta of the central (epsilon, delta) recorded, in (0, 1)")
     an.add_argument("--query-id", default=None, help="refuse a batch of any other query")
     an.add_argument("--out", default=None, metavar="DIR", help="also write the accepted reports as Parquet parts here")
-    an.add_argument("--workers", type=int_in(1, 1024, "an integer"), default=None, help="processes opening the sealed boxes (default: every core)")
+    an.add_argument("--workers", type=int_in(1, 1024, "an integer"), default=None, help="threads opening the sealed boxes (default: every core)")
     an.add_argument("--json", action="store_true", help="one JSON document on stdout")
     fd.set_defaults(func=cmd_federated)
 

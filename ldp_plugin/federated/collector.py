@@ -8,7 +8,9 @@ version, the query's content hash as tag, the mechanism's fingerprint, a report 
 then a replayed nonce (``duplicate``, whatever framing it is resent under), then the value ranges
 (:func:`~ldp_plugin.mechanisms.reports.check_reports`). Every rejection counts one per element actually received, so the
 rejected counts — and the memory held (one 16-byte nonce per accepted report plus the
-accumulator) — are bounded by the bytes received. Accepted reports stream into the mechanism's
+accumulator) — are bounded by the bytes received (and, when the server passes the registered
+quota as ``expected_reports``, by the nonce table reserved for it: at most
+:data:`~.nonces.RESERVE_MAX` keys). Accepted reports stream into the mechanism's
 accumulator; a malformed report never crashes it and never changes the estimate.
 
 Per node, :meth:`Collector.ingest_reply` first validates the whole reply
@@ -20,12 +22,14 @@ Accepted reports can be persisted as Parquet parts with the spec in their metada
 arrived.
 
 Columnar path: :meth:`Collector.ingest_array` takes a batch as one buffer of
-concatenated envelopes (or an ``(m, envelope size)`` uint8 array) and runs every check above as
-array operations — the header bytes compared and the nonce admitted in one pass over the rows
-(:meth:`~.nonces.NonceSet.admit_matching`: a row with a wrong header is never admitted), payload
-rows viewed in place as report columns (:func:`~ldp_plugin.mechanisms.reports.rows_to_reports`)
-and range-checked by :func:`~ldp_plugin.mechanisms.reports.check_reports` — with no Python object
-per report; only a rejected row is classified on its own. :meth:`Collector.ingest` (a list of
+concatenated envelopes (or an ``(m, envelope size)`` uint8 array; a Flower reply's ``blob`` is
+read in place) and runs every check above as array operations — the header bytes compared, the
+nonce admitted and the admitted rows' payload bytes gathered into one dense array, in one pass
+over the rows (:meth:`~.nonces.NonceSet.admit_envelopes`: a row with a wrong header is never
+admitted), the payloads viewed as report columns
+(:func:`~ldp_plugin.mechanisms.reports.rows_to_reports`), range-checked by
+:func:`~ldp_plugin.mechanisms.reports.check_reports` and added to the accumulator — with no
+Python object per report; only a rejected row is classified on its own. :meth:`Collector.ingest` (a list of
 envelopes) and :meth:`Collector.ingest_reply` (a Flower node's reply) copy a list of exact-size
 ``bytes`` into one array for :meth:`ingest_array`; a list with any odd element joins the
 well-formed ones and classifies the rest one by one — the same counts either way.
@@ -56,7 +60,11 @@ _ARRAY_CHUNK = 1 << 20
 
 
 class Collector:
-    def __init__(self, query: Query, *, out_dir: Optional[str | Path] = None):
+    def __init__(self, query: Query, *, out_dir: Optional[str | Path] = None, expected_reports: int = 0):
+        """``expected_reports``: the most reports this query can accept (the nodes' registered
+        quotas): the nonce table is sized for them (up to :data:`~.nonces.RESERVE_MAX`) and its
+        memory touched now — while the query travels to the nodes — rather than grown while their
+        replies are counted. Checks and counts are the same with or without it."""
         self.query = query
         self.mechanism = query.mechanism()
         self.tag = query.content_hash
@@ -67,6 +75,7 @@ class Collector:
         self.node_accumulators: dict = {}  # node id -> its accepted reports' accumulator (robust aggregation)
         self.bytes_received = 0
         self._nonces = NonceSet()
+        self._nonces.reserve(expected_reports)
         self.size = envelope_size(self.mechanism, self.tag)
         empty, _ = from_wire_many(self.mechanism, [], tag=self.tag)
         self._header = to_wire(self.mechanism, empty, tag=self.tag)[:-4] + struct.pack("<I", 1)  # the exact header of a one-report blob
@@ -184,18 +193,17 @@ class Collector:
         fresh nonces (counting ``duplicate``s), decodes and range-checks the payloads and adds the
         accepted reports. Returns (accepted count, indices of rows whose header is not the
         query's — the caller classifies those)."""
-        hl = len(self._header)
-        status = self._nonces.admit_matching(buf, NONCE_BYTES, self._header)  # 2: wrong header, 1: new nonce, 0: replay
-        fresh = status == 1
-        n_fresh = int(np.count_nonzero(fresh))
+        poff = NONCE_BYTES + len(self._header)
+        # 2: wrong header, 1: new nonce, 0: replay; the admitted rows' payload bytes gathered densely in the same pass
+        status, payload = self._nonces.admit_envelopes(buf, NONCE_BYTES, self._header, poff)
+        n_fresh = payload.shape[0]
         bad_rows = np.flatnonzero(status == 2) if n_fresh < buf.shape[0] else np.zeros(0, dtype=np.intp)
         dup = buf.shape[0] - n_fresh - bad_rows.size
         if dup:
             rejected["duplicate"] = rejected.get("duplicate", 0) + dup
         if not n_fresh:
             return 0, bad_rows
-        rows = buf if n_fresh == buf.shape[0] else buf[fresh]
-        reports, rej = check_reports(self.mechanism, rows_to_reports(self.mechanism, rows[:, NONCE_BYTES + hl:]))
+        reports, rej = check_reports(self.mechanism, rows_to_reports(self.mechanism, payload))
         for k, v in rej.items():
             rejected[k] = rejected.get(k, 0) + int(v)
         n = report_count(self.mechanism, reports)

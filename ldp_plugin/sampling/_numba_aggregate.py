@@ -219,15 +219,22 @@ def rows_match(buf, off, pattern, out):  # pragma: no cover - compiled
     return 0
 
 
-@nb.njit(nogil=True, cache=_CACHE)
-def _slot(a, b, salt, mask):  # pragma: no cover - compiled
-    # the keyed slot of a 16-byte key (a, b): a multiply-xorshift mix of both words with the
-    # table's secret salt (an outsider cannot aim many keys at one slot)
+@nb.njit(nogil=True, cache=_CACHE, inline="always")
+def _key_hash(a, b, salt):  # pragma: no cover - compiled
+    # the keyed 64-bit hash of a 16-byte key (a, b): a multiply-xorshift mix of both words with the
+    # table's secret salt (an outsider cannot aim many keys at one slot). Its low bits pick the
+    # slot, its top 7 bits the slot's tag (independent of the capacity).
     h = (a ^ salt) * np.uint64(0x9E3779B97F4A7C15)
     h ^= h >> np.uint64(29)
     h = (h ^ b) * np.uint64(0xBF58476D1CE4E5B9)
     h ^= h >> np.uint64(32)
-    return np.int64(h & mask)
+    return h
+
+
+@nb.njit(nogil=True, cache=_CACHE, inline="always")
+def _tag(h):  # pragma: no cover - compiled
+    # a taken slot's byte in `used`: 1..128 from the hash's top bits (0 = empty)
+    return np.uint8((h >> np.uint64(57)) + np.uint64(1))
 
 
 @nb.njit(nogil=True, cache=_CACHE, inline="always")
@@ -241,56 +248,116 @@ def _le_word(row, o):  # pragma: no cover - compiled
 
 
 @nb.njit(nogil=True, cache=_CACHE)
-def nonce_admit_matching(keys, used, rows, off, pattern, salt, out):  # pragma: no cover - compiled
-    # Open-addressing set of 16-byte keys (keys[s] = (k1, k2), used[s] = 1 when taken; capacity a
-    # power of two kept at most half full by the caller), fed in one pass over the C-contiguous
-    # (m, w >= 16) uint8 rows (the envelopes themselves: no copy of the nonces):
-    # out[i] = 2 when the band rows[i, off:off + len(pattern)] differs from pattern (its nonce is
-    # not looked at; an empty pattern matches every row); else the key = the row's first 16 bytes
-    # (two little-endian words): out[i] = 1 and inserted when not in the set yet (earlier rows
-    # included), 0 when it is. Exact: both words compared. Returns the number inserted.
-    mask = np.uint64(keys.shape[0] - 1)
+def nonce_admit_matching(keys, used, rows, off, pattern, salt, out, poff, payload, tmp, stage, bucket_bits):  # pragma: no cover - compiled
+    # Open-addressing set of 16-byte keys (keys[s] = (k1, k2); used[s] = 0 when empty, else the
+    # key's tag 1..128 from its hash, so a probe past a taken slot reads the 16-byte key only when
+    # the tags agree; capacity a power of two kept at most half full by the caller), fed with the
+    # C-contiguous (m, w >= 16) uint8 rows (the envelopes themselves, read in place):
+    # out[i] = 2 when the band rows[i, off:off + len(pattern)] differs from pattern (compared as
+    # 8-byte words; its nonce is not looked at; an empty pattern matches every row); else the
+    # key = the row's first 16 bytes (two little-endian words): out[i] = 1 and inserted when not
+    # in the set yet (earlier rows included), 0 when it is. Exact: both words compared. With
+    # payload.shape[1] = pw > 0, the bytes rows[i, poff:poff + pw] of the k-th inserted row are
+    # in payload[k] (row order). Returns the number inserted.
+    # Three passes, so that the table is swept in slot order instead of hit at random (a table of
+    # millions of keys does not fit in any cache): (1) over the rows — header, key words and hash
+    # into tmp (m, 3), the payload of every matching row gathered, a histogram of the rows' table
+    # regions (2^bucket_bits of them: slot >> shift); (2) a stable counting sort of the matching
+    # rows by region into stage (m, 3): (k1, k2, row); (3) the inserts in that order — equal keys
+    # fall in one region in row order, so the earliest row of a batch is the one admitted. The
+    # gathered payloads are then compacted if some matching row was a replay.
+    m = rows.shape[0]
+    cap = keys.shape[0]
+    mask = np.uint64(cap - 1)
+    cbits = 0
+    while (1 << cbits) < cap:
+        cbits += 1
+    shift = np.uint64(max(cbits - bucket_bits, 0))
+    nb_ = 1 << min(bucket_bits, cbits)
     L = pattern.shape[0]
-    added = 0
-    for i in range(rows.shape[0]):
+    nw = L // 8
+    words = np.empty(max(nw, 1), dtype=np.uint64)
+    for k in range(nw):
+        words[k] = _le_word(pattern, 8 * k)
+    pw = payload.shape[1]
+    start = np.zeros(nb_ + 1, dtype=np.int64)
+    good = 0
+    for i in range(m):
         r = rows[i]
-        band = r[off:off + L]  # (a slice: this loop vectorizes, indexing r[off + j] does not)
-        diff = np.uint8(0)
-        for j in range(L):
-            diff |= band[j] ^ pattern[j]
+        diff = np.uint64(0)
+        for k in range(nw):
+            diff |= _le_word(r, off + 8 * k) ^ words[k]
+        for j in range(8 * nw, L):
+            diff |= np.uint64(r[off + j] ^ pattern[j])
         if diff != 0:
             out[i] = 2
             continue
+        out[i] = 0
         a = _le_word(r, 0)
         b = _le_word(r, 8)
-        s = _slot(a, b, salt, mask)
+        h = _key_hash(a, b, salt)
+        tmp[good, 0] = a
+        tmp[good, 1] = b
+        tmp[good, 2] = np.uint64(i)
+        start[np.int64((h & mask) >> shift) + 1] += 1
+        if pw > 0:
+            dst = payload[good]
+            for j in range(pw):
+                dst[j] = r[poff + j]
+        good += 1
+    for k in range(nb_):
+        start[k + 1] += start[k]
+    for g in range(good):
+        a = tmp[g, 0]
+        b = tmp[g, 1]
+        q = np.int64((_key_hash(a, b, salt) & mask) >> shift)
+        p = start[q]
+        start[q] = p + 1
+        stage[p, 0] = a
+        stage[p, 1] = b
+        stage[p, 2] = tmp[g, 2]
+    added = 0
+    for p in range(good):
+        a = stage[p, 0]
+        b = stage[p, 1]
+        h = _key_hash(a, b, salt)
+        t = _tag(h)
+        s = np.int64(h & mask)
         while True:
-            if used[s] == 0:
-                used[s] = 1
+            u = used[s]
+            if u == 0:
+                used[s] = t
                 keys[s, 0] = a
                 keys[s, 1] = b
-                out[i] = 1
+                out[np.int64(stage[p, 2])] = 1
                 added += 1
                 break
-            if keys[s, 0] == a and keys[s, 1] == b:
-                out[i] = 0
+            if u == t and keys[s, 0] == a and keys[s, 1] == b:
                 break
             s = (s + 1) & np.int64(mask)
+    if pw > 0 and added < good:  # drop the replays' payloads, keeping row order
+        k = 0
+        for g in range(good):
+            if out[np.int64(tmp[g, 2])] == 1:
+                if k != g:
+                    for j in range(pw):
+                        payload[k, j] = payload[g, j]
+                k += 1
     return added
 
 
 @nb.njit(nogil=True, cache=_CACHE)
 def nonce_rehash(keys, used, new_keys, new_used, salt):  # pragma: no cover - compiled
-    # Move every key of (keys, used) into the larger empty table (new_keys, new_used).
+    # Move every key of (keys, used) into the larger empty table (new_keys, new_used), tags kept.
     mask = np.uint64(new_keys.shape[0] - 1)
     for s in range(keys.shape[0]):
         if used[s]:
             a = keys[s, 0]
             b = keys[s, 1]
-            t = _slot(a, b, salt, mask)
+            t = np.int64(_key_hash(a, b, salt) & mask)
             while new_used[t]:
                 t = (t + 1) & np.int64(mask)
-            new_used[t] = 1
+            new_used[t] = used[s]
             new_keys[t, 0] = a
             new_keys[t, 1] = b
     return 0
