@@ -22,7 +22,7 @@ coverage run``, branch coverage restricted to those files), so every line the ru
 module-level lines included (imports, ``def`` and ``class`` lines run when a module is first
 imported: measured from a process that had already imported the package they would all read as
 uncovered). Processes the run starts are traced too (coverage.py's ``patch = subprocess, fork,
-_exit``: spawned workers such as the analyzer's ``open_chunks`` pool, and forked children such as
+_exit``: spawned workers (a ``multiprocessing`` pool), and forked children such as
 the joint layer's), each into its own data file; the files are combined before the report. A
 module none of whose lines ran is reported with every statement and branch uncovered (coverage.py
 analyses its source), so the total is exact. :func:`measure` returns the total branch coverage

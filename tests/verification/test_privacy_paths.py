@@ -50,11 +50,13 @@ def test_a_planted_module_joins_the_list(tmp_path):
 
 
 _HELPER = """
+import multiprocessing
+
 import numpy as np
 from nacl.public import PrivateKey
 
 import ldp_plugin as ldp
-from ldp_plugin.federated.sealed import open_chunks, seal_reports
+from ldp_plugin.federated.sealed import open_reports, seal_reports
 from ldp_plugin.sampling import SeededRandomSource
 
 
@@ -65,7 +67,16 @@ def krr_batch(n):
 def open_on_two_workers():
     key = PrivateKey.generate()
     chunks = [seal_reports([b"a" * 8, b"b" * 8], key.public_key), seal_reports([b"c" * 8], key.public_key)]
-    return [len(opened) for opened, _ in open_chunks(chunks, key, workers=2)]
+    pool = multiprocessing.get_context("spawn").Pool(2)  # spawned workers: fresh interpreters
+    try:
+        return pool.starmap(_open_in_worker, [(c, bytes(key)) for c in chunks])
+    finally:
+        pool.close()  # the workers exit on their own (and save their coverage data): no terminate()
+        pool.join()
+
+
+def _open_in_worker(chunk, raw_key):
+    return len(open_reports(chunk, PrivateKey(raw_key))[0])
 """
 
 
@@ -117,7 +128,7 @@ def test_measure_traces_worker_processes(helper):
     out, cov = measure(helper.open_on_two_workers, mods)
     assert out == [2, 1]
     path = mods["ldp_plugin.federated.sealed"]
-    worker_only = _lines(path, "return open_reports(chunk, PrivateKey(raw_key))")  # runs only in a spawned worker
+    worker_only = _lines(path, "out.append(box.decrypt(bytes(c)))")  # open_reports runs only in the spawned workers
     assert len(worker_only) == 1
     assert worker_only[0] not in _missing(cov["modules"]["ldp_plugin.federated.sealed"]["missing_lines"])
 

@@ -21,8 +21,8 @@ opens it. The layer passes iff
    outside ``(0, 1)``, a ledger that does not exist, a batch below the query's minimum, a batch of a
    memoized series, a batch whose ciphertext size is not its query's, and a batch whose reports
    open to fewer than the minimum are each refused with nothing charged or recorded;
-4. **the workers open what one core opens** (full run): the batch opened on two spawned worker
-   processes (:func:`~ldp_plugin.federated.sealed.open_chunks`) gives the same envelopes.
+4. **the threads open what one core opens** (full run): the batch opened on two threads
+   (:func:`~ldp_plugin.federated.sealed.open_boxes`) gives the same envelopes, byte for byte.
 
 Power: the seeded bugs of :mod:`.seeded_bugs` (an analyzer that records the batch at a looser δ
 than asked; one that ignores replayed nonces) each fail it."""
@@ -40,7 +40,7 @@ from ...federated.analyzer import analyze_batch
 from ...federated.batch import iter_ciphertexts, read_batch, write_batch
 from ...federated.device import DeviceFleet
 from ...federated.query import Query
-from ...federated.sealed import SEAL_OVERHEAD, generate_analyzer_keys, open_chunks, open_reports, private_key, public_key, seal_reports
+from ...federated.sealed import SEAL_OVERHEAD, generate_analyzer_keys, open_boxes, open_reports, private_key, public_key, seal_reports
 from ...federated.shuffler import Shuffler
 from ...mechanisms import KRR
 from ...mechanisms.longitudinal import LGRR
@@ -121,13 +121,11 @@ def analyzer_layer(*, seed: int = 0, quick: bool = False, analyze: Callable = an
                         f"it earned n={len(honest)}, δ={DELTA}, ε={float(expect['epsilon'])!r}")
     failures += _refusals(tmp, query, keys, other, analyze, [bytes(c) for c in iter_ciphertexts(header, body)])
     workers = None
-    if not quick:  # two chunks on two spawned workers open exactly what one core opens
-        cts = list(iter_ciphertexts(header, body))
-        half = len(cts) // 2
-        parts = list(open_chunks([cts[:half], cts[half:]], sk, workers=2))
-        workers = [e for p, _ in parts for e in p] == envelopes and sum(b for _, b in parts) == bad
+    if not quick:  # two threads open exactly what one core opens
+        opened, ok = open_boxes(body, int(header["ciphertext_size"]), sk, workers=2)
+        workers = [bytes(row) for row in opened[ok]] == envelopes and int(ok.size - ok.sum()) == bad
         if not workers:
-            failures.append("the worker processes opened other envelopes than one core")
+            failures.append("two threads opened other envelopes than one core")
     return {"layer": "analyzer", "reports_sent": len(honest), "batch": sent["n"], "accepted": out["reports_accepted"],
             "rejected": out["rejected_by_reason"], "epsilon_local": float(report_charge(mech)),
             "epsilon_central": None if rec is None else rec.epsilon_central, "expected_epsilon_central": float(expect["epsilon"]),
