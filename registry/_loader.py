@@ -31,7 +31,8 @@ __all__ = [
 _REQUIRED = ("name", "summary", "constructor", "measurement", "privacy_unit", "privacy_map", "citation", "parameters", "canonical")
 _HERE = Path(__file__).resolve().parent
 #: the verification layers: the declared channel, the code that samples, and the black box
-ALL_LAYERS = ("exact", "sampling-path", "goodness-of-fit", "rates", "joint", "audit", "transcript", "production", "positions", "entry-points")
+ALL_LAYERS = ("exact", "sampling-path", "goodness-of-fit", "rates", "joint", "audit", "transcript", "production", "positions", "entry-points",
+              "surfaces")
 #: what a declaration's ``kind`` may be: frequency oracles (the default, what ``load_registry()``
 #: returns), numeric means, longitudinal protocols (``epsilon_perm``/``epsilon_1`` instead of
 #: ``epsilon``; their clients need each user's secret key)

@@ -15,6 +15,7 @@ from ldp_plugin.verification.production import production_layer
 from ldp_plugin.verification.rates import rates_layer
 from ldp_plugin.verification.joint import joint_layer
 from ldp_plugin.verification.sampling_path import rate_layer, sampling_path_layer
+from ldp_plugin.verification.surfaces import surfaces_layer
 from ldp_plugin.verification.transcript import transcript_layer
 from ldp_plugin.mechanisms.protocol import Keyed, has
 
@@ -25,7 +26,8 @@ __all__ = ["verify", "verify_name", "edge_rows", "verify_instance", "verify_exac
 #: each layer's name and the key of its result in a row of :func:`verify_instance`
 LAYER_KEYS = (("exact", "exact"), ("sampling-path", "sampling_path"), ("goodness-of-fit", "goodness_of_fit"),
               ("rates", "rates"), ("joint", "joint"), ("audit", "audit"), ("transcript", "transcript"),
-              ("production", "production"), ("positions", "positions"), ("entry-points", "entry_points"))
+              ("production", "production"), ("positions", "positions"), ("entry-points", "entry_points"),
+              ("surfaces", "surfaces"))
 
 
 def failed_layers(row: dict) -> list:
@@ -126,6 +128,9 @@ def verify_instance(mech, *, name: str, instance: dict, seed: int = 0, quick: bo
         ep = entry_points_layer(mech, quick=quick, alpha=alpha / 6, seed=seed + 13)
         out["entry_points"] = ep
         passed &= ep["passed"]
+    if "surfaces" in layers:  # the Polars namespace, the OpenDP measurements, the refusals
+        out["surfaces"] = surfaces_layer(mech, quick=quick, seed=seed + 17)
+        passed &= out["surfaces"]["passed"]
     if "production" in layers:
         pr = production_layer(mech, quick=quick, alpha=alpha / 6)
         out["production"] = pr

@@ -10,6 +10,7 @@ from ._common import registry as _registry_of
 from ..registry import self_test, verify_instance, verify_name, wrapper_instances
 from ..verification import FAMILY_ALPHA, save_status
 from ..verification.privacy_paths import COVERAGE_MIN, measure
+from ..measurements import enable_ldp_features
 from ..progress import progress
 from ..verification.typescript_client import typescript_self_test, verify_typescript
 
@@ -126,6 +127,7 @@ def cmd_verify(args) -> int:
 
     if getattr(args, "client", "python") == "typescript":
         return _verify_typescript(args)
+    enable_ldp_features()  # this command is the caller that opts in: the surfaces layer builds the OpenDP measurements
     reg = _registry_of(True)
     names = args.names or sorted(reg)
     unknown = [n for n in names if n not in reg]
