@@ -1,0 +1,268 @@
+"""The workflows layer: the command line's privatize and collect paths, run in-process as a user
+runs them (``ldp_plugin.cli.main``), each held to the library path it claims to run.
+
+It sits with the command line (above the adapters, the jobs and the executors), so it is run by
+``ldp verify`` over the whole registry, not by the per-mechanism layers. One driver per kind of job
+the registry offers (:data:`JOB_KINDS` of :mod:`ldp_plugin.collect`), generated from the registry's
+declarations (its first canonical instance), plus the ledger, the partitioned path and the other
+commands that randomize:
+
+* **collect** (``ldp collect JOB.toml``, one per registered name a job can feed — closed labels,
+  integer codes, sets through pad-and-sample, numbers): exit status 0; the kept report parts equal,
+  row for row, the Polars namespace's ``privatize`` of the same column with the same seed by the
+  mechanism the parts' metadata names (the path the surfaces layer holds to the batch path); the
+  estimates file equals that mechanism's estimate of those reports;
+* **ledger** (``[budget]``): the first run charges ε rounded up once, a retry of the same
+  ``query_id`` charges nothing more, a query past the cap is refused (exit status 2) and writes no
+  estimate;
+* **partitioned** (``--executor local``, then ``ldp aggregate``): each partition randomized on its own
+  streams; the aggregate of the parts equals the estimate of all their reports;
+* **simulate / demo / heavy-hitters / mean / longitudinal simulate**: exit status 0 and the same
+  JSON for the same seed (reproducible, as documented), another one for another seed;
+* **refusals**: a job with ε ≤ 0, an unknown mechanism, an unknown key, a missing column — exit
+  status 2 with the library's message (no traceback), no output file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import math
+import tempfile
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+import numpy as np
+import polars as pl
+
+from ..accountant import Accountant, Population
+from ..cli import main as cli_main
+from ..collect import JOB_KINDS
+from ..persist import mechanism_from_spec, read_report_spec
+from ..registry import KINDS, load_registry
+
+__all__ = ["workflow_rows", "collect_jobs"]
+
+
+def _run(argv: list) -> tuple:
+    """``(exit status, stdout, stderr)`` of the command line, in-process."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            rc = cli_main([str(a) for a in argv])
+        except SystemExit as e:  # argparse refusals
+            rc = int(e.code) if isinstance(e.code, int) else 2
+    return rc, out.getvalue(), err.getvalue()
+
+
+def _toml(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return json.dumps(value)
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_toml(v) for v in value) + "]"
+    return repr(value)
+
+
+def _write_job(path: Path, sections: dict) -> Path:
+    lines = []
+    for sec, body in sections.items():
+        lines.append(f"[{sec}]")
+        nested = {k: v for k, v in body.items() if isinstance(v, dict)}
+        lines += [f"{k} = {_toml(v)}" for k, v in body.items() if not isinstance(v, dict)]
+        for k, v in nested.items():
+            lines.append(f"[{sec}.{k}]")
+            lines += [f"{kk} = {_toml(vv)}" for kk, vv in v.items()]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def collect_jobs(quick: bool = False) -> list:
+    """``(label, input column values, [mechanism] table)``: one job per registered name a job can
+    feed, from its first canonical instance (labels for a closed alphabet; numbers in range;
+    a set column through pad-and-sample for a frequency oracle too)."""
+    reg = load_registry(kinds=KINDS)
+    jobs = []
+    for name in sorted(reg):
+        decl = reg[name]
+        if decl.kind not in JOB_KINDS:
+            continue
+        inst = dict(decl.canonical[0])
+        mech = decl.mechanism_class()(**inst)
+        eps = inst.get("epsilon")
+        if eps is None:
+            continue
+        params = {k: v for k, v in inst.items() if k not in ("epsilon", "d", "categories", "m", "on_long")}
+        spec: dict = {"name": name, "epsilon": eps}
+        if mech.input_kind == "number":
+            lo, hi = float(mech.lower), float(mech.upper)
+            values = [lo + (hi - lo) * k / 7 for k in range(8)] * 4
+        elif mech.input_kind == "set":
+            d = int(mech.domain_size)
+            items = [f"i{j}" for j in range(d)]
+            spec["categories"] = items
+            values = [[items[j % d], items[(j + 1) % d]][: int(mech.m)] for j in range(24)]
+            spec["on_long"] = "sample"
+        elif "d" in inst:
+            d = int(inst["d"])
+            items = [f"i{j}" for j in range(d)]
+            spec["categories"] = items
+            values = [items[j % d] for j in range(24)]
+            if not quick and name in ("krr", "oue"):  # a set column through pad-and-sample
+                jobs.append((f"{name} sets (pad-and-sample, m=2)", [[items[j % d], items[(j + 1) % d], items[(j + 2) % d]] for j in range(24)],
+                             {**spec, "m": 2, "on_long": "sample", "params": params} if params else {**spec, "m": 2, "on_long": "sample"}))
+        else:
+            continue
+        if params:
+            spec["params"] = params
+        jobs.append((name, values, spec))
+    return jobs
+
+
+def _collect_case(tmp: Path, label: str, values: list, spec: dict, seed: int) -> list:
+    fails = []
+    work = Path(tempfile.mkdtemp(dir=tmp))
+    col = pl.Series("v", values)
+    pl.DataFrame([pl.Series("user", np.arange(len(values), dtype=np.int64)), col]).write_parquet(work / "in.parquet")
+    job = _write_job(work / "job.toml", {"input": {"path": "in.parquet", "column": "v", "user_id": "user"}, "mechanism": spec,
+                                         "collection": {"seed": seed}, "output": {"estimates": "est.parquet", "reports": "reports"}})
+    rc, out, err = _run(["collect", job, "--json"])
+    if rc != 0:
+        return [f"exit status {rc}: {err.strip()[-200:]}"]
+    parts = sorted((work / "reports").glob("part-*.parquet"))
+    spec_read, _fp = read_report_spec(parts[0])
+    mech = mechanism_from_spec(spec_read)
+    reports = pl.concat([pl.read_parquet(p) for p in parts])
+    frame = pl.read_parquet(work / "in.parquet")
+    again = frame.ldp.privatize("v", mech, seed=seed, user_id="user")
+    if reports.columns != again.columns or any(reports[c].to_list() != again[c].to_list() for c in reports.columns):
+        fails.append("the job's reports differ from the namespace's privatize of the same column, seed and mechanism")
+    est = pl.read_parquet(work / "est.parquet")
+    want = reports.ldp.estimate(mech)
+    shared = [c for c in want.columns if c in est.columns]
+    if not shared or any(not np.allclose(np.asarray(est[c].to_list(), dtype=float), np.asarray(want[c].to_list(), dtype=float), equal_nan=True)
+                         for c in shared if c != "item"):
+        fails.append("the estimates file differs from the mechanism's estimate of the kept reports")
+    return fails
+
+
+def _ledger_case(tmp: Path, seed: int) -> list:
+    fails = []
+    work = Path(tempfile.mkdtemp(dir=tmp))
+    items = ["a", "b", "c"]
+    pl.DataFrame({"user": np.arange(30), "v": [items[j % 3] for j in range(30)]}).write_parquet(work / "in.parquet")
+    ledger = work / "pop.ledger"
+    Accountant.create(ledger, Population(name="verify", lifetime_cap="3")).close()
+    eps = 1.3
+
+    def job(query: str, out: str) -> Path:
+        return _write_job(work / f"{query}.toml", {"input": {"path": "in.parquet", "column": "v", "user_id": "user"},
+                                                   "mechanism": {"name": "krr", "epsilon": eps, "categories": items},
+                                                   "collection": {"seed": seed}, "output": {"estimates": out},
+                                                   "budget": {"ledger": "pop.ledger", "query_id": query}})
+    rc1 = _run(["collect", job("q1", "e1.parquet")])[0]
+    rc2 = _run(["collect", job("q1", "e1b.parquet")])[0]  # a retry of the same query id
+    with Accountant(ledger) as acc:
+        spent = acc.spent()
+    if rc1 != 0 or float(spent) < eps or float(spent) > math.nextafter(eps, math.inf):
+        fails.append(f"the first collection did not charge ε once (exit {rc1}, spent {float(spent)!r})")
+    with Accountant(ledger) as acc:
+        if acc.spent() != spent:
+            fails.append("a retry of the same query id was charged again")
+    rc3, _o, err = _run(["collect", job("q2", "e2.parquet")])
+    rc4, _o, err4 = _run(["collect", job("q3", "e3.parquet")])  # 3 × 1.3 > 3: refused
+    if rc3 != 0 or rc4 != 2 or (work / "e3.parquet").exists() or "Traceback" in err4:
+        fails.append(f"a query past the cap was not refused cleanly (exits {rc2}, {rc3}, {rc4})")
+    return fails
+
+
+def _partitioned_case(tmp: Path, seed: int) -> list:
+    work = Path(tempfile.mkdtemp(dir=tmp))
+    items = ["a", "b", "c", "d"]
+    for p in range(2):
+        pl.DataFrame({"user": np.arange(20 * p, 20 * p + 20), "v": [items[(j + p) % 4] for j in range(20)]}).write_parquet(work / f"in-{p}.parquet")
+    job = _write_job(work / "job.toml", {"input": {"path": "in-*.parquet", "column": "v", "user_id": "user"},
+                                         "mechanism": {"name": "oue", "epsilon": 1.5, "categories": items},
+                                         "collection": {"seed": seed}, "output": {"estimates": "est.parquet", "reports": "reports"}})
+    rc, _o, err = _run(["collect", job, "--executor", "local", "--json"])
+    if rc != 0:
+        return [f"partitioned collect: exit status {rc}: {err.strip()[-200:]}"]
+    rc, out, err = _run(["aggregate", work / "reports", "--mechanism-from-metadata", "--json"])
+    if rc != 0:
+        return [f"aggregate: exit status {rc}: {err.strip()[-200:]}"]
+    parts = sorted((work / "reports").rglob("part-*.parquet"))
+    mech = mechanism_from_spec(read_report_spec(parts[0])[0])
+    want = pl.concat([pl.read_parquet(p) for p in parts]).ldp.estimate(mech)
+    got = json.loads(out)
+    rows = got.get("estimates", got.get("rows", []))
+    est = [r["estimate"] for r in rows] if rows and isinstance(rows, list) else None
+    if est is None or not np.allclose(est, want["estimate"].to_list()):
+        return ["the aggregate of the parts differs from the estimate of all their reports"]
+    return []
+
+
+def _reproducible(argv: list, seed_flag: str = "--seed") -> list:
+    rc1, out1, err1 = _run(argv + [seed_flag, 3])
+    rc2, out2, _ = _run(argv + [seed_flag, 3])
+    rc3, out3, _ = _run(argv + [seed_flag, 4])
+    if rc1 != 0:
+        return [f"exit status {rc1}: {err1.strip()[-200:]}"]
+    if out1 != out2:
+        return ["the same seed gave another output"]
+    if out1 == out3:
+        return ["another seed gave the same output"]
+    return []
+
+
+def _refusals(tmp: Path) -> list:
+    work = Path(tempfile.mkdtemp(dir=tmp))
+    pl.DataFrame({"user": [1, 2, 3], "v": ["a", "b", "a"]}).write_parquet(work / "in.parquet")
+    base = {"input": {"path": "in.parquet", "column": "v"}, "mechanism": {"name": "krr", "epsilon": 1.0, "categories": ["a", "b"]},
+            "output": {"estimates": "est.parquet"}}
+    bad = {
+        "epsilon = 0": {**base, "mechanism": {**base["mechanism"], "epsilon": 0.0}},
+        "an unknown mechanism": {**base, "mechanism": {**base["mechanism"], "name": "no-such-mechanism"}},
+        "an unknown key": {**base, "collection": {"sede": 1}},
+        "a missing column": {**base, "input": {"path": "in.parquet", "column": "w"}},
+        "an item outside the categories": {**base, "mechanism": {**base["mechanism"], "categories": ["a", "c"]}},
+    }
+    fails = []
+    for label, sections in bad.items():
+        rc, _o, err = _run(["collect", _write_job(work / "bad.toml", sections)])
+        if rc == 0 or "Traceback" in err or (work / "est.parquet").exists():
+            fails.append(f"a job with {label} was not refused cleanly (exit {rc})")
+    return fails
+
+
+def workflow_rows(*, seed: int = 0, quick: bool = False, progress: Optional[Callable] = None) -> list:
+    """One row per workflow case (``name`` ``workflow …``, ``passed``, ``failures``)."""
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="ldp-verify-") as t:
+        tmp = Path(t)
+        pl.DataFrame({"w": (["apple"] * 40 + ["apply"] * 25 + ["banana"] * 20 + ["cherry"] * 15)}).write_parquet(tmp / "words.parquet")
+        cases: list = [(f"workflow collect {label}", (lambda v=values, s=spec, lb=label: _collect_case(tmp, lb, v, s, seed)))
+                       for label, values, spec in collect_jobs(quick)]
+        cases += [
+            ("workflow collect with a ledger", lambda: _ledger_case(tmp, seed)),
+            ("workflow collect --executor local + aggregate", lambda: _partitioned_case(tmp, seed)),
+            ("workflow collect refusals", lambda: _refusals(tmp)),
+            ("workflow simulate", lambda: _reproducible(["simulate", "--mechanism", "krr", "--d", 4, "--epsilon", 1.5, "--n", 300, "--json"])),
+            ("workflow simulate sets", lambda: _reproducible(["simulate", "--mechanism", "sample-oue", "--d", 5, "--m", 2, "--epsilon", 2, "--n", 200, "--json"])),
+            ("workflow demo", lambda: _reproducible(["demo", "--mechanism", "krr", "--epsilon", 2, "--n", 200, "--json"])),
+            ("workflow mean simulate", lambda: _reproducible(["mean", "simulate", "--mechanism", "duchi", "--epsilon", 1, "--n", 200, "--json"])),
+            ("workflow longitudinal simulate", lambda: _reproducible(["longitudinal", "simulate", "--mechanism", "l-grr", "--d", 3, "--epsilon-perm", 2, "--epsilon-1", 1, "--rounds", 2, "--n", 100, "--json"])),
+        ]
+        for method in ("pem", "treehist", "sfp"):
+            cases.append((f"workflow heavy-hitters {method}",
+                          lambda m=method: _reproducible(["heavy-hitters", "simulate", "--input", tmp / "words.parquet", "--column", "w", "--epsilon", 4,
+                                                          "--method", m, "--top-k", 3, "--json"])))
+        for label, run in cases:
+            try:
+                fails = run()
+            except Exception as e:  # noqa: BLE001 - a crash of a workflow is a failure, reported
+                fails = [f"{type(e).__name__}: {str(e)[:200]}"]
+            rows.append({"name": label, "instance": {}, "declared_epsilon": float("nan"), "realized_epsilon": float("nan"),
+                         "workflow": True, "failures": fails, "passed": not fails})
+    return rows
