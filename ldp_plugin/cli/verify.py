@@ -11,6 +11,7 @@ from ..registry import self_test, verify_instance, verify_name, wrapper_instance
 from ..verification import FAMILY_ALPHA, save_status
 from ..verification.privacy_paths import COVERAGE_MIN, measure
 from ..measurements import enable_ldp_features
+from ..verification.workflows import workflow_rows
 from ..progress import progress
 from ..verification.typescript_client import typescript_self_test, verify_typescript
 
@@ -150,6 +151,7 @@ def cmd_verify(args) -> int:
         if not args.names:  # the wrappers, verified through their own exact channels and real clients
             for j, (wname, mech) in enumerate(wrapper_instances()):
                 rows.append(verify_instance(mech, name=wname, instance=mech.params(), seed=args.seed + 7_000_001 * (j + 1), quick=args.quick, alpha=share))
+            rows += workflow_rows(seed=args.seed, quick=args.quick)  # the command line's privatize and collect paths
         return rows
 
     coverage = None
@@ -159,7 +161,7 @@ def cmd_verify(args) -> int:
         coverage.update({"threshold": least, "passed": least is None or coverage["percent"] >= least})
     else:
         rows = run()
-    save_status(rows, quick=args.quick, seed=args.seed)
+    save_status([r for r in rows if not r.get("workflow")], quick=args.quick, seed=args.seed)
     bugs = self_test(seed=args.seed, quick=args.quick) if args.self_test else []
     seconds = time.perf_counter() - t0
     ok = all(r["passed"] for r in rows) and all(b["caught"] for b in bugs) and (coverage is None or coverage["passed"])
@@ -181,6 +183,9 @@ def cmd_verify(args) -> int:
                 e = r["edge"]
                 print(f"{r['name']:<22} edge {e['parameter']}={e['value']!r} ({e['at']}) "
                       f"{'refused' if r.get('refusal', {}).get('refused') else 'exact' if 'refusal' not in r else 'NOT REFUSED'} {'PASS' if r['passed'] else 'FAIL'}")
+                continue
+            if r.get("workflow"):  # a command run in-process, held to the library path it claims to run
+                print(f"{r['name']:<48} {'PASS' if r['passed'] else 'FAIL: ' + '; '.join(r['failures'])}")
                 continue
             if r.get("random_draw") and not r.get("seeded_bug"):  # exact and sampling-path layers only
                 print(f"{r['name']:<22} {str(r['instance']):<48} eps={r['declared_epsilon']:<6g} realized={r['realized_epsilon']:<10.6g} "

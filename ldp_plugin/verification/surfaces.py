@@ -200,7 +200,7 @@ def _measurement(mech: Any, seed: int) -> tuple:
         fails.append("the population measurement's reports differ from the batch path on the same source")
     if pop.map(3) < 3 * eps:
         fails.append("the population map charges less than k·ε for k changed users")
-    maker = getattr(meas_mod, "make_" + str(getattr(mech, "name", "")).replace("-", "_"), None)
+    maker = getattr(meas_mod, "make_" + str(mech.name).replace("-", "_"), None)
     if maker is not None and type(mech).__module__.startswith("ldp_plugin."):
         try:
             built = maker(**mech.params())
