@@ -110,7 +110,7 @@ def collect_jobs(quick: bool = False) -> list:
             items = [f"i{j}" for j in range(d)]
             spec["categories"] = items
             values = [items[j % d] for j in range(24)]
-            if not quick and name in ("krr", "oue"):  # a set column through pad-and-sample
+            if not quick and not any("pad-and-sample" in j[0] for j in jobs):  # a set column through pad-and-sample (the first oracle)
                 jobs.append((f"{name} sets (pad-and-sample, m=2)", [[items[j % d], items[(j + 1) % d], items[(j + 2) % d]] for j in range(24)],
                              {**spec, "m": 2, "on_long": "sample", "params": params} if params else {**spec, "m": 2, "on_long": "sample"}))
         else:
