@@ -128,7 +128,7 @@ def verify_instance(mech, *, name: str, instance: dict, seed: int = 0, quick: bo
         ep = entry_points_layer(mech, quick=quick, alpha=alpha / 6, seed=seed + 13)
         out["entry_points"] = ep
         passed &= ep["passed"]
-    if "surfaces" in layers:  # the Polars namespace, the OpenDP measurements, the refusals
+    if "surfaces" in layers and (rates_target or not quick):  # the Polars namespace, the OpenDP measurements, the refusals (quick: a name's first instance)
         out["surfaces"] = surfaces_layer(mech, quick=quick, seed=seed + 17)
         passed &= out["surfaces"]["passed"]
     if "production" in layers:

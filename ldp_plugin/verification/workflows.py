@@ -105,11 +105,17 @@ def collect_jobs(quick: bool = False) -> list:
             spec["categories"] = items
             values = [[items[j % d], items[(j + 1) % d]][: int(mech.m)] for j in range(24)]
             spec["on_long"] = "sample"
-        elif "d" in inst:
-            d = int(inst["d"])
+        elif mech.categories is not None and "categories" not in decl.parameters:  # fixed labels (booleans)
+            values = [mech.categories[j % len(mech.categories)] for j in range(24)]
+        elif "d" in decl.parameters and mech.domain_size is not None:
+            d = int(mech.domain_size)
             items = [f"i{j}" for j in range(d)]
-            spec["categories"] = items
-            values = [items[j % d] for j in range(24)]
+            if "categories" in decl.parameters:
+                spec["categories"] = items
+                values = [items[j % d] for j in range(24)]
+            else:  # integer codes
+                spec["d"] = d
+                values = [j % d for j in range(24)]
             if not quick and not any("pad-and-sample" in j[0] for j in jobs):  # a set column through pad-and-sample (the first oracle)
                 jobs.append((f"{name} sets (pad-and-sample, m=2)", [[items[j % d], items[(j + 1) % d], items[(j + 2) % d]] for j in range(24)],
                              {**spec, "m": 2, "on_long": "sample", "params": params} if params else {**spec, "m": 2, "on_long": "sample"}))
