@@ -294,10 +294,14 @@ def _refusals(mech: Any, seed: int) -> tuple:
     batch = _batch_of(mech, values)
     reports = mech.randomize(batch, rng=SeededRandomSource(seed), **({"user_keys": _keys(len(values), SeededRandomSource(seed))} if keyed else {}))
     cols = {k: np.array(v, copy=True) for k, v in mech.base._to_columns(reports).items()}
-    field = next((f for f in mech.base.report_fields() if f.bound is not None and np.asarray(cols[f.name]).dtype.kind in "iu"), None)
+    # an int (or sorted) field's value at its bound, else the dtype's largest (a packed-bit field: only with padding bits)
+    def outside(f: Any) -> bool:
+        return f.bound is not None and np.asarray(cols[f.name]).dtype.kind in "iu" and (f.kind in ("int", "sorted") or (f.kind == "bits" and f.bound % 8 != 0))
+
+    field = next((f for f in mech.base.report_fields() if outside(f)), None)
     if field is not None:
         a = cols[field.name]
-        top = np.iinfo(a.dtype).max
+        top = np.iinfo(a.dtype).max if field.kind == "bits" else min(int(field.bound), int(np.iinfo(a.dtype).max))
         if a.ndim == 1:
             a[-1] = top
         else:
