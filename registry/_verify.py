@@ -66,7 +66,8 @@ outside), then that many random parameter draws (:mod:`ldp_plugin.verification.d
         mech = cls(**inst)
         rows.append(verify_instance(mech, name=decl.name, instance=dict(inst), seed=seed + 7919 * i, quick=quick, alpha=a, layers=layers, rates_target=i == 0))
     if draws:  # the edges of every declared domain first, then random draws beyond the canonical instances
-        rows += edge_rows(decl) if "exact" in layers else []
+        # the full run also drives the public surfaces (namespace, measurements, refusals) at every edge
+        rows += edge_rows(decl, layers=("exact",) if quick or "surfaces" not in layers else ("exact", "surfaces")) if "exact" in layers else []
         for j, (inst, mech) in enumerate(random_instances(decl, seed=seed, count=draws)):
             r = verify_instance(mech, name=decl.name, instance=inst, seed=seed + 104_729 * (j + 1), quick=quick, alpha=a,
                                 layers=tuple(x for x in DRAW_LAYERS if x in layers))
@@ -75,14 +76,15 @@ outside), then that many random parameter draws (:mod:`ldp_plugin.verification.d
     return rows
 
 
-def edge_rows(decl: Declaration) -> list[dict]:
+def edge_rows(decl: Declaration, *, layers: tuple = ("exact",)) -> list[dict]:
     """The edges of each declared parameter domain (:func:`~ldp_plugin.verification.draws.edge_instances`):
-    every instance at an end of a domain through the exact layer, and every value just outside one,
-    which the constructor must refuse (rows with ``edge``; ``random_draw`` so reports group them)."""
+    every instance at an end of a domain through ``layers`` (the exact layer; the full run adds the
+    surfaces layer), and every value just outside one, which the constructor must refuse (rows with
+    ``edge``; ``random_draw`` so reports group them)."""
     inside, outside = edge_instances(decl)
     rows = []
     for inst, mech, edge in inside:
-        r = verify_instance(mech, name=decl.name, instance=inst, layers=("exact",))
+        r = verify_instance(mech, name=decl.name, instance=inst, layers=layers)
         r.update({"random_draw": True, "edge": edge})
         rows.append(r)
     for inst, edge, refusal in outside:
