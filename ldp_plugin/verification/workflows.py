@@ -19,6 +19,11 @@ commands that randomize:
   streams; the aggregate of the parts equals the estimate of all their reports;
 * **simulate / demo / heavy-hitters / mean / longitudinal simulate**: exit status 0 and the same
   JSON for the same seed (reproducible, as documented), another one for another seed;
+* **attack** (every registered name declaring maximal-gain reports): the fakes are well-formed
+  reports the server accepts, and the gain they buy on the raw estimate stays within the certified
+  poisoning bound (where the instance has one); **shuffle** (full run, every pure oracle): the
+  shuffled batch as an OpenDP measurement gives well-formed reports, refuses a batch below its
+  minimum and a change past ``d_in = 2``; **namespace heavy hitters**: reproducible, the 40% string first;
 * **refusals**: a job with ε ≤ 0, an unknown mechanism, an unknown key, a missing column — exit
   status 2 with the library's message (no traceback), no output file.
 """
@@ -36,7 +41,14 @@ from typing import Any, Callable, Optional
 import numpy as np
 import polars as pl
 
+from .._errors import LDPParameterError
 from ..accountant import Accountant, Population
+from ..amplification.measurement import make_shuffle_amplified
+from ..mechanisms import reports as reports_mod
+from ..mechanisms.protocol import MaxGainAttack, SupportRates, has
+from ..robust.attack import measure_gain
+from ..robust.bounds import poison_bound
+from ..sampling import SeededRandomSource
 from ..cli import main as cli_main
 from ..collect import JOB_KINDS
 from ..persist import mechanism_from_spec, read_report_spec
@@ -237,6 +249,43 @@ def _reproducible(argv: list, seed_flag: str = "--seed", top: Optional[str] = No
     return []
 
 
+def _attack_case(mech: Any, seed: int) -> list:
+    """The maximal-gain attack: its fakes are well-formed reports (the server accepts every one),
+    and the gain they buy on the raw estimate stays within the certified poisoning bound."""
+    values = np.arange(60, dtype=np.int64) % int(mech.domain_size)
+    honest = mech.randomize(values, rng=SeededRandomSource(seed))
+    res = measure_gain(mech, honest, [0], fraction=0.1, rng=SeededRandomSource(seed + 1))
+    fakes = mech.max_gain_reports([0], res.m, rng=SeededRandomSource(seed + 1))
+    _ok, rejected = reports_mod.check_reports(mech, fakes)
+    fails = [f"{sum(rejected.values())} of the attack's fake reports are malformed"] if rejected else []
+    try:
+        bound = poison_bound(mech, res.before, poison_count=res.m)
+    except LDPParameterError:  # no certified bound for this instance (hash collisions): the fakes are still checked
+        return fails
+    if float(res.gain[0]) > float(np.asarray(bound.poison_shift)[0]) * (1 + 1e-9) + 1e-12:
+        fails.append(f"the attack's gain {float(res.gain[0]):.4g} exceeds the certified bound {float(np.asarray(bound.poison_shift)[0]):.4g}")
+    return fails
+
+
+def _shuffle_case(mech: Any) -> list:
+    """The shuffled batch as an OpenDP measurement: every report well-formed, a batch below the
+    guaranteed minimum refused before any report, the map 0 at d_in = 0 and refused past 2."""
+    n = 40
+    meas = make_shuffle_amplified(mech, n)
+    values = np.arange(n, dtype=np.int64) % int(mech.domain_size)
+    out = meas(values)
+    _ok, rejected = reports_mod.check_reports(mech, out)
+    fails = ["the shuffled batch holds malformed reports"] if rejected or reports_mod.report_count(mech, out) != n else []
+    for label, call in (("a batch below the minimum", lambda: meas(values[: n - 1])), ("d_in = 3", lambda: meas.map(3))):
+        try:
+            call()
+            fails.append(f"{label} was accepted")
+        except Exception as e:  # noqa: BLE001 - the library's error, through OpenDP's boundary
+            if "Traceback" in str(e)[:20]:
+                fails.append(f"{label}: a raw traceback")
+    return fails
+
+
 def _refusals(tmp: Path) -> list:
     work = Path(tempfile.mkdtemp(dir=tmp))
     pl.DataFrame({"user": [1, 2, 3], "v": ["a", "b", "a"]}).write_parquet(work / "in.parquet")
@@ -254,6 +303,16 @@ def _refusals(tmp: Path) -> list:
         rc, _o, err = _run(["collect", _write_job(work / "bad.toml", sections)])
         if rc == 0 or "Traceback" in err or (work / "est.parquet").exists():
             fails.append(f"a job with {label} was not refused cleanly (exit {rc})")
+    return fails
+
+
+def _namespace_discovery(path: Path, seed: int) -> list:
+    """``frame.ldp.heavy_hitters``: the same discoveries for the same seed, the 40% string first."""
+    frame = pl.read_parquet(path)
+    runs = [frame.ldp.heavy_hitters("w", epsilon=4.0, method=m, top_k=3, seed=seed, alphabet="ab", max_length=4) for m in ("pem", "sfp")]
+    again = frame.ldp.heavy_hitters("w", epsilon=4.0, method="pem", top_k=3, seed=seed, alphabet="ab", max_length=4)
+    fails = [] if runs[0].equals(again) else ["the same seed gave other discoveries"]
+    fails += [f"{m}: the string held by 40% of the users was not found first" for m, r in zip(("pem", "sfp"), runs) if r["item"].to_list()[:1] != ["abba"]]
     return fails
 
 
@@ -278,6 +337,18 @@ def workflow_rows(*, seed: int = 0, quick: bool = False, progress: Optional[Call
             ("workflow mean simulate", lambda: _reproducible(["mean", "simulate", "--mechanism", "duchi", "--epsilon", 1, "--n", 200, "--json"])),
             ("workflow longitudinal simulate", lambda: _reproducible(["longitudinal", "simulate", "--mechanism", "l-grr", "--d", 3, "--epsilon-perm", 2, "--epsilon-1", 1, "--rounds", 2, "--change-prob", 0.2, "--n", 100, "--json"])),
         ]
+        reg = load_registry(kinds=KINDS)
+        for name in sorted(reg):  # the attack and the shuffle, on every registered name that declares them
+            mech = reg[name].mechanism_class()(**reg[name].canonical[0])
+            if has(mech, MaxGainAttack) and mech.domain_size is not None and mech.input_kind == "value" and mech.categories is None:
+                cases.append((f"workflow attack {name}", lambda m=mech: _attack_case(m, seed)))
+            if has(mech, SupportRates) and mech.input_kind == "value" and mech.categories is None and not quick:
+                cases.append((f"workflow shuffle {name}", lambda m=mech: _shuffle_case(m)))
+        for kind in KINDS:  # ldp demo of one name of every other family
+            first = next((n for n in sorted(reg) if reg[n].kind == kind and "epsilon" in reg[n].canonical[0]), None)
+            if kind != "frequency" and first is not None:
+                cases.append((f"workflow demo {first}", lambda n=first: _reproducible(["demo", "--mechanism", n, "--epsilon", 2, "--n", 200, "--json"])))
+        cases.append(("workflow namespace heavy-hitters", lambda: _namespace_discovery(tmp / "words.parquet", seed)))
         for method in ("pem", "treehist", "sfp"):
             cases.append((f"workflow heavy-hitters {method}",
                           lambda m=method: _reproducible(["heavy-hitters", "simulate", "--input", tmp / "words.parquet", "--column", "w", "--epsilon", 4,
