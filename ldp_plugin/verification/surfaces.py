@@ -24,7 +24,9 @@ one per input kind), so a new kind reaches this layer as soon as it has a driver
   attribute code past its domain, a key–value pair with a value past ``[−1, 1]``) must raise the
   library's ``ValueError`` (never another exception), and the message must not repeat the value; a
   report batch with a row out of range is refused by the accumulator and, on the wire, rejected and
-  counted — never estimated.
+  counted — never estimated; the namespace refuses its own misuses (no mechanism, an unknown policy,
+  a missing or mistyped column, an empty frame, a null value, a repeated user id, cohorts or a query id
+  where they do not apply, an empty or incomplete reports frame) before any report exists.
 """
 
 from __future__ import annotations
@@ -43,7 +45,7 @@ from ..mechanisms.protocol import InputKind, Keyed, has
 from ..sampling import SeededRandomSource, chunk_source
 from .entry_points import _keys, entry_cases
 
-__all__ = ["surfaces_layer", "refusal_cases", "SENTINEL_CODE", "SENTINEL_LABEL"]
+__all__ = ["surfaces_layer", "refusal_cases", "namespace_refusals", "SENTINEL_CODE", "SENTINEL_LABEL"]
 
 #: values no message may repeat (they stand for a user's data)
 SENTINEL_CODE = 7_654_321
@@ -274,9 +276,42 @@ def refusal_cases(mech: Any) -> list:
     return cases
 
 
+def namespace_refusals(mech: Any) -> list:
+    """``(label, call, sentinel)``: misuses of ``frame.ldp.privatize`` / ``estimate`` the namespace
+    must refuse before any report exists (values, numbers and sets; other kinds have their own door)."""
+    kind = _kind(mech)
+    if kind not in ("value", "number", "set") or has(mech, Keyed):
+        return []
+    values = _values(mech)
+    n = len(values)
+    col = _column(mech, values)
+    ids = pl.Series("user", np.arange(n, dtype=np.int64))
+    df = pl.DataFrame([ids, col])
+    dup = pl.DataFrame([pl.Series("user", np.zeros(n, dtype=np.int64)), col])
+    nulls = pl.DataFrame([ids, pl.Series("v", [None] * n, dtype=col.dtype)])
+    wrong = pl.DataFrame([ids, pl.Series("v", [[1]] * n) if kind != "set" else pl.Series("v", [1.5] * n)])
+    reports = df.ldp.privatize("v", mech, seed=1)
+    return [
+        ("privatize with no mechanism", lambda: df.ldp.privatize("v", "krr"), None),
+        ("an unknown unknown= policy", lambda: df.ldp.privatize("v", mech, unknown="drop"), None),
+        ("keep_user_id without user_id", lambda: df.ldp.privatize("v", mech, keep_user_id=True), None),
+        ("unknown='other' without an other category", lambda: df.ldp.privatize("v", mech, unknown="other", other=SENTINEL_LABEL), None),
+        ("a missing column", lambda: df.ldp.privatize("w", mech), None),
+        ("a missing user id column", lambda: df.ldp.privatize("v", mech, user_id="uid"), None),
+        ("a column of the wrong type", lambda: wrong.ldp.privatize("v", mech), None),
+        ("an empty frame", lambda: df.head(0).ldp.privatize("v", mech), None),
+        ("a null value", lambda: nulls.ldp.privatize("v", mech, seed=1), None),
+        ("a repeated user id", lambda: dup.ldp.privatize("v", mech, user_id="user", seed=1), None),
+        ("query_id without an accountant", lambda: df.ldp.privatize("v", mech, query_id="q"), None),
+        ("cohorts= misused", lambda: df.ldp.privatize("v", mech, cohorts=-1 if mech.takes_cohorts else 7), None),
+        ("an empty reports frame", lambda: reports.head(0).ldp.estimate(mech), None),
+        ("a reports frame without its columns", lambda: reports.lazy().rename({reports.columns[-1]: "x"}).ldp.estimate(mech), None),
+    ]
+
+
 def _refusals(mech: Any, seed: int) -> tuple:
     fails: list = []
-    cases = refusal_cases(mech)
+    cases = refusal_cases(mech) + namespace_refusals(mech)
     for label, call, sentinel in cases:
         try:
             call()
