@@ -15,6 +15,9 @@ commands that randomize:
 * **ledger** (``[budget]``): the first run charges ε rounded up once, a retry of the same
   ``query_id`` charges nothing more, a query past the cap is refused (exit status 2) and writes no
   estimate;
+* **namespace with an accountant**: a spend per cohort before any report, a retried query id free
+  (its kept reports returned), past the period cap refused, misuses refused, the totals the same
+  when the ledger is reopened from its file;
 * **partitioned** (``--executor local``, then ``ldp aggregate``): each partition randomized on its own
   streams; the aggregate of the parts equals the estimate of all their reports;
 * **simulate / demo / heavy-hitters / mean / longitudinal simulate**: exit status 0 and the same
@@ -32,6 +35,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+from fractions import Fraction
 import json
 import math
 import tempfile
@@ -42,7 +46,8 @@ import numpy as np
 import polars as pl
 
 from .._errors import LDPParameterError
-from ..accountant import Accountant, Population
+from ..accountant import Accountant, BudgetExceededError, LedgerError, Population
+from ..mechanisms import KRR
 from ..amplification.measurement import make_shuffle_amplified
 from ..mechanisms import reports as reports_mod
 from ..mechanisms.protocol import MaxGainAttack, SupportRates, has
@@ -196,6 +201,46 @@ def _ledger_case(tmp: Path, seed: int) -> list:
     return fails
 
 
+def _accountant_case(tmp: Path, seed: int) -> list:
+    """The ledger through the namespace (``accountant=``): a spend per cohort before any report, a
+    retried query id free and its kept reports returned, a query past a cap refused with nothing
+    randomized, misuses refused, and the ledger reopened from its file with the same totals."""
+    fails: list = []
+    work = Path(tempfile.mkdtemp(dir=tmp))
+    path = work / "pop.ledger"
+    acc = Accountant.create(path, Population(name="verify", lifetime_cap="3", period_cap="2", period="day", cohorts=4))
+    mech = KRR(epsilon=1.0, categories=["a", "b", "c"])
+    df = pl.DataFrame({"user": np.arange(12), "v": ["a", "b", "c"] * 4})
+
+    def spend(q: str, cohorts: list, keep: bool = False):
+        return df.ldp.privatize("v", mech, seed=seed, user_id="user", accountant=acc, query_id=q, budget_cohorts=cohorts, keep_reports=keep)
+    first = spend("q1", [0, 1], keep=True)
+    again = spend("q1", [0, 1], keep=True)
+    if not first.equals(again) or acc.remaining([0]) != Fraction(1) or acc.remaining([2]) != Fraction(2):
+        fails.append("a spend or its retry was not charged exactly once per cohort (or the kept reports differ)")
+    spend("q2", [0])
+    try:
+        spend("q3", [0])
+        fails.append("a query past the period cap was not refused")
+    except BudgetExceededError:
+        pass
+    for label, call in (("cohorts past the population", lambda: spend("q4", [9])), ("no cohort", lambda: spend("q5", [])),
+                        ("an empty query id", lambda: spend("", [2])), ("a bad ledger path", lambda: Accountant(work)),
+                        ("a missing ledger", lambda: Accountant(work / "none.ledger")),
+                        ("a ledger created twice", lambda: Accountant.create(path, acc.population))):
+        try:
+            call()
+            fails.append(f"{label} was accepted")
+        except (LDPParameterError, LedgerError):
+            pass
+    totals = (acc.remaining_by_cohort(), len(acc.history()), acc.spent([0]))
+    acc.close()
+    with Accountant(path) as again_acc:
+        if (again_acc.remaining_by_cohort(), len(again_acc.history()), again_acc.spent([0])) != totals or totals[1] != 2:
+            fails.append("the reopened ledger holds other totals")
+    return fails
+
+
 def _partitioned_case(tmp: Path, seed: int) -> list:
     work = Path(tempfile.mkdtemp(dir=tmp))
     items = ["a", "b", "c", "d"]
@@ -326,6 +371,7 @@ def workflow_rows(*, seed: int = 0, quick: bool = False, progress: Optional[Call
                        for label, values, spec in collect_jobs(quick)]
         cases += [
             ("workflow collect with a ledger", lambda: _ledger_case(tmp, seed)),
+            ("workflow namespace with an accountant", lambda: _accountant_case(tmp, seed)),
             ("workflow collect --executor local + aggregate", lambda: _partitioned_case(tmp, seed)),
             ("workflow collect refusals", lambda: _refusals(tmp)),
             ("workflow simulate", lambda: _reproducible(["simulate", "--mechanism", "krr", "--d", 4, "--epsilon", 1.5, "--n", 300, "--json"])),
