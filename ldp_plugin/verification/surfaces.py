@@ -57,9 +57,25 @@ def _kind(mech: Any) -> str:
 
 
 def _values(mech: Any) -> list:
-    """One value per case of the mechanism's own driver (the mechanism itself: not a relabelled copy)."""
+    """One value per case of the mechanism's own driver (the mechanism itself: not a relabelled copy);
+    a mechanism whose channel is too large to enumerate (OLH at a large ε: 4·g outputs) still has its
+    surfaces driven, on the ends and the middle of its input domain."""
+    try:
+        cases = entry_cases(mech)
+    except LDPParameterError:
+        kind = _kind(mech)
+        if kind == "value":
+            items = list(mech.categories) if mech.categories is not None else list(range(int(mech.domain_size)))
+            return [items[0], items[len(items) // 2], items[-1]]
+        if kind == "number":
+            lo, hi = float(mech.lower), float(mech.upper)
+            return [lo, (lo + hi) / 2, hi]
+        if kind == "set":
+            items = list(mech.items)
+            return [[items[0]], items[: mech.m], [items[-1]]]
+        raise
     out = []
-    for _label, m, make, _keyed, _row, _x in entry_cases(mech):
+    for _label, m, make, _keyed, _row, _x in cases:
         if m is mech:
             v = make(1)[0]
             out.append(v.tolist() if isinstance(v, np.ndarray) else v)
