@@ -134,7 +134,8 @@ def collect_jobs(quick: bool = False) -> list:
                 spec["d"] = d
                 values = [j % d for j in range(24)]
             if not quick and not any("pad-and-sample" in j[0] for j in jobs):  # a set column through pad-and-sample (the first oracle)
-                jobs.append((f"{name} sets (pad-and-sample, m=2)", [[items[j % d], items[(j + 1) % d], items[(j + 2) % d]] for j in range(24)],
+                label = (lambda j: items[j % d]) if "categories" in spec else (lambda j: j % d)
+                jobs.append((f"{name} sets (pad-and-sample, m=2)", [[label(j), label(j + 1), label(j + 2)] for j in range(24)],
                              {**spec, "m": 2, "on_long": "sample", "params": params} if params else {**spec, "m": 2, "on_long": "sample"}))
         else:
             continue
