@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+import ldp_plugin as ldp
+
 from ldp_plugin.collect import JOB_KINDS
 from ldp_plugin.registry import KINDS, load_registry
 from ldp_plugin.verification import workflows as wf
@@ -43,3 +45,8 @@ def test_a_failed_command_is_reported_with_its_status(tmp_path):
     fails = wf._collect_case(tmp_path, "no-such", ["a", "b"], {"name": "no-such-mechanism", "epsilon": 1.0}, seed=0)
     assert fails and fails[0].startswith("exit status 2")
     assert not list(Path(tmp_path).rglob("est.parquet"))
+
+
+def test_the_namespace_ledger_and_the_attack(tmp_path):
+    assert wf._accountant_case(tmp_path, seed=2) == []
+    assert wf._attack_case(ldp.KRR(epsilon=1.0, d=4), seed=3) == []
