@@ -145,13 +145,13 @@ def collect_jobs(quick: bool = False) -> list:
     return jobs
 
 
-def _collect_case(tmp: Path, label: str, values: list, spec: dict, seed: int) -> list:
+def _collect_case(tmp: Path, label: str, values: list, spec: dict, seed: int, collection: Optional[dict] = None) -> list:
     fails = []
     work = Path(tempfile.mkdtemp(dir=tmp))
     col = pl.Series("v", values)
     pl.DataFrame([pl.Series("user", np.arange(len(values), dtype=np.int64)), col]).write_parquet(work / "in.parquet")
     job = _write_job(work / "job.toml", {"input": {"path": "in.parquet", "column": "v", "user_id": "user"}, "mechanism": spec,
-                                         "collection": {"seed": seed}, "output": {"estimates": "est.parquet", "reports": "reports"}})
+                                         "collection": {"seed": seed, **(collection or {})}, "output": {"estimates": "est.parquet", "reports": "reports"}})
     rc, out, err = _run(["collect", job, "--json"])
     if rc != 0:
         return [f"exit status {rc}: {err.strip()[-200:]}"]
@@ -160,11 +160,11 @@ def _collect_case(tmp: Path, label: str, values: list, spec: dict, seed: int) ->
     mech = mechanism_from_spec(spec_read)
     reports = pl.concat([pl.read_parquet(p) for p in parts])
     frame = pl.read_parquet(work / "in.parquet")
-    again = frame.ldp.privatize("v", mech, seed=seed, user_id="user")
+    again = frame.ldp.privatize("v", mech, seed=seed, user_id="user", cohorts=(collection or {}).get("cohort_salt"))
     if reports.columns != again.columns or any(reports[c].to_list() != again[c].to_list() for c in reports.columns):
         fails.append("the job's reports differ from the namespace's privatize of the same column, seed and mechanism")
     est = pl.read_parquet(work / "est.parquet")
-    want = reports.ldp.estimate(mech)
+    want = reports.ldp.estimate(mech, **{k: v for k, v in (collection or {}).items() if k in ("candidates", "postprocess")})
     shared = [c for c in want.columns if c in est.columns]
     if not shared or any(not np.allclose(np.asarray(est[c].to_list(), dtype=float), np.asarray(want[c].to_list(), dtype=float), equal_nan=True)
                          for c in shared if c != "item"):
@@ -371,6 +371,9 @@ def workflow_rows(*, seed: int = 0, quick: bool = False, progress: Optional[Call
         cases: list = [(f"workflow collect {label}", (lambda v=values, s=spec, lb=label: _collect_case(tmp, lb, v, s, seed)))
                        for label, values, spec in collect_jobs(quick)]
         cases += [
+            ("workflow collect open alphabet (orr, candidates, cohort salt)",
+             lambda: _collect_case(tmp, "orr open", ["maps", "mail", "chat", "maps"] * 6, {"name": "orr", "epsilon": 2.0, "params": {"k": 4, "cohorts": 4}},
+                                   seed, {"cohort_salt": 7, "candidates": ["maps", "mail", "chat"], "postprocess": "none"})),
             ("workflow collect with a ledger", lambda: _ledger_case(tmp, seed)),
             ("workflow namespace with an accountant", lambda: _accountant_case(tmp, seed)),
             ("workflow collect --executor local + aggregate", lambda: _partitioned_case(tmp, seed)),
