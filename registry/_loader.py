@@ -30,9 +30,9 @@ __all__ = [
 
 _REQUIRED = ("name", "summary", "constructor", "measurement", "privacy_unit", "privacy_map", "citation", "parameters", "canonical")
 _HERE = Path(__file__).resolve().parent
-#: the verification layers: the declared channel, the code that samples, the black box, and the server
+#: the verification layers: the declared channel, the code that samples, the black box, the public surfaces and the server
 ALL_LAYERS = ("exact", "sampling-path", "goodness-of-fit", "rates", "joint", "audit", "transcript", "production", "positions", "entry-points",
-              "estimators")
+              "surfaces", "estimators")
 #: what a declaration's ``kind`` may be: frequency oracles (the default, what ``load_registry()``
 #: returns), numeric means, longitudinal protocols (``epsilon_perm``/``epsilon_1`` instead of
 #: ``epsilon``; their clients need each user's secret key)

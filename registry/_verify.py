@@ -16,6 +16,7 @@ from ldp_plugin.verification.production import production_layer
 from ldp_plugin.verification.rates import rates_layer
 from ldp_plugin.verification.joint import joint_layer
 from ldp_plugin.verification.sampling_path import rate_layer, sampling_path_layer
+from ldp_plugin.verification.surfaces import surfaces_layer
 from ldp_plugin.verification.transcript import transcript_layer
 from ldp_plugin.mechanisms.protocol import Keyed, has
 
@@ -26,7 +27,8 @@ __all__ = ["verify", "verify_name", "edge_rows", "verify_instance", "verify_exac
 #: each layer's name and the key of its result in a row of :func:`verify_instance`
 LAYER_KEYS = (("exact", "exact"), ("sampling-path", "sampling_path"), ("goodness-of-fit", "goodness_of_fit"),
               ("rates", "rates"), ("joint", "joint"), ("audit", "audit"), ("transcript", "transcript"),
-              ("production", "production"), ("positions", "positions"), ("entry-points", "entry_points"), ("estimators", "estimators"))
+              ("production", "production"), ("positions", "positions"), ("entry-points", "entry_points"),
+              ("surfaces", "surfaces"), ("estimators", "estimators"))
 
 
 def failed_layers(row: dict) -> list:
@@ -68,7 +70,8 @@ the quick run) and on the first random draw (one shape)."""
         rows.append(verify_instance(mech, name=decl.name, instance=dict(inst), seed=seed + 7919 * i, quick=quick, alpha=a, layers=layers, rates_target=i == 0,
                                     estimator_shapes=(1 if quick else None) if i == 0 else 0))
     if draws:  # the edges of every declared domain first, then random draws beyond the canonical instances
-        rows += edge_rows(decl) if "exact" in layers else []
+        # the full run also drives the public surfaces (namespace, measurements, refusals) at every edge
+        rows += edge_rows(decl, layers=("exact",) if quick or "surfaces" not in layers else ("exact", "surfaces")) if "exact" in layers else []
         for j, (inst, mech) in enumerate(random_instances(decl, seed=seed, count=draws)):
             server = ("estimators",) if j == 0 and "estimators" in layers else ()
             r = verify_instance(mech, name=decl.name, instance=inst, seed=seed + 104_729 * (j + 1), quick=quick, alpha=a,
@@ -78,14 +81,15 @@ the quick run) and on the first random draw (one shape)."""
     return rows
 
 
-def edge_rows(decl: Declaration) -> list[dict]:
+def edge_rows(decl: Declaration, *, layers: tuple = ("exact",)) -> list[dict]:
     """The edges of each declared parameter domain (:func:`~ldp_plugin.verification.draws.edge_instances`):
-    every instance at an end of a domain through the exact layer, and every value just outside one,
-    which the constructor must refuse (rows with ``edge``; ``random_draw`` so reports group them)."""
+    every instance at an end of a domain through ``layers`` (the exact layer; the full run adds the
+    surfaces layer), and every value just outside one, which the constructor must refuse (rows with
+    ``edge``; ``random_draw`` so reports group them)."""
     inside, outside = edge_instances(decl)
     rows = []
     for inst, mech, edge in inside:
-        r = verify_instance(mech, name=decl.name, instance=inst, layers=("exact",))
+        r = verify_instance(mech, name=decl.name, instance=inst, layers=layers)
         r.update({"random_draw": True, "edge": edge})
         rows.append(r)
     for inst, edge, refusal in outside:
@@ -135,6 +139,9 @@ def verify_instance(mech, *, name: str, instance: dict, seed: int = 0, quick: bo
         ep = entry_points_layer(mech, quick=quick, alpha=alpha / 6, seed=seed + 13)
         out["entry_points"] = ep
         passed &= ep["passed"]
+    if "surfaces" in layers and (rates_target or not quick):  # the Polars namespace, the OpenDP measurements, the refusals (quick: a name's first instance)
+        out["surfaces"] = surfaces_layer(mech, quick=quick, seed=seed + 17)
+        passed &= out["surfaces"]["passed"]
     if "production" in layers:
         pr = production_layer(mech, quick=quick, alpha=alpha / 6)
         out["production"] = pr

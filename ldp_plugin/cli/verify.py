@@ -11,6 +11,8 @@ from ._common import registry as _registry_of
 from ..registry import self_test, verify_instance, verify_name, wrapper_instances
 from ..verification import FAMILY_ALPHA, save_status
 from ..verification.privacy_paths import COVERAGE_MIN, measure
+from ..measurements import enable_ldp_features
+from ..verification.workflows import workflow_rows
 from ..verification.system.run import system_rows, system_self_test
 from ..progress import progress
 from ..verification.typescript_client import typescript_self_test, verify_typescript
@@ -174,7 +176,9 @@ def verification_rows(names: list, *, seed: int, quick: bool, wrappers: bool) ->
     """The rows of one ``ldp verify`` run: every layer on every canonical instance (and the draws)
     of each name, then (``wrappers``: a run over the whole registry) the wrappers and the system
     layers (:mod:`ldp_plugin.verification.system`: rows with ``system_layer``). A module-level
-    function, so ``--coverage`` can run it in a fresh interpreter started under coverage."""
+    function, so ``--coverage`` can run it in a fresh interpreter started under coverage (which
+    opts in to OpenDP's features itself: the surfaces layer builds the OpenDP measurements)."""
+    enable_ldp_features()
     reg = _registry_of(True)
     share = FAMILY_ALPHA / len(names)
     rows = [r for i, n in enumerate(progress(names, total=len(names), desc="ldp verify", unit="mechanism"))
@@ -183,6 +187,7 @@ def verification_rows(names: list, *, seed: int, quick: bool, wrappers: bool) ->
         for j, (wname, mech) in enumerate(wrapper_instances()):
             rows.append(verify_instance(mech, name=wname, instance=mech.params(), seed=seed + 7_000_001 * (j + 1), quick=quick, alpha=share,
                                         estimator_shapes=1 if quick or j % 2 else None))
+        rows += workflow_rows(seed=seed, quick=quick)  # the command line's privatize and collect paths
         rows += system_rows(seed=seed, quick=quick)  # the deployment: device, shuffler, analyzer, wire
     return rows
 
@@ -199,6 +204,7 @@ def cmd_verify(args) -> int:
 
     if getattr(args, "client", "python") == "typescript":
         return _verify_typescript(args)
+    enable_ldp_features()  # this command is the caller that opts in: the surfaces layer builds the OpenDP measurements
     reg = _registry_of(True)
     names = args.names or sorted(reg)
     unknown = [n for n in names if n not in reg]
@@ -220,7 +226,7 @@ def cmd_verify(args) -> int:
         coverage.update({"threshold": least, "passed": least is None or coverage["percent"] >= least})
     else:
         rows = verification_rows(names, seed=args.seed, quick=args.quick, wrappers=not args.names)
-    save_status([r for r in rows if "system_layer" not in r], quick=args.quick, seed=args.seed)
+    save_status([r for r in rows if "system_layer" not in r and not r.get("workflow")], quick=args.quick, seed=args.seed)
     bugs = self_test(seed=args.seed, quick=args.quick) if args.self_test else []
     if args.self_test and not args.names:  # the system layers' seeded bugs
         bugs += system_self_test(seed=args.seed, quick=args.quick)
@@ -250,6 +256,9 @@ def cmd_verify(args) -> int:
                 e = r["edge"]
                 print(f"{r['name']:<22} edge {e['parameter']}={e['value']!r} ({e['at']}) "
                       f"{'refused' if r.get('refusal', {}).get('refused') else 'exact' if 'refusal' not in r else 'NOT REFUSED'} {'PASS' if r['passed'] else 'FAIL'}")
+                continue
+            if r.get("workflow"):  # a command run in-process, held to the library path it claims to run
+                print(f"{r['name']:<48} {'PASS' if r['passed'] else 'FAIL: ' + '; '.join(r['failures'])}")
                 continue
             if r.get("random_draw") and not r.get("seeded_bug"):  # exact and sampling-path layers only
                 print(f"{r['name']:<22} {str(r['instance']):<48} eps={r['declared_epsilon']:<6g} realized={r['realized_epsilon']:<10.6g} "

@@ -117,12 +117,15 @@ def _check_batch_shape(mech: Any, entry: str, batch: Any) -> None:
 
 
 def _tagging(fn: Callable) -> Callable:
-    """A client entry point whose batch carries the mechanism's spec (:mod:`.tagged`); its
-    batch's shape is checked first (:func:`_check_batch_shape`)."""
+    """A client entry point whose batch carries the mechanism's spec (:mod:`.tagged`); a bad call
+    (a misspelt or unknown keyword) is refused with :class:`LDPArgumentError` as ``estimate`` is,
+    and the batch's shape is checked first (:func:`_check_batch_shape`)."""
     entry = fn.__name__
+    _, bind = _strict_call(fn, entry)
 
     @functools.wraps(fn)
     def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
+        bind(self, args, kwargs)
         if args:
             _check_batch_shape(self, entry, args[0])
         return tag_reports(self, fn(self, *args, **kwargs))

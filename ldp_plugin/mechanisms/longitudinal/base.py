@@ -71,7 +71,7 @@ from ..base import MechanismBase
 from ..channel import Channel
 from ..lifetime import TranscriptModel, bound, check_relation, increment
 from ..mixins import MergeableCounts
-from ..reports import ReportField, report_count
+from ..reports import ReportField, checked_reports, report_count
 from ..protocol import Keyed, Verifiable
 
 __all__ = ["LongitudinalMechanism", "LGRR", "LifetimeTracker"]
@@ -435,6 +435,9 @@ class LongitudinalAccumulator(MergeableCounts):
         self.n = 0
 
     def add(self, reports: Any) -> "LongitudinalAccumulator":
+        # the one row-check path first: a report out of range is refused, never counted (a bucket or
+        # value code of 2**32 - 1 would otherwise size a count array of 32 GiB)
+        reports = checked_reports(self.mechanism, reports)
         stats = np.asarray(self.mechanism._statistics(reports), dtype=np.float64)
         self.counts = stats if self.counts is None else self.counts + stats
         self.n += report_count(self.mechanism, reports)
