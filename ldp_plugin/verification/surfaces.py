@@ -140,7 +140,7 @@ def _namespace(mech: Any, seed: int) -> list:
         got = df.ldp.privatize_key_values("k", mech, values="w", seed=seed)
         lazy = df.lazy().ldp.privatize_key_values("k", mech, values="w", seed=seed)
         ref = mech.randomize(_batch_of(mech, values), rng=chunk_source(seed, 0))
-        est = got.ldp.key_values(mech).drop("interval_kind")
+        est = got.ldp.key_values(mech).drop("interval_kind", "mean_interval_kind")  # the labels the adapter adds
         want = mech.estimate(ref).to_polars()
     else:
         df = pl.DataFrame([ids, _column(mech, values)])
