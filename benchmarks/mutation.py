@@ -625,7 +625,7 @@ class Bench:
         self.out = Path(args.out)
         self.out.parent.mkdir(parents=True, exist_ok=True)
         self.lock = threading.Lock()
-        self.fp_locks: dict = {}
+        self.fp_lock = threading.Lock()
         self.original_fp: dict = {}
 
     def tree(self, name: str) -> Path:
@@ -648,20 +648,29 @@ class Bench:
             print(out.strip() or f"reach recorded in {sec:.0f} s", flush=True)
         return json.loads(path.read_text())
 
-    def original_fingerprint(self, unit: str) -> dict:
+    def original_fingerprints(self, units: list) -> dict:
+        """The original's fingerprints of ``units`` (computed once, in one child, and kept on disk)."""
         with self.lock:
-            lock = self.fp_locks.setdefault(unit, threading.Lock())
-        with lock:
-            if unit not in self.original_fp:
-                path = self.work / "fingerprints" / f"{unit.replace(':', '_')}-seed{self.args.seed}.json"
-                path.parent.mkdir(exist_ok=True)
-                if not path.exists():
-                    rc, out, _ = _child(self.tree("base"), ["fingerprint", str(self.tree("base")), str(self.args.seed), str(self.work / "reports"), unit], timeout=3600)
+            missing = [u for u in units if u not in self.original_fp]
+        if missing:
+            with self.fp_lock:
+                path = self.work / f"fingerprints-seed{self.args.seed}.json"
+                known = json.loads(path.read_text()) if path.exists() else {}
+                todo = [u for u in missing if u not in known]
+                if todo:
+                    rc, out, _ = _child(self.tree("base"), ["fingerprint", str(self.tree("base")), str(self.args.seed), str(self.work / "reports"), *todo], timeout=7200)
                     if rc != 0:
-                        raise RuntimeError(f"fingerprint of the original {unit} failed: {out[-2000:]}")
-                    path.write_text(out.strip().splitlines()[-1])
-                self.original_fp[unit] = json.loads(path.read_text())
-            return self.original_fp[unit]
+                        raise RuntimeError(f"fingerprint of the original {todo} failed: {out[-2000:]}")
+                    got = json.loads(out.strip().splitlines()[-1])
+                    for u in todo:
+                        known[u] = {k: v for k, v in got.items() if k == u or k.startswith(u + "#")}
+                    path.write_text(json.dumps(known))
+                with self.lock:
+                    self.original_fp.update({u: known[u] for u in missing})
+        out: dict = {}
+        for u in units:
+            out.update(self.original_fp[u])
+        return out
 
     def one(self, worker: Worker, m: Mutant, reach: dict) -> dict:
         rec = {"key": m.key, "module": m.module, "line": m.line, "operator": m.operator, "new": m.new[:120], "at_import": m.at_import}
@@ -684,9 +693,7 @@ class Bench:
             how = f"error {res['error']} at {res.get('where', '')}" if "error" in res else f"failed {res.get('failed')}"
             return {**rec, "status": "killed", "how": how, "by": res.get("unit")}
         (self.work / "reports").mkdir(exist_ok=True)
-        original = {}
-        for u in units:
-            original.update(self.original_fingerprint(u))
+        original = self.original_fingerprints(units)
         rc, out, _ = worker.run(m, ["fingerprint", str(worker.tree), str(self.args.seed), str(self.work / "reports"), *units], max(timeout, 900))
         if rc != 0:
             return {**rec, "status": "survived", "equivalent": False, "differs": f"fingerprint run {'timed out' if rc is None else 'failed'}"}
@@ -730,7 +737,8 @@ class Bench:
             with self.lock:
                 with self.out.open("a") as f:
                     f.write(json.dumps(rec) + "\n")
-                print(f"{rec['status']:<12} {m.module}:{m.line} {m.operator} {rec.get('how', rec.get('differs', ''))!s:.100}", flush=True)
+                label = rec["status"] if rec["status"] != "survived" else ("equivalent" if rec["equivalent"] else "SURVIVED")
+                print(f"{label:<12} {m.module}:{m.line} {m.operator} {rec.get('how', rec.get('differs', ''))!s:.100}", flush=True)
 
         with ThreadPoolExecutor(self.args.jobs) as ex:
             list(ex.map(task, todo))
