@@ -63,7 +63,7 @@ the channel rebuilt by replaying the real client over every outcome of its sampl
 cannot be enumerated — keyed, rejection loops — their outputs on fixed seeds); the row each public
 entry point realizes (:func:`ldp_plugin.verification.positions.enumerate_client`, exact, or its
 keyed replicates on a fixed seed, or the outputs on a fixed seed); ``randomize_one`` and the wire
-round trip; and the server's estimate (projection and unbiased) on a fixed batch of reports made
+round trip; and the server's estimate (default, and without post-processing) on a fixed batch of reports made
 by the original code. Anything else is a surviving **non-equivalent** mutant: a blind spot of the
 verifier. Output-on-fixed-seed comparisons can call a mutant that only reorders its randomness
 non-equivalent, so the score is a lower bound.
@@ -571,8 +571,8 @@ def fingerprint(mech, *, full: bool, reports_file: Path) -> dict:
                 reports_file.write_bytes(pickle.dumps(_randomize(m, make(400), 400, SeededRandomSource(77), keyed)))
             except Exception as e:
                 reports_file.write_bytes(pickle.dumps(f"raises {type(e).__name__}"))
-        for post in ("projection", "unbiased"):
-            out[f"estimate {post}"] = _guard(lambda: m.estimate(pickle.loads(reports_file.read_bytes()), postprocess=post))
+        out["estimate"] = _guard(lambda: m.estimate(pickle.loads(reports_file.read_bytes())))
+        out["estimate none"] = _guard(lambda: m.estimate(pickle.loads(reports_file.read_bytes()), postprocess="none"))
     return out
 
 
@@ -654,7 +654,7 @@ class Bench:
             missing = [u for u in units if u not in self.original_fp]
         if missing:
             with self.fp_lock:
-                path = self.work / f"fingerprints-seed{self.args.seed}.json"
+                path = self.work / f"fingerprints-v2-seed{self.args.seed}.json"
                 known = json.loads(path.read_text()) if path.exists() else {}
                 todo = [u for u in missing if u not in known]
                 if todo:
@@ -691,7 +691,8 @@ class Bench:
             raise SystemExit(f"the child imported ldp_plugin from {res['where']}, not from the copy")
         if not res.get("passed"):
             how = f"error {res['error']} at {res.get('where', '')}" if "error" in res else f"failed {res.get('failed')}"
-            return {**rec, "status": "killed", "how": how, "by": res.get("unit")}
+            layers = sorted({x for f in res.get("failed", []) for x in f[2]}) or ["error"]
+            return {**rec, "status": "killed", "how": how, "by": res.get("unit"), "layers": layers}
         (self.work / "reports").mkdir(exist_ok=True)
         original = self.original_fingerprints(units)
         rc, out, _ = worker.run(m, ["fingerprint", str(worker.tree), str(self.args.seed), str(self.work / "reports"), *units], max(timeout, 900))
@@ -745,6 +746,16 @@ class Bench:
         summarize(self.out, [m.key for m in mutants])
 
 
+def _layers_of(how: str) -> list:
+    """The failing layers named in a ``how`` text (records written before ``layers`` was kept)."""
+    if not how.startswith("failed "):
+        return ["error" if how.startswith("error") else how.split(" ")[0]]
+    try:
+        return sorted({x for f in ast.literal_eval(how[len("failed "):]) for x in f[2]})
+    except (ValueError, SyntaxError):
+        return ["?"]
+
+
 def summarize(path: Path, keys: list | None = None) -> dict:
     """Counts, the score and the surviving non-equivalent mutants of a results file."""
     recs = [json.loads(x) for x in Path(path).read_text().splitlines() if x.strip()]
@@ -759,6 +770,14 @@ def summarize(path: Path, keys: list | None = None) -> dict:
     print(f"mutation score = killed / (killed + surviving non-equivalent) = {killed}/{killed + live} = {100 * score:.1f}%")
     kinds = Counter(r.get("how", "").split(" ")[0] for r in recs if r["status"] == "killed")
     print("killed by: " + ", ".join(f"{k} {v}" for k, v in kinds.items()))
+    layers = Counter(x for r in recs if r["status"] == "killed" for x in r.get("layers") or _layers_of(r.get("how", "")))
+    print("layers with a failing row (a mutant can fail several): " + ", ".join(f"{k} {v}" for k, v in layers.most_common()))
+    groups: dict = {}
+    for r in recs:
+        st = r["status"] if r["status"] != "survived" else ("equivalent" if r["equivalent"] else "surviving")
+        groups.setdefault(_group(r["module"]), Counter())[st] += 1
+    for g, cnt in sorted(groups.items()):
+        print(f"  {g:<11} " + ", ".join(f"{k} {v}" for k, v in sorted(cnt.items())))
     if blind:
         print("surviving non-equivalent mutants (blind spots):")
         for r in blind:
