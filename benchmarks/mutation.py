@@ -325,9 +325,20 @@ def all_mutants(tree_root: Path) -> list:
     return out
 
 
-def sample_mutants(mutants: list, count: int, seed: int, tree_root: Path) -> list:
+def source_of(rel: str, tree_root: Path | None = None) -> Path:
+    """The file of ``rel`` (a path in the installed layout) in a copy, or in the worktree."""
+    if tree_root is not None:
+        return tree_root / rel
+    for src, dest in sorted(LAYOUT.items(), key=lambda kv: -len(kv[1])):
+        if rel.startswith(dest + "/"):
+            return ROOT / src / rel[len(dest) + 1:]
+    raise ValueError(rel)
+
+
+def sample_mutants(mutants: list, count: int, seed: int, tree_root: Path | None = None) -> list:
     """``count`` valid mutants drawn without replacement, stratified by :data:`GROUP_WEIGHTS`, in a
-    fixed order for a fixed seed (invalid draws are skipped and replaced by the next draw)."""
+    fixed order for a fixed seed (invalid draws are skipped and replaced by the next draw; sources
+    read from ``tree_root``, a copy, or from the worktree)."""
     rng = random.Random(seed)
     by: dict = {}
     for m in sorted(mutants, key=lambda m: m.key):
@@ -336,7 +347,7 @@ def sample_mutants(mutants: list, count: int, seed: int, tree_root: Path) -> lis
 
     def valid(m):
         if m.rel not in sources:
-            text = (tree_root / m.rel).read_text(encoding="utf-8")
+            text = source_of(m.rel, tree_root).read_text(encoding="utf-8")
             sources[m.rel] = (text, ast.dump(ast.parse(text)))
         return is_valid(m, *sources[m.rel])
 

@@ -42,20 +42,20 @@ def _krr_mutant(bench, tree, line_text: str, operator: str, new: str):
     return found[0]
 
 
-def test_mutator_produces_valid_distinct_mutants_that_keep_line_numbers(bench, tree):
-    targets = bench.target_modules()
-    picked = [KRR, "ldp_plugin.sampling.source", "ldp_plugin.federated.shuffler", "ldp_plugin.adapters.polars_multi", "ldp_plugin.collect"]
-    assert set(picked) <= set(targets)
-    mutants = [m for mod in picked for m in bench.module_mutants(mod, targets[mod], (tree / targets[mod]).read_text(encoding="utf-8"))]
+def test_mutator_produces_valid_distinct_mutants_that_keep_line_numbers(bench):
+    picked = {KRR: KRR_REL, "ldp_plugin.sampling.source": "ldp_plugin/sampling/source.py",
+              "ldp_plugin.federated.shuffler": "ldp_plugin/federated/shuffler.py",
+              "ldp_plugin.adapters.polars_multi": "ldp_plugin/adapters/polars_multi.py", "ldp_plugin.collect": "ldp_plugin/collect.py"}
+    mutants = [m for mod, rel in picked.items() for m in bench.module_mutants(mod, rel, bench.source_of(rel).read_text(encoding="utf-8"))]
     assert len({m.key for m in mutants}) == len(mutants)
     assert {m.operator for m in mutants} == {"cmp", "arith", "const", "bool", "logic", "negate", "return", "index", "drop"}
     assert {bench._group(m.module) for m in mutants} == set(bench.GROUP_WEIGHTS)
-    sample = bench.sample_mutants(mutants, 40, 0, tree)
-    assert sample == bench.sample_mutants(mutants, 40, 0, tree)  # a fixed seed, a fixed sample
+    sample = bench.sample_mutants(mutants, 40, 0)
+    assert sample == bench.sample_mutants(mutants, 40, 0)  # a fixed seed, a fixed sample
     assert len(sample) == 40 and len(set(sample)) == 40
     assert sum(bench._group(m.module) in ("mechanisms", "sampling") for m in sample) >= 0.6 * 40
     texts = set()
-    sources = {rel: (tree / rel).read_text(encoding="utf-8") for rel in {m.rel for m in sample}}
+    sources = {rel: bench.source_of(rel).read_text(encoding="utf-8") for rel in {m.rel for m in sample}}
     dumps = {rel: ast.dump(ast.parse(text)) for rel, text in sources.items()}
     for m in sample:
         source = sources[m.rel]
@@ -65,11 +65,12 @@ def test_mutator_produces_valid_distinct_mutants_that_keep_line_numbers(bench, t
         texts.add((m.rel, text))
     assert len(texts) == 40
     # nothing inside a docstring, an annotation or an error message is mutated
-    source = (tree / KRR_REL).read_text(encoding="utf-8")
+    source = bench.source_of(KRR_REL).read_text(encoding="utf-8")
     doc_lines = set(range(1, ast.get_docstring(ast.parse(source), clean=False).count("\n") + 2))
     assert not [m for m in bench.module_mutants(KRR, KRR_REL, source) if m.line in doc_lines]
 
 
+@pytest.mark.slow  # four child processes, each importing the package and verifying k-RR
 def test_a_threshold_mutant_in_krr_is_killed_and_a_dtype_mutant_is_equivalent(bench, tree, tmp_path):
     b = bench.Bench(SimpleNamespace(workdir=str(tmp_path / "work"), out=str(tmp_path / "out.jsonl"), seed=0))
     (tmp_path / "work").mkdir(exist_ok=True)
