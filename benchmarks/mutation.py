@@ -779,6 +779,10 @@ def summarize(path: Path, keys: list | None = None) -> dict:
     blind = sorted((r for r in recs if r["status"] == "survived" and not r["equivalent"]), key=lambda r: (r["module"], r["line"]))
     print(f"\n{len(recs)} mutants: " + ", ".join(f"{k} {v}" for k, v in sorted(c.items())))
     print(f"mutation score = killed / (killed + surviving non-equivalent) = {killed}/{killed + live} = {100 * score:.1f}%")
+    unreached = c["not reached"]
+    if killed + live + unreached:
+        print(f"counting the not-reached mutants as survivors (a lower bound): {killed}/{killed + live + unreached} = "
+              f"{100 * killed / (killed + live + unreached):.1f}%")
     kinds = Counter(r.get("how", "").split(" ")[0] for r in recs if r["status"] == "killed")
     print("killed by: " + ", ".join(f"{k} {v}" for k, v in kinds.items()))
     layers = Counter(x for r in recs if r["status"] == "killed" for x in r.get("layers") or _layers_of(r.get("how", "")))
