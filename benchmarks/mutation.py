@@ -729,6 +729,8 @@ class Bench:
             done = {json.loads(x)["key"] for x in self.out.read_text().splitlines() if x.strip()}
         todo = [m for m in mutants if m.key not in done]
         print(f"{len(mutants)} mutants sampled (seed {self.args.seed}), {len(todo)} to run, {self.args.jobs} workers", flush=True)
+        for i in range(self.args.jobs):  # a run stopped mid-mutant leaves its copy mutated: fresh copies
+            shutil.rmtree(self.work / f"w{i}", ignore_errors=True)
         workers = [Worker(self.tree(f"w{i}")) for i in range(self.args.jobs)]
         free = list(workers)
         cv = threading.Condition()
