@@ -106,7 +106,7 @@ import coverage  # noqa: E402
 import numpy as np  # noqa: E402
 
 import ldp_plugin  # noqa: E402
-from ldp_plugin.registry import load_registry, verify_instance, verify_name, wrapper_instances  # noqa: E402
+from ldp_plugin.registry import verify_instance, verify_name, wrapper_instances  # noqa: E402
 from ldp_plugin.registry._verify import failed_layers  # noqa: E402
 from ldp_plugin.sampling import SeededRandomSource  # noqa: E402
 from ldp_plugin.verification import FAMILY_ALPHA  # noqa: E402
