@@ -60,7 +60,9 @@ at most 2×.
 channel), all of these are identical, mutant vs original: the declared channel (exact Fractions);
 the channel rebuilt by replaying the real client over every outcome of its sampler calls
 (:func:`ldp_plugin.verification.client_channel.client_channel`, exact Fractions; for clients that
-cannot be enumerated — keyed, rejection loops — their outputs on fixed seeds); the row each public
+cannot be enumerated — keyed, rejection loops — their outputs on fixed seeds); the real client on the
+real seeded source (the replay answers the sampling API itself, so a mutant inside a sampler
+primitive is seen only here and by the fixed reports: compared on fixed seeds); the row each public
 entry point realizes (:func:`ldp_plugin.verification.positions.enumerate_client`, exact, or its
 keyed replicates on a fixed seed, or the outputs on a fixed seed); ``randomize_one`` and the wire
 round trip; and the server's estimate (default, and without post-processing) on a fixed batch of reports made
@@ -567,6 +569,9 @@ def fingerprint(mech, *, full: bool, reports_file: Path) -> dict:
     if not full:
         return out
     out["client"] = _guard(lambda: _client_component(mech))
+    # the real sampler primitives on fixed seeds (the replay above answers the sampling API itself)
+    out["real source"] = _guard(lambda: [mech.sample_verification_outputs(x, 256, SeededRandomSource(2000 + x))
+                                         for x in range(min(mech.verification_input_count(), 64))])
     try:
         cases = entry_cases(mech)
     except Exception as e:
@@ -769,7 +774,31 @@ def _layers_of(how: str) -> list:
         return ["?"]
 
 
-def summarize(path: Path, keys: list | None = None) -> dict:
+def _equivalence_evidence(recs: list, workdir: Path | None) -> tuple:
+    """``(exact, seeded)``: equivalent mutants whose reached instances were all compared exactly,
+    and those where some component was compared by outputs on fixed seeds (needs the work directory's
+    reach and fingerprints; ``(0, 0)`` without them)."""
+    workdir = Path(workdir or os.path.join(tempfile.gettempdir(), "ldp-mutation"))
+    reach_files, fp = sorted(workdir.glob("reach-seed*.json")), sorted(workdir.glob("fingerprints-v2-seed*.json"))
+    if not reach_files or not fp:
+        return 0, 0
+    reach, prints = json.loads(reach_files[0].read_text()), json.loads(fp[0].read_text())
+    targets = target_modules()
+    exact = seeded = 0
+    for r in recs:
+        if r["status"] != "survived" or not r["equivalent"]:
+            continue
+        mod, line, col, end_line, end_col, op, new = r["key"].split(":", 6)
+        m = Mutant(mod, targets[mod], int(line), int(col), int(end_line), int(end_col), op, new, r["at_import"])
+        comps = [v for u in reached_units(m, reach) for inst in prints.get(u, {}).values() if isinstance(inst, dict) for v in inst.values()]
+        if any(str(v).startswith(("seeded", "NotEnumerable", "OutsideChannel")) for v in comps):
+            seeded += 1
+        else:
+            exact += 1
+    return exact, seeded
+
+
+def summarize(path: Path, keys: list | None = None, workdir: Path | None = None) -> dict:
     """Counts, the score and the surviving non-equivalent mutants of a results file."""
     recs = [json.loads(x) for x in Path(path).read_text().splitlines() if x.strip()]
     if keys is not None:
@@ -795,6 +824,10 @@ def summarize(path: Path, keys: list | None = None) -> dict:
         groups.setdefault(_group(r["module"]), Counter())[st] += 1
     for g, cnt in sorted(groups.items()):
         print(f"  {g:<11} " + ", ".join(f"{k} {v}" for k, v in sorted(cnt.items())))
+    exact, seeded = _equivalence_evidence(recs, workdir)
+    if exact + seeded:
+        print(f"equivalent: {exact} by exact channels only; {seeded} with some instance compared by fixed-seed outputs "
+              "(a client that cannot be enumerated)")
     if blind:
         print("surviving non-equivalent mutants (blind spots):")
         for r in blind:
