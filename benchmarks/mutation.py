@@ -775,27 +775,31 @@ def _layers_of(how: str) -> list:
 
 
 def _equivalence_evidence(recs: list, workdir: Path | None) -> tuple:
-    """``(exact, seeded)``: equivalent mutants whose reached instances were all compared exactly,
-    and those where some component was compared by outputs on fixed seeds (needs the work directory's
-    reach and fingerprints; ``(0, 0)`` without them)."""
+    """``(exact, seeded, unshown)``: equivalent mutants whose reached instances were all compared
+    exactly; those where some component was compared by outputs on fixed seeds; and mutants of a
+    sampler primitive whose originals were fingerprinted without the real-source component (needs the
+    work directory's reach and fingerprints; zeros without them)."""
     workdir = Path(workdir or os.path.join(tempfile.gettempdir(), "ldp-mutation"))
     reach_files, fp = sorted(workdir.glob("reach-seed*.json")), sorted(workdir.glob("fingerprints-v2-seed*.json"))
     if not reach_files or not fp:
-        return 0, 0
+        return 0, 0, 0
     reach, prints = json.loads(reach_files[0].read_text()), json.loads(fp[0].read_text())
     targets = target_modules()
-    exact = seeded = 0
+    exact = seeded = unshown = 0
     for r in recs:
         if r["status"] != "survived" or not r["equivalent"]:
             continue
         mod, line, col, end_line, end_col, op, new = r["key"].split(":", 6)
         m = Mutant(mod, targets[mod], int(line), int(col), int(end_line), int(end_col), op, new, r["at_import"])
         comps = [v for u in reached_units(m, reach) for inst in prints.get(u, {}).values() if isinstance(inst, dict) for v in inst.values()]
-        if any(str(v).startswith(("seeded", "NotEnumerable", "OutsideChannel")) for v in comps):
+        real = all("real source" in inst for u in reached_units(m, reach) for inst in prints.get(u, {}).values() if isinstance(inst, dict))
+        if _group(mod) == "sampling" and not real:
+            unshown += 1  # a sampler primitive, compared before the real-source component existed
+        elif any(str(v).startswith(("seeded", "NotEnumerable", "OutsideChannel")) for v in comps):
             seeded += 1
         else:
             exact += 1
-    return exact, seeded
+    return exact, seeded, unshown
 
 
 def summarize(path: Path, keys: list | None = None, workdir: Path | None = None) -> dict:
@@ -824,10 +828,10 @@ def summarize(path: Path, keys: list | None = None, workdir: Path | None = None)
         groups.setdefault(_group(r["module"]), Counter())[st] += 1
     for g, cnt in sorted(groups.items()):
         print(f"  {g:<11} " + ", ".join(f"{k} {v}" for k, v in sorted(cnt.items())))
-    exact, seeded = _equivalence_evidence(recs, workdir)
-    if exact + seeded:
+    exact, seeded, unshown = _equivalence_evidence(recs, workdir)
+    if exact + seeded + unshown:
         print(f"equivalent: {exact} by exact channels only; {seeded} with some instance compared by fixed-seed outputs "
-              "(a client that cannot be enumerated)")
+              f"(a client that cannot be enumerated); {unshown} sampler-primitive mutants not compared on the real source")
     if blind:
         print("surviving non-equivalent mutants (blind spots):")
         for r in blind:
