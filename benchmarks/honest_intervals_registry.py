@@ -85,7 +85,7 @@ def registry_table(runs: int, users: int, seconds: float) -> dict:
             cell = estimator_cell(mech, shape, R=runs, n=users, seed=1000 * i + j, alpha=alpha, seconds=seconds)
             for s in cell["statistics"]:
                 per_shape.setdefault(_group(s["label"]), {}).setdefault(shape, []).append({**s, "R": cell["R"]})
-        if has(mech, SupportRates) and mech.input_kind in (InputKind.VALUE, InputKind.SET):  # IBU's own intervals, one shape
+        if has(mech, SupportRates) and mech.input_kind == InputKind.VALUE:  # IBU's own intervals, one shape (the set oracles refuse IBU)
             cell = estimator_cell(mech, "zipf", R=runs, n=users, seed=1000 * i + 99, alpha=alpha, seconds=seconds, postprocess="ibu")
             for s in cell["statistics"]:
                 per_shape.setdefault("frequencies (IBU)", {}).setdefault("zipf", []).append({**s, "R": cell["R"]})

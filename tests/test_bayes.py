@@ -70,6 +70,11 @@ def test_ibu_refused_where_no_support_count_likelihood():
     s = ldp.SampleOne(mechanism=ldp.KRR(epsilon=1.0, d=5), m=2)
     with pytest.raises(LDPParameterError, match="ibu"):
         s.estimate(s.randomize([{0, 1}] * 20, rng=1), postprocess="ibu")
+    for sm in (ldp.PrivSet(epsilon=1.0, d=4, m=2), ldp.RapporSet(epsilon=1.0, d=4, m=2), ldp.Wheel(epsilon=1.0, d=4, m=2)):
+        reports = sm.randomize([{0, 1}] * 20, rng=1)  # the set oracles: no single-item likelihood
+        with pytest.raises(LDPParameterError, match="ibu"):
+            sm.estimate(reports, postprocess="ibu")
+        assert sm.estimate(reports, postprocess="projection").n == 20
 
 
 def test_bootstrap_seeded_and_checked():
