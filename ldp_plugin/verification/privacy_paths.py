@@ -11,7 +11,7 @@ an AST scan of the installed source trees ``ldp_plugin/``, ``adapters/`` and ``r
 * it takes a random source (a function with an ``rng`` or ``source`` parameter) or draws the
   operating system's randomness (``os.urandom``, ``secrets``: keys, nonces).
 
-Modules compiled by numba (``sampling.numba_kernels``, ``sampling._numba_aggregate``) are listed
+Modules compiled by numba (``sampling.numba_kernels``, ``sampling._numba_aggregate``, ``sampling._numba_lookup``) are listed
 but not measured: coverage.py cannot trace compiled code (their numpy twins are measured).
 
 The verifier itself (``ldp_plugin.verification``, the registry's verification driver and suite, the
@@ -53,7 +53,7 @@ ENTRY_POINTS = frozenset({"randomize", "randomize_encoded", "randomize_one", "_r
 #: the branch coverage the full ``ldp verify --coverage`` run requires (percent)
 COVERAGE_MIN = 95.0
 #: compiled by numba: listed, not measured (coverage.py cannot trace compiled code)
-UNTRACEABLE = frozenset({"ldp_plugin.sampling.numba_kernels", "ldp_plugin.sampling._numba_aggregate"})
+UNTRACEABLE = frozenset({"ldp_plugin.sampling.numba_kernels", "ldp_plugin.sampling._numba_aggregate", "ldp_plugin.sampling._numba_lookup"})
 #: the verifier: instruments the source, holds no user data
 _VERIFIER = ("ldp_plugin.verification", "ldp_plugin.registry._verify", "ldp_plugin.registry._suite", "ldp_plugin.cli.verify")
 _PACKAGE_ROOT = Path(__file__).resolve().parents[2]
