@@ -43,6 +43,7 @@ from .least_squares import least_squares_decode
 __all__ = [
     "POSTPROCESS_CHOICES",
     "FrequencyEstimate",
+    "lower_bounds",
     "debias",
     "pure_variance",
     "project_simplex",
@@ -140,6 +141,9 @@ class FrequencyEstimate:
     who reported (Wang et al.'s (arXiv 2016) θ: the randomization is the only noise); ``"population"`` the
     frequencies of a population the users are an i.i.d. sample of (the multinomial sampling
     variance ``θ(1−θ)/n`` is added; see :func:`retarget`).
+
+    ``interval_kind``: ``"interval"`` (the intervals cover at their confidence) or ``"bound"`` (only
+    ``ci_lower`` bounds each frequency from below, ``ci_upper`` is 1: :func:`lower_bounds`).
     """
 
     estimate: np.ndarray
@@ -152,6 +156,7 @@ class FrequencyEstimate:
     confidence: float
     items: tuple
     target: str = "sample"
+    interval_kind: str = "interval"
 
     def to_polars(self, truth: Optional[Sequence[float]] = None):
         """A tidy Polars frame ``item, estimate, std_error, ci_lower, ci_upper`` (``truth`` optional)."""
@@ -302,6 +307,17 @@ def finalize_estimate(
 
 
 TARGETS = ("sample", "population")
+
+
+def lower_bounds(est: "FrequencyEstimate") -> "FrequencyEstimate":
+    """The same estimate whose intervals claim only their lower limit (``interval_kind="bound"``,
+    ``ci_upper`` = 1): for set mechanisms with ``on_long="sample"``, where an item of a set longer
+    than ``m`` is reported with weight ``m/|X| < 1``. The raw estimate then targets the frequencies of
+    the sampled-down sets, which are at most the true ones, so ``ci_lower`` still bounds each true
+    frequency from below at the interval's one-sided level; no upper limit is identifiable."""
+    upper = np.ones_like(np.asarray(est.ci_upper, dtype=np.float64))
+    upper.setflags(write=False)
+    return dataclasses.replace(est, ci_upper=upper, interval_kind="bound")
 
 
 def retarget(est: "FrequencyEstimate", target: str) -> "FrequencyEstimate":

@@ -11,7 +11,7 @@ import numpy as np
 
 from .._errors import LDPInputError, LDPParameterError
 from .._validation import check_choice
-from ..estimation import FrequencyEstimate, check_postprocess, finalize_estimate, project_simplex, retarget
+from ..estimation import FrequencyEstimate, check_postprocess, finalize_estimate, lower_bounds, project_simplex, retarget
 from ..hashing import item_keys
 from ..sampling import RNGLike, as_source
 from .sets import ON_LONG, PAD, SetBatch, _check_duplicates, _is_series, _pl, as_set_batch, encode_items, is_item_batch, gather_sets, subsets_up_to
@@ -294,6 +294,13 @@ class SampleOne(MechanismBase):
         return self.estimate_from(self.accumulator().add(reports), candidates=candidates, postprocess=postprocess, confidence=confidence, target=target)
 
     def estimate_from(self, acc, *, candidates: Any = None, postprocess: str = "projection", confidence: float = 0.95, target: str = "sample") -> FrequencyEstimate:
+        """Set-item frequencies from an accumulator of the padded mechanism (:meth:`_set_estimate`);
+        with ``on_long="sample"`` the intervals are lower bounds (:func:`~ldp_plugin.estimation.lower_bounds`):
+        items of sets longer than ``m`` are under-counted."""
+        est = self._set_estimate(acc, candidates=candidates, postprocess=postprocess, confidence=confidence, target=target)
+        return lower_bounds(est) if self.on_long == "sample" else est
+
+    def _set_estimate(self, acc, *, candidates: Any, postprocess: str, confidence: float, target: str) -> FrequencyEstimate:
         """Set-item frequencies ``f̂ = m·θ̂`` from an accumulator of the padded mechanism.
 
         Standard errors include the randomness of the sampled slot: a holder of ``i`` supports

@@ -34,7 +34,7 @@ import numpy as np
 from .reports import ReportField
 from .mixins import SetInput
 from .._errors import LDPInputError, LDPParameterError
-from ..estimation import FrequencyEstimate, pure_variance, debias
+from ..estimation import FrequencyEstimate, lower_bounds, pure_variance, debias
 from ..exact import TWO64, exp_lower_bound, ratio_within_exp
 from .sets import gather_sets, subsets_up_to
 from .channel import Channel, floor_threshold
@@ -65,7 +65,9 @@ class SetAccumulator(FrequencyAccumulator):
         if postprocess == "ibu":
             raise LDPParameterError(f"postprocess='ibu' is not available for the set mechanism {self.mechanism.name!r}: its reports "
                                     "have no single-item likelihood (use 'projection', 'normalize' or 'none')")
-        return super().estimate(candidates=candidates, postprocess=postprocess, confidence=confidence)
+        est = super().estimate(candidates=candidates, postprocess=postprocess, confidence=confidence)
+        # users above m were sampled down: their items are under-counted, only lower limits hold
+        return lower_bounds(est) if self.mechanism.on_long == "sample" else est
 
 
 @dataclass(frozen=True, kw_only=True)

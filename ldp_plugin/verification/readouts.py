@@ -61,7 +61,8 @@ class Claim:
 def _frequencies(prefix: str, est: Any, truth: np.ndarray, limit: int = 16) -> list:
     raw, se, lo, hi = (np.asarray(a, dtype=np.float64) for a in (est.raw, est.std_error, est.ci_lower, est.ci_upper))
     k = min(raw.size, truth.size, limit)
-    return [Claim(f"{prefix}{i}", float(raw[i]), float(se[i]), float(lo[i]), float(hi[i]), float(truth[i])) for i in range(k)]
+    kind = str(getattr(est, "interval_kind", "interval"))  # "bound": the set mechanisms' sampled-down long sets
+    return [Claim(f"{prefix}{i}", float(raw[i]), float(se[i]), float(lo[i]), float(hi[i]), float(truth[i]), kind) for i in range(k)]
 
 
 def _ibu(prefix: str, est: Any, truth: np.ndarray, limit: int = 16) -> list:

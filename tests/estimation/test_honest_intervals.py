@@ -15,6 +15,7 @@ parameters and data shapes (fixed seeds), analytic tolerances and a power check 
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -175,3 +176,24 @@ def test_tree_ranges_ending_inside_a_leaf_cover_a_point_mass(cls):
     assert hit >= _coverage_bound(runs) * runs and interpolated == 0
     whole = m.estimate(m.randomize(x, rng=0)).range_fraction(0.3125, 0.375)
     assert whole.interval_kind == "interval"
+
+
+@pytest.mark.parametrize("make", [lambda: ldp.SampleOne(mechanism=ldp.KRR(epsilon=2.0, d=6), m=2, on_long="sample"),
+                                  lambda: ldp.PrivSet(epsilon=2.0, d=6, m=2, on_long="sample"),
+                                  lambda: ldp.RapporSet(epsilon=2.0, d=6, m=2, on_long="sample"),
+                                  lambda: ldp.Wheel(epsilon=2.0, d=6, m=2, on_long="sample")])
+def test_sampled_down_long_sets_give_lower_bounds(make):
+    """Every user holds 4 items, m = 2: each item is counted with weight 1/2, so the estimate targets
+    half the truth. The intervals are labelled lower bounds (upper limit 1) and the lower limits hold;
+    power: the symmetric interval around the estimate misses the truth (what an unlabelled interval claimed)."""
+    m = make()
+    sets = [{0, 1, 2, 3}] * 6000 + [{2, 3, 4, 5}] * 4000
+    truth = np.array([0.6, 0.6, 1.0, 1.0, 0.4, 0.4])
+    est = m.estimate(m.randomize(sets, rng=11), postprocess="none")
+    assert est.interval_kind == "bound" and np.all(np.asarray(est.ci_upper) == 1.0)
+    assert np.all(np.asarray(est.ci_lower) <= truth)
+    z = 1.959963984540054
+    assert np.any(np.asarray(est.raw) + z * np.asarray(est.std_error) < truth)
+    plain = dataclasses.replace(m, on_long="error")  # the default refuses long sets rather than under-count them
+    with pytest.raises(LDPInputError):
+        plain.randomize(sets[:3], rng=1)
