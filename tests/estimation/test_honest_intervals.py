@@ -24,23 +24,13 @@ import pytest
 import ldp_plugin as ldp
 from ldp_plugin._errors import LDPInputError
 from ldp_plugin.estimation import normal_quantile
+from ldp_plugin.verification.shapes import NUMBER_SHAPES, number_shape
 
 Z = normal_quantile(0.95)
 
 
-def _shape(name: str, n: int, gen: np.random.Generator) -> np.ndarray:
-    if name == "smooth":
-        return gen.beta(2, 5, n)
-    if name == "bimodal":
-        return np.where(gen.random(n) < 0.5, gen.normal(0.2, 0.04, n), gen.normal(0.75, 0.05, n)).clip(0, 1)
-    if name == "spiky":
-        return np.where(gen.random(n) < 0.4, 0.33, gen.random(n))
-    if name == "heavy-tailed":
-        return np.minimum(gen.pareto(1.2, n) / 20, 1.0)
-    return gen.choice([0.05, 0.33, 0.34, 0.9], size=n, p=[0.2, 0.3, 0.3, 0.2])  # point masses
-
-
-SHAPES = ["smooth", "bimodal", "spiky", "heavy-tailed", "point-masses"]
+_shape = number_shape  # the estimator layer's five number shapes
+SHAPES = list(NUMBER_SHAPES)
 RUNS = 120
 
 
