@@ -176,9 +176,9 @@ def verification_rows(names: list, *, seed: int, quick: bool, wrappers: bool) ->
     """The rows of one ``ldp verify`` run: every layer on every canonical instance (and the draws)
     of each name, then (``wrappers``: a run over the whole registry) the wrappers and the system
     layers (:mod:`ldp_plugin.verification.system`: rows with ``system_layer``). A module-level
-    function, so ``--coverage`` can run it in a fresh interpreter started under coverage (which
-    opts in to OpenDP's features itself: the surfaces layer builds the OpenDP measurements)."""
-    enable_ldp_features()
+    function, so ``--coverage`` can run it in a fresh interpreter started under coverage. The
+    surfaces layer builds OpenDP measurements: the caller has opted in to OpenDP's features
+    (``ldp.enable_ldp_features()``; the ``ldp verify`` command does, :func:`command_rows`)."""
     reg = _registry_of(True)
     share = FAMILY_ALPHA / len(names)
     rows = [r for i, n in enumerate(progress(names, total=len(names), desc="ldp verify", unit="mechanism"))
@@ -190,6 +190,14 @@ def verification_rows(names: list, *, seed: int, quick: bool, wrappers: bool) ->
         rows += workflow_rows(seed=seed, quick=quick)  # the command line's privatize and collect paths
         rows += system_rows(seed=seed, quick=quick)  # the deployment: device, shuffler, analyzer, wire
     return rows
+
+
+def command_rows(names: list, *, seed: int, quick: bool, wrappers: bool) -> list:
+    """:func:`verification_rows` as the ``ldp verify`` command runs it, in its own process (or the
+    fresh interpreter ``--coverage`` starts): the command is the caller that opts in to OpenDP's
+    features, in the process that builds the measurements."""
+    enable_ldp_features()
+    return verification_rows(names, seed=seed, quick=quick, wrappers=wrappers)
 
 
 def cmd_verify(args) -> int:
@@ -221,11 +229,11 @@ def cmd_verify(args) -> int:
     t0 = time.perf_counter()
     coverage = None
     if getattr(args, "coverage", False):  # branch coverage of every privacy-path module, measured on this run
-        rows, coverage = measure(functools.partial(verification_rows, names, seed=args.seed, quick=args.quick, wrappers=not args.names))
+        rows, coverage = measure(functools.partial(command_rows, names, seed=args.seed, quick=args.quick, wrappers=not args.names))
         least = args.coverage_min if args.coverage_min is not None else (None if args.quick else COVERAGE_MIN)
         coverage.update({"threshold": least, "passed": least is None or coverage["percent"] >= least})
     else:
-        rows = verification_rows(names, seed=args.seed, quick=args.quick, wrappers=not args.names)
+        rows = command_rows(names, seed=args.seed, quick=args.quick, wrappers=not args.names)
     save_status([r for r in rows if "system_layer" not in r and not r.get("workflow")], quick=args.quick, seed=args.seed)
     bugs = self_test(seed=args.seed, quick=args.quick) if args.self_test else []
     if args.self_test and not args.names:  # the system layers' seeded bugs
