@@ -364,6 +364,13 @@ class Accountant(_Releases, _OpenDPInterop, _ShuffleClaims):
         charged once: the same ε/cohorts/mechanism return the existing record (``retried=True``);
         anything else is an error.
         """
+        return self._spend(query_id, measurement, cohorts=cohorts, d_in=d_in, mechanism=mechanism, params=params, when=when, started=False)
+
+    def _spend(self, query_id: str, measurement: Any, *, cohorts: Optional[Iterable[int]], d_in: int, mechanism: Optional[str],
+               params: Optional[dict], when: Optional[datetime], started: bool) -> SpendRecord:
+        """:meth:`spend`; with ``started`` the release is marked ``started`` in the same transaction as
+        the charge, so a process killed at any instant leaves either nothing or a charged query whose
+        retry is refused as interrupted (never a charge without its release status)."""
         if not isinstance(query_id, str) or not query_id:
             raise LDPParameterError("query_id must be a non-empty string")
         if isinstance(d_in, bool) or not isinstance(d_in, int) or d_in < 0:
@@ -401,6 +408,8 @@ class Accountant(_Releases, _OpenDPInterop, _ShuffleClaims):
                 self._add_totals("cohort_total", cs, eps)
                 if key is not None:
                     self._add_totals("period_total", cs, eps, key)
+            if started:
+                con.execute("INSERT OR REPLACE INTO release_status(query_id, status, detail) VALUES (?, 'started', NULL)", (query_id,))
             con.execute("COMMIT")
         except BaseException:
             if con.in_transaction:

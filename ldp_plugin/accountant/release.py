@@ -25,16 +25,18 @@ class _Releases:
     def release(self, query_id: str, cost: Any, produce: Any, *, cohorts: Optional[Iterable[int]] = None, keep_reports: bool = False, **kw):
         """The one release path (``run`` and the Polars namespace use it): spend ``cost`` under
         ``query_id`` (atomic check-then-spend), then call ``produce()`` for the reports, marking the
-        release ``started`` → ``released`` (or ``partial`` if it fails after the spend). A retried
+        release ``started`` (in the spend's own transaction) → ``released`` (or ``partial`` if it fails after the spend). A retried
         query id (same spec) is charged once and returns the kept reports, or is refused with a
         message that says whether the first release completed."""
-        rec = self.spend(query_id, cost, cohorts=cohorts, **kw)
+        known = {"d_in", "mechanism", "params", "when"}
+        if set(kw) - known:
+            raise LDPParameterError(f"release() takes only {sorted(known)} besides cohorts and keep_reports")
+        rec = self._spend(query_id, cost, cohorts=cohorts, started=True, **{k: kw.get(k, 1 if k == "d_in" else None) for k in known})
         if rec.retried:
             kept = self.kept_reports(query_id)
             if kept is not None:
                 return kept
             raise LDPParameterError(self.retry_refusal(query_id))
-        self.mark_release(query_id, "started")
         try:
             out = produce()
         except BaseException as e:

@@ -172,6 +172,26 @@ def test_a_crash_mid_release_is_reported_on_retry(tmp_path):
         _FRAME.ldp.privatize("app", mech, user_id="uid", accountant=a2, query_id="done")
 
 
+def test_the_charge_and_its_started_mark_commit_together(tmp_path):
+    """No instant at which a killed process leaves a charge without its release status (a retry
+    would then be 'in progress' forever instead of refused as interrupted): the ``started`` row is
+    written inside the spend's own transaction, before its COMMIT."""
+    acc = _acc(tmp_path)
+    seen = []
+    acc._con.set_trace_callback(seen.append)
+    acc.release("q", 1, lambda: [1, 2])
+    acc._con.set_trace_callback(None)
+    begin = next(i for i, s in enumerate(seen) if s.startswith("BEGIN IMMEDIATE"))
+    commit = next(i for i, s in enumerate(seen) if i > begin and s.startswith("COMMIT"))
+    inside = seen[begin:commit]
+    assert any(s.startswith("INSERT INTO spend") for s in inside)
+    assert any("release_status" in s and "'started'" in s for s in inside)
+    assert acc.release_status("q") == "released"
+    with pytest.raises(LDPParameterError, match="release\\(\\) takes only"):
+        acc.release("q2", 1, lambda: [1], bogus=1)
+    assert acc.spent() == 1  # the refused call spent nothing
+
+
 def test_cli_epsilon_is_exact_decimal_text(tmp_path, cli):
     ledger = tmp_path / "c.sqlite"
     run = lambda *a: cli("budget", *a, "--json")  # noqa: E731
