@@ -18,6 +18,7 @@ is no allow-list: a violation is fixed in the code.
 from __future__ import annotations
 
 import ast
+import functools
 import re
 import shutil
 from collections import defaultdict
@@ -64,6 +65,27 @@ LAYERS = [
 LOCAL_IMPORTS_ALLOWED = {"ldp_plugin.cli",  # the command table (COMMANDS: one import per command)
                          "ldp_plugin.federated.app", "ldp_plugin.sampling.kernels", "ldp_plugin.sampling.numba_kernels", "ldp_plugin.sampling.cipher"}
 
+@functools.lru_cache(maxsize=None)
+def _parse_text(text: str) -> ast.Module:
+    return ast.parse(text)
+
+
+def _parse(path: Path) -> ast.Module:
+    """The module's syntax tree, parsed once per distinct source text (the guards and their planted
+    copies read the same files many times; the trees are only read, never changed)."""
+    return _parse_text(path.read_text(encoding="utf-8"))
+
+
+@functools.lru_cache(maxsize=None)
+def _nodes_of_text(text: str) -> tuple:
+    return tuple(ast.walk(_parse_text(text)))
+
+
+def _nodes(path: Path) -> tuple:
+    """Every node of the module's tree (``ast.walk`` order), computed once per distinct source text."""
+    return _nodes_of_text(path.read_text(encoding="utf-8"))
+
+
 def _module_name(src: str, rel: Path) -> str:
     parts = [SOURCES[src], *rel.with_suffix("").parts]
     if parts[-1] == "__init__":
@@ -81,7 +103,7 @@ def scan(root: Path) -> tuple[dict, dict]:
     imports = defaultdict(list)
     for mod, path in modules.items():
         package = mod if path.name == "__init__.py" else mod.rpartition(".")[0]
-        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        tree = _parse(path)
 
         def visit(node: ast.AST, in_function: bool) -> None:
             for child in ast.iter_child_nodes(node):
@@ -303,15 +325,15 @@ def class_switches(root: Path) -> list:
     (a consumer asks a declared capability — the Protocols of ``mechanisms/protocol.py`` — or a
     method, never the class)."""
     mech_dir = root / "ldp_plugin" / "mechanisms"
-    protocols = {n.name for n in ast.parse((mech_dir / "protocol.py").read_text(encoding="utf-8")).body if isinstance(n, ast.ClassDef)}
-    classes = {n.name for p in mech_dir.rglob("*.py") for n in ast.walk(ast.parse(p.read_text(encoding="utf-8")))
+    protocols = {n.name for n in _parse(mech_dir / "protocol.py").body if isinstance(n, ast.ClassDef)}
+    classes = {n.name for p in mech_dir.rglob("*.py") for n in _nodes(p)
                if isinstance(n, ast.ClassDef)} - protocols
     out = []
     for src in SOURCES:
         for path in sorted((root / src).rglob("*.py")):
             if mech_dir in path.parents:
                 continue
-            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            for node in _nodes(path):
                 if isinstance(node, ast.Call) and getattr(node.func, "id", None) in ("isinstance", "issubclass") and len(node.args) == 2:
                     named = {n.id for n in ast.walk(node.args[1]) if isinstance(n, ast.Name)}
                     named |= {n.attr for n in ast.walk(node.args[1]) if isinstance(n, ast.Attribute)}
@@ -357,7 +379,7 @@ def reexport_imports(root: Path) -> list:
     ``__init__``, the one place a name is re-exported) that does not define ``name`` itself: the
     import goes through a re-export, which must name the module that defines it instead."""
     modules, _ = scan(root)
-    trees = {m: ast.parse(p.read_text(encoding="utf-8")) for m, p in modules.items()}
+    trees = {m: _parse(p) for m, p in modules.items()}
     names = {m: _module_names(t) for m, t in trees.items()}
     out = []
     for mod, tree in trees.items():
@@ -420,7 +442,7 @@ def library_nodes(root: Path, *, outside_mechanisms: bool = False):
         for path in sorted((root / src).rglob("*.py")):
             if outside_mechanisms and mech_dir in path.parents:
                 continue
-            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            for node in _nodes(path):
                 yield path.relative_to(root), node
 
 
@@ -456,7 +478,7 @@ def test_probe_guard_catches_a_planted_probe(copy):
 def capability_isinstance(root: Path) -> list:
     """``isinstance(x, Capability)`` anywhere in the library: the protocols are not runtime-checkable;
     the one answer is ``has(x, Capability)``."""
-    caps = {n.name for n in ast.parse((root / "ldp_plugin" / "mechanisms" / "protocol.py").read_text(encoding="utf-8")).body
+    caps = {n.name for n in _parse(root / "ldp_plugin" / "mechanisms" / "protocol.py").body
             if isinstance(n, ast.ClassDef) and n.name not in ("Mechanism", "InputKind")}
     out = []
     for rel, node in library_nodes(root):
@@ -481,7 +503,7 @@ def test_polars_namespace_methods_are_in_the_class_body():
     """The ``ldp`` namespace is one class whose methods are all in its body (visible to IDEs and type
     checkers), registered on DataFrame and LazyFrame; nothing is attached after the class."""
     path = ROOT / "adapters" / "polars_namespace.py"
-    tree = ast.parse(path.read_text(encoding="utf-8"))
+    tree = _parse(path)
     body = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "_LDPNamespace")
     methods = {n.name for n in body.body if isinstance(n, ast.FunctionDef) and not n.name.startswith("_")}
     attached = [ast.unparse(n) for n in ast.walk(tree) if isinstance(n, ast.Assign)
