@@ -33,7 +33,9 @@ def _coverage_lines(coverage: dict) -> list:
              f"Measured with coverage.py (statements and branches) on this run, in a fresh interpreter started under coverage (module-level",
              f"lines count; every process the run starts is traced and combined): **{coverage['percent']:.1f}%** of {len(coverage['modules'])} modules selected by what they do",
              "(they import the sampling layer, or call or define a client entry point: `ldp_plugin.verification.privacy_paths`)"
-             + (f"; required {need:g}%: **{'met' if coverage['passed'] else 'NOT met'}**." if need is not None else "; no threshold (quick run)."), "",
+             + (f"; required {need:g}%: **{'met' if coverage['passed'] else 'NOT met'}**." if need is not None else "; no threshold (quick run)."),
+             *([f"Compiled by numba, listed and not measured (their numpy twins are, and the kernels layer holds each kernel to its twin): "
+                f"{', '.join(coverage['compiled'])}."] if coverage.get("compiled") else []), "",
              "| module | coverage | uncovered lines |", "|---|---|---|"]
     for mod, r in sorted(coverage["modules"].items(), key=lambda kv: kv[1]["percent"]):
         missing = r["missing_lines"]
