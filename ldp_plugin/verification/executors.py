@@ -113,7 +113,11 @@ def _check_mechanism(failures: list, tmp: Path, paths: list, mech: Any, seed: in
         if len(files) != len(paths) or not all(pl.read_parquet(f).equals(fr) for f, fr in zip(files, frames)):
             failures.append(f"{mech.name}, {name} executor: the report files differ from the serial release")
         for src in (str(out), str(out / "part-*.parquet"), files):
-            state = aggregate(src, executor=ex)
+            try:
+                state = aggregate(src, executor=ex)
+            except (LDPInputError, LDPParameterError) as e:
+                failures.append(f"{mech.name}, {name} executor: its own release refused ({type(e).__name__})")
+                continue
             if not (state.n == acc.n == sum(_ROWS) and np.array_equal(np.asarray(state.counts), np.asarray(acc.counts))):
                 failures.append(f"{mech.name}, {name} executor: aggregated counts differ from the in-memory accumulator")
     local = outs["local"]
@@ -157,9 +161,9 @@ def executors_layer(*, seed: int = 0, quick: bool = False, directory: Any = None
 
 
 def _refusals(failures: list, tmp: Path, paths: list, krr: Any, oue: Any, dask: bool) -> None:
-    krr_dir, oue_dir = tmp / f"{krr.name}-local", tmp / f"{oue.name}-local"
-    krr_files = sorted(str(p) for p in krr_dir.glob("part-*.parquet"))
-    oue_files = sorted(str(p) for p in oue_dir.glob("part-*.parquet"))
+    krr_dir = tmp / "refusals-krr"  # the library's own local executor (whatever executor was checked above)
+    krr_files = privatize_files(paths, "v", krr, krr_dir, seed=3, user_id="uid")
+    oue_files = privatize_files(paths, "v", oue, tmp / "refusals-oue", seed=3, user_id="uid")
     _refused(failures, "no sources", lambda: LocalExecutor().map_reduce(len, []))
     _refused(failures, "no matching file", lambda: resolve_paths(str(tmp / "none-*.parquet")))
     _refused(failures, "a missing file", lambda: resolve_paths([str(tmp / "missing.parquet")]))

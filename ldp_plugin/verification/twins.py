@@ -5,7 +5,7 @@ The twins are called explicitly (each dispatching function's ``backend`` argumen
 :func:`ldp_plugin.sampling.kernels.select`): no environment variable is set and no module global
 is patched, so both implementations run in one process. Checks, per kernel family:
 
-* **samplers** (``decode_runs``, ``sparse_runs``, ``batched_rejects``, ``floyd_sorted``): the same
+* **samplers and subsets** (``decode_runs``, ``sparse_runs``; ``batched_rejects``, ``floyd_sorted``): the same
   seeded stream through both backends gives the same output bit for bit **and the same requests**
   (sizes, in order: identical consumed randomness), at thresholds on both sides of the dense/sparse
   switch and of ``2**63`` (the complemented sparse path), shapes ``0, 1, 7, 8, 9, 63, 64, 65`` bits,
@@ -13,7 +13,7 @@ is patched, so both implementations run in one process. Checks, per kernel famil
   and sizes that cross a segment (full run). Crafted streams reach what a random one almost never
   does: a first block of zero bytes (dense: no event completes, every event comes from top-up
   blocks; subsets: every word rejected, more rejections than the kernel's buffer holds), a sparse
-  block whose draws all go to stage 3 (a region runs short: the segment continues on a new block),
+  block of bytes 0xFF (every draw a 1 at once: a region runs short, the segment continues on a new block),
   and a draw equal to a cutoff ``L_g`` (the stage-4 tie, decided exactly from further words). The
   dense decoder is also replayed by a plain reference (event = bit ``g`` of the threshold after ``g``
   zeros) over the bytes it was given; subsets are checked for size, order, range and ``x``.
@@ -26,10 +26,12 @@ is patched, so both implementations run in one process. Checks, per kernel famil
   arrays of several widths, with categories that cannot occur (too wide, ending in NUL), non-ASCII
   labels, a table whose few hashed columns collide into long probe runs (rebuilt on every column),
   and the first unknown value at the first, last and step-boundary positions.
-* **the secure source and the sampling API**: a request above the split threshold is filled by
+* **secure, refusals** (the secure source and the sampling API): a request above the split threshold is filled by
   several threads, each share uniform (χ², α = 1e−9) and distinct; a batch of two segments on the
   secure source has its worker-drawn law; the refusals of the samplers name the parameter, never
-  echo the value and draw nothing; the exact edges (probability 0 and 1, range 1) draw nothing.
+  echo the value and draw nothing; the exact edges (probability 0 and 1, range 1) draw nothing; a
+  unary row's listed positions are exactly ``p`` at ``p`` = 0 and 1 on the dense, sparse and
+  complemented paths; per-chunk seeded streams are one per chunk and partition.
 
 Without numba (the ``fast`` extra) only the numpy twins run against the references; the result's
 ``backends`` then lists ``numpy`` alone. Power: the seeded bugs ``lookup-step-boundary`` (the numpy
@@ -55,7 +57,7 @@ from ..sampling.cipher import random_backend
 from ..sampling.trace import PathTrace
 from .production import kernel_env, numba_available
 
-__all__ = ["kernels_layer", "IMPLEMENTATIONS", "RecordedSource", "reference_dense"]
+__all__ = ["kernels_layer", "FAMILIES", "IMPLEMENTATIONS", "RecordedSource", "reference_dense"]
 
 TWO64 = 1 << 64
 
@@ -275,7 +277,7 @@ def _subsets(run: _Run, seed: int, quick: bool) -> None:
                 results[b] = (out, src.requests)
                 if b == run.backends[0]:
                     _check_subsets(run, out, x, inc, d, k)
-            run.same("samplers", f"subsets d={d}, k={k}", results)
+            run.same("subsets", f"subsets d={d}, k={k}", results)
     # every word of the first block rejected (the word 0): redrawn in order; more than the kernel's buffer
     d, k, n = 1000, 300, 40
     x = np.arange(n, dtype=np.int64) * 24
@@ -286,9 +288,9 @@ def _subsets(run: _Run, seed: int, quick: bool) -> None:
         out = draw(src, x, inc, d, k, b)
         results[b] = (out, src.requests)
         if len(src.requests) < 2:
-            run.fail(f"samplers: subsets: the rejected words were not redrawn ({b})")
+            run.fail(f"subsets: the rejected words were not redrawn ({b})")
         _check_subsets(run, out, x, inc, d, k)
-    run.same("samplers", "subsets after a block of rejected words", results)
+    run.same("subsets", "after a block of rejected words", results)
     if not quick:  # two segments of rows
         n = subsets._SUBSET_SEG_DRAWS + 5
         x = np.arange(n, dtype=np.int64) % 17
@@ -297,18 +299,18 @@ def _subsets(run: _Run, seed: int, quick: bool) -> None:
         for b in run.backends:
             src = RecordedSource(seed + 6)
             results[b] = (draw(src, x, inc, 17, 1, b), src.requests)
-        run.same("samplers", f"subsets d=17, k=1, {n} rows (two segments)", results)
+        run.same("subsets", f"subsets d=17, k=1, {n} rows (two segments)", results)
 
 
 def _check_subsets(run: _Run, out: np.ndarray, x: np.ndarray, inc: np.ndarray, d: int, k: int) -> None:
     a = out.astype(np.int64)
     if a.shape != (x.size, k):
-        run.fail(f"samplers: subsets d={d}, k={k}: shape {a.shape}")
+        run.fail(f"subsets: d={d}, k={k}: shape {a.shape}")
         return
     if (a < 0).any() or (a >= d).any() or (k > 1 and not (a[:, 1:] > a[:, :-1]).all()):
-        run.fail(f"samplers: subsets d={d}, k={k}: a row is not a sorted subset of [0, d)")
+        run.fail(f"subsets: d={d}, k={k}: a row is not a sorted subset of [0, d)")
     if not np.array_equal((a == x[:, None]).any(axis=1), inc):
-        run.fail(f"samplers: subsets d={d}, k={k}: x is in a row iff include, violated")
+        run.fail(f"subsets: d={d}, k={k}: x is in a row iff include, violated")
 
 
 # -- aggregation and lookup -------------------------------------------------------------------------
@@ -348,6 +350,15 @@ def _aggregation(run: _Run, seed: int, quick: bool) -> None:
                     except LDPInputError as e:
                         if str(bad) in str(e).replace(f"[0, {size})", ""):
                             run.fail("aggregation: bounded_histogram's refusal echoes the value")
+    for what, call in (("float codes", lambda b: hist(np.zeros(3), 4, backend=b)), ("2-d codes", lambda b: hist(np.zeros((2, 2), np.int64), 4, backend=b)),
+                       ("unequal lengths", lambda b: grouped(np.zeros(3, np.int64), np.zeros(2, np.int64), 2, 2, backend=b))):
+        for b in run.backends:
+            run.cases["aggregation"] += 1
+            try:
+                call(b)
+                run.fail(f"aggregation: {what} counted ({b})")
+            except LDPInputError:
+                pass
     for n_groups, size in ((1, 1), (3, 5), (7, 64)):
         for n in [0, 1, 1000] + big:
             g, v = rng.integers(0, n_groups, n), rng.integers(0, size, n).astype(np.uint16)
@@ -368,7 +379,7 @@ def _aggregation(run: _Run, seed: int, quick: bool) -> None:
             except LDPInputError:
                 pass
     _columns(run, rng, quick)
-    _matching(run, rng)
+    _matching(run, rng, quick)
 
 
 def _columns(run: _Run, rng: np.random.Generator, quick: bool) -> None:
@@ -395,7 +406,7 @@ def _columns(run: _Run, rng: np.random.Generator, quick: bool) -> None:
     run.same("aggregation", "packed_column_counts strided", res)
 
 
-def _matching(run: _Run, rng: np.random.Generator) -> None:
+def _matching(run: _Run, rng: np.random.Generator, quick: bool) -> None:
     match, support, rows_hist = run.impl["rows_match"], run.impl["hashed_support"], run.impl["sorted_rows_histogram"]
     for m in (0, 1, 5, 1000):
         buf = rng.integers(0, 3, (m, 40), dtype=np.uint8)
@@ -408,12 +419,15 @@ def _matching(run: _Run, rng: np.random.Generator) -> None:
                     run.fail(f"aggregation: rows_match m={m}, offset {off}, length {L}: wrong rows ({b})")
             run.same("aggregation", f"rows_match {m} {off} {L}", res)
     if "numba" in run.backends:  # the compiled hashed support against its definition (the numpy path is the caller's loop)
-        for n, d in ((0, 3), (1, 1), (257, 65), (3000, 17)):
+        for n, d in ((0, 3), (1, 1), (257, 65), (3000, 17)) + (() if quick else (((1 << 18) + 1, 64),)):  # the last: a thread split
             a = rng.integers(0, 2**64, n, dtype=np.uint64) | np.uint64(1)
             bb = rng.integers(0, 2**64, n, dtype=np.uint64)
             width = rng.integers(0, 2**64, n, dtype=np.uint64)
             keys = np.concatenate([np.array([0, 2**64 - 1], np.uint64), rng.integers(0, 2**64, max(0, d - 2), dtype=np.uint64)])[:d]
-            want = (((a[:, None] * keys[None, :]) + bb[:, None]) < width[:, None]).sum(axis=0).astype(np.int64)
+            want = np.zeros(d, np.int64)
+            for lo in range(0, n, 1 << 14):
+                sl = slice(lo, lo + (1 << 14))
+                want += (((a[sl, None] * keys[None, :]) + bb[sl, None]) < width[sl, None]).sum(axis=0)
             got = support(a, bb, width, keys, backend="numba")
             run.cases["aggregation"] += 1
             if got is None or not np.array_equal(got, want):
@@ -421,7 +435,7 @@ def _matching(run: _Run, rng: np.random.Generator) -> None:
         run.cases["aggregation"] += 1
         if support(np.ones(2, np.uint64), np.ones(2, np.uint64), np.ones(2, np.uint64), np.ones(2, np.uint64), backend="numpy") is not None:
             run.fail("aggregation: hashed_support on the numpy backend did not leave the count to the caller")
-    for m, k, size in ((0, 3, 10), (1, 1, 1), (500, 4, 50), (70000, 3, 600)):
+    for m, k, size in ((0, 3, 10), (1, 1, 1), (500, 4, 50), (70000, 3, 600)) + (() if quick else ((700001, 3, 600),)):
         a = np.sort(np.stack([rng.choice(size, k, replace=False) for _ in range(min(m, 300))]), axis=1).astype(np.uint16) if m else np.zeros((0, k), np.uint16)
         if m > 300:
             a = np.tile(a, (-(-m // 300), 1))[:m]
@@ -482,6 +496,16 @@ def _lookup(run: _Run, seed: int, quick: bool) -> None:
                     if bad != want_bad or (bad < 0 and not np.array_equal(codes, want_codes)):
                         run.fail(f"lookup: {dtype}, {len(cats)} categories, n {n}, variant {j}: not the dictionary lookup ({b})")
                 run.same("lookup", f"{dtype} {len(cats)} {n} {j}", res)
+    many = tuple(f"{(i * 2654435761) % 10**9:09d}" for i in range(1 << 15))  # categories x varying columns beyond the column search
+    for values, want in ((np.array(many[::97], dtype="U9"), -1), (np.array(many[::97] + ("zz",), dtype="U9"), 338)):
+        for b in run.backends:
+            codes, bad = lookup(values, many, backend=b)
+            run.cases["lookup"] += 1
+            if bad != want or (bad < 0 and not np.array_equal(codes, np.arange(0, 1 << 15, 97))):
+                run.fail(f"lookup: 2**15 categories: not the dictionary lookup ({b})")
+    run.cases["lookup"] += 1
+    if row_lookup.lookup_backend() != agg.aggregate_backend():
+        run.fail("lookup: the text lookup and the aggregation report different backends for one call size")
     lst = ["a", b"bc", "zz", 3]
     run.cases["lookup"] += 1
     got = row_lookup.list_codes(lst, texts)
@@ -596,6 +620,15 @@ def _api(run: _Run) -> None:
     with kernel_env("numba"):  # the fast value without its package: an ImportError naming the extra
         _refused(run, "fast path without its package", lambda s: _env.use_fast("LDP_PLUGIN_KERNELS", "numpy", "numba", lambda: None, "numba"),
                  "ldp-plugin[fast]", kind=ImportError)
+    # unary rows: the listed positions redrawn with p, on the dense, sparse and complemented paths
+    for q in (1 << 63, 1 << 40, TWO64 - (1 << 40)):
+        src = RecordedSource(5)
+        pos = np.array([[0, 8], [9, 9], [3, 16], [16, 1]])
+        for p_t, bit in ((TWO64, 1), (0, 0)):
+            rows = src.bernoulli_rows(q, 4, 17, pos, p_t)
+            run.cases["refusals"] += 1
+            if not (_bits(rows, 17).reshape(4, 17)[np.arange(4)[:, None], pos] == bit).all() or (rows[:, -1] >> 1).any():
+                run.fail(f"refusals: bernoulli_rows with p = {bit}: a listed position is not {bit}, or padding set (q {q:#x})")
     # the exact edges draw nothing
     src = RecordedSource(0)
     edges = [src.bernoulli(0, 5).sum() == 0, src.bernoulli(TWO64, 5).all(), (src.uniform_int(1, 4) == 0).all(),
@@ -612,18 +645,34 @@ def _api(run: _Run) -> None:
         run.fail("refusals: chunk streams are not one per chunk and partition")
 
 
-def kernels_layer(*, seed: int = 0, quick: bool = False, directory: Any = None, impl: Optional[dict] = None) -> dict:
+#: the layer's families of checks, in order
+FAMILIES = ("samplers", "subsets", "aggregation", "lookup", "secure", "refusals")
+
+
+def kernels_layer(*, seed: int = 0, quick: bool = False, directory: Any = None, impl: Optional[dict] = None,
+                  only: Optional[tuple] = None) -> dict:
     """Every check of the module docstring: ``{"layer", "passed", "failures", "cases", "backends",
     "secure", "seconds"}``. ``impl`` replaces entries of :data:`IMPLEMENTATIONS` (a seeded bug);
-    ``directory`` is unused (the layer writes nothing)."""
+    ``only`` runs some of :data:`FAMILIES` (default: all); ``directory`` is unused (nothing is written)."""
     t0 = time.perf_counter()
     backends = ("numpy", "numba") if numba_available() else ("numpy",)
     run = _Run(backends, {**IMPLEMENTATIONS, **(impl or {})})
-    _dense_and_sparse(run, seed, quick)
-    _subsets(run, seed, quick)
-    _aggregation(run, seed, quick)
-    _lookup(run, seed, quick)
-    secure = _secure(run, quick)
-    _api(run)
+    todo = FAMILIES if only is None else tuple(only)
+    if set(todo) - set(FAMILIES):
+        raise LDPParameterError(f"only must name some of {FAMILIES}")
+    secure: dict = {}
+    for family in todo:
+        if family == "samplers":
+            _dense_and_sparse(run, seed, quick)
+        elif family == "subsets":
+            _subsets(run, seed, quick)
+        elif family == "aggregation":
+            _aggregation(run, seed, quick)
+        elif family == "lookup":
+            _lookup(run, seed, quick)
+        elif family == "secure":
+            secure = _secure(run, quick)
+        else:
+            _api(run)
     return {"layer": "kernels", "passed": not run.failures, "failures": run.failures, "cases": dict(run.cases), "backends": list(backends),
             "secure": secure, "seconds": round(time.perf_counter() - t0, 2)}
