@@ -478,17 +478,20 @@ def _lookup(run: _Run, seed: int, quick: bool) -> None:
         labels = [c.encode() if dtype[0] == "S" and isinstance(c, str) else c for c in cats]
         fits = [c for c in labels if len(c) <= width and not c.endswith("\x00" if isinstance(c, str) else b"\x00")]
         pool = np.array(fits or ["x"], dtype=dtype)
+        pool_codes = _reference_codes(pool, cats)[0]  # the dictionary lookup of each distinct value
+        unknown = np.array(["zz" if dtype[0] == "U" else b"zz"], dtype=dtype)
+        unknown_code = int(_reference_codes(unknown, cats)[0][0])
         for n in (0, 1, 333, n_step) + (() if quick else ((1 << 19) + 7,)):
-            values = pool[rng.integers(0, pool.size, n)] if n else np.zeros(0, dtype=dtype)
-            variants = [values]
-            if n:
-                unknown = np.array(["zz" if dtype[0] == "U" else b"zz"], dtype=dtype)[0]
-                for pos in sorted({0, n - 1, min(n - 1, row_lookup._STEP)}):
-                    v = values.copy()
-                    v[pos] = unknown
-                    variants.append(v)
-            for j, v in enumerate(variants):
-                want_codes, want_bad = _reference_codes(v, cats)
+            idx = rng.integers(0, pool.size, n)
+            values = pool[idx] if n else np.zeros(0, dtype=dtype)
+            variants = [(values, pool_codes[idx])]
+            for pos in sorted({0, n - 1, min(n - 1, row_lookup._STEP)}) if n else ():
+                v, want = values.copy(), pool_codes[idx]
+                v[pos], want[pos] = unknown[0], unknown_code
+                variants.append((v, want))
+            for j, (v, want_codes) in enumerate(variants):
+                missing = np.flatnonzero(want_codes < 0)
+                want_bad = int(missing[0]) if missing.size else -1
                 res = {}
                 for b in run.backends:
                     codes, bad = lookup(v, cats, backend=b)
