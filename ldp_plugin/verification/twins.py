@@ -337,7 +337,10 @@ def _aggregation(run: _Run, seed: int, quick: bool) -> None:
                         run.fail(f"aggregation: bounded_histogram {np.dtype(dtype).name}, size {size}, n {n}: not np.bincount ({b})")
                 run.same("aggregation", f"bounded_histogram {np.dtype(dtype).name} {size} {n}", res)
             # one value out of range, at a block edge, at the end, in a signed dtype below 0: refused by both
-            for pos, bad in ((2048, size), (4 * 2048 + 2, size), (5, -1)):
+            info = np.iinfo(dtype)
+            for pos, bad in ((2048, size), (4 * 2048 + 2, size), (5, -1), (2047, int(info.max)), (3, int(info.min))):
+                if bad in range(size):
+                    continue
                 if (bad < 0 and np.iinfo(dtype).min == 0) or bad > np.iinfo(dtype).max:
                     continue
                 a = rng.integers(0, size, 4 * 2048 + 3).astype(dtype)
@@ -485,6 +488,8 @@ def _lookup(run: _Run, seed: int, quick: bool) -> None:
             idx = rng.integers(0, pool.size, n)
             values = pool[idx] if n else np.zeros(0, dtype=dtype)
             variants = [(values, pool_codes[idx])]
+            if n > 2:  # a strided view (read through a contiguous copy)
+                variants.append((values[::2], pool_codes[idx][::2]))
             for pos in sorted({0, n - 1, min(n - 1, row_lookup._STEP)}) if n else ():
                 v, want = values.copy(), pool_codes[idx]
                 v[pos], want[pos] = unknown[0], unknown_code
@@ -632,6 +637,18 @@ def _api(run: _Run) -> None:
             run.cases["refusals"] += 1
             if not (_bits(rows, 17).reshape(4, 17)[np.arange(4)[:, None], pos] == bit).all() or (rows[:, -1] >> 1).any():
                 run.fail(f"refusals: bernoulli_rows with p = {bit}: a listed position is not {bit}, or padding set (q {q:#x})")
+    # a uniform word equal to the threshold, digit by digit (W == T is not below T), and one below it
+    T = 0x9E3779B97F4A7C15
+    digits = ((T & ((1 << 60) - 1)) << 4).to_bytes(8, "big")
+    for last, want in ((digits[7], False), (digits[7] - 1, True)):
+        def script(i: int, blk: np.ndarray, last: int = last) -> np.ndarray:
+            fill = (T >> 60) * 17 if i == 0 else (digits[i - 1] if i < 8 else last)
+            return np.full_like(blk, fill)
+        src = RecordedSource(6, script=script)
+        got = src.bernoulli(T, 6)
+        run.cases["refusals"] += 1
+        if not (got == want).all() or len(src.requests) != 9:
+            run.fail(f"refusals: bernoulli with a word {'equal to' if not want else 'just below'} the threshold is not {want}")
     # the exact edges draw nothing
     src = RecordedSource(0)
     edges = [src.bernoulli(0, 5).sum() == 0, src.bernoulli(TWO64, 5).all(), (src.uniform_int(1, 4) == 0).all(),
