@@ -30,17 +30,18 @@ import os
 import socket
 import tempfile
 import time
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import numpy as np
 import polars as pl
 
 from .._errors import LDPInputError, LDPParameterError
 from ..adapters import frame_to_reports, privatize
-from ..executors import DaskExecutor, LocalExecutor, aggregate, make_executor, privatize_files, resolve_paths
+from ..executors import DaskExecutor, LocalExecutor, aggregate, aggregate_file, make_executor, privatize_files, resolve_paths
 from ..mechanisms import KRR, OUE
-from ..persist import INCOMPLETE_MARKER
+from ..persist import INCOMPLETE_MARKER, mechanism_spec, spec_fingerprint, write_reports
 
 __all__ = ["executors_layer", "LABELS"]
 
@@ -82,6 +83,20 @@ def _refused(failures: list, what: str, call: Callable, kinds: tuple = (LDPInput
     failures.append(f"{what}: not refused")
 
 
+@contextmanager
+def _env(var: str, value: str) -> Iterator[None]:
+    """``var=value`` for the duration of the block (restored after)."""
+    old = os.environ.get(var)
+    os.environ[var] = value
+    try:
+        yield
+    finally:
+        if old is None:
+            os.environ.pop(var, None)
+        else:
+            os.environ[var] = old
+
+
 def _same_state(a: Any, b: Any) -> bool:
     return a.n == b.n and np.array_equal(np.asarray(a.counts), np.asarray(b.counts))
 
@@ -98,7 +113,7 @@ def _dask_executors() -> tuple:
     from distributed import Client, LocalCluster  # the optional extra, imported only when installed
 
     cluster = LocalCluster(n_workers=1, processes=False, threads_per_worker=2, dashboard_address=None, protocol="tcp")
-    by_address = DaskExecutor(cluster.scheduler_address)
+    by_address = make_executor("dask", cluster.scheduler_address)
     client = Client(cluster)
     return cluster, by_address, DaskExecutor(client=client), client
 
@@ -148,6 +163,10 @@ def executors_layer(*, seed: int = 0, quick: bool = False, directory: Any = None
                 cluster, executors["dask-address"], executors["dask-client"], client = _dask_executors()
             for mech in (krr, oue):
                 _check_mechanism(failures, tmp, paths, mech, seed + 1, executors)
+            for name, ex in executors.items():
+                if isinstance(ex, DaskExecutor):
+                    with ex as entered:  # the context manager closes only a client it started
+                        _refused(failures, f"{name} executor: no sources", lambda: entered.map_reduce(len, []))
             _refusals(failures, tmp, paths, krr, oue, dask)
         finally:
             for ex in executors.values():
@@ -183,7 +202,18 @@ def _refusals(failures: list, tmp: Path, paths: list, krr: Any, oue: Any, dask: 
     changed = Path(krr_files[1])
     os.utime(changed, (changed.stat().st_atime, changed.stat().st_mtime + 5))
     _refused(failures, "a file changed since it was aggregated", lambda: aggregate(krr_files, state=stale))
+    state_oue = aggregate(oue_files[:1])
+    _refused(failures, "a state of another mechanism than the one named", lambda: aggregate(krr_files, mechanism=krr, state=state_oue))
+    krr_spec = mechanism_spec(krr)
+    _refused(failures, "a file of another mechanism, one file", lambda: aggregate_file(oue_files[0], spec=krr_spec, fingerprint=spec_fingerprint(krr_spec)))
+    first = pl.read_parquet(krr_files[0])
+    tampered = write_reports(first.with_columns(pl.lit(len(LABELS)).cast(first.schema[c]).alias(c) for c in krr.histogram_columns),
+                             tmp / "tampered" / "part-00000.parquet", krr)
+    _refused(failures, "a file with reports outside the range", lambda: aggregate([str(tampered)]))
     if dask:
         _refused(failures, "a malformed scheduler address", lambda: DaskExecutor("not an address"))
         _refused(failures, "an unreachable scheduler", lambda: DaskExecutor(f"tcp://127.0.0.1:{_closed_port()}"))
+        for bad in ("soon", "0", "601"):
+            with _env("LDP_PLUGIN_DASK_TIMEOUT", bad):
+                _refused(failures, f"LDP_PLUGIN_DASK_TIMEOUT={bad}", lambda: DaskExecutor(f"tcp://127.0.0.1:{_closed_port()}"))
 
