@@ -111,12 +111,7 @@ def _explicit(backend: str) -> Optional[dict]:
     ImportError names the extra when numba cannot load)."""
     if backend not in BACKENDS:
         raise LDPParameterError("backend must be None, 'numpy' or 'numba'")
-    if backend == "numpy":
-        return None
-    table = _load()
-    if table is None:
-        raise ImportError('the numba backend needs numba: pip install "ldp-plugin[fast]"')
-    return table
+    return _load() if use_fast("backend", "numpy", "numba", _load, "numba", choice=backend) else None
 
 
 def select(name: str, work: Optional[int] = None, backend: Optional[str] = None):

@@ -625,6 +625,10 @@ def _api(run: _Run) -> None:
     _refused(run, "kernel backend", lambda s: kernels.select("decode_runs", 1, "fortran"), "backend")
     with kernel_env("fortran"):
         _refused(run, "LDP_PLUGIN_KERNELS", lambda s: kernels.kernel_backend(), "LDP_PLUGIN_KERNELS", "fortran", kind=ValueError)
+    with kernel_env("numpy"):  # the plain value: no compiled kernel runs, whatever is loaded (an explicit backend still may)
+        run.cases["refusals"] += 1
+        if (kernels.preload(1 << 62), agg.aggregate_backend(), row_lookup.lookup_backend(), kernels.select("sparse_runs", 1 << 62)) != ("numpy", "numpy", "numpy", None):
+            run.fail("refusals: LDP_PLUGIN_KERNELS=numpy did not keep every dispatch on the numpy twins")
     with kernel_env("numba"):  # the fast value without its package: an ImportError naming the extra
         _refused(run, "fast path without its package", lambda s: _env.use_fast("LDP_PLUGIN_KERNELS", "numpy", "numba", lambda: None, "numba"),
                  "ldp-plugin[fast]", kind=ImportError)
