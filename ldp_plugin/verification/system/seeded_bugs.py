@@ -160,7 +160,7 @@ SYSTEM_BUGS = (
     ("loose-delta-analyzer", "analyzer", {"analyze": loose_delta_analyze}),
     ("replay-blind-analyzer", "analyzer", {"analyze": replay_blind_analyze}),
     ("shared-nonce-reply", "wire", {"answer": shared_nonce_answer, "names": ("krr", "l-grr", "wheel")}),
-    ("lookup-step-boundary", "kernels", {"impl": {"fixed_width_codes": lookup_step_boundary}}),
-    ("dense-extra-draw", "kernels", {"impl": {"packed": dense_extra_draw}}),
+    ("lookup-step-boundary", "kernels", {"impl": {"fixed_width_codes": lookup_step_boundary}, "only": ("lookup",)}),
+    ("dense-extra-draw", "kernels", {"impl": {"packed": dense_extra_draw}, "only": ("samplers",)}),
     ("one-stream-executor", "executors", {"local": OneStreamExecutor}),
 )
