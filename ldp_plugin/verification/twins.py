@@ -212,48 +212,54 @@ def _check_packed(run: _Run, T: int, rows: int, bits: int, out: np.ndarray, src:
             run.fail(f"samplers: threshold {T:#x}, {rows}x{bits}: dense decoding differs from the reference")
 
 
-def _tie_word(tb: sparse.SparseTables) -> Optional[int]:
-    """A cutoff word ``L_g`` (``c_g`` not a multiple of ``2**-64``) that a draw reaches at stage 3."""
+def _tie_words(tb: sparse.SparseTables) -> list:
+    """``(g, L_g)`` of the cutoffs (``c_g`` not a multiple of ``2**-64``) that a draw reaches at
+    stage 3, largest ``g`` first."""
     k1 = 8 * tb.s1
-    for g in range(tb.M):
-        if not tb.frac[g]:
-            continue
-        u = int(tb.L[g])
+    out = []
+    for g in range(tb.M, 0, -1):
+        u = int(tb.L[g - 1])
         p = u >> (64 - k1)
-        if tb.table1[p] < 0 and tb.table2[256 * (-int(tb.table1[p]) - 1) + ((u >> (56 - k1)) & 255)] < 0:
-            return u
-    return None
+        if tb.frac[g - 1] and tb.table1[p] < 0 and tb.table2[256 * (-int(tb.table1[p]) - 1) + ((u >> (56 - k1)) & 255)] < 0:
+            out.append((g, u))
+    return out
 
 
 def _sparse_crafted(run: _Run, seed: int) -> None:
     """Sparse segments on crafted first blocks: bytes 0xFF (every draw is ``U`` near 1: a 1 at once,
     so the block's regions run short and the segment continues on a new block), and a first draw
-    equal to a cutoff ``L_g`` (the stage-4 tie, decided from further words)."""
+    equal to a cutoff ``L_g`` followed by zero words, so ``U`` lies just above ``L_g / 2**64`` and
+    below ``c_g``: the stage-4 tie decides exactly ``g`` zeros — at the last cutoff ``g = M`` (no 1
+    in the draw), at another (a 1 after ``g`` zeros), and with a segment of one event that the tie
+    completes."""
     for T in (1 << 54, 1 << 44):
         tb = sparse.sparse_tables(T)
-        tie = _tie_word(tb)
-        for kind in ("short", "tie") if tie is not None else ("short",):
+        ties = _tie_words(tb)
+        cases = [("short", None, 4000, 40)] + [("tie", t, 4000, 40) for t in ties[:1] + ties[-1:]] + [("tie, one event", t, 1, 8) for t in ties[-1:]]
+        for kind, tie, need, n_bits in cases:
             results = {}
             for b in run.backends:
-                need, n_bits = 4000, 40
-                out = np.zeros((need // n_bits, n_bits // 8), dtype=np.uint8)
+                out = np.zeros((-(-need // n_bits), (n_bits + 7) // 8), dtype=np.uint8)
                 seg = sparse.SparseSegment(need, n_bits, out, tb, kernels.select("sparse_runs", None, b))
                 n1, n2, _ = seg.sizes
                 block = SeededRandomSource(seed + 3).random_bytes(seg.first_bytes).copy()
-                if kind == "short":
+                if tie is None:
                     block[:] = 0xFF
                 else:
-                    word = tie.to_bytes(8, "big")
+                    word = tie[1].to_bytes(8, "big")
                     block[:tb.s1] = list(word[:tb.s1])
                     block[n1] = word[tb.s1]
                     block[n1 + n2:n1 + n2 + tb.len3] = list(word[tb.s1 + 1:])
-                src = RecordedSource(seed + 4)
+                src = RecordedSource(seed + 4, script=None if tie is None else (lambda i, blk: np.zeros_like(blk) if i == 0 else blk))
                 seg.first(block)
                 status = seg.status
                 seg.settle(src.random_bytes)
                 seg.finish()
-                if status != (1 if kind == "short" else 2):
+                if status != (1 if tie is None else 2):
                     run.fail(f"samplers: sparse {kind} block did not reach its path (status {status}, {b})")
+                first = _bits(out, n_bits)[: tie[0] + 1] if tie is not None else None
+                if tie is not None and need > tie[0] and (first[: tie[0]].any() or first[tie[0]] != (tie[0] < tb.M)):
+                    run.fail(f"samplers: sparse tie at g = {tie[0]}: not {tie[0]} zeros then {'a 1' if tie[0] < tb.M else 'no 1'} ({b})")
                 results[b] = (out, src.requests, seg.pos >= need)
             run.same("samplers", f"sparse threshold {T:#x}, {kind}", results)
 
