@@ -231,12 +231,13 @@ def _sparse_crafted(run: _Run, seed: int) -> None:
     equal to a cutoff ``L_g`` followed by zero words, so ``U`` lies just above ``L_g / 2**64`` and
     below ``c_g``: the stage-4 tie decides exactly ``g`` zeros — at the last cutoff ``g = M`` (no 1
     in the draw), at another (a 1 after ``g`` zeros), and with a segment of one event that the tie
-    completes."""
+    completes; followed by words of ones, ``U`` ends above ``c_g``: ``g − 1`` zeros then a 1."""
     for T in (1 << 54, 1 << 44):
         tb = sparse.sparse_tables(T)
         ties = _tie_words(tb)
-        cases = [("short", None, 4000, 40)] + [("tie", t, 4000, 40) for t in ties[:1] + ties[-1:]] + [("tie, one event", t, 1, 8) for t in ties[-1:]]
-        for kind, tie, need, n_bits in cases:
+        cases = ([("short", None, 4000, 40, 0)] + [("tie", t, 4000, 40, 0) for t in ties[:1] + ties[-1:]]
+                 + [("tie, above the cutoff", t, 4000, 40, 0xFF) for t in ties[-1:]] + [("tie, one event", t, 1, 8, 0) for t in ties[-1:]])
+        for kind, tie, need, n_bits, fill in cases:
             results = {}
             for b in run.backends:
                 out = np.zeros((-(-need // n_bits), (n_bits + 7) // 8), dtype=np.uint8)
@@ -250,16 +251,17 @@ def _sparse_crafted(run: _Run, seed: int) -> None:
                     block[:tb.s1] = list(word[:tb.s1])
                     block[n1] = word[tb.s1]
                     block[n1 + n2:n1 + n2 + tb.len3] = list(word[tb.s1 + 1:])
-                src = RecordedSource(seed + 4, script=None if tie is None else (lambda i, blk: np.zeros_like(blk) if i == 0 else blk))
+                src = RecordedSource(seed + 4, script=None if tie is None else (lambda i, blk, fill=fill: np.full_like(blk, fill) if i < 2 else blk))
                 seg.first(block)
                 status = seg.status
                 seg.settle(src.random_bytes)
                 seg.finish()
                 if status != (1 if tie is None else 2):
                     run.fail(f"samplers: sparse {kind} block did not reach its path (status {status}, {b})")
-                first = _bits(out, n_bits)[: tie[0] + 1] if tie is not None else None
-                if tie is not None and need > tie[0] and (first[: tie[0]].any() or first[tie[0]] != (tie[0] < tb.M)):
-                    run.fail(f"samplers: sparse tie at g = {tie[0]}: not {tie[0]} zeros then {'a 1' if tie[0] < tb.M else 'no 1'} ({b})")
+                zeros = None if tie is None else tie[0] - (fill == 0xFF)  # U just above L_g: below c_g; words of ones: above it
+                first = _bits(out, n_bits)[: zeros + 1] if tie is not None else None
+                if tie is not None and need > zeros and (first[:zeros].any() or first[zeros] != (zeros < tb.M)):
+                    run.fail(f"samplers: sparse tie at g = {tie[0]}: not {zeros} zeros then {'a 1' if zeros < tb.M else 'no 1'} ({b})")
                 results[b] = (out, src.requests, seg.pos >= need)
             run.same("samplers", f"sparse threshold {T:#x}, {kind}", results)
 
