@@ -11,6 +11,8 @@ columns (k-RR: a grouped scan of each file) and one aggregated batch by batch (O
 * **the same counts**: :func:`~ldp_plugin.executors.aggregate` (a directory, a glob, a list; each
   executor) equals the accumulator filled in memory from the serial reports (counts and ``n``),
   and incremental aggregation (a saved state, then the remaining files) equals the one-shot run;
+* **one stream per partition**: two partitions holding the same values get different reports
+  under one seed, and two runs without a seed (the OS CSPRNG) differ;
 * **refusals that are clean and count nothing**: no file, a missing file, files of two mechanisms, a
   file of another mechanism than the one asked, a state of another mechanism, a file changed since
   the state took it, a release that did not complete (``allow_partial`` opts in), an output
@@ -167,6 +169,7 @@ def executors_layer(*, seed: int = 0, quick: bool = False, directory: Any = None
                 if isinstance(ex, DaskExecutor):
                     with ex as entered:  # the context manager closes only a client it started
                         _refused(failures, f"{name} executor: no sources", lambda: entered.map_reduce(len, []))
+            _streams(failures, tmp, paths, oue)
             _refusals(failures, tmp, paths, krr, oue, dask)
         finally:
             for ex in executors.values():
@@ -177,6 +180,19 @@ def executors_layer(*, seed: int = 0, quick: bool = False, directory: Any = None
             if cluster is not None:
                 cluster.close()
     return {"layer": "executors", "passed": not failures, "failures": failures, "dask": dask, "seconds": round(time.perf_counter() - t0, 2)}
+
+
+def _streams(failures: list, tmp: Path, paths: list, mech: Any) -> None:
+    """Two partitions holding the same users' values get different reports under one seed (each
+    partition its own streams), and the default (no seed) draws fresh OS randomness on every run."""
+    twin = tmp / "in" / "in-0-again.parquet"
+    twin.write_bytes(Path(paths[0]).read_bytes())
+    a, b = (pl.read_parquet(f) for f in privatize_files([paths[0], str(twin)], "v", mech, tmp / "streams-seeded", seed=5, user_id="uid"))
+    if a.equals(b):
+        failures.append("two partitions of the same values got the same reports under one seed (a shared stream)")
+    first, second = (pl.read_parquet(privatize_files(paths[:1], "v", mech, tmp / f"streams-secure-{i}", user_id="uid")[0]) for i in range(2))
+    if first.equals(second):
+        failures.append("two unseeded runs gave the same reports (the OS CSPRNG was not drawn)")
 
 
 def _refusals(failures: list, tmp: Path, paths: list, krr: Any, oue: Any, dask: bool) -> None:

@@ -35,8 +35,9 @@ is patched, so both implementations run in one process. Checks, per kernel famil
 
 Without numba (the ``fast`` extra) only the numpy twins run against the references; the result's
 ``backends`` then lists ``numpy`` alone. Power: the seeded bugs ``lookup-step-boundary`` (the numpy
-lookup gives the last row of each step its neighbour's code) and ``dense-extra-draw`` (the numpy
-dense path draws one byte more than the compiled one, outputs unchanged) fail this layer.
+lookup gives the last row of each step its neighbour's code), ``column-chunk-edge`` (the numpy column
+counts skip the last row of each chunk) and ``dense-extra-draw`` (the numpy dense path draws one
+byte more than the compiled one, outputs unchanged) fail this layer.
 """
 
 from __future__ import annotations

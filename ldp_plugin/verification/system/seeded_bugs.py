@@ -10,6 +10,7 @@
 | ``replay-blind-analyzer`` | the analyzer gives each envelope a fresh nonce before checking replays | a replayed report counts twice: n, and the amplification, inflated | analyzer (the batch opened vs the devices' kept envelopes) |
 | ``shared-nonce-reply`` | the reply path seals every envelope of a reply with the first envelope's nonce | the collector keeps one report per reply | wire (every report accepted) |
 | ``lookup-step-boundary`` | the numpy text lookup gives the last row of each step of 2**16 rows its neighbour's code | a user's report is of another category | kernels (numpy twin vs compiled kernel vs dictionary) |
+| ``column-chunk-edge`` | the numpy column counts skip the last row of each chunk of 2**15 rows | a unary report is not counted | kernels (numpy twin vs compiled kernel vs unpacked sums) |
 | ``dense-extra-draw`` | the numpy dense sampler draws one byte more than the compiled one (same output) | a seeded stream is consumed differently per backend | kernels (identical consumed randomness) |
 | ``one-stream-executor`` | an executor hands every partition the index 0 | every partition reuses one seeded stream | executors (files vs the serial release) |
 """
@@ -34,6 +35,7 @@ from ...federated.device import DeviceFleet, DeviceRefusal
 from ...federated.envelope import NONCE_BYTES
 from ...federated.sealed import open_reports, private_key, seal_reply, seal_reports
 from ...federated.shuffler import Shuffler
+from ...sampling.aggregate_kernels import _TREE_ROWS, packed_column_counts
 from ...sampling.row_lookup import _STEP, fixed_width_codes
 
 __all__ = ["SYSTEM_BUGS"]
@@ -133,6 +135,14 @@ def lookup_step_boundary(values: Any, categories: tuple, *, backend: Any = None)
     return codes, bad
 
 
+def column_chunk_edge(packed: np.ndarray, d: int, backend: Any = None) -> np.ndarray:
+    """The packed column counts whose numpy twin skips the last row of each chunk of ``2**15`` rows."""
+    if backend == "numpy" and packed.shape[0] > _TREE_ROWS:
+        packed = packed.copy()
+        packed[_TREE_ROWS - 1::_TREE_ROWS] = 0
+    return packed_column_counts(packed, d, backend=backend)
+
+
 def dense_extra_draw(source: Any, threshold: int, n_rows: int, n_bits: int, backend: Any) -> np.ndarray:
     """The Bernoulli sampler whose numpy path reads one byte more than the compiled kernel (its
     output unchanged): the same seed gives another stream position on each backend."""
@@ -162,5 +172,6 @@ SYSTEM_BUGS = (
     ("shared-nonce-reply", "wire", {"answer": shared_nonce_answer, "names": ("krr", "l-grr", "wheel")}),
     ("lookup-step-boundary", "kernels", {"impl": {"fixed_width_codes": lookup_step_boundary}, "only": ("lookup",)}),
     ("dense-extra-draw", "kernels", {"impl": {"packed": dense_extra_draw}, "only": ("samplers",)}),
+    ("column-chunk-edge", "kernels", {"impl": {"packed_column_counts": column_chunk_edge}, "only": ("aggregation",)}),
     ("one-stream-executor", "executors", {"local": OneStreamExecutor}),
 )
