@@ -32,6 +32,10 @@ is patched, so both implementations run in one process. Checks, per kernel famil
   echo the value and draw nothing; the exact edges (probability 0 and 1, range 1) draw nothing; a
   unary row's listed positions are exactly ``p`` at ``p`` = 0 and 1 on the dense, sparse and
   complemented paths; per-chunk seeded streams are one per chunk and partition.
+* **plain** (full run): in a fresh interpreter where numba and cryptography cannot be imported, the
+  kernels fall back to the numpy twins and the secure source to ``os.urandom``, a seeded release
+  equals the numpy twins' here, and ``LDP_PLUGIN_KERNELS=numba`` / ``LDP_PLUGIN_RANDOM=aes`` are
+  ImportErrors naming the extra.
 
 Without numba (the ``fast`` extra) only the numpy twins run against the references; the result's
 ``backends`` then lists ``numpy`` alone. Power: the seeded bugs ``lookup-step-boundary`` (the numpy
@@ -43,7 +47,10 @@ byte more than the compiled one, outputs unchanged) fail this layer.
 from __future__ import annotations
 
 import itertools
+import json
 import os
+import subprocess
+import sys
 import time
 from collections import Counter
 from typing import Any, Callable, Optional
@@ -678,8 +685,53 @@ def _api(run: _Run) -> None:
         run.fail("refusals: chunk streams are not one per chunk and partition")
 
 
-#: the layer's families of checks, in order
-FAMILIES = ("samplers", "subsets", "aggregation", "lookup", "secure", "refusals")
+#: a fresh interpreter in which the fast extra's packages cannot be imported
+_PLAIN = """
+import json, os, sys
+sys.modules["numba"] = None
+sys.modules["cryptography"] = None
+import numpy as np
+from ldp_plugin.sampling import SecureRandomSource, SeededRandomSource, cipher, kernels
+out = {"kernels": kernels.kernel_backend(), "random": cipher.random_backend(), "secure": SecureRandomSource().random_bytes(1 << 17).size}
+for var, value, call in (("LDP_PLUGIN_KERNELS", "numba", kernels.kernel_backend), ("LDP_PLUGIN_RANDOM", "aes", cipher.random_backend)):
+    os.environ[var] = value
+    try:
+        call()
+        out[var] = ""
+    except ImportError as e:
+        out[var] = str(e)
+    del os.environ[var]
+src = SeededRandomSource(7)
+out["packed"] = src.bernoulli_packed(3 << 62, 50, 33).tobytes().hex()
+out["subsets"] = src.sorted_subsets(np.arange(20) % 9, np.arange(20) % 2 == 0, 9, 4).tobytes().hex()
+print(json.dumps(out))
+"""
+
+
+def _plain(run: _Run) -> None:
+    """Without the ``fast`` extra (numba and cryptography unimportable, in a fresh interpreter): the
+    kernels fall back to the numpy twins and the secure source to ``os.urandom``, a seeded release is
+    the one the numpy twins give here, and asking for either fast path is an ImportError naming the extra."""
+    env = {k: v for k, v in os.environ.items() if k not in ("LDP_PLUGIN_KERNELS", "LDP_PLUGIN_RANDOM")}
+    done = subprocess.run([sys.executable, "-c", _PLAIN], env=env, capture_output=True, text=True, timeout=300, check=False)
+    run.cases["plain"] += 1
+    if done.returncode != 0:
+        run.fail("plain: the interpreter without the fast extra failed")
+        return
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+    src = SeededRandomSource(7)
+    packed = src._packed(3 << 62, 50, 33, backend="numpy").tobytes().hex()
+    subs = subsets.sorted_subsets(src, np.arange(20) % 9, np.arange(20) % 2 == 0, 9, 4, "numpy").tobytes().hex()
+    if (out["kernels"], out["random"], out["secure"]) != ("numpy", "os.urandom", 1 << 17):
+        run.fail("plain: without the fast extra the backends are not numpy and os.urandom")
+    if (out["packed"], out["subsets"]) != (packed, subs):
+        run.fail("plain: a seeded release without the fast extra differs from the numpy twins'")
+    if not all("ldp-plugin[fast]" in out[v] for v in ("LDP_PLUGIN_KERNELS", "LDP_PLUGIN_RANDOM")):
+        run.fail("plain: asking for a fast path without its package is not an ImportError naming the extra")
+
+
+#: the layer's families of checks, in order (``plain`` runs in the full run only: it starts an interpreter)
+FAMILIES = ("samplers", "subsets", "aggregation", "lookup", "secure", "refusals", "plain")
 
 
 def kernels_layer(*, seed: int = 0, quick: bool = False, directory: Any = None, impl: Optional[dict] = None,
@@ -705,7 +757,9 @@ def kernels_layer(*, seed: int = 0, quick: bool = False, directory: Any = None, 
             _lookup(run, seed, quick)
         elif family == "secure":
             secure = _secure(run, quick)
-        else:
+        elif family == "refusals":
             _api(run)
+        elif not quick:
+            _plain(run)
     return {"layer": "kernels", "passed": not run.failures, "failures": run.failures, "cases": dict(run.cases), "backends": list(backends),
             "secure": secure, "seconds": round(time.perf_counter() - t0, 2)}
