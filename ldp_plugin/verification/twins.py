@@ -37,7 +37,7 @@ is patched, so both implementations run in one process. Checks, per kernel famil
   equals the numpy twins' here, and ``LDP_PLUGIN_KERNELS=numba`` / ``LDP_PLUGIN_RANDOM=aes`` are
   ImportErrors naming the extra.
 
-Without numba (the ``fast`` extra) only the numpy twins run against the references; the result's
+Without numba (the ``fast`` extra), or where it cannot compile, only the numpy twins run against the references; the result's
 ``backends`` then lists ``numpy`` alone. Power: the seeded bugs ``lookup-step-boundary`` (the numpy
 lookup gives the last row of each step its neighbour's code), ``column-chunk-edge`` (the numpy column
 counts skip the last row of each chunk) and ``dense-extra-draw`` (the numpy dense path draws one
@@ -685,6 +685,16 @@ def _api(run: _Run) -> None:
         run.fail("refusals: chunk streams are not one per chunk and partition")
 
 
+def _numba_loads() -> bool:
+    """Whether the compiled kernels load here (numba installed, importable and compiling)."""
+    if not numba_available():
+        return False
+    try:
+        return kernels.select("decode_runs", None, "numba") is not None
+    except ImportError:
+        return False
+
+
 #: a fresh interpreter in which the fast extra's packages cannot be imported
 _PLAIN = """
 import json, os, sys
@@ -740,7 +750,7 @@ def kernels_layer(*, seed: int = 0, quick: bool = False, directory: Any = None, 
     "secure", "seconds"}``. ``impl`` replaces entries of :data:`IMPLEMENTATIONS` (a seeded bug);
     ``only`` runs some of :data:`FAMILIES` (default: all); ``directory`` is unused (nothing is written)."""
     t0 = time.perf_counter()
-    backends = ("numpy", "numba") if numba_available() else ("numpy",)
+    backends = ("numpy", "numba") if _numba_loads() else ("numpy",)
     run = _Run(backends, {**IMPLEMENTATIONS, **(impl or {})})
     todo = FAMILIES if only is None else tuple(only)
     if set(todo) - set(FAMILIES):
