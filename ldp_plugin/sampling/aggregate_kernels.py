@@ -117,7 +117,8 @@ def _numpy_histogram(a: np.ndarray, size: int, message: str) -> np.ndarray:
     return np.bincount(a, minlength=size).astype(np.int64, copy=False)
 
 
-def grouped_histogram(groups: np.ndarray, values: np.ndarray, n_groups: int, size: int, *, what: str = "reports", backend: str | None = None) -> np.ndarray:
+def grouped_histogram(groups: np.ndarray, values: np.ndarray, n_groups: int, size: int, *, what: str = "reports",
+                      backend: str | None = None) -> np.ndarray:
     """``(n_groups, size)`` int64 counts of the pairs ``(groups[i], values[i])``, each in range
     (else :class:`LDPInputError`, nothing counted): the per-cohort histogram of reported cells."""
     g, v = np.asarray(groups), np.asarray(values)

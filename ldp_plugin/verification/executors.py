@@ -221,7 +221,8 @@ def _refusals(failures: list, tmp: Path, paths: list, krr: Any, oue: Any, dask: 
     state_oue = aggregate(oue_files[:1])
     _refused(failures, "a state of another mechanism than the one named", lambda: aggregate(krr_files, mechanism=krr, state=state_oue))
     krr_spec = mechanism_spec(krr)
-    _refused(failures, "a file of another mechanism, one file", lambda: aggregate_file(oue_files[0], spec=krr_spec, fingerprint=spec_fingerprint(krr_spec)))
+    _refused(failures, "a file of another mechanism, one file",
+             lambda: aggregate_file(oue_files[0], spec=krr_spec, fingerprint=spec_fingerprint(krr_spec)))
     first = pl.read_parquet(krr_files[0])
     tampered = write_reports(first.with_columns(pl.lit(len(LABELS)).cast(first.schema[c]).alias(c) for c in krr.histogram_columns),
                              tmp / "tampered" / "part-00000.parquet", krr)

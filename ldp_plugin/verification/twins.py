@@ -369,7 +369,8 @@ def _aggregation(run: _Run, seed: int, quick: bool) -> None:
                     except LDPInputError as e:
                         if str(bad) in str(e).replace(f"[0, {size})", ""):
                             run.fail("aggregation: bounded_histogram's refusal echoes the value")
-    for what, call in (("float codes", lambda b: hist(np.zeros(3), 4, backend=b)), ("2-d codes", lambda b: hist(np.zeros((2, 2), np.int64), 4, backend=b)),
+    for what, call in (("float codes", lambda b: hist(np.zeros(3), 4, backend=b)),
+                       ("2-d codes", lambda b: hist(np.zeros((2, 2), np.int64), 4, backend=b)),
                        ("unequal lengths", lambda b: grouped(np.zeros(3, np.int64), np.zeros(2, np.int64), 2, 2, backend=b))):
         for b in run.backends:
             run.cases["aggregation"] += 1
@@ -455,7 +456,9 @@ def _matching(run: _Run, rng: np.random.Generator, quick: bool) -> None:
         if support(np.ones(2, np.uint64), np.ones(2, np.uint64), np.ones(2, np.uint64), np.ones(2, np.uint64), backend="numpy") is not None:
             run.fail("aggregation: hashed_support on the numpy backend did not leave the count to the caller")
     for m, k, size in ((0, 3, 10), (1, 1, 1), (500, 4, 50), (70000, 3, 600)) + (() if quick else ((700001, 3, 600),)):
-        a = np.sort(np.stack([rng.choice(size, k, replace=False) for _ in range(min(m, 300))]), axis=1).astype(np.uint16) if m else np.zeros((0, k), np.uint16)
+        a = np.zeros((0, k), np.uint16)
+        if m:
+            a = np.sort(np.stack([rng.choice(size, k, replace=False) for _ in range(min(m, 300))]), axis=1).astype(np.uint16)
         if m > 300:
             a = np.tile(a, (-(-m // 300), 1))[:m]
         for variant in ("ok", "out of range", "not increasing"):
@@ -643,7 +646,8 @@ def _api(run: _Run) -> None:
         _refused(run, "LDP_PLUGIN_KERNELS", lambda s: kernels.kernel_backend(), "LDP_PLUGIN_KERNELS", "fortran", kind=ValueError)
     with kernel_env("numpy"):  # the plain value: no compiled kernel runs, whatever is loaded (an explicit backend still may)
         run.cases["refusals"] += 1
-        if (kernels.preload(1 << 62), agg.aggregate_backend(), row_lookup.lookup_backend(), kernels.select("sparse_runs", 1 << 62)) != ("numpy", "numpy", "numpy", None):
+        chosen = (kernels.preload(1 << 62), agg.aggregate_backend(), row_lookup.lookup_backend(), kernels.select("sparse_runs", 1 << 62))
+        if chosen != ("numpy", "numpy", "numpy", None):
             run.fail("refusals: LDP_PLUGIN_KERNELS=numpy did not keep every dispatch on the numpy twins")
     with kernel_env("numba"):  # the fast value without its package: an ImportError naming the extra
         _refused(run, "fast path without its package", lambda s: _env.use_fast("LDP_PLUGIN_KERNELS", "numpy", "numba", lambda: None, "numba"),
