@@ -13,7 +13,7 @@ from .._errors import LDPParameterError
 from ..exact import TWO64
 from .bernoulli import _bernoulli_runs, set_row_bits
 from .cipher import random_backend, secure_bytes
-from .runner import _run_segments, _thread_pool
+from .runner import _thread_pool
 from .trace import note
 from .subsets import sorted_subsets
 
