@@ -554,6 +554,16 @@ def _uniform(block: np.ndarray) -> bool:
     return float(((counts - expected) ** 2 / expected).sum()) < _CHI2_BYTES
 
 
+class _ConcurrentSource(RandomSource):
+    """A thread-safe source that declares ``concurrent_draws`` and keeps the base class's worker
+    draw (the OS CSPRNG through :meth:`random_bytes`): how a third-party source joins the workers."""
+
+    concurrent_draws = True
+
+    def random_bytes(self, n: int) -> np.ndarray:
+        return np.frombuffer(os.urandom(n), dtype=np.uint8).copy()
+
+
 def _secure(run: _Run, quick: bool) -> dict:
     src = SecureRandomSource()
     n = SecureRandomSource._PARALLEL_MIN + 4099
@@ -573,19 +583,20 @@ def _secure(run: _Run, quick: bool) -> dict:
     if not _uniform(block):
         run.fail("secure: a split request is not uniform (χ², α = 1e-9)")
     paths = {"split_workers": workers, "backend": src.backend}
-    if not quick:  # two segments drawn by the workers themselves: the law of each bit
+    if not quick:  # two segments drawn by the workers themselves (the secure source; a source that only says it may): the law
         T = 3 << 62
         rows = bernoulli._SEG_EVENTS // 64 + 3
-        with PathTrace() as trace:
-            out = src.bernoulli_packed(T, rows, 64)
-        ones = int(np.unpackbits(out).sum())
-        n_ev = rows * 64
-        run.cases["secure"] += 1
-        if abs(ones - 0.75 * n_ev) > 6.5 * (0.75 * 0.25 * n_ev) ** 0.5:
-            run.fail("secure: a two-segment batch's rate of ones is not 3/4 (beyond 6.5 sd)")
-        paths["worker_draws"] = int(trace.counts.get("worker-draws", 0))
-        if (os.cpu_count() or 1) >= 2 and not paths["worker_draws"]:
-            run.fail("secure: a two-segment batch on the secure source was not drawn by the workers")
+        for name, source in (("the secure source", src), ("a concurrent source", _ConcurrentSource())):
+            with PathTrace() as trace:
+                out = source.bernoulli_packed(T, rows, 64)
+            ones = int(np.unpackbits(out).sum())
+            n_ev = rows * 64
+            run.cases["secure"] += 1
+            if abs(ones - 0.75 * n_ev) > 6.5 * (0.75 * 0.25 * n_ev) ** 0.5:
+                run.fail(f"secure: a two-segment batch's rate of ones on {name} is not 3/4 (beyond 6.5 sd)")
+            paths.setdefault("worker_draws", int(trace.counts.get("worker-draws", 0)))
+            if (os.cpu_count() or 1) >= 2 and not trace.counts.get("worker-draws", 0):
+                run.fail(f"secure: a two-segment batch on {name} was not drawn by the workers")
     run.cases["secure"] += 1
     if random_backend() != src.backend or repr(src) != "SecureRandomSource()" or not src.secure:
         run.fail("secure: the secure source does not label itself")
