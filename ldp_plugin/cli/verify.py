@@ -33,7 +33,9 @@ def _coverage_lines(coverage: dict) -> list:
              f"Measured with coverage.py (statements and branches) on this run, in a fresh interpreter started under coverage (module-level",
              f"lines count; every process the run starts is traced and combined): **{coverage['percent']:.1f}%** of {len(coverage['modules'])} modules selected by what they do",
              "(they import the sampling layer, or call or define a client entry point: `ldp_plugin.verification.privacy_paths`)"
-             + (f"; required {need:g}%: **{'met' if coverage['passed'] else 'NOT met'}**." if need is not None else "; no threshold (quick run)."), "",
+             + (f"; required {need:g}%: **{'met' if coverage['passed'] else 'NOT met'}**." if need is not None else "; no threshold (quick run)."),
+             *([f"Compiled by numba, listed and not measured (their numpy twins are, and the kernels layer holds each kernel to its twin): "
+                f"{', '.join(coverage['compiled'])}."] if coverage.get("compiled") else []), "",
              "| module | coverage | uncovered lines |", "|---|---|---|"]
     for mod, r in sorted(coverage["modules"].items(), key=lambda kv: kv[1]["percent"]):
         missing = r["missing_lines"]
@@ -48,7 +50,8 @@ def _system_lines(system: list) -> list:
              "What a deployment runs: a device with its keystore and ledger answering every query kind and every refusal (two devices",
              "that differ only in their values: same answers; exact charges vs the realized channels and the series' exact worst loss",
              "over histories), the shuffler's exact output law over arrival orders and nodes, the analyzer's recorded (ε, δ) against",
-             "the batch it opened, and every registered name through the device's reply path and the collector.", "",
+             "the batch it opened, every registered name through the device's reply path and the collector, every numba kernel",
+             "against its numpy twin (bit for bit, the same randomness consumed), and the partitioned executors against the serial path.", "",
              "| layer | row | seconds | result |", "|---|---|---|---|"]
     for r in system:
         res = r["result"]

@@ -5,7 +5,7 @@ the faster path when its package loads, the plain value never loads it, the fast
 from __future__ import annotations
 
 import os
-from typing import Any, Callable
+from typing import Any, Callable, Optional
 
 
 def env_choice(var: str, plain: str, fast: str) -> str:
@@ -16,11 +16,12 @@ def env_choice(var: str, plain: str, fast: str) -> str:
     return choice
 
 
-def use_fast(var: str, plain: str, fast: str, load: Callable[[], Any], package: str) -> bool:
+def use_fast(var: str, plain: str, fast: str, load: Callable[[], Any], package: str, choice: Optional[str] = None) -> bool:
     """Whether the fast path runs now: ``load()`` (None when its package is unavailable) is only
     called unless ``var`` says ``plain``; ``var=fast`` without the package is an ImportError that
-    names the extra to install."""
-    choice = env_choice(var, plain, fast)
+    names the extra to install. ``choice``: a value the caller names instead of the variable's
+    (``plain`` or ``fast``; ``var`` then names the argument in the error)."""
+    choice = env_choice(var, plain, fast) if choice is None else choice
     if choice == plain:
         return False
     ok = load() is not None

@@ -17,6 +17,10 @@ below — return identical arrays (tested against each other and against the ref
   counters (8 columns per 64-bit word and bit plane, flushed every 255 rows); numpy: a bit-sliced
   adder tree (rows added pairwise with word-wide half/full adders).
 * :func:`grouped_histogram` — cohort mechanisms: per-cohort counts of the reported cell, one pass.
+
+Every function takes ``backend`` (None: the ``LDP_PLUGIN_KERNELS`` rule; ``"numpy"``/``"numba"``:
+that implementation, :func:`ldp_plugin.sampling.kernels.select_table`), so both can run in one
+process (the verification's kernels layer holds each kernel to its twin).
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ import os
 import numpy as np
 
 from .._errors import LDPInputError
-from .kernels import kernel_table
+from .kernels import select_table
 from .runner import _thread_pool
 
 __all__ = ["bounded_histogram", "packed_column_counts", "grouped_histogram", "aggregate_backend", "rows_match", "aggregate_kernel", "hashed_support", "sorted_rows_histogram"]
@@ -42,15 +46,15 @@ _NARROW_WORDS = 4
 _HIST_SPLIT = 1 << 18
 
 
-def _kernels(work: int) -> dict | None:
+def _kernels(work: int, backend: str | None = None) -> dict | None:
     """The compiled aggregation kernels when the numba backend runs a call of ``work`` steps."""
-    return kernel_table("_numba_aggregate", work)
+    return select_table("_numba_aggregate", work, backend)
 
 
-def aggregate_kernel(name: str, work: int):
+def aggregate_kernel(name: str, work: int, backend: str | None = None):
     """The compiled kernel ``name`` of :mod:`._numba_aggregate` for a call of ``work`` steps, or
     None (the caller runs its numpy twin)."""
-    k = _kernels(work)
+    k = _kernels(work, backend)
     return None if k is None else k[name]
 
 
@@ -79,7 +83,7 @@ def _workers(n: int, split: int = _SPLIT_MIN) -> int:
     return max(1, min(os.cpu_count() or 1, 4, n // split))
 
 
-def bounded_histogram(codes: np.ndarray, size: int, *, message: str = "") -> np.ndarray:
+def bounded_histogram(codes: np.ndarray, size: int, *, message: str = "", backend: str | None = None) -> np.ndarray:
     """``np.bincount(codes, minlength=size)`` (int64, length ``size``) of a 1-d integer array
     whose every value must lie in ``[0, size)``; a value outside raises :class:`LDPInputError`
     with ``message`` (it names the range, never the value) and nothing is counted."""
@@ -90,7 +94,7 @@ def bounded_histogram(codes: np.ndarray, size: int, *, message: str = "") -> np.
     n = a.shape[0]
     if n == 0:
         return np.zeros(size, dtype=np.int64)
-    k = _kernels(n)
+    k = _kernels(n, backend)
     if k is not None:
         a = np.ascontiguousarray(a)
         parts = _splits(n, _workers(n, _HIST_SPLIT))
@@ -113,14 +117,15 @@ def _numpy_histogram(a: np.ndarray, size: int, message: str) -> np.ndarray:
     return np.bincount(a, minlength=size).astype(np.int64, copy=False)
 
 
-def grouped_histogram(groups: np.ndarray, values: np.ndarray, n_groups: int, size: int, *, what: str = "reports") -> np.ndarray:
+def grouped_histogram(groups: np.ndarray, values: np.ndarray, n_groups: int, size: int, *, what: str = "reports",
+                      backend: str | None = None) -> np.ndarray:
     """``(n_groups, size)`` int64 counts of the pairs ``(groups[i], values[i])``, each in range
     (else :class:`LDPInputError`, nothing counted): the per-cohort histogram of reported cells."""
     g, v = np.asarray(groups), np.asarray(values)
     if g.shape != v.shape or g.ndim != 1 or g.dtype.kind not in "iu" or v.dtype.kind not in "iu":
         raise LDPInputError(f"{what}: groups and values must be 1-d integer arrays of one length")
     n = g.shape[0]
-    k = _kernels(n)
+    k = _kernels(n, backend)
     if k is not None and n:
         g, v = np.ascontiguousarray(g), np.ascontiguousarray(v)
         parts = _splits(n, _workers(n))
@@ -136,14 +141,14 @@ def grouped_histogram(groups: np.ndarray, values: np.ndarray, n_groups: int, siz
     return np.bincount(flat, minlength=n_groups * size).reshape(n_groups, size)
 
 
-def packed_column_counts(packed: np.ndarray, d: int) -> np.ndarray:
+def packed_column_counts(packed: np.ndarray, d: int, backend: str | None = None) -> np.ndarray:
     """Number of rows with bit ``j`` set, for each ``j < d``, of an ``(n, ceil(d/8))`` uint8
     matrix of bits packed LSB-first — without unpacking the bits (int64, length ``d``)."""
     n, nb = packed.shape
     words = (nb + 7) // 8
     if n == 0:
         return np.zeros(d, dtype=np.int64)
-    k = _kernels(n * nb)
+    k = _kernels(n * nb, backend)
     if k is not None:
         if nb % 8 == 0:  # whole words: a view, or one contiguous copy of a strided band
             view = np.ascontiguousarray(packed).view(np.uint64)
@@ -196,7 +201,7 @@ def _tree_column_counts(block: np.ndarray, nb: int, words: int) -> np.ndarray:
     return counts
 
 
-def rows_match(buf: np.ndarray, offset: int, pattern: bytes) -> np.ndarray:
+def rows_match(buf: np.ndarray, offset: int, pattern: bytes, backend: str | None = None) -> np.ndarray:
     """Bool mask of the rows of the ``(m, w)`` uint8 array ``buf`` whose bytes
     ``[offset, offset + len(pattern))`` equal ``pattern`` (a memcmp per row with the compiled
     kernels; the numpy twin compares 8-byte words of a contiguous copy of that band)."""
@@ -205,7 +210,7 @@ def rows_match(buf: np.ndarray, offset: int, pattern: bytes) -> np.ndarray:
     L = pat.size
     if m == 0 or L == 0:
         return np.ones(m, dtype=bool)
-    k = aggregate_kernel("rows_match", m * L)
+    k = aggregate_kernel("rows_match", m * L, backend)
     if k is not None:
         out = np.empty(m, dtype=np.bool_)
         k(buf, offset, pat, out)
@@ -218,12 +223,12 @@ def rows_match(buf: np.ndarray, offset: int, pattern: bytes) -> np.ndarray:
     return (band.view(np.uint64) == want.view(np.uint64)).all(axis=1)
 
 
-def hashed_support(a: np.ndarray, b: np.ndarray, width: np.ndarray, keys: np.ndarray) -> np.ndarray | None:
+def hashed_support(a: np.ndarray, b: np.ndarray, width: np.ndarray, keys: np.ndarray, backend: str | None = None) -> np.ndarray | None:
     """``counts[v] = #{i: (a[i]·keys[v] + b[i]) mod 2**64 < width[i]}`` (int64) with the compiled
     kernel (rows split over the cores), or None when the numpy backend runs (the caller's chunked
     numpy loop computes the same counts)."""
     n, d = a.shape[0], keys.shape[0]
-    run = aggregate_kernel("hashed_support", n * d)
+    run = aggregate_kernel("hashed_support", n * d, backend)
     if run is None:
         return None
     a, b, width, keys = (np.ascontiguousarray(x, dtype=np.uint64) for x in (a, b, width, keys))
@@ -240,7 +245,7 @@ def hashed_support(a: np.ndarray, b: np.ndarray, width: np.ndarray, keys: np.nda
 _ROWS_STEP = 1 << 16
 
 
-def sorted_rows_histogram(rows: np.ndarray, size: int) -> tuple:
+def sorted_rows_histogram(rows: np.ndarray, size: int, backend: str | None = None) -> tuple:
     """``(counts, flags)`` of an ``(m, k)`` integer array: ``counts`` = ``np.bincount`` of its
     entries that lie in ``[0, size)`` (int64, length ``size``); ``flags`` bit 1: some entry lies
     outside, bit 2: some row is not strictly increasing. One pass with the compiled kernel; the
@@ -251,7 +256,7 @@ def sorted_rows_histogram(rows: np.ndarray, size: int) -> tuple:
     counts = np.zeros(size, dtype=np.int64)
     if a.size == 0:
         return counts, 0
-    run = aggregate_kernel("sorted_rows_histogram", a.size)
+    run = aggregate_kernel("sorted_rows_histogram", a.size, backend)
     if run is not None:
         a = np.ascontiguousarray(a)
         parts = _splits(m, _workers(a.size // 8))

@@ -203,14 +203,15 @@ def _segments(n_rows: int, n_bits: int) -> list:
     return list(zip(bounds[:-1], bounds[1:]))
 
 
-def _bernoulli_runs(source: "RandomSource", threshold: int, n_rows: int, n_bits: int, after=None) -> np.ndarray:
+def _bernoulli_runs(source: "RandomSource", threshold: int, n_rows: int, n_bits: int, after=None, backend=None) -> np.ndarray:
     """Events of probability ``threshold / 2**64``: the sparse sampler when it is cheaper, else
     geometric-run decoding. ``after(a, b, rows)``, if given, is applied to each finished segment of
-    rows ``[a, b)`` while it is still in cache (sparse path) or to all rows at the end."""
+    rows ``[a, b)`` while it is still in cache (sparse path) or to all rows at the end.
+    ``backend``: the kernels' (:func:`.kernels.select`; None: ``LDP_PLUGIN_KERNELS``)."""
     rare = min(threshold, (1 << 64) - threshold)  # a 1 is rare (or a 0: sample 0s, flip)
     if use_sparse(rare):
-        return _bernoulli_sparse(source, rare, n_rows, n_bits, flip=rare != threshold, after=after)
-    kernel = kernels.compiled("decode_runs", work=n_rows * n_bits)
+        return _bernoulli_sparse(source, rare, n_rows, n_bits, flip=rare != threshold, after=after, backend=backend)
+    kernel = kernels.select("decode_runs", n_rows * n_bits, backend)
     note("numba" if kernel is not None else "numpy")
     table = run_table(int(threshold))
     nb = (n_bits + 7) // 8
@@ -232,11 +233,11 @@ def _bernoulli_runs(source: "RandomSource", threshold: int, n_rows: int, n_bits:
     return out
 
 
-def _bernoulli_sparse(source: "RandomSource", threshold: int, n_rows: int, n_bits: int, flip: bool, after=None) -> np.ndarray:
+def _bernoulli_sparse(source: "RandomSource", threshold: int, n_rows: int, n_bits: int, flip: bool, after=None, backend=None) -> np.ndarray:
     """Sparse path (:mod:`.sparse`): events of probability ``threshold / 2**64`` by exact geometric
     skips, in the same fixed segments of rows; ``flip``: the complement of every bit (padding
     bits cleared); ``after``: see :func:`_bernoulli_runs`."""
-    kernel = kernels.compiled("sparse_runs", work=n_rows * n_bits)
+    kernel = kernels.select("sparse_runs", n_rows * n_bits, backend)
     note("numba" if kernel is not None else "numpy")
     tables = sparse_tables(int(threshold))
     out = np.zeros((n_rows, (n_bits + 7) // 8), dtype=np.uint8)

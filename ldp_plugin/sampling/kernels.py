@@ -9,6 +9,12 @@ when numba is installed (``pip install "ldp-plugin[fast]"``) unless the environm
 * ``auto`` (default): numba if importable, else numpy;
 * ``numpy``: never import numba;
 * ``numba``: require numba (an ImportError names the extra to install).
+
+A caller that must run both implementations in one process (the verification's kernels layer,
+tests) names the backend explicitly instead: every dispatching function of the sampling layer
+takes ``backend`` (``None``: the rule above; ``"numpy"``: the twin; ``"numba"``: the compiled
+kernel), resolved by :func:`select` and :func:`select_table` — no environment variable is set
+and no module global is patched.
 """
 
 from __future__ import annotations
@@ -20,10 +26,14 @@ import threading
 import warnings
 from typing import Optional
 
+from .._errors import LDPParameterError
 from ._env import env_choice, use_fast
 
 
-__all__ = ["kernel_backend", "compiled", "kernel_table"]
+__all__ = ["kernel_backend", "compiled", "kernel_table", "select", "select_table", "BACKENDS"]
+
+#: the explicit backends a caller may name (``None``: the ``LDP_PLUGIN_KERNELS`` rule)
+BACKENDS = ("numpy", "numba")
 
 _STATE: dict = {}
 _LOCK = threading.Lock()
@@ -95,6 +105,34 @@ def _import_kernels(cache: bool) -> dict:
     return dict(importlib.import_module("ldp_plugin.sampling.numba_kernels").KERNELS)
 
 
+def _explicit(backend: str) -> Optional[dict]:
+    """The sampling kernels for an explicitly named backend: None for ``numpy``; for ``numba`` the
+    compiled table, loaded now whatever ``LDP_PLUGIN_KERNELS`` and the lazy rule say (an
+    ImportError names the extra when numba cannot load)."""
+    if backend not in BACKENDS:
+        raise LDPParameterError("backend must be None, 'numpy' or 'numba'")
+    return _load() if use_fast("backend", "numpy", "numba", _load, "numba", choice=backend) else None
+
+
+def select(name: str, work: Optional[int] = None, backend: Optional[str] = None):
+    """The compiled sampling kernel ``name`` or None (run the numpy twin): by the
+    ``LDP_PLUGIN_KERNELS`` rule of :func:`compiled` when ``backend`` is None, else the named
+    backend's (``"numpy"``: None; ``"numba"``: the compiled kernel)."""
+    if backend is None:
+        return compiled(name, work)
+    table = _explicit(backend)
+    return None if table is None else table[name]
+
+
+def select_table(module: str, work: int, backend: Optional[str] = None) -> Optional[dict]:
+    """:func:`kernel_table` for an explicitly named ``backend`` (``None``: the environment's rule)."""
+    if backend is None:
+        return kernel_table(module, work)
+    if _explicit(backend) is None:
+        return None
+    return _module_table(module)
+
+
 def kernel_table(module: str, work: int) -> Optional[dict]:
     """The ``KERNELS`` table of the compiled kernel module ``ldp_plugin.sampling.<module>`` (the
     aggregation's, the text lookup's) when the numba backend runs a call of ``work`` steps, else
@@ -102,6 +140,10 @@ def kernel_table(module: str, work: int) -> Optional[dict]:
     (so the cache flag they settled is the one it reads)."""
     if compiled("decode_runs", work) is None:
         return None
+    return _module_table(module)
+
+
+def _module_table(module: str) -> dict:
     key = ("table", module)
     if key not in _STATE:
         with _LOCK:

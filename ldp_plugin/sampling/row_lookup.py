@@ -29,7 +29,7 @@ from typing import Any, Optional
 import numpy as np
 
 from .aggregate_kernels import _splits, _workers, split_run
-from .kernels import kernel_table
+from .kernels import select_table
 
 __all__ = ["text_kind", "fixed_width_codes", "list_codes", "lookup_backend"]
 
@@ -42,9 +42,10 @@ _STEP = 1 << 16
 _SPLIT = 1 << 18
 
 
-def _kernels(work: int) -> dict | None:
-    """The compiled lookup kernels when the numba backend runs a call of ``work`` steps."""
-    return kernel_table("_numba_lookup", work)
+def _kernels(work: int, backend: Optional[str] = None) -> dict | None:
+    """The compiled lookup kernels when the numba backend runs a call of ``work`` steps (``backend``:
+    None, the ``LDP_PLUGIN_KERNELS`` rule; ``"numpy"`` or ``"numba"``: that one)."""
+    return select_table("_numba_lookup", work, backend)
 
 
 def lookup_backend(work: int = 1 << 62) -> str:
@@ -171,11 +172,12 @@ def _fixed_table(categories: tuple, dtype: np.dtype) -> _Table:
     return _Table(rows, codes)
 
 
-def fixed_width_codes(values: np.ndarray, categories: tuple) -> tuple[np.ndarray, int]:
+def fixed_width_codes(values: np.ndarray, categories: tuple, *, backend: Optional[str] = None) -> tuple[np.ndarray, int]:
     """``(codes, bad)`` of a 1-d ``U`` (``str`` categories) or ``S`` array (``bytes`` categories,
     or ``str`` categories compared as UTF-8):
     ``codes[i]`` (int64) is the code of the category equal to element ``i``; ``bad`` is the first
-    position whose element is no category (the codes are then meaningless) or −1."""
+    position whose element is no category (the codes are then meaningless) or −1. ``backend``:
+    the lookup's implementation (None: the ``LDP_PLUGIN_KERNELS`` rule; ``"numpy"``, ``"numba"``)."""
     n = values.shape[0]
     if n == 0:
         return np.empty(0, dtype=np.int64), -1
@@ -183,7 +185,7 @@ def fixed_width_codes(values: np.ndarray, categories: tuple) -> tuple[np.ndarray
     table = _fixed_table(categories, a.dtype)
     words = a.view(table.rows.dtype).reshape(n, table.rows.shape[1])
     out = np.empty(n, dtype=np.int64)
-    run = _kernels(words.size)
+    run = _kernels(words.size, backend)
     if run is not None:
         k = run["lookup_rows"]
         parts = _splits(n, _workers(n, _SPLIT))

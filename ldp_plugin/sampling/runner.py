@@ -44,8 +44,8 @@ if hasattr(os, "register_at_fork"):  # POSIX
     os.register_at_fork(after_in_child=_forget_pools_in_child)
 
 
-def _kernel(name: str, work=None):
-    k = kernels.compiled(name, work)
+def _kernel(name: str, work=None, backend=None):
+    k = kernels.select(name, work, backend)
     note("numba" if k is not None else "numpy")
     return k
 

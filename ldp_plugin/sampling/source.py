@@ -13,10 +13,9 @@ from .._errors import LDPParameterError
 from ..exact import TWO64
 from .bernoulli import _bernoulli_runs, set_row_bits
 from .cipher import random_backend, secure_bytes
-from .runner import _run_segments, _thread_pool
+from .runner import _thread_pool
 from .trace import note
-from . import subsets as _subsets
-from .subsets import _SubsetSegment
+from .subsets import sorted_subsets
 
 __all__ = ["RandomSource", "SecureRandomSource", "SeededRandomSource", "as_source", "chunk_source", "RNGLike"]
 
@@ -123,7 +122,9 @@ class RandomSource(abc.ABC):
 
         return self._packed(q_threshold, n_rows, n_bits, after)
 
-    def _packed(self, threshold: int, n_rows: int, n_bits: int, after=None) -> np.ndarray:
+    def _packed(self, threshold: int, n_rows: int, n_bits: int, after=None, backend=None) -> np.ndarray:
+        """:meth:`bernoulli_packed` with a row hook ``after`` (:func:`.bernoulli._bernoulli_runs`) and
+        the kernels' ``backend`` (None: ``LDP_PLUGIN_KERNELS``; the kernels layer names both)."""
         if not 0 <= threshold <= TWO64:
             raise LDPParameterError("threshold must be in [0, 2**64]")
         if n_rows < 0 or n_bits < 0:
@@ -136,7 +137,7 @@ class RandomSource(abc.ABC):
             if after is not None and n_bits:
                 after(0, n_rows, out)
             return out
-        return _bernoulli_runs(self, threshold, n_rows, n_bits, after)
+        return _bernoulli_runs(self, threshold, n_rows, n_bits, after, backend)
 
     def _bernoulli_bytes(self, threshold: int, size: int) -> np.ndarray:
         """``W < threshold`` for uniform 64-bit ``W``, compared byte by byte (most significant
@@ -236,21 +237,7 @@ class RandomSource(abc.ABC):
         ``d − 1 − s + j`` instead), so a row costs O(k) draws and O(d/64) words of bitmap. Rows run in fixed segments on all cores, with a compiled kernel
         when numba is installed and the same result from numpy otherwise.
         """
-        x = np.ascontiguousarray(x, dtype=np.int64)
-        include = np.asarray(include, dtype=bool)
-        if not 1 <= k <= d - 1:
-            raise LDPParameterError(f"subset size k must be in [1, d-1] = [1, {d - 1}]")
-        if x.ndim != 1 or include.shape != x.shape:
-            raise LDPParameterError("x and include must be 1-d arrays of the same length")
-        if x.size and (int(x.min()) < 0 or int(x.max()) >= d):
-            raise LDPParameterError(f"items x must be codes in [0, d) = [0, {d})")
-        dtype = np.uint16 if d <= 1 << 16 else np.uint32
-        out = np.empty((x.size, k), dtype=dtype)
-        per = max(1, _subsets._SUBSET_SEG_DRAWS // k)
-        bounds = list(range(0, x.size, per)) + [x.size]
-        tasks = [_SubsetSegment(x[a:b], include[a:b], d, k, out[a:b], work=x.size * k) for a, b in zip(bounds[:-1], bounds[1:])]
-        _run_segments(self, tasks)
-        return out
+        return sorted_subsets(self, x, include, d, k)
 
     def partial_shuffle_prefix(self, n_rows: int, population: int, s: int) -> np.ndarray:
         """For each of ``n_rows`` rows, a uniform ``s``-subset of ``[0, population)``, as an

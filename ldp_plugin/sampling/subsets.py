@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._errors import LDPParameterError
-from .runner import _kernel
+from .runner import _kernel, _run_segments
 
 # -- uniform subsets (RandomSource.sorted_subsets) -------------------------------------------------
 
@@ -20,6 +20,27 @@ def _mul_hi_lo(x: np.ndarray, n: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     xh = x >> np.uint64(32)
     hi = (xh * n + ((xl * n) >> np.uint64(32))) >> np.uint64(32)
     return hi, x * n
+
+
+def sorted_subsets(source, x: np.ndarray, include: np.ndarray, d: int, k: int, backend: str | None = None) -> np.ndarray:
+    """:meth:`ldp_plugin.sampling.RandomSource.sorted_subsets` drawn from ``source``: rows in fixed
+    segments of :data:`_SUBSET_SEG_DRAWS` draws (:class:`_SubsetSegment`), on the kernels'
+    ``backend`` (None: ``LDP_PLUGIN_KERNELS``; the kernels layer names both)."""
+    x = np.ascontiguousarray(x, dtype=np.int64)
+    include = np.asarray(include, dtype=bool)
+    if not 1 <= k <= d - 1:
+        raise LDPParameterError(f"subset size k must be in [1, d-1] = [1, {d - 1}]")
+    if x.ndim != 1 or include.shape != x.shape:
+        raise LDPParameterError("x and include must be 1-d arrays of the same length")
+    if x.size and (int(x.min()) < 0 or int(x.max()) >= d):
+        raise LDPParameterError(f"items x must be codes in [0, d) = [0, {d})")
+    dtype = np.uint16 if d <= 1 << 16 else np.uint32
+    out = np.empty((x.size, k), dtype=dtype)
+    per = max(1, _SUBSET_SEG_DRAWS // k)
+    bounds = list(range(0, x.size, per)) + [x.size]
+    tasks = [_SubsetSegment(x[a:b], include[a:b], d, k, out[a:b], work=x.size * k, backend=backend) for a, b in zip(bounds[:-1], bounds[1:])]
+    _run_segments(source, tasks)
+    return out
 
 
 class _SubsetSegment:
@@ -36,9 +57,10 @@ class _SubsetSegment:
     (compiled kernel, or its numpy twin: the same words give the same rows).
     """
 
-    def __init__(self, x: np.ndarray, include: np.ndarray, d: int, k: int, out: np.ndarray, work: int | None = None):
+    def __init__(self, x: np.ndarray, include: np.ndarray, d: int, k: int, out: np.ndarray, work: int | None = None, backend: str | None = None):
         self.x, self.inc, self.d, self.k, self.out = x, include.astype(np.uint8), d, k, out
         self.work = work  # the whole call's draws (the lazy kernel rule), not this segment's
+        self.backend = backend  # the kernels' (None: LDP_PLUGIN_KERNELS)
         self.n_other = N = d - 1
         if not N < 1 << 32:
             raise LDPParameterError("subset sampling needs d <= 2**32")
@@ -65,7 +87,7 @@ class _SubsetSegment:
     def first(self, block: np.ndarray) -> None:
         words = block.view(np.uint64).reshape(self.x.size, self.groups)
         self.words = words if words.flags.writeable else words.copy()
-        scan = _kernel("batched_rejects", self.work)
+        scan = _kernel("batched_rejects", self.work, self.backend)
         if scan is not None:
             buf = np.empty(self.words.size // 8 + 1024, dtype=np.int64)
             cnt = scan(self.words, self.P, self.thr, self.inc, buf)
@@ -84,7 +106,7 @@ class _SubsetSegment:
             rej = rej[self._rejected(rej, new)]
 
     def finish(self) -> None:
-        floyd = _kernel("floyd_sorted", self.work)
+        floyd = _kernel("floyd_sorted", self.work, self.backend)
         if floyd is not None:
             floyd(self.words, self.n_other, self.c, self.x, self.inc, self.out)
             return

@@ -11,8 +11,11 @@ an AST scan of the installed source trees ``ldp_plugin/``, ``adapters/`` and ``r
 * it takes a random source (a function with an ``rng`` or ``source`` parameter) or draws the
   operating system's randomness (``os.urandom``, ``secrets``: keys, nonces).
 
-Modules compiled by numba (``sampling.numba_kernels``, ``sampling._numba_aggregate``, ``sampling._numba_lookup``) are listed
-but not measured: coverage.py cannot trace compiled code (their numpy twins are measured).
+A module **compiled by numba** is listed but not measured (:func:`compiled_modules`, by what it
+does too: it imports numba at module level and every function it defines at module level is a
+numba kernel — ``@njit``, ``@jit``, ``@intrinsic``, …): coverage.py cannot trace compiled code;
+their numpy twins are measured, and the kernels layer holds each kernel to its twin bit for bit. A
+module that imports numba but also defines plain Python functions is measured like any other.
 
 The verifier itself (``ldp_plugin.verification``, the registry's verification driver and suite, the
 ``ldp verify`` command) is left out: it instruments the source, it does not hold user data.
@@ -46,14 +49,14 @@ from typing import Any, Callable, Optional
 
 from .._errors import LDPParameterError
 
-__all__ = ["ENTRY_POINTS", "UNTRACEABLE", "privacy_path_modules", "measure", "line_ranges", "COVERAGE_MIN"]
+__all__ = ["ENTRY_POINTS", "UNTRACEABLE", "privacy_path_modules", "compiled_modules", "measure", "line_ranges", "COVERAGE_MIN"]
 
 #: the client entry points: a module calling or defining one reads a user's value
 ENTRY_POINTS = frozenset({"randomize", "randomize_encoded", "randomize_one", "_randomize_codes", "privatize"})
 #: the branch coverage the full ``ldp verify --coverage`` run requires (percent)
 COVERAGE_MIN = 95.0
-#: compiled by numba: listed, not measured (coverage.py cannot trace compiled code)
-UNTRACEABLE = frozenset({"ldp_plugin.sampling.numba_kernels", "ldp_plugin.sampling._numba_aggregate", "ldp_plugin.sampling._numba_lookup"})
+#: the decorators that compile a function with numba (``nb.njit(...)``, ``numba.jit``, ``intrinsic``, ...)
+_NUMBA_DECORATORS = frozenset({"njit", "jit", "intrinsic", "vectorize", "guvectorize", "cfunc", "generated_jit", "overload", "stencil"})
 #: the verifier: instruments the source, holds no user data
 _VERIFIER = ("ldp_plugin.verification", "ldp_plugin.registry._verify", "ldp_plugin.registry._suite", "ldp_plugin.cli.verify")
 _PACKAGE_ROOT = Path(__file__).resolve().parents[2]
@@ -108,6 +111,45 @@ def _uses_entry_point(tree: ast.AST) -> bool:
     return False
 
 
+def _compiled_by_numba(tree: ast.Module) -> bool:
+    """Whether a module is numba-compiled code: it imports numba at module level and defines at
+    least one function there, every one of them under a numba decorator."""
+    imports = any((isinstance(n, ast.Import) and any(a.name.split(".")[0] == "numba" for a in n.names))
+                  or (isinstance(n, ast.ImportFrom) and n.level == 0 and (n.module or "").split(".")[0] == "numba") for n in tree.body)
+    functions = [n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+
+    def numba_decorated(fn: ast.AST) -> bool:
+        for d in fn.decorator_list:
+            f = d.func if isinstance(d, ast.Call) else d
+            name = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else None
+            if name in _NUMBA_DECORATORS:
+                return True
+        return False
+
+    return imports and bool(functions) and all(numba_decorated(f) for f in functions)
+
+
+def compiled_modules(root: Optional[Path] = None) -> frozenset:
+    """The modules under ``root`` (default: the installed sources) compiled by numba: listed on the
+    privacy paths, not measured (module docstring)."""
+    root = Path(root) if root is not None else _PACKAGE_ROOT
+    out = set()
+    for src in SOURCES:
+        base = root / src
+        for path in sorted(base.rglob("*.py")) if base.is_dir() else []:
+            text = path.read_text(encoding="utf-8")
+            if "numba" in text and _compiled_by_numba(ast.parse(text, filename=str(path))):
+                out.add(_module_name(src, path.relative_to(base)))
+    return frozenset(out)
+
+
+def __getattr__(name: str) -> Any:
+    if name == "UNTRACEABLE":  # compiled by numba: listed, not measured (derived from the sources, once)
+        globals()["UNTRACEABLE"] = value = compiled_modules()
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 def privacy_path_modules(root: Optional[Path] = None) -> dict:
     """``{module name: path}`` of every module on a privacy path under ``root`` (default: the
     installed sources), selected by what it does (module docstring)."""
@@ -149,10 +191,13 @@ def measure(run: Callable[[], Any], modules: Optional[dict] = None) -> tuple:
     function, or a :func:`functools.partial` of one with picklable arguments), and so must its
     result. The summary: ``percent`` (total, statements and branches combined), ``statements``,
     ``branches``, and per module ``percent``, ``missing_lines`` (line ranges) and
-    ``missing_branches`` (count); ``never_imported`` lists the modules none of whose lines ran."""
+    ``missing_branches`` (count); ``never_imported`` lists the modules none of whose lines ran,
+    ``compiled`` the numba-compiled ones, listed and not measured (:func:`compiled_modules`)."""
     coverage = _coverage()
     modules = privacy_path_modules() if modules is None else modules
-    modules = {m: p for m, p in modules.items() if m not in UNTRACEABLE}
+    untraceable = compiled_modules()
+    compiled = sorted(m for m in modules if m in untraceable)
+    modules = {m: p for m, p in modules.items() if m not in untraceable}
     files = {str(Path(p).resolve()): m for m, p in modules.items()}
     with tempfile.TemporaryDirectory(prefix="ldp-coverage-") as tmp:
         data_file = os.path.join(tmp, ".coverage")
@@ -197,7 +242,7 @@ def measure(run: Callable[[], Any], modules: Optional[dict] = None) -> tuple:
     branches = sum(r["branches"] for r in per.values())
     percent = float(data.get("totals", {}).get("percent_covered", 0.0))
     return result, {"percent": round(percent, 2), "statements": statements, "branches": branches, "modules": per,
-                    "never_imported": never, "threshold": COVERAGE_MIN}
+                    "never_imported": never, "compiled": compiled, "threshold": COVERAGE_MIN}
 
 
 def _child(job: str, out: str) -> None:

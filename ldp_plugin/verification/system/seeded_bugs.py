@@ -9,10 +9,16 @@
 | ``loose-delta-analyzer`` | the analyzer records the batch at a δ 1000 times the one asked | the recorded central ε is below the one earned at δ | analyzer (record vs amplify at n, δ) |
 | ``replay-blind-analyzer`` | the analyzer gives each envelope a fresh nonce before checking replays | a replayed report counts twice: n, and the amplification, inflated | analyzer (the batch opened vs the devices' kept envelopes) |
 | ``shared-nonce-reply`` | the reply path seals every envelope of a reply with the first envelope's nonce | the collector keeps one report per reply | wire (every report accepted) |
+| ``lookup-step-boundary`` | the numpy text lookup gives the last row of each step of 2**16 rows its neighbour's code | a user's report is of another category | kernels (numpy twin vs compiled kernel vs dictionary) |
+| ``column-chunk-edge`` | the numpy column counts skip the last row of each chunk of 2**15 rows | a unary report is not counted | kernels (numpy twin vs compiled kernel vs unpacked sums) |
+| ``dense-extra-draw`` | the numpy dense sampler draws one byte more than the compiled one (same output) | a seeded stream is consumed differently per backend | kernels (identical consumed randomness) |
+| ``one-stream-executor`` | an executor hands every partition the index 0 | every partition reuses one seeded stream | executors (files vs the serial release) |
 """
 
 from __future__ import annotations
 
+import functools
+import operator
 import os
 from fractions import Fraction
 from pathlib import Path
@@ -29,6 +35,8 @@ from ...federated.device import DeviceFleet, DeviceRefusal
 from ...federated.envelope import NONCE_BYTES
 from ...federated.sealed import open_reports, private_key, seal_reply, seal_reports
 from ...federated.shuffler import Shuffler
+from ...sampling.aggregate_kernels import _TREE_ROWS, packed_column_counts
+from ...sampling.row_lookup import _STEP, fixed_width_codes
 
 __all__ = ["SYSTEM_BUGS"]
 
@@ -116,6 +124,44 @@ def shared_nonce_answer(content: Any, node_config: Any) -> dict:
     return reply
 
 
+def lookup_step_boundary(values: Any, categories: tuple, *, backend: Any = None) -> tuple:
+    """The text lookup whose numpy twin is off by one at its step boundary: the last row of each
+    step of ``2**16`` rows takes the code of the row after it."""
+    codes, bad = fixed_width_codes(values, categories, backend=backend)
+    if backend == "numpy" and bad < 0 and codes.size > _STEP:
+        codes = codes.copy()
+        ends = np.arange(_STEP - 1, codes.size - 1, _STEP)
+        codes[ends] = codes[ends + 1]
+    return codes, bad
+
+
+def column_chunk_edge(packed: np.ndarray, d: int, backend: Any = None) -> np.ndarray:
+    """The packed column counts whose numpy twin skips the last row of each chunk of ``2**15`` rows."""
+    if backend == "numpy" and packed.shape[0] > _TREE_ROWS:
+        packed = packed.copy()
+        packed[_TREE_ROWS - 1::_TREE_ROWS] = 0
+    return packed_column_counts(packed, d, backend=backend)
+
+
+def dense_extra_draw(source: Any, threshold: int, n_rows: int, n_bits: int, backend: Any) -> np.ndarray:
+    """The Bernoulli sampler whose numpy path reads one byte more than the compiled kernel (its
+    output unchanged): the same seed gives another stream position on each backend."""
+    out = source._packed(threshold, n_rows, n_bits, backend=backend)
+    if backend == "numpy" and out.size and 0 < threshold < 1 << 64:
+        source.random_bytes(1)
+    return out
+
+
+class OneStreamExecutor:
+    """An executor (the local one's ``map_reduce``) that hands every partition the index 0, so all
+    partitions are randomized with one seeded stream."""
+
+    name = "one-stream"
+
+    def map_reduce(self, fn: Callable, sources: Any, combine: Callable = operator.add) -> Any:
+        return functools.reduce(combine, [fn((0, s[1]) if isinstance(s, tuple) else s) for s in sources])
+
+
 #: ``(bug name, system layer, keyword arguments that plant it in the layer)``
 SYSTEM_BUGS = (
     ("series-charged-once", "device", {"answer": _answer_with(SeriesChargedOnce)}),
@@ -124,4 +170,8 @@ SYSTEM_BUGS = (
     ("loose-delta-analyzer", "analyzer", {"analyze": loose_delta_analyze}),
     ("replay-blind-analyzer", "analyzer", {"analyze": replay_blind_analyze}),
     ("shared-nonce-reply", "wire", {"answer": shared_nonce_answer, "names": ("krr", "l-grr", "wheel")}),
+    ("lookup-step-boundary", "kernels", {"impl": {"fixed_width_codes": lookup_step_boundary}, "only": ("lookup",)}),
+    ("dense-extra-draw", "kernels", {"impl": {"packed": dense_extra_draw}, "only": ("samplers",)}),
+    ("column-chunk-edge", "kernels", {"impl": {"packed_column_counts": column_chunk_edge}, "only": ("aggregation",)}),
+    ("one-stream-executor", "executors", {"local": OneStreamExecutor}),
 )
