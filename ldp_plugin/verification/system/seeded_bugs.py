@@ -9,10 +9,13 @@
 | ``loose-delta-analyzer`` | the analyzer records the batch at a δ 1000 times the one asked | the recorded central ε is below the one earned at δ | analyzer (record vs amplify at n, δ) |
 | ``replay-blind-analyzer`` | the analyzer gives each envelope a fresh nonce before checking replays | a replayed report counts twice: n, and the amplification, inflated | analyzer (the batch opened vs the devices' kept envelopes) |
 | ``shared-nonce-reply`` | the reply path seals every envelope of a reply with the first envelope's nonce | the collector keeps one report per reply | wire (every report accepted) |
+| ``lax-domain-krr`` | k-RR's constructor accepts ``d = 1`` (silently made ``d = 2``) | a one-item domain is no domain: the reports describe items the caller never declared | refusals (one below each declared minimum) |
+| ``echoing-krr`` | k-RR's input error repeats the batch it refused | a user's value reaches the caller's logs | refusals (no sentinel in any message) |
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from fractions import Fraction
 from pathlib import Path
@@ -29,6 +32,8 @@ from ...federated.device import DeviceFleet, DeviceRefusal
 from ...federated.envelope import NONCE_BYTES
 from ...federated.sealed import open_reports, private_key, seal_reply, seal_reports
 from ...federated.shuffler import Shuffler
+from ...mechanisms import KRR
+from ...registry import load_registry
 
 __all__ = ["SYSTEM_BUGS"]
 
@@ -116,6 +121,31 @@ def shared_nonce_answer(content: Any, node_config: Any) -> dict:
     return reply
 
 
+class LaxDomainKRR(KRR):
+    """Accepts ``d = 1`` (and any smaller size), silently widened to ``d = 2``."""
+
+    def __post_init__(self) -> None:
+        if isinstance(self.d, int) and not isinstance(self.d, bool) and self.d < 2:
+            object.__setattr__(self, "d", 2)
+        super().__post_init__()
+
+
+class EchoingKRR(KRR):
+    """Its input error repeats the refused batch."""
+
+    def encode(self, values: Any) -> np.ndarray:
+        try:
+            return super().encode(values)
+        except LDPInputError:
+            raise LDPInputError(f"values must be integer codes in [0, {self.d}) (got {np.asarray(values, dtype=object).tolist()!r})") from None
+
+
+def _krr_as(cls: type) -> dict:
+    """k-RR's registry declaration with ``cls`` as its constructor (the refusal layer's input)."""
+    name = "seeded-" + cls.__name__
+    return {name: dataclasses.replace(load_registry()["krr"], name=name, constructor=f"{__name__}:{cls.__name__}")}
+
+
 #: ``(bug name, system layer, keyword arguments that plant it in the layer)``
 SYSTEM_BUGS = (
     ("series-charged-once", "device", {"answer": _answer_with(SeriesChargedOnce)}),
@@ -124,4 +154,6 @@ SYSTEM_BUGS = (
     ("loose-delta-analyzer", "analyzer", {"analyze": loose_delta_analyze}),
     ("replay-blind-analyzer", "analyzer", {"analyze": replay_blind_analyze}),
     ("shared-nonce-reply", "wire", {"answer": shared_nonce_answer, "names": ("krr", "l-grr", "wheel")}),
+    ("lax-domain-krr", "refusals", {"declarations": _krr_as(LaxDomainKRR)}),
+    ("echoing-krr", "refusals", {"declarations": _krr_as(EchoingKRR)}),
 )

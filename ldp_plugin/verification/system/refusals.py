@@ -1,0 +1,173 @@
+"""The refusal layer: every registered name (and the two wrappers) refuses every argument just
+outside its declared domain and every input outside its input domain, cleanly, through every door,
+and a refused release spends nothing.
+
+The cases are those of :mod:`ldp_plugin.verification.refusals` (generated from each declaration's
+``domain`` and the mechanism's input kind: constructors, ``randomize``, ``randomize_one``,
+``randomize_encoded``, the accumulator's ``add`` and ``merge``, ``estimate``, the OpenDP
+measurements); each is held to :func:`~ldp_plugin.verification.refusals.judge` — the library's own
+error, a message naming the parameter, no user value, no raw engine message. Then the **spend**: a
+ledger (:class:`~ldp_plugin.accountant.Accountant`) asked to release a value outside the domain —
+through ``Accountant.run`` and a per-user measurement, and through the Polars adapters with
+``accountant=`` (a row past the domain in a values, numbers, sets, attributes or key–value column)
+— refuses it and its remaining budget is unchanged.
+
+``quick``: a third of the input cases, a quarter of the measurement-parameter cases, no hostile
+parameter types, the spend checks on one name per input kind. Power: the seeded bugs
+``lax-domain-krr`` (a constructor that accepts ``d = 1``) and ``echoing-krr`` (an input error that
+repeats the value) fail it (:mod:`.seeded_bugs`)."""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from fractions import Fraction
+from pathlib import Path
+from typing import Any, Optional
+
+import numpy as np
+import polars as pl
+
+from ..._errors import LDPInputError, LDPParameterError
+from ...accountant import Accountant, Population
+from ... import adapters  # noqa: F401  (registers the ldp namespace)
+from ... import measurements as meas_mod
+from ...mechanisms import KRR, OUE, SampleOne
+from ...mechanisms.longitudinal import Memoized
+from ...mechanisms.protocol import Keyed, has
+from ...registry import KINDS, load_registry
+from ..refusals import (SENTINEL_CODE, SENTINEL_NUMBER, SENTINEL_TEXT, Case, input_cases, judge, measurement_cases, parameter_cases,
+                        server_cases)
+
+__all__ = ["refusals_layer", "WRAPPERS"]
+
+#: the wrappers that are not registry entries (their input and server doors)
+WRAPPERS = (("sample-one", lambda: SampleOne(mechanism=KRR(epsilon=1.0, d=4), m=2)),
+            ("sample-one-oue", lambda: SampleOne(mechanism=OUE(epsilon=2.0, d=3), m=2)),
+            ("memoized-krr", lambda: Memoized(epsilon_permanent=2.0, epsilon_instantaneous=1.0, d=4, max_values=2)))
+
+
+def _canonical(decl: Any) -> Any:
+    return decl.mechanism_class()(**{k: tuple(v) if isinstance(v, list) else v for k, v in dict(decl.canonical[0]).items()})
+
+
+def _features() -> bool:
+    try:
+        meas_mod.require_ldp_features()
+    except LDPParameterError:
+        return False
+    return True
+
+
+def _bad_column(mech: Any, n: int) -> Optional[pl.DataFrame]:
+    """A frame of ``n`` users whose last value is outside ``mech``'s domain (its adapter's layout)."""
+    kind = str(getattr(mech.input_kind, "value", mech.input_kind))
+    ids = pl.Series("user", np.arange(n, dtype=np.int64))
+    if kind == "number":
+        return pl.DataFrame([ids, pl.Series("v", [float(mech.lower)] * (n - 1) + [SENTINEL_NUMBER + abs(float(mech.upper))])])
+    if kind == "value" and mech.categories is None and mech.domain_size is not None:
+        return pl.DataFrame([ids, pl.Series("v", [0] * (n - 1) + [SENTINEL_CODE], dtype=pl.Int64)])
+    if kind == "set":
+        first = mech.items[0]
+        col = [[first]] * (n - 1) + [[SENTINEL_TEXT]] if isinstance(first, str) else [[int(first)]] * (n - 1) + [[SENTINEL_CODE]]
+        return pl.DataFrame([ids, pl.Series("v", col)])
+    if kind == "tuple":
+        cols = [pl.Series(f"a{j}", [0] * (n - 1) + [SENTINEL_CODE if j == 0 else 0], dtype=pl.Int64) for j in range(len(mech.domains))]
+        return pl.DataFrame([ids] + cols)
+    if kind == "key-value":
+        return pl.DataFrame([ids, pl.Series("k", [[0]] * n, dtype=pl.List(pl.Int64)),
+                             pl.Series("w", [[0.5]] * (n - 1) + [[SENTINEL_NUMBER]], dtype=pl.List(pl.Float64))])
+    return None
+
+
+def _spend_cases(name: str, mech: Any, acc: Accountant, features: bool) -> list:
+    """:class:`Case` per release of a value outside the domain with a ledger: each must be
+    refused (:func:`judge`) and leave the remaining budget unchanged (checked by the caller)."""
+    if has(mech, Keyed):
+        return []
+    kind = str(getattr(mech.input_kind, "value", mech.input_kind))
+    cases = []
+    if features:
+        user = meas_mod.make_ldp(*meas_mod.space_of(mech, "user"), mech)
+        pop = meas_mod.make_ldp(*meas_mod.space_of(mech, "population"), mech)
+        bad = next((c.value[0] for c in input_cases(mech) if c.value is not None and "past" in c.label), None)
+        if bad is not None:
+            cases.append(Case("spend", f"{name}: Accountant.run of a per-user measurement on a value past the domain",
+                              lambda: acc.run(f"{name}-user", user, bad), ("value", "argument", "number", "code", "item", "attribute", "key", "set")))
+            batch = [bad] if kind != "tuple" else np.array([bad])
+            cases.append(Case("spend", f"{name}: Accountant.run of a population measurement on a batch past the domain",
+                              lambda: acc.run(f"{name}-population", pop, batch), ("value", "argument", "number", "code", "item", "attribute", "key", "set")))
+    frame = _bad_column(mech, 3)
+    if frame is not None:
+        names = ("value", "values", "position", "number", "code", "item", "attribute", "key", "set", "row")
+        if kind == "tuple":
+            call = lambda: frame.ldp.privatize_attributes([c for c in frame.columns if c != "user"], mech, accountant=acc, query_id=f"{name}-frame")  # noqa: E731
+        elif kind == "key-value":
+            call = lambda: frame.ldp.privatize_key_values("k", mech, values="w", accountant=acc, query_id=f"{name}-frame")  # noqa: E731
+        else:
+            call = lambda: frame.ldp.privatize("v", mech, accountant=acc, query_id=f"{name}-frame")  # noqa: E731
+        cases.append(Case("spend", f"{name}: the Polars adapter with a ledger on a row past the domain", call, names))
+    return cases
+
+
+def refusals_layer(*, seed: int = 0, quick: bool = False, directory: str | Path, declarations: Optional[dict] = None,
+                   wrappers: bool = True) -> dict:
+    """Every refusal case of every registered name (or of ``declarations``: the seeded bugs) and the
+    wrappers, then the spend checks, in ``directory`` (a fresh temporary directory)."""
+    t0 = time.perf_counter()
+    reg = load_registry(kinds=KINDS) if declarations is None else dict(declarations)
+    names = sorted(reg)
+    features = _features()
+    mechs: dict = {}
+    failures: list = []
+    for n in names:
+        try:
+            mechs[n] = _canonical(reg[n])
+        except Exception as e:  # noqa: BLE001 - a canonical instance that does not build fails the layer
+            failures.append(f"{n}: the canonical instance raised {type(e).__name__}")
+    if wrappers and declarations is None:
+        mechs.update({w: make() for w, make in WRAPPERS})
+    order = sorted(mechs)
+    cases: list = []
+    for i, n in enumerate(order):
+        mech, other = mechs[n], mechs[order[(i + 1) % len(order)]] if len(order) > 1 else KRR(epsilon=1.0, d=3)
+        if n in reg:
+            cases += parameter_cases(reg[n], hostile=not quick)
+            if features:
+                cases += measurement_cases(reg[n], mech, quick=quick)
+        cases += input_cases(mech, quick=quick)
+        cases += server_cases(mech, other, seed=seed)
+    spent_ok = 0
+    acc = Accountant.create(Path(directory) / "ledger.sqlite", Population(name="refusals", lifetime_cap="1000000"))
+    try:
+        seen_kinds: set = set()
+        spend: list = []
+        for n in order:
+            kind = str(getattr(mechs[n].input_kind, "value", mechs[n].input_kind))
+            if quick and kind in seen_kinds:
+                continue
+            seen_kinds.add(kind)
+            spend += _spend_cases(n, mechs[n], acc, features)
+        for c in spend:
+            before = Fraction(acc.remaining())
+            why = judge(c)
+            if Fraction(acc.remaining()) != before:
+                why = (why + "; " if why else "") + "budget was spent before the refusal"
+            if why:
+                failures.append(f"{c.surface} {c.label}: {why}")
+            else:
+                spent_ok += 1
+        cases_run = len(spend)
+    finally:
+        acc.close()
+    by_surface: Counter = Counter()
+    for c in cases:
+        by_surface[c.surface] += 1
+        why = judge(c)
+        if why:
+            failures.append(f"{c.surface} {c.label}: {why}")
+    by_surface["spend"] += cases_run
+    out = {"layer": "refusals", "names": len(order), "cases": len(cases) + cases_run, "by_surface": dict(sorted(by_surface.items())),
+           "measurements": "run" if features else "not run (OpenDP features not enabled: ldp.enable_ldp_features())",
+           "n_failures": len(failures), "failures": failures[:12], "seconds": round(time.perf_counter() - t0, 2), "passed": not failures}
+    return out
