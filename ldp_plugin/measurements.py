@@ -44,7 +44,7 @@ import opendp.prelude as dp
 from opendp.mod import _PartialConstructor as PartialConstructor
 
 from ._errors import LDPInputError, LDPParameterError
-from ._boundary.opendp import argument_check, checked
+from ._boundary.opendp import argument_check, checked, full_argument_check
 from .exact import float_up, scale_epsilon_up
 from .mechanisms import (CMS, HCMS, KRR, OLH, ORAPPOR, ORR, OUE, RAPPOR, RUE, THE, BinaryMechanism, CountSketch, Duchi, FrequencyOracle,
                          GeometricMechanism, HadamardMechanism, HadamardResponse, Hybrid, KSubset, OneBitMean, Piecewise, PrivSet,
@@ -296,7 +296,8 @@ def _make_ldp(
             return scale_epsilon_up(_check_d_in(d_in), eps)
 
     # checked before the FFI call: the argument (LDPInputError, never OpenDP's stack) and d_in
-    return checked(dp.m.make_user_measurement(domain, metric, dp.max_divergence(), function, privacy_map), argument_check(mechanism, unit))
+    return checked(dp.m.make_user_measurement(domain, metric, dp.max_divergence(), function, privacy_map), argument_check(mechanism, unit),
+                   full_argument_check(mechanism, unit))
 
 
 def then_ldp(mechanism: FrequencyOracle, rng: RNGLike = None) -> PartialConstructor:

@@ -133,6 +133,19 @@ def _tagging(fn: Callable) -> Callable:
     return wrapper
 
 
+def _strict(fn: Callable) -> Callable:
+    """``randomize_one`` with a strict signature: a misspelt or unknown keyword is refused with
+    :class:`LDPArgumentError` (as ``randomize`` refuses it), never Python's ``TypeError``."""
+    _, bind = _strict_call(fn, fn.__name__)
+
+    @functools.wraps(fn)
+    def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
+        bind(self, args, kwargs)
+        return fn(self, *args, **kwargs)
+    wrapper._ldp_wrapped = True  # type: ignore[attr-defined]
+    return wrapper
+
+
 def _checking(fn: Callable, what: str) -> Callable:
     """``estimate`` / ``estimate_from`` with a strict signature that refuses reports (an
     accumulator) of another spec before any work (:func:`.tagged.check_origin`)."""
@@ -170,10 +183,10 @@ class MechanismBase(Mechanism, metaclass=_CheckedArguments):
         ``estimate`` / ``estimate_from`` has a strict signature and refuses reports of another
         spec (:mod:`.tagged`) — for every family, without each writing the check."""
         super().__init_subclass__(**kwargs)
-        for name in ("randomize", "randomize_encoded", "estimate", "estimate_from"):
+        for name in ("randomize", "randomize_encoded", "randomize_one", "estimate", "estimate_from"):
             fn = inspect.getattr_static(cls, name, None)  # a mixin's (SetInput, AccumulatedEstimate) too
             if inspect.isfunction(fn) and not getattr(fn, "_ldp_wrapped", False):
-                setattr(cls, name, _tagging(fn) if name.startswith("randomize") else _checking(fn, name))
+                setattr(cls, name, _strict(fn) if name == "randomize_one" else _tagging(fn) if name.startswith("randomize") else _checking(fn, name))
 
     name: ClassVar[str] = "abstract"
     input_kind: ClassVar[InputKind] = InputKind.VALUE
@@ -265,6 +278,7 @@ class MechanismBase(Mechanism, metaclass=_CheckedArguments):
         self._check_client_arguments(cohorts=cohorts, user_keys=user_keys, offsets=offsets)
         return self._randomize_codes(np.asarray(codes), as_source(rng))
 
+    @_strict
     def randomize_one(self, value: Any, *, rng: Any = None, user_key: Any = None):
         """One user's report (the same exact sampler on a batch of one)."""
         keys = None if user_key is None else [user_key]
