@@ -23,6 +23,7 @@ import numpy as np
 from .._errors import LDPArgumentError, LDPInputError, LDPParameterError
 from ..estimation import retarget
 from ..sampling import as_source
+from .domain import check_codes
 from .protocol import InputKind, Mechanism
 from .tagged import check_accumulator_mechanism, check_origin, tag_reports
 
@@ -108,7 +109,10 @@ def _check_batch_shape(mech: Any, entry: str, batch: Any) -> None:
     refused, never flattened into more users than there are (tuples: one row per user)."""
     if entry == "randomize" and mech.input_kind != "number":
         return  # items, sets and pairs: each family's encode knows its own layout
-    dims = np.ndim(batch) if isinstance(batch, (np.ndarray, list)) else 1
+    try:
+        dims = np.ndim(batch) if isinstance(batch, (np.ndarray, list)) else 1
+    except ValueError:  # a ragged nested list: numpy cannot give it a shape
+        raise LDPInputError(f"{mech.name}.{entry} takes one value per user; got a ragged nested batch: it is never flattened") from None
     want = 2 if mech.input_kind == "tuple" else 1
     if dims != want:
         what = ("an n × A array of attribute codes" if want == 2 else "a 1-d batch of item codes (flat, with offsets=)"
@@ -276,6 +280,8 @@ class MechanismBase(Mechanism, metaclass=_CheckedArguments):
     def randomize_encoded(self, codes: Any, *, rng: Any = None, cohorts: Any = None, user_keys: Any = None, offsets: Any = None):
         """The client on already encoded values (:meth:`encode`); the path every caller uses."""
         self._check_client_arguments(cohorts=cohorts, user_keys=user_keys, offsets=offsets)
+        if self.input_kind == "value" and self.domain_size is not None:  # codes of a closed domain: never past it
+            return self._randomize_codes(check_codes(codes, int(self.domain_size)), as_source(rng))
         return self._randomize_codes(np.asarray(codes), as_source(rng))
 
     @_strict

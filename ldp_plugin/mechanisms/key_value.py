@@ -163,6 +163,8 @@ class PCKV(MechanismBase):
                         k, v = pair
                     except (TypeError, ValueError):
                         raise LDPInputError(f"user {len(offsets) - 1}: every item must be a (key, value) pair") from None
+                    if isinstance(k, (bool, np.bool_)) or isinstance(v, (bool, np.bool_)):
+                        raise LDPInputError(f"user {len(offsets) - 1}: keys must be integers and values numbers, not booleans")
                     keys.append(k)
                     values.append(v)
                 offsets.append(len(keys))
@@ -235,6 +237,8 @@ class PCKV(MechanismBase):
 
     def randomize_one(self, value: Any, *, rng: RNGLike = None, user_key: Any = None) -> int:
         self._check_client_arguments(user_keys=None if user_key is None else [user_key])
+        if isinstance(value, (str, bytes, dict)) or not hasattr(value, "__iter__"):
+            raise LDPInputError(f"randomize_one takes one user's list of (key, value) pairs (got type {type(value).__name__})")
         return int(self.randomize([list(value)], rng=rng)[0])
 
     def report_fields(self) -> tuple:

@@ -307,7 +307,7 @@ class PrivSet(_SetMechanism):
         arr = np.asarray(reports)
         if arr.ndim != 2 or arr.shape[1] != self.k or arr.dtype.kind not in "iu":
             raise LDPInputError(f"privset reports must be an (n, {self.k}) integer array")
-        if arr.size and int(arr.max()) >= self.d + self.m:
+        if arr.size and (int(arr.min()) < 0 or int(arr.max()) >= self.d + self.m):
             raise LDPInputError(f"privset reports must hold codes in [0, {self.d + self.m})")
         return arr
 

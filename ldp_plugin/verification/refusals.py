@@ -391,8 +391,9 @@ def input_cases(mech: Any, *, quick: bool = False) -> list:
         cases.append(Case("randomize_one", f"{mech.name}: user_key= without keys", lambda: mech.randomize_one(good[0], rng=src(), user_key=_keys(1)[0]),
                           ("key",)))
     if kind != "set":
+        encoded = mech.encode(good)
         cases.append(Case("randomize_encoded", f"{mech.name}: offsets= on a mechanism without sets",
-                          lambda: mech.randomize_encoded(np.zeros(n, np.int64), rng=src(), offsets=np.arange(n + 1), **kw), ("offsets",)))
+                          lambda: mech.randomize_encoded(encoded, rng=src(), offsets=np.arange(n + 1), **kw), ("offsets",)))
 
     # values outside the input domain
     if kind == "value":
@@ -443,7 +444,7 @@ def input_cases(mech: Any, *, quick: bool = False) -> list:
         items = list(mech.items)
         m = int(mech.m)
         both("set with an unknown item", [SENTINEL_TEXT])
-        both("set of one bare item", items[0])
+        batch("a batch of bare items in a list of sets", [[items[0]]] * (n - 1) + [items[0]])
         both("set with None", [None])
         if len(items) > m:
             both("set longer than m", items[: m + 1])
@@ -537,9 +538,11 @@ def server_cases(mech: Any, other: Any, *, seed: int = 0) -> list:
         else:
             neg[f.name][-1, 0] = -1
         add("a negative field", _from_columns_or_raw(mech, neg))
-    first = next(iter(cols))
-    floats = {k: (np.asarray(x, dtype=np.float64) + (0.5 if k == first else 0.0)) for k, x in cols.items()}
-    add("float reports", _from_columns_or_raw(mech, floats))
+    # floats in the batch's own layout (a native array or tuple of arrays; never cast back to integers)
+    if isinstance(reports, np.ndarray):
+        add("float reports", np.asarray(reports, dtype=np.float64) + 0.5)
+    elif isinstance(reports, tuple) and all(isinstance(x, np.ndarray) for x in reports):
+        add("float reports", tuple(np.asarray(x, dtype=np.float64) + 0.5 for x in reports))
     add("a 3-d report batch", np.zeros((2, 2, 2), dtype=np.int64))
     add("reports of text", np.array([SENTINEL_TEXT] * n))
     add("None", None)
@@ -621,7 +624,7 @@ def measurement_cases(decl: Any, mech: Any, *, quick: bool = False) -> list:
         if c.value is not None:
             cases.append(Case("measurement", f"{decl.name}: the per-user measurement on {c.label.split(': ', 1)[1]}",
                               lambda value=c.value[0]: user(value), c.names + ("argument",), DATA_ERRORS))
-    cases.append(Case("measurement", f"{decl.name}: the population measurement on one value", lambda: pop(valid_batch(mech, 1)[0] if _kind(mech) != "tuple" else 0),
+    cases.append(Case("measurement", f"{decl.name}: the population measurement on one value", lambda: pop(0),
                       ("batch", "argument"), DATA_ERRORS))
     for label, d_in in (("negative", -1), ("fractional", 0.5), ("boolean", True), ("text", "1")):
         cases.append(Case("measurement", f"{decl.name}: the user map at a {label} d_in", lambda d_in=d_in: user.map(d_in), ("d_in",), PARAM_ERRORS))
