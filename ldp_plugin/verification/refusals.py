@@ -131,17 +131,33 @@ def judge(case: Case) -> Optional[str]:
 
 
 # -- parameters -----------------------------------------------------------------------------------------
+def _lower_bound(rng: str) -> Any:
+    """The lower end of a declared ``[a, b]`` / ``(a, b)`` range text, if numeric."""
+    rng = rng.strip()
+    if not rng or rng[0] not in "[(":
+        return None
+    try:
+        return float(rng[1:].split(",")[0].strip())
+    except ValueError:
+        return None
+
+
 def bad_values(pname: str, spec: dict) -> list:
-    """``(label, value)`` pairs of the wrong type for a parameter of this declared type (every
+    """``(label, value)`` pairs that must be refused for a parameter of this declared type (every
     class a caller hits: NaN, ±inf, text, bool, a list; a fraction, NaN, an int past 64 bits,
-    ``None`` for an int)."""
-    typ = str(spec.get("type", ""))
+    ``None`` for an int; below the lower end of its range text)."""
+    typ, rng = str(spec.get("type", "")), str(spec.get("range", ""))
     out: list = []
     nullable = "none" in typ
+    lo = _lower_bound(rng)
     if typ.startswith("float"):
         out += [("nan", math.nan), ("inf", math.inf), ("-inf", -math.inf), ("str", "abc"), ("bool", True), ("list", [1.0])]
+        if lo is not None and pname not in ("lower", "upper"):
+            out += [("below-range", lo - 1.0)]
     elif typ.startswith("int"):
         out += [("fraction", 2.5), ("str", "abc" if "'" not in typ else "bogus-choice"), ("bool", True), ("nan", math.nan), ("huge", 10**30)]
+        if lo is not None:
+            out += [("below-range", int(lo) - 1)]
         if not nullable and pname != "d" and "'" not in typ:  # a quoted alternative ('auto') may be spelled None
             out += [("none", None)]
     elif typ.startswith("str"):
