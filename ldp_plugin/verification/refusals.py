@@ -53,7 +53,7 @@ import opendp.prelude as dp
 
 from .._errors import LDPInputError, LDPParameterError, PrivacyVerificationError
 from .. import measurements as meas_mod
-from ..mechanisms.protocol import Cohorted, InputKind, Keyed, has
+from ..mechanisms.protocol import ClosedDomain, Cohorted, InputKind, Keyed, has
 from ..sampling import SeededRandomSource
 from .domains import declaration_domains, resolve
 
@@ -328,7 +328,7 @@ def valid_batch(mech: Any, n: int = 4) -> Any:
         return out
     if kind == "tuple":
         return np.stack([np.arange(n) % int(k) for k in mech.domains], axis=1).astype(np.int64)
-    items = list(mech.items) if getattr(mech, "categories", None) is not None or kind == "set" else None
+    items = list(mech.items) if (has(mech, ClosedDomain) and mech.categories is not None) or kind == "set" else None
     d = int(mech.domain_size) if mech.domain_size is not None else None
     if kind == "set":
         return [[items[i % len(items)]] for i in range(n)]
@@ -505,8 +505,10 @@ def input_cases(mech: Any, *, quick: bool = False) -> list:
         both("pair of three", [(0, 0.5, 0.5)])
         both("bare pair", (0, 0.5))
         both("repeated key", [(0, 0.1), (0, 0.2)])
-        if int(getattr(mech, "ell", 1)) < d and getattr(mech, "on_long", "error") == "error":
-            both("more than ell keys", [(k, 0.0) for k in range(int(mech.ell) + 1)])
+        params = mech.spec()["params"]
+        ell = int(params.get("ell", 1))
+        if ell < d and params.get("on_long", "error") == "error":
+            both("more than ell keys", [(k, 0.0) for k in range(ell + 1)])
         both("None", None)
     if quick:
         cases = cases[::3]
@@ -603,7 +605,7 @@ def hostile_keywords(mech: Any) -> list:
             out += [(p.name, v) for v in (-1, 2.5, True, "100", 2**63)]
         elif p.name == "buckets":
             out += [(p.name, v) for v in (0, 3, -1, 2.5, True, 2**40)]
-        elif p.name == "candidates" and getattr(mech, "categories", None) is None and getattr(mech, "items", None) is None and mech.domain_size is not None:
+        elif p.name == "candidates" and not has(mech, ClosedDomain) and mech.domain_size is not None:
             out += [(p.name, ["a", "b"])]  # a closed domain: candidates would be ignored
         elif isinstance(p.default, bool):
             out += [(p.name, "yes"), (p.name, 2)]
