@@ -50,14 +50,15 @@ from typing import Any, Callable, Optional
 
 import numpy as np
 import opendp.prelude as dp
+import polars as pl
 
 from .._errors import LDPInputError, LDPParameterError, PrivacyVerificationError
 from .. import measurements as meas_mod
 from ..mechanisms.protocol import ClosedDomain, Cohorted, InputKind, Keyed, has
 from ..sampling import SeededRandomSource
-from .domains import declaration_domains, resolve
+from .domains import EPS_ENDS, declaration_domains, resolve
 
-__all__ = ["Case", "judge", "parameter_cases", "hostile_parameter_values", "bad_values", "input_cases", "server_cases", "measurement_cases",
+__all__ = ["Case", "judge", "parameter_cases", "category_cases", "series_cases", "hostile_parameter_values", "bad_values", "input_cases", "server_cases", "measurement_cases",
            "valid_batch", "SENTINEL_TEXT", "SENTINEL_NUMBER", "SENTINEL_CODE", "RAW_TEXT", "ALTERNATIVES"]
 
 #: data values no message may repeat (they stand for a user's data)
@@ -257,6 +258,8 @@ def _past_domain(pname: str, dom: Any, env: dict, base: dict) -> list:
                     ("bool-item", (True,))]
     if dom.choices and dom.kind != "choice":
         out.append(("not-a-choice", "not-a-" + pname))
+    if dom.kind == "float" and pname.startswith("epsilon"):  # the library's usable range of an ε (mechanisms.domain)
+        out += [("below-usable-range", EPS_ENDS[0] / 2), ("above-usable-range", EPS_ENDS[1] * 1.01)]
     return out
 
 
@@ -306,6 +309,70 @@ def parameter_cases(decl: Any, *, make: Optional[Callable] = None, hostile: bool
             add(f"{pname} missing", {k: v for k, v in base.items() if k != pname}, _names(pname))
     add("an unknown keyword", {**base, "no_such_parameter": 1}, ("no_such_parameter",))
     return cases
+
+
+def category_cases(decl: Any) -> list:
+    """:class:`Case` per ``categories=`` the constructor must refuse (a closed alphabet of labels):
+    an unordered set or a dict (their order differs between processes), one string, a label that is
+    None or NaN, labels of mixed types, duplicates, none, a 2-d array, unhashable labels, a ``d``
+    that disagrees with them or is a bool, and neither ``d`` nor categories."""
+    cls = decl.mechanism_class()
+    try:
+        takes = "categories" in inspect.signature(cls).parameters
+    except (TypeError, ValueError):
+        takes = False
+    if not takes:
+        return []
+    base = {k: _tuples(v) for k, v in dict(decl.canonical[0]).items()}
+    d = base.pop("d", None)
+    if not isinstance(d, int) or isinstance(d, bool) or any(k in base for k in ALTERNATIVES):
+        return []
+    labels = [f"c{i}" for i in range(d)]
+    bad = [("a set of labels", set(labels)), ("a dict of labels", dict.fromkeys(labels)), ("one string", "abc"), ("a number", 5),
+           ("a None label", labels[:-1] + [None]), ("a NaN label", [float(i) for i in range(d - 1)] + [math.nan]),
+           ("labels of mixed types", [1] + labels[1:]), ("a repeated label", labels[:-1] + [labels[0]]), ("no labels", []),
+           ("a 2-d array of labels", np.array([labels, labels])), ("unhashable labels", [[x] for x in labels])]
+    cases = [Case("constructor", f"{decl.name}: categories {label}", lambda v=v: cls(**base, categories=v), ("categories",), PARAM_ERRORS)
+             for label, v in bad]
+    cases += [Case("constructor", f"{decl.name}: d that disagrees with the categories", lambda: cls(**base, d=d + 1, categories=labels), ("d",), PARAM_ERRORS),
+              Case("constructor", f"{decl.name}: a bool d beside the categories", lambda: cls(**base, d=True, categories=labels), ("d",), PARAM_ERRORS),
+              Case("constructor", f"{decl.name}: neither d nor categories", lambda: cls(**base), ("d", "categories"), PARAM_ERRORS)]
+    try:
+        open_alphabet = not cls(**base).closed  # without d or categories: an open alphabet (the cohort oracles), not a refusal
+    except (LDPParameterError, PrivacyVerificationError, TypeError):
+        open_alphabet = False
+    return cases[:-1] if open_alphabet else cases
+
+
+def series_cases(mech: Any) -> list:
+    """:class:`Case` per Polars Series a closed-alphabet client must refuse (codes: floats, text, a
+    null; labels: a null, an unknown label as text, Categorical and Enum, another dtype) and per numpy
+    text array with an unknown label (fixed-width ``U``/``S``, bytes in a list)."""
+    if _kind(mech) != "value" or not has(mech, ClosedDomain) or mech.domain_size is None or has(mech, Keyed):
+        return []
+    src = lambda: SeededRandomSource(1)  # noqa: E731
+    names = ("value", "values", "position", "dtype", "categor", "code")
+    if mech.categories is None:
+        d = int(mech.domain_size)
+        series = [("a Float Series", pl.Series("v", [0.0, 1.5])), ("a String Series", pl.Series("v", ["0", SENTINEL_TEXT])),
+                  ("an Int Series with a null", pl.Series("v", [0, None], dtype=pl.Int64)),
+                  ("an Int Series past the domain", pl.Series("v", [0, d], dtype=pl.Int64))]
+        arrays: list = []
+    else:
+        labels = [str(c) for c in mech.categories]
+        series = [("a String Series with a null", pl.Series("v", [labels[0], None])),
+                  ("a String Series with an unknown label", pl.Series("v", [labels[0], SENTINEL_TEXT])),
+                  ("a Categorical Series with an unknown label", pl.Series("v", [labels[0], SENTINEL_TEXT], dtype=pl.Categorical)),
+                  ("an Enum Series with an unknown label", pl.Series("v", [labels[0], SENTINEL_TEXT], dtype=pl.Enum([labels[0], SENTINEL_TEXT]))),
+                  ("an Int Series for text labels", pl.Series("v", [0, 1], dtype=pl.Int64))]
+        if all(isinstance(c, str) for c in mech.categories):
+            series.append(("a Boolean Series for text labels", pl.Series("v", [True, False])))
+        arrays = [("a fixed-width text array with an unknown label", np.array([labels[0], SENTINEL_TEXT])),
+                  ("a bytes array with an unknown label", np.array([labels[0].encode(), SENTINEL_TEXT.encode()])),
+                  ("a list of bytes with an unknown label", [labels[0].encode(), SENTINEL_TEXT.encode()]),
+                  ("a 2-d text array", np.array([labels[:1], labels[:1]])),
+                  ("labels of mixed types", np.array([labels[0], 3, 2.5], dtype=object))]
+    return [Case("randomize", f"{mech.name}: {label}", lambda v=v: mech.randomize(v, rng=src()), names) for label, v in series + arrays]
 
 
 # -- inputs -----------------------------------------------------------------------------------------------

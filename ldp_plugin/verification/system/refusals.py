@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter
+from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
 from typing import Any, Optional
@@ -32,19 +33,60 @@ from ..._errors import LDPInputError, LDPParameterError
 from ...accountant import Accountant, Population
 from ... import adapters  # noqa: F401  (registers the ldp namespace)
 from ... import measurements as meas_mod
-from ...mechanisms import KRR, OUE, SampleOne
+from ...mechanisms import KRR, LGRR, OUE, Duchi, RapporSet, SampleOne
+from ...mechanisms.sets import PAD
 from ...mechanisms.longitudinal import Memoized
-from ...mechanisms.protocol import Keyed, has
+from ...mechanisms.protocol import ClosedDomain, Keyed, has
 from ...registry import KINDS, load_registry
-from ..refusals import (SENTINEL_CODE, SENTINEL_NUMBER, SENTINEL_TEXT, Case, input_cases, judge, measurement_cases, parameter_cases,
-                        server_cases)
+from ..refusals import (PARAM_ERRORS, SENTINEL_CODE, SENTINEL_NUMBER, SENTINEL_TEXT, Case, category_cases, input_cases, judge,
+                        measurement_cases, parameter_cases, series_cases, server_cases)
 
 __all__ = ["refusals_layer", "WRAPPERS"]
 
 #: the wrappers that are not registry entries (their input and server doors)
 WRAPPERS = (("sample-one", lambda: SampleOne(mechanism=KRR(epsilon=1.0, d=4), m=2)),
             ("sample-one-oue", lambda: SampleOne(mechanism=OUE(epsilon=2.0, d=3), m=2)),
-            ("memoized-krr", lambda: Memoized(epsilon_permanent=2.0, epsilon_instantaneous=1.0, d=4, max_values=2)))
+            ("memoized-krr", lambda: Memoized(epsilon_permanent=2.0, epsilon_instantaneous=1.0, d=4, max_values=2)),
+            ("memoized-krr-labels", lambda: Memoized(epsilon_permanent=2.0, epsilon_instantaneous=1.0, categories=["a", "b", "c"])))
+
+
+@dataclass(frozen=True)
+class WrapperDeclaration:
+    """A wrapper's parameters and their domains, in a registry declaration's shape (its parameter
+    cases are generated like a registered name's)."""
+
+    name: str
+    cls: type
+    parameters: dict
+    canonical: tuple
+
+    def mechanism_class(self) -> type:
+        return self.cls
+
+
+_SIZE = {"type": "int", "range": "[1, 2^20]", "domain": {"int": [1, "2^20"]}}
+_RELATION = {"type": "str", "range": "'user' or 'value'", "domain": {"choice": ["user", "value"]}}
+WRAPPER_DECLARATIONS = (
+    WrapperDeclaration("sample-one", SampleOne, {"m": _SIZE, "on_long": {"type": "str", "range": "'error' or 'sample'", "domain": {"choice": ["error", "sample"]}},
+                                                 "mechanism": {"type": "mechanism", "range": "a mechanism of one item per user"}},
+                       ({"mechanism": KRR(epsilon=1.0, d=4), "m": 2},)),
+    WrapperDeclaration("memoized-krr", Memoized, {
+        "epsilon_permanent": {"type": "float", "range": "(0, inf)", "domain": {"float": [0, "inf"]}},
+        "epsilon_instantaneous": {"type": "float", "range": "(0, epsilon_permanent]", "domain": {"float": [0, "epsilon_permanent"], "open": [True, False]}},
+        "max_values": _SIZE, "d": {"type": "int", "range": "[2, 2^31]", "domain": {"int": [2, "2^31"]}}, "relation": _RELATION},
+        ({"epsilon_permanent": 2.0, "epsilon_instantaneous": 1.0, "d": 4, "max_values": 2},)),
+)
+
+
+def _wrapper_cases() -> list:
+    """The wrappers' parameter cases, and the mechanisms ``SampleOne`` must refuse to wrap."""
+    cases = [c for w in WRAPPER_DECLARATIONS for c in parameter_cases(w)]
+    for label, inner in (("a name", "krr"), ("a number mechanism", Duchi(epsilon=1.0)), ("a set mechanism", RapporSet(epsilon=1.0, d=4, m=2)),
+                         ("a keyed mechanism", LGRR(epsilon_perm=2.0, epsilon_1=1.0, d=3)),
+                         ("categories holding the PAD item", KRR(epsilon=1.0, categories=["a", PAD]))):
+        cases.append(Case("constructor", f"sample-one: mechanism {label}", lambda inner=inner: SampleOne(mechanism=inner, m=2),
+                          ("mechanism", "PAD", "wraps"), PARAM_ERRORS))
+    return cases
 
 
 def _canonical(decl: Any) -> Any:
@@ -127,14 +169,25 @@ def refusals_layer(*, seed: int = 0, quick: bool = False, directory: str | Path,
             failures.append(f"{n}: the canonical instance raised {type(e).__name__}")
     if wrappers and declarations is None:
         mechs.update({w: make() for w, make in WRAPPERS})
+        cases_wrappers = _wrapper_cases()
+    else:
+        cases_wrappers = []
     order = sorted(mechs)
-    cases: list = []
+    cases: list = list(cases_wrappers)
     for i, n in enumerate(order):
         mech, other = mechs[n], mechs[order[(i + 1) % len(order)]] if len(order) > 1 else KRR(epsilon=1.0, d=3)
         if n in reg:
-            cases += parameter_cases(reg[n], hostile=not quick)
+            cases += parameter_cases(reg[n], hostile=not quick) + category_cases(reg[n])
             if features:
                 cases += measurement_cases(reg[n], mech, quick=quick)
+            if has(mech, ClosedDomain) and str(getattr(mech.input_kind, "value", mech.input_kind)) == "value" and not has(mech, Keyed):
+                cases += series_cases(mech)
+                try:  # the same mechanism over labels (a cohort design over labels may not separate them: then codes only)
+                    labelled = mech.with_categories([f"c{j}" for j in range(int(mech.domain_size))])
+                except LDPParameterError:
+                    labelled = None
+                if labelled is not None:
+                    cases += series_cases(labelled) + ([] if quick else input_cases(labelled, quick=True))
         cases += input_cases(mech, quick=quick)
         cases += server_cases(mech, other, seed=seed)
     spent_ok = 0
