@@ -58,7 +58,7 @@ from ..mechanisms.protocol import ClosedDomain, Cohorted, InputKind, Keyed, has
 from ..sampling import SeededRandomSource
 from .domains import EPS_ENDS, declaration_domains, resolve
 
-__all__ = ["Case", "judge", "parameter_cases", "category_cases", "series_cases", "hostile_parameter_values", "bad_values", "input_cases", "server_cases", "measurement_cases",
+__all__ = ["Case", "judge", "parameter_cases", "category_cases", "series_cases", "open_alphabet_cases", "hostile_parameter_values", "bad_values", "input_cases", "server_cases", "measurement_cases",
            "valid_batch", "SENTINEL_TEXT", "SENTINEL_NUMBER", "SENTINEL_CODE", "RAW_TEXT", "ALTERNATIVES"]
 
 #: data values no message may repeat (they stand for a user's data)
@@ -304,6 +304,23 @@ def parameter_cases(decl: Any, *, make: Optional[Callable] = None, hostile: bool
                 continue
             seen.add(key)
             add(f"{pname} {label}", {**base, pname: v}, _names(pname))
+    try:
+        sig = inspect.signature(cls).parameters
+    except (TypeError, ValueError):
+        sig = {}
+    for pname, p in sig.items():  # a keyword the constructor takes that the declaration does not state: its type is its default's
+        if pname in decl.parameters or pname in ("d", "categories") or p.default is inspect.Parameter.empty:
+            continue
+        if isinstance(p.default, bool):
+            values = [("not-a-bool", 2), ("text", "yes")]
+        elif isinstance(p.default, str):
+            values = [("not-a-choice", "not-a-" + pname), ("int", 3)]
+        elif isinstance(p.default, int):
+            values = [("text", "bogus"), ("bool", True), ("fraction", 2.5), ("one-below-zero", -1)]
+        else:
+            values = []
+        for label, v in values:
+            add(f"{pname} {label} (undeclared)", {**base, pname: v}, _names(pname))
     for pname in required_parameters(decl) + [e for e in ("epsilon",) if e in decl.parameters]:
         if pname in base:
             add(f"{pname} missing", {k: v for k, v in base.items() if k != pname}, _names(pname))
@@ -649,6 +666,22 @@ def server_cases(mech: Any, other: Any, *, seed: int = 0) -> list:
     return cases
 
 
+def open_alphabet_cases(mech: Any, *, seed: int = 0) -> list:
+    """:class:`Case` per misuse of an open-alphabet mechanism (no ``d``, no categories: items are
+    hashed): items that are no integer, string or bytes, a nested batch; ``estimate`` without
+    candidates, with a single string, none, or one twice."""
+    src = lambda: SeededRandomSource(1)  # noqa: E731
+    names = ("item", "items", "values", "batch")
+    cases = [Case("randomize", f"{mech.name} (open): {label}", lambda v=v: mech.randomize(v, rng=src()), names)
+             for label, v in (("a None item", [None, SENTINEL_TEXT]), ("a NaN item", ["a", math.nan]), ("a nested batch", ["a", [SENTINEL_TEXT]]),
+                              ("a dict item", ["a", {"x": SENTINEL_TEXT}]), ("a 2-d array", np.zeros((2, 2))))]
+    reports = mech.randomize(["a", "b", "c", "d"], rng=SeededRandomSource(seed))
+    cases += [Case("estimate", f"{mech.name} (open): estimate with {label}", lambda kw=kw: mech.estimate(reports, **kw), ("candidates",), PARAM_ERRORS)
+              for label, kw in (("no candidates", {}), ("a single string", {"candidates": "abc"}), ("empty candidates", {"candidates": []}),
+                                ("a repeated candidate", {"candidates": ["a", "a"]}))]
+    return cases
+
+
 def _from_columns_or_raw(mech: Any, cols: dict) -> Any:
     try:
         return mech.base._from_columns(cols)
@@ -672,7 +705,7 @@ def hostile_keywords(mech: Any) -> list:
             out += [(p.name, v) for v in (-1, 2.5, True, "100", 2**63)]
         elif p.name == "buckets":
             out += [(p.name, v) for v in (0, 3, -1, 2.5, True, 2**40)]
-        elif p.name == "candidates" and not has(mech, ClosedDomain) and mech.domain_size is not None:
+        elif p.name == "candidates" and ((not has(mech, ClosedDomain) and mech.domain_size is not None) or (has(mech, ClosedDomain) and mech.closed)):
             out += [(p.name, ["a", "b"])]  # a closed domain: candidates would be ignored
         elif isinstance(p.default, bool):
             out += [(p.name, "yes"), (p.name, 2)]

@@ -168,3 +168,16 @@ def test_every_input_case_of_every_name_is_refused_cleanly():
         mech = decl.mechanism_class()(**{k: tuple(v) if isinstance(v, list) else v for k, v in dict(decl.canonical[0]).items()})
         bad += [f"{c.label}: {why}" for c in input_cases(mech, quick=True) if (why := judge(c))]
     assert not bad, bad
+
+
+def test_sample_one_over_a_closed_domain_refuses_candidates():
+    s = ldp.SampleOne(mechanism=ldp.KRR(epsilon=1.0, d=4), m=2)
+    with pytest.raises(LDPParameterError, match="candidates"):
+        s.estimate(s.randomize([[0], [1, 2]], rng=1), candidates=["a", "b"])
+
+
+def test_undeclared_constructor_keywords_are_refused_by_their_default_type():
+    with pytest.raises(LDPParameterError, match="underdetermined"):
+        ldp.CMS(epsilon=1.0, d=4, k=4, cohorts=2, underdetermined=2)
+    with pytest.raises(LDPParameterError, match="on_long"):
+        ldp.Wheel(epsilon=1.0, d=3, on_long="drop")

@@ -39,7 +39,7 @@ from ...mechanisms.longitudinal import Memoized
 from ...mechanisms.protocol import ClosedDomain, Keyed, has
 from ...registry import KINDS, load_registry
 from ..refusals import (PARAM_ERRORS, SENTINEL_CODE, SENTINEL_NUMBER, SENTINEL_TEXT, Case, category_cases, input_cases, judge,
-                        measurement_cases, parameter_cases, series_cases, server_cases)
+                        measurement_cases, open_alphabet_cases, parameter_cases, series_cases, server_cases)
 
 __all__ = ["refusals_layer", "WRAPPERS"]
 
@@ -91,6 +91,16 @@ def _wrapper_cases() -> list:
 
 def _canonical(decl: Any) -> Any:
     return decl.mechanism_class()(**{k: tuple(v) if isinstance(v, list) else v for k, v in dict(decl.canonical[0]).items()})
+
+
+def _open_alphabet(decl: Any) -> Optional[Any]:
+    """The mechanism of ``decl`` over an open alphabet (built without ``d``), if it has one."""
+    base = {k: tuple(v) if isinstance(v, list) else v for k, v in dict(decl.canonical[0]).items() if k != "d"}
+    try:
+        mech = decl.mechanism_class()(**base)
+    except (LDPParameterError, TypeError):
+        return None
+    return None if not has(mech, ClosedDomain) or mech.closed else mech
 
 
 def _features() -> bool:
@@ -178,6 +188,8 @@ def refusals_layer(*, seed: int = 0, quick: bool = False, directory: str | Path,
         mech, other = mechs[n], mechs[order[(i + 1) % len(order)]] if len(order) > 1 else KRR(epsilon=1.0, d=3)
         if n in reg:
             cases += parameter_cases(reg[n], hostile=not quick) + category_cases(reg[n])
+            opened = _open_alphabet(reg[n])
+            cases += [] if opened is None else open_alphabet_cases(opened, seed=seed)
             if features:
                 cases += measurement_cases(reg[n], mech, quick=quick)
             if has(mech, ClosedDomain) and str(getattr(mech.input_kind, "value", mech.input_kind)) == "value" and not has(mech, Keyed):
