@@ -150,6 +150,22 @@ def _strict(fn: Callable) -> Callable:
     return wrapper
 
 
+def _mse_checked(fn: Callable) -> Callable:
+    """``analytic_mse`` that refuses a number of users that is no integer ``>= 1`` and an unknown
+    ``sampling`` before any formula divides by it (never a ``ZeroDivisionError``, never an
+    "error" for a negative population)."""
+
+    @functools.wraps(fn)
+    def wrapper(self: Any, n: Any, *args: Any, **kwargs: Any) -> Any:
+        if isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer)) or int(n) < 1:
+            raise LDPParameterError(f"n (the number of users) must be an integer >= 1 (got {n!r})")
+        if kwargs.get("sampling", "fixed") not in ("fixed", "iid"):
+            raise LDPParameterError("sampling must be 'fixed' (the users' own values) or 'iid' (a population they are drawn from)")
+        return fn(self, n, *args, **kwargs)
+    wrapper._ldp_wrapped = True  # type: ignore[attr-defined]
+    return wrapper
+
+
 def _checking(fn: Callable, what: str) -> Callable:
     """``estimate`` / ``estimate_from`` with a strict signature that refuses reports (an
     accumulator) of another spec before any work (:func:`.tagged.check_origin`)."""
@@ -187,10 +203,11 @@ class MechanismBase(Mechanism, metaclass=_CheckedArguments):
         ``estimate`` / ``estimate_from`` has a strict signature and refuses reports of another
         spec (:mod:`.tagged`) — for every family, without each writing the check."""
         super().__init_subclass__(**kwargs)
-        for name in ("randomize", "randomize_encoded", "randomize_one", "estimate", "estimate_from"):
+        for name in ("randomize", "randomize_encoded", "randomize_one", "estimate", "estimate_from", "analytic_mse"):
             fn = inspect.getattr_static(cls, name, None)  # a mixin's (SetInput, AccumulatedEstimate) too
             if inspect.isfunction(fn) and not getattr(fn, "_ldp_wrapped", False):
-                setattr(cls, name, _strict(fn) if name == "randomize_one" else _tagging(fn) if name.startswith("randomize") else _checking(fn, name))
+                setattr(cls, name, _strict(fn) if name == "randomize_one" else _mse_checked(fn) if name == "analytic_mse"
+                        else _tagging(fn) if name.startswith("randomize") else _checking(fn, name))
 
     name: ClassVar[str] = "abstract"
     input_kind: ClassVar[InputKind] = InputKind.VALUE

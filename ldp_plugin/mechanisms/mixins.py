@@ -36,6 +36,8 @@ def check_report_layout(mech: Any, reports: Any) -> None:
         raise
     except (TypeError, ValueError, IndexError, KeyError, AttributeError):
         raise LDPInputError(f"{base.name} reports must be a batch of its reports (columns {[f.name for f in fields]})") from None
+    if isinstance(reports, np.ndarray) and reports.ndim == 2 and len(fields) > 1 and not any(f.width for f in fields) and reports.shape[1] != len(fields):
+        raise LDPInputError(f"{base.name} reports must be an (n, {len(fields)}) array: one column per field {[f.name for f in fields]}")
     n = arrays[0].shape[0] if arrays and arrays[0].ndim else None
     for f, a in zip(fields, arrays):
         if n is None or a.ndim != (2 if f.width else 1) or a.shape[0] != n or (f.width and a.shape[1] != f.width):

@@ -54,7 +54,7 @@ import polars as pl
 
 from .._errors import LDPInputError, LDPParameterError, PrivacyVerificationError
 from .. import measurements as meas_mod
-from ..mechanisms.protocol import ClosedDomain, Cohorted, InputKind, Keyed, has
+from ..mechanisms.protocol import Analytic, ClosedDomain, Cohorted, InputKind, Keyed, has
 from ..sampling import SeededRandomSource
 from .domains import EPS_ENDS, declaration_domains, resolve
 
@@ -324,6 +324,8 @@ def parameter_cases(decl: Any, *, make: Optional[Callable] = None, hostile: bool
     for pname in required_parameters(decl) + [e for e in ("epsilon",) if e in decl.parameters]:
         if pname in base:
             add(f"{pname} missing", {k: v for k, v in base.items() if k != pname}, _names(pname))
+    for pname in [p for p in ALTERNATIVES if p in base]:  # an alternative given, then taken away with nothing in its place
+        add(f"{pname} missing (no alternative given)", {k: v for k, v in base.items() if k != pname}, _names(pname) + ALTERNATIVES + ("d",))
     add("an unknown keyword", {**base, "no_such_parameter": 1}, ("no_such_parameter",))
     return cases
 
@@ -365,10 +367,16 @@ def series_cases(mech: Any) -> list:
     """:class:`Case` per Polars Series a closed-alphabet client must refuse (codes: floats, text, a
     null; labels: a null, an unknown label as text, Categorical and Enum, another dtype) and per numpy
     text array with an unknown label (fixed-width ``U``/``S``, bytes in a list)."""
+    names = ("value", "values", "position", "dtype", "categor", "code", "set", "item", "list")
+    src = lambda: SeededRandomSource(1)  # noqa: E731
+    if _kind(mech) == "set" and not has(mech, Keyed):
+        first = mech.items[0]
+        cols = [("a set column that is no List", pl.Series("v", [first, first])), ("a null set", pl.Series("v", [[first], None])),
+                ("a null item", pl.Series("v", [[first], [None]], dtype=pl.List(pl.Int64 if isinstance(first, int) else pl.String))),
+                ("a set with an unknown item", pl.Series("v", [[first], [SENTINEL_TEXT]]) if isinstance(first, str) else pl.Series("v", [[first], [SENTINEL_CODE]]))]
+        return [Case("randomize", f"{mech.name}: {label}", lambda v=v: mech.randomize(v, rng=src()), names) for label, v in cols]
     if _kind(mech) != "value" or not has(mech, ClosedDomain) or mech.domain_size is None or has(mech, Keyed):
         return []
-    src = lambda: SeededRandomSource(1)  # noqa: E731
-    names = ("value", "values", "position", "dtype", "categor", "code")
     if mech.categories is None:
         d = int(mech.domain_size)
         series = [("a Float Series", pl.Series("v", [0.0, 1.5])), ("a String Series", pl.Series("v", ["0", SENTINEL_TEXT])),
@@ -663,6 +671,21 @@ def server_cases(mech: Any, other: Any, *, seed: int = 0) -> list:
                       ("merge", "accumulator", "mechanism"), DATA_ERRORS))
     cases += [Case("estimate", f"{mech.name}: estimate {k}={v!r}", lambda k=k, v=v: mech.estimate(reports, **{k: v}), (k,), PARAM_ERRORS)
               for k, v in hostile_keywords(mech)]
+    cases.append(Case("estimate", f"{mech.name}: estimate of no reports", lambda: mech.estimate_from(mech.accumulator()), ("report", "n >= 1"), PARAM_ERRORS))
+    if isinstance(reports, np.ndarray) and reports.ndim == 2:
+        add("a batch one column wider", np.zeros((n, reports.shape[1] + 1), dtype=reports.dtype))
+        if reports.shape[1] > 1 and any(f.kind == "sorted" for f in mech.base.report_fields()):
+            unsorted = np.array(reports, copy=True)
+            unsorted[-1] = unsorted[-1][::-1]
+            add("a row out of order", unsorted)
+    if hasattr(mech.accumulator(), "add_histogram") and f is not None and [(g.name, g.width) for g in mech.base.report_fields()] == [("report", None)]:
+        top = int(min(int(f.bound), np.iinfo(np.int64).max))
+        cases.append(Case("add", f"{mech.name}: add_histogram of a report past its bound",
+                          lambda: mech.accumulator().add_histogram({f.name: np.array([0, top])}, np.array([1, 1])), names, (LDPInputError,)))
+    if has(mech, Analytic):
+        for label, kw in (("n = 0", {"n": 0}), ("a negative n", {"n": -1}), ("an unknown sampling", {"n": 10, "sampling": "bogus"}),
+                          ("sampling='iid' without theta", {"n": 10, "sampling": "iid"})):
+            cases.append(Case("theory", f"{mech.name}: analytic_mse with {label}", lambda kw=kw: mech.analytic_mse(**kw), ("n", "sampling", "theta"), PARAM_ERRORS))
     return cases
 
 
@@ -729,7 +752,18 @@ def measurement_cases(decl: Any, mech: Any, *, quick: bool = False) -> list:
                           lambda: meas_mod.make_ldp(*meas_mod.space_of(mech), mech), ("key", "longitudinal", "make_longitudinal"), PARAM_ERRORS))
         cases.append(Case("measurement", f"{decl.name}: make_longitudinal with a short key",
                           lambda: meas_mod.make_longitudinal(mech, key=b"short"), ("key",), DATA_ERRORS))
+        longi = meas_mod.make_longitudinal(mech, rng=SeededRandomSource(1))
+        for label, v in (("a code past the domain", SENTINEL_CODE), ("a negative code", -1), ("a bool", True), ("text", SENTINEL_TEXT), ("a float", 0.5)):
+            cases.append(Case("measurement", f"{decl.name}: the longitudinal measurement on {label}", lambda v=v: longi(v), ("code", "argument"), DATA_ERRORS))
+        if mech.epsilon_inst is None:  # no instantaneous layer: one report per key
+            once = meas_mod.make_longitudinal(mech, rng=SeededRandomSource(1))
+            cases.append(Case("measurement", f"{decl.name}: a second report of a once-only key", lambda: (once(0), once(0)), ("instantaneous", "second", "key"),
+                              PARAM_ERRORS))
         return cases
+    cases.append(Case("measurement", f"{decl.name}: make_longitudinal of an unkeyed mechanism", lambda: meas_mod.make_longitudinal(mech),
+                      ("longitudinal",), PARAM_ERRORS))
+    cases.append(Case("measurement", f"{decl.name}: make_ldp of a name, not a mechanism", lambda: meas_mod.make_ldp(*meas_mod.space_of(mech), decl.name),
+                      ("mechanism",), PARAM_ERRORS))
     dom, _metric = meas_mod.space_of(mech, "user")
     cases.append(Case("measurement", f"{decl.name}: make_ldp with a foreign metric",
                       lambda: meas_mod.make_ldp(dom, dp.symmetric_distance(), mech), ("input_metric", "metric"), PARAM_ERRORS))

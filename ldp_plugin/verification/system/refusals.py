@@ -33,7 +33,7 @@ from ..._errors import LDPInputError, LDPParameterError
 from ...accountant import Accountant, Population
 from ... import adapters  # noqa: F401  (registers the ldp namespace)
 from ... import measurements as meas_mod
-from ...mechanisms import KRR, LGRR, OUE, Duchi, RapporSet, SampleOne
+from ...mechanisms import CMS, KRR, LGRR, OUE, Duchi, RapporSet, SampleOne
 from ...mechanisms.sets import PAD
 from ...mechanisms.longitudinal import Memoized
 from ...mechanisms.protocol import ClosedDomain, Keyed, has
@@ -78,7 +78,7 @@ WRAPPER_DECLARATIONS = (
 )
 
 
-def _wrapper_cases() -> list:
+def _wrapper_cases(features: bool) -> list:
     """The wrappers' parameter cases, and the mechanisms ``SampleOne`` must refuse to wrap."""
     cases = [c for w in WRAPPER_DECLARATIONS for c in parameter_cases(w)]
     for label, inner in (("a name", "krr"), ("a number mechanism", Duchi(epsilon=1.0)), ("a set mechanism", RapporSet(epsilon=1.0, d=4, m=2)),
@@ -86,6 +86,19 @@ def _wrapper_cases() -> list:
                          ("categories holding the PAD item", KRR(epsilon=1.0, categories=["a", PAD]))):
         cases.append(Case("constructor", f"sample-one: mechanism {label}", lambda inner=inner: SampleOne(mechanism=inner, m=2),
                           ("mechanism", "PAD", "wraps"), PARAM_ERRORS))
+    closed = SampleOne(mechanism=KRR(epsilon=1.0, d=4), m=2)
+    opened = SampleOne(mechanism=CMS(epsilon=1.0, k=4, cohorts=2), m=2)
+    reports = closed.randomize([[0], [1, 2]], rng=1)
+    open_reports = opened.randomize([["a"], ["b", "c"]], rng=1)
+    names = ("PAD", "candidates", "postprocess", "open-alphabet", "randomize")
+    for label, call in (("a set holding the PAD item", lambda: closed.randomize([[0], [PAD]], rng=1)),
+                        ("postprocess='em' for sets", lambda: closed.estimate(reports, postprocess="em")),
+                        ("randomize_encoded over an open alphabet", lambda: opened.randomize_encoded(np.zeros(2, np.int64), rng=1)),
+                        ("an open-alphabet estimate without candidates", lambda: opened.estimate(open_reports))):
+        cases.append(Case("randomize" if "randomize" in label or "PAD" in label else "estimate", f"sample-one: {label}", call, names))
+    if features:
+        cases.append(Case("measurement", "sample-one: make_sample_one with an unknown unit", lambda: meas_mod.make_sample_one(closed, unit="bogus"),
+                          ("unit",), PARAM_ERRORS))
     return cases
 
 
@@ -179,7 +192,7 @@ def refusals_layer(*, seed: int = 0, quick: bool = False, directory: str | Path,
             failures.append(f"{n}: the canonical instance raised {type(e).__name__}")
     if wrappers and declarations is None:
         mechs.update({w: make() for w, make in WRAPPERS})
-        cases_wrappers = _wrapper_cases()
+        cases_wrappers = _wrapper_cases(features)
     else:
         cases_wrappers = []
     order = sorted(mechs)
