@@ -54,11 +54,12 @@ import polars as pl
 
 from .._errors import LDPInputError, LDPParameterError, PrivacyVerificationError
 from .. import measurements as meas_mod
+from ..estimation import bayes
 from ..mechanisms.protocol import Analytic, ClosedDomain, Cohorted, InputKind, Keyed, has
 from ..sampling import SeededRandomSource
 from .domains import EPS_ENDS, declaration_domains, resolve
 
-__all__ = ["Case", "judge", "parameter_cases", "category_cases", "series_cases", "open_alphabet_cases", "hostile_parameter_values", "bad_values", "input_cases", "server_cases", "measurement_cases",
+__all__ = ["Case", "judge", "parameter_cases", "category_cases", "series_cases", "open_alphabet_cases", "estimator_cases", "hostile_parameter_values", "bad_values", "input_cases", "server_cases", "measurement_cases",
            "valid_batch", "SENTINEL_TEXT", "SENTINEL_NUMBER", "SENTINEL_CODE", "RAW_TEXT", "ALTERNATIVES"]
 
 #: data values no message may repeat (they stand for a user's data)
@@ -703,6 +704,21 @@ def open_alphabet_cases(mech: Any, *, seed: int = 0) -> list:
               for label, kw in (("no candidates", {}), ("a single string", {"candidates": "abc"}), ("empty candidates", {"candidates": []}),
                                 ("a repeated candidate", {"candidates": ["a", "a"]}))]
     return cases
+
+
+def estimator_cases() -> list:
+    """:class:`Case` per argument the free estimators refuse (iterative Bayesian estimation and its
+    bootstrap, :mod:`ldp_plugin.estimation.bayes`): an unknown likelihood, support rates outside
+    ``0 <= q* < p* <= 1``, no reports, a bootstrap size, confidence or seed out of range."""
+    c, n, p, q = np.array([30.0, 20.0, 10.0]), 40, 0.6, 0.2
+    calls = [("an unknown likelihood", lambda: bayes.ibu(c, n, p, q, likelihood="bogus"), ("likelihood",)),
+             ("q* above p*", lambda: bayes.ibu(c, n, q, p), ("q*", "p*")), ("p* above 1", lambda: bayes.ibu(c, n, 1.5, q), ("q*", "p*")),
+             ("no reports", lambda: bayes.ibu(c, 0, p, q), ("n >= 1",)), ("a stack with an empty row", lambda: bayes.ibu(np.stack([c, c]), np.array([n, 0]), p, q), ("n >= 1",))]
+    for label, kw in (("replicates below 20", {"replicates": 5}), ("boolean replicates", {"replicates": True}), ("fractional replicates", {"replicates": 25.5}),
+                      ("confidence 1", {"confidence": 1.0}), ("confidence as text", {"confidence": "0.9"}), ("a text seed", {"rng": "seed"}),
+                      ("a boolean seed", {"rng": True})):
+        calls.append((f"a bootstrap with {label}", lambda kw=kw: bayes.ibu_bootstrap(c, n, p, q, **kw), tuple(kw)))
+    return [Case("estimator", f"ibu: {label}", call, names, PARAM_ERRORS) for label, call, names in calls]
 
 
 def _from_columns_or_raw(mech: Any, cols: dict) -> Any:

@@ -39,7 +39,8 @@ def test_the_layer_catches_its_seeded_bugs(bug, tmp_path):
     kw = next(k for b, _, k in SYSTEM_BUGS if b == bug)
     r = refusals_layer(seed=0, quick=True, directory=tmp_path, **kw)
     assert not r["passed"]
-    want = {"lax-domain-krr": "d one-below-min: accepted", "echoing-krr": "the message repeats the value"}[bug]
+    want = {"lax-domain-krr": "d one-below-min: accepted", "echoing-krr": "the message repeats the value",
+            "spend-before-check": "budget was spent before the refusal"}[bug]
     assert any(want in f for f in r["failures"]), r["failures"]
 
 

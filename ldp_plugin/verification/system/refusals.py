@@ -14,8 +14,9 @@ through ``Accountant.run`` and a per-user measurement, and through the Polars ad
 
 ``quick``: a third of the input cases, a quarter of the measurement-parameter cases, no hostile
 parameter types, the spend checks on one name per input kind. Power: the seeded bugs
-``lax-domain-krr`` (a constructor that accepts ``d = 1``) and ``echoing-krr`` (an input error that
-repeats the value) fail it (:mod:`.seeded_bugs`)."""
+``lax-domain-krr`` (a constructor that accepts ``d = 1``), ``echoing-krr`` (an input error that
+repeats the value) and ``spend-before-check`` (a ledger whose ``run`` spends before the measurement
+checks its argument) fail it (:mod:`.seeded_bugs`)."""
 
 from __future__ import annotations
 
@@ -39,7 +40,7 @@ from ...mechanisms.longitudinal import Memoized
 from ...mechanisms.protocol import ClosedDomain, Keyed, has
 from ...registry import KINDS, load_registry
 from ..refusals import (PARAM_ERRORS, SENTINEL_CODE, SENTINEL_NUMBER, SENTINEL_TEXT, Case, category_cases, input_cases, judge,
-                        measurement_cases, open_alphabet_cases, parameter_cases, series_cases, server_cases)
+                        estimator_cases, measurement_cases, open_alphabet_cases, parameter_cases, series_cases, server_cases)
 
 __all__ = ["refusals_layer", "WRAPPERS"]
 
@@ -176,9 +177,10 @@ def _spend_cases(name: str, mech: Any, acc: Accountant, features: bool) -> list:
 
 
 def refusals_layer(*, seed: int = 0, quick: bool = False, directory: str | Path, declarations: Optional[dict] = None,
-                   wrappers: bool = True) -> dict:
+                   wrappers: bool = True, accountant: type = Accountant) -> dict:
     """Every refusal case of every registered name (or of ``declarations``: the seeded bugs) and the
-    wrappers, then the spend checks, in ``directory`` (a fresh temporary directory)."""
+    wrappers, then the spend checks on a ledger of class ``accountant``, in ``directory`` (a fresh
+    temporary directory)."""
     t0 = time.perf_counter()
     reg = load_registry(kinds=KINDS) if declarations is None else dict(declarations)
     names = sorted(reg)
@@ -192,7 +194,7 @@ def refusals_layer(*, seed: int = 0, quick: bool = False, directory: str | Path,
             failures.append(f"{n}: the canonical instance raised {type(e).__name__}")
     if wrappers and declarations is None:
         mechs.update({w: make() for w, make in WRAPPERS})
-        cases_wrappers = _wrapper_cases(features)
+        cases_wrappers = _wrapper_cases(features) + estimator_cases()
     else:
         cases_wrappers = []
     order = sorted(mechs)
@@ -216,7 +218,7 @@ def refusals_layer(*, seed: int = 0, quick: bool = False, directory: str | Path,
         cases += input_cases(mech, quick=quick)
         cases += server_cases(mech, other, seed=seed)
     spent_ok = 0
-    acc = Accountant.create(Path(directory) / "ledger.sqlite", Population(name="refusals", lifetime_cap="1000000"))
+    acc = accountant.create(Path(directory) / "ledger.sqlite", Population(name="refusals", lifetime_cap="1000000"))
     try:
         seen_kinds: set = set()
         spend: list = []

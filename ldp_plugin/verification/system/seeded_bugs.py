@@ -11,6 +11,7 @@
 | ``shared-nonce-reply`` | the reply path seals every envelope of a reply with the first envelope's nonce | the collector keeps one report per reply | wire (every report accepted) |
 | ``lax-domain-krr`` | k-RR's constructor accepts ``d = 1`` (silently made ``d = 2``) | a one-item domain is no domain: the reports describe items the caller never declared | refusals (one below each declared minimum) |
 | ``echoing-krr`` | k-RR's input error repeats the batch it refused | a user's value reaches the caller's logs | refusals (no sentinel in any message) |
+| ``spend-before-check`` | ``Accountant.run`` spends, then lets the measurement find the value outside its domain | a refused release costs the population budget | refusals (the ledger unchanged by every refusal) |
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..._errors import LDPInputError, LDPParameterError
+from ...accountant import Accountant
 from ...federated.analyzer import analyze_batch
 from ...federated.app import device_answer
 from ...federated.batch import iter_ciphertexts, read_batch, write_batch
@@ -140,6 +142,13 @@ class EchoingKRR(KRR):
             raise LDPInputError(f"values must be integer codes in [0, {self.d}) (got {np.asarray(values, dtype=object).tolist()!r})") from None
 
 
+class SpendFirstAccountant(Accountant):
+    """``run`` spends first; the measurement checks its argument only when it runs."""
+
+    def run(self, query_id: str, measurement: Any, data: Any, **kw: Any) -> Any:
+        return self.release(query_id, measurement, lambda: measurement(data), **kw)
+
+
 def _krr_as(cls: type) -> dict:
     """k-RR's registry declaration with ``cls`` as its constructor (the refusal layer's input)."""
     name = "seeded-" + cls.__name__
@@ -156,4 +165,5 @@ SYSTEM_BUGS = (
     ("shared-nonce-reply", "wire", {"answer": shared_nonce_answer, "names": ("krr", "l-grr", "wheel")}),
     ("lax-domain-krr", "refusals", {"declarations": _krr_as(LaxDomainKRR)}),
     ("echoing-krr", "refusals", {"declarations": _krr_as(EchoingKRR)}),
+    ("spend-before-check", "refusals", {"declarations": {"krr": load_registry()["krr"]}, "accountant": SpendFirstAccountant}),
 )
