@@ -56,7 +56,7 @@ from .. import pictures
 from ..exact import TWO64, epsilon_of_ratio
 from ..sampling import RNGLike, as_source
 from .channel import Channel
-from .domain import check_epsilon
+from .domain import check_codes, check_epsilon
 from .base import MechanismBase
 from .mixins import OutputCounts
 from .reports import ReportField
@@ -227,10 +227,7 @@ class PCKV(MechanismBase):
         """Reports for already sampled and discretized codes in ``[0, 2(d + ell))``."""
         self._check_client_arguments(cohorts=cohorts, user_keys=user_keys, offsets=offsets)
         self._check_no_cohorts(cohorts)
-        c = np.asarray(codes, dtype=np.int64).ravel()
-        if c.size and (c.min() < 0 or c.max() >= self.codes):
-            raise LDPInputError(f"codes must be in [0, {self.codes})")
-        return self._randomize_codes(c, as_source(rng))
+        return self._randomize_codes(check_codes(codes, self.codes, "codes"), as_source(rng))  # a float is never truncated
 
     def _randomize_codes(self, codes: np.ndarray, source: Any) -> np.ndarray:
         return self.inner._randomize_codes(codes, source).astype(np.uint32)

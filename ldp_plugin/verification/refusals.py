@@ -55,6 +55,7 @@ import polars as pl
 from .._errors import LDPInputError, LDPParameterError, PrivacyVerificationError
 from .. import measurements as meas_mod
 from ..estimation import bayes
+from ..mechanisms.key_value import KeyValueBatch
 from ..mechanisms.protocol import Analytic, ClosedDomain, Cohorted, InputKind, Keyed, has
 from ..sampling import SeededRandomSource
 from .domains import EPS_ENDS, declaration_domains, resolve
@@ -603,6 +604,11 @@ def input_cases(mech: Any, *, quick: bool = False) -> list:
         if ell < d and params.get("on_long", "error") == "error":
             both("more than ell keys", [(k, 0.0) for k in range(ell + 1)])
         both("None", None)
+        for label, b in (("a batch whose offsets overrun its keys", KeyValueBatch(np.array([0]), np.array([0.5]), np.array([0, 2]))),
+                         ("a batch whose offsets decrease", KeyValueBatch(np.array([0, 1]), np.array([0.5, 0.5]), np.array([0, 2, 1, 2])))):
+            batch(label, b, data_names + ("offsets",))
+        cases.append(Case("randomize_encoded", f"{mech.name}: encoded codes that are fractions",
+                          lambda: mech.randomize_encoded(np.array([0.5, 1.5]), rng=src()), ("codes",)))
     if quick:
         cases = cases[::3]
     return cases
@@ -672,6 +678,13 @@ def server_cases(mech: Any, other: Any, *, seed: int = 0) -> list:
                       ("merge", "accumulator", "mechanism"), DATA_ERRORS))
     cases += [Case("estimate", f"{mech.name}: estimate {k}={v!r}", lambda k=k, v=v: mech.estimate(reports, **{k: v}), (k,), PARAM_ERRORS)
               for k, v in hostile_keywords(mech)]
+    est = mech.estimate(reports)
+    plot = getattr(est, "plot", None)
+    params = inspect.signature(plot).parameters if callable(plot) else {}
+    for label in ("names", "keys"):  # labels for the panels: one per attribute / key, never silently cut or padded
+        if label in params:
+            cases.append(Case("estimate", f"{mech.name}: an estimate's plot with {label} of another length", lambda label=label: plot(**{label: ["x"] * 1000}),
+                              (label,), PARAM_ERRORS))
     cases.append(Case("estimate", f"{mech.name}: estimate of no reports", lambda: mech.estimate_from(mech.accumulator()), ("report", "n >= 1"), PARAM_ERRORS))
     if isinstance(reports, np.ndarray) and reports.ndim == 2:
         add("a batch one column wider", np.zeros((n, reports.shape[1] + 1), dtype=reports.dtype))

@@ -201,3 +201,8 @@ def test_seeded_reports_of_another_width_are_refused():
     r = np.asarray(m.randomize(np.arange(4) % 4, rng=1, user_keys=[bytes([i, 7]) * 16 for i in range(4)]))
     with pytest.raises(LDPInputError, match="one column per field"):
         m.accumulator().add(np.c_[r, r[:, :1]])
+
+
+def test_pckv_randomize_encoded_refuses_fractional_codes():
+    with pytest.raises(LDPInputError, match="encoded codes"):
+        ldp.PCKV(epsilon=1.0, d=2).randomize_encoded(np.array([0.5, 1.5]), rng=1)  # they were truncated to 0 and 1
