@@ -373,7 +373,7 @@ def series_cases(mech: Any) -> list:
     src = lambda: SeededRandomSource(1)  # noqa: E731
     if _kind(mech) == "set" and not has(mech, Keyed):
         first = mech.items[0]
-        cols = [("a set column that is no List", pl.Series("v", [first, first])), ("a null set", pl.Series("v", [[first], None])),
+        cols = [("a null set", pl.Series("v", [[first], None])),
                 ("a null item", pl.Series("v", [[first], [None]], dtype=pl.List(pl.Int64 if isinstance(first, int) else pl.String))),
                 ("a set with an unknown item", pl.Series("v", [[first], [SENTINEL_TEXT]]) if isinstance(first, str) else pl.Series("v", [[first], [SENTINEL_CODE]]))]
         return [Case("randomize", f"{mech.name}: {label}", lambda v=v: mech.randomize(v, rng=src()), names) for label, v in cols]
@@ -563,6 +563,8 @@ def input_cases(mech: Any, *, quick: bool = False) -> list:
             both("set longer than m", items[: m + 1])
         both("set with a repeated item", [items[0], items[0]])
         batch("a batch of bare text", [SENTINEL_TEXT] * n)
+        batch("(items, offsets) whose offsets overrun the items", (np.array([0, 0]), np.array([0, 3])), data_names + ("offsets",))
+        batch("a user's set that is None", [[items[0]]] * (n - 1) + [None])
         cases.append(Case("randomize_encoded", f"{mech.name}: offsets of another length",
                           lambda: mech.randomize_encoded(np.zeros(n, np.int64), rng=src(), offsets=np.arange(n + 3) * 0, **kw), ("offsets", "codes", "set")))
         cases.append(Case("randomize_encoded", f"{mech.name}: decreasing offsets",

@@ -207,6 +207,8 @@ def refusals_layer(*, seed: int = 0, quick: bool = False, directory: str | Path,
             cases += [] if opened is None else open_alphabet_cases(opened, seed=seed)
             if features:
                 cases += measurement_cases(reg[n], mech, quick=quick)
+            if str(getattr(mech.input_kind, "value", mech.input_kind)) == "set":
+                cases += series_cases(mech)
             if has(mech, ClosedDomain) and str(getattr(mech.input_kind, "value", mech.input_kind)) == "value" and not has(mech, Keyed):
                 cases += series_cases(mech)
                 try:  # the same mechanism over labels (a cohort design over labels may not separate them: then codes only)
