@@ -206,3 +206,16 @@ def test_seeded_reports_of_another_width_are_refused():
 def test_pckv_randomize_encoded_refuses_fractional_codes():
     with pytest.raises(LDPInputError, match="encoded codes"):
         ldp.PCKV(epsilon=1.0, d=2).randomize_encoded(np.array([0.5, 1.5]), rng=1)  # they were truncated to 0 and 1
+
+
+def test_make_set_ldp_refuses_a_bad_set_cleanly_and_before_a_spend(tmp_path):
+    acc = ldp.Accountant.create(tmp_path / "l.sqlite", ldp.Population(name="p", lifetime_cap="10"))
+    s = ldp.SampleOne(mechanism=ldp.KRR(epsilon=1.0, categories=["a", "b", "c"]), m=2)
+    for unit, bad in (("user", ["a", "zzz"]), ("user", ["a", "b", "c"]), ("population", [["a"], ["zzz"]]), ("user", "a")):
+        meas = ldp.make_set_ldp(s, unit=unit)
+        with pytest.raises(LDPInputError) as info:  # was OpenDP's FFI stack trace, after the spend
+            acc.run(f"q-{unit}-{len(bad)}", meas, bad)
+        assert "zzz" not in str(info.value) and "FFI" not in str(info.value)
+        assert acc.remaining() == 10
+    outputs = ("a", "b", "c", ldp.PAD)
+    assert ldp.make_set_ldp(s)(["a", "b"]) in outputs and acc.run("ok", ldp.make_set_ldp(s), ["a"]) in outputs and acc.remaining() == 9

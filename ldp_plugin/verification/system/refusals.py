@@ -163,6 +163,12 @@ def _spend_cases(name: str, mech: Any, acc: Accountant, features: bool) -> list:
             batch = [bad] if kind != "tuple" else np.array([bad])
             cases.append(Case("spend", f"{name}: Accountant.run of a population measurement on a batch past the domain",
                               lambda: acc.run(f"{name}-population", pop, batch), ("value", "argument", "number", "code", "item", "attribute", "key", "set")))
+    if features and name.startswith("sample-one"):  # the padding-and-sampling chain (make_set_ldp), per user and per batch
+        item = mech.items[0]
+        for unit, bad in (("user", [item, SENTINEL_TEXT]), ("user", list(mech.items)[: mech.m + 1]), ("population", [[item], [SENTINEL_TEXT]])):
+            meas = meas_mod.make_set_ldp(mech, unit=unit)
+            cases.append(Case("spend", f"{name}: Accountant.run of make_set_ldp ({unit}) on a set outside the domain",
+                              lambda meas=meas, bad=bad, unit=unit: acc.run(f"{name}-set-{unit}-{len(bad)}", meas, bad), ("item", "categor", "set", "m=")))
     frame = _bad_column(mech, 3)
     if frame is not None:
         names = ("value", "values", "position", "number", "code", "item", "attribute", "key", "set", "row")
