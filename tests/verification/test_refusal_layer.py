@@ -3,8 +3,6 @@ each pinned by a regression test of its own."""
 
 from __future__ import annotations
 
-import os
-import tempfile
 
 import numpy as np
 import polars as pl

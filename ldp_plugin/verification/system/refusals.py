@@ -30,7 +30,7 @@ from typing import Any, Optional
 import numpy as np
 import polars as pl
 
-from ..._errors import LDPInputError, LDPParameterError
+from ..._errors import LDPParameterError
 from ...accountant import Accountant, Population
 from ... import adapters  # noqa: F401  (registers the ldp namespace)
 from ... import measurements as meas_mod
