@@ -48,7 +48,8 @@ def _system_lines(system: list) -> list:
              "What a deployment runs: a device with its keystore and ledger answering every query kind and every refusal (two devices",
              "that differ only in their values: same answers; exact charges vs the realized channels and the series' exact worst loss",
              "over histories), the shuffler's exact output law over arrival orders and nodes, the analyzer's recorded (ε, δ) against",
-             "the batch it opened, and every registered name through the device's reply path and the collector.", "",
+             "the batch it opened, every registered name through the device's reply path and the collector, and every name's refusals",
+             "(arguments and inputs just outside their declared domains, through every door; a refused release spends nothing).", "",
              "| layer | row | seconds | result |", "|---|---|---|---|"]
     for r in system:
         res = r["result"]
