@@ -44,7 +44,7 @@ import opendp.prelude as dp
 from opendp.mod import _PartialConstructor as PartialConstructor
 
 from ._errors import LDPInputError, LDPParameterError
-from ._boundary.opendp import argument_check, checked
+from ._boundary.opendp import argument_check, checked, full_argument_check
 from .exact import float_up, scale_epsilon_up
 from .mechanisms import (CMS, HCMS, KRR, OLH, ORAPPOR, ORR, OUE, RAPPOR, RUE, THE, BinaryMechanism, CountSketch, Duchi, FrequencyOracle,
                          GeometricMechanism, HadamardMechanism, HadamardResponse, Hybrid, KSubset, OneBitMean, Piecewise, PrivSet,
@@ -296,7 +296,8 @@ def _make_ldp(
             return scale_epsilon_up(_check_d_in(d_in), eps)
 
     # checked before the FFI call: the argument (LDPInputError, never OpenDP's stack) and d_in
-    return checked(dp.m.make_user_measurement(domain, metric, dp.max_divergence(), function, privacy_map), argument_check(mechanism, unit))
+    return checked(dp.m.make_user_measurement(domain, metric, dp.max_divergence(), function, privacy_map), argument_check(mechanism, unit),
+                   full_argument_check(mechanism, unit))
 
 
 def then_ldp(mechanism: FrequencyOracle, rng: RNGLike = None) -> PartialConstructor:
@@ -344,8 +345,26 @@ def make_sample_one(set_mechanism: SampleOne, *, unit: str = "user", rng: RNGLik
 
 
 def make_set_ldp(set_mechanism: SampleOne, *, unit: str = "user", rng: RNGLike = None) -> dp.Measurement:
-    """``make_sample_one(...) >> then_ldp(set_mechanism.padded)``: ε-LDP per user for sets."""
-    return make_sample_one(set_mechanism, unit=unit, rng=rng) >> then_ldp(set_mechanism.padded, rng=rng)
+    """``make_sample_one(...) >> then_ldp(set_mechanism.padded)``: ε-LDP per user for sets. Its
+    argument is checked before the FFI call (one user's set, or a batch of sets, of items of the
+    domain and at most ``m`` of them unless ``on_long="sample"``): a bad set is the library's
+    :class:`LDPInputError`, never OpenDP's stack, and ``Accountant.run`` refuses it before spending."""
+    chain = make_sample_one(set_mechanism, unit=unit, rng=rng) >> then_ldp(set_mechanism.padded, rng=rng)
+
+    def check(value: Any) -> None:
+        if unit == "user":
+            if not isinstance(value, (list, tuple, set, frozenset)):
+                raise LDPInputError(f"the measurement's argument must be one user's set (a list of items), got type {type(value).__name__}")
+            value = [list(value)]
+        elif value is None or isinstance(value, (str, bytes, dict)) or not hasattr(value, "__iter__"):
+            raise LDPInputError(f"the measurement's argument must be a batch of users' sets, got type {type(value).__name__}")
+        _codes, offsets = set_mechanism.encode(value)
+        long = np.diff(np.asarray(offsets)) > set_mechanism.m
+        if set_mechanism.on_long == "error" and long.any():
+            raise LDPInputError(f"a set has more than m={set_mechanism.m} items (first at position {int(np.flatnonzero(long)[0])}); "
+                                "raise m or use on_long='sample'")
+
+    return checked(chain, check)
 
 
 _KRR_DOC = """k-RR as an OpenDP measurement (Kairouz, Bonawitz & Ramage (ICML 2016) eq. 6). ``ε``-LDP per user.

@@ -21,7 +21,7 @@ from opendp.mod import AnyMeasurement
 
 from .._errors import LDPInputError, LDPParameterError
 
-__all__ = ["CheckedMeasurement", "checked", "check_d_in", "reraise_opendp"]
+__all__ = ["CheckedMeasurement", "checked", "check_d_in", "reraise_opendp", "argument_check", "full_argument_check"]
 
 _LDP_ERROR = re.compile(r"(LDPInputError|LDPParameterError|LDPArgumentError|PrivacyVerificationError): ([^\n]+)")
 
@@ -59,6 +59,14 @@ class CheckedMeasurement(dp.Measurement):
 
     def __call__(self, arg: Any) -> Any:
         return self.invoke(arg)
+
+    def check_argument(self, arg: Any) -> None:
+        """Refuse (:class:`LDPInputError`) an argument the measurement would refuse, without
+        running it: the whole domain check (every value of a batch), so a caller that must spend
+        first (``Accountant.run``) refuses before the spend."""
+        check = getattr(self, "_ldp_full_check", None) or getattr(self, "_ldp_check", None)
+        if check is not None:
+            check(arg)
 
     def invoke(self, arg: Any) -> Any:
         self._validate(arg)
@@ -100,13 +108,16 @@ def _register() -> bool:
 _REGISTERED = _register()
 
 
-def checked(measurement: dp.Measurement, validate: Optional[Callable[[Any], None]]) -> dp.Measurement:
-    """``measurement`` with ``validate(arg)`` run before every call (and ``d_in`` checked)."""
+def checked(measurement: dp.Measurement, validate: Optional[Callable[[Any], None]],
+            full: Optional[Callable[[Any], None]] = None) -> dp.Measurement:
+    """``measurement`` with ``validate(arg)`` run before every call (and ``d_in`` checked);
+    ``full(arg)`` (default ``validate``) is :meth:`CheckedMeasurement.check_argument`'s whole check."""
     if not _REGISTERED:  # pragma: no cover
         return measurement
     out = ctypes.cast(measurement, CheckedMeasurement)
     out._ldp_owner = measurement  # keeps the native measurement alive; it frees it once
     out._ldp_check = validate
+    out._ldp_full_check = full
     return out
 
 
@@ -174,3 +185,17 @@ def argument_check(mechanism: Any, unit: str) -> Optional[Callable[[Any], None]]
             )
 
     return user if unit == "user" else population
+
+
+def full_argument_check(mechanism: Any, unit: str) -> Optional[Callable[[Any], None]]:
+    """:func:`argument_check` and, for a batch, the domain check of every value (the mechanism's
+    ``encode``): what a caller that spends before the call (``Accountant.run``) asks first."""
+    cheap = argument_check(mechanism, unit)
+    if cheap is None or unit == "user":
+        return cheap
+
+    def population(values: Any) -> None:
+        cheap(values)
+        mechanism.encode(values)
+
+    return population

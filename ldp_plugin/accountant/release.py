@@ -19,7 +19,12 @@ class _Releases:
     def run(self, query_id: str, measurement: Any, data: Any, *, cohorts: Optional[Iterable[int]] = None, keep_reports: bool = False, **kw):
         """Spend, then run ``measurement(data)`` (an OpenDP measurement or a callable) and return
         its release. With ``keep_reports=True`` the release is stored, and a retry of the same
-        query id returns it without running (and without charging) again."""
+        query id returns it without running (and without charging) again. A measurement of this
+        library checks ``data`` against its domain first (``check_argument``): a value it would
+        refuse is refused before anything is spent."""
+        check = getattr(measurement, "check_argument", None)
+        if callable(check) and self.kept_reports(query_id) is None:
+            check(data)
         return self.release(query_id, measurement, lambda: measurement(data), cohorts=cohorts, keep_reports=keep_reports, **kw)
 
     def release(self, query_id: str, cost: Any, produce: Any, *, cohorts: Optional[Iterable[int]] = None, keep_reports: bool = False, **kw):

@@ -51,7 +51,9 @@ def _system_lines(system: list) -> list:
              "that differ only in their values: same answers; exact charges vs the realized channels and the series' exact worst loss",
              "over histories), the shuffler's exact output law over arrival orders and nodes, the analyzer's recorded (ε, δ) against",
              "the batch it opened, every registered name through the device's reply path and the collector, every numba kernel",
-             "against its numpy twin (bit for bit, the same randomness consumed), and the partitioned executors against the serial path.", "",
+             "against its numpy twin (bit for bit, the same randomness consumed), the partitioned executors against the serial path,",
+             "and every name's refusals (arguments and inputs just outside their declared domains, through every door; a refused",
+             "release spends nothing).", "",
              "| layer | row | seconds | result |", "|---|---|---|---|"]
     for r in system:
         res = r["result"]

@@ -23,6 +23,7 @@ import numpy as np
 from .._errors import LDPArgumentError, LDPInputError, LDPParameterError
 from ..estimation import retarget
 from ..sampling import as_source
+from .domain import check_codes
 from .protocol import InputKind, Mechanism
 from .tagged import check_accumulator_mechanism, check_origin, tag_reports
 
@@ -108,7 +109,10 @@ def _check_batch_shape(mech: Any, entry: str, batch: Any) -> None:
     refused, never flattened into more users than there are (tuples: one row per user)."""
     if entry == "randomize" and mech.input_kind != "number":
         return  # items, sets and pairs: each family's encode knows its own layout
-    dims = np.ndim(batch) if isinstance(batch, (np.ndarray, list)) else 1
+    try:
+        dims = np.ndim(batch) if isinstance(batch, (np.ndarray, list)) else 1
+    except ValueError:  # a ragged nested list: numpy cannot give it a shape
+        raise LDPInputError(f"{mech.name}.{entry} takes one value per user; got a ragged nested batch: it is never flattened") from None
     want = 2 if mech.input_kind == "tuple" else 1
     if dims != want:
         what = ("an n × A array of attribute codes" if want == 2 else "a 1-d batch of item codes (flat, with offsets=)"
@@ -129,6 +133,35 @@ def _tagging(fn: Callable) -> Callable:
         if args:
             _check_batch_shape(self, entry, args[0])
         return tag_reports(self, fn(self, *args, **kwargs))
+    wrapper._ldp_wrapped = True  # type: ignore[attr-defined]
+    return wrapper
+
+
+def _strict(fn: Callable) -> Callable:
+    """``randomize_one`` with a strict signature: a misspelt or unknown keyword is refused with
+    :class:`LDPArgumentError` (as ``randomize`` refuses it), never Python's ``TypeError``."""
+    _, bind = _strict_call(fn, fn.__name__)
+
+    @functools.wraps(fn)
+    def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
+        bind(self, args, kwargs)
+        return fn(self, *args, **kwargs)
+    wrapper._ldp_wrapped = True  # type: ignore[attr-defined]
+    return wrapper
+
+
+def _mse_checked(fn: Callable) -> Callable:
+    """``analytic_mse`` that refuses a number of users that is no integer ``>= 1`` and an unknown
+    ``sampling`` before any formula divides by it (never a ``ZeroDivisionError``, never an
+    "error" for a negative population)."""
+
+    @functools.wraps(fn)
+    def wrapper(self: Any, n: Any, *args: Any, **kwargs: Any) -> Any:
+        if isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer)) or int(n) < 1:
+            raise LDPParameterError(f"n (the number of users) must be an integer >= 1 (got {n!r})")
+        if kwargs.get("sampling", "fixed") not in ("fixed", "iid"):
+            raise LDPParameterError("sampling must be 'fixed' (the users' own values) or 'iid' (a population they are drawn from)")
+        return fn(self, n, *args, **kwargs)
     wrapper._ldp_wrapped = True  # type: ignore[attr-defined]
     return wrapper
 
@@ -170,10 +203,11 @@ class MechanismBase(Mechanism, metaclass=_CheckedArguments):
         ``estimate`` / ``estimate_from`` has a strict signature and refuses reports of another
         spec (:mod:`.tagged`) — for every family, without each writing the check."""
         super().__init_subclass__(**kwargs)
-        for name in ("randomize", "randomize_encoded", "estimate", "estimate_from"):
+        for name in ("randomize", "randomize_encoded", "randomize_one", "estimate", "estimate_from", "analytic_mse"):
             fn = inspect.getattr_static(cls, name, None)  # a mixin's (SetInput, AccumulatedEstimate) too
             if inspect.isfunction(fn) and not getattr(fn, "_ldp_wrapped", False):
-                setattr(cls, name, _tagging(fn) if name.startswith("randomize") else _checking(fn, name))
+                setattr(cls, name, _strict(fn) if name == "randomize_one" else _mse_checked(fn) if name == "analytic_mse"
+                        else _tagging(fn) if name.startswith("randomize") else _checking(fn, name))
 
     name: ClassVar[str] = "abstract"
     input_kind: ClassVar[InputKind] = InputKind.VALUE
@@ -263,8 +297,11 @@ class MechanismBase(Mechanism, metaclass=_CheckedArguments):
     def randomize_encoded(self, codes: Any, *, rng: Any = None, cohorts: Any = None, user_keys: Any = None, offsets: Any = None):
         """The client on already encoded values (:meth:`encode`); the path every caller uses."""
         self._check_client_arguments(cohorts=cohorts, user_keys=user_keys, offsets=offsets)
+        if self.input_kind == "value" and self.domain_size is not None:  # codes of a closed domain: never past it
+            return self._randomize_codes(check_codes(codes, int(self.domain_size)), as_source(rng))
         return self._randomize_codes(np.asarray(codes), as_source(rng))
 
+    @_strict
     def randomize_one(self, value: Any, *, rng: Any = None, user_key: Any = None):
         """One user's report (the same exact sampler on a batch of one)."""
         keys = None if user_key is None else [user_key]

@@ -14,7 +14,8 @@ import numpy as np
 from .._errors import LDPInputError, LDPParameterError
 from ..sampling.row_lookup import fixed_width_codes, list_codes, text_kind
 
-__all__ = ["MAX_D", "MIN_EPSILON", "MAX_EPSILON", "check_epsilon", "check_domain", "check_labels", "encode_values", "real_numbers"]
+__all__ = ["MAX_D", "MIN_EPSILON", "MAX_EPSILON", "check_epsilon", "check_domain", "check_labels", "encode_values", "real_numbers",
+           "check_codes", "check_offsets"]
 
 MAX_D = 1 << 31
 #: the usable range of a per-user ε: above ``MAX_EPSILON`` ``e**ε`` is not a finite float (and a
@@ -372,3 +373,32 @@ def real_numbers(values: Any) -> np.ndarray:
     elif arr.dtype.kind not in "iuf":
         raise LDPInputError(f"values must be real numbers (got dtype {arr.dtype}); convert strings or booleans first")
     return arr.astype(np.float64, copy=False).ravel()
+
+
+def check_codes(codes: Any, size: int, what: str = "item codes", *, ndim: int = 1) -> np.ndarray:
+    """Already encoded values (``randomize_encoded``'s input): an integer array of ``ndim``
+    dimensions with every entry in ``[0, size)``, as ``int64``; anything else is refused with
+    :class:`LDPInputError` naming the position, never the value (a float is never truncated, a
+    code past the domain never reaches a sampler)."""
+    arr = np.asarray(codes)
+    if arr.ndim != ndim:
+        raise LDPInputError(f"encoded {what} must be a {ndim}-d integer array (got an array with {arr.ndim} dimensions)")
+    if arr.size and (arr.dtype.kind not in "iu" or arr.dtype == np.bool_):
+        raise LDPInputError(f"encoded {what} must be integers in [0, {size}) (got dtype {arr.dtype})")
+    if arr.size:
+        bad = (arr < 0) | (arr >= size)
+        if bad.any():
+            raise LDPInputError(f"encoded {what} must be integers in [0, {size}): the one at position {int(np.flatnonzero(bad.reshape(-1))[0])} is not")
+    return arr.astype(np.int64, copy=False)
+
+
+def check_offsets(offsets: Any, n_codes: int) -> np.ndarray:
+    """CSR offsets of a batch of sets over ``n_codes`` item codes: a 1-d integer array starting at 0,
+    ending at ``n_codes``, never decreasing (else :class:`LDPInputError`)."""
+    arr = np.asarray(offsets)
+    if arr.ndim != 1 or arr.size == 0 or (arr.dtype.kind not in "iu" or arr.dtype == np.bool_):
+        raise LDPInputError("offsets must be a non-empty 1-d integer array (CSR offsets of the sets)")
+    arr = arr.astype(np.int64, copy=False)
+    if int(arr[0]) != 0 or int(arr[-1]) != n_codes or (arr.size > 1 and bool((np.diff(arr) < 0).any())):
+        raise LDPInputError(f"offsets must start at 0, never decrease and end at the number of item codes ({n_codes})")
+    return arr

@@ -27,13 +27,23 @@ from typing import Any
 
 import numpy as np
 
-from .._errors import LDPInputError
+from .._errors import LDPInputError, LDPParameterError
 from ..exact import TWO64, exp_lower_bound
 from ..sampling.aggregate_kernels import bounded_histogram
 from .channel import Channel, floor_threshold
 from ._base import FrequencyOracle
 
 __all__ = ["HadamardResponse", "HadamardMechanism", "fast_walsh_hadamard", "parity"]
+
+
+#: the largest domain of the Hadamard oracles: ``K = 2^31`` columns, whose reports (``y``, or
+#: ``2j + b`` for the mechanism) still fit the ``uint32`` report column
+MAX_HADAMARD_D = (1 << 31) - 1
+
+
+def _check_size(d: int, name: str) -> None:
+    if d > MAX_HADAMARD_D:
+        raise LDPParameterError(f"d must be an integer in [2, 2^31 - 1] for {name} (got {d}): its reports are uint32 codes of 2^31 transform columns")
 
 
 def parity(v: np.ndarray) -> np.ndarray:
@@ -80,6 +90,7 @@ class HadamardResponse(FrequencyOracle):
     histogram_columns = ("report",)
 
     def _realize(self):
+        _check_size(self.d, self.name)
         object.__setattr__(self, "K", 1 << self.d.bit_length())  # smallest power of 2 > d
         L = exp_lower_bound(self.epsilon)
         T = floor_threshold(L / (L + 1))
@@ -175,6 +186,7 @@ class HadamardMechanism(FrequencyOracle):
     histogram_columns = ("report",)
 
     def _realize(self):
+        _check_size(self.d, self.name)
         object.__setattr__(self, "K", 1 << self.d.bit_length())
         L = exp_lower_bound(self.epsilon)
         T = floor_threshold(L / (L + 1))

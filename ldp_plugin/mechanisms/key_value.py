@@ -56,7 +56,7 @@ from .. import pictures
 from ..exact import TWO64, epsilon_of_ratio
 from ..sampling import RNGLike, as_source
 from .channel import Channel
-from .domain import check_epsilon
+from .domain import check_codes, check_epsilon
 from .base import MechanismBase
 from .mixins import OutputCounts
 from .reports import ReportField
@@ -163,6 +163,8 @@ class PCKV(MechanismBase):
                         k, v = pair
                     except (TypeError, ValueError):
                         raise LDPInputError(f"user {len(offsets) - 1}: every item must be a (key, value) pair") from None
+                    if isinstance(k, (bool, np.bool_)) or isinstance(v, (bool, np.bool_)):
+                        raise LDPInputError(f"user {len(offsets) - 1}: keys must be integers and values numbers, not booleans")
                     keys.append(k)
                     values.append(v)
                 offsets.append(len(keys))
@@ -225,16 +227,15 @@ class PCKV(MechanismBase):
         """Reports for already sampled and discretized codes in ``[0, 2(d + ell))``."""
         self._check_client_arguments(cohorts=cohorts, user_keys=user_keys, offsets=offsets)
         self._check_no_cohorts(cohorts)
-        c = np.asarray(codes, dtype=np.int64).ravel()
-        if c.size and (c.min() < 0 or c.max() >= self.codes):
-            raise LDPInputError(f"codes must be in [0, {self.codes})")
-        return self._randomize_codes(c, as_source(rng))
+        return self._randomize_codes(check_codes(codes, self.codes, "codes"), as_source(rng))  # a float is never truncated
 
     def _randomize_codes(self, codes: np.ndarray, source: Any) -> np.ndarray:
         return self.inner._randomize_codes(codes, source).astype(np.uint32)
 
     def randomize_one(self, value: Any, *, rng: RNGLike = None, user_key: Any = None) -> int:
         self._check_client_arguments(user_keys=None if user_key is None else [user_key])
+        if isinstance(value, (str, bytes, dict)) or not hasattr(value, "__iter__"):
+            raise LDPInputError(f"randomize_one takes one user's list of (key, value) pairs (got type {type(value).__name__})")
         return int(self.randomize([list(value)], rng=rng)[0])
 
     def report_fields(self) -> tuple:

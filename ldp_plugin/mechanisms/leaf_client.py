@@ -23,7 +23,7 @@ from .._errors import LDPArgumentError, LDPInputError, LDPParameterError
 from ..exact import epsilon_of_ratio
 from ..sampling import RNGLike, as_source
 from .base import MechanismBase
-from .domain import check_epsilon, real_numbers
+from .domain import check_codes, check_epsilon, real_numbers
 from .protocol import Distribution, InputKind, Numeric, Verifiable
 
 __all__ = ["check_range", "check_power_of_two", "NumberCells", "LeafClient", "ColumnReports", "AccumulatedEstimate", "GridTree"]
@@ -99,10 +99,7 @@ class LeafClient(NumberCells):
     def randomize_encoded(self, codes: Any, *, rng: RNGLike = None, cohorts: Any = None, user_keys: Any = None, offsets: Any = None) -> Any:
         """Reports for cells ``k`` in ``[0, grid)``."""
         self._check_client_arguments(cohorts=cohorts, user_keys=user_keys, offsets=offsets)  # type: ignore[attr-defined]
-        k = np.asarray(codes, dtype=np.int64).ravel()
-        if k.size and (k.min() < 0 or k.max() >= self.grid):  # type: ignore[attr-defined]
-            raise LDPInputError(f"cells must be in [0, {self.grid})")  # type: ignore[attr-defined]
-        return self._randomize_codes(k, as_source(rng))  # type: ignore[attr-defined]
+        return self._randomize_codes(check_codes(codes, self.grid, "cells"), as_source(rng))  # type: ignore[attr-defined]
 
     def randomize_one(self, value: Any, *, rng: RNGLike = None, user_key: Any = None) -> Any:
         self._check_client_arguments(user_keys=None if user_key is None else [user_key])  # type: ignore[attr-defined]

@@ -10,6 +10,7 @@ from typing import Any, Callable, ClassVar
 import numpy as np
 
 from .._errors import LDPInputError, LDPParameterError
+from .domain import check_codes, check_offsets
 from .sets import set_codes, limit_sets
 from .tagged import check_origin
 from ..sampling import as_source
@@ -18,10 +19,38 @@ from .protocol import InputKind
 __all__ = ["MergeableCounts", "OutputCounts", "SeededReports", "SetInput"]
 
 
+def check_report_layout(mech: Any, reports: Any) -> None:
+    """A report batch has its mechanism's columns, shapes and dtypes (integer or boolean fields;
+    no row is scanned: each accumulator checks its rows' ranges), else :class:`LDPInputError` —
+    ``None``, text, floats (never truncated into counts) or an array of another shape are refused
+    before anything is counted, never with a raw numpy or Python error."""
+    base = mech.base
+    fields = base.report_fields()
+    parts = reports if isinstance(reports, tuple) else (reports,)
+    if any(isinstance(p, np.ndarray) and p.size and p.dtype.kind not in "iub" for p in parts):  # before a cast to the fields' dtypes
+        raise LDPInputError(f"{base.name} reports must hold integers (got an array of dtype {next(p.dtype for p in parts if isinstance(p, np.ndarray))})")
+    try:
+        cols = base._to_columns(reports)
+        arrays = [np.asarray(cols[f.name]) for f in fields]
+    except LDPInputError:
+        raise
+    except (TypeError, ValueError, IndexError, KeyError, AttributeError):
+        raise LDPInputError(f"{base.name} reports must be a batch of its reports (columns {[f.name for f in fields]})") from None
+    if isinstance(reports, np.ndarray) and reports.ndim == 2 and len(fields) > 1 and not any(f.width for f in fields) and reports.shape[1] != len(fields):
+        raise LDPInputError(f"{base.name} reports must be an (n, {len(fields)}) array: one column per field {[f.name for f in fields]}")
+    n = arrays[0].shape[0] if arrays and arrays[0].ndim else None
+    for f, a in zip(fields, arrays):
+        if n is None or a.ndim != (2 if f.width else 1) or a.shape[0] != n or (f.width and a.shape[1] != f.width):
+            raise LDPInputError(f"{base.name} report column {f.name!r} does not have the mechanism's shape")
+        if a.size and (a.dtype != np.bool_ if f.dtype == "bool" else (a.dtype.kind not in "iu")):
+            raise LDPInputError(f"{base.name} report column {f.name!r} must hold {'booleans' if f.dtype == 'bool' else 'integers'} (got dtype {a.dtype})")
+
+
 def _origin_checked(fn: Callable) -> Callable:
     @functools.wraps(fn)
     def add(self: Any, reports: Any, *args: Any, **kwargs: Any) -> Any:
         check_origin(self.mechanism, reports, base=True)
+        check_report_layout(self.mechanism, reports)
         return fn(self, reports, *args, **kwargs)
     add._ldp_wrapped = True  # type: ignore[attr-defined]
     return add
@@ -109,10 +138,9 @@ class SetInput:
         """Sets as CSR item codes (``offsets`` omitted: sets of one)."""
         self._check_client_arguments(cohorts=cohorts, user_keys=user_keys)
         source = as_source(rng)
-        codes = np.asarray(codes, dtype=np.int64)
-        if offsets is None:
-            offsets = np.arange(codes.size + 1, dtype=np.int64)
-        codes, offsets, lengths = limit_sets(codes, np.asarray(offsets, dtype=np.int64), self.m, self.on_long, source)
+        codes = check_codes(codes, int(self.d))
+        offsets = np.arange(codes.size + 1, dtype=np.int64) if offsets is None else check_offsets(offsets, codes.size)
+        codes, offsets, lengths = limit_sets(codes, offsets, self.m, self.on_long, source)
         return self._randomize_csr(codes, offsets, lengths, source)
 
 

@@ -217,6 +217,9 @@ class _MultiAttribute(MechanismBase):
         2-d array, a list of tuples or a Polars frame of ``A`` integer columns."""
         if hasattr(values, "to_numpy") and hasattr(values, "columns"):
             values = values.to_numpy()
+        if isinstance(values, (list, tuple)) and any(isinstance(a, (bool, np.bool_)) for t in values
+                                                     for a in (t if isinstance(t, (list, tuple)) else (t,))):
+            raise LDPInputError(f"{self.name}: attribute codes must be integers, not booleans")
         try:
             x = np.asarray(values)
         except (TypeError, ValueError):

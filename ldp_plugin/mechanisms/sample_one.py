@@ -314,6 +314,8 @@ class SampleOne(MechanismBase):
         check_postprocess(postprocess, confidence)  # an unknown name is refused, never decoded as 'normalize'
         check_choice("target", target, ("sample", "population"))
         if self.closed:
+            if candidates is not None:  # never ignored: the inner oracle decodes its whole domain
+                raise LDPParameterError(f"{self.name} decodes over its own domain; candidates= applies to open-alphabet mechanisms")
             inner = acc.estimate(postprocess="none", confidence=confidence)
         else:
             if candidates is None:

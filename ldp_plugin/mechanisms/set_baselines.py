@@ -139,6 +139,8 @@ class _SetMechanism(SetInput, RealizedRates):
         return pure_variance(np.asarray(f, dtype=np.float64), n, self.p_star, self.q_star)
 
     def analytic_mse(self, n: int, *, theta: Any = None, f: Any = None, sampling: str = "fixed") -> float:
+        if sampling != "fixed":  # never ignored: the set variance is at the users' own frequencies f
+            raise LDPParameterError(f"{self.name}'s analytic_mse is at the users' own set-item frequencies f: sampling must be 'fixed'")
         return self.mse(n, f)
 
     def mse(self, n: int, f: Any = None) -> float:
@@ -307,7 +309,7 @@ class PrivSet(_SetMechanism):
         arr = np.asarray(reports)
         if arr.ndim != 2 or arr.shape[1] != self.k or arr.dtype.kind not in "iu":
             raise LDPInputError(f"privset reports must be an (n, {self.k}) integer array")
-        if arr.size and int(arr.max()) >= self.d + self.m:
+        if arr.size and (int(arr.min()) < 0 or int(arr.max()) >= self.d + self.m):
             raise LDPInputError(f"privset reports must hold codes in [0, {self.d + self.m})")
         return arr
 

@@ -279,6 +279,8 @@ class Wheel(SetInput, SeededReports, RealizedRates):
         return pure_variance(np.asarray(f, dtype=np.float64), n, self.p_star, self.q_star)
 
     def analytic_mse(self, n: int, *, theta: Any = None, f: Any = None, sampling: str = "fixed") -> float:
+        if sampling != "fixed":  # never ignored: the set variance is at the users' own frequencies f
+            raise LDPParameterError(f"{self.name}'s analytic_mse is at the users' own set-item frequencies f: sampling must be 'fixed'")
         return self.mse(n, f)
 
     def mse(self, n: int, f: Any = None) -> float:

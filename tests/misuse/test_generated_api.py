@@ -8,7 +8,6 @@ repeats the canary (:data:`~.harness.SENTINEL`) — a value the caller holds mus
 
 from __future__ import annotations
 
-import inspect
 import math
 from decimal import Decimal
 from fractions import Fraction
@@ -23,34 +22,12 @@ from registry._loader import KINDS
 from .._helpers import KEYS, registry_instances, valid_reports, valid_values
 from .cases_api import _base
 from ldp_plugin._errors import LDPInputError, LDPParameterError, PrivacyVerificationError
+from ldp_plugin.verification.refusals import hostile_keywords, hostile_parameter_values  # the refusal layer's generators
 
 from .harness import SENTINEL, assert_clear_api, time_limit
 
 DECLS = registry.load_registry(kinds=KINDS)
 INSTANCES = registry_instances()
-
-
-def hostile_parameter_values(pname: str, spec: dict) -> list:
-    """``(label, value)`` a caller could pass for a parameter of this declared type, none valid."""
-    typ = spec["type"]
-    # a parameter is the caller's setting, not a user's value: its message may name it (STYLE: the
-    # parameter, its value and the range), so no canary here; data values are the batches below
-    common = [("complex", complex(1, 1)), ("bytes", b"1"), ("text", "bogus-text"), ("dict", {"v": 1}), ("set", {1})]
-    if typ.startswith("float"):
-        out = [("np-nan", np.float64("nan")), ("np-inf", np.float32("inf")), ("decimal-nan", Decimal("NaN")), ("np-bool", np.bool_(True)),
-               ("ndarray", np.array([0.5, 0.5])), ("1e308-string", "1e308")]
-        if pname not in ("lower", "upper"):
-            out += [("1e308", 1e308), ("-1e308", -1e308)]
-        return out + common
-    if typ.startswith("int"):
-        huge = [("2**64", 2**64)] if "2^64" in spec["range"] else [("2**63", 2**63)]
-        return [("np-bool", np.bool_(True)), ("fraction", Fraction(5, 2)), ("np-float", np.float64(2.5))] + huge + [
-                ("-2**63", -(2**63)), ("decimal-nan", Decimal("NaN")), ("numeric-string", "4"), ("ndarray", np.array([4]))] + common
-    if typ.startswith("str"):
-        return [("text", "bogus-text"), ("bytes", b"krr"), ("none-string", "None")]
-    if typ.startswith("list"):
-        return [("text-entry", ["bogus-text", 0.5]), ("np-2d", np.ones((2, 2))), ("inf-entry", [math.inf, 0.5])]
-    return []
 
 
 def _parameter_cases():
@@ -106,33 +83,12 @@ def test_randomize_refuses_hostile_batches(iid, make):
     assert not bad, "\n".join(bad)
 
 
-def _hostile_keywords(m):
-    sig = inspect.signature(m.estimate)
-    out = [("no_such_keyword", 1)]
-    for p in sig.parameters.values():
-        if p.default is inspect.Parameter.empty:
-            continue
-        if p.name == "confidence":
-            out += [(p.name, v) for v in (math.nan, 0.0, 1.0, 1.5, -0.1, "0.9", True, np.float64("inf"))]
-        elif p.name in ("target", "postprocess", "decoder"):
-            out += [(p.name, "bogus"), (p.name, 3)]
-        elif p.name == "replicates":
-            out += [(p.name, v) for v in (-1, 2.5, True, "100", 2**63)]
-        elif p.name == "buckets":
-            out += [(p.name, v) for v in (0, 3, -1, 2.5, True, 2**40)]
-        elif p.name == "candidates" and getattr(m, "items", None) is None and m.domain_size is not None:
-            out += [(p.name, ["a", "b"])]  # a closed domain: candidates would be ignored
-        elif isinstance(p.default, bool):
-            out += [(p.name, "yes"), (p.name, 2)]
-    return out
-
-
 @pytest.mark.parametrize("iid,make", INSTANCES, ids=[i for i, _ in INSTANCES])
 def test_estimate_refuses_hostile_keywords(iid, make):
     m = make()
     reports = valid_reports(m, 40)
     bad = []
-    for kw, value in _hostile_keywords(m):
+    for kw, value in hostile_keywords(m):
         try:
             assert_clear_api(lambda: m.estimate(reports, **{kw: value}), [kw], seconds=15)
         except AssertionError as e:

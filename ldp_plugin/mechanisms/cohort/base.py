@@ -19,7 +19,7 @@ from ...hashing import check_seed, cohort_seeds, item_keys, keys_of_items, seede
 from ...sampling import RNGLike, as_source
 from ..usable_range import too_large
 from ..channel import Channel
-from ..domain import check_domain, check_epsilon, encode_values
+from ..domain import check_codes, check_domain, check_epsilon, encode_values
 from ...theory import mse_cohort
 from ...estimation.least_squares import normal_inverse
 from .server import OTHER, CohortAccumulator
@@ -228,7 +228,7 @@ class _CohortMechanism(MechanismBase, abc.ABC):
     def randomize_encoded(self, encoded: np.ndarray, *, rng: RNGLike = None, cohorts: Any = None, user_keys: Any = None, offsets: Any = None) -> CohortReports:
         """:meth:`randomize` on already encoded items (codes, or keys for an open alphabet)."""
         self._check_client_arguments(user_keys=user_keys, offsets=offsets)
-        encoded = np.asarray(encoded)
+        encoded = check_codes(encoded, self.d) if self.closed else np.asarray(encoded)
         source = as_source(rng)
         n = encoded.shape[0]
         coh = source.uniform_int(self.cohorts, n).astype(np.int64) if cohorts is None else self.check_cohorts(cohorts, n)

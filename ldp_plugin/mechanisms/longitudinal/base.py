@@ -139,6 +139,8 @@ class LongitudinalMechanism(MechanismBase):
         e_one = check_epsilon(self.epsilon_1, "epsilon_1")
         if e_one >= e_inf and self.uses_epsilon_1:
             raise LDPParameterError(f"epsilon_1 must be below epsilon_perm (got epsilon_1={e_one!r}, epsilon_perm={e_inf!r})")
+        if e_one > e_inf:  # no instantaneous layer (dBitFlipPM): epsilon_1 = epsilon_perm is the one report's ε, never more
+            raise LDPParameterError(f"epsilon_1 must be in (0, epsilon_perm] (got epsilon_1={e_one!r}, epsilon_perm={e_inf!r})")
         if isinstance(self.d, bool) or not isinstance(self.d, (int, np.integer)) or not 2 <= int(self.d) <= 1 << 16:
             raise LDPParameterError(f"d must be an integer in [2, 2^16] (got {self.d!r})")
         object.__setattr__(self, "epsilon_perm", e_inf)

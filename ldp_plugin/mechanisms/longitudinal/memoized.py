@@ -62,7 +62,7 @@ from .._base import FrequencyAccumulator
 from ..base import MechanismBase
 from ...exact import epsilon_of_ratio
 from ..domain import check_user_keys as _check_keys  # shared with the longitudinal clients
-from ..domain import check_epsilon
+from ..domain import check_codes, check_epsilon
 from ..lifetime import TranscriptModel, check_relation, increment
 from ..lifetime import bound as lifetime_bound_of
 from ...sampling import RNGLike
@@ -259,7 +259,7 @@ class Memoized(MechanismBase):
     def randomize_encoded(self, codes: Any, *, rng: RNGLike = None, cohorts: Any = None, user_keys: Optional[Sequence[bytes]] = None, offsets: Any = None) -> np.ndarray:
         """One collection on item codes; ``user_keys`` (one secret per user) is required."""
         self._check_client_arguments(cohorts=cohorts, user_keys=user_keys, offsets=offsets)
-        codes = np.asarray(codes, dtype=np.int64)
+        codes = check_codes(codes, self.d)
         return self.randomize(codes if self.categories is None else np.array([self.categories[c] for c in codes.tolist()], dtype=object), user_keys, rng=rng)
 
     def analytic_mse(self, n: int, *, theta: Any = None, f: Any = None, sampling: str = "fixed") -> float:

@@ -56,7 +56,7 @@ import numpy as np
 from ..._errors import LDPInputError, LDPParameterError
 from ...exact import TWO64, epsilon_of_ratio, exp_lower_bound, ratio_within_exp
 from ...sampling import RNGLike, as_source
-from ..domain import check_epsilon, real_numbers as _numbers
+from ..domain import check_codes, check_epsilon, real_numbers as _numbers
 from .server import MeanAccumulator, MeanEstimate
 from ..base import MechanismBase
 from ..protocol import InputKind, Numeric, Verifiable
@@ -161,10 +161,7 @@ class NumericMechanism(MechanismBase):
     def randomize_encoded(self, codes: Any, *, rng: RNGLike = None, cohorts: Any = None, user_keys: Any = None, offsets: Any = None) -> np.ndarray:
         """Reports for grid indices ``k`` in ``[0, grid]``."""
         self._check_client_arguments(cohorts=cohorts, user_keys=user_keys, offsets=offsets)
-        k = np.asarray(codes, dtype=np.int64)
-        if k.size and (k.min() < 0 or k.max() > self.grid):
-            raise LDPInputError(f"grid indices must be in [0, {self.grid}]")
-        return self._sample(k, as_source(rng))
+        return self._sample(check_codes(codes, self.grid + 1, "grid indices"), as_source(rng))
 
     def report_fields(self) -> tuple:
         return (ReportField("report", "uint32", kind="int", bound=self.output_alphabet_size()),)

@@ -24,6 +24,7 @@ SYSTEM_LAYERS = {
     "wire": "ldp_plugin.verification.system.wire:wire_layer",
     "kernels": "ldp_plugin.verification.twins:kernels_layer",  # each numba kernel vs its numpy twin; the secure source's splits
     "executors": "ldp_plugin.verification.executors:executors_layer",  # partitioned release and aggregation vs the serial path
+    "refusals": "ldp_plugin.verification.system.refusals:refusals_layer",
 }
 #: the seeded bugs' table (``(bug, layer, keyword arguments)``)
 _BUGS = "ldp_plugin.verification.system.seeded_bugs:SYSTEM_BUGS"

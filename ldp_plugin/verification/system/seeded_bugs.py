@@ -13,12 +13,16 @@
 | ``column-chunk-edge`` | the numpy column counts skip the last row of each chunk of 2**15 rows | a unary report is not counted | kernels (numpy twin vs compiled kernel vs unpacked sums) |
 | ``dense-extra-draw`` | the numpy dense sampler draws one byte more than the compiled one (same output) | a seeded stream is consumed differently per backend | kernels (identical consumed randomness) |
 | ``one-stream-executor`` | an executor hands every partition the index 0 | every partition reuses one seeded stream | executors (files vs the serial release) |
+| ``lax-domain-krr`` | k-RR's constructor accepts ``d = 1`` (silently made ``d = 2``) | a one-item domain is no domain: the reports describe items the caller never declared | refusals (one below each declared minimum) |
+| ``echoing-krr`` | k-RR's input error repeats the batch it refused | a user's value reaches the caller's logs | refusals (no sentinel in any message) |
+| ``spend-before-check`` | ``Accountant.run`` spends, then lets the measurement find the value outside its domain | a refused release costs the population budget | refusals (the ledger unchanged by every refusal) |
 """
 
 from __future__ import annotations
 
 import functools
 import operator
+import dataclasses
 import os
 from fractions import Fraction
 from pathlib import Path
@@ -27,6 +31,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..._errors import LDPInputError, LDPParameterError
+from ...accountant import Accountant
 from ...federated.analyzer import analyze_batch
 from ...federated.app import device_answer
 from ...federated.batch import iter_ciphertexts, read_batch, write_batch
@@ -37,6 +42,8 @@ from ...federated.sealed import open_reports, private_key, seal_reply, seal_repo
 from ...federated.shuffler import Shuffler
 from ...sampling.aggregate_kernels import _TREE_ROWS, packed_column_counts
 from ...sampling.row_lookup import _STEP, fixed_width_codes
+from ...mechanisms import KRR
+from ...registry import load_registry
 
 __all__ = ["SYSTEM_BUGS"]
 
@@ -160,6 +167,36 @@ class OneStreamExecutor:
 
     def map_reduce(self, fn: Callable, sources: Any, combine: Callable = operator.add) -> Any:
         return functools.reduce(combine, [fn((0, s[1]) if isinstance(s, tuple) else s) for s in sources])
+class LaxDomainKRR(KRR):
+    """Accepts ``d = 1`` (and any smaller size), silently widened to ``d = 2``."""
+
+    def __post_init__(self) -> None:
+        if isinstance(self.d, int) and not isinstance(self.d, bool) and self.d < 2:
+            object.__setattr__(self, "d", 2)
+        super().__post_init__()
+
+
+class EchoingKRR(KRR):
+    """Its input error repeats the refused batch."""
+
+    def encode(self, values: Any) -> np.ndarray:
+        try:
+            return super().encode(values)
+        except LDPInputError:
+            raise LDPInputError(f"values must be integer codes in [0, {self.d}) (got {np.asarray(values, dtype=object).tolist()!r})") from None
+
+
+class SpendFirstAccountant(Accountant):
+    """``run`` spends first; the measurement checks its argument only when it runs."""
+
+    def run(self, query_id: str, measurement: Any, data: Any, **kw: Any) -> Any:
+        return self.release(query_id, measurement, lambda: measurement(data), **kw)
+
+
+def _krr_as(cls: type) -> dict:
+    """k-RR's registry declaration with ``cls`` as its constructor (the refusal layer's input)."""
+    name = "seeded-" + cls.__name__
+    return {name: dataclasses.replace(load_registry()["krr"], name=name, constructor=f"{__name__}:{cls.__name__}")}
 
 
 #: ``(bug name, system layer, keyword arguments that plant it in the layer)``
@@ -174,4 +211,7 @@ SYSTEM_BUGS = (
     ("dense-extra-draw", "kernels", {"impl": {"packed": dense_extra_draw}, "only": ("samplers",)}),
     ("column-chunk-edge", "kernels", {"impl": {"packed_column_counts": column_chunk_edge}, "only": ("aggregation",)}),
     ("one-stream-executor", "executors", {"local": OneStreamExecutor}),
+    ("lax-domain-krr", "refusals", {"declarations": _krr_as(LaxDomainKRR)}),
+    ("echoing-krr", "refusals", {"declarations": _krr_as(EchoingKRR)}),
+    ("spend-before-check", "refusals", {"declarations": {"krr": load_registry()["krr"]}, "accountant": SpendFirstAccountant}),
 )
