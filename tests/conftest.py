@@ -11,6 +11,8 @@ import pytest
 from ldp_plugin.mechanisms.protocol import InputKind, SupportRates, has
 from ldp_plugin.registry import load_registry
 
+from .module_seconds import load as module_weights
+
 #: distinct canonical instances per name the statistical contract runs on (each at every epsilon)
 PER_NAME = 3
 from ldp_plugin import enable_ldp_features
@@ -79,3 +81,15 @@ def run_cli(*argv: str) -> CliResult:
 def cli():
     """``cli(*argv)`` runs the ``ldp`` command line in process (see :func:`run_cli`)."""
     return run_cli
+
+
+def pytest_collection_modifyitems(config, items):
+    """The longest modules first (``tests/module_seconds.json``), each module's tests in file order:
+    ``--dist loadscope`` hands modules out in this order, so no long module starts last and leaves one
+    worker alone at the end. Modules without a weight keep their file order, after the weighted ones."""
+    weights = module_weights()
+    first: dict = {}
+    for i, item in enumerate(items):
+        first.setdefault(item.nodeid.split("::")[0], i)
+    items.sort(key=lambda it: (-weights.get(it.nodeid.split("::")[0], 0), first[it.nodeid.split("::")[0]]))
+
