@@ -13,7 +13,7 @@ from ldp_plugin.discovery.prefix import INFERRED, infer_domain
 from ldp_plugin.discovery.query import build_query
 from ldp_plugin.sampling import RNGLike, as_source
 
-from .polars_frames import strict
+from .polars_frames import check_seed, strict
 
 __all__ = ["heavy_hitters", "sample_one_string"]
 
@@ -92,18 +92,24 @@ def heavy_hitters(
     if accountant is not None:
         if not query_id:
             raise LDPParameterError("spending from an accountant needs a query_id")
-        q.charge(accountant, query_id, cohorts=budget_cohorts)
     elif query_id is not None:
         raise LDPParameterError("query_id needs an accountant=")
-    source = as_source(seed)
-    values = sample_one_string(series, set_size, source) if is_set else series
-    result = q.discover(q.privatize(values, rng=source))
-    out = result.to_polars()
-    if is_set:
-        scale = float(set_size)
-        out = (
-            out.filter(pl.col("item") != _PAD)
-            .head(top_k)
-            .with_columns(pl.col("estimate", "std_error") * scale, (pl.col("ci_lower", "ci_upper") * scale).clip(0.0, 1.0))
-        )
-    return out
+    check_seed(seed)  # before the spend
+
+    def produce() -> pl.DataFrame:
+        source = as_source(seed)
+        values = sample_one_string(series, set_size, source) if is_set else series
+        out = q.discover(q.privatize(values, rng=source)).to_polars()
+        if is_set:
+            scale = float(set_size)
+            out = (
+                out.filter(pl.col("item") != _PAD)
+                .head(top_k)
+                .with_columns(pl.col("estimate", "std_error") * scale, (pl.col("ci_lower", "ci_upper") * scale).clip(0.0, 1.0))
+            )
+        return out
+    if accountant is None:
+        return produce()
+    # the one release path: charged once (the query's realized ε, rounded up), a retried query id
+    # refused — a second run would be a fresh release of the same users at no charge
+    return accountant.release(query_id, q.report_cost(), produce, cohorts=budget_cohorts, mechanism=q.method, params=q.spec())
