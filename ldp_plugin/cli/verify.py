@@ -12,6 +12,7 @@ from ..registry import self_test, verify_instance, verify_name, wrapper_instance
 from ..verification import FAMILY_ALPHA, save_status
 from ..verification.privacy_paths import COVERAGE_MIN, measure
 from ..measurements import enable_ldp_features
+from ..verification.user_paths import user_path_rows
 from ..verification.workflows import workflow_rows
 from ..verification.system.run import system_rows, system_self_test
 from ..progress import progress
@@ -188,6 +189,7 @@ def verification_rows(names: list, *, seed: int, quick: bool, wrappers: bool) ->
             rows.append(verify_instance(mech, name=wname, instance=mech.params(), seed=seed + 7_000_001 * (j + 1), quick=quick, alpha=share,
                                         estimator_shapes=1 if quick or j % 2 else None))
         rows += workflow_rows(seed=seed, quick=quick)  # the command line's privatize and collect paths
+        rows += user_path_rows(seed=seed, quick=quick)  # the namespaces, jobs, simulations and ledger paths the other layers leave shut
         rows += system_rows(seed=seed, quick=quick)  # the deployment: device, shuffler, analyzer, wire
     return rows
 
