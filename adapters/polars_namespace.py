@@ -260,9 +260,6 @@ class _Privatizer:
             out = out.insert_column(0, chunk[self.user_id])
         return out
 
-    def process(self, chunk: pl.DataFrame, index: int, offset: int, partition: Optional[int] = None) -> pl.DataFrame:
-        return self.finish(chunk, self.prepare(chunk, offset), index, offset, partition)
-
 
 def _rechunk(batches: Iterator[pl.DataFrame], rows: int) -> Iterator[pl.DataFrame]:
     """Re-cut a stream of frames into frames of exactly ``rows`` rows (the last may be shorter)."""

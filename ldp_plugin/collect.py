@@ -123,9 +123,9 @@ def build_mechanism(spec: dict, n_hint: int) -> Any:
         raise LDPParameterError(f"[mechanism] name = {name!r} is a {every[name].kind} mechanism: a job reads one column per user "
                                 f"(kinds {', '.join(JOB_KINDS)}); use the Polars adapters (privatize_key_values, privatize_attributes)")
     reg = {k: v for k, v in every.items() if v.kind in JOB_KINDS}
-    params = dict(spec.get("params", {}))
-    if not isinstance(spec.get("params", {}), dict):
+    if not isinstance(spec.get("params", {}), dict):  # before reading it: dict(3) would be a bare TypeError
         raise LDPParameterError("[mechanism] params must be a table, e.g. params = {k = 8, cohorts = 16}")
+    params = dict(spec.get("params", {}))
     for key in ("epsilon", "d", "m", "on_long", "n"):
         if key in params:
             raise LDPParameterError(f"[mechanism] params.{key} duplicates [mechanism] {key}; give it once, in [mechanism]")

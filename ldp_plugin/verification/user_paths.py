@@ -45,6 +45,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import re
 import shutil
 import sqlite3
 import tempfile
@@ -62,6 +63,7 @@ from .._errors import LDPArgumentError, LDPInputError, LDPParameterError
 from ..accountant import Accountant, BudgetExceededError, LedgerError, Population
 from ..adapters import polars_key_value as _pkv, polars_multi as _pm
 from ..adapters.polars_discovery import sample_one_string
+from ..adapters.polars_frames import ROWS_PER_CHUNK
 from ..cli import main as cli_main
 from ..discovery import DiscoveryAccumulator
 from ..discovery.prefix import INFERRED, infer_domain
@@ -75,7 +77,7 @@ from ..robust.bounds import poison_bound
 from ..sampling import SeededRandomSource, as_source, chunk_source
 from .workflows import _write_job
 from ..registry import build
-from ..simulate import build_longitudinal, build_mean, check_simulation_memory, draw_sets, parse_params, simulate, true_distribution
+from ..simulate import build_longitudinal, build_mean, check_simulation_memory, draw_sets, parse_params, simulate, simulate_longitudinal, true_distribution
 
 __all__ = ["user_path_rows", "SENTINEL", "USER_PATH_BUGS"]
 
@@ -148,7 +150,7 @@ def _run(argv: list) -> tuple:
 
 def _clean_exit(argv: list, label: str, sentinel: Any = None) -> list:
     rc, _out, err = _run(argv)
-    if rc != 2 or "Traceback" in err:
+    if rc != 2 or "Traceback" in err or re.search(r"error: \w*(Error|Exception)\b", err):  # the library's message, not Python's
         return [f"{label}: not refused cleanly (exit {rc})"]
     if sentinel is not None and str(sentinel) in err:
         return [f"{label}: the message repeats the value"]
@@ -379,6 +381,7 @@ def _namespace_case(tmp: Path, seed: int, quick: bool, bug: Optional[str] = None
     bound = poison_bound(krr, krr.estimate(ref["report"].to_numpy()), poison_fraction=0.1)
     if not np.array_equal(est["poison_shift"].to_numpy(), np.asarray(bound.poison_shift)):
         fails.append("the namespace's poison_shift differs from poison_bound's")
+    fails += _namespace_more(tmp, seed, quick)
     reg = load_registry(kinds=KINDS)
     mean = reg["duchi"].mechanism_class()(**reg["duchi"].canonical[0])
     lo, hi = float(mean.lower), float(mean.upper)
@@ -389,6 +392,13 @@ def _namespace_case(tmp: Path, seed: int, quick: bool, bug: Optional[str] = None
         if acc.history()[0].epsilon != report_charge(mean) or acc.spent([0]) != 0 or not _same(got, nums.ldp.privatize("x", mean, seed=seed)):
             fails.append("a ledgered number release is not the batch path charged report_charge on its cohort only")
         df.ldp.privatize("v", krr, seed=seed, accountant=acc, query_id="n2", unknown="other")
+        dictionary = df.with_columns(pl.col("v").cast(pl.Categorical)).ldp.privatize("v", krr, seed=seed, accountant=acc, query_id="n4", user_id="user")
+        if not _same(dictionary, ref):
+            fails.append("a ledgered Categorical column gave other reports than its String column")
+        codes = pl.DataFrame({"c": [j % 4 for j in range(7)] + [SENTINEL]})
+        if not _same(codes.head(7).ldp.privatize("c", KRR(epsilon=1.0, d=4), seed=seed, accountant=acc, query_id="n5"),
+                     codes.head(7).ldp.privatize("c", KRR(epsilon=1.0, d=4), seed=seed)):
+            fails.append("a ledgered integer-code release differs from the batch path")
         past = nums.with_columns(pl.when(pl.int_range(pl.len()) == 9).then(hi + SENTINEL).otherwise(pl.col("x")).alias("x"))
         long = pl.DataFrame({"s": [["a"]] * 5 + [["a", "b", "c"]]})
         strict_m = SampleOne(mechanism=OUE(epsilon=1.5, categories=cats), m=2, on_long="error")
@@ -400,7 +410,9 @@ def _namespace_case(tmp: Path, seed: int, quick: bool, bug: Optional[str] = None
             ("an unknown label in a dictionary column", lambda: odd.with_columns(pl.col("v").cast(pl.Categorical)).ldp.privatize(
                 "v", krr, accountant=acc, query_id="n3"), "zq7"),
             ("strings for a number mechanism", lambda: df.ldp.privatize("v", mean, accountant=acc, query_id="n3"), None),
-            ("a cohort salt past 2**64", lambda: df.ldp.privatize("v", krr, user_id="user", cohorts=1 << 64, accountant=acc, query_id="n3"), None),
+            ("a cohort salt past 2**64", lambda: df.ldp.privatize("v", build("orr", epsilon=1.0, d=4, k=4, cohorts=4), user_id="user", cohorts=1 << 64,
+                                                                  accountant=acc, query_id="n3"), None),
+            ("an integer code past d", lambda: codes.ldp.privatize("c", KRR(epsilon=1.0, d=4), accountant=acc, query_id="n3"), SENTINEL),
             ("keep_reports with a sink", lambda: df.ldp.privatize("v", krr, sink=tmp / "s2", keep_reports=True, accountant=acc, query_id="n3"), None),
             ("a sink that is a file", lambda: df.ldp.privatize("v", krr, sink=tmp / "namespace.ledger", accountant=acc, query_id="n3"), None),
             ("a sink holding parts", lambda: df.ldp.privatize("v", krr, sink=sink, accountant=acc, query_id="n3"), None),
@@ -429,7 +441,7 @@ def _collect_case(tmp: Path, seed: int, quick: bool, bug: Optional[str] = None) 
     spec = {"name": "oue", "epsilon": 1.25, "categories": items, "m": 2, "on_long": "sample"}
     base = {"input": {"path": "in.csv", "column": "apps", "user_id": "user", "list_separator": ";"}, "mechanism": spec,
             "collection": {"seed": seed}, "output": {"estimates": "est.csv", "reports": "reports"}}
-    job = _write_job(work / "csv.toml", base)
+    job = _write_job(work / "csv.toml", base if quick else {**base, "output": {**base["output"], "plot": "est.svg"}})
     rc, out, err = _run(["collect", job, "--json"])
     if rc != 0:
         return [f"a CSV job with a list separator: exit status {rc}: {err.strip()[-160:]}"]
@@ -442,6 +454,8 @@ def _collect_case(tmp: Path, seed: int, quick: bool, bug: Optional[str] = None) 
     est, want = pl.read_csv(work / "est.csv"), reports.ldp.estimate(mech, postprocess="projection")
     if not np.allclose(est["estimate"].to_numpy(), want["estimate"].to_numpy(), rtol=1e-12, atol=1e-15):
         fails.append("a CSV estimates file differs from the estimate of the kept reports")
+    if not quick and b"<svg" not in (work / "est.svg").read_bytes()[:400]:
+        fails.append("the job's plot is not an SVG")
     # the ledger: charged report_charge once on the job's cohorts; a retry answers from the kept reports
     ledgered = {**base, "input": {"path": "in.csv", "column": "apps", "list_separator": ";"}, "output": {"estimates": "l1.parquet"},
                 "budget": {"ledger": "collect.ledger", "query_id": "c1", "cohorts": [1]}}
@@ -465,6 +479,7 @@ def _collect_case(tmp: Path, seed: int, quick: bool, bug: Optional[str] = None) 
         "a missing input file": {**ledgered, "input": {"path": "none.csv", "column": "apps"}},
         "an input directory": {**ledgered, "input": {"path": "reports", "column": "apps"}},
         "an input .json": {**ledgered, "input": {"path": "collect.ledger.json", "column": "apps"}},
+        "an input without rows": {**ledgered, "input": {"path": "empty.csv", "column": "apps"}},
         "a key-value mechanism": {**ledgered, "mechanism": {"name": "pckv", "epsilon": 1.0, "d": 3}},
         "params that are no table": {**ledgered, "mechanism": {**spec, "params": 3}},
         "params repeating epsilon": {**ledgered, "mechanism": {**spec, "params": {"epsilon": 2.0}}},
@@ -475,6 +490,7 @@ def _collect_case(tmp: Path, seed: int, quick: bool, bug: Optional[str] = None) 
         "a partitioned job with a list separator": {**ledgered, "output": {"estimates": "p.csv", "reports": "p2"}},
     }
     (work / "collect.ledger.json").write_text("{}")
+    (work / "empty.csv").write_text("user,apps\n")
     for j in range(2):
         split.head(12 * (j + 1)).tail(12).write_parquet(work / f"part-{j}.parquet")
     for label, sections in refusals.items():
@@ -527,6 +543,13 @@ def _simulate_case(tmp: Path, seed: int, quick: bool, bug: Optional[str] = None)
         want = simulate(build("olh", epsilon=1.5, d=6, n=300, g=4), n=300, distribution=dist, truth=truth, seed=seed).to_dict()
         if rc != 0 or _untimed(json.loads(out)) != _untimed(json.loads(json.dumps(want))):
             fails.append(f"ldp simulate --distribution {dist} --param g=4 differs from the library's simulate of the same mechanism")
+    keyed = build_longitudinal("l-grr", d=3, epsilon_perm=2.0, epsilon_1=1.0)
+    quiet = simulate_longitudinal(keyed, rounds=2, change_prob=0.2, n=60, seed=seed)
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        loud = simulate_longitudinal(keyed, rounds=2, change_prob=0.2, n=60, seed=seed, progress=True)
+    if _untimed(loud) != _untimed(quiet) or out.getvalue().count("round") != 2:
+        fails.append("simulate_longitudinal with progress gave another result, or did not report each round")
     if dict(parse_params(["a=[0.5, 0.25]", "b=3", "c=0.5", "e=text"])) != {"a": [0.5, 0.25], "b": 3, "c": 0.5, "e": "text"}:
         fails.append("--param did not read a JSON list, an integer, a float and a text")
     gen = np.random.default_rng(seed)
@@ -608,6 +631,23 @@ def _protocol_case(tmp: Path, seed: int, quick: bool, bug: Optional[str] = None)
             why = _refused(call)
             if why is not None:
                 fails.append(f"{oracle}: {label}: {why}")
+    q = build_query("pem", **kw)
+    only = np.full(len(_WORDS), q.holdout, dtype=np.int64)
+    only[: len(q.lengths)] = np.arange(len(q.lengths))  # one user per level, the rest held out
+    few = q.privatize(series, rng=SeededRandomSource(seed), levels=only)
+    if sorted(set(few["level"].to_list())) != list(range(len(q.shares))) or few.height != len(_WORDS):
+        fails.append("privatize did not keep one report per user when a level has a single user")
+    why = _refused(lambda: q.privatize(series, rng=SeededRandomSource(seed), levels=np.zeros(len(_WORDS), dtype=np.float64)))
+    if why is not None:
+        fails.append(f"levels that are no integers: {why}")
+    why = _refused(lambda: q.privatize(pl.Series("w", [], dtype=pl.String)))
+    if why is not None:
+        fails.append(f"no values: {why}")
+    faint = build_query("pem", **{**kw, "epsilon": 0.05}).discover(build_query("pem", **{**kw, "epsilon": 0.05}).privatize(series, rng=SeededRandomSource(seed)))
+    if not all(re.fullmatch(r"[ab]{1,4}", item) for item in faint.to_polars()["item"].to_list()):
+        fails.append("a discovery at a tiny ε returned a string outside its domain")
+    if q.epsilon_per_user != kw["epsilon"] or q.spec()["prefix_lengths"] != list(q.lengths):
+        fails.append("the query does not describe itself (epsilon_per_user, spec)")
     q = build_query("treehist", **kw)
     mdf = q.min_detectable_frequency(1000, by_level=True)
     if len(mdf) != len(q.lengths) or max(mdf) != q.min_detectable_frequency(1000) or not all(0 < x for x in mdf):
@@ -661,6 +701,9 @@ def _ledger_case(tmp: Path, seed: int, quick: bool, bug: Optional[str] = None) -
         rec = acc.spend_collection("k1", keyed, 1, cohorts=[3], when=day + timedelta(days=3))
         if rec.epsilon != collection_charge(keyed, 1) or rec.params.get("collection") != 1:
             fails.append("spend_collection did not charge collection_charge(mechanism, t)")
+        zero = acc.spend("z0", 0, cohorts=[7], when=day)
+        if zero.epsilon != 0 or acc.spent([7]) != charge or len(acc.history()) != 4:
+            fails.append("a spend of ε = 0 was not recorded as a row that changes no total")
         if "remaining=" not in repr(acc):
             fails.append("the ledger's repr does not say what remains")
         fails += _refusals_spend_nothing(acc, [
@@ -714,10 +757,42 @@ def _ledger_case(tmp: Path, seed: int, quick: bool, bug: Optional[str] = None) -
         why = _refused(call)
         if why is not None:
             fails.append(f"{label}: {why}")
+    fails += _hot_journal(work)
     with Accountant.create(work / "a.ledger", pop, exist_ok=True) as again, Accountant.create(work / "d" / "e" / "n.ledger", pop, parents=True) as fresh:
         if again.spent([0]) != 2 * report_charge(KRR(epsilon=1.25, d=4)) or fresh.spent() != 0:
             fails.append("create(exist_ok=True) did not open the ledger, or parents=True did not create an empty one")
     return fails
+
+
+def _hot_journal(work: Path) -> list:
+    """A ledger copied (with its journal) while a writer was mid-transaction opens at its last
+    commit: SQLite's rollback of the hot journal, never the half-written totals."""
+    path = work / "hot.ledger"
+    with Accountant.create(path, Population(name="hot", lifetime_cap="5")) as acc:
+        acc.spend("h1", KRR(epsilon=1.0, d=4))
+        committed = _state(acc)
+    con = sqlite3.connect(path, isolation_level=None)
+    try:
+        con.execute("PRAGMA cache_size = 1")  # a tiny cache: the changed pages spill into the file before the commit
+        con.execute("BEGIN IMMEDIATE")
+        con.execute("UPDATE cohort_total SET total = '0'")
+        con.execute("CREATE TABLE pad (x BLOB)")
+        con.executemany("INSERT INTO pad VALUES (?)", [(bytes(4000),)] * 40)
+        copy = work / "hot-copy"
+        copy.mkdir()
+        for suffix in ("", "-journal"):
+            if Path(f"{path}{suffix}").exists():
+                shutil.copy(f"{path}{suffix}", f"{copy / path.name}{suffix}")
+        con.execute("ROLLBACK")
+    finally:
+        con.close()
+    try:
+        with Accountant(copy / path.name) as acc:
+            if _state(acc) != committed:
+                return ["a ledger copied mid-transaction did not open at its last commit"]
+    except LedgerError:
+        return ["a ledger copied mid-transaction (with its hot journal) was refused instead of rolled back"]
+    return []
 
 
 #: the cases: ``(row label, function)``
@@ -752,3 +827,54 @@ def user_path_rows(*, seed: int = 0, quick: bool = False, bug: Optional[str] = N
             rows.append({"name": label, "instance": {}, "declared_epsilon": float("nan"), "realized_epsilon": float("nan"), "workflow": True,
                          "failures": fails[:8], "passed": not fails, "seconds": round(time.perf_counter() - t0, 2)})
     return rows
+
+
+def _namespace_more(tmp: Path, seed: int, quick: bool) -> list:
+    """The one-column namespace's streamed chunks, its errors found while randomizing, and the
+    distribution methods (no ledger: nothing spent)."""
+    fails: list = []
+    cats = ["a", "b", "c"]
+    one = SampleOne(mechanism=OUE(epsilon=1.5, categories=cats), m=2)
+    scalar = pl.DataFrame({"v": [cats[j % 3] for j in range(12)]})
+    if not _same(scalar.with_columns(pl.col("v").cast(pl.Categorical)).ldp.privatize("v", one, seed=seed), scalar.ldp.privatize("v", one, seed=seed)):
+        fails.append("a Categorical column of single items gave other sets' reports than its String column")
+    users = pl.DataFrame({"user": [1, 2, 2, 4], "v": ["a", "b", None, "c"]})
+    for label, call, sentinel, want in (
+        ("an unknown item in a set", lambda: pl.DataFrame({"s": [["a"], ["zq7", "b"]]}).ldp.privatize("s", one), "zq7", "row"),
+        ("a null value beside a user-id check", lambda: users.with_columns(pl.Series("user", [1, 2, 3, 4])).ldp.privatize("v", KRR(epsilon=1.0, categories=cats), user_id="user"),
+         None, "null"),
+        ("a repeated id and a null value", lambda: users.ldp.privatize("v", KRR(epsilon=1.0, categories=cats), user_id="user"), None, "user"),
+    ):
+        try:
+            call()
+            fails.append(f"{label}: accepted")
+        except LDPInputError as e:  # the user-id error first: as when the ids are checked before the values
+            if (sentinel is not None and str(sentinel) in str(e)) or want not in str(e):
+                fails.append(f"{label}: the message repeats the value or does not say what is wrong")
+    if not quick:  # more rows than one chunk: chunk j on its own stream, a LazyFrame the same as the DataFrame
+        krr = KRR(epsilon=1.0, d=4)
+        rows = ROWS_PER_CHUNK + 1000
+        codes = (np.arange(rows, dtype=np.int64) * 7) % 4
+        big = pl.DataFrame({"c": codes})
+        lazy = pl.concat([big.slice(0, 100_000).lazy(), big.slice(100_000).lazy()]).ldp.privatize("c", krr, seed=seed)
+        want = pl.concat([reports_to_frame(krr, krr.randomize_encoded(codes[:ROWS_PER_CHUNK], rng=chunk_source(seed, 0))),
+                          reports_to_frame(krr, krr.randomize_encoded(codes[ROWS_PER_CHUNK:], rng=chunk_source(seed, 1)))])
+        if not lazy.equals(want) or not big.ldp.privatize("c", krr, seed=seed).equals(want):
+            fails.append("past one chunk, the reports are not each chunk's batch path on its own stream")
+    reg = load_registry(kinds=KINDS)
+    mech = reg["bucketed"].mechanism_class()(**reg["bucketed"].canonical[0])
+    lo, hi = float(mech.lower), float(mech.upper)
+    x = np.array([lo + (hi - lo) * ((j * 7) % 20) / 20 for j in range(40)])
+    reports = pl.DataFrame({"x": x}).ldp.privatize("x", mech, seed=seed)
+    est = mech.estimate(mech.randomize(x, rng=chunk_source(seed, 0)))
+    hist = reports.ldp.distribution(mech)
+    q = reports.lazy().ldp.quantiles(mech, [0.5])
+    r = reports.ldp.range_count(mech, lo, (lo + hi) / 2)
+    if not np.array_equal(hist["estimate"].to_numpy(), est.to_polars()["estimate"].to_numpy()):
+        fails.append("the namespace's distribution differs from the mechanism's estimate of the same reports")
+    if q["estimate"].to_list() != [row["estimate"] for row in est.quantiles([0.5])] or r["fraction"].item() != est.range_count(lo, (lo + hi) / 2).fraction:
+        fails.append("the namespace's quantiles or range count differ from the mechanism's estimate")
+    why = _refused(lambda: reports.ldp.distribution(KRR(epsilon=1.0, d=4)))
+    if why is not None:
+        fails.append(f"distribution of a mechanism that is no distribution: {why}")
+    return fails
