@@ -12,7 +12,7 @@ from ..registry import self_test, verify_instance, verify_name, wrapper_instance
 from ..verification import FAMILY_ALPHA, save_status
 from ..verification.privacy_paths import COVERAGE_MIN, measure
 from ..measurements import enable_ldp_features
-from ..verification.user_paths import user_path_rows
+from ..verification.user_paths import user_path_rows, user_path_self_test
 from ..verification.workflows import workflow_rows
 from ..verification.system.run import system_rows, system_self_test
 from ..progress import progress
@@ -240,6 +240,7 @@ def cmd_verify(args) -> int:
     bugs = self_test(seed=args.seed, quick=args.quick) if args.self_test else []
     if args.self_test and not args.names:  # the system layers' seeded bugs
         bugs += system_self_test(seed=args.seed, quick=args.quick)
+        bugs += user_path_self_test(seed=args.seed, quick=args.quick)  # the user-paths layer's defective doors
     seconds = time.perf_counter() - t0
     ok = all(r["passed"] for r in rows) and all(b["caught"] for b in bugs) and (coverage is None or coverage["passed"])
     if args.report:

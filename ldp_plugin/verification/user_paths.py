@@ -61,7 +61,8 @@ import polars as pl
 
 from .._errors import LDPArgumentError, LDPInputError, LDPParameterError
 from ..accountant import Accountant, BudgetExceededError, LedgerError, Population
-from ..adapters import polars_key_value as _pkv, polars_multi as _pm
+from .. import collect as _collect
+from ..adapters import polars_key_value as _pkv, polars_multi as _pm, polars_namespace as _pns
 from ..adapters.polars_discovery import sample_one_string
 from ..adapters.polars_frames import ROWS_PER_CHUNK
 from ..cli import main as cli_main
@@ -79,20 +80,12 @@ from .workflows import _write_job
 from ..registry import build
 from ..simulate import build_longitudinal, build_mean, check_simulation_memory, draw_sets, parse_params, simulate, simulate_longitudinal, true_distribution
 
-__all__ = ["user_path_rows", "SENTINEL", "USER_PATH_BUGS"]
+__all__ = ["user_path_rows", "user_path_self_test", "CASES", "SENTINEL", "USER_PATH_BUGS"]
 
 #: a value standing for a user's data: no refusal may repeat it
 SENTINEL = 7_654_321
 #: the library's refusals (each a ``ValueError``)
 _REFUSALS = (LDPInputError, LDPParameterError, LedgerError, BudgetExceededError)
-#: seeded bugs this layer must catch (``name -> what it breaks``), switched on by :func:`user_path_rows`'s ``bug``
-USER_PATH_BUGS = {
-    "discovery charged its decimal ε": "heavy_hitters charges the float ε, not the oracles' realized ε",
-    "key-value retry re-randomizes": "a retried key-value query id is released again (fresh reports, same charge)",
-    "multi-attribute reports drop a row's stream": "privatize_attributes randomizes on another stream than the batch path",
-}
-
-
 # -- small helpers -------------------------------------------------------------------------------
 def _refused(call: Callable, sentinel: Any = None, kinds: tuple = _REFUSALS) -> Optional[str]:
     """None when ``call`` raises one of the library's refusals without repeating ``sentinel``,
@@ -166,7 +159,7 @@ def _library_discovery(series: pl.Series, method: str, seed: int, **kw: Any) -> 
     return q.discover(q.privatize(series, rng=as_source(seed))).to_polars()
 
 
-def _discovery_case(tmp: Path, seed: int, quick: bool, bug: Optional[str] = None) -> list:
+def _discovery_case(tmp: Path, seed: int, quick: bool) -> list:
     fails: list = []
     df = pl.DataFrame({"user": np.arange(len(_WORDS)), "w": _WORDS})
     series = df["w"]
@@ -196,7 +189,7 @@ def _discovery_case(tmp: Path, seed: int, quick: bool, bug: Optional[str] = None
     acc = _ledger(tmp, "discovery")
     try:
         q = build_query("pem", **kw)
-        cost = q.report_cost() if bug != "discovery charged its decimal ε" else Fraction(kw["epsilon"]) + Fraction(1, 1 << 60)
+        cost = q.report_cost()
         df.ldp.heavy_hitters("w", seed=seed, accountant=acc, query_id="hh1", **kw)
         rows = acc.history()
         if len(rows) != 1 or rows[0].epsilon != cost or cost != max(report_charge(m) for m in q.mechanisms):
@@ -228,7 +221,7 @@ def _discovery_case(tmp: Path, seed: int, quick: bool, bug: Optional[str] = None
 
 
 # -- the key–value and several-attribute namespaces ------------------------------------------------
-def _key_value_case(tmp: Path, seed: int, quick: bool, bug: Optional[str] = None) -> list:
+def _key_value_case(tmp: Path, seed: int, quick: bool) -> list:
     fails: list = []
     reg = load_registry(kinds=KINDS)
     names = sorted(n for n in reg if reg[n].kind == "key-value")
@@ -251,10 +244,7 @@ def _key_value_case(tmp: Path, seed: int, quick: bool, bug: Optional[str] = None
         acc = _ledger(tmp, f"kv-{name}")
         try:
             first = df.ldp.privatize_key_values("k", mech, values="v", seed=seed, accountant=acc, query_id="kv1", keep_reports=True)
-            retry_seed = seed if bug != "key-value retry re-randomizes" else seed + 1
-            again = df.ldp.privatize_key_values("k", mech, values="v", seed=retry_seed, accountant=acc, query_id="kv1", keep_reports=True)
-            if bug == "key-value retry re-randomizes":
-                again = df.ldp.privatize_key_values("k", mech, values="v", seed=retry_seed)
+            again = df.ldp.privatize_key_values("k", mech, values="v", seed=seed + 1, accountant=acc, query_id="kv1", keep_reports=True)
             rows = acc.history()
             if not _same(first, ref) or not _same(again, first) or len(rows) != 1 or rows[0].epsilon != report_charge(mech):
                 fails.append(f"{name}: a ledgered release is not the batch path charged report_charge once (its retry the kept reports)")
@@ -293,7 +283,7 @@ def _key_value_case(tmp: Path, seed: int, quick: bool, bug: Optional[str] = None
     return fails
 
 
-def _multi_case(tmp: Path, seed: int, quick: bool, bug: Optional[str] = None) -> list:
+def _multi_case(tmp: Path, seed: int, quick: bool) -> list:
     fails: list = []
     reg = load_registry(kinds=KINDS)
     names = sorted(n for n in reg if reg[n].kind == "multi-attribute")
@@ -303,8 +293,7 @@ def _multi_case(tmp: Path, seed: int, quick: bool, bug: Optional[str] = None) ->
         codes = np.stack([np.arange(n) % 3, (np.arange(n) // 3) % 2, (np.arange(n) * 7) % 4], axis=1).astype(np.int64)
         cols = ["a", "b", "c"]
         df = pl.DataFrame({"user": np.arange(n) + 100, **{c: codes[:, j] for j, c in enumerate(cols)}})
-        stream = chunk_source(seed, 0) if bug != "multi-attribute reports drop a row's stream" else chunk_source(seed, 1)
-        ref = reports_to_frame(mech, mech.randomize_encoded(codes, rng=stream))
+        ref = reports_to_frame(mech, mech.randomize_encoded(codes, rng=chunk_source(seed, 0)))
         got = df.ldp.privatize_attributes(cols, mech, seed=seed, user_id="user")
         kept = df.lazy().ldp.privatize_attributes(cols, mech, seed=seed, user_id="user", keep_user_id=True)
         if not _same(got, ref):
@@ -352,7 +341,7 @@ def _multi_case(tmp: Path, seed: int, quick: bool, bug: Optional[str] = None) ->
 
 
 # -- the one-column namespace's other paths (ledger scans, dictionary columns, 'other', sinks) --------
-def _namespace_case(tmp: Path, seed: int, quick: bool, bug: Optional[str] = None) -> list:
+def _namespace_case(tmp: Path, seed: int, quick: bool) -> list:
     fails: list = []
     cats = ["a", "b", "c", "other"]
     krr = KRR(epsilon=1.5, categories=cats)
@@ -429,8 +418,59 @@ def _namespace_case(tmp: Path, seed: int, quick: bool, bug: Optional[str] = None
     return fails
 
 
+def _namespace_more(tmp: Path, seed: int, quick: bool) -> list:
+    """The one-column namespace's streamed chunks, its errors found while randomizing, and the
+    distribution methods (no ledger: nothing spent)."""
+    fails: list = []
+    cats = ["a", "b", "c"]
+    one = SampleOne(mechanism=OUE(epsilon=1.5, categories=cats), m=2)
+    scalar = pl.DataFrame({"v": [cats[j % 3] for j in range(12)]})
+    if not _same(scalar.with_columns(pl.col("v").cast(pl.Categorical)).ldp.privatize("v", one, seed=seed), scalar.ldp.privatize("v", one, seed=seed)):
+        fails.append("a Categorical column of single items gave other sets' reports than its String column")
+    users = pl.DataFrame({"user": [1, 2, 2, 4], "v": ["a", "b", None, "c"]})
+    for label, call, sentinel, want in (
+        ("an unknown item in a set", lambda: pl.DataFrame({"s": [["a"], ["zq7", "b"]]}).ldp.privatize("s", one), "zq7", "row"),
+        ("a null value beside a user-id check", lambda: users.with_columns(pl.Series("user", [1, 2, 3, 4])).ldp.privatize("v", KRR(epsilon=1.0, categories=cats), user_id="user"),
+         None, "null"),
+        ("a repeated id and a null value", lambda: users.ldp.privatize("v", KRR(epsilon=1.0, categories=cats), user_id="user"), None, "user"),
+    ):
+        try:
+            call()
+            fails.append(f"{label}: accepted")
+        except LDPInputError as e:  # the user-id error first: as when the ids are checked before the values
+            if (sentinel is not None and str(sentinel) in str(e)) or want not in str(e):
+                fails.append(f"{label}: the message repeats the value or does not say what is wrong")
+    if not quick:  # more rows than one chunk: chunk j on its own stream, a LazyFrame the same as the DataFrame
+        krr = KRR(epsilon=1.0, d=4)
+        rows = ROWS_PER_CHUNK + 1000
+        codes = (np.arange(rows, dtype=np.int64) * 7) % 4
+        big = pl.DataFrame({"c": codes})
+        lazy = pl.concat([big.slice(0, 100_000).lazy(), big.slice(100_000).lazy()]).ldp.privatize("c", krr, seed=seed)
+        want = pl.concat([reports_to_frame(krr, krr.randomize_encoded(codes[:ROWS_PER_CHUNK], rng=chunk_source(seed, 0))),
+                          reports_to_frame(krr, krr.randomize_encoded(codes[ROWS_PER_CHUNK:], rng=chunk_source(seed, 1)))])
+        if not lazy.equals(want) or not big.ldp.privatize("c", krr, seed=seed).equals(want):
+            fails.append("past one chunk, the reports are not each chunk's batch path on its own stream")
+    reg = load_registry(kinds=KINDS)
+    mech = reg["bucketed"].mechanism_class()(**reg["bucketed"].canonical[0])
+    lo, hi = float(mech.lower), float(mech.upper)
+    x = np.array([lo + (hi - lo) * ((j * 7) % 20) / 20 for j in range(40)])
+    reports = pl.DataFrame({"x": x}).ldp.privatize("x", mech, seed=seed)
+    est = mech.estimate(mech.randomize(x, rng=chunk_source(seed, 0)))
+    hist = reports.ldp.distribution(mech)
+    q = reports.lazy().ldp.quantiles(mech, [0.5])
+    r = reports.ldp.range_count(mech, lo, (lo + hi) / 2)
+    if not np.array_equal(hist["estimate"].to_numpy(), est.to_polars()["estimate"].to_numpy()):
+        fails.append("the namespace's distribution differs from the mechanism's estimate of the same reports")
+    if q["estimate"].to_list() != [row["estimate"] for row in est.quantiles([0.5])] or r["fraction"].item() != est.range_count(lo, (lo + hi) / 2).fraction:
+        fails.append("the namespace's quantiles or range count differ from the mechanism's estimate")
+    why = _refused(lambda: reports.ldp.distribution(KRR(epsilon=1.0, d=4)))
+    if why is not None:
+        fails.append(f"distribution of a mechanism that is no distribution: {why}")
+    return fails
+
+
 # -- ldp collect: other formats, the ledger's options, partitioned ledgers, refusals that spend nothing --
-def _collect_case(tmp: Path, seed: int, quick: bool, bug: Optional[str] = None) -> list:
+def _collect_case(tmp: Path, seed: int, quick: bool) -> list:
     fails: list = []
     work = Path(tempfile.mkdtemp(dir=tmp))
     items = ["maps", "mail", "chat"]
@@ -534,7 +574,7 @@ def _untimed(doc: Any) -> Any:
     return doc
 
 
-def _simulate_case(tmp: Path, seed: int, quick: bool, bug: Optional[str] = None) -> list:
+def _simulate_case(tmp: Path, seed: int, quick: bool) -> list:
     fails: list = []
     for dist, truth in (("geometric", "population"), ("uniform", "empirical")):
         argv = ["simulate", "--mechanism", "olh", "--d", 6, "--epsilon", 1.5, "--n", 300, "--distribution", dist, "--truth", truth,
@@ -598,7 +638,7 @@ def _simulate_case(tmp: Path, seed: int, quick: bool, bug: Optional[str] = None)
 
 
 # -- the discovery protocol's levels and SFP --------------------------------------------------------
-def _protocol_case(tmp: Path, seed: int, quick: bool, bug: Optional[str] = None) -> list:
+def _protocol_case(tmp: Path, seed: int, quick: bool) -> list:
     fails: list = []
     series = pl.Series("w", _WORDS)
     kw = dict(epsilon=4.0, top_k=3, alphabet="ab", max_length=4)
@@ -679,7 +719,7 @@ def _protocol_case(tmp: Path, seed: int, quick: bool, bug: Optional[str] = None)
 
 
 # -- the ledger's audit, period and backup paths ---------------------------------------------------
-def _ledger_case(tmp: Path, seed: int, quick: bool, bug: Optional[str] = None) -> list:
+def _ledger_case(tmp: Path, seed: int, quick: bool) -> list:
     fails: list = []
     work = Path(tempfile.mkdtemp(dir=tmp))
     pop = Population(name="audit", lifetime_cap="5", period_cap="2", period="day", cohorts=1000)
@@ -808,20 +848,20 @@ CASES = (
 )
 
 
-def user_path_rows(*, seed: int = 0, quick: bool = False, bug: Optional[str] = None) -> list:
+def user_path_rows(*, seed: int = 0, quick: bool = False, only: Optional[tuple] = None) -> list:
     """One row per case (``name`` ``user path …``, ``workflow``, ``passed``, ``failures``,
-    ``seconds``); ``bug``: one of :data:`USER_PATH_BUGS`, switched on (the self-test)."""
-    if bug is not None and bug not in USER_PATH_BUGS:
-        raise LDPParameterError(f"bug must be one of {sorted(USER_PATH_BUGS)}")
+    ``seconds``); ``only``: the labels of the cases to run (default: all)."""
     rows = []
     with tempfile.TemporaryDirectory(prefix="ldp-verify-paths-") as t:
         for label, run in CASES:
+            if only is not None and label not in only:
+                continue
             t0 = time.perf_counter()
             tmp = Path(tempfile.mkdtemp(dir=t))
             try:
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore", UserWarning)  # the demoted SFP says so; the cases check its refusals
-                    fails = run(tmp, seed, quick, bug)
+                    fails = run(tmp, seed, quick)
             except Exception as e:  # noqa: BLE001 - a crash of a path is a failure, reported
                 fails = [f"{type(e).__name__}: {str(e)[:200]}"]
             rows.append({"name": label, "instance": {}, "declared_epsilon": float("nan"), "realized_epsilon": float("nan"), "workflow": True,
@@ -829,52 +869,55 @@ def user_path_rows(*, seed: int = 0, quick: bool = False, bug: Optional[str] = N
     return rows
 
 
-def _namespace_more(tmp: Path, seed: int, quick: bool) -> list:
-    """The one-column namespace's streamed chunks, its errors found while randomizing, and the
-    distribution methods (no ledger: nothing spent)."""
-    fails: list = []
-    cats = ["a", "b", "c"]
-    one = SampleOne(mechanism=OUE(epsilon=1.5, categories=cats), m=2)
-    scalar = pl.DataFrame({"v": [cats[j % 3] for j in range(12)]})
-    if not _same(scalar.with_columns(pl.col("v").cast(pl.Categorical)).ldp.privatize("v", one, seed=seed), scalar.ldp.privatize("v", one, seed=seed)):
-        fails.append("a Categorical column of single items gave other sets' reports than its String column")
-    users = pl.DataFrame({"user": [1, 2, 2, 4], "v": ["a", "b", None, "c"]})
-    for label, call, sentinel, want in (
-        ("an unknown item in a set", lambda: pl.DataFrame({"s": [["a"], ["zq7", "b"]]}).ldp.privatize("s", one), "zq7", "row"),
-        ("a null value beside a user-id check", lambda: users.with_columns(pl.Series("user", [1, 2, 3, 4])).ldp.privatize("v", KRR(epsilon=1.0, categories=cats), user_id="user"),
-         None, "null"),
-        ("a repeated id and a null value", lambda: users.ldp.privatize("v", KRR(epsilon=1.0, categories=cats), user_id="user"), None, "user"),
-    ):
+# -- seeded bugs: a defective door swapped in for one case ------------------------------------------
+def _hh_retry_free(frame: Any, column: str, *, epsilon: float, accountant: Any = None, query_id: Optional[str] = None,
+                   budget_cohorts: Any = None, **kw: Any) -> pl.DataFrame:
+    """heavy_hitters charging with a plain spend, then randomizing: a retried query id is free and
+    releases the users again."""
+    if accountant is not None:
+        q = build_query(kw.get("method", "pem"), epsilon=epsilon, **{k: v for k, v in kw.items() if k not in ("method", "seed", "set_size")})
+        accountant.spend(query_id, q.report_cost(), mechanism=q.method, params=q.spec(), cohorts=budget_cohorts)
+    return _REAL["heavy_hitters"](frame, column, epsilon=epsilon, **kw)
+
+
+def _kv_retry_fresh(frame: Any, keys: str, mechanism: Any, *, accountant: Any = None, query_id: Optional[str] = None,
+                    budget_cohorts: Any = None, keep_reports: bool = False, **kw: Any) -> pl.DataFrame:
+    """privatize_key_values spending first and randomizing every time: a retry gives fresh reports."""
+    if accountant is not None:
+        accountant.spend(query_id, mechanism, cohorts=budget_cohorts)
+    return _REAL["privatize_key_values"](frame, keys, mechanism, **kw)
+
+
+def _attributes_next_stream(frame: Any, columns: Any, mechanism: Any, *, seed: Any = None, **kw: Any) -> pl.DataFrame:
+    """privatize_attributes on the next seed's streams (not the batch path's)."""
+    return _REAL["privatize_attributes"](frame, columns, mechanism, seed=seed + 1 if isinstance(seed, int) else seed, **kw)
+
+
+def _outputs_unchecked(job: Any) -> None:
+    """collect checking its outputs only when it writes them (after the spend)."""
+
+
+#: the real doors the bugs wrap
+_REAL = {"heavy_hitters": _pns.heavy_hitters, "privatize_key_values": _pkv.privatize_key_values, "privatize_attributes": _pm.privatize_attributes}
+#: ``bug -> (case label, module, attribute, defective replacement)``: each must make its case fail
+USER_PATH_BUGS = {
+    "heavy-hitters-retry-free": (CASES[0][0], _pns, "heavy_hitters", _hh_retry_free),
+    "key-value-retry-rerandomizes": (CASES[1][0], _pkv, "privatize_key_values", _kv_retry_fresh),
+    "attributes-next-stream": (CASES[2][0], _pm, "privatize_attributes", _attributes_next_stream),
+    "collect-spends-before-output-checks": (CASES[4][0], _collect, "_check_outputs", _outputs_unchecked),
+}
+
+
+def user_path_self_test(*, seed: int = 0, quick: bool = False) -> list:
+    """Every seeded bug swapped in (for its one case, then restored) and its case run: ``caught``
+    iff the case fails."""
+    rows = []
+    for bug, (label, module, attr, defect) in USER_PATH_BUGS.items():
+        real = getattr(module, attr)
+        setattr(module, attr, defect)
         try:
-            call()
-            fails.append(f"{label}: accepted")
-        except LDPInputError as e:  # the user-id error first: as when the ids are checked before the values
-            if (sentinel is not None and str(sentinel) in str(e)) or want not in str(e):
-                fails.append(f"{label}: the message repeats the value or does not say what is wrong")
-    if not quick:  # more rows than one chunk: chunk j on its own stream, a LazyFrame the same as the DataFrame
-        krr = KRR(epsilon=1.0, d=4)
-        rows = ROWS_PER_CHUNK + 1000
-        codes = (np.arange(rows, dtype=np.int64) * 7) % 4
-        big = pl.DataFrame({"c": codes})
-        lazy = pl.concat([big.slice(0, 100_000).lazy(), big.slice(100_000).lazy()]).ldp.privatize("c", krr, seed=seed)
-        want = pl.concat([reports_to_frame(krr, krr.randomize_encoded(codes[:ROWS_PER_CHUNK], rng=chunk_source(seed, 0))),
-                          reports_to_frame(krr, krr.randomize_encoded(codes[ROWS_PER_CHUNK:], rng=chunk_source(seed, 1)))])
-        if not lazy.equals(want) or not big.ldp.privatize("c", krr, seed=seed).equals(want):
-            fails.append("past one chunk, the reports are not each chunk's batch path on its own stream")
-    reg = load_registry(kinds=KINDS)
-    mech = reg["bucketed"].mechanism_class()(**reg["bucketed"].canonical[0])
-    lo, hi = float(mech.lower), float(mech.upper)
-    x = np.array([lo + (hi - lo) * ((j * 7) % 20) / 20 for j in range(40)])
-    reports = pl.DataFrame({"x": x}).ldp.privatize("x", mech, seed=seed)
-    est = mech.estimate(mech.randomize(x, rng=chunk_source(seed, 0)))
-    hist = reports.ldp.distribution(mech)
-    q = reports.lazy().ldp.quantiles(mech, [0.5])
-    r = reports.ldp.range_count(mech, lo, (lo + hi) / 2)
-    if not np.array_equal(hist["estimate"].to_numpy(), est.to_polars()["estimate"].to_numpy()):
-        fails.append("the namespace's distribution differs from the mechanism's estimate of the same reports")
-    if q["estimate"].to_list() != [row["estimate"] for row in est.quantiles([0.5])] or r["fraction"].item() != est.range_count(lo, (lo + hi) / 2).fraction:
-        fails.append("the namespace's quantiles or range count differ from the mechanism's estimate")
-    why = _refused(lambda: reports.ldp.distribution(KRR(epsilon=1.0, d=4)))
-    if why is not None:
-        fails.append(f"distribution of a mechanism that is no distribution: {why}")
-    return fails
+            row = user_path_rows(seed=seed, quick=quick, only=(label,))[0]
+        finally:
+            setattr(module, attr, real)
+        rows.append({**row, "name": bug, "seeded_bug": True, "caught": not row["passed"], "caught_by": [label] if not row["passed"] else []})
+    return rows

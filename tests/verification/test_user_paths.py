@@ -1,0 +1,48 @@
+"""The user-paths layer: the Polars discovery, key–value and several-attribute namespaces, the
+collect job's other paths, simulate, the discovery protocol and the ledger's audit — each held to
+the library path, charges to the realized ε, refusals to an unchanged ledger — and its seeded bugs
+(a defective door swapped in for one case) are each caught."""
+
+from __future__ import annotations
+
+import pytest
+
+import ldp_plugin as ldp
+from ldp_plugin.accountant import Accountant, Population
+from ldp_plugin.verification import user_paths as up
+
+
+@pytest.fixture(autouse=True)
+def _features():
+    ldp.enable_ldp_features()  # the caller opts in (as ldp verify does)
+
+
+@pytest.mark.parametrize("label", [label for label, _run in up.CASES])
+def test_each_case_passes_on_the_library(tmp_path, label):
+    (row,) = up.user_path_rows(seed=3, quick=True, only=(label,))
+    assert row["passed"], row["failures"]
+    assert row["workflow"] and row["name"] == label
+
+
+def test_every_seeded_bug_is_caught_and_its_door_restored():
+    real = {bug: getattr(module, attr) for bug, (_label, module, attr, _defect) in up.USER_PATH_BUGS.items()}
+    rows = up.user_path_self_test(seed=1, quick=True)
+    assert {r["name"]: r["caught"] for r in rows} == {bug: True for bug in up.USER_PATH_BUGS}, [r["failures"] for r in rows]
+    assert all(r["seeded_bug"] and r["caught_by"] == [up.USER_PATH_BUGS[r["name"]][0]] for r in rows)
+    assert all(getattr(module, attr) is real[bug] for bug, (_label, module, attr, _defect) in up.USER_PATH_BUGS.items())
+
+
+def test_a_refusal_that_spends_is_reported(tmp_path):
+    with Accountant.create(tmp_path / "l", Population(name="p", lifetime_cap="5")) as acc:
+        fails = up._refusals_spend_nothing(acc, [("a spend that is no refusal", lambda: acc.spend("q", 1.0), None),
+                                                 ("a refusal that echoes", lambda: acc.spend("", 1.0, params={"x": up.SENTINEL}), None)])
+        assert fails == ["a spend that is no refusal: accepted", "a spend that is no refusal: the refused call changed the ledger"]
+
+
+def test_collect_refuses_params_that_are_no_table_in_its_own_words(tmp_path):
+    (tmp_path / "in.csv").write_text("user,v\n1,a\n2,b\n")
+    (tmp_path / "j.toml").write_text('[input]\npath="in.csv"\ncolumn="v"\n[mechanism]\nname="krr"\nepsilon=1.0\ncategories=["a","b"]\nparams=3\n'
+                                     '[output]\nestimates="e.csv"\n')
+    rc, _out, err = up._run(["collect", tmp_path / "j.toml"])
+    assert rc == 2 and "params must be a table" in err and "TypeError" not in err
+    assert up._clean_exit(["collect", tmp_path / "j.toml"], "params") == []
