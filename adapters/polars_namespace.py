@@ -199,8 +199,10 @@ class _Privatizer:
             d = self.mechanism.domain_size
             test = lambda e: e.is_null() | (e.cast(pl.Int64, strict=False) < 0) | (e.cast(pl.Int64, strict=False) >= d) | e.cast(pl.Int64, strict=False).is_null()  # noqa: E731
         else:
-            allowed = pl.Series(list(cats))
-            test = lambda e: e.is_null() | ~e.cast(pl.String, strict=False).is_in(allowed.cast(pl.String, strict=False))  # noqa: E731
+            allowed = pl.Series(list(cats)).cast(pl.String, strict=False)
+            if self.is_set:  # inside list.eval: the categories as one list literal (a bare Series there is ambiguous, deprecated by Polars)
+                allowed = pl.lit(allowed).implode()
+            test = lambda e: e.is_null() | ~e.cast(pl.String, strict=False).is_in(allowed)  # noqa: E731
         if self.is_set and isinstance(lf.collect_schema()[col], (pl.List, pl.Array)):
             bad = lf.select(pl.int_range(pl.len()).alias("_row"), pl.col(col).list.eval(test(pl.element())).list.any().alias("_bad"))
         else:
@@ -212,7 +214,8 @@ class _Privatizer:
     def _map_other(self, series: pl.Series) -> pl.Series:
         cats = pl.Series(list(self.categories))
         if self.is_set:
-            mapped = series.list.eval(pl.when(pl.element().is_in(cats)).then(pl.element()).otherwise(pl.lit(self.other)))
+            # the categories as one list literal (a bare Series inside list.eval is ambiguous: deprecated by Polars)
+            mapped = series.list.eval(pl.when(pl.element().is_in(pl.lit(cats).implode())).then(pl.element()).otherwise(pl.lit(self.other)))
             return mapped.list.unique(maintain_order=True)
         name = series.name
         return series.to_frame().select(
