@@ -31,7 +31,9 @@ every case checks:
   partitioned retry, a spend past a cap or on no cohort;
 * **refusals are clean and echo nothing**: the library's own error (or exit status 2 without a
   traceback), and a message that does not repeat the value standing for the user's data;
-* **the ledger's audit holds**: a backup opens with the same totals and rows; a copy whose totals
+* **the ledger's audit holds**: a release that fails after its spend is charged once, marked
+  ``partial`` and its retry refused; a ledger copied mid-transaction (with its hot journal) opens
+  at its last commit; a backup opens with the same totals and rows; a copy whose totals
   were edited, whose population was rewritten or that is no ledger at all is refused; period caps
   reset at the period boundary and ``spends_since`` counts the rows; cohorts past SQLite's
   bound-variable limit are charged exactly.
@@ -757,6 +759,17 @@ def _ledger_case(tmp: Path, seed: int, quick: bool) -> list:
             ("cohorts that are no list", lambda: acc.spend("p4", krr, cohorts=7), None),
             ("a cohort of another type", lambda: acc.spend("p4", krr, cohorts=["zq7"]), "zq7"),
         ])
+        def crash() -> Any:
+            raise OSError("the disk filled up")  # a release that fails after its spend
+
+        before = _state(acc)
+        if _refused(lambda: acc.release("r1", krr, crash, cohorts=[990], when=day + timedelta(days=4)), kinds=(OSError,)) is not None:
+            fails.append("a release whose production failed did not raise its error")
+        spent_once = _state(acc)
+        retry = _refused(lambda: acc.release("r1", krr, lambda: np.zeros(3), cohorts=[990], when=day + timedelta(days=4)))
+        if (acc.release_status("r1") != "partial" or retry is not None or _state(acc) != spent_once or spent_once == before
+                or acc.spent([990]) != charge):
+            fails.append("a release that failed after its spend is not charged once, marked partial and its retry refused")
         backup = acc.backup(work / "b.ledger")
         with Accountant(backup) as b:
             if _state(b) != _state(acc):
