@@ -965,5 +965,6 @@ def user_path_self_test(*, seed: int = 0, quick: bool = False) -> list:
             row = user_path_rows(seed=seed, quick=quick, only=(label,))[0]
         finally:
             setattr(module, attr, real)
-        rows.append({**row, "name": bug, "seeded_bug": True, "caught": not row["passed"], "caught_by": [label] if not row["passed"] else []})
+        bug_row = {k: v for k, v in row.items() if k != "workflow"}  # reported as a seeded bug (CAUGHT / MISSED), not as a workflow
+        rows.append({**bug_row, "name": bug, "seeded_bug": True, "caught": not row["passed"], "caught_by": [label] if not row["passed"] else []})
     return rows

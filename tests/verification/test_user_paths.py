@@ -46,3 +46,19 @@ def test_collect_refuses_params_that_are_no_table_in_its_own_words(tmp_path):
     rc, _out, err = up._run(["collect", tmp_path / "j.toml"])
     assert rc == 2 and "params must be a table" in err and "TypeError" not in err
     assert up._clean_exit(["collect", tmp_path / "j.toml"], "params") == []
+
+
+def test_ldp_verify_reports_the_rows_and_the_caught_bugs(tmp_path, monkeypatch, capsys):
+    from ldp_plugin.cli import main, verify
+
+    label = up.CASES[2][0]  # the several-attribute namespace (fast)
+    monkeypatch.setenv("LDP_PLUGIN_STATE", str(tmp_path / "state"))
+    monkeypatch.setattr(verify, "verification_rows", lambda names, **kw: up.user_path_rows(seed=kw["seed"], quick=kw["quick"], only=(label,)))
+    monkeypatch.setattr(verify, "self_test", lambda **kw: [])
+    monkeypatch.setattr(verify, "system_self_test", lambda **kw: [])
+    monkeypatch.setattr(up, "USER_PATH_BUGS", {"attributes-next-stream": up.USER_PATH_BUGS["attributes-next-stream"]})
+    assert main(["verify", "--quick", "--self-test", "--report", str(tmp_path / "v.md")]) == 0
+    out = capsys.readouterr().out
+    assert label in out and "PASS" in out and "attributes-next-stream" in out and "CAUGHT" in out
+    text = (tmp_path / "v.md").read_text()
+    assert f"| {label} |" in text and "CAUGHT by " + label in text
