@@ -78,12 +78,12 @@ from ..mechanisms import KRR, OUE, SampleOne
 from ..mechanisms.charge import collection_charge, report_charge
 from ..mechanisms.reports import reports_to_frame
 from ..persist import INCOMPLETE_MARKER, mechanism_from_spec, read_report_spec
-from ..registry import KINDS, load_registry
+from ..registry import KINDS, build, load_registry
 from ..robust.bounds import poison_bound
 from ..sampling import SeededRandomSource, as_source, chunk_source
+from ..simulate import (build_longitudinal, build_mean, check_simulation_memory, draw_sets, parse_params, simulate, simulate_longitudinal,
+                        true_distribution)
 from .workflows import _run, _untimed, _write_job
-from ..registry import build
-from ..simulate import build_longitudinal, build_mean, check_simulation_memory, draw_sets, parse_params, simulate, simulate_longitudinal, true_distribution
 
 __all__ = ["user_path_rows", "user_path_self_test", "CASES", "SENTINEL", "USER_PATH_BUGS"]
 
@@ -91,6 +91,8 @@ __all__ = ["user_path_rows", "user_path_self_test", "CASES", "SENTINEL", "USER_P
 SENTINEL = 7_654_321
 #: the library's refusals (each a ``ValueError``)
 _REFUSALS = (LDPInputError, LDPParameterError, LedgerError, BudgetExceededError)
+
+
 # -- small helpers -------------------------------------------------------------------------------
 def _refused(call: Callable, sentinel: Any = None, kinds: tuple = _REFUSALS) -> Optional[str]:
     """None when ``call`` raises one of the library's refusals without repeating ``sentinel``,
@@ -136,6 +138,8 @@ def _ledger(tmp: Path, name: str, **pop: Any) -> Accountant:
 
 
 def _clean_exit(argv: list, label: str, sentinel: Any = None) -> list:
+    """The command refused with exit status 2 and the library's own message (no traceback, no
+    Python exception name), not repeating ``sentinel``."""
     rc, _out, err = _run(argv)
     if rc != 2 or "Traceback" in err or re.search(r"error: \w*(Error|Exception)\b", err):  # the library's message, not Python's
         return [f"{label}: not refused cleanly (exit {rc})"]
