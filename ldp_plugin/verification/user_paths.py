@@ -275,6 +275,7 @@ def _key_value_case(tmp: Path, seed: int, quick: bool) -> list:
                 ("not a frame", lambda: _pkv.privatize_key_values("k", "k", mech), None),
                 ("a reports frame without its columns", lambda: two.rename({two.columns[-1]: "x"}).ldp.key_values(mech), None),
                 ("an empty reports frame", lambda: two.head(0).ldp.key_values(mech), None),
+                ("reports that are no frame", lambda: _pkv.key_values({"report": [SENTINEL]}, mech), SENTINEL),
             ])]
         finally:
             acc.close()

@@ -62,3 +62,12 @@ def test_ldp_verify_reports_the_rows_and_the_caught_bugs(tmp_path, monkeypatch, 
     assert label in out and "PASS" in out and "attributes-next-stream" in out and "CAUGHT" in out
     text = (tmp_path / "v.md").read_text()
     assert f"| {label} |" in text and "CAUGHT by " + label in text
+
+
+def test_reports_that_are_no_frame_are_refused_by_their_type():
+    from ldp_plugin._errors import LDPInputError
+    from ldp_plugin.adapters import polars_key_value, polars_multi
+
+    for fn, mech in ((polars_key_value.key_values, ldp.PCKV(epsilon=1.0, d=3, ell=2)), (polars_multi.attribute_frequencies, ldp.SMP(epsilon=1.0, domains=(2, 3)))):
+        with pytest.raises(LDPInputError, match="reports must be a Polars DataFrame"):  # was an AttributeError
+            fn({"report": [1]}, mech)
