@@ -429,6 +429,7 @@ def _namespace_more(tmp: Path, seed: int, quick: bool) -> list:
     users = pl.DataFrame({"user": [1, 2, 2, 4], "v": ["a", "b", None, "c"]})
     for label, call, sentinel, want in (
         ("an unknown item in a set", lambda: pl.DataFrame({"s": [["a"], ["zq7", "b"]]}).ldp.privatize("s", one), "zq7", "row"),
+        ("an unknown label", lambda: pl.DataFrame({"v": ["a", "zq7"]}).ldp.privatize("v", KRR(epsilon=1.0, categories=cats)), "zq7", "row"),
         ("a null value beside a user-id check", lambda: users.with_columns(pl.Series("user", [1, 2, 3, 4])).ldp.privatize("v", KRR(epsilon=1.0, categories=cats), user_id="user"),
          None, "null"),
         ("a repeated id and a null value", lambda: users.ldp.privatize("v", KRR(epsilon=1.0, categories=cats), user_id="user"), None, "user"),
