@@ -61,7 +61,9 @@ def heavy_hitters(
     """Discover the ``top_k`` most frequent strings of ``column`` (one string per user; a list
     column of sets needs ``set_size`` and goes through SampleOne) → ``item, estimate, std_error,
     ci_lower, ci_upper, p_value, significant``. ``epsilon`` is what each user spends; with an
-    ``accountant`` it is charged under ``query_id`` after every check and before any report.
+    ``accountant`` it is charged under ``query_id`` after every check and before any report (the
+    query's realized ε, :meth:`~ldp_plugin.discovery.PrefixDiscovery.report_cost`, charged once: a
+    retried ``query_id`` is refused, since a second run would release the same users again).
     ``query`` passes :class:`~ldp_plugin.discovery.PrefixDiscovery` options (``alphabet``,
     ``max_length``, ``oracle``, ...); an ``alphabet`` or ``max_length`` not given is read from the
     column (:func:`~ldp_plugin.discovery.infer_domain`: its characters, its longest string, capped at
