@@ -15,16 +15,16 @@ from ldp_plugin.sampling import RNGLike, as_source
 
 from .polars_frames import check_seed, strict
 
-__all__ = ["heavy_hitters", "sample_one_string"]
+__all__ = ["heavy_hitters", "sample_one_string", "check_sets"]
 
 #: A padded set's dummy element: the empty finished string, never returned as an item.
 _PAD = ""
 
 
-def sample_one_string(column: pl.Series, set_size: int, rng: RNGLike = None) -> pl.Series:
-    """SampleOne for sets of strings: each set (at most ``set_size`` strings, distinct) is padded to
-    ``set_size`` with a dummy and one element is drawn uniformly (on the device). An item held by a
-    fraction ``θ`` of users is then reported with frequency ``θ/set_size``."""
+def check_sets(column: pl.Series, set_size: int) -> np.ndarray:
+    """The sets' sizes, after the checks SampleOne needs (an integer ``set_size`` in [1, 65536]; no
+    null set, none longer than ``set_size``, no repeated or empty string) — cheap, so run before any
+    spend."""
     if isinstance(set_size, bool) or not isinstance(set_size, int) or not 1 <= set_size <= 1 << 16:
         raise LDPParameterError(f"set_size must be an integer in [1, 65536] (got {set_size!r})")
     if column.null_count():
@@ -36,6 +36,14 @@ def sample_one_string(column: pl.Series, set_size: int, rng: RNGLike = None) -> 
         raise LDPInputError("sets must not repeat a string")
     if int(column.list.eval(pl.element().str.len_chars() == 0).list.any().sum()):
         raise LDPInputError("sets must not contain the empty string (it pads the sets)")
+    return sizes
+
+
+def sample_one_string(column: pl.Series, set_size: int, rng: RNGLike = None) -> pl.Series:
+    """SampleOne for sets of strings: each set (at most ``set_size`` strings, distinct) is padded to
+    ``set_size`` with a dummy and one element is drawn uniformly (on the device). An item held by a
+    fraction ``θ`` of users is then reported with frequency ``θ/set_size``."""
+    sizes = check_sets(column, set_size)
     pick = as_source(rng).uniform_int(set_size, column.len()).astype(np.int64)
     inside = pick < sizes
     idx = pl.Series(np.where(inside, pick, 0))
@@ -88,6 +96,7 @@ def heavy_hitters(
         query["domain_source"] = INFERRED
     q = build_query(method, epsilon=epsilon, top_k=top_k + 1 if is_set else top_k, **query)
     if is_set:
+        check_sets(series, set_size)  # before the spend: a refused set costs nothing
         q.codec.check(series.explode().drop_nulls(), name=column)
     else:
         q.codec.check(series, name=column)

@@ -203,6 +203,10 @@ def _discovery_case(tmp: Path, seed: int, quick: bool) -> list:
             ("a missing column", lambda: df.ldp.heavy_hitters("x", accountant=acc, query_id="hh2", **kw), None),
             ("set_size on strings", lambda: df.ldp.heavy_hitters("w", set_size=2, accountant=acc, query_id="hh2", **kw), None),
             ("sets without set_size", lambda: sets.ldp.heavy_hitters("s", accountant=acc, query_id="hh2", **kw), None),
+            ("a set repeating a string", lambda: pl.concat([sets, pl.DataFrame({"s": [["ab", "ab"]]})]).ldp.heavy_hitters(
+                "s", set_size=2, accountant=acc, query_id="hh2", **kw), None),
+            ("a set past set_size", lambda: pl.concat([sets, pl.DataFrame({"s": [["ab", "ba", "b"]]})]).ldp.heavy_hitters(
+                "s", set_size=2, accountant=acc, query_id="hh2", **kw), None),
             ("a misspelt keyword", lambda: df.ldp.heavy_hitters("w", sede=1, accountant=acc, query_id="hh2", **kw), None),
         ])
     finally:

@@ -11,7 +11,7 @@ import polars as pl
 import pytest
 
 import ldp_plugin.adapters  # noqa: F401  (registers the ldp namespace)
-from ldp_plugin._errors import LDPArgumentError, LDPParameterError
+from ldp_plugin._errors import LDPArgumentError, LDPInputError, LDPParameterError
 from ldp_plugin.accountant import Accountant, Population
 from ldp_plugin.discovery.query import build_query
 from ldp_plugin.mechanisms.charge import report_charge
@@ -64,3 +64,12 @@ def test_heavy_hitters_misspelt_option_is_the_librarys_error(tmp_path):
         with pytest.raises(LDPArgumentError, match="sede"):  # was a bare TypeError from the dataclass
             WORDS.ldp.heavy_hitters("w", epsilon=2.0, alphabet="ab", max_length=4, sede=1, accountant=acc, query_id="q1")
         assert acc.spent() == 0
+
+
+@pytest.mark.parametrize("bad", [["ab", "ab"], ["ab", "ba", "b"]])
+def test_heavy_hitters_refuses_a_bad_set_before_the_spend(tmp_path, bad):
+    sets = pl.DataFrame({"s": [["ab", "ba"], ["ab"]] * 10 + [bad]})
+    with Accountant.create(tmp_path / "l", Population(name="p", lifetime_cap="10")) as acc:
+        with pytest.raises(LDPInputError):  # a repeated string / a set past set_size: refused, nothing charged
+            sets.ldp.heavy_hitters("s", set_size=2, epsilon=2.0, alphabet="ab", max_length=4, accountant=acc, query_id="q1")
+        assert acc.spent() == 0 and acc.history() == [] and acc.release_status("q1") is None
