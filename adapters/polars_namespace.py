@@ -155,8 +155,9 @@ class _Privatizer:
 
     def check_values(self, lf: pl.LazyFrame) -> None:
         """Closed alphabets: one streamed scan for items outside the categories (nulls too), so a
-        bad value anywhere in the input is refused before any budget is spent; the error gives
-        the absolute row number, never the value."""
+        bad value anywhere in the input is refused before any budget is spent; open alphabets and
+        ``unknown="other"``: a scan for nulls. The error gives the absolute row number, never the
+        value."""
         col = self.column
         if self.mechanism.input_kind == "number":  # every value present, finite and in [lower, upper]
             lo, hi = self.mechanism.lower, self.mechanism.upper
@@ -176,6 +177,7 @@ class _Privatizer:
             if first.height:
                 raise LDPInputError(f"column {col!r} holds a set of more than m={m} items at row {int(first.item())} "
                                     "(on_long='error'; on_long='sample' samples m of them); nothing was spent")
+        self._check_nulls(lf)  # every alphabet, open or closed: a null set, item or value costs no budget either
         if self.unknown == "other" or not self.mechanism.closed:
             return
         expr = pl.col(col)
@@ -210,6 +212,19 @@ class _Privatizer:
         first = bad.filter(pl.col("_bad")).select("_row").head(1).collect(engine="streaming")
         if first.height:
             raise LDPInputError(f"column {col!r} holds an item that is not one of the mechanism's categories (or a null) at row {int(first.item())}; nothing was spent")
+
+    def _check_nulls(self, lf: pl.LazyFrame) -> None:
+        """One streamed scan for the first null value (or null set, or null item inside a set);
+        the error gives the absolute row number, as :meth:`prepare` would after the spend."""
+        col = self.column
+        listed = isinstance(lf.collect_schema()[col], (pl.List, pl.Array))
+        for what, bad in (("set" if self.is_set else "value", pl.col(col).is_null()),
+                          ("item in the set", pl.col(col).list.eval(pl.element().is_null()).list.any().fill_null(False) if listed else None)):
+            if bad is None:
+                continue
+            first = lf.select(pl.int_range(pl.len()).alias("_row"), bad.alias("_bad")).filter(pl.col("_bad")).select("_row").head(1).collect(engine="streaming")
+            if first.height:
+                raise LDPInputError(f"column {col!r} has a null {what} at row {int(first.item())}; nothing was spent")
 
     def _map_other(self, series: pl.Series) -> pl.Series:
         cats = pl.Series(list(self.categories))

@@ -402,6 +402,11 @@ def _namespace_case(tmp: Path, seed: int, quick: bool) -> list:
             ("an unknown label in a dictionary column", lambda: odd.with_columns(pl.col("v").cast(pl.Categorical)).ldp.privatize(
                 "v", krr, accountant=acc, query_id="n3"), "zq7"),
             ("strings for a number mechanism", lambda: df.ldp.privatize("v", mean, accountant=acc, query_id="n3"), None),
+            ("a null in an open alphabet", lambda: pl.DataFrame({"v": ["maps", None]}).ldp.privatize("v", build("orr", epsilon=1.0, k=4, cohorts=2),
+                                                                                                    accountant=acc, query_id="n3"), None),
+            ("a null with unknown='other'", lambda: odd.with_columns(pl.when(pl.col("user") == n - 1).then(None).otherwise(pl.col("v")).alias("v"))
+             .ldp.privatize("v", krr, unknown="other", accountant=acc, query_id="n3"), None),
+            ("a null set", lambda: pl.DataFrame({"s": [["a"], None]}).ldp.privatize("s", strict_m, accountant=acc, query_id="n3"), None),
             ("a cohort salt past 2**64", lambda: df.ldp.privatize("v", build("orr", epsilon=1.0, d=4, k=4, cohorts=4), user_id="user", cohorts=1 << 64,
                                                                   accountant=acc, query_id="n3"), None),
             ("an integer code past d", lambda: codes.ldp.privatize("c", KRR(epsilon=1.0, d=4), accountant=acc, query_id="n3"), SENTINEL),

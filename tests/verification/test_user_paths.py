@@ -71,3 +71,17 @@ def test_reports_that_are_no_frame_are_refused_by_their_type():
     for fn, mech in ((polars_key_value.key_values, ldp.PCKV(epsilon=1.0, d=3, ell=2)), (polars_multi.attribute_frequencies, ldp.SMP(epsilon=1.0, domains=(2, 3)))):
         with pytest.raises(LDPInputError, match="reports must be a Polars DataFrame"):  # was an AttributeError
             fn({"report": [1]}, mech)
+
+
+@pytest.mark.parametrize("unknown", ["error", "other"])
+def test_a_null_is_refused_before_the_spend_on_an_open_alphabet_or_with_other(tmp_path, unknown):
+    import polars as pl
+
+    from ldp_plugin._errors import LDPInputError
+    from ldp_plugin.registry import build
+
+    mech = build("orr", epsilon=1.0, k=4, cohorts=2) if unknown == "error" else ldp.KRR(epsilon=1.0, categories=["a", "b", "other"])
+    with Accountant.create(tmp_path / "l", Population(name="p", lifetime_cap="5")) as acc:
+        with pytest.raises(LDPInputError, match="null value at row 2"):  # found after the spend before: the budget was lost
+            pl.DataFrame({"v": ["a", "zz", None]}).ldp.privatize("v", mech, unknown=unknown, accountant=acc, query_id="q")
+        assert acc.spent() == 0 and acc.release_status("q") is None
