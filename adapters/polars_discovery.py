@@ -23,12 +23,14 @@ _PAD = ""
 
 def check_sets(column: pl.Series, set_size: int) -> np.ndarray:
     """The sets' sizes, after the checks SampleOne needs (an integer ``set_size`` in [1, 65536]; no
-    null set, none longer than ``set_size``, no repeated or empty string) — cheap, so run before any
-    spend."""
+    null set or null string, none longer than ``set_size``, no repeated or empty string) — cheap,
+    so run before any spend."""
     if isinstance(set_size, bool) or not isinstance(set_size, int) or not 1 <= set_size <= 1 << 16:
         raise LDPParameterError(f"set_size must be an integer in [1, 65536] (got {set_size!r})")
     if column.null_count():
         raise LDPInputError(f"column has {column.null_count()} null set(s)")
+    if int(column.list.eval(pl.element().is_null()).list.any().sum()):
+        raise LDPInputError("sets must not contain a null string (an empty set is [])")
     sizes = column.list.len().to_numpy()
     if sizes.size and int(sizes.max()) > set_size:
         raise LDPInputError(f"{int((sizes > set_size).sum())} set(s) hold more than set_size={set_size} strings; raise set_size")

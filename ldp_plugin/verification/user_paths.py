@@ -214,7 +214,7 @@ def _discovery_case(tmp: Path, seed: int, quick: bool) -> list:
     for label, col, size, sentinel in (
         ("set_size 0", sets["s"], 0, None), ("a null set", pl.Series("s", [["ab"], None]), 2, None),
         ("a set past set_size", pl.Series("s", [["ab", "ba", "b"]]), 2, None), ("a repeated string", pl.Series("s", [["ab", "ab"]]), 2, None),
-        ("the empty string", pl.Series("s", [["", "zq7"]]), 2, "zq7"),
+        ("the empty string", pl.Series("s", [["", "zq7"]]), 2, "zq7"), ("a null string", pl.Series("s", [["zq7", None]]), 2, "zq7"),
     ):
         why = _refused(lambda c=col, s=size: sample_one_string(c, s, SeededRandomSource(seed)), sentinel)
         if why is not None:

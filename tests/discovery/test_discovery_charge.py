@@ -66,10 +66,10 @@ def test_heavy_hitters_misspelt_option_is_the_librarys_error(tmp_path):
         assert acc.spent() == 0
 
 
-@pytest.mark.parametrize("bad", [["ab", "ab"], ["ab", "ba", "b"]])
+@pytest.mark.parametrize("bad", [["ab", "ab"], ["ab", "ba", "b"], ["ab", None]])
 def test_heavy_hitters_refuses_a_bad_set_before_the_spend(tmp_path, bad):
     sets = pl.DataFrame({"s": [["ab", "ba"], ["ab"]] * 10 + [bad]})
     with Accountant.create(tmp_path / "l", Population(name="p", lifetime_cap="10")) as acc:
-        with pytest.raises(LDPInputError):  # a repeated string / a set past set_size: refused, nothing charged
+        with pytest.raises(LDPInputError):  # a repeated string / a set past set_size / a null string: refused, nothing charged
             sets.ldp.heavy_hitters("s", set_size=2, epsilon=2.0, alphabet="ab", max_length=4, accountant=acc, query_id="q1")
         assert acc.spent() == 0 and acc.history() == [] and acc.release_status("q1") is None
