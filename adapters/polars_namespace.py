@@ -56,7 +56,7 @@ from ldp_plugin._boundary import can_write_under
 from ldp_plugin.robust.bounds import poison_bound
 from .polars_user_ids import check_user_ids
 
-__all__ = ["ROWS_PER_CHUNK", "privatize", "estimate", "reports_to_frame", "frame_to_reports", "LDPFrame", "LDPLazyFrame"]
+__all__ = ["ROWS_PER_CHUNK", "privatize", "check_input", "estimate", "reports_to_frame", "frame_to_reports", "LDPFrame", "LDPLazyFrame"]
 
 UNKNOWN = ("error", "other")
 
@@ -294,6 +294,22 @@ def _rechunk(batches: Iterator[pl.DataFrame], rows: int) -> Iterator[pl.DataFram
                 buf, held = [], 0
     if held:
         yield pl.concat(buf, rechunk=True)
+
+
+def check_input(frame: pl.DataFrame | pl.LazyFrame, column: str, mechanism: Any, *, user_id: Optional[str] = None, cohorts: Optional[int] = None,
+                unknown: str = "error", other: Any = "other") -> int:
+    """Every check :func:`privatize` makes before a spend — the arguments, the schema, the rows, the
+    user ids (no null, no repeat) and every value (a streamed scan) — randomizing nothing; the row
+    count. What a caller that spends before the randomization runs elsewhere (a partitioned job's
+    executor) runs on each input first, so a bad input costs no budget."""
+    check_frame(frame)
+    p = _Privatizer(mechanism, column, user_id=user_id, cohorts=cohorts, keep_user_id=False, unknown=unknown, other=other, rng=None)
+    lf = frame.lazy() if isinstance(frame, pl.DataFrame) else frame
+    p.check_schema(lf.collect_schema())
+    n = p.check_users(frame)
+    p.check_ids(frame)
+    p.check_values(lf)
+    return n
 
 
 @strict

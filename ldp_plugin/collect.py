@@ -58,6 +58,7 @@ from .registry import KINDS, build, load_registry
 #: the registry kinds a job's one input column can feed (a value or set per user, a number per user)
 JOB_KINDS = ("frequency", "distribution", "mean")
 from .adapters import estimate as estimate_reports, privatize
+from .adapters.polars_namespace import check_input
 from .accountant import Accountant
 from .executors import aggregate, make_executor, privatize_files, resolve_paths
 
@@ -375,7 +376,10 @@ def _run_partitioned(job: Job, kind: str, address: Optional[str]) -> dict:
             )
 
         if budget:
-
+            for path in paths:  # every partition checked before the spend (the executor randomizes after it)
+                with reading(path, "[input] path"):
+                    check_input(pl.scan_parquet(path), job.input["column"], mech, user_id=job.input.get("user_id"),
+                                cohorts=coll.get("cohort_salt"), unknown=coll.get("unknown", "error"))
             acc = Accountant(job.path(budget["ledger"]))
             if acc.release_status(budget["query_id"]) is not None:
                 raise LDPParameterError(acc.retry_refusal(budget["query_id"]) + " (a partitioned job keeps no reports)")

@@ -28,7 +28,8 @@ every case checks:
 * **a refused call leaves the ledger unchanged** (its totals, rows and remaining budget read back
   after each refusal): a value past the domain in the last row, a set longer than ``m``, a null item,
   an inferred domain, a bad seed, a missing query id, a job whose output cannot be written, a
-  partitioned retry, a spend past a cap or on no cohort;
+  partitioned job with a missing column or a bad item in its last partition, a partitioned retry,
+  a spend past a cap or on no cohort;
 * **refusals are clean and echo nothing**: the library's own error (or exit status 2 without a
   traceback), and a message that does not repeat the value standing for the user's data;
 * **the ledger's audit holds**: a release that fails after its spend is charged once, marked
@@ -518,36 +519,49 @@ def _collect_case(tmp: Path, seed: int, quick: bool) -> list:
                 pl.read_parquet(work / "l2.parquet")):
             fails.append("a retried job was not answered from the first run's kept reports")
         before = _state(acc)
+    fresh = {**ledgered, "budget": {**ledgered["budget"], "query_id": "c2"}}  # a new query: each refusal for its own reason
     refusals = {
-        "[budget] without query_id": {**ledgered, "budget": {"ledger": "collect.ledger"}},
-        "estimates as .txt": {**ledgered, "budget": {**ledgered["budget"], "query_id": "c2"}, "output": {"estimates": "e.txt"}},
-        "a plot as .gif": {**ledgered, "budget": {**ledgered["budget"], "query_id": "c2"}, "output": {"estimates": "e.csv", "plot": "p.gif"}},
-        "estimates into a directory": {**ledgered, "budget": {**ledgered["budget"], "query_id": "c2"}, "output": {"estimates": "reports"}},
-        "reports into a file": {**ledgered, "budget": {**ledgered["budget"], "query_id": "c2"}, "output": {"estimates": "e.csv", "reports": "in.csv"}},
-        "an empty output path": {**ledgered, "budget": {**ledgered["budget"], "query_id": "c2"}, "output": {"estimates": " "}},
-        "a missing input file": {**ledgered, "input": {"path": "none.csv", "column": "apps"}},
-        "an input directory": {**ledgered, "input": {"path": "reports", "column": "apps"}},
-        "an input .json": {**ledgered, "input": {"path": "collect.ledger.json", "column": "apps"}},
-        "an input without rows": {**ledgered, "input": {"path": "empty.csv", "column": "apps"}},
-        "a key-value mechanism": {**ledgered, "mechanism": {"name": "pckv", "epsilon": 1.0, "d": 3}},
-        "params that are no table": {**ledgered, "mechanism": {**spec, "params": 3}},
-        "params repeating epsilon": {**ledgered, "mechanism": {**spec, "params": {"epsilon": 2.0}}},
-        "a user id column that is absent": {**ledgered, "input": {**ledgered["input"], "user_id": "uid"}},
-        "a set past the categories": {**ledgered, "mechanism": {**spec, "categories": ["maps", "mail"]}},
-        "a partitioned retry": {**ledgered, "input": {"path": "part-*.parquet", "column": "apps"}, "output": {"estimates": "p.csv", "reports": "preports"}},
-        "a partitioned job without reports": {**ledgered, "input": {"path": "part-*.parquet", "column": "apps"}},
-        "a partitioned job with a list separator": {**ledgered, "output": {"estimates": "p.csv", "reports": "p2"}},
+        "[budget] without query_id": {**fresh, "budget": {"ledger": "collect.ledger"}},
+        "estimates as .txt": {**fresh, "output": {"estimates": "e.txt"}},
+        "a plot as .gif": {**fresh, "output": {"estimates": "e.csv", "plot": "p.gif"}},
+        "estimates into a directory": {**fresh, "output": {"estimates": "reports"}},
+        "reports into a file": {**fresh, "output": {"estimates": "e.csv", "reports": "in.csv"}},
+        "an empty output path": {**fresh, "output": {"estimates": " "}},
+        "a missing input file": {**fresh, "input": {"path": "none.csv", "column": "apps"}},
+        "an input directory": {**fresh, "input": {"path": "reports", "column": "apps"}},
+        "an input .json": {**fresh, "input": {"path": "collect.ledger.json", "column": "apps"}},
+        "an input without rows": {**fresh, "input": {"path": "empty.csv", "column": "apps"}},
+        "a key-value mechanism": {**fresh, "mechanism": {"name": "pckv", "epsilon": 1.0, "d": 3}},
+        "params that are no table": {**fresh, "mechanism": {**spec, "params": 3}},
+        "params repeating epsilon": {**fresh, "mechanism": {**spec, "params": {"epsilon": 2.0}}},
+        "a user id column that is absent": {**fresh, "input": {**ledgered["input"], "user_id": "uid"}},
+        "a set past the categories": {**fresh, "mechanism": {**spec, "categories": ["maps", "mail"]}},
+        "a partitioned retry": {**fresh, "input": {"path": "part-*.parquet", "column": "apps"}, "output": {"estimates": "p.csv", "reports": "preports"}},
+        "a partitioned job without reports": {**fresh, "input": {"path": "part-*.parquet", "column": "apps"}},
+        "a partitioned job with a list separator": {**fresh, "output": {"estimates": "p.csv", "reports": "p2"}},
+        "a partitioned job with a missing column": {**fresh, "input": {"path": "part-*.parquet", "column": "x"}, "output": {"estimates": "p.csv", "reports": "p3"}},
+        "a partitioned job with an unknown item in its last partition": {**fresh, "input": {"path": "bad-*.parquet", "column": "apps"},
+                                                                         "output": {"estimates": "p.csv", "reports": "p4"}},
     }
     (work / "collect.ledger.json").write_text("{}")
     (work / "empty.csv").write_text("user,apps\n")
     for j in range(2):
         split.head(12 * (j + 1)).tail(12).write_parquet(work / f"part-{j}.parquet")
+        split.head(12 * (j + 1)).tail(12).with_columns(pl.when(pl.col("user") == 23).then(pl.lit(["zq7"])).otherwise(pl.col("apps")).alias("apps")).write_parquet(
+            work / f"bad-{j}.parquet")
     for label, sections in refusals.items():
+        if "budget" in sections and "query_id" in sections["budget"]:  # its own new query id: refused for its own reason
+            sections = {**sections, "budget": {**sections["budget"], "query_id": f"c2-{len(label)}-{label[:12]}"}}
         argv = ["collect", _write_job(work / "bad.toml", sections)] + (["--executor", "local"] if label.startswith("a partitioned") else [])
         if label == "a partitioned retry":
             sections = {**sections, "budget": {"ledger": "collect.ledger", "query_id": "c1", "cohorts": [1]}}
             argv[1] = _write_job(work / "bad.toml", sections)
-        fails += _clean_exit(argv, f"collect: {label}", "chat" if label == "a set past the categories" else None)  # a user's item, outside the categories
+        sentinel = {"a set past the categories": "chat", "a partitioned job with an unknown item in its last partition": "zq7"}.get(label)
+        fails += _clean_exit(argv, f"collect: {label}", sentinel)  # a user's item, outside the categories: never echoed
+        with Accountant(work / "collect.ledger") as acc:
+            if _state(acc) != before:
+                fails.append(f"collect: {label}: the refused job changed the ledger")
+                before = _state(acc)
     for label, text in (("invalid TOML", "[input\npath = 1"), ("an unknown section", "[inputs]\npath = 'x'\n"),
                         ("a missing [mechanism] epsilon", "[input]\npath = 'in.csv'\ncolumn = 'apps'\n[mechanism]\nname = 'oue'\n[output]\nestimates = 'e.csv'\n")):
         (work / "bad.toml").write_text(text)

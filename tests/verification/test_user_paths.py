@@ -85,3 +85,19 @@ def test_a_null_is_refused_before_the_spend_on_an_open_alphabet_or_with_other(tm
         with pytest.raises(LDPInputError, match="null value at row 2"):  # found after the spend before: the budget was lost
             pl.DataFrame({"v": ["a", "zz", None]}).ldp.privatize("v", mech, unknown=unknown, accountant=acc, query_id="q")
         assert acc.spent() == 0 and acc.release_status("q") is None
+
+
+@pytest.mark.parametrize("column, bad", [("x", None), ("v", "zq7")])
+def test_a_partitioned_ledgered_job_checks_every_partition_before_the_spend(tmp_path, column, bad):
+    import polars as pl
+
+    for j in range(2):
+        pl.DataFrame({"user": [10 * j + k for k in range(10)], "v": ["a", "b"] * 4 + ["a", bad or "b"]}).write_parquet(tmp_path / f"p-{j}.parquet")
+    Accountant.create(tmp_path / "l.ledger", Population(name="p", lifetime_cap="5")).close()
+    (tmp_path / "j.toml").write_text(f'[input]\npath = "p-*.parquet"\ncolumn = "{column}"\n[mechanism]\nname = "krr"\nepsilon = 1.0\n'
+                                     'categories = ["a", "b"]\n[output]\nestimates = "e.csv"\nreports = "r"\n[budget]\nledger = "l.ledger"\nquery_id = "q"\n')
+    rc, _out, err = up._run(["collect", tmp_path / "j.toml", "--executor", "local"])
+    assert rc == 2 and ("nothing was spent" in err or "not in the frame" in err)
+    assert "zq7" not in err
+    with Accountant(tmp_path / "l.ledger") as acc:  # the spend came first before: the budget lost, the release partial
+        assert acc.spent() == 0 and acc.history() == []
