@@ -180,15 +180,6 @@ class _Privatizer:
         self._check_nulls(lf)  # every alphabet, open or closed: a null set, item or value costs no budget either
         if self.unknown == "other" or not self.mechanism.closed:
             return
-        expr = pl.col(col)
-        if self.is_set:
-            schema = lf.collect_schema()
-            if isinstance(schema[col], (pl.List, pl.Array)):
-                expr = pl.col(col).list.eval(pl.element().is_null()).list.any()
-                bad_null = lf.select(pl.int_range(pl.len()).alias("_row"), expr.alias("_bad")).filter(pl.col("_bad")).select("_row").head(1).collect(engine="streaming")
-                if bad_null.height:
-                    raise LDPInputError(f"column {col!r} has a null item in the set at row {int(bad_null.item())}")
-                expr = pl.col(col).explode()
         cats = self.categories
         dtype = lf.collect_schema()[col]
         if cats is not None and not self.is_set and (dtype == pl.Categorical or isinstance(dtype, pl.Enum)):
