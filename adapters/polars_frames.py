@@ -49,6 +49,7 @@ def accumulate_reports(reports: pl.DataFrame | pl.LazyFrame, mechanism: Any) -> 
     """The mechanism's accumulator over a reports frame, added in chunks of
     :data:`ROWS_PER_CHUNK` rows (a LazyFrame streamed, only its report columns read); a frame
     without one of the mechanism's report columns, or without rows, is refused."""
+    check_frame(reports, "reports")  # anything else is refused by its type (not an AttributeError)
     cols = list(report_schema(mechanism).names())
     schema = reports.collect_schema() if isinstance(reports, pl.LazyFrame) else reports.schema
     missing = [c for c in cols if c not in schema]

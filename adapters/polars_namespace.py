@@ -56,7 +56,7 @@ from ldp_plugin._boundary import can_write_under
 from ldp_plugin.robust.bounds import poison_bound
 from .polars_user_ids import check_user_ids
 
-__all__ = ["ROWS_PER_CHUNK", "privatize", "estimate", "reports_to_frame", "frame_to_reports", "LDPFrame", "LDPLazyFrame"]
+__all__ = ["ROWS_PER_CHUNK", "privatize", "check_input", "estimate", "reports_to_frame", "frame_to_reports", "LDPFrame", "LDPLazyFrame"]
 
 UNKNOWN = ("error", "other")
 
@@ -155,8 +155,9 @@ class _Privatizer:
 
     def check_values(self, lf: pl.LazyFrame) -> None:
         """Closed alphabets: one streamed scan for items outside the categories (nulls too), so a
-        bad value anywhere in the input is refused before any budget is spent; the error gives
-        the absolute row number, never the value."""
+        bad value anywhere in the input is refused before any budget is spent; open alphabets and
+        ``unknown="other"``: a scan for nulls. The error gives the absolute row number, never the
+        value."""
         col = self.column
         if self.mechanism.input_kind == "number":  # every value present, finite and in [lower, upper]
             lo, hi = self.mechanism.lower, self.mechanism.upper
@@ -176,17 +177,9 @@ class _Privatizer:
             if first.height:
                 raise LDPInputError(f"column {col!r} holds a set of more than m={m} items at row {int(first.item())} "
                                     "(on_long='error'; on_long='sample' samples m of them); nothing was spent")
+        self._check_nulls(lf)  # every alphabet, open or closed: a null set, item or value costs no budget either
         if self.unknown == "other" or not self.mechanism.closed:
             return
-        expr = pl.col(col)
-        if self.is_set:
-            schema = lf.collect_schema()
-            if isinstance(schema[col], (pl.List, pl.Array)):
-                expr = pl.col(col).list.eval(pl.element().is_null()).list.any()
-                bad_null = lf.select(pl.int_range(pl.len()).alias("_row"), expr.alias("_bad")).filter(pl.col("_bad")).select("_row").head(1).collect(engine="streaming")
-                if bad_null.height:
-                    raise LDPInputError(f"column {col!r} has a null item in the set at row {int(bad_null.item())}")
-                expr = pl.col(col).explode()
         cats = self.categories
         dtype = lf.collect_schema()[col]
         if cats is not None and not self.is_set and (dtype == pl.Categorical or isinstance(dtype, pl.Enum)):
@@ -199,8 +192,10 @@ class _Privatizer:
             d = self.mechanism.domain_size
             test = lambda e: e.is_null() | (e.cast(pl.Int64, strict=False) < 0) | (e.cast(pl.Int64, strict=False) >= d) | e.cast(pl.Int64, strict=False).is_null()  # noqa: E731
         else:
-            allowed = pl.Series(list(cats))
-            test = lambda e: e.is_null() | ~e.cast(pl.String, strict=False).is_in(allowed.cast(pl.String, strict=False))  # noqa: E731
+            allowed = pl.Series(list(cats)).cast(pl.String, strict=False)
+            if self.is_set:  # inside list.eval: the categories as one list literal (a bare Series there is ambiguous, deprecated by Polars)
+                allowed = pl.lit(allowed).implode()
+            test = lambda e: e.is_null() | ~e.cast(pl.String, strict=False).is_in(allowed)  # noqa: E731
         if self.is_set and isinstance(lf.collect_schema()[col], (pl.List, pl.Array)):
             bad = lf.select(pl.int_range(pl.len()).alias("_row"), pl.col(col).list.eval(test(pl.element())).list.any().alias("_bad"))
         else:
@@ -209,10 +204,24 @@ class _Privatizer:
         if first.height:
             raise LDPInputError(f"column {col!r} holds an item that is not one of the mechanism's categories (or a null) at row {int(first.item())}; nothing was spent")
 
+    def _check_nulls(self, lf: pl.LazyFrame) -> None:
+        """One streamed scan for the first null value (or null set, or null item inside a set);
+        the error gives the absolute row number, as :meth:`prepare` would after the spend."""
+        col = self.column
+        listed = isinstance(lf.collect_schema()[col], (pl.List, pl.Array))
+        for what, bad in (("set" if self.is_set else "value", pl.col(col).is_null()),
+                          ("item in the set", pl.col(col).list.eval(pl.element().is_null()).list.any().fill_null(False) if listed else None)):
+            if bad is None:
+                continue
+            first = lf.select(pl.int_range(pl.len()).alias("_row"), bad.alias("_bad")).filter(pl.col("_bad")).select("_row").head(1).collect(engine="streaming")
+            if first.height:
+                raise LDPInputError(f"column {col!r} has a null {what} at row {int(first.item())}; nothing was spent")
+
     def _map_other(self, series: pl.Series) -> pl.Series:
         cats = pl.Series(list(self.categories))
         if self.is_set:
-            mapped = series.list.eval(pl.when(pl.element().is_in(cats)).then(pl.element()).otherwise(pl.lit(self.other)))
+            # the categories as one list literal (a bare Series inside list.eval is ambiguous: deprecated by Polars)
+            mapped = series.list.eval(pl.when(pl.element().is_in(pl.lit(cats).implode())).then(pl.element()).otherwise(pl.lit(self.other)))
             return mapped.list.unique(maintain_order=True)
         name = series.name
         return series.to_frame().select(
@@ -260,9 +269,6 @@ class _Privatizer:
             out = out.insert_column(0, chunk[self.user_id])
         return out
 
-    def process(self, chunk: pl.DataFrame, index: int, offset: int, partition: Optional[int] = None) -> pl.DataFrame:
-        return self.finish(chunk, self.prepare(chunk, offset), index, offset, partition)
-
 
 def _rechunk(batches: Iterator[pl.DataFrame], rows: int) -> Iterator[pl.DataFrame]:
     """Re-cut a stream of frames into frames of exactly ``rows`` rows (the last may be shorter)."""
@@ -279,6 +285,22 @@ def _rechunk(batches: Iterator[pl.DataFrame], rows: int) -> Iterator[pl.DataFram
                 buf, held = [], 0
     if held:
         yield pl.concat(buf, rechunk=True)
+
+
+def check_input(frame: pl.DataFrame | pl.LazyFrame, column: str, mechanism: Any, *, user_id: Optional[str] = None, cohorts: Optional[int] = None,
+                unknown: str = "error", other: Any = "other") -> int:
+    """Every check :func:`privatize` makes before a spend — the arguments, the schema, the rows, the
+    user ids (no null, no repeat) and every value (a streamed scan) — randomizing nothing; the row
+    count. What a caller that spends before the randomization runs elsewhere (a partitioned job's
+    executor) runs on each input first, so a bad input costs no budget."""
+    check_frame(frame)
+    p = _Privatizer(mechanism, column, user_id=user_id, cohorts=cohorts, keep_user_id=False, unknown=unknown, other=other, rng=None)
+    lf = frame.lazy() if isinstance(frame, pl.DataFrame) else frame
+    p.check_schema(lf.collect_schema())
+    n = p.check_users(frame)
+    p.check_ids(frame)
+    p.check_values(lf)
+    return n
 
 
 @strict

@@ -58,6 +58,7 @@ from .registry import KINDS, build, load_registry
 #: the registry kinds a job's one input column can feed (a value or set per user, a number per user)
 JOB_KINDS = ("frequency", "distribution", "mean")
 from .adapters import estimate as estimate_reports, privatize
+from .adapters.polars_namespace import check_input
 from .accountant import Accountant
 from .executors import aggregate, make_executor, privatize_files, resolve_paths
 
@@ -123,9 +124,9 @@ def build_mechanism(spec: dict, n_hint: int) -> Any:
         raise LDPParameterError(f"[mechanism] name = {name!r} is a {every[name].kind} mechanism: a job reads one column per user "
                                 f"(kinds {', '.join(JOB_KINDS)}); use the Polars adapters (privatize_key_values, privatize_attributes)")
     reg = {k: v for k, v in every.items() if v.kind in JOB_KINDS}
-    params = dict(spec.get("params", {}))
-    if not isinstance(spec.get("params", {}), dict):
+    if not isinstance(spec.get("params", {}), dict):  # before reading it: dict(3) would be a bare TypeError
         raise LDPParameterError("[mechanism] params must be a table, e.g. params = {k = 8, cohorts = 16}")
+    params = dict(spec.get("params", {}))
     for key in ("epsilon", "d", "m", "on_long", "n"):
         if key in params:
             raise LDPParameterError(f"[mechanism] params.{key} duplicates [mechanism] {key}; give it once, in [mechanism]")
@@ -375,7 +376,10 @@ def _run_partitioned(job: Job, kind: str, address: Optional[str]) -> dict:
             )
 
         if budget:
-
+            for path in paths:  # every partition checked before the spend (the executor randomizes after it)
+                with reading(path, "[input] path"):
+                    check_input(pl.scan_parquet(path), job.input["column"], mech, user_id=job.input.get("user_id"),
+                                cohorts=coll.get("cohort_salt"), unknown=coll.get("unknown", "error"))
             acc = Accountant(job.path(budget["ledger"]))
             if acc.release_status(budget["query_id"]) is not None:
                 raise LDPParameterError(acc.retry_refusal(budget["query_id"]) + " (a partitioned job keeps no reports)")

@@ -56,7 +56,7 @@ LAYERS = [
     ("system verification", ["ldp_plugin.verification.system"]),  # drives the federated runtime it verifies
     ("executors", ["ldp_plugin.executors", "ldp_plugin.verification.executors"]),  # the executors layer drives them
     ("jobs", ["ldp_plugin.collect"]),
-    ("cli", ["ldp_plugin.cli", "ldp_plugin.verification.workflows"]),  # the command line's paths, run as a user runs them
+    ("cli", ["ldp_plugin.cli", "ldp_plugin.verification.workflows", "ldp_plugin.verification.user_paths"]),  # the command line's paths, run as a user runs them
     ("face", ["ldp_plugin", "ldp_plugin._deprecated"]),  # the public face (lazy) and its warned old paths; nothing imports it
 ]
 

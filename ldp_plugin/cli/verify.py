@@ -12,6 +12,7 @@ from ..registry import self_test, verify_instance, verify_name, wrapper_instance
 from ..verification import FAMILY_ALPHA, save_status
 from ..verification.privacy_paths import COVERAGE_MIN, measure
 from ..measurements import enable_ldp_features
+from ..verification.user_paths import user_path_rows, user_path_self_test
 from ..verification.workflows import workflow_rows
 from ..verification.system.run import system_rows, system_self_test
 from ..progress import progress
@@ -193,6 +194,7 @@ def verification_rows(names: list, *, seed: int, quick: bool, wrappers: bool) ->
             rows.append(verify_instance(mech, name=wname, instance=mech.params(), seed=seed + 7_000_001 * (j + 1), quick=quick, alpha=share,
                                         estimator_shapes=1 if quick or j % 2 else None))
         rows += workflow_rows(seed=seed, quick=quick)  # the command line's privatize and collect paths
+        rows += user_path_rows(seed=seed, quick=quick)  # the namespaces, jobs, simulations and ledger paths the other layers leave shut
         rows += system_rows(seed=seed, quick=quick)  # the deployment: device, shuffler, analyzer, wire
     return rows
 
@@ -243,6 +245,7 @@ def cmd_verify(args) -> int:
     bugs = self_test(seed=args.seed, quick=args.quick) if args.self_test else []
     if args.self_test and not args.names:  # the system layers' seeded bugs
         bugs += system_self_test(seed=args.seed, quick=args.quick)
+        bugs += user_path_self_test(seed=args.seed, quick=args.quick)  # the user-paths layer's defective doors
     seconds = time.perf_counter() - t0
     ok = all(r["passed"] for r in rows) and all(b["caught"] for b in bugs) and (coverage is None or coverage["passed"])
     if args.report:

@@ -69,6 +69,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from fractions import Fraction
 from typing import Any, Optional
 
 import numpy as np
@@ -77,6 +78,7 @@ import polars as pl
 from .._errors import LDPInputError, LDPParameterError
 from ..hashing import assign_cohorts, cohort_seed
 from ..mechanisms import CMS, HCMS, ORR, CountSketch
+from ..mechanisms.charge import report_charge
 from ..mechanisms.reports import frame_to_reports, reports_to_frame
 from ..progress import status
 from ..sampling import RNGLike, as_source
@@ -394,9 +396,16 @@ class PrefixDiscovery(DiscoveryOptions):
             later[items[i]] = []
         return int(ok.size)
 
+    def report_cost(self) -> Fraction:
+        """What one user's collection costs (``max_divergence``): each user sends one report, of
+        one level's oracle, so the largest of their charges
+        (:func:`~ldp_plugin.mechanisms.charge.report_charge`: the realized ε rounded up)."""
+        return max(report_charge(m) for m in self.mechanisms)
+
     def charge(self, accountant: Any, query_id: str, **kw: Any):
-        """Spend this collection's ε per user under ``query_id`` (before any report exists)."""
-        return accountant.spend(query_id, self.epsilon, mechanism=self.method, params=self.spec(), **kw)
+        """Spend this collection's ε per user (:meth:`report_cost`) under ``query_id`` (before any
+        report exists)."""
+        return accountant.spend(query_id, self.report_cost(), mechanism=self.method, params=self.spec(), **kw)
 
 
 def _z(est_se: tuple) -> float:

@@ -39,6 +39,7 @@ import itertools
 import math
 import warnings
 from dataclasses import dataclass, field
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -47,6 +48,7 @@ import polars as pl
 from .._errors import LDPInputError, LDPParameterError
 from ..hashing import cohort_seed, item_keys, seeded_hash
 from ..mechanisms import ORR
+from ..mechanisms.charge import report_charge
 from ..mechanisms.reports import frame_to_reports, reports_to_frame
 from ..progress import status
 from ..sampling import RNGLike, as_source
@@ -120,9 +122,17 @@ class SFP(DiscoveryOptions):
                 "fragment": self.fragment, "puzzle_bits": self.puzzle_bits, "word_share": self.word_share, "beam": self.beam,
                 "cohorts": self.cohorts, "hash_seed": self.hash_seed}
 
+    def report_cost(self) -> Fraction:
+        """What one user's two reports cost together (``max_divergence``, basic composition): the
+        word oracle's charge plus the largest fragment oracle's
+        (:func:`~ldp_plugin.mechanisms.charge.report_charge`, exact). The two shares are floats
+        (``ε·word_share`` and ``ε − ε·word_share``) whose exact values may add up to one ulp more
+        than ``ε``: the sum is charged, never ``ε``'s text."""
+        return report_charge(self.word_mechanism) + max(report_charge(m) for m in self.fragment_mechanisms)
+
     def charge(self, accountant: Any, query_id: str, **kw: Any):
-        """Spend this collection's ε per user (both reports) under ``query_id``."""
-        return accountant.spend(query_id, self.epsilon, mechanism="sfp", params=self.spec(), **kw)
+        """Spend this collection's ε per user (both reports: :meth:`report_cost`) under ``query_id``."""
+        return accountant.spend(query_id, self.report_cost(), mechanism="sfp", params=self.spec(), **kw)
 
     def _puzzle(self, words: Any) -> np.ndarray:
         return seeded_hash(item_keys(words), cohort_seed(self.hash_seed, _TAG - 1), 1 << self.puzzle_bits)

@@ -100,6 +100,7 @@ def test_ldp_verify_prints_and_reports_the_system_rows(tmp_path, monkeypatch, ca
     monkeypatch.setattr(verify, "verification_rows", shuffler_only)
     monkeypatch.setattr(verify, "self_test", lambda **kw: [])
     monkeypatch.setattr(verify, "system_self_test", naive_only)
+    monkeypatch.setattr(verify, "user_path_self_test", lambda **kw: [])  # its own test: tests/verification/test_user_paths.py
     assert main(["verify", "--quick", "--self-test", "--report", str(tmp_path / "v.md")]) == 0
     out = capsys.readouterr().out
     assert "system shuffler" in out and "PASS" in out and "CAUGHT" in out
