@@ -171,6 +171,20 @@ def _fixed_table(categories: tuple, dtype: np.dtype) -> _Table:
     return _Table(rows, codes)
 
 
+@functools.lru_cache(maxsize=64)
+def _wide_table(categories: tuple, dtype: np.dtype) -> tuple:
+    """``(table, last_mask)`` of the compiled lookup: the categories of :func:`_fixed_table` as
+    rows of native 64-bit words (each padded with NULs to whole words), and the word mask that
+    keeps an element's own bytes of its last word (the bytes past it belong to the next element)."""
+    words = -(-dtype.itemsize // 8)
+    narrow = _fixed_table(categories, dtype)
+    raw = np.zeros((narrow.rows.shape[0], 8 * words), dtype=np.uint8)
+    raw[:, :dtype.itemsize] = np.ascontiguousarray(narrow.rows).view(np.uint8).reshape(narrow.rows.shape[0], dtype.itemsize)
+    own = dtype.itemsize - 8 * (words - 1)
+    last_mask = np.frombuffer(b"\xff" * own + b"\x00" * (8 - own), dtype=np.uint64)[0]
+    return _Table(raw.view(np.uint64), narrow.codes), last_mask
+
+
 def fixed_width_codes(values: np.ndarray, categories: tuple) -> tuple[np.ndarray, int]:
     """``(codes, bad)`` of a 1-d ``U`` (``str`` categories) or ``S`` array (``bytes`` categories,
     or ``str`` categories compared as UTF-8):
@@ -180,17 +194,12 @@ def fixed_width_codes(values: np.ndarray, categories: tuple) -> tuple[np.ndarray
     if n == 0:
         return np.empty(0, dtype=np.int64), -1
     a = np.ascontiguousarray(values)
+    out = np.empty(n, dtype=np.int64)
+    run = _kernels(n * a.dtype.itemsize // 8)
+    if run is not None:
+        return out, _compiled_fixed(run["lookup_fixed"], a, categories, out)
     table = _fixed_table(categories, a.dtype)
     words = a.view(table.rows.dtype).reshape(n, table.rows.shape[1])
-    out = np.empty(n, dtype=np.int64)
-    run = _kernels(words.size)
-    if run is not None:
-        k = run["lookup_rows"]
-        parts = _splits(n, _workers(n, _SPLIT))
-        args = (table.cols, table.keys, table.shift, table.slots, table.rows, table.codes, out)
-        bads = split_run(lambda j: k(words, parts[j][0], parts[j][1], *args), len(parts))
-        bad = min((int(b) for b in bads if b >= 0), default=-1)
-        return out, bad
     if table.rows.shape[0] == 0:  # no category fits this dtype: the first value is none
         return out, 0
     mask = table.slots.size - 1
@@ -218,6 +227,27 @@ def fixed_width_codes(values: np.ndarray, categories: tuple) -> tuple[np.ndarray
     return out, -1
 
 
+def _compiled_fixed(kernel, a: np.ndarray, categories: tuple, out: np.ndarray) -> int:
+    """The compiled lookup of the contiguous array ``a`` into ``out`` (both threads); returns the
+    first position that is no category, or −1. Elements whose last word would reach past the
+    buffer (the final few) are read from a zero-padded copy of their bytes."""
+    n, size = a.shape[0], a.dtype.itemsize
+    table, last_mask = _wide_table(categories, a.dtype)
+    reach = 8 * table.rows.shape[1]  # bytes read from an element's start
+    buf = a.view(np.uint8).reshape(n * size)
+    inside = min(n, (n * size - reach) // size + 1) if n * size >= reach else 0
+    args = (last_mask, table.cols, table.keys, table.shift, table.slots, table.rows, table.codes, out)
+    parts = _splits(inside, _workers(inside, _SPLIT))
+    bads = split_run(lambda j: kernel(buf, size, parts[j][0], parts[j][1], *args, 0), len(parts))
+    bad = min((int(b) for b in bads if b >= 0), default=-1)
+    if bad < 0 and inside < n:
+        tail = np.zeros((n - inside) * size + reach, dtype=np.uint8)
+        tail[:(n - inside) * size] = buf[inside * size:]
+        b = kernel(tail, size, 0, n - inside, *args, inside)
+        bad = inside + int(b) if b >= 0 else -1
+    return bad
+
+
 def _rows_equal(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Row-wise equality of two ``(k, w)`` arrays (column by column: no ``(k, w)`` temporary)."""
     same = np.ones(a.shape[0], dtype=bool)
@@ -236,19 +266,47 @@ def _text_index(categories: tuple) -> dict:
     return index
 
 
+@functools.lru_cache(maxsize=64)
+def _object_table(categories: tuple, words_of) -> tuple:
+    """``(table, longest)`` of the compiled list lookup: row ``j`` is ``[length, word 0, …]`` of
+    label ``j``'s bytes (UTF-8 for a ``str``), zeros past its own words (``words_of`` is the
+    compiled :func:`~._numba_lookup.label_words`, which reads them as the lookup reads a value)."""
+    labels = [_utf8(c) for c in categories]
+    lengths = np.array([len(c) for c in labels], dtype=np.int64)
+    longest = int(lengths.max())
+    starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
+    buf = np.frombuffer(b"".join(labels) + b"\x00", dtype=np.uint8)
+    rows = np.zeros((len(labels), 1 + max(1, -(-longest // 8))), dtype=np.uint64)
+    words_of(buf, starts, lengths, rows)
+    return _Table(rows, np.arange(len(labels), dtype=np.int64)), longest
+
+
 def list_codes(values: Any, categories: tuple) -> Optional[tuple[np.ndarray, int]]:
     """``(codes, bad)`` of a list or tuple of values against ``str`` or ``bytes`` categories, as
     :func:`fixed_width_codes` (against ``str`` categories a ``bytes`` value is compared as UTF-8);
     None when the categories are not text or a value is not hashable: the caller's general path
     then names the problem.
 
-    One C-level pass: ``dict.get`` mapped over the list into ``np.fromiter`` (no Python frame per
-    value). Measured against joining the list into one buffer and splitting it in a compiled
-    pass: the join alone costs about as much as this whole pass (each value is a Python object
-    either way), so the simple path stays."""
-    if text_kind(categories) is None:  # labels of other types: bool and int are told apart by the caller's general path
+    Compiled (numba backend): one pass over the items in C — each exact ``str`` read as its UTF-8
+    bytes, each exact ``bytes`` as its bytes, no Python object made (the GIL held, so nothing
+    changes the list meanwhile). A batch that is not all categories, or holds any other item (a
+    subclass, another type, a string with a lone surrogate), is decided by the dictionary pass
+    instead, so every refusal and every ``None`` is that pass's. The dictionary pass (the numpy
+    backend, and the reference): ``dict.get`` mapped over the list into ``np.fromiter``. Measured
+    against joining the list into one buffer and splitting it in a compiled pass: the join alone
+    costs about as much as the dictionary pass."""
+    kind = text_kind(categories)
+    if kind is None:  # labels of other types: bool and int are told apart by the caller's general path
         return None
     n = len(values)
+    run = _kernels(n)
+    if run is not None and n and type(values) in (list, tuple):  # subclasses may read their items otherwise
+        table, longest = _object_table(categories, run["label_words"])
+        out = np.empty(n, dtype=np.int64)
+        bad, _ = run["lookup_objects"](id(values), n, isinstance(values, tuple), id(str), id(bytes), kind is str, longest,
+                                      table.cols, table.keys, table.shift, table.slots, table.rows, table.codes, out)
+        if bad < 0:
+            return out, -1
     try:
         codes = np.fromiter(map(_text_index(categories).get, values, itertools.repeat(-1)), dtype=np.int64, count=n)
     except TypeError:  # an unhashable value
