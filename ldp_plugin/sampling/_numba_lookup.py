@@ -33,11 +33,13 @@ def lookup_fixed(buf, size, lo, hi, last_mask, cols, keys, shift, slots, rows, c
     # out[out_at + i] = codes[r] for the category row r equal to element i of buf (i in [lo, hi));
     # the caller makes sure that the words of element hi - 1 lie inside buf. The hash reads the
     # words cols only, the comparison every word. Returns the first i whose element is no
-    # category's (out is then partly written and discarded), or -1.
-    words = rows.shape[1]
-    last = words - 1
+    # category's (out is then partly written and discarded), or -1. Table indices are unsigned
+    # (a signed index costs a wrap-around test per read: twice the time of the whole lookup).
+    words = np.uint64(rows.shape[1])
+    last = rows.shape[1] - 1
+    flat = rows.ravel()
     c = cols.shape[0]
-    mask = slots.shape[0] - 1
+    mask = np.uint64(slots.shape[0] - 1)
     for i in range(lo, hi):
         at = i * size
         h = np.uint64(0)
@@ -47,19 +49,20 @@ def lookup_fixed(buf, size, lo, hi, last_mask, cols, keys, shift, slots, rows, c
             if k == last:
                 x &= last_mask
             h += x * keys[t]
-        s = np.int64(h >> shift)
+        s = h >> shift
         r = slots[s]
         while r >= 0:
-            diff = (load_word(buf, at + 8 * last) & last_mask) ^ rows[r, last]
+            row = np.uint64(r) * words
+            diff = (load_word(buf, at + 8 * last) & last_mask) ^ flat[row + np.uint64(last)]
             for k in range(last):
-                diff |= load_word(buf, at + 8 * k) ^ rows[r, k]
+                diff |= load_word(buf, at + 8 * k) ^ flat[row + np.uint64(k)]
             if diff == 0:
                 break
-            s = (s + 1) & mask
+            s = (s + np.uint64(1)) & mask
             r = slots[s]
         if r < 0:
             return i
-        out[out_at + i] = codes[r]
+        out[out_at + i] = codes[np.uint64(r)]
     return -1
 
 
@@ -81,9 +84,11 @@ def lookup_objects(seq, n, is_tuple, str_type, bytes_type, str_ok, longest, cols
     # (-1, 0) when every item is a category; (i, 0) when item i is a str/bytes that is no
     # category; (i, 1) when item i is not read here (not an exact str or bytes, a str refused
     # by str_ok, a string without a UTF-8 form). longest: the longest label's length. Holds the
-    # GIL (C API calls).
+    # GIL (C API calls). Unsigned table indices, as in lookup_fixed.
+    width = np.uint64(rows.shape[1])
+    flat = rows.ravel()
     c = cols.shape[0]
-    mask = slots.shape[0] - 1
+    mask = np.uint64(slots.shape[0] - 1)
     for i in range(n):
         obj = item_of(seq, i, is_tuple)
         kind = type_of(obj)
@@ -108,20 +113,21 @@ def lookup_objects(seq, n, is_tuple, str_type, bytes_type, str_ok, longest, cols
             else:
                 x = np.uint64(0)
             h += x * keys[t]
-        s = np.int64(h >> shift)
+        s = h >> shift
         r = slots[s]
         while r >= 0:
-            if rows[r, 0] == np.uint64(size):
+            row = np.uint64(r) * width
+            if flat[row] == np.uint64(size):
                 diff = np.uint64(0)
                 for k in range(own):
-                    diff |= text_word(p, size, k) ^ rows[r, k + 1]
+                    diff |= text_word(p, size, k) ^ flat[row + np.uint64(k + 1)]
                 if diff == 0:
                     break
-            s = (s + 1) & mask
+            s = (s + np.uint64(1)) & mask
             r = slots[s]
         if r < 0:
             return i, 0
-        out[i] = codes[r]
+        out[i] = codes[np.uint64(r)]
     return -1, 0
 
 
