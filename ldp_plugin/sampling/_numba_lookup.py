@@ -63,6 +63,25 @@ load1_at = _raw_loader(8)
 
 
 @intrinsic
+def prefetch(typingctx, address):
+    """A hint to bring the cache line at ``address`` in for reading (``llvm.prefetch``): no effect
+    on what a kernel computes, at any address."""
+
+    def codegen(context, builder, signature, args):
+        i8p, i32 = ir.IntType(8).as_pointer(), ir.IntType(32)
+        fn = builder.module.declare_intrinsic("llvm.prefetch", fnty=ir.FunctionType(ir.VoidType(), [i8p, i32, i32, i32]))
+        builder.call(fn, [builder.inttoptr(args[0], i8p), ir.Constant(i32, 0), ir.Constant(i32, 3), ir.Constant(i32, 1)])
+        return context.get_dummy_value()
+
+    return types.void(types.int64), codegen
+
+
+#: bytes ahead of the element being read that lookup_fixed asks the cache for (measured: the plain
+#: loop waited on memory for most of its time on 10^6 28-byte elements)
+PREFETCH_BYTES = 4096
+
+
+@intrinsic
 def address_of(typingctx, array):
     """The address of a 1-d array's first byte (int64)."""
 
@@ -183,14 +202,19 @@ def lookup_fixed(buf, size, lo, hi, last_mask, cols, keys, shift, slots, rows, c
     # the caller makes sure that the words of element hi - 1 lie inside buf. The hash reads the
     # words cols only, the comparison every word. Returns the first i whose element is no
     # category's (out is then partly written and discarded), or -1. Table indices are unsigned
-    # (a signed index costs a wrap-around test per read: twice the time of the whole lookup).
+    # (a signed index costs a wrap-around test per read: twice the time of the whole lookup); the
+    # bytes PREFETCH_BYTES ahead are asked for while this element is looked up.
     words = np.uint64(rows.shape[1])
     last = rows.shape[1] - 1
     flat = rows.ravel()
     c = cols.shape[0]
     mask = np.uint64(slots.shape[0] - 1)
+    base = address_of(buf)
+    end = base + buf.shape[0]
     for i in range(lo, hi):
         at = i * size
+        if base + at + PREFETCH_BYTES < end:
+            prefetch(base + at + PREFETCH_BYTES)
         h = np.uint64(0)
         for t in range(c):
             k = cols[t]
