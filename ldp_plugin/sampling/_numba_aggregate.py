@@ -292,27 +292,42 @@ def nonce_admit_matching(keys, used, rows, off, pattern, salt, out, poff, payloa
     # unsigned (a signed index costs a wrap-around test per read), and the rows _AHEAD_ROWS on and
     # the slot of the key _AHEAD_KEYS inserts on are asked of the cache ahead (the passes otherwise
     # wait on memory: 1.1-1.6x in the same run, 10^6 rows into a table reserved for 2·10^6).
-    m = rows.shape[0]
-    cap = keys.shape[0]
-    mask = np.uint64(cap - 1)
+    # The first pass is nonce_scan (over any share of the rows: aggregate_kernels.admit_nonce_rows
+    # runs it on both cores), the rest nonce_insert.
+    mask, shift, regions = nonce_regions(keys.shape[0], bucket_bits)
+    start = np.zeros(regions + 1, dtype=np.int64)
+    good = nonce_scan(rows, 0, rows.shape[0], off, pattern, salt, out, poff, payload, tmp, start, mask, shift)
+    return nonce_insert(keys, used, salt, out, payload, tmp, good, start, stage, mask, shift)
+
+
+@nb.njit(cache=_CACHE)
+def nonce_regions(cap, bucket_bits):  # pragma: no cover - compiled
+    # (slot mask, region shift, number of regions) of a table of cap slots (a power of two) cut
+    # into 2^bucket_bits regions (fewer when the table is smaller)
     cbits = 0
     while (1 << cbits) < cap:
         cbits += 1
-    shift = np.uint64(max(cbits - bucket_bits, 0))
-    nb_ = 1 << min(bucket_bits, cbits)
+    return np.uint64(cap - 1), np.uint64(max(cbits - bucket_bits, 0)), 1 << min(bucket_bits, cbits)
+
+
+@nb.njit(nogil=True, cache=_CACHE)
+def nonce_scan(rows, lo, hi, off, pattern, salt, out, poff, payload, tmp, counts, mask, shift):  # pragma: no cover - compiled
+    # Pass (1) of nonce_admit_matching over the rows [lo, hi): out[i] = 2 (band differs) or 0;
+    # the g-th matching row of the share in tmp[lo + g] = (k1, k2, i) and its payload in
+    # payload[lo + g]; counts[region + 1] += 1 for each. Returns g, the share's matching rows.
     L = pattern.shape[0]
     nw = L // 8
     words = np.empty(max(nw, 1), dtype=np.uint64)
     for k in range(nw):
         words[k] = _le_word(pattern, 8 * k)
     pw = payload.shape[1]
-    start = np.zeros(nb_ + 1, dtype=np.int64)
-    good = 0
     w = rows.shape[1]
-    flat_rows = rows.reshape(m * w)
-    for i in range(m):
+    end = rows.shape[0] * w
+    flat_rows = rows.reshape(end)
+    good = lo
+    for i in range(lo, hi):
         r = rows[i]
-        if (i + _AHEAD_ROWS) * w < m * w:  # the rows a few KiB on, asked for now
+        if (i + _AHEAD_ROWS) * w < end:  # the rows a few KiB on, asked for now
             _prefetch_item(flat_rows, (i + _AHEAD_ROWS) * w)
         diff = np.uint64(0)
         for k in range(nw):
@@ -329,13 +344,23 @@ def nonce_admit_matching(keys, used, rows, off, pattern, salt, out, poff, payloa
         tmp[good, 0] = a
         tmp[good, 1] = b
         tmp[good, 2] = np.uint64(i)
-        start[((h & mask) >> shift) + np.uint64(1)] += 1
+        counts[((h & mask) >> shift) + np.uint64(1)] += 1
         if pw > 0:
             dst = payload[good]
             for j in range(pw):
                 dst[j] = r[poff + j]
         good += 1
-    for k in range(nb_):
+    return good - lo
+
+
+@nb.njit(nogil=True, cache=_CACHE)
+def nonce_insert(keys, used, salt, out, payload, tmp, good, start, stage, mask, shift):  # pragma: no cover - compiled
+    # Passes (2) and (3) of nonce_admit_matching on the matching rows tmp[:good] (row order) and
+    # their histogram start (counts[region + 1]), then the payloads' compaction. Returns the
+    # number inserted.
+    cap = keys.shape[0]
+    pw = payload.shape[1]
+    for k in range(start.shape[0] - 1):
         start[k + 1] += start[k]
     for g in range(good):
         a = tmp[g, 0]
@@ -410,4 +435,4 @@ def hashed_support(a, b, width, keys, lo, hi, counts):  # pragma: no cover - com
     return 0
 
 
-KERNELS = {"sorted_rows_histogram": sorted_rows_histogram, "swar_column_counts_narrow": swar_column_counts_narrow, "hashed_support": hashed_support, "rows_match": rows_match, "nonce_admit_matching": nonce_admit_matching, "nonce_rehash": nonce_rehash, "bounded_histogram": bounded_histogram, "swar_column_counts": swar_column_counts, "grouped_histogram": grouped_histogram}
+KERNELS = {"sorted_rows_histogram": sorted_rows_histogram, "swar_column_counts_narrow": swar_column_counts_narrow, "hashed_support": hashed_support, "rows_match": rows_match, "nonce_admit_matching": nonce_admit_matching, "nonce_regions": nonce_regions, "nonce_scan": nonce_scan, "nonce_insert": nonce_insert, "nonce_rehash": nonce_rehash, "bounded_histogram": bounded_histogram, "swar_column_counts": swar_column_counts, "grouped_histogram": grouped_histogram}
