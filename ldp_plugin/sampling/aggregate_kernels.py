@@ -17,6 +17,8 @@ below — return identical arrays (tested against each other and against the ref
   counters (8 columns per 64-bit word and bit plane, flushed every 255 rows); numpy: a bit-sliced
   adder tree (rows added pairwise with word-wide half/full adders).
 * :func:`grouped_histogram` — cohort mechanisms: per-cohort counts of the reported cell, one pass.
+* :func:`admit_nonce_rows` — the collector's nonce admission (compiled only; the numpy twin is
+  :class:`~ldp_plugin.federated.nonces.NonceSet`'s sorted arrays), its scan of the rows on both cores.
 """
 
 from __future__ import annotations
