@@ -33,7 +33,7 @@ _CACHE = os.environ.get("LDP_PLUGIN_NUMBA_CACHE", "1") != "0"
 # file only, so a change to an imported helper would leave stale compiled kernels) --------------
 # load_word / load_at read 8 (4, 1) bytes at a byte offset of an array (an address) as one native
 # word, with no alignment requirement; the caller keeps every read inside the buffer. item_of,
-# type_of, utf8_of, bytes_of are PyList_GetItem / PyTuple_GetItem, Py_TYPE,
+# size_of, type_of, utf8_of, bytes_of are PyList_GetItem / PyTuple_GetItem, PyList_Size / PyTuple_Size, Py_TYPE,
 # PyUnicode_AsUTF8AndSize and PyBytes_AsStringAndSize called from compiled code that holds the GIL
 # (a kernel using them must not be nogil): they borrow references and run no Python code, so
 # nothing can change the sequence while they read it. A failed conversion (a string with a lone
@@ -141,6 +141,29 @@ def item_of(typingctx, sequence, i, is_tuple):
         return builder.ptrtoint(item, _I64)
 
     return types.int64(types.int64, types.int64, types.boolean), codegen
+
+
+@intrinsic
+def size_of(typingctx, sequence, is_tuple):
+    """The length of the list (tuple) at address ``sequence`` (``PyList_Size`` / ``PyTuple_Size``)."""
+
+    def codegen(context, builder, signature, args):
+        pyapi = context.get_python_api(builder)
+        seq = builder.inttoptr(args[0], pyapi.pyobj)
+        fnty = ir.FunctionType(pyapi.py_ssize_t, [pyapi.pyobj])
+        with builder.if_else(args[1]) as (tup, lst):
+            with tup:
+                a = builder.call(pyapi._get_function(fnty, name="PyTuple_Size"), [seq])
+                block_a = builder.block
+            with lst:
+                b = builder.call(pyapi._get_function(fnty, name="PyList_Size"), [seq])
+                block_b = builder.block
+        size = builder.phi(pyapi.py_ssize_t)
+        size.add_incoming(a, block_a)
+        size.add_incoming(b, block_b)
+        return size
+
+    return types.int64(types.int64, types.boolean), codegen
 
 
 @intrinsic
@@ -256,12 +279,16 @@ def lookup_objects(seq, n, is_tuple, str_type, bytes_type, str_ok, longest, cols
     # out[i] = the code of item i of the list (tuple) at address seq, i in [0, n). Returns
     # (-1, 0) when every item is a category; (i, 0) when item i is a str/bytes that is no
     # category; (i, 1) when item i is not read here (not an exact str or bytes, a str refused
-    # by str_ok, a string without a UTF-8 form). longest: the longest label's length. Holds the
-    # GIL (C API calls). Unsigned table indices, as in lookup_fixed.
+    # by str_ok, a string without a UTF-8 form), (0, 1) when the sequence no longer has n items
+    # (another thread changed it since the caller counted). longest: the longest label's length.
+    # Holds the GIL (C API calls): nothing changes the sequence while it runs. Unsigned table
+    # indices, as in lookup_fixed.
     width = np.uint64(rows.shape[1])
     flat = rows.ravel()
     c = cols.shape[0]
     mask = np.uint64(slots.shape[0] - 1)
+    if size_of(seq, is_tuple) != n:
+        return 0, 1
     for i in range(n):
         obj = item_of(seq, i, is_tuple)
         kind = type_of(obj)

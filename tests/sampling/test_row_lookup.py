@@ -256,3 +256,18 @@ def test_every_text_path_gives_the_reports_of_the_codes(monkeypatch, make, cls):
     mech = cls(epsilon=1.0, d=64, categories=cats)
     got = np.asarray(mech.randomize(values, rng=11))
     assert np.array_equal(got, np.asarray(mech.randomize_encoded(codes, rng=11)))
+
+
+def test_compiled_list_pass_counts_the_items_itself(monkeypatch):
+    # a list that no longer has the length its caller counted (another thread changed it) is not
+    # read: the dictionary pass takes it as it is now
+    run = _compiled()
+    monkeypatch.setenv("LDP_PLUGIN_KERNELS", "numba")
+    cats = ("a", "b")
+    table, longest = rl._object_table(cats, run["label_words"])
+    values = ["a", "b", "a"]
+    for n in (4, 2):
+        out = np.empty(4, dtype=np.int64)
+        got = run["lookup_objects"](id(values), n, False, id(str), id(bytes), True, longest,
+                                    table.cols, table.keys, table.shift, table.slots, table.rows, table.codes, out)
+        assert got == (0, 1)
