@@ -185,7 +185,7 @@ def _text_codes(values: Any, categories: tuple) -> Optional[tuple]:
         if (values.dtype.kind == "S" or (values.dtype.kind == "U" and kind is str)) and values.dtype.itemsize:
             return fixed_width_codes(values, categories)
         if values.dtype == object:
-            return list_codes(values.tolist(), categories)
+            return list_codes(values, categories)
         return None
     if isinstance(values, (list, tuple)):
         return list_codes(values, categories)

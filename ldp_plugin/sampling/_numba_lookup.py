@@ -11,7 +11,7 @@ equals that category, byte for byte.
   is the ``size`` bytes at ``i·size``, read as ``⌈size/8⌉`` unaligned words (the last one masked to
   the element's own bytes); the categories are rows of the same dtype, padded with NULs to whole
   words. It has a numpy twin in :mod:`~ldp_plugin.sampling.row_lookup` (on the dtype's own words).
-* :func:`lookup_objects` — the items of a list or tuple: an exact ``str`` is read as its UTF-8
+* :func:`lookup_objects` — the items of a list, tuple or object array: an exact ``str`` is read as its UTF-8
   bytes, an exact ``bytes`` as its bytes (CPython's C API, the GIL held: this kernel is not
   ``nogil``); the words are the text's length and :func:`text_word` of its bytes,
   the categories' rows the same words of their labels (:func:`label_words`). Any other item (a
@@ -275,8 +275,9 @@ def label_words(buf, starts, lengths, rows):  # pragma: no cover - compiled
 
 
 @nb.njit(cache=_CACHE)
-def lookup_objects(seq, n, is_tuple, str_type, bytes_type, str_ok, longest, cols, keys, shift, slots, rows, codes, out):  # pragma: no cover - compiled
-    # out[i] = the code of item i of the list (tuple) at address seq, i in [0, n). Returns
+def lookup_objects(seq, n, source, str_type, bytes_type, str_ok, longest, cols, keys, shift, slots, rows, codes, out):  # pragma: no cover - compiled
+    # out[i] = the code of item i, i in [0, n), of the list (source 0) or tuple (1) at address
+    # seq, or of the n object pointers at address seq (2: a 1-d object array's buffer). Returns
     # (-1, 0) when every item is a category; (i, 0) when item i is a str/bytes that is no
     # category; (i, 1) when item i is not read here (not an exact str or bytes, a str refused
     # by str_ok, a string without a UTF-8 form), (0, 1) when the sequence no longer has n items
@@ -287,10 +288,13 @@ def lookup_objects(seq, n, is_tuple, str_type, bytes_type, str_ok, longest, cols
     flat = rows.ravel()
     c = cols.shape[0]
     mask = np.uint64(slots.shape[0] - 1)
-    if size_of(seq, is_tuple) != n:
+    if source < 2 and size_of(seq, source == 1) != n:
         return 0, 1
     for i in range(n):
-        obj = item_of(seq, i, is_tuple)
+        if source == 2:
+            obj = np.int64(load_at(seq + 8 * i))
+        else:
+            obj = item_of(seq, i, source == 1)
         kind = type_of(obj)
         if kind == str_type and str_ok:
             p, size = utf8_of(obj)

@@ -287,8 +287,20 @@ def _object_table(categories: tuple, words_of) -> tuple:
     return _Table(rows, np.arange(len(labels), dtype=np.int64)), longest
 
 
+def _object_source(values: Any) -> Optional[tuple]:
+    """``(address, kind)`` of the items the compiled list pass reads: a list (0) or tuple (1) by
+    its own address, a 1-d contiguous object array (2) by its buffer of object pointers (the array
+    holds a reference to each); None for anything else (subclasses may read their items otherwise)."""
+    if type(values) is list or type(values) is tuple:
+        return id(values), int(type(values) is tuple)
+    if (type(values) is np.ndarray and values.dtype == object and values.ndim == 1 and values.flags.c_contiguous
+            and values.dtype.itemsize == 8):
+        return values.ctypes.data, 2
+    return None
+
+
 def list_codes(values: Any, categories: tuple) -> Optional[tuple[np.ndarray, int]]:
-    """``(codes, bad)`` of a list or tuple of values against ``str`` or ``bytes`` categories, as
+    """``(codes, bad)`` of a list, tuple or 1-d object array of values against ``str`` or ``bytes`` categories, as
     :func:`fixed_width_codes` (against ``str`` categories a ``bytes`` value is compared as UTF-8);
     None when the categories are not text or a value is not hashable: the caller's general path
     then names the problem.
@@ -306,10 +318,11 @@ def list_codes(values: Any, categories: tuple) -> Optional[tuple[np.ndarray, int
         return None
     n = len(values)
     run = _kernels(n)
-    if run is not None and n and type(values) in (list, tuple):  # subclasses may read their items otherwise
+    source = _object_source(values)
+    if run is not None and n and source is not None:
         table, longest = _object_table(categories, run["label_words"])
         out = np.empty(n, dtype=np.int64)
-        bad, _ = run["lookup_objects"](id(values), n, isinstance(values, tuple), id(str), id(bytes), kind is str, longest,
+        bad, _ = run["lookup_objects"](source[0], n, source[1], id(str), id(bytes), kind is str, longest,
                                       table.cols, table.keys, table.shift, table.slots, table.rows, table.codes, out)
         if bad < 0:
             return out, -1

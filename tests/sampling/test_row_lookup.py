@@ -173,15 +173,20 @@ def test_compiled_list_pass_equals_the_dictionary_pass(monkeypatch, kind):
         for container in (list, tuple):
             seq = container(values)
             out = np.empty(len(seq), dtype=np.int64)
-            got = run["lookup_objects"](id(seq), len(seq), container is tuple, id(str), id(bytes), kind is str, longest,
+            got = run["lookup_objects"](id(seq), len(seq), int(container is tuple), id(str), id(bytes), kind is str, longest,
                                         table.cols, table.keys, table.shift, table.slots, table.rows, table.codes, out)
             assert got == (-1, 0)  # every item read in the compiled pass, every one a category
             _check((out, -1), list(seq), list(cats))
             _check(rl.list_codes(seq, cats), list(seq), list(cats))
+            arr = np.empty(len(seq), dtype=object)
+            arr[:] = list(seq)
+            assert rl._object_source(arr)[1] == 2
+            _check(rl.list_codes(arr, cats), list(seq), list(cats))  # an object array, read through its pointers
+            _check(rl.list_codes(arr[::-1], cats), list(seq)[::-1], list(cats))  # strided: the dictionary pass
     for miss in near:  # a near miss is no category, at its own position, whatever is around it
         values = [cats[1], cats[-1], miss, cats[0]]
         out = np.empty(4, dtype=np.int64)
-        got = run["lookup_objects"](id(values), 4, False, id(str), id(bytes), kind is str, longest,
+        got = run["lookup_objects"](id(values), 4, 0, id(str), id(bytes), kind is str, longest,
                                     table.cols, table.keys, table.shift, table.slots, table.rows, table.codes, out)
         assert got == (2, 0)
         _check(rl.list_codes(values, cats), values, list(cats))
@@ -201,7 +206,7 @@ def test_compiled_list_pass_hands_other_items_to_the_dictionary_pass(monkeypatch
     table, longest = rl._object_table(cats, run["label_words"])
     for values, where in ((["a", Text("b"), "a"], 1), (["b", "\ud800"], 1), (["a", 3, "b"], 1), ([None], 0), ([b"a", Raw(b"a")], 1)):
         out = np.empty(len(values), dtype=np.int64)
-        got = run["lookup_objects"](id(values), len(values), False, id(str), id(bytes), True, longest,
+        got = run["lookup_objects"](id(values), len(values), 0, id(str), id(bytes), True, longest,
                                     table.cols, table.keys, table.shift, table.slots, table.rows, table.codes, out)
         assert got == (where, 1)
         _check(rl.list_codes(values, cats), values, list(cats))
@@ -268,6 +273,6 @@ def test_compiled_list_pass_counts_the_items_itself(monkeypatch):
     values = ["a", "b", "a"]
     for n in (4, 2):
         out = np.empty(4, dtype=np.int64)
-        got = run["lookup_objects"](id(values), n, False, id(str), id(bytes), True, longest,
+        got = run["lookup_objects"](id(values), n, 0, id(str), id(bytes), True, longest,
                                     table.cols, table.keys, table.shift, table.slots, table.rows, table.codes, out)
         assert got == (0, 1)
