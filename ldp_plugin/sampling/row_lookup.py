@@ -1,23 +1,26 @@
 """Exact, vectorized lookup of text values in a table of categories: the item codes of a numpy
 unicode (``U``) or bytes (``S``) array read in its own buffer (no Python object per value), or of
-a Python list of ``str``/``bytes``.
+a Python list, tuple or object array of ``str``/``bytes``.
 
 * :func:`fixed_width_codes` — a 1-d ``U``/``S`` array is read as an ``(n, w)`` matrix of words
-  (its own buffer, no copy when contiguous). A category is looked up as its row in the same dtype,
+  (its own buffer, no copy when contiguous; the compiled kernel reads 64-bit words, the last one
+  masked to the element's own bytes). A category is looked up as its row in the same dtype,
   padded with NULs. numpy reads an element without its trailing NULs, so the row of a value equals
   the row of category ``c`` iff the value (as numpy returns it) equals ``c``, provided ``c`` fits
   the width and does not itself end in NUL; categories that do not fit, or end in NUL, can never be
   an element of the array and are left out of the table (``"a\\x00"`` never matches ``"a"``).
-* :func:`list_codes` — a list or tuple: one dictionary lookup per value in a single C-level pass
-  (``map`` into ``np.fromiter``; the values are Python objects already).
+* :func:`list_codes` — a list, tuple or object array: one compiled pass that reads each exact
+  ``str``/``bytes`` through CPython's C API and looks its bytes up in a table of the categories'
+  UTF-8 bytes (numba), else one dictionary lookup per value in a single C-level pass (``map``
+  into ``np.fromiter``), the reference.
 
 Against ``str`` categories a bytes value (an ``S`` array's element, ``bytes`` in a list) is read
 as UTF-8 text: it matches the category whose UTF-8 encoding it is.
 
 Every lookup is exact: a value gets the code of the category it equals (compared word for word
 after the hash probe), or is reported by position — the first value that is no category's —
-and never by content. Both backends of :func:`fixed_width_codes` (the numba kernel in
-:mod:`._numba_lookup`, the numpy twin here) return the same codes and the same position (tested
+and never by content. Both backends of each (the numba kernels in :mod:`._numba_lookup`, the
+numpy twin or the dictionary pass here) return the same codes and the same position (tested
 against a dictionary lookup)."""
 
 from __future__ import annotations
@@ -300,7 +303,8 @@ def _object_source(values: Any) -> Optional[tuple]:
 
 
 def list_codes(values: Any, categories: tuple) -> Optional[tuple[np.ndarray, int]]:
-    """``(codes, bad)`` of a list, tuple or 1-d object array of values against ``str`` or ``bytes`` categories, as
+    """``(codes, bad)`` of a list, tuple or 1-d object array of values against ``str`` or ``bytes``
+    categories, as
     :func:`fixed_width_codes` (against ``str`` categories a ``bytes`` value is compared as UTF-8);
     None when the categories are not text or a value is not hashable: the caller's general path
     then names the problem.
