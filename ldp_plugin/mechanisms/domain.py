@@ -175,8 +175,7 @@ def _text_codes(values: Any, categories: tuple) -> Optional[tuple]:
     categories through the exact vectorized lookups of :mod:`~ldp_plugin.sampling.row_lookup`
     (a 1-d ``U``/``S`` array read in place; a list, tuple or object array in one compiled pass
     over the objects, else a dictionary pass; bytes values against ``str`` categories read as
-    UTF-8), or None for values
-    those lookups do not take (the general path below)."""
+    UTF-8), or None for values those lookups do not take (the general path below)."""
     kind = text_kind(categories)
     if kind is None:
         return None
