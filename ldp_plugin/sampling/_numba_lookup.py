@@ -11,10 +11,11 @@ equals that category, byte for byte.
   is the ``size`` bytes at ``i·size``, read as ``⌈size/8⌉`` unaligned words (the last one masked to
   the element's own bytes); the categories are rows of the same dtype, padded with NULs to whole
   words. It has a numpy twin in :mod:`~ldp_plugin.sampling.row_lookup` (on the dtype's own words).
-* :func:`lookup_objects` — the items of a list, tuple or object array: an exact ``str`` is read as its UTF-8
-  bytes, an exact ``bytes`` as its bytes (CPython's C API, the GIL held: this kernel is not
-  ``nogil``); the words are the text's length and :func:`text_word` of its bytes,
-  the categories' rows the same words of their labels (:func:`label_words`). Any other item (a
+* :func:`lookup_objects` — the items of a list, tuple or object array: an exact ``str`` is read as
+  its UTF-8 bytes (a non-ASCII string keeps that UTF-8 copy, as CPython caches it), an exact
+  ``bytes`` as its bytes (CPython's C API, the GIL held: this kernel is not ``nogil``); the words
+  are the text's length and :func:`text_word` of its bytes, the categories' rows the same words of
+  their labels (:func:`label_words`). Any other item (a
   subclass, another type, a string without a UTF-8 form) stops the kernel with its position: the
   caller then takes the dictionary path, the reference both kernels are tested against."""
 
@@ -33,10 +34,10 @@ _CACHE = os.environ.get("LDP_PLUGIN_NUMBA_CACHE", "1") != "0"
 # file only, so a change to an imported helper would leave stale compiled kernels) --------------
 # load_word / load_at read 8 (4, 1) bytes at a byte offset of an array (an address) as one native
 # word, with no alignment requirement; the caller keeps every read inside the buffer. item_of,
-# size_of, type_of, utf8_of, bytes_of are PyList_GetItem / PyTuple_GetItem, PyList_Size / PyTuple_Size, Py_TYPE,
-# PyUnicode_AsUTF8AndSize and PyBytes_AsStringAndSize called from compiled code that holds the GIL
-# (a kernel using them must not be nogil): they borrow references and run no Python code, so
-# nothing can change the sequence while they read it. A failed conversion (a string with a lone
+# size_of, type_of, utf8_of, bytes_of are PyList_GetItem / PyTuple_GetItem, PyList_Size /
+# PyTuple_Size, Py_TYPE, PyUnicode_AsUTF8AndSize and PyBytes_AsStringAndSize called from compiled
+# code that holds the GIL (a kernel using them must not be nogil): they borrow references and run
+# no Python code, so nothing can change the sequence while they read it. A failed conversion (a string with a lone
 # surrogate has no strict UTF-8 form) clears its error and returns a negative length.
 
 _I64 = ir.IntType(64)
