@@ -17,7 +17,9 @@ before the clock starts, as ``_collect`` makes it before it sends the query:
 ``Collector(q, expected_reports=nodes × n)`` (the registered quota: its nonce table sized and
 touched then; ``collector_creation_ms``). ``no_reservation_reports_per_s`` times instead a
 ``Collector(q)`` made inside the clock, whose nonce table grows (rehashes) as replies arrive.
-The numba kernels are loaded before timing, as the ServerApp does at start (``run_plan``);
+``one_thread_scan_reports_per_s`` times the collection with the nonce admission's scan of the
+rows on one thread (``aggregate_kernels._SCAN_SPLIT`` raised past the batch), against its default
+split over the cores. The numba kernels are loaded before timing, as the ServerApp does at start (``run_plan``);
 ``LDP_PLUGIN_KERNELS=numba`` unless set.
 
 Also printed: ``per_reply_fixed_us``, a reply without reports into a collector that holds the
@@ -53,6 +55,7 @@ from ldp_plugin.federated import Collector, Query  # noqa: E402
 from ldp_plugin.federated.app import _record, reply_to_raw  # noqa: E402
 from ldp_plugin.federated.envelope import seal  # noqa: E402
 from ldp_plugin.mechanisms.reports import to_wire_each  # noqa: E402
+from ldp_plugin.sampling import aggregate_kernels  # noqa: E402
 from ldp_plugin.sampling.kernels import preload  # noqa: E402
 
 
@@ -101,6 +104,10 @@ def main() -> None:
             cpus.append(time.process_time() - c)
         assert col.accepted == total
         t_grow = _best(lambda: collection(Collector(q)), args.repeats)
+        split = aggregate_kernels._SCAN_SPLIT
+        aggregate_kernels._SCAN_SPLIT = 1 << 62  # the nonce admission's scan of the rows on one thread
+        t_one = _best(lambda: collection(Collector(q, expected_reports=total)), args.repeats)
+        aggregate_kernels._SCAN_SPLIT = split
         t_fixed = _best(lambda: col.ingest_reply(reply_to_raw(empty)[0], quota=args.n, node=args.nodes), 20)
         t_col = _best(columnar, args.repeats)
         dst = [np.empty_like(b) for b in blobs]
@@ -113,6 +120,7 @@ def main() -> None:
             "per_reply_fixed_us": round(t_fixed * 1e6, 1), "per_report_ns": round((best - args.nodes * t_fixed) / total * 1e9, 2),
             "collector_creation_ms": round(min(creations) * 1e3, 1),
             "no_reservation_reports_per_s": round(total / t_grow),
+            "one_thread_scan_reports_per_s": round(total / t_one),
             "ingest_array_reports_per_s": round(total / t_col), "collection_over_ingest_array": round(t_col / best, 3),
             "memcpy_reports_per_s": round(total / t_cp), "collection_over_memcpy": round(t_cp / best, 3),
             "cpu_over_wall": round(sum(cpus) / sum(walls), 2)}

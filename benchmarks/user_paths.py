@@ -9,6 +9,13 @@ side by side; the machine is shared, so read ratios, not bare rates).
   unicode array, a numpy bytes array (read as UTF-8), a ``list[str]`` (one ``str`` object per
   value, as a reader builds it), a ``list[bytes]`` and an object array of ``str``, each ÷ the code rate (``randomize_encoded`` on int64 codes, the same
   seeded source) (bar: numpy arrays ≥ 0.6).
+* **List routes** (``--list-routes``): the ways from a ``list[str]`` to item codes with known
+  categories, each timed with the randomization after it (``randomize_encoded`` of its codes, the
+  same seeded source) ÷ the code rate: one ``dict.get`` a value (the numpy backend's pass),
+  ``operator.itemgetter(*values)(index)``, ``np.array(values)`` then the ``U`` lookup, numpy's
+  ``StringDType`` with a ``searchsorted`` in the sorted categories, Polars ``Series(values,
+  dtype=Enum)``, a String Series cast to the Enum, ``replace_strict``, and the library's
+  compiled pass (``list_codes``). Each route's codes are checked against the dictionary's first.
 * **Import**: CPU time of ``import ldp_plugin`` ÷ ``import opendp.prelude``, fresh processes,
   interleaved (``benchmarks/import_time.py``'s rows; bar: ≤ 1.3).
 
@@ -16,6 +23,7 @@ Every row interleaves its cases (each round times each case once; best of at lea
 rounds, more while the row stays within 2 s), so a load spike hits them alike. Prints one table.
 
 Usage: python benchmarks/user_paths.py [--n 1000000] [--rounds 7] [--import-rounds 9] [--json OUT]
+       python benchmarks/user_paths.py --list-routes [--n 1000000] [--rounds 7]
 """
 
 from __future__ import annotations
@@ -28,16 +36,20 @@ if sys.path and os.path.abspath(sys.path[0]) == HERE:
     sys.path.pop(0)  # this directory's coverage.py would shadow the package numba imports
 
 import argparse  # noqa: E402
+import itertools  # noqa: E402
 import json  # noqa: E402
+import operator  # noqa: E402
 import platform  # noqa: E402
 import statistics  # noqa: E402
 import time  # noqa: E402
 
 import numpy as np  # noqa: E402
+import polars as pl  # noqa: E402
 
 import ldp_plugin as ldp  # noqa: E402
 from ldp_plugin.sampling import SeededRandomSource  # noqa: E402
 from ldp_plugin.sampling.kernels import kernel_backend, preload  # noqa: E402
+from ldp_plugin.sampling.row_lookup import fixed_width_codes, list_codes  # noqa: E402
 
 preload(1 << 40)  # numba (if installed) imported now, before this directory is on the path
 sys.path.append(HERE)
@@ -103,6 +115,55 @@ def text_rows(n: int, rounds: int) -> list:
     return out
 
 
+def list_routes(n: int, rounds: int) -> dict:
+    """Each route from a list of ``str`` to codes, then k-RR's randomization of them, ÷ the code rate."""
+    d = 64
+    cats = [f"item{i:03d}" for i in range(d)]
+    cat_t, index = tuple(cats), {c: i for i, c in enumerate(cats)}
+    codes = np.random.default_rng(0).integers(0, d, n)
+    strs = [cats[c].encode().decode() for c in codes.tolist()]  # as a reader builds it: one str object per value
+    sorted_cats = np.array(sorted(cats), dtype=np.dtypes.StringDType())
+    order = np.argsort(np.array(cats))
+    enum = pl.Enum(cats)
+
+    def string_dtype(values):
+        a = np.array(values, dtype=np.dtypes.StringDType())
+        pos = np.minimum(np.searchsorted(sorted_cats, a), d - 1)
+        if not (sorted_cats[pos] == a).all():
+            raise ValueError("a value is no category")
+        return order[pos]
+
+    def checked(codes_and_bad):
+        codes_, bad = codes_and_bad
+        if bad >= 0:
+            raise ValueError("a value is no category")
+        return codes_
+
+    routes = {
+        "dict.get map": lambda v: np.fromiter(map(index.get, v, itertools.repeat(-1)), dtype=np.int64, count=len(v)),
+        "itemgetter": lambda v: np.fromiter(operator.itemgetter(*v)(index), dtype=np.int64, count=len(v)),
+        "np.array U + lookup": lambda v: checked(fixed_width_codes(np.array(v), cat_t)),
+        "StringDType searchsorted": string_dtype,
+        "Polars Series(Enum)": lambda v: pl.Series(v, dtype=enum).to_physical().to_numpy(),
+        "Polars String cast Enum": lambda v: pl.Series(v, dtype=pl.String).cast(enum).to_physical().to_numpy(),
+        "Polars replace_strict": lambda v: pl.Series(v, dtype=pl.String).replace_strict(cats, list(range(d)), return_dtype=pl.Int64).to_numpy(),
+        "compiled pass (list_codes)": lambda v: checked(list_codes(v, cat_t)),
+    }
+    for name, route in routes.items():
+        if not np.array_equal(np.asarray(route(strs), dtype=np.int64), codes):
+            raise SystemExit(f"route {name} gives other codes")
+    mech = ldp.KRR(epsilon=1.0, d=d, categories=cats)
+    cases = {"code": lambda: mech.randomize_encoded(codes, rng=SeededRandomSource(1))}
+    cases.update({name: (lambda r=route: mech.randomize_encoded(r(strs), rng=SeededRandomSource(1))) for name, route in routes.items()})
+    t = interleaved(cases, rounds)
+    base = t.pop("code")
+    row = {"n": n, "code_rate": n / base, **{k: base / v for k, v in t.items()}}
+    print(f"\n| list[str] → codes → k-RR, ÷ code rate ({n / base / 1e6:.1f} M/s), n = {n:,} | ratio |\n|---|---|")
+    for k, v in t.items():
+        print(f"| {k} | {base / v:.2f} |")
+    return row
+
+
 def import_row(rounds: int) -> dict:
     names = ("import opendp.prelude", "import ldp_plugin")
     for name in names:  # warm the byte-code caches
@@ -152,7 +213,14 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--import-rounds", type=int, default=9)
     ap.add_argument("--json", default=None)
+    ap.add_argument("--list-routes", action="store_true", help="compare the routes from a list[str] to codes (and nothing else)")
     args = ap.parse_args()
+    if args.list_routes:
+        res = list_routes(args.n, args.rounds)
+        if args.json:
+            with open(args.json, "w") as f:
+                json.dump(res, f, indent=1)
+        return
     t0 = time.perf_counter()
     load0 = os.getloadavg()
     res = {"meta": {"python": platform.python_version(), "numpy": np.__version__, "cpus": os.cpu_count(), "kernels": kernel_backend(),

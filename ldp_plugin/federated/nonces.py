@@ -29,7 +29,7 @@ import os
 import numpy as np
 
 from .._errors import LDPInputError
-from ..sampling.aggregate_kernels import aggregate_kernel, rows_match
+from ..sampling.aggregate_kernels import admit_nonce_rows, aggregate_kernel, rows_match
 
 __all__ = ["NonceSet"]
 
@@ -119,8 +119,8 @@ class NonceSet:
             keys, used = self._hash_table(self._count + m)
             out = np.zeros(m, dtype=np.uint8)
             payload = np.empty((m, pw), dtype=np.uint8) if pw else _NO_PAYLOAD
-            k = int(run(keys, used, rows, offset, np.frombuffer(bytes(pattern), dtype=np.uint8), self._salt, out, payload_offset, payload,
-                        *self._scratch(m, keys.shape[0])))
+            k = admit_nonce_rows(keys, used, rows, offset, np.frombuffer(bytes(pattern), dtype=np.uint8), self._salt, out, payload_offset, payload,
+                                 *self._scratch(m, keys.shape[0]))  # its scan of the rows on both cores
             self._count += k
             return out, payload[:k] if pw else np.zeros((k, 0), dtype=np.uint8)
         ok = rows_match(rows, offset, pattern)

@@ -174,9 +174,9 @@ def encode_values(values: Any, d: int, categories: Optional[tuple], index: Optio
 def _text_codes(values: Any, categories: tuple) -> Optional[tuple]:
     """``(codes, first bad position or -1)`` of text values against ``str`` or ``bytes``
     categories through the exact vectorized lookups of :mod:`~ldp_plugin.sampling.row_lookup`
-    (a 1-d ``U``/``S`` array read in place; a list, tuple or object array in one C-level
-    dictionary pass; bytes values against ``str`` categories read as UTF-8), or None for values
-    those lookups do not take (the general path below)."""
+    (a 1-d ``U``/``S`` array read in place; a list, tuple or object array in one compiled pass
+    over the objects, else a dictionary pass; bytes values against ``str`` categories read as
+    UTF-8), or None for values those lookups do not take (the general path below)."""
     kind = text_kind(categories)
     if kind is None:
         return None
@@ -186,7 +186,7 @@ def _text_codes(values: Any, categories: tuple) -> Optional[tuple]:
         if (values.dtype.kind == "S" or (values.dtype.kind == "U" and kind is str)) and values.dtype.itemsize:
             return fixed_width_codes(values, categories)
         if values.dtype == object:
-            return list_codes(values.tolist(), categories)
+            return list_codes(values, categories)
         return None
     if isinstance(values, (list, tuple)):
         return list_codes(values, categories)

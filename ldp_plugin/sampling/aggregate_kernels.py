@@ -21,6 +21,8 @@ below — return identical arrays (tested against each other and against the ref
 Every function takes ``backend`` (None: the ``LDP_PLUGIN_KERNELS`` rule; ``"numpy"``/``"numba"``:
 that implementation, :func:`ldp_plugin.sampling.kernels.select_table`), so both can run in one
 process (the verification's kernels layer holds each kernel to its twin).
+* :func:`admit_nonce_rows` — the collector's nonce admission (compiled only; the numpy twin is
+  :class:`~ldp_plugin.federated.nonces.NonceSet`'s sorted arrays), its scan of the rows on both cores.
 """
 
 from __future__ import annotations
@@ -33,7 +35,8 @@ from .._errors import LDPInputError
 from .kernels import select_table
 from .runner import _thread_pool
 
-__all__ = ["bounded_histogram", "packed_column_counts", "grouped_histogram", "aggregate_backend", "rows_match", "aggregate_kernel", "hashed_support", "sorted_rows_histogram"]
+__all__ = ["bounded_histogram", "packed_column_counts", "grouped_histogram", "aggregate_backend", "rows_match", "aggregate_kernel", "hashed_support", "sorted_rows_histogram",
+           "admit_nonce_rows"]
 
 #: rows per adder-tree chunk of the numpy twin (bounds its working memory at a few MB)
 _TREE_ROWS = 1 << 15
@@ -41,6 +44,8 @@ _TREE_ROWS = 1 << 15
 _SPLIT_MIN = 1 << 17
 #: rows of at most this many 64-bit words take the register-blocked column-count kernel
 _NARROW_WORDS = 4
+#: nonce admission: the smallest share of one thread in its scan of the rows
+_SCAN_SPLIT = 1 << 18
 #: histograms: the smallest share of one thread (a histogram pass is ~0.5 ns per report: from
 #: 2**19 reports on, two threads save more than their hand-off costs)
 _HIST_SPLIT = 1 << 18
@@ -81,6 +86,34 @@ def split_run(fn, count: int) -> list:
 
 def _workers(n: int, split: int = _SPLIT_MIN) -> int:
     return max(1, min(os.cpu_count() or 1, 4, n // split))
+
+
+def admit_nonce_rows(keys, used, rows, off, pattern, salt, out, poff, payload, tmp, stage, bucket_bits) -> int:
+    """The compiled ``nonce_admit_matching`` of :mod:`._numba_aggregate` (numba loaded: the caller
+    checked), with its first pass — the scan of the rows: header band, nonce words, hash, payload
+    gathered — split over the cores from ``2·_SCAN_SPLIT`` rows on. Each share writes its matching
+    rows from its own first row on and counts its own regions; the shares are then closed up in
+    row order (a gap only where rows did not match) and the histograms summed, so the inserts see
+    exactly the entries, in exactly the order, of the one-thread kernel: the same table, statuses
+    and payloads (tested against it)."""
+    k = _kernels(1 << 62)
+    m = rows.shape[0]
+    parts = _splits(m, _workers(m, _SCAN_SPLIT))
+    if len(parts) <= 1:
+        return int(k["nonce_admit_matching"](keys, used, rows, off, pattern, salt, out, poff, payload, tmp, stage, bucket_bits))
+    mask, shift, regions = k["nonce_regions"](keys.shape[0], bucket_bits)
+    counts = [np.zeros(regions + 1, dtype=np.int64) for _ in parts]
+    scan = k["nonce_scan"]
+    shares = split_run(lambda j: scan(rows, parts[j][0], parts[j][1], off, pattern, salt, out, poff, payload, tmp, counts[j], mask, shift), len(parts))
+    good = 0
+    for (lo, _), g in zip(parts, shares):
+        if lo != good and g:  # rows of an earlier share did not match: close the gap, order kept
+            tmp[good:good + g] = tmp[lo:lo + g]
+            if payload.shape[1]:
+                payload[good:good + g] = payload[lo:lo + g]
+        good += int(g)
+    start = np.sum(counts, axis=0)
+    return int(k["nonce_insert"](keys, used, salt, out, payload, tmp, good, start, stage, mask, shift))
 
 
 def bounded_histogram(codes: np.ndarray, size: int, *, message: str = "", backend: str | None = None) -> np.ndarray:

@@ -1,23 +1,26 @@
 """Exact, vectorized lookup of text values in a table of categories: the item codes of a numpy
 unicode (``U``) or bytes (``S``) array read in its own buffer (no Python object per value), or of
-a Python list of ``str``/``bytes``.
+a Python list, tuple or object array of ``str``/``bytes``.
 
 * :func:`fixed_width_codes` — a 1-d ``U``/``S`` array is read as an ``(n, w)`` matrix of words
-  (its own buffer, no copy when contiguous). A category is looked up as its row in the same dtype,
+  (its own buffer, no copy when contiguous; the compiled kernel reads 64-bit words, the last one
+  masked to the element's own bytes). A category is looked up as its row in the same dtype,
   padded with NULs. numpy reads an element without its trailing NULs, so the row of a value equals
   the row of category ``c`` iff the value (as numpy returns it) equals ``c``, provided ``c`` fits
   the width and does not itself end in NUL; categories that do not fit, or end in NUL, can never be
   an element of the array and are left out of the table (``"a\\x00"`` never matches ``"a"``).
-* :func:`list_codes` — a list or tuple: one dictionary lookup per value in a single C-level pass
-  (``map`` into ``np.fromiter``; the values are Python objects already).
+* :func:`list_codes` — a list, tuple or object array: one compiled pass that reads each exact
+  ``str``/``bytes`` through CPython's C API and looks its bytes up in a table of the categories'
+  UTF-8 bytes (numba), else one dictionary lookup per value in a single C-level pass (``map``
+  into ``np.fromiter``), the reference.
 
 Against ``str`` categories a bytes value (an ``S`` array's element, ``bytes`` in a list) is read
 as UTF-8 text: it matches the category whose UTF-8 encoding it is.
 
 Every lookup is exact: a value gets the code of the category it equals (compared word for word
 after the hash probe), or is reported by position — the first value that is no category's —
-and never by content. Both backends of :func:`fixed_width_codes` (the numba kernel in
-:mod:`._numba_lookup`, the numpy twin here) return the same codes and the same position (tested
+and never by content. Both backends of each (the numba kernels in :mod:`._numba_lookup`, the
+numpy twin or the dictionary pass here) return the same codes and the same position (tested
 against a dictionary lookup)."""
 
 from __future__ import annotations
@@ -109,26 +112,31 @@ def _hash_columns(rows: np.ndarray) -> np.ndarray:
 
 class _Table:
     """The categories that can occur, as rows of words, with an open-addressing slot table
-    (linear probing) over a hash of a few columns."""
+    (linear probing) over a hash of a few columns: of 8 multiplier seeds (a few columns first,
+    every column if their probe runs come out long), the one whose rows sit closest to their home
+    slots (a lookup of a row walks one slot per row it passes). The table has 16 slots a row up to
+    256 rows (most rows at home), 4 beyond."""
 
     def __init__(self, rows: np.ndarray, codes: np.ndarray):
         self.rows, self.codes = rows, codes
         m, w = rows.shape
-        bits = max(4, (4 * max(m, 1) - 1).bit_length())
+        bits = max(4, ((16 if m <= 256 else 4) * max(m, 1) - 1).bit_length())
         self.shift = np.uint64(64 - bits)
-        # a few columns, else every column if their probe runs come out long
+        best = None
         for cols in (_hash_columns(rows), np.arange(w, dtype=np.int64)):
             for seed in range(8):
                 keys = _multipliers(cols.size, seed)
-                slots, longest = self._slots(_row_hashes(rows, keys, cols), bits)
-                if longest <= _MAX_RUN:
+                slots, longest, walked = self._slots(_row_hashes(rows, keys, cols), bits)
+                if longest <= _MAX_RUN and (best is None or walked < best[0]):
+                    best = (walked, cols, keys, slots)
+                if best is not None and best[0] == 0:
                     break
-            if longest <= _MAX_RUN:
+            if best is not None:
                 break
-        self.cols, self.keys, self.slots = cols, keys, slots
+        _, self.cols, self.keys, self.slots = best if best is not None else (0, cols, keys, slots)
 
     def _slots(self, hashes: np.ndarray, bits: int) -> tuple:
-        """``(slots, longest probe run)``: linear probing, inserted in rounds (each row still
+        """``(slots, longest probe run, slots walked past by all rows)``: linear probing, inserted in rounds (each row still
         unplaced moves one slot on when its slot is taken; of several rows arriving at one free
         slot the lowest takes it). Every slot a row passes stays occupied, so a lookup that walks
         from the home slot to the first empty one meets every row with that home."""
@@ -136,7 +144,7 @@ class _Table:
         slots = np.full(1 << bits, -1, dtype=np.int64)
         pending = np.arange(hashes.size, dtype=np.int64)
         pos = (hashes >> self.shift).astype(np.int64)
-        run = 0
+        run = walked = 0
         while pending.size:
             free = slots[pos] < 0
             where, first = np.unique(pos[free], return_index=True)
@@ -144,7 +152,8 @@ class _Table:
             left = slots[pos] != pending
             pending, pos = pending[left], (pos[left] + 1) & mask
             run += int(pending.size > 0)
-        return slots, run
+            walked += int(pending.size)
+        return slots, run, walked
 
 
 def _word_dtype(itemsize: int) -> np.dtype:
@@ -172,6 +181,20 @@ def _fixed_table(categories: tuple, dtype: np.dtype) -> _Table:
     return _Table(rows, codes)
 
 
+@functools.lru_cache(maxsize=64)
+def _wide_table(categories: tuple, dtype: np.dtype) -> tuple:
+    """``(table, last_mask)`` of the compiled lookup: the categories of :func:`_fixed_table` as
+    rows of native 64-bit words (each padded with NULs to whole words), and the word mask that
+    keeps an element's own bytes of its last word (the bytes past it belong to the next element)."""
+    words = -(-dtype.itemsize // 8)
+    narrow = _fixed_table(categories, dtype)
+    raw = np.zeros((narrow.rows.shape[0], 8 * words), dtype=np.uint8)
+    raw[:, :dtype.itemsize] = np.ascontiguousarray(narrow.rows).view(np.uint8).reshape(narrow.rows.shape[0], dtype.itemsize)
+    own = dtype.itemsize - 8 * (words - 1)
+    last_mask = np.frombuffer(b"\xff" * own + b"\x00" * (8 - own), dtype=np.uint64)[0]
+    return _Table(raw.view(np.uint64), narrow.codes), last_mask
+
+
 def fixed_width_codes(values: np.ndarray, categories: tuple, *, backend: Optional[str] = None) -> tuple[np.ndarray, int]:
     """``(codes, bad)`` of a 1-d ``U`` (``str`` categories) or ``S`` array (``bytes`` categories,
     or ``str`` categories compared as UTF-8):
@@ -182,17 +205,12 @@ def fixed_width_codes(values: np.ndarray, categories: tuple, *, backend: Optiona
     if n == 0:
         return np.empty(0, dtype=np.int64), -1
     a = np.ascontiguousarray(values)
+    out = np.empty(n, dtype=np.int64)
+    run = _kernels(n * a.dtype.itemsize // 8, backend)
+    if run is not None:
+        return out, _compiled_fixed(run["lookup_fixed"], a, categories, out)
     table = _fixed_table(categories, a.dtype)
     words = a.view(table.rows.dtype).reshape(n, table.rows.shape[1])
-    out = np.empty(n, dtype=np.int64)
-    run = _kernels(words.size, backend)
-    if run is not None:
-        k = run["lookup_rows"]
-        parts = _splits(n, _workers(n, _SPLIT))
-        args = (table.cols, table.keys, table.shift, table.slots, table.rows, table.codes, out)
-        bads = split_run(lambda j: k(words, parts[j][0], parts[j][1], *args), len(parts))
-        bad = min((int(b) for b in bads if b >= 0), default=-1)
-        return out, bad
     if table.rows.shape[0] == 0:  # no category fits this dtype: the first value is none
         return out, 0
     mask = table.slots.size - 1
@@ -220,6 +238,27 @@ def fixed_width_codes(values: np.ndarray, categories: tuple, *, backend: Optiona
     return out, -1
 
 
+def _compiled_fixed(kernel, a: np.ndarray, categories: tuple, out: np.ndarray) -> int:
+    """The compiled lookup of the contiguous array ``a`` into ``out`` (both threads); returns the
+    first position that is no category, or −1. Elements whose last word would reach past the
+    buffer (the final few) are read from a zero-padded copy of their bytes."""
+    n, size = a.shape[0], a.dtype.itemsize
+    table, last_mask = _wide_table(categories, a.dtype)
+    reach = 8 * table.rows.shape[1]  # bytes read from an element's start
+    buf = a.view(np.uint8).reshape(n * size)
+    inside = min(n, (n * size - reach) // size + 1) if n * size >= reach else 0
+    args = (last_mask, table.cols, table.keys, table.shift, table.slots, table.rows, table.codes, out)
+    parts = _splits(inside, _workers(inside, _SPLIT))
+    bads = split_run(lambda j: kernel(buf, size, parts[j][0], parts[j][1], *args, 0), len(parts))
+    bad = min((int(b) for b in bads if b >= 0), default=-1)
+    if bad < 0 and inside < n:
+        tail = np.zeros((n - inside) * size + reach, dtype=np.uint8)
+        tail[:(n - inside) * size] = buf[inside * size:]
+        b = kernel(tail, size, 0, n - inside, *args, inside)
+        bad = inside + int(b) if b >= 0 else -1
+    return bad
+
+
 def _rows_equal(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Row-wise equality of two ``(k, w)`` arrays (column by column: no ``(k, w)`` temporary)."""
     same = np.ones(a.shape[0], dtype=bool)
@@ -238,19 +277,61 @@ def _text_index(categories: tuple) -> dict:
     return index
 
 
-def list_codes(values: Any, categories: tuple) -> Optional[tuple[np.ndarray, int]]:
-    """``(codes, bad)`` of a list or tuple of values against ``str`` or ``bytes`` categories, as
+@functools.lru_cache(maxsize=64)
+def _object_table(categories: tuple, words_of) -> tuple:
+    """``(table, longest)`` of the compiled list lookup: row ``j`` is ``[length, word 0, …]`` of
+    label ``j``'s bytes (UTF-8 for a ``str``), zeros past its own words (``words_of`` is the
+    compiled :func:`~._numba_lookup.label_words`, which reads them as the lookup reads a value)."""
+    labels = [_utf8(c) for c in categories]
+    lengths = np.array([len(c) for c in labels], dtype=np.int64)
+    longest = int(lengths.max())
+    starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
+    buf = np.frombuffer(b"".join(labels) + b"\x00", dtype=np.uint8)
+    rows = np.zeros((len(labels), 1 + max(1, -(-longest // 8))), dtype=np.uint64)
+    words_of(buf, starts, lengths, rows)
+    return _Table(rows, np.arange(len(labels), dtype=np.int64)), longest
+
+
+def _object_source(values: Any) -> Optional[tuple]:
+    """``(address, kind)`` of the items the compiled list pass reads: a list (0) or tuple (1) by
+    its own address, a 1-d contiguous object array (2) by its buffer of object pointers (the array
+    holds a reference to each); None for anything else (subclasses may read their items otherwise)."""
+    if type(values) is list or type(values) is tuple:
+        return id(values), int(type(values) is tuple)
+    if (type(values) is np.ndarray and values.dtype == object and values.ndim == 1 and values.flags.c_contiguous
+            and values.dtype.itemsize == 8):
+        return values.ctypes.data, 2
+    return None
+
+
+def list_codes(values: Any, categories: tuple, *, backend: Optional[str] = None) -> Optional[tuple[np.ndarray, int]]:
+    """``(codes, bad)`` of a list, tuple or 1-d object array of values against ``str`` or ``bytes``
+    categories, as
     :func:`fixed_width_codes` (against ``str`` categories a ``bytes`` value is compared as UTF-8);
     None when the categories are not text or a value is not hashable: the caller's general path
     then names the problem.
 
-    One C-level pass: ``dict.get`` mapped over the list into ``np.fromiter`` (no Python frame per
-    value). Measured against joining the list into one buffer and splitting it in a compiled
-    pass: the join alone costs about as much as this whole pass (each value is a Python object
-    either way), so the simple path stays."""
-    if text_kind(categories) is None:  # labels of other types: bool and int are told apart by the caller's general path
+    Compiled (numba backend): one pass over the items in C — each exact ``str`` read as its UTF-8
+    bytes, each exact ``bytes`` as its bytes, no Python object made (the GIL held, so nothing
+    changes the list meanwhile). A batch that is not all categories, or holds any other item (a
+    subclass, another type, a string with a lone surrogate), is decided by the dictionary pass
+    instead, so every refusal and every ``None`` is that pass's. The dictionary pass (the numpy
+    backend, and the reference): ``dict.get`` mapped over the list into ``np.fromiter``. Measured
+    against joining the list into one buffer and splitting it in a compiled pass: the join alone
+    costs about as much as the dictionary pass. ``backend``: as :func:`fixed_width_codes`."""
+    kind = text_kind(categories)
+    if kind is None:  # labels of other types: bool and int are told apart by the caller's general path
         return None
     n = len(values)
+    run = _kernels(n, backend)
+    source = _object_source(values)
+    if run is not None and n and source is not None:
+        table, longest = _object_table(categories, run["label_words"])
+        out = np.empty(n, dtype=np.int64)
+        bad, _ = run["lookup_objects"](source[0], n, source[1], id(str), id(bytes), kind is str, longest,
+                                      table.cols, table.keys, table.shift, table.slots, table.rows, table.codes, out)
+        if bad < 0:
+            return out, -1
     try:
         codes = np.fromiter(map(_text_index(categories).get, values, itertools.repeat(-1)), dtype=np.int64, count=n)
     except TypeError:  # an unhashable value

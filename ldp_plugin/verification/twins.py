@@ -22,7 +22,7 @@ is patched, so both implementations run in one process. Checks, per kernel famil
   definition, across dtypes, ``d`` at multiples of 8 and 64 ± 1, and rows across the blocks, chunks
   and thread splits; an out-of-range code is refused by both (naming the range, counting nothing)
   wherever it sits, including at a block edge.
-* **text lookup** (``lookup_rows``): both backends equal a dictionary lookup on ``U`` and ``S``
+* **text lookup** (``lookup_fixed``, ``lookup_objects``): both backends equal a dictionary lookup on ``U`` and ``S``
   arrays of several widths, with categories that cannot occur (too wide, ending in NUL), non-ASCII
   labels, a table whose few hashed columns collide into long probe runs (rebuilt on every column),
   and the first unknown value at the first, last and step-boundary positions.

@@ -14,6 +14,7 @@ import ldp_plugin as ldp
 from ldp_plugin.federated import Collector, Query
 from ldp_plugin.federated.envelope import seal
 from ldp_plugin.federated.nonces import NonceSet
+from ldp_plugin.sampling import aggregate_kernels as ak
 from ldp_plugin.sampling.aggregate_kernels import rows_match
 from ldp_plugin.mechanisms.reports import to_wire_each
 
@@ -166,3 +167,43 @@ def test_admit_matching_is_rows_match_then_admit(backend):
         want[ok] = _reference_admit(ref, b[ok, :16])
         assert np.array_equal(s.admit_matching(b, 20, pat), want)
     assert len(s) == len(ref) and 0 < (want == 2).sum() < want.size
+
+
+def test_admission_with_the_scan_on_both_cores_equals_the_one_thread_kernel(monkeypatch):
+    """100,001 envelope rows, the scan of the rows split over two threads (from 2^14 rows a share
+    here, 2^18 in use): header mismatches in
+    the first share (a gap to close), replays within and across the shares and of nonces already
+    in the set, forged nonces sharing their first word. The split admission gives exactly the
+    statuses, the payloads and the set of the one-thread kernel, and the numpy twin's answers."""
+    pytest.importorskip("numba")
+    monkeypatch.setenv("LDP_PLUGIN_KERNELS", "numba")
+    rng = np.random.default_rng(11)
+    pat = bytes(rng.integers(0, 256, 9, dtype=np.uint8))
+    m, w, poff = 100_001, 40, 25
+    rows = rng.integers(0, 256, (m, w), dtype=np.uint8)
+    rows[:, 16:25] = np.frombuffer(pat, dtype=np.uint8)
+    rows[3:40_000:97, 20] ^= 4  # header mismatches, most in the first share
+    rows[75_000:75_300, :16] = rows[100:400, :16]  # replays of the first share in the second
+    rows[10:20, :16] = rows[0, :16]  # and within the first
+    rows[80_000:80_500, 8:16] = rows[80_000, 8:16]  # forged: one second word, many first words
+    earlier = rows[99_000:99_100, :16].copy()
+    runs = []
+    for split in (True, False):
+        monkeypatch.setattr(ak, "_SCAN_SPLIT", 1 << 14)
+        s = NonceSet()
+        s.admit(earlier)  # in the set before the batch
+        if not split:  # the one-thread kernel, called as the collector called it before the split
+            monkeypatch.setattr(ak, "_SCAN_SPLIT", m + 1)
+        status, payload = s.admit_envelopes(rows, 16, pat, poff)
+        keys, used = s._table  # each set hashes with its own secret salt: its keys, not their slots
+        taken = keys[used != 0]
+        runs.append((status.copy(), payload.copy(), taken[np.lexsort((taken[:, 1], taken[:, 0]))], len(s)))
+        assert ak._workers(m, ak._SCAN_SPLIT) == (2 if split and (os.cpu_count() or 1) > 1 else 1)
+    for a, b in zip(runs[0], runs[1]):
+        assert np.array_equal(a, b)
+    monkeypatch.setenv("LDP_PLUGIN_KERNELS", "numpy")  # the sorted-array twin: an independent reference
+    ref = NonceSet()
+    ref.admit(earlier)
+    want = ref.admit_matching(rows, 16, pat)
+    assert np.array_equal(runs[0][0], want) and 0 < (want == 2).sum() and 0 < (want == 0).sum()
+    assert np.array_equal(runs[0][1], rows[want == 1, poff:])

@@ -143,3 +143,136 @@ def test_bytes_values_against_str_categories_are_read_as_utf8():
     assert np.array_equal(np.asarray(mech.randomize(np.array(raw), rng=5)), np.asarray(mech.randomize(["é", "日本", "ab", ""], rng=5)))
     with pytest.raises(LDPInputError, match=r"position 1"):
         mech.encode(np.array([b"ab", "é".encode("latin-1")]))  # not the UTF-8 form of a category
+
+
+def _compiled():
+    """The compiled lookup kernels (numba installed), loaded now; else the test is skipped."""
+    pytest.importorskip("numba")
+    run = rl._kernels(1 << 62)
+    if run is None:
+        pytest.skip("numba cannot compile here")
+    return run
+
+
+# lengths 0..40 in UTF-8 bytes: one- to three-byte texts, the 4..7-byte word of two reads, whole
+# words, a last word overlapping the one before; non-ASCII and a NUL inside
+_LONG_CATS = ["", "a", "ab", "abc", "abcd", "abcdefg", "abcdefgh", "abcdefghi", "é", "日本", "a\x00b",
+              "item000", "item001", "x" * 15, "x" * 16, "x" * 17, "x" * 39 + "y", "x" * 40]
+
+
+@pytest.mark.parametrize("kind", [str, bytes])
+def test_compiled_list_pass_equals_the_dictionary_pass(monkeypatch, kind):
+    run = _compiled()
+    monkeypatch.setenv("LDP_PLUGIN_KERNELS", "numba")
+    cats = tuple(c.encode() for c in _LONG_CATS) if kind is bytes else tuple(_LONG_CATS)
+    table, longest = rl._object_table(cats, run["label_words"])
+    rng = np.random.default_rng(7)
+    near = [c[:-1] for c in cats if c] + [c + c[-1:] for c in cats if c] + [c[:-1] + (b"z" if kind is bytes else "z") for c in cats if c]
+    near = [v for v in near if v not in cats]  # one byte short, one long, the last byte changed
+    for values in ([cats[i] for i in rng.integers(0, len(cats), 5000).tolist()], list(cats), [c.encode() if kind is str else c for c in cats]):
+        for container in (list, tuple):
+            seq = container(values)
+            out = np.empty(len(seq), dtype=np.int64)
+            got = run["lookup_objects"](id(seq), len(seq), int(container is tuple), id(str), id(bytes), kind is str, longest,
+                                        table.cols, table.keys, table.shift, table.slots, table.rows, table.codes, out)
+            assert got == (-1, 0)  # every item read in the compiled pass, every one a category
+            _check((out, -1), list(seq), list(cats))
+            _check(rl.list_codes(seq, cats), list(seq), list(cats))
+            arr = np.empty(len(seq), dtype=object)
+            arr[:] = list(seq)
+            assert rl._object_source(arr)[1] == 2
+            _check(rl.list_codes(arr, cats), list(seq), list(cats))  # an object array, read through its pointers
+            _check(rl.list_codes(arr[::-1], cats), list(seq)[::-1], list(cats))  # strided: the dictionary pass
+    for miss in near:  # a near miss is no category, at its own position, whatever is around it
+        values = [cats[1], cats[-1], miss, cats[0]]
+        out = np.empty(4, dtype=np.int64)
+        got = run["lookup_objects"](id(values), 4, 0, id(str), id(bytes), kind is str, longest,
+                                    table.cols, table.keys, table.shift, table.slots, table.rows, table.codes, out)
+        assert got == (2, 0)
+        _check(rl.list_codes(values, cats), values, list(cats))
+
+
+def test_compiled_list_pass_hands_other_items_to_the_dictionary_pass(monkeypatch):
+    run = _compiled()
+    monkeypatch.setenv("LDP_PLUGIN_KERNELS", "numba")
+
+    class Text(str):  # a subclass may compare otherwise: the dictionary pass decides
+        pass
+
+    class Raw(bytes):
+        pass
+
+    cats = ("a", "\ud800", "日本", "b")
+    table, longest = rl._object_table(cats, run["label_words"])
+    for values, where in ((["a", Text("b"), "a"], 1), (["b", "\ud800"], 1), (["a", 3, "b"], 1), ([None], 0), ([b"a", Raw(b"a")], 1)):
+        out = np.empty(len(values), dtype=np.int64)
+        got = run["lookup_objects"](id(values), len(values), 0, id(str), id(bytes), True, longest,
+                                    table.cols, table.keys, table.shift, table.slots, table.rows, table.codes, out)
+        assert got == (where, 1)
+        _check(rl.list_codes(values, cats), values, list(cats))
+    # the UTF-8 form of a lone surrogate category (surrogatepass) is read in the compiled pass
+    assert rl.list_codes([b"\xed\xa0\x80", "b"], cats)[0].tolist() == [1, 3]
+    assert rl.list_codes(["a", ["x"]], cats) is None  # unhashable, after the compiled pass stopped there
+    assert rl.list_codes(["zz", ["x"]], cats) is None  # an unknown value first: still the dictionary pass's answer
+    # bytes categories: a str item is no category (the dictionary pass says where)
+    bcats = (b"a", b"b")
+    assert rl.list_codes([b"a", "a"], bcats)[1] == 1
+
+
+@pytest.mark.parametrize("kind", ["S", "U"])
+def test_compiled_fixed_width_reads_only_each_elements_own_bytes(monkeypatch, kind):
+    _compiled()
+    monkeypatch.setenv("LDP_PLUGIN_KERNELS", "numba")
+    base = ["", "a", "ab", "abc", "abcdefg", "abcdefgh", "abcdefghi", "x" * 17, "\x7f" * 3]
+    for width in range(1, 19):
+        cats = tuple(c for c in base if len(c) <= width)
+        categories = tuple(c.encode() for c in cats) if kind == "S" else cats
+        rng = np.random.default_rng(width)
+        for n in (1, 2, 3, 7, 8, 9, 17, 40):  # the last elements come from the zero-padded tail
+            picks = [cats[i] for i in rng.integers(0, len(cats), n).tolist()]
+            arr = np.array([c.encode() for c in picks] if kind == "S" else picks, dtype=f"{kind}{width}")
+            _check(rl.fixed_width_codes(arr, categories), arr.tolist(), list(categories))
+            for where in sorted({0, n // 2, n - 1}):  # an element one byte off its neighbours' category
+                bad = arr.copy()
+                v = picks[where]
+                miss = (v[:-1] + "q") if v else "q"
+                if miss in cats or len(miss) > width:
+                    continue
+                bad[where] = miss.encode() if kind == "S" else miss
+                assert rl.fixed_width_codes(bad, categories)[1] == where
+
+
+@pytest.mark.parametrize("make", ["numpy U", "numpy S", "list[str]", "list[bytes]", "tuple[str]", "object array"])
+@pytest.mark.parametrize("cls", [ldp.KRR, ldp.OUE])
+def test_every_text_path_gives_the_reports_of_the_codes(monkeypatch, make, cls):
+    # 600,001 values: the two-thread split of the array lookup and its zero-padded tail (compiled
+    # lookups when numba is installed; the numpy twins are held to the dictionary pass above)
+    try:
+        _compiled()
+        monkeypatch.setenv("LDP_PLUGIN_KERNELS", "numba")
+    except pytest.skip.Exception:
+        pass
+    cats = [f"item{i:03d}" for i in range(64)]
+    codes = np.random.default_rng(3).integers(0, 64, 600_001)
+    strs = [cats[c].encode().decode() for c in codes.tolist()]  # one str object per value
+    values = {"numpy U": lambda: np.array(strs), "numpy S": lambda: np.array([s.encode() for s in strs]),
+              "list[str]": lambda: strs, "list[bytes]": lambda: [s.encode() for s in strs],
+              "tuple[str]": lambda: tuple(strs), "object array": lambda: np.array(strs, dtype=object)}[make]()
+    mech = cls(epsilon=1.0, d=64, categories=cats)
+    got = np.asarray(mech.randomize(values, rng=11))
+    assert np.array_equal(got, np.asarray(mech.randomize_encoded(codes, rng=11)))
+
+
+def test_compiled_list_pass_counts_the_items_itself(monkeypatch):
+    # a list that no longer has the length its caller counted (another thread changed it) is not
+    # read: the dictionary pass takes it as it is now
+    run = _compiled()
+    monkeypatch.setenv("LDP_PLUGIN_KERNELS", "numba")
+    cats = ("a", "b")
+    table, longest = rl._object_table(cats, run["label_words"])
+    values = ["a", "b", "a"]
+    for n in (4, 2):
+        out = np.empty(4, dtype=np.int64)
+        got = run["lookup_objects"](id(values), n, 0, id(str), id(bytes), True, longest,
+                                    table.cols, table.keys, table.shift, table.slots, table.rows, table.codes, out)
+        assert got == (0, 1)
