@@ -75,7 +75,7 @@ def test_explicit_backends_run_both_implementations(monkeypatch):
         return
     monkeypatch.setenv("LDP_PLUGIN_KERNELS", "numpy")  # the environment's rule says numpy; an explicit backend overrides it
     assert kernels.compiled("decode_runs", 1) is None and callable(kernels.select("decode_runs", 1, "numba"))
-    assert kernels.select_table("_numba_lookup", 1, "numpy") is None and "lookup_rows" in kernels.select_table("_numba_lookup", 1, "numba")
+    assert kernels.select_table("_numba_lookup", 1, "numpy") is None and "lookup_fixed" in kernels.select_table("_numba_lookup", 1, "numba")
     x, inc = np.array([0, 63, 64, 5]), np.array([True, False, True, False])
     a, b = RecordedSource(1), RecordedSource(1)
     assert np.array_equal(sorted_subsets(a, x, inc, 65, 40, "numpy"), sorted_subsets(b, x, inc, 65, 40, "numba"))
