@@ -27,3 +27,22 @@ def test_hashed_oracles_refuse_float_labels_when_built(make):
     with pytest.raises(LDPParameterError, match="categories"):
         make([0.5, 1.5, 2.5])  # was: built, then every randomize raised
     assert make(["x", "y", "z"]).randomize(["y"], rng=1).shape[0] == 1
+
+
+def test_a_series_report_file_aggregates_through_its_grouped_scan(tmp_path):
+    """l-grr declares histogram_columns, so the executors aggregate its report files by a grouped
+    scan; its accumulator had no add_histogram (an AttributeError out of ``ldp collect``)."""
+    import polars as pl
+
+    from ldp_plugin import executors, persist
+    from ldp_plugin.mechanisms.longitudinal import LGRR
+
+    m = LGRR(epsilon_perm=2.0, epsilon_1=1.0, d=3)
+    keys = [bytes([i]) * 32 for i in range(30)]
+    r = m.randomize(np.arange(30) % 3, user_keys=keys, rng=1)
+    path = persist.write_reports(pl.DataFrame({k: np.asarray(v) for k, v in m.to_columns(r).items()}), tmp_path / "r.parquet", m)
+    spec, fp = persist.read_report_spec(str(path))
+    state = executors.aggregate_file(str(path), spec=spec, fingerprint=fp)
+    direct = m.accumulator().add(r)
+    assert state.n == direct.n == 30
+    assert np.array_equal(state.counts, direct.counts)

@@ -54,9 +54,12 @@ import polars as pl
 
 from ..._errors import LDPInputError, LDPParameterError
 from ...exact import epsilon_of_ratio
-from ...mechanisms import reports as reports_mod
-from ...mechanisms.longitudinal.memoized import DistinctValueGuard, new_user_key
-from ...mechanisms.protocol import InputKind, Keyed, has
+from ...hashing import seeded_hash
+from ...mechanisms import OLH, OUE
+from ...mechanisms._base import FrequencyOracle
+from ...mechanisms.longitudinal.base import LongitudinalMechanism
+from ...mechanisms.longitudinal.memoized import DistinctValueGuard, Memoized, new_user_key
+from ...mechanisms.protocol import ClosedDomain, InputKind, Keyed, SupportTestable, has
 from ...mechanisms.sets import SetBatch
 from ...registry import KINDS, from_spec, load_registry
 from ...registry._suite import wrapper_instances
@@ -91,7 +94,7 @@ def _one_matches(m: Any, value: Any, batch_of_one: Any, seed: int, key: Optional
     ref = _one_of(m, m.randomize(batch_of_one, rng=SeededRandomSource(seed), **({"user_keys": [key]} if key is not None else {})))
     if _flat(one) == ref:
         return True
-    cats = getattr(m, "categories", None)  # a report naming items by label (k-RR's item, k-subset's items): their codes
+    cats = m.categories if has(m, ClosedDomain) else None  # a report naming items by label (k-RR's item, k-subset's items): their codes
     items = list(one) if isinstance(one, tuple) else [one]
     if cats is None or not all(isinstance(v, (str, bytes, int, float, bool, np.generic)) and v in cats for v in items):
         return False
@@ -167,7 +170,7 @@ def _value_forms(mech: Any, n: int, seed: int, quick: bool) -> tuple:
                 cases += 1
                 if mech.with_categories(cats) != lab:
                     failures.append(f"str labels: categories given as {how} build another mechanism")
-            if hasattr(lab, "decode"):
+            if isinstance(lab, FrequencyOracle):
                 cases += 1
                 if list(lab.decode(codes)) != vals:
                     failures.append("str labels: decode(codes) is not the labels")
@@ -182,3 +185,365 @@ def _value_forms(mech: Any, n: int, seed: int, quick: bool) -> tuple:
 
 
 PATH_CHECKS: dict = {}
+
+
+def _set_forms(mech: Any, n: int, seed: int, quick: bool) -> tuple:
+    """``(cases, failures)``: every form of one batch of sets against the reference (a list of
+    lists of codes, each set in increasing order); and batches of single items against sets of one."""
+    d, m = int(mech.domain_size), int(mech.m)
+    keyed = has(mech, Keyed)
+    keys = _keys(n, seed + 1) if keyed else None
+    sets = [sorted({(7 * i + 3 * j) % d for j in range(i % (m + 1))}) for i in range(n)]
+    full = [sorted({(5 * i + j) % d for j in range(m)}) for i in range(n)]
+    cases, failures = 0, []
+
+    def compare(label: str, m_: Any, batch: Any, ref: dict) -> None:
+        nonlocal cases
+        cases += 1
+        try:
+            if not _same(_run(m_, batch, seed, keys), ref):
+                failures.append(f"{label}: reports differ from the reference form under one seed")
+        except (LDPInputError, LDPParameterError, TypeError) as e:
+            failures.append(f"{label}: raised {type(e).__name__}")
+
+    def csr(rows: list, dtype: Any = np.int64) -> tuple:
+        off = np.zeros(len(rows) + 1, dtype=np.int64)
+        np.cumsum([len(r) for r in rows], out=off[1:])
+        return np.array([v for r in rows for v in r], dtype=dtype), off
+
+    ref = _run(mech, sets, seed, keys)
+    vals, off = csr(sets)
+    forms = {"list of tuples": [tuple(s) for s in sets], "list of frozensets": [frozenset(s) for s in sets],
+             "list of numpy arrays": [np.array(s, dtype=np.int64) for s in sets], "(values, offsets) pair": (vals, off),
+             "SetBatch": SetBatch(vals, off), "Polars List Series": pl.Series(sets, dtype=pl.List(pl.Int64))}
+    for label, batch in forms.items():
+        compare(f"sets as {label}", mech, batch, ref)
+    ref_full = _run(mech, full, seed, keys)
+    compare("equal-length sets as a Polars Array Series", mech, pl.Series(full, dtype=pl.Array(pl.Int64, m)), ref_full)
+    singles = [(3 * i + 1) % d for i in range(n)]
+    ref_one = _run(mech, [[c] for c in singles], seed, keys)
+    for label, batch in (("numpy array", np.array(singles)), ("list", singles), ("Polars Series", pl.Series(singles))):
+        compare(f"single items as a {label}", mech, batch, ref_one)
+    if quick:
+        return cases, failures
+    try:
+        lab = mech.with_categories([f"item-{i}" for i in range(d)])
+    except (LDPParameterError, TypeError, ValueError):
+        return cases, failures
+    named = [[f"item-{c}" for c in s] for s in sets]
+    lref = _run(lab, named, seed, keys)
+    compare("labelled sets as a Polars List Series", lab, pl.Series(named, dtype=pl.List(pl.String)), lref)
+    compare("labelled sets as a list of tuples", lab, [tuple(s) for s in named], lref)
+    lvals, loff = csr(named, dtype=object)
+    compare("labelled sets as a (values, offsets) pair", lab, (lvals, loff), lref)
+    return cases, failures
+
+
+# -- the spec ---------------------------------------------------------------------------------------
+def _spec_paths(mech: Any, seed: int) -> tuple:
+    """``from_spec(spec())`` rebuilds ``mech`` (identical reports); numpy parameters build it too."""
+    failures = []
+    spec = mech.spec()
+    text = json.dumps(spec)
+    back = from_spec(text)
+    if back != mech or back.spec() != spec:
+        failures.append("from_spec(spec()) builds another mechanism")
+    else:
+        batch = _sample_batch(mech, 16)
+        keys = _keys(16, seed + 1) if has(mech, Keyed) else None
+        if not _same(_run(back, batch, seed, keys), _run(mech, batch, seed, keys)):
+            failures.append("the mechanism rebuilt from its spec reports differently under one seed")
+    cases = 2
+    fields = {f.name for f in dataclasses.fields(mech) if f.init}
+    params = {k: v for k, v in spec.get("params", {}).items() if k in fields}
+    if "params" in spec and "mechanism" not in params and len(params) == len(spec["params"]):
+        as_numpy = {k: (np.int64(v) if isinstance(v, int) and not isinstance(v, bool) else np.float64(v) if isinstance(v, float) else v)
+                    for k, v in params.items()}
+        cases += 1
+        try:
+            other = type(mech)(**as_numpy)
+            if other != mech or json.dumps(other.spec()) != text:
+                failures.append("numpy-typed parameters build another mechanism (or a spec that is not plain JSON)")
+        except (LDPParameterError, TypeError, ValueError) as e:
+            failures.append(f"numpy-typed parameters refused ({type(e).__name__})")
+    return cases, failures
+
+
+def _sample_batch(mech: Any, n: int) -> Any:
+    """A small valid batch of the mechanism's input kind (codes, numbers, sets, tuples, key–value sets)."""
+    kind = _kind(mech)
+    if kind == "number":
+        return np.linspace(mech.lower, mech.upper, n)
+    if kind == "set":
+        d, m = int(mech.domain_size), int(mech.m)
+        return [sorted({(7 * i + 3 * j) % d for j in range(i % (m + 1))}) for i in range(n)]
+    if kind == "tuple":
+        return np.stack([np.arange(n) % int(k) for k in mech.domains], axis=1)
+    if kind == "key-value":
+        return [[(i % mech.d, ((i % 5) - 2) / 2)] if i % 3 else [] for i in range(n)]
+    d = int(mech.domain_size)
+    codes = (np.arange(n) * 7 + 3) % d
+    return codes if mech.categories is None else np.array([mech.categories[c] for c in codes], dtype=object)
+
+
+# -- the server -------------------------------------------------------------------------------------
+def _state(acc: Any) -> dict:
+    return {k: (np.asarray(v).copy() if isinstance(v, np.ndarray) else v) for k, v in vars(acc).items()
+            if k != "mechanism" and isinstance(v, (np.ndarray, int, float, np.integer, np.floating))}
+
+
+def _same_state(a: dict, b: dict) -> bool:
+    return a.keys() == b.keys() and all(np.array_equal(np.asarray(a[k]), np.asarray(b[k])) for k in a)
+
+
+def _server_paths(mech: Any, seed: int) -> tuple:
+    """``merge`` of two accumulators = one accumulator given both batches; ``add_histogram`` of the
+    grouped reports = ``add`` of the reports (where ``histogram_columns`` is declared)."""
+    keyed = has(mech, Keyed)
+    batches = []
+    for j, n in enumerate((40, 24)):
+        batch = _sample_batch(mech, n)
+        batches.append(mech.randomize(batch, rng=SeededRandomSource(seed + j), **({"user_keys": _keys(n, seed + 9 + j)} if keyed else {})))
+    failures, cases = [], 0
+    one = mech.accumulator()
+    for r in batches:
+        one.add(r)
+    cases += 1  # every accumulator merges (MergeableCounts)
+    merged = mech.accumulator().add(batches[0]).merge(mech.accumulator().add(batches[1]))
+    if not _same_state(_state(merged), _state(one)):
+        failures.append("merge of two accumulators differs from one accumulator given both batches")
+    if not _same_state(_state(mech.accumulator().merge(mech.accumulator().add(batches[1]))), _state(mech.accumulator().add(batches[1]))):
+        failures.append("merge into an empty accumulator changes the counts")
+    cols_spec = mech.base.histogram_columns
+    if cols_spec:
+        cases += 1
+        cols = [mech.base.to_columns(r) for r in batches]
+        table = np.concatenate([np.stack([np.asarray(c[f]).astype(np.int64) for f in cols_spec], axis=1) for c in cols])
+        rows, counts = np.unique(table, axis=0, return_counts=True)
+        hist = mech.accumulator().add_histogram({f: rows[:, i] for i, f in enumerate(cols_spec)}, counts)
+        if not _same_state(_state(hist), _state(one)):
+            failures.append("add_histogram of the grouped reports differs from add of the reports")
+    return cases, failures
+
+
+# -- supports ---------------------------------------------------------------------------------------
+def _support_paths(mech: Any, seed: int) -> tuple:
+    """The support counts of a batch against ``supports`` on its channel outputs, ``support_matrix``
+    and ``support_sizes``; the channel's rows against ``p*``/``q*`` through ``supports``."""
+    d = int(mech.d)
+    failures, cases = [], 0
+    codes = (np.arange(48) * 5 + 1) % d
+    reports = mech.randomize(codes if mech.categories is None else np.array([mech.categories[c] for c in codes], dtype=object),
+                             rng=SeededRandomSource(seed))
+    counts = np.asarray(mech.support_counts(mech.validate_reports(reports)))
+    if has(mech, SupportTestable):
+        cases += 1
+        mat = np.asarray(mech.support_matrix(reports, np.arange(d)))
+        if not np.array_equal(mat.sum(axis=0), counts) or not np.array_equal(np.asarray(mech.support_sizes(reports)), mat.sum(axis=1)):
+            failures.append("support_matrix / support_sizes disagree with support_counts")
+    if mech.q_star_over_hash:  # public reports carry fresh hash seeds: no channel output
+        return cases, failures
+    ch = mech.channel()
+    cases += 2
+    idx = np.asarray(mech.output_index(reports))
+    rebuilt = np.array([sum(bool(mech.supports(ch.outputs[int(y)], i)) for y in idx) for i in range(d)])
+    if not np.array_equal(rebuilt, counts):
+        failures.append("supports(output, item) over a batch's outputs disagrees with support_counts")
+    p, q = mech.p_star_exact, mech.q_star_exact
+    for x in range(min(d, 4)):
+        for i in range(d):
+            got = sum(pr for pr, y in zip(ch.matrix[x], ch.outputs) if pr and mech.supports(y, i))
+            if got != (p if i == x else q):
+                failures.append(f"the channel row of input {x} supports item {i} with a probability other than {'p*' if i == x else 'q*'}")
+                return cases, failures
+    return cases, failures
+
+
+# -- realized ε -------------------------------------------------------------------------------------
+def _realized(mech: Any) -> tuple:
+    ch = mech.channel()
+    ratio = ch.max_ratio()
+    eps = float(mech.epsilon)
+    failures = []
+    if ratio > mech.realized_ratio:
+        failures.append("the channel's worst ratio exceeds the realized_ratio property")
+    realized = epsilon_of_ratio(mech.realized_ratio) if has(mech, Keyed) else mech.realized_epsilon  # (a series: its one-report ratio)
+    if realized != epsilon_of_ratio(mech.realized_ratio) or realized > eps:
+        failures.append("the realized_epsilon property is not ln(realized_ratio) rounded up, at most epsilon")
+    return 1, failures
+
+
+# -- parameter choices ------------------------------------------------------------------------------
+def _choices(reg: dict, *, epsilon: float = 1.0, d: int = 6, n: int = 10_000, m: int = 2) -> tuple:
+    """Every ``choose_variants`` of every registered class builds (with ε, or ε1 under ε∞ = 2ε for a
+    series) and realizes at most the ε asked."""
+    failures, cases = [], 0
+    for name, decl in sorted(reg.items()):
+        cls = decl.mechanism_class()
+        for kw in cls.choose_variants(epsilon=epsilon, d=d, n=n, m=m):
+            cases += 1
+            built = None
+            for base in ({"epsilon": epsilon, "d": d}, {"epsilon": epsilon, "d": d, "m": m}, {"epsilon_perm": 2 * epsilon, "epsilon_1": epsilon, "d": d},
+                         {"epsilon": epsilon}):
+                try:
+                    built = cls(**base, **kw)
+                    break
+                except (LDPParameterError, TypeError, ValueError):
+                    continue
+            if built is None:
+                failures.append(f"{name}: the declared choice {kw} does not build")
+            elif epsilon_of_ratio(built.realized_ratio) > epsilon:
+                failures.append(f"{name}: the declared choice {kw} realizes more than the epsilon asked")
+    return cases, failures
+
+
+# -- memoized series --------------------------------------------------------------------------------
+def _series_paths(mech: Any, seed: int) -> tuple:
+    """Keyed mechanisms: reports are a function of (memoized unit, key, fresh randomness) — two
+    values of one user with the same ``memo_units`` report identically under one source (what the
+    lifetime charge counts); a ``DistinctValueGuard`` changes no report within ``max_values`` and
+    refuses the value past it before reporting; ``new_user_key`` gives fresh 32-byte keys."""
+    failures, cases = [], 0
+    d = int(mech.domain_size)
+    keys = _keys(12, seed + 3)
+    if isinstance(mech, LongitudinalMechanism):
+        for k in keys:
+            units = np.asarray(mech.memo_units(np.arange(d), [k] * d))
+            for a in range(d):
+                for b in range(a + 1, d):
+                    if np.array_equal(units[a], units[b]):
+                        cases += 1
+                        ra = _run(mech, np.array([a] * 8), seed, [k] * 8)
+                        rb = _run(mech, np.array([b] * 8), seed, [k] * 8)
+                        if not _same(ra, rb):
+                            failures.append("two values with one memoized unit report differently under one source")
+                            return cases, failures
+    if isinstance(mech, Memoized):
+        cases += 3
+        mv = int(mech.max_values)
+        guard = DistinctValueGuard()
+        vals = np.arange(len(keys)) % d
+        if not _same(mech.to_columns(mech.randomize(vals, keys, rng=SeededRandomSource(seed), guard=guard)), _run(mech, vals, seed, keys)):
+            failures.append("a DistinctValueGuard changed reports within max_values")
+        for step in range(1, mv):
+            mech.randomize((vals + step) % d, keys, rng=SeededRandomSource(seed + step), guard=guard)
+        try:
+            mech.randomize((vals + mv) % d, keys, rng=SeededRandomSource(seed), guard=guard)
+            failures.append("a DistinctValueGuard let a user report more than max_values distinct values")
+        except LDPInputError:
+            pass
+        try:
+            mech.randomize(vals, keys, rng=SeededRandomSource(seed), guard=guard)  # the refused batch recorded nothing
+        except LDPInputError:
+            failures.append("a refused batch was recorded by the DistinctValueGuard")
+        a, b = new_user_key(), new_user_key()
+        if len(a) != 32 or len(b) != 32 or a == b:
+            failures.append("new_user_key does not give fresh 32-byte keys")
+    return cases, failures
+
+
+# -- crafted reports --------------------------------------------------------------------------------
+def _attack_paths(seed: int) -> tuple:
+    """OUE's maximal-gain fakes: every target bit set and an honest report's number of ones; OLH's
+    fakes with several tries: each keeps one of its tried seeds, and one under which the most targets
+    share a hashed value (recounted here), reporting that value."""
+    failures = []
+    oue = OUE(epsilon=0.5, d=16)
+    targets = np.array([2, 9])
+    fakes = np.unpackbits(oue.max_gain_reports(targets, 40, rng=SeededRandomSource(seed)), axis=1, count=16, bitorder="little")
+    ones = max(int(np.floor(oue.p_star + 15 * oue.q_star)), targets.size)
+    if not fakes[:, targets].all() or not (fakes.sum(axis=1) == ones).all():
+        failures.append("OUE's maximal-gain fakes miss a target bit or an honest report's number of ones")
+    olh = OLH(epsilon=0.5, d=16)
+    targets, m, tries = np.array([1, 4, 7, 11]), 24, 6
+    fakes = olh.max_gain_reports(targets, m, rng=SeededRandomSource(seed), tries=tries)
+    seeds = SeededRandomSource(seed).words(m * tries).reshape(m, tries)
+    keys = olh.item_keys()[targets]
+    for i in range(m):
+        best = 0
+        for s in seeds[i]:
+            _, counts = np.unique(seeded_hash(keys, np.uint64(s), olh.g), return_counts=True)
+            best = max(best, int(counts.max()))
+        got = int((seeded_hash(keys, np.uint64(fakes[i, 0]), olh.g) == int(fakes[i, 1])).sum())
+        if int(fakes[i, 0]) not in set(seeds[i].tolist()) or got != best:
+            failures.append("an OLH maximal-gain fake supports fewer targets than the best seed it tried")
+            break
+    return 2, failures
+
+
+# -- the public face --------------------------------------------------------------------------------
+def _face() -> tuple:
+    """Every name of ``ldp_plugin.__all__`` is its defining module's object (the face re-exports, it
+    never wraps); a moved name warns and gives the new object; an unknown name is an AttributeError."""
+    face = importlib.import_module("ldp_plugin")
+    failures, cases = [], 0
+    for name in face.__all__:
+        cases += 1
+        obj = getattr(face, name)
+        home = importlib.import_module(getattr(obj, "__module__", None) or "ldp_plugin")
+        if getattr(obj, "__name__", name) == name and getattr(home, name, None) is not obj:
+            failures.append(f"ldp_plugin.{name} is not its module's object")
+    cases += 3
+    if not set(face.__all__) <= set(dir(face)):
+        failures.append("dir(ldp_plugin) misses public names")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        moved = getattr(face, "make_randomized_response_warner")
+    if moved is not getattr(face, "make_warner") or not any(issubclass(w.category, DeprecationWarning) for w in caught):
+        failures.append("a moved name does not warn or does not give the new object")
+    try:
+        getattr(face, "no_such_public_name")
+        failures.append("an unknown name did not raise AttributeError")
+    except AttributeError:
+        pass
+    return cases, failures
+
+
+# -- the layer --------------------------------------------------------------------------------------
+def _instances(reg: dict, names: Optional[tuple]) -> list:
+    out = [(n, reg[n].mechanism_class()(**reg[n].canonical[0])) for n in sorted(reg) if names is None or n in names]
+    return out + [(n, m) for n, m in wrapper_instances() if names is None or n in names]
+
+
+#: per-instance checks: ``name -> (applies(mech), check(mech, seed, quick) -> (cases, failures))``
+PATH_CHECKS = {
+    "value forms": (lambda m: _kind(m) == "value" and m.domain_size is not None, lambda m, s, q: _value_forms(m, 24, s, q)),
+    "set forms": (lambda m: _kind(m) == "set" and m.domain_size is not None, lambda m, s, q: _set_forms(m, 24, s, q)),
+    "spec round trip": (lambda m: True, lambda m, s, q: _spec_paths(m, s)),
+    "server paths": (lambda m: True, lambda m, s, q: _server_paths(m, s)),
+    "support paths": (lambda m: isinstance(m, FrequencyOracle), lambda m, s, q: _support_paths(m, s)),
+    "realized epsilon": (lambda m: True, lambda m, s, q: _realized(m)),
+    "memoized series": (lambda m: has(m, Keyed), lambda m, s, q: _series_paths(m, s)),
+}
+
+
+def mechanism_paths_layer(*, seed: int = 0, quick: bool = False, directory: Any = None, names: Optional[tuple] = None,
+                          replace: Optional[dict] = None) -> dict:
+    """The module's checks on every registered name (first canonical instance) and the wrappers
+    (``names``: only those); ``replace`` maps a name to a function of its instance giving the
+    mechanism to check instead (the seeded bugs). ``directory`` is unused (no files)."""
+    t0, c0 = time.perf_counter(), time.process_time()
+    reg = load_registry(kinds=KINDS)
+    replace = replace or {}
+    failures, counts = [], {}
+    for i, (name, mech) in enumerate(_instances(reg, names)):
+        mech = replace[name](mech) if name in replace else mech
+        for check, (applies, run) in PATH_CHECKS.items():
+            if not applies(mech):
+                continue
+            try:
+                cases, fails = run(mech, seed + 101 * i, quick)
+            except Exception as e:  # noqa: BLE001 - a path that raises on valid input fails; the row names the type
+                cases, fails = 1, [f"raised {type(e).__name__}"]
+            counts[check] = counts.get(check, 0) + cases
+            failures += [f"{name}: {check}: {f}" for f in fails]
+    if names is None:
+        for check, run in (("parameter choices", lambda: _choices(reg)), ("crafted reports", lambda: _attack_paths(seed)), ("public face", _face)):
+            try:
+                cases, fails = run()
+            except Exception as e:  # noqa: BLE001
+                cases, fails = 1, [f"raised {type(e).__name__}"]
+            counts[check] = cases
+            failures += [f"{check}: {f}" for f in fails]
+    return {"layer": "mechanism paths", "cases": sum(counts.values()), "checks": counts, "failures": failures[:10], "n_failures": len(failures),
+            "seconds": round(time.perf_counter() - t0, 2), "cpu_seconds": round(time.process_time() - c0, 2), "passed": not failures}
