@@ -221,8 +221,8 @@ class _MultiAttribute(MechanismBase):
             x = np.asarray(values)
         except (TypeError, ValueError):
             raise LDPInputError(f"{self.name} takes one tuple of {self.attributes} attribute codes per user") from None
-        if x.ndim == 1 and x.dtype == object and x.size and all(isinstance(t, (tuple, list)) for t in x):
-            try:  # a 1-d object array of tuples (one per user), as a Polars Series of lists gives
+        if x.ndim == 1 and x.dtype == object and x.size and all(isinstance(t, (tuple, list, np.ndarray)) for t in x):
+            try:  # a 1-d object array of tuples (one per user), or of arrays, as a Polars Series of lists gives
                 x = np.asarray(x.tolist())
             except (TypeError, ValueError):
                 raise LDPInputError(f"{self.name} takes one tuple of {self.attributes} attribute codes per user") from None

@@ -46,3 +46,17 @@ def test_a_series_report_file_aggregates_through_its_grouped_scan(tmp_path):
     direct = m.accumulator().add(r)
     assert state.n == direct.n == 30
     assert np.array_equal(state.counts, direct.counts)
+
+
+def test_several_attributes_from_a_polars_list_column():
+    """The encoder's docstring takes a Polars Series of lists (one tuple per user); numpy reads it as
+    an object array of arrays, which was refused."""
+    import polars as pl
+
+    from ldp_plugin.mechanisms.multi_attribute import SPL
+
+    m = SPL(epsilon=1.0, domains=(2, 3))
+    rows = [[0, 2], [1, 0], [1, 1]]
+    want = m.randomize(np.array(rows), rng=4)
+    got = m.randomize(pl.Series(rows, dtype=pl.List(pl.Int64)), rng=4)
+    assert all(np.array_equal(np.asarray(a), np.asarray(b)) for a, b in zip(m.to_columns(got).values(), m.to_columns(want).values()))

@@ -55,7 +55,8 @@ import polars as pl
 from ..._errors import LDPInputError, LDPParameterError
 from ...exact import epsilon_of_ratio
 from ...hashing import seeded_hash
-from ...mechanisms import OLH, OUE
+from ...mechanisms import KRR, OLH, OUE
+from ...mechanisms.key_value import KeyValueBatch
 from ...mechanisms._base import FrequencyOracle
 from ...mechanisms.longitudinal.base import LongitudinalMechanism
 from ...mechanisms.longitudinal.memoized import DistinctValueGuard, Memoized, new_user_key
@@ -236,6 +237,66 @@ def _set_forms(mech: Any, n: int, seed: int, quick: bool) -> tuple:
     compare("labelled sets as a list of tuples", lab, [tuple(s) for s in named], lref)
     lvals, loff = csr(named, dtype=object)
     compare("labelled sets as a (values, offsets) pair", lab, (lvals, loff), lref)
+    return cases, failures
+
+
+def _tuple_forms(mech: Any, n: int, seed: int, quick: bool) -> tuple:
+    """Several attributes: an ``n × A`` int64 array (reference), a list of tuples, a list of lists, a
+    Polars frame of ``A`` integer columns, an object array of tuples, a Polars Series of lists and a
+    float array of whole numbers give identical reports; ``randomize_one`` of a tuple is the batch
+    path's report of that user."""
+    doms = [int(k) for k in mech.domains]
+    x = np.stack([(np.arange(n) * (3 + j) + j) % k for j, k in enumerate(doms)], axis=1).astype(np.int64)
+    ref = _run(mech, x, seed, None)
+    rows = [tuple(int(v) for v in r) for r in x]
+    obj = np.empty(n, dtype=object)
+    obj[:] = rows
+    forms = {"list of tuples": rows, "list of lists": [list(r) for r in rows], "Polars DataFrame": pl.DataFrame({f"a{j}": x[:, j] for j in range(len(doms))}),
+             "object array of tuples": obj, "Polars List Series": pl.Series([list(r) for r in rows], dtype=pl.List(pl.Int64)),
+             "float array of whole numbers": x.astype(np.float64)}
+    cases, failures = 0, []
+    for label, batch in forms.items():
+        cases += 1
+        try:
+            if not _same(_run(mech, batch, seed, None), ref):
+                failures.append(f"tuples as {label}: reports differ from the reference form under one seed")
+        except (LDPInputError, LDPParameterError, TypeError) as e:
+            failures.append(f"tuples as {label}: raised {type(e).__name__}")
+    cases += 1
+    if not _one_matches(mech, rows[0], x[:1], seed + 1, None):
+        failures.append("randomize_one of a tuple differs from the batch path")
+    return cases, failures
+
+
+def _key_value_forms(mech: Any, n: int, seed: int, quick: bool) -> tuple:
+    """Key–value sets: a list of lists of pairs (reference), of tuples of pairs, pairs as lists and
+    a :class:`KeyValueBatch` give identical reports; ``encode`` is ``encode_pairs``;
+    ``randomize_encoded`` of codes is the inner k-RR's report of them; ``randomize_one``."""
+    d = int(mech.d)
+    data = [[((i + j) % d, ((i + 3 * j) % 5 - 2) / 2) for j in range(i % (min(d, mech.ell) + 1))] for i in range(n)]
+    ref = _run(mech, data, seed, None)
+    b = mech.encode_pairs(data)
+    forms = {"tuples of pairs": [tuple(p) for p in data], "pairs as lists": [[list(kv) for kv in p] for p in data],
+             "KeyValueBatch": KeyValueBatch(np.asarray(b.keys), np.asarray(b.values), np.asarray(b.offsets))}
+    cases, failures = 0, []
+    for label, batch in forms.items():
+        cases += 1
+        try:
+            if not _same(_run(mech, batch, seed, None), ref):
+                failures.append(f"key-value sets as {label}: reports differ from the reference form under one seed")
+        except (LDPInputError, LDPParameterError, TypeError) as e:
+            failures.append(f"key-value sets as {label}: raised {type(e).__name__}")
+    cases += 3
+    enc = mech.encode(data)
+    if not (np.array_equal(enc.keys, b.keys) and np.array_equal(enc.values, b.values) and np.array_equal(enc.offsets, b.offsets) and enc.n == n):
+        failures.append("encode differs from encode_pairs")
+    codes = np.arange(n) % mech.codes
+    got = np.asarray(mech.randomize_encoded(codes, rng=SeededRandomSource(seed)))
+    want = np.asarray(KRR(epsilon=mech.epsilon, d=mech.codes).randomize_encoded(codes, rng=SeededRandomSource(seed)))
+    if not np.array_equal(got.astype(np.int64), want.astype(np.int64)):
+        failures.append("randomize_encoded differs from the inner k-RR on the same codes")
+    if mech.randomize_one(data[1], rng=SeededRandomSource(seed + 1)) != int(mech.randomize([data[1]], rng=SeededRandomSource(seed + 1))[0]):
+        failures.append("randomize_one differs from the batch path")
     return cases, failures
 
 
@@ -509,6 +570,8 @@ def _instances(reg: dict, names: Optional[tuple]) -> list:
 PATH_CHECKS = {
     "value forms": (lambda m: _kind(m) == "value" and m.domain_size is not None, lambda m, s, q: _value_forms(m, 24, s, q)),
     "set forms": (lambda m: _kind(m) == "set" and m.domain_size is not None, lambda m, s, q: _set_forms(m, 24, s, q)),
+    "tuple forms": (lambda m: _kind(m) == "tuple", lambda m, s, q: _tuple_forms(m, 24, s, q)),
+    "key-value forms": (lambda m: _kind(m) == "key-value", lambda m, s, q: _key_value_forms(m, 24, s, q)),
     "spec round trip": (lambda m: True, lambda m, s, q: _spec_paths(m, s)),
     "server paths": (lambda m: True, lambda m, s, q: _server_paths(m, s)),
     "support paths": (lambda m: isinstance(m, FrequencyOracle), lambda m, s, q: _support_paths(m, s)),
