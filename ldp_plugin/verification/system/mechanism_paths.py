@@ -55,13 +55,17 @@ import polars as pl
 from ..._errors import LDPInputError, LDPParameterError
 from ...exact import epsilon_of_ratio
 from ...hashing import seeded_hash
-from ...mechanisms import KRR, OLH, OUE
+from ... import measurements as meas_mod
+from ...amplification.analysis import central_delta
+from ...amplification.measurement import make_shuffle_amplified
+from ...mechanisms import CMS, KRR, OLH, OUE
+from ...mechanisms.sample_one import SampleOne
 from ...mechanisms.key_value import KeyValueBatch
 from ...mechanisms._base import FrequencyOracle
 from ...mechanisms.longitudinal.base import LongitudinalMechanism
 from ...mechanisms.longitudinal.memoized import DistinctValueGuard, Memoized, new_user_key
 from ...mechanisms.protocol import ClosedDomain, InputKind, Keyed, SupportTestable, has
-from ...mechanisms.sets import SetBatch
+from ...mechanisms.sets import PAD, SetBatch
 from ...registry import KINDS, from_spec, load_registry
 from ...registry._suite import wrapper_instances
 from ...sampling import SeededRandomSource
@@ -219,6 +223,10 @@ def _set_forms(mech: Any, n: int, seed: int, quick: bool) -> tuple:
              "SetBatch": SetBatch(vals, off), "Polars List Series": pl.Series(sets, dtype=pl.List(pl.Int64))}
     for label, batch in forms.items():
         compare(f"sets as {label}", mech, batch, ref)
+    cases += 1
+    enc = mech.randomize_encoded(vals, offsets=off, rng=SeededRandomSource(seed), **({"user_keys": keys} if keyed else {}))
+    if not _same(mech.to_columns(enc), ref):
+        failures.append("CSR item codes through randomize_encoded differ from randomize of the sets")
     ref_full = _run(mech, full, seed, keys)
     compare("equal-length sets as a Polars Array Series", mech, pl.Series(full, dtype=pl.Array(pl.Int64, m)), ref_full)
     singles = [(3 * i + 1) % d for i in range(n)]
@@ -237,6 +245,52 @@ def _set_forms(mech: Any, n: int, seed: int, quick: bool) -> tuple:
     compare("labelled sets as a list of tuples", lab, [tuple(s) for s in named], lref)
     lvals, loff = csr(named, dtype=object)
     compare("labelled sets as a (values, offsets) pair", lab, (lvals, loff), lref)
+    return cases, failures
+
+
+def _open_forms(mech: Any, n: int, seed: int, quick: bool) -> tuple:
+    """An open alphabet (the items are hashed): strings as a list (reference), a numpy ``U`` array,
+    an object array, a Polars String or Categorical Series; integers as a list, an array, a Polars
+    Series; for a set mechanism the same sets as lists, tuples, a Polars List column and a CSR pair;
+    ``randomize_one`` of a value (a set) is the batch path's report of that user."""
+    words = [f"w{(7 * i) % 11}" for i in range(n)]
+    ints = [(7 * i) % 11 for i in range(n)]
+    cases, failures = 0, []
+
+    def compare(label: str, batch: Any, ref: dict) -> None:
+        nonlocal cases
+        cases += 1
+        try:
+            if not _same(_run(mech, batch, seed, None), ref):
+                failures.append(f"{label}: reports differ from the reference form under one seed")
+        except (LDPInputError, LDPParameterError, TypeError) as e:
+            failures.append(f"{label}: raised {type(e).__name__}")
+
+    if _kind(mech) == "set":
+        sets = [[f"w{(i + j) % 11}" for j in range(i % (int(mech.m) + 1))] for i in range(n)]
+        ref = _run(mech, sets, seed, None)
+        off = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum([len(x) for x in sets], out=off[1:])
+        flat = np.empty(int(off[-1]), dtype=object)
+        flat[:] = [v for x in sets for v in x]
+        for label, batch in (("list of tuples", [tuple(x) for x in sets]), ("Polars List Series", pl.Series(sets, dtype=pl.List(pl.String))),
+                             ("(values, offsets) pair", (flat, off))):
+            compare(f"open-alphabet sets as a {label}", batch, ref)
+        cases += 1
+        labels = mech.sample_labels(sets, rng=SeededRandomSource(seed))
+        if any(lab not in set(x) | {PAD} for lab, x in zip(labels, sets)):
+            failures.append("sample_labels gave an item outside the user's set")
+        return cases, failures
+    ref = _run(mech, words, seed, None)
+    for label, batch in (("numpy U array", np.array(words)), ("object array", np.array(words, dtype=object)),
+                         ("Polars String Series", pl.Series(words, dtype=pl.String)), ("Polars Categorical Series", pl.Series(words, dtype=pl.Categorical))):
+        compare(f"open-alphabet strings as a {label}", batch, ref)
+    iref = _run(mech, ints, seed, None)
+    for label, batch in (("numpy array", np.array(ints)), ("Polars Int64 Series", pl.Series(ints))):
+        compare(f"open-alphabet integers as a {label}", batch, iref)
+    cases += 1
+    if not _one_matches(mech, words[0], words[:1], seed + 1, None):
+        failures.append("randomize_one differs from the batch path")
     return cases, failures
 
 
@@ -335,6 +389,9 @@ def _sample_batch(mech: Any, n: int) -> Any:
     kind = _kind(mech)
     if kind == "number":
         return np.linspace(mech.lower, mech.upper, n)
+    if has(mech, ClosedDomain) and not mech.closed:  # an open alphabet: words
+        words = [f"w{(7 * i) % 11}" for i in range(n)]
+        return [words[i: i + i % (int(mech.m) + 1)] for i in range(n)] if kind == "set" else words
     if kind == "set":
         d, m = int(mech.domain_size), int(mech.m)
         return [sorted({(7 * i + 3 * j) % d for j in range(i % (m + 1))}) for i in range(n)]
@@ -532,6 +589,49 @@ def _attack_paths(seed: int) -> tuple:
     return 2, failures
 
 
+# -- measurements of other input domains ----------------------------------------------------------
+def _measurement_paths(seed: int) -> tuple:
+    """The OpenDP measurements beyond ``make_ldp`` on a value: ``make_set_ldp`` (per user, and
+    a population of sets) reports what ``SampleOne.randomize`` reports on the same source and
+    charges the padded mechanism's ε; ``then_ldp`` and ``then_<name>`` (no unit, a unit) chained
+    after the input space give ``make_ldp``'s reports; the shuffled batch's privacy profile is 0 at
+    ``d_in = 0`` and :func:`central_delta` at 1 and 2. Not run (no failure) when the caller has not
+    opted in to OpenDP's features."""
+    try:
+        meas_mod.require_ldp_features()
+    except LDPParameterError:
+        return 0, []
+    failures, cases = [], 0
+    krr = KRR(epsilon=1.0, d=5)
+    for so in (SampleOne(mechanism=krr, m=2), SampleOne(mechanism=CMS(epsilon=1.0, k=8, cohorts=2), m=2)):
+        sets = [[0, 3], [1], []] if so.closed else [["a", "b"], ["c"], []]
+        for unit, batch in (("user", sets[0]), ("population", sets)):
+            cases += 1
+            got = meas_mod.make_set_ldp(so, unit=unit, rng=SeededRandomSource(seed))(batch)
+            ref = so.randomize([batch] if unit == "user" else batch, rng=SeededRandomSource(seed))
+            same = _flat(got) == _one_of(so, ref) if unit == "user" else _same(so.to_columns(got), so.to_columns(ref))
+            if not same:
+                failures.append(f"make_set_ldp ({unit}, {'closed' if so.closed else 'open'} alphabet) differs from SampleOne.randomize on one source")
+        cases += 1
+        if meas_mod.make_set_ldp(so).map(1) != meas_mod.make_ldp(*meas_mod.space_of(so.padded), so.padded).map(1):
+            failures.append("make_set_ldp charges another ε than the padded mechanism")
+    space = meas_mod.space_of(krr, "user")
+    ref = meas_mod.make_ldp(*space, krr, rng=SeededRandomSource(seed))
+    want = [ref(v) for v in (0, 4, 2)]
+    for label, partial in (("then_ldp", meas_mod.then_ldp(krr, rng=SeededRandomSource(seed))),
+                           ("then_krr()", meas_mod.then_krr(epsilon=1.0, d=5, rng=SeededRandomSource(seed))),
+                           ("then_krr(unit='user')", meas_mod.then_krr(epsilon=1.0, d=5, unit="user", rng=SeededRandomSource(seed)))):
+        cases += 1
+        meas = partial(*space)
+        if [meas(v) for v in (0, 4, 2)] != want or meas.map(1) != ref.map(1):
+            failures.append(f"{label} chained after the input space differs from make_ldp")
+    shuffled = make_shuffle_amplified(krr, 50)
+    cases += 1
+    if shuffled.map(0).delta(1.0) != 0.0 or any(shuffled.map(k).delta(1.0) != central_delta(krr, 50, 1.0) for k in (1, 2)):
+        failures.append("the shuffled batch's privacy profile is not 0 at d_in = 0 and central_delta at 1 and 2")
+    return cases, failures
+
+
 # -- the public face --------------------------------------------------------------------------------
 def _face() -> tuple:
     """Every name of ``ldp_plugin.__all__`` is its defining module's object (the face re-exports, it
@@ -563,19 +663,24 @@ def _face() -> tuple:
 # -- the layer --------------------------------------------------------------------------------------
 def _instances(reg: dict, names: Optional[tuple]) -> list:
     out = [(n, reg[n].mechanism_class()(**reg[n].canonical[0])) for n in sorted(reg) if names is None or n in names]
-    return out + [(n, m) for n, m in wrapper_instances() if names is None or n in names]
+    out += [(n, m) for n, m in wrapper_instances() if names is None or n in names]
+    if names is None:  # an open alphabet (hashed items): a cohort oracle and sample-one around it
+        cms = CMS(epsilon=1.0, k=8, cohorts=2)
+        out += [("cms (open alphabet)", cms), ("sample-one (open alphabet)", SampleOne(mechanism=cms, m=2))]
+    return out
 
 
 #: per-instance checks: ``name -> (applies(mech), check(mech, seed, quick) -> (cases, failures))``
 PATH_CHECKS = {
     "value forms": (lambda m: _kind(m) == "value" and m.domain_size is not None, lambda m, s, q: _value_forms(m, 24, s, q)),
     "set forms": (lambda m: _kind(m) == "set" and m.domain_size is not None, lambda m, s, q: _set_forms(m, 24, s, q)),
+    "open-alphabet forms": (lambda m: has(m, ClosedDomain) and not m.closed, lambda m, s, q: _open_forms(m, 24, s, q)),
     "tuple forms": (lambda m: _kind(m) == "tuple", lambda m, s, q: _tuple_forms(m, 24, s, q)),
     "key-value forms": (lambda m: _kind(m) == "key-value", lambda m, s, q: _key_value_forms(m, 24, s, q)),
     "spec round trip": (lambda m: True, lambda m, s, q: _spec_paths(m, s)),
     "server paths": (lambda m: True, lambda m, s, q: _server_paths(m, s)),
     "support paths": (lambda m: isinstance(m, FrequencyOracle), lambda m, s, q: _support_paths(m, s)),
-    "realized epsilon": (lambda m: True, lambda m, s, q: _realized(m)),
+    "realized epsilon": (lambda m: not (has(m, ClosedDomain) and not m.closed), lambda m, s, q: _realized(m)),
     "memoized series": (lambda m: has(m, Keyed), lambda m, s, q: _series_paths(m, s)),
 }
 
@@ -601,7 +706,8 @@ def mechanism_paths_layer(*, seed: int = 0, quick: bool = False, directory: Any 
             counts[check] = counts.get(check, 0) + cases
             failures += [f"{name}: {check}: {f}" for f in fails]
     if names is None:
-        for check, run in (("parameter choices", lambda: _choices(reg)), ("crafted reports", lambda: _attack_paths(seed)), ("public face", _face)):
+        for check, run in (("parameter choices", lambda: _choices(reg)), ("crafted reports", lambda: _attack_paths(seed)),
+                           ("measurements", lambda: _measurement_paths(seed)), ("public face", _face)):
             try:
                 cases, fails = run()
             except Exception as e:  # noqa: BLE001
