@@ -9,6 +9,9 @@
 | ``loose-delta-analyzer`` | the analyzer records the batch at a δ 1000 times the one asked | the recorded central ε is below the one earned at δ | analyzer (record vs amplify at n, δ) |
 | ``replay-blind-analyzer`` | the analyzer gives each envelope a fresh nonce before checking replays | a replayed report counts twice: n, and the amplification, inflated | analyzer (the batch opened vs the devices' kept envelopes) |
 | ``shared-nonce-reply`` | the reply path seals every envelope of a reply with the first envelope's nonce | the collector keeps one report per reply | wire (every report accepted) |
+| ``categorical-physical-ids`` | k-RR reads a Polars Categorical column through its physical ids (the order labels were first seen), not its categories | a user's report is randomized from another user's item | mechanism paths (input forms) |
+| ``histogram-ignores-counts`` | k-RR's accumulator adds each distinct report of a grouped scan once, whatever its count | a report file aggregated by ``ldp collect`` is mis-counted | mechanism paths (server paths) |
+| ``halved-analytic-mse`` | k-RR's ``analytic_mse`` is half the raw estimator's error | ``ldp choose`` ranks it by a wrong error | mechanism paths (analytic error) |
 """
 
 from __future__ import annotations
@@ -29,6 +32,8 @@ from ...federated.device import DeviceFleet, DeviceRefusal
 from ...federated.envelope import NONCE_BYTES
 from ...federated.sealed import open_reports, private_key, seal_reply, seal_reports
 from ...federated.shuffler import Shuffler
+from ...mechanisms import KRR
+from ...mechanisms._base import FrequencyAccumulator
 
 __all__ = ["SYSTEM_BUGS"]
 
@@ -116,6 +121,38 @@ def shared_nonce_answer(content: Any, node_config: Any) -> dict:
     return reply
 
 
+class CategoricalPhysicalIds(KRR):
+    """Reads a Polars Categorical Series through its physical ids (first-seen order)."""
+
+    def encode(self, values: Any) -> np.ndarray:
+        if type(values).__module__.startswith("polars") and str(values.dtype).startswith("Categorical"):
+            return values.to_physical().to_numpy().astype(np.int64)
+        return super().encode(values)
+
+
+class _CountsOnce(FrequencyAccumulator):
+    def add_histogram(self, columns: dict, weights: Any) -> "FrequencyAccumulator":
+        return super().add_histogram(columns, np.ones_like(np.asarray(weights)))
+
+
+class HistogramIgnoresCounts(KRR):
+    """Its accumulator adds each distinct report of a grouped scan once."""
+
+    def accumulator(self) -> FrequencyAccumulator:
+        return _CountsOnce(self)
+
+
+class HalvedAnalyticMSE(KRR):
+    """States half of the raw estimator's error."""
+
+    def analytic_mse(self, n: int, **kw: Any) -> float:
+        return super().analytic_mse(n, **kw) / 2
+
+
+def _as(cls: type) -> Callable:
+    return lambda mech: cls(epsilon=mech.epsilon, d=mech.d)
+
+
 #: ``(bug name, system layer, keyword arguments that plant it in the layer)``
 SYSTEM_BUGS = (
     ("series-charged-once", "device", {"answer": _answer_with(SeriesChargedOnce)}),
@@ -124,4 +161,7 @@ SYSTEM_BUGS = (
     ("loose-delta-analyzer", "analyzer", {"analyze": loose_delta_analyze}),
     ("replay-blind-analyzer", "analyzer", {"analyze": replay_blind_analyze}),
     ("shared-nonce-reply", "wire", {"answer": shared_nonce_answer, "names": ("krr", "l-grr", "wheel")}),
+    ("categorical-physical-ids", "mechanism paths", {"replace": {"krr": _as(CategoricalPhysicalIds)}, "names": ("krr",)}),
+    ("histogram-ignores-counts", "mechanism paths", {"replace": {"krr": _as(HistogramIgnoresCounts)}, "names": ("krr",)}),
+    ("halved-analytic-mse", "mechanism paths", {"replace": {"krr": _as(HalvedAnalyticMSE)}, "names": ("krr",)}),
 )
