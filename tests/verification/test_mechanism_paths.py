@@ -8,8 +8,53 @@ import numpy as np
 import pytest
 
 from ldp_plugin._errors import LDPParameterError
+from ldp_plugin.measurements import enable_ldp_features
 from ldp_plugin.mechanisms import KRR, OLH, Wheel
 from ldp_plugin.registry import from_spec
+from ldp_plugin.verification.system import mechanism_paths as mp
+from ldp_plugin.verification.system.run import SYSTEM_LAYERS
+from ldp_plugin.verification.system.seeded_bugs import SYSTEM_BUGS
+
+#: one name per input kind and path family (a hashed oracle, a cohort oracle, a series, a set, tuples, key-value sets)
+SAMPLE = ("krr", "olh", "cms", "l-grr", "loloha", "wheel", "smp", "pckv", "sample-one", "memoized-krr", "staircase")
+
+
+@pytest.fixture(scope="module")
+def features():
+    enable_ldp_features()  # the layer's measurement check, as ``ldp verify`` runs it
+
+
+def test_the_layer_is_a_system_layer():
+    assert SYSTEM_LAYERS["mechanism paths"].endswith("mechanism_paths:mechanism_paths_layer")
+
+
+def test_the_layer_passes_on_the_library_and_checks_every_path(features):
+    r = mp.mechanism_paths_layer(seed=0, quick=True, names=SAMPLE)
+    assert r["passed"], r["failures"]
+    assert set(r["checks"]) >= {"value forms", "set forms", "tuple forms", "key-value forms", "spec round trip", "server paths", "support paths",
+                                "realized epsilon", "analytic error", "memoized series"}
+    assert all(v > 0 for v in r["checks"].values())
+
+
+def test_the_global_checks_pass(features):
+    for check in (lambda: mp._choices(mp.load_registry(kinds=mp.KINDS)), lambda: mp._attack_paths(0), lambda: mp._measurement_paths(0), mp._face):
+        cases, failures = check()
+        assert cases > 0 and failures == []
+
+
+@pytest.mark.parametrize("bug", [b for b, layer, _ in SYSTEM_BUGS if layer == "mechanism paths"])
+def test_each_seeded_bug_is_caught_by_its_check(bug, features):
+    kw = next(k for b, _, k in SYSTEM_BUGS if b == bug)
+    r = mp.mechanism_paths_layer(seed=0, quick=True, **kw)
+    want = {"categorical-physical-ids": "value forms", "histogram-ignores-counts": "server paths", "halved-analytic-mse": "analytic error"}[bug]
+    assert not r["passed"] and all(f"krr: {want}:" in f for f in r["failures"]), r["failures"]
+
+
+def test_the_face_check_catches_a_wrapped_name(monkeypatch, features):
+    import ldp_plugin
+
+    monkeypatch.setattr(ldp_plugin, "KRR", type("KRR", (KRR,), {}), raising=False)
+    assert mp._face()[1]
 
 
 def test_bytes_labels_randomize_and_round_trip_their_spec():
