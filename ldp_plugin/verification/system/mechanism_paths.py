@@ -63,10 +63,8 @@ from ...amplification.measurement import make_shuffle_amplified
 from ...mechanisms import CMS, KRR, OLH, OUE
 from ...mechanisms.sample_one import SampleOne
 from ...mechanisms.key_value import KeyValueBatch
-from ...mechanisms._base import FrequencyOracle
-from ...mechanisms.longitudinal.base import LongitudinalMechanism
-from ...mechanisms.longitudinal.memoized import DistinctValueGuard, Memoized, new_user_key
-from ...mechanisms.protocol import ClosedDomain, InputKind, Keyed, SupportTestable, has
+from ...mechanisms.longitudinal.memoized import DistinctValueGuard, new_user_key
+from ...mechanisms.protocol import ClosedDomain, InputKind, Keyed, SupportRates, SupportTestable, has
 from ...mechanisms.sets import PAD, SetBatch
 from ...registry import KINDS, from_spec, load_registry
 from ...registry._suite import wrapper_instances
@@ -177,7 +175,7 @@ def _value_forms(mech: Any, n: int, seed: int, quick: bool) -> tuple:
                 cases += 1
                 if mech.with_categories(cats) != lab:
                     failures.append(f"str labels: categories given as {how} build another mechanism")
-            if isinstance(lab, FrequencyOracle):
+            if has(lab, SupportRates):  # a frequency oracle over values: decode
                 cases += 1
                 if list(lab.decode(codes)) != vals:
                     failures.append("str labels: decode(codes) is not the labels")
@@ -570,7 +568,7 @@ def _choices(reg: dict, *, epsilon: float = 1.0, d: int = 6, n: int = 10_000, m:
 
 
 # -- memoized series --------------------------------------------------------------------------------
-def _series_paths(mech: Any, seed: int) -> tuple:
+def _series_paths(mech: Any, seed: int, family: str) -> tuple:
     """Keyed mechanisms: reports are a function of (memoized unit, key, fresh randomness) — two
     values of one user with the same ``memo_units`` report identically under one source (what the
     lifetime charge counts); a ``DistinctValueGuard`` changes no report within ``max_values`` and
@@ -578,7 +576,7 @@ def _series_paths(mech: Any, seed: int) -> tuple:
     failures, cases = [], 0
     d = int(mech.domain_size)
     keys = _keys(12, seed + 3)
-    if isinstance(mech, LongitudinalMechanism):
+    if family == "longitudinal":  # a registered series protocol: its memoized units
         for k in keys:
             units = np.asarray(mech.memo_units(np.arange(d), [k] * d))
             for a in range(d):
@@ -590,7 +588,7 @@ def _series_paths(mech: Any, seed: int) -> tuple:
                         if not _same(ra, rb):
                             failures.append("two values with one memoized unit report differently under one source")
                             return cases, failures
-    if isinstance(mech, Memoized):
+    if family == "memoized":  # the memoized wrapper: its distinct-value guard
         cases += 3
         mv = int(mech.max_values)
         guard = DistinctValueGuard()
@@ -716,11 +714,13 @@ def _face() -> tuple:
 
 # -- the layer --------------------------------------------------------------------------------------
 def _instances(reg: dict, names: Optional[tuple]) -> list:
-    out = [(n, reg[n].mechanism_class()(**reg[n].canonical[0])) for n in sorted(reg) if names is None or n in names]
-    out += [(n, m) for n, m in wrapper_instances() if names is None or n in names]
+    """``(name, mechanism, family)``: every registered name's first canonical instance (its
+    declared kind), the wrappers (``memoized`` for the memoized one), and (whole run) an open alphabet."""
+    out = [(n, reg[n].mechanism_class()(**reg[n].canonical[0]), reg[n].kind) for n in sorted(reg) if names is None or n in names]
+    out += [(n, m, "memoized" if has(m, Keyed) else "wrapper") for n, m in wrapper_instances() if names is None or n in names]
     if names is None:  # an open alphabet (hashed items): a cohort oracle and sample-one around it
         cms = CMS(epsilon=1.0, k=8, cohorts=2)
-        out += [("cms (open alphabet)", cms), ("sample-one (open alphabet)", SampleOne(mechanism=cms, m=2))]
+        out += [("cms (open alphabet)", cms, "frequency"), ("sample-one (open alphabet)", SampleOne(mechanism=cms, m=2), "wrapper")]
     return out
 
 
@@ -733,10 +733,10 @@ PATH_CHECKS = {
     "key-value forms": (lambda m: _kind(m) == "key-value", lambda m, s, q: _key_value_forms(m, 24, s, q)),
     "spec round trip": (lambda m: True, lambda m, s, q: _spec_paths(m, s)),
     "server paths": (lambda m: True, lambda m, s, q: _server_paths(m, s)),
-    "support paths": (lambda m: isinstance(m, FrequencyOracle), lambda m, s, q: _support_paths(m, s)),
+    "support paths": (lambda m: _kind(m) == "value" and has(m, SupportRates), lambda m, s, q: _support_paths(m, s)),
     "realized epsilon": (lambda m: not (has(m, ClosedDomain) and not m.closed), lambda m, s, q: _realized(m)),
     "analytic error": (lambda m: _kind(m) == "value" and m.domain_size is not None, lambda m, s, q: _analytic_error(m, s, q)),
-    "memoized series": (lambda m: has(m, Keyed), lambda m, s, q: _series_paths(m, s)),
+    "memoized series": (lambda m: has(m, Keyed), lambda m, s, q, f: _series_paths(m, s, f)),
 }
 
 
@@ -749,13 +749,13 @@ def mechanism_paths_layer(*, seed: int = 0, quick: bool = False, directory: Any 
     reg = load_registry(kinds=KINDS)
     replace = replace or {}
     failures, counts = [], {}
-    for i, (name, mech) in enumerate(_instances(reg, names)):
+    for i, (name, mech, family) in enumerate(_instances(reg, names)):
         mech = replace[name](mech) if name in replace else mech
         for check, (applies, run) in PATH_CHECKS.items():
             if not applies(mech):
                 continue
             try:
-                cases, fails = run(mech, seed + 101 * i, quick)
+                cases, fails = run(mech, seed + 101 * i, quick, family) if check == "memoized series" else run(mech, seed + 101 * i, quick)
             except Exception as e:  # noqa: BLE001 - a path that raises on valid input fails; the row names the type
                 cases, fails = 1, [f"raised {type(e).__name__}"]
             counts[check] = counts.get(check, 0) + cases
