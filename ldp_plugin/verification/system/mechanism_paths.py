@@ -70,6 +70,7 @@ from ...registry import KINDS, from_spec, load_registry
 from ...registry._suite import wrapper_instances
 from ...sampling import SeededRandomSource
 from ..entry_points import _flat, _one_of
+from ..estimators import estimator_cell
 
 __all__ = ["mechanism_paths_layer", "PATH_CHECKS"]
 
@@ -529,6 +530,20 @@ def _analytic_error(mech: Any, seed: int, quick: bool) -> tuple:
     return 1, []
 
 
+def _estimator_options(seed: int, quick: bool) -> tuple:
+    """The post-processing options the estimator layer does not ask of k-RR (the one oracle whose
+    report names one item): ``postprocess="ibu"`` (the exact multinomial likelihood and its
+    parametric bootstrap) and ``"em"``, each on a zipf population through the estimator layer's
+    own cell (bias, stated variance, interval coverage; :func:`~ldp_plugin.verification.estimators.judge`)."""
+    failures = []
+    krr = KRR(epsilon=1.0, d=4)
+    for i, option in enumerate(("ibu", "em")):
+        cell = estimator_cell(krr, "zipf", R=40 if quick else 80, n=500, seed=seed + 17 * i, alpha=1e-7, postprocess=option)
+        if not cell["passed"]:
+            failures.append(f"k-RR postprocess={option!r}: " + ", ".join(st["label"] for st in cell["statistics"] if not st["passed"]))
+    return 2, failures
+
+
 # -- realized ε -------------------------------------------------------------------------------------
 def _realized(mech: Any) -> tuple:
     ch = mech.channel()
@@ -696,7 +711,9 @@ def _face() -> tuple:
         home = importlib.import_module(getattr(obj, "__module__", None) or "ldp_plugin")
         if getattr(obj, "__name__", name) == name and getattr(home, name, None) is not obj:
             failures.append(f"ldp_plugin.{name} is not its module's object")
-    cases += 3
+    cases += 4
+    if any(str(k) != k.value or f"{k:>12}" != format(k.value, ">12") for k in InputKind):
+        failures.append("an InputKind does not print as its value")
     if not set(face.__all__) <= set(dir(face)):
         failures.append("dir(ldp_plugin) misses public names")
     with warnings.catch_warnings(record=True) as caught:
@@ -762,7 +779,8 @@ def mechanism_paths_layer(*, seed: int = 0, quick: bool = False, directory: Any 
             failures += [f"{name}: {check}: {f}" for f in fails]
     if names is None:
         for check, run in (("parameter choices", lambda: _choices(reg)), ("crafted reports", lambda: _attack_paths(seed)),
-                           ("measurements", lambda: _measurement_paths(seed)), ("public face", _face)):
+                           ("measurements", lambda: _measurement_paths(seed)), ("estimator options", lambda: _estimator_options(seed, quick)),
+                           ("public face", _face)):
             try:
                 cases, fails = run()
             except Exception as e:  # noqa: BLE001
