@@ -406,8 +406,9 @@ class RSFD(_TupleReports, _MultiAttribute):
     @classmethod
     def from_attribute_epsilon(cls, epsilon_attribute: float, *, domains: Any) -> "RSFD":
         """The paper's configuration: k-RR at ``ε' = ln(A(e^{ε_a} − 1) + 1)``, which is
-        ``ε_a``-LDP when one attribute changes and ``ε'``-LDP for the whole tuple (the returned
-        mechanism's ``epsilon``, rounded up)."""
+        ``ε_a``-LDP when one attribute changes (equal domain sizes; with unequal ones it exceeds
+        ``ε_a``: :attr:`attribute_epsilon` is the exact figure) and ``ε'``-LDP for the whole tuple
+        (the returned mechanism's ``epsilon``, rounded up)."""
         ea = check_epsilon(epsilon_attribute)
         A = len(_check_domains(domains))
         eps = math.log(A * math.expm1(ea) + 1)

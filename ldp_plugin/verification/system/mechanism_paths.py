@@ -48,6 +48,7 @@ import json
 import math
 import time
 import warnings
+from fractions import Fraction
 from statistics import NormalDist
 from typing import Any, Callable, Optional
 
@@ -544,6 +545,28 @@ def _estimator_options(seed: int, quick: bool) -> tuple:
     return 2, failures
 
 
+def _attribute_level(mech: Any) -> tuple:
+    """RS+FD's attribute-level guarantee (the ε when one attribute changes), from the exact
+    channel: the worst ratio over pairs of tuples differing in one attribute equals
+    ``attribute_epsilon`` (rounded up); :meth:`RSFD.from_attribute_epsilon` over equal domain sizes
+    gives a mechanism whose attribute-level ε is at most the one asked (with unequal sizes it is
+    not, as the module says) and whose ``epsilon`` covers the whole tuple."""
+    ch, T = mech.channel(), mech._tuples()
+    worst = Fraction(1)
+    for a in range(len(T)):
+        for b in range(len(T)):
+            if int((T[a] != T[b]).sum()) == 1:
+                worst = max([worst] + [pa / pb for pa, pb in zip(ch.matrix[a], ch.matrix[b]) if pb])
+    failures = []
+    if epsilon_of_ratio(worst) != mech.attribute_epsilon:
+        failures.append("attribute_epsilon is not the channel's worst one-attribute ratio")
+    equal = (int(mech.domains[0]),) * len(mech.domains)  # the paper's claim holds for equal domain sizes (module docstring)
+    built = type(mech).from_attribute_epsilon(0.5, domains=equal)
+    if built.attribute_epsilon > 0.5 + 1e-12 or epsilon_of_ratio(built.realized_ratio) > built.epsilon:
+        failures.append("from_attribute_epsilon exceeds the attribute-level ε asked or its whole-tuple ε")
+    return 2, failures
+
+
 # -- realized ε -------------------------------------------------------------------------------------
 def _realized(mech: Any) -> tuple:
     ch = mech.channel()
@@ -753,6 +776,7 @@ PATH_CHECKS = {
     "support paths": (lambda m: _kind(m) == "value" and has(m, SupportRates), lambda m, s, q: _support_paths(m, s)),
     "realized epsilon": (lambda m: not (has(m, ClosedDomain) and not m.closed), lambda m, s, q: _realized(m)),
     "analytic error": (lambda m: _kind(m) == "value" and m.domain_size is not None, lambda m, s, q: _analytic_error(m, s, q)),
+    "attribute-level epsilon": (lambda m: _kind(m) == "tuple" and type(m).name == "rsfd", lambda m, s, q: _attribute_level(m)),
     "memoized series": (lambda m: has(m, Keyed), lambda m, s, q, f: _series_paths(m, s, f)),
 }
 
