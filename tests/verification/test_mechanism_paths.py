@@ -123,3 +123,23 @@ def test_finite_channel_analytic_mse_is_the_fixed_population_variance():
     assert m.analytic_mse(n, theta=theta, sampling="fixed") == pytest.approx(float(np.trace(A @ cov @ A.T)), rel=1e-12)
     iid = m.analytic_mse(n, theta=theta, sampling="iid") - m.analytic_mse(n, theta=theta, sampling="fixed")
     assert iid == pytest.approx((1 - float(np.sum(theta**2))) / n, rel=1e-12)
+
+
+def test_dbitflip_unit_law_follows_theta():
+    """A user's sampled buckets are sorted, so the memoized pattern of a value depends on the value:
+    ``unit_probabilities(theta)`` ignored ``theta`` (exact only at a uniform theta). Checked against
+    the enumeration of every sampled subset."""
+    from itertools import combinations
+
+    from ldp_plugin.mechanisms.longitudinal import DBitFlipPM
+
+    d, b = 5, 2
+    m = DBitFlipPM(epsilon_perm=2.0, epsilon_1=1.0, d=d, d_bits=b)
+    theta = np.array([0.4, 0.3, 0.1, 0.15, 0.05])
+    subsets = list(combinations(range(d), b))
+    law = np.zeros(b + 1)
+    for S in subsets:
+        for v in range(d):
+            law[S.index(v) if v in S else b] += theta[v] / len(subsets)
+    assert np.allclose(m.unit_probabilities(theta), law, atol=1e-15)
+    assert np.allclose(m.unit_probabilities(np.full(d, 1 / d)), [1 / d] * b + [1 - b / d])

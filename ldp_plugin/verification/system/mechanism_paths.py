@@ -65,13 +65,15 @@ from ...mechanisms import CMS, KRR, OLH, OUE
 from ...mechanisms.sample_one import SampleOne
 from ...mechanisms.key_value import KeyValueBatch
 from ...mechanisms.longitudinal.memoized import DistinctValueGuard, new_user_key
-from ...mechanisms.protocol import ClosedDomain, InputKind, Keyed, SupportRates, SupportTestable, has
+from ...mechanisms.protocol import Cohorted, ClosedDomain, InputKind, Keyed, SupportRates, SupportTestable, has
+from ...mechanisms.cohort import report_batch_arrays, report_batch_from_arrays
 from ...mechanisms.sets import PAD, SetBatch
 from ...registry import KINDS, from_spec, load_registry
 from ...registry._suite import wrapper_instances
 from ...sampling import SeededRandomSource
 from ..entry_points import _flat, _one_of
 from ..estimators import estimator_cell
+from ..layers import _pooled_chisquare
 
 __all__ = ["mechanism_paths_layer", "PATH_CHECKS"]
 
@@ -194,7 +196,7 @@ def _value_forms(mech: Any, n: int, seed: int, quick: bool) -> tuple:
 PATH_CHECKS: dict = {}
 
 
-def _set_forms(mech: Any, n: int, seed: int, quick: bool) -> tuple:
+def _set_forms(mech: Any, n: int, seed: int, quick: bool, family: str = "") -> tuple:
     """``(cases, failures)``: every form of one batch of sets against the reference (a list of
     lists of codes, each set in increasing order); and batches of single items against sets of one."""
     d, m = int(mech.domain_size), int(mech.m)
@@ -229,6 +231,11 @@ def _set_forms(mech: Any, n: int, seed: int, quick: bool) -> tuple:
     enc = mech.randomize_encoded(vals, offsets=off, rng=SeededRandomSource(seed), **({"user_keys": keys} if keyed else {}))
     if not _same(mech.to_columns(enc), ref):
         failures.append("CSR item codes through randomize_encoded differ from randomize of the sets")
+    if family == "wrapper":  # sample-one: encode gives the sets' CSR codes, which randomize_encoded takes
+        cases += 1
+        codes, offsets = mech.encode(sets)
+        if not _same(mech.to_columns(mech.randomize_encoded(codes, offsets=offsets, rng=SeededRandomSource(seed))), ref):
+            failures.append("randomize_encoded of encode(sets) differs from randomize of the sets")
     ref_full = _run(mech, full, seed, keys)
     compare("equal-length sets as a Polars Array Series", mech, pl.Series(full, dtype=pl.Array(pl.Int64, m)), ref_full)
     singles = [(3 * i + 1) % d for i in range(n)]
@@ -353,6 +360,11 @@ def _key_value_forms(mech: Any, n: int, seed: int, quick: bool) -> tuple:
         failures.append("randomize_encoded differs from the inner k-RR on the same codes")
     if mech.randomize_one(data[1], rng=SeededRandomSource(seed + 1)) != int(mech.randomize([data[1]], rng=SeededRandomSource(seed + 1))[0]):
         failures.append("randomize_one differs from the batch path")
+    cases += 1
+    est = mech.estimate(mech.randomize(data, rng=SeededRandomSource(seed)))
+    text = repr(est)
+    if f"n={est.n:,}" not in text or f"{float(est.frequency[0]):.4f}" not in text or f"{float(est.mean[0]):+.4f}" not in text:
+        failures.append("the estimate's summary does not show its n, frequencies and means")
     return cases, failures
 
 
@@ -434,6 +446,13 @@ def _server_paths(mech: Any, seed: int) -> tuple:
         failures.append("merge of two accumulators differs from one accumulator given both batches")
     if not _same_state(_state(mech.accumulator().merge(mech.accumulator().add(batches[1]))), _state(mech.accumulator().add(batches[1]))):
         failures.append("merge into an empty accumulator changes the counts")
+    if has(mech.base, Cohorted):  # kept reports stored as data (the accountant's interop) come back whole
+        cases += 1
+        r = batches[0]
+        kind = report_batch_arrays(r)
+        back = report_batch_from_arrays(kind["__kind__"], {k: v for k, v in kind.items() if k != "__kind__"}) if kind else r
+        if len(back) != len(r) or not _same(mech.base.to_columns(back), mech.base.to_columns(r)):
+            failures.append("cohort reports stored as arrays do not come back whole")
     cols_spec = mech.base.histogram_columns
     if cols_spec:
         cases += 1
@@ -614,6 +633,16 @@ def _series_paths(mech: Any, seed: int, family: str) -> tuple:
     failures, cases = [], 0
     d = int(mech.domain_size)
     keys = _keys(12, seed + 3)
+    if family == "longitudinal":  # the law of the memoized units (what ``ldp choose``'s expected lifetime reads)
+        cases += 1
+        N = 3000 - 3000 % d
+        weights = np.arange(1, d + 1)
+        vals = np.repeat(np.arange(d), N * weights // int(weights.sum()))
+        theta = np.bincount(vals, minlength=d) / vals.size
+        units = np.asarray(mech.memo_units(vals, _keys(vals.size, seed + 7)))
+        law = np.asarray(mech.unit_probabilities(theta), dtype=np.float64)
+        if units.ndim != 1 or units.size and int(units.max()) >= law.size or _pooled_chisquare(np.bincount(units, minlength=law.size), law) < 1e-8:
+            failures.append("the memoized units do not follow unit_probabilities")
     if family == "longitudinal":  # a registered series protocol: its memoized units
         for k in keys:
             units = np.asarray(mech.memo_units(np.arange(d), [k] * d))
@@ -764,19 +793,19 @@ def _instances(reg: dict, names: Optional[tuple]) -> list:
     return out
 
 
-#: per-instance checks: ``name -> (applies(mech), check(mech, seed, quick) -> (cases, failures))``
+#: per-instance checks: ``name -> (applies(mech), check(mech, seed, quick, family) -> (cases, failures))``
 PATH_CHECKS = {
-    "value forms": (lambda m: _kind(m) == "value" and m.domain_size is not None, lambda m, s, q: _value_forms(m, 24, s, q)),
-    "set forms": (lambda m: _kind(m) == "set" and m.domain_size is not None, lambda m, s, q: _set_forms(m, 24, s, q)),
-    "open-alphabet forms": (lambda m: has(m, ClosedDomain) and not m.closed, lambda m, s, q: _open_forms(m, 24, s, q)),
-    "tuple forms": (lambda m: _kind(m) == "tuple", lambda m, s, q: _tuple_forms(m, 24, s, q)),
-    "key-value forms": (lambda m: _kind(m) == "key-value", lambda m, s, q: _key_value_forms(m, 24, s, q)),
-    "spec round trip": (lambda m: True, lambda m, s, q: _spec_paths(m, s)),
-    "server paths": (lambda m: True, lambda m, s, q: _server_paths(m, s)),
-    "support paths": (lambda m: _kind(m) == "value" and has(m, SupportRates), lambda m, s, q: _support_paths(m, s)),
-    "realized epsilon": (lambda m: not (has(m, ClosedDomain) and not m.closed), lambda m, s, q: _realized(m)),
-    "analytic error": (lambda m: _kind(m) == "value" and m.domain_size is not None, lambda m, s, q: _analytic_error(m, s, q)),
-    "attribute-level epsilon": (lambda m: _kind(m) == "tuple" and type(m).name == "rsfd", lambda m, s, q: _attribute_level(m)),
+    "value forms": (lambda m: _kind(m) == "value" and m.domain_size is not None, lambda m, s, q, f: _value_forms(m, 24, s, q)),
+    "set forms": (lambda m: _kind(m) == "set" and m.domain_size is not None, lambda m, s, q, f: _set_forms(m, 24, s, q, f)),
+    "open-alphabet forms": (lambda m: has(m, ClosedDomain) and not m.closed, lambda m, s, q, f: _open_forms(m, 24, s, q)),
+    "tuple forms": (lambda m: _kind(m) == "tuple", lambda m, s, q, f: _tuple_forms(m, 24, s, q)),
+    "key-value forms": (lambda m: _kind(m) == "key-value", lambda m, s, q, f: _key_value_forms(m, 24, s, q)),
+    "spec round trip": (lambda m: True, lambda m, s, q, f: _spec_paths(m, s)),
+    "server paths": (lambda m: True, lambda m, s, q, f: _server_paths(m, s)),
+    "support paths": (lambda m: _kind(m) == "value" and has(m, SupportRates), lambda m, s, q, f: _support_paths(m, s)),
+    "realized epsilon": (lambda m: not (has(m, ClosedDomain) and not m.closed), lambda m, s, q, f: _realized(m)),
+    "analytic error": (lambda m: _kind(m) == "value" and m.domain_size is not None, lambda m, s, q, f: _analytic_error(m, s, q)),
+    "attribute-level epsilon": (lambda m: _kind(m) == "tuple" and type(m).name == "rsfd", lambda m, s, q, f: _attribute_level(m)),
     "memoized series": (lambda m: has(m, Keyed), lambda m, s, q, f: _series_paths(m, s, f)),
 }
 
@@ -796,7 +825,7 @@ def mechanism_paths_layer(*, seed: int = 0, quick: bool = False, directory: Any 
             if not applies(mech):
                 continue
             try:
-                cases, fails = run(mech, seed + 101 * i, quick, family) if check == "memoized series" else run(mech, seed + 101 * i, quick)
+                cases, fails = run(mech, seed + 101 * i, quick, family)
             except Exception as e:  # noqa: BLE001 - a path that raises on valid input fails; the row names the type
                 cases, fails = 1, [f"raised {type(e).__name__}"]
             counts[check] = counts.get(check, 0) + cases
