@@ -54,6 +54,7 @@ from typing import Any, Callable, Optional
 
 import numpy as np
 import polars as pl
+from scipy.stats import chi2
 
 from ..._errors import LDPInputError, LDPParameterError
 from ...exact import epsilon_of_ratio
@@ -66,6 +67,7 @@ from ...mechanisms.sample_one import SampleOne
 from ...mechanisms.key_value import KeyValueBatch
 from ...mechanisms.longitudinal.memoized import DistinctValueGuard, new_user_key
 from ...mechanisms.protocol import Cohorted, ClosedDomain, InputKind, Keyed, SupportRates, SupportTestable, has
+from ...mechanisms.hierarchy import flat_range_variance
 from ...mechanisms.cohort import report_batch_arrays, report_batch_from_arrays
 from ...mechanisms.sets import PAD, SetBatch
 from ...registry import KINDS, from_spec, load_registry
@@ -586,6 +588,33 @@ def _attribute_level(mech: Any) -> tuple:
     return 2, failures
 
 
+def _range_variance(mech: Any, seed: int, quick: bool) -> tuple:
+    """The trees' ``analytic_range_variance(values, lo, hi)`` (the interval the range query states)
+    against ``R`` collections of the same users through the real client and server: the range
+    fraction is unbiased (``|mean − truth| <= z·√(A/R)``) and its variance is ``A`` within the χ²
+    bounds of ``R − 1`` degrees of freedom (α = 10⁻⁶: a variance off by a factor 2 fails); and
+    ``flat_range_variance`` (the flat-histogram baseline ``ldp choose`` compares with) is the sum of
+    OUE's per-item variances over the range."""
+    R, n = (150 if quick else 300), 400
+    lo_, hi_ = mech.lower + 0.25 * (mech.upper - mech.lower), mech.lower + 0.75 * (mech.upper - mech.lower)
+    vals = np.linspace(mech.lower, mech.upper, n + 2)[1:-1]
+    truth = float(((vals >= lo_) & (vals < hi_)).mean())
+    A = float(mech.analytic_range_variance(vals, lo_, hi_))
+    src = SeededRandomSource(seed)
+    f = np.array([mech.estimate(mech.randomize(vals, rng=src)).range_fraction(lo_, hi_).fraction for _ in range(R)])
+    failures = []
+    if abs(float(f.mean()) - truth) > ANALYTIC_Z * math.sqrt(A / R):
+        failures.append(f"the range fraction is biased ({float(f.mean()):.4g} for {truth:.4g})")
+    ratio = float(f.var(ddof=1)) / A
+    a = 1e-6 / 80
+    if not chi2.ppf(a / 2, R - 1) / (R - 1) <= ratio <= chi2.ppf(1 - a / 2, R - 1) / (R - 1):
+        failures.append(f"the range variance is {ratio:.3g} × analytic_range_variance (R={R})")
+    theta = np.array([0.5, 0.1, 0.0])
+    if not math.isclose(flat_range_variance(1.0, 500, 3, theta), float(OUE(epsilon=1.0, d=3).variance(theta, 500).sum()), rel_tol=1e-12):
+        failures.append("flat_range_variance is not the sum of OUE's per-item variances")
+    return 3, failures
+
+
 # -- realized ε -------------------------------------------------------------------------------------
 def _realized(mech: Any) -> tuple:
     ch = mech.channel()
@@ -806,6 +835,7 @@ PATH_CHECKS = {
     "realized epsilon": (lambda m: not (has(m, ClosedDomain) and not m.closed), lambda m, s, q, f: _realized(m)),
     "analytic error": (lambda m: _kind(m) == "value" and m.domain_size is not None, lambda m, s, q, f: _analytic_error(m, s, q)),
     "attribute-level epsilon": (lambda m: _kind(m) == "tuple" and type(m).name == "rsfd", lambda m, s, q, f: _attribute_level(m)),
+    "range variance": (lambda m: type(m).name in ("haar-hrr", "hierarchical-histogram"), lambda m, s, q, f: _range_variance(m, s, q)),
     "memoized series": (lambda m: has(m, Keyed), lambda m, s, q, f: _series_paths(m, s, f)),
 }
 
