@@ -2,42 +2,56 @@
 reports go through the library, each held to the path the other layers verify.
 
 The other layers drive each registered mechanism with integer codes (or one label type) in a numpy
-array, through ``randomize`` and the accumulator's ``add``. Users also pass Polars Series (String,
-Categorical, Enum, integer), numpy text arrays (``U``, ``S``), bytes, integer or float labels,
-categories given as an array, sets as CSR pairs, ``SetBatch``, Polars ``List``/``Array`` columns,
-Python sets or single items; servers merge accumulators and add grouped histograms; ``ldp choose``
-builds the mechanisms each family declares. :func:`mechanism_paths_layer` runs, for every registered
-name (its first canonical instance) and the wrappers:
+array, through ``randomize`` and the accumulator's ``add``, and its default estimate. Users also pass
+Polars Series (String, Categorical, Enum, integer), numpy text arrays (``U``, ``S``), bytes, integer
+or float labels, categories given as an array, sets as CSR pairs, ``SetBatch``, Polars
+``List``/``Array`` columns, Python sets or single items, tuples as frames or list columns; servers
+merge accumulators and add grouped histograms; ``ldp choose`` builds the mechanisms each family
+declares and ranks them by their analytic errors. :func:`mechanism_paths_layer` runs, for every
+registered name (its first canonical instance), the wrappers and an open alphabet (:data:`PATH_CHECKS`):
 
-* **input forms**: every form of the same users' values gives, under one seeded source, the reports
-  of the reference form (codes in an ``int64`` array; labels relabelled ``item-i`` stand for code
-  ``i``) **identically**; ``randomize_one`` of each form's first value is the batch path's report of
-  that user; ``decode(encode(labels))`` gives the labels back; categories given as a numpy array or a
-  Polars Series build the same mechanism as a list;
-* **spec round trip**: ``from_spec(spec())`` rebuilds an equal mechanism giving identical reports;
-  numpy parameters (``np.int64`` sizes, ``np.float64`` ε) build the same mechanism and a JSON spec;
-* **server paths**: two batches merged (``merge``) count what one accumulator counts after adding
-  both, and a mechanism declaring ``histogram_columns`` counts its reports' grouped histogram
-  (``add_histogram``: distinct values and their counts) exactly as the reports themselves; the
-  estimates are then equal;
-* **support paths** (oracles answering ``supports``): the support counts of a batch equal the counts
-  rebuilt from ``supports(output, item)`` on its channel outputs, ``support_matrix`` and
-  ``support_sizes``; and the channel's rows give exactly ``p*`` / ``q*`` through ``supports``
-  (averaged over the verification seeds for a hashed oracle);
-* **realized ε**: the ``realized_epsilon`` property equals ``ln`` of the channel's worst ratio
-  rounded up, at most ε;
-* **parameter choices**: every ``choose_variants`` of a registered class (what ``ldp choose``
-  ranks) builds, and realizes at most the ε asked;
-* **memoized series**: a ``DistinctValueGuard`` leaves reports unchanged while a user stays within
-  ``max_values`` and refuses the value past it, before any report; ``new_user_key`` gives fresh
-  32-byte keys; ``memo_units`` equals the permanent layer's units;
-* **crafted reports** (the robustness attacks): OUE's maximal-gain fakes set every target bit and
-  have an honest report's number of ones; OLH's fakes with several tries support at least as many
-  targets as any seed they tried;
-* **the public face**: every name of ``ldp_plugin.__all__`` is the object of its home module.
+* **input forms** (values, sets, tuples, key–value sets, open-alphabet items): every form of the same
+  users' values gives, under one seeded source, the reports of the reference form **identically**
+  (labels relabelled ``item-i`` stand for code ``i``; a label-keyed client, which hashes the label,
+  is its own reference); ``randomize_one`` is the batch path's report of that user; ``decode``
+  gives the labels back; categories given as a numpy array or a Polars Series build the same
+  mechanism; CSR codes through ``randomize_encoded`` (and sample-one's ``encode``) report what the
+  sets report;
+* **spec round trip**: ``from_spec(spec())`` rebuilds the mechanism (same spec, identical reports);
+  numpy-typed parameters build it too, with a plain-JSON spec;
+* **server paths**: ``merge`` of two accumulators counts what one accumulator given both batches
+  counts; ``add_histogram`` of the grouped reports (what ``ldp collect`` runs on a report file of a
+  mechanism declaring ``histogram_columns``) counts what ``add`` counts; cohort reports stored as
+  arrays come back whole;
+* **support paths** (frequency oracles): ``supports(output, item)`` on a batch's channel outputs,
+  ``support_matrix`` and ``support_sizes`` give the support counts, and the channel's rows give
+  exactly ``p*`` / ``q*`` through ``supports``;
+* **realized ε**: the ``realized_epsilon`` property is ``ln`` of ``realized_ratio`` rounded up, at
+  most ε, and the channel's worst ratio does not exceed ``realized_ratio``; RS+FD's
+  ``attribute_epsilon`` is its channel's worst one-attribute ratio;
+* **analytic errors** (what ``ldp choose`` ranks by): ``analytic_mse`` at a uniform population and
+  the trees' ``analytic_range_variance`` against the measured error of the real client and server
+  over ``R`` collections (normal / χ² bounds at a 10⁻⁶ rate); k-RR's ``ibu`` (multinomial
+  likelihood, bootstrap) and ``em`` options through the estimator layer's cell;
+* **parameter choices**: every ``choose_variants`` of a registered class builds and realizes at
+  most the ε asked;
+* **memoized series**: reports are a function of the memoized unit (two values with one unit report
+  identically under one source: what the lifetime charge counts), the units follow
+  ``unit_probabilities``; a ``DistinctValueGuard`` changes no report within ``max_values`` and
+  refuses the value past it, recording nothing; ``new_user_key`` gives fresh 32-byte keys;
+* **OpenDP measurements of other input domains**: ``make_set_ldp`` (user, population; closed and
+  open alphabets) reports what ``SampleOne.randomize`` reports on one source and charges the padded
+  mechanism's ε; ``then_ldp`` / ``then_<name>`` chained after the input space are ``make_ldp``; the
+  shuffled batch's privacy profile is 0 at ``d_in = 0`` and ``central_delta`` at 1 and 2;
+* **crafted reports** (robustness attacks): OUE's maximal-gain fakes set every target bit with an
+  honest report's number of ones; OLH's keep the best of the seeds they tried (recounted here);
+* **the public face**: every name of ``ldp_plugin.__all__`` is its module's object; a moved name
+  warns; an unknown name is an ``AttributeError``.
 
 A failure names the name, the path and what differed (never a user's value). Seeded bugs
-(:mod:`.seeded_bugs`) plant a mechanism whose Polars path, histogram path or spec differs.
+(:mod:`.seeded_bugs`): a k-RR reading a Polars Categorical through its physical ids, one whose
+histogram path ignores the counts, one stating half its error. Cost: ≈ 9 s CPU (full), ≈ 3 s (quick:
+fewer label kinds and collections).
 """
 
 from __future__ import annotations
