@@ -143,3 +143,12 @@ def test_dbitflip_unit_law_follows_theta():
             law[S.index(v) if v in S else b] += theta[v] / len(subsets)
     assert np.allclose(m.unit_probabilities(theta), law, atol=1e-15)
     assert np.allclose(m.unit_probabilities(np.full(d, 1 / d)), [1 / d] * b + [1 - b / d])
+
+
+def test_an_empty_list_is_an_empty_batch():
+    """``[]`` reads as a float64 array in numpy: k-RR and the series clients refused it as 'not
+    integer codes' (the empty numpy array was accepted)."""
+    from ldp_plugin.mechanisms.longitudinal import LGRR
+
+    assert KRR(epsilon=1.0, d=3).randomize([], rng=1).shape == (0,)
+    assert LGRR(epsilon_perm=2.0, epsilon_1=1.0, d=3).randomize([], user_keys=[], rng=1).shape[0] == 0

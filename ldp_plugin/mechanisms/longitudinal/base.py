@@ -180,6 +180,8 @@ class LongitudinalMechanism(MechanismBase):
 
     def _codes(self, values: Any) -> np.ndarray:
         c = np.asarray(values)
+        if c.ndim == 1 and c.size == 0:  # no user (``[]`` reads as float64)
+            return np.empty(0, dtype=np.int64)
         if c.ndim != 1 or c.dtype.kind not in "iu" or (c.size and (c.min() < 0 or c.max() >= self.d)):
             raise LDPInputError(f"{self.name} takes a 1-d array of item codes in [0, {self.d})")
         return c.astype(np.int64)

@@ -71,7 +71,7 @@ import polars as pl
 from scipy.stats import chi2
 
 from ..._errors import LDPInputError, LDPParameterError
-from ...exact import epsilon_of_ratio
+from ...exact import epsilon_of_ratio, float_up, ratio_within_exp
 from ...hashing import seeded_hash
 from ... import measurements as meas_mod
 from ...amplification.analysis import central_delta
@@ -173,6 +173,14 @@ def _value_forms(mech: Any, n: int, seed: int, quick: bool) -> tuple:
         forms["object array of ints"] = np.array(codes.tolist(), dtype=object)
     for label, batch in forms.items():
         compare(f"codes as {label}", mech, batch, ref)
+    for label, batch in (("an empty list", []), ("an empty int64 array", np.empty(0, dtype=np.int64)), ("an empty Polars Series", pl.Series([], dtype=pl.Int64))):
+        cases += 1
+        try:
+            got = _run(mech, batch, seed, [] if keyed else None)
+            if any(np.asarray(v).shape[:1] != (0,) for v in got.values()):
+                failures.append(f"{label}: reports for no user")
+        except (LDPInputError, LDPParameterError, TypeError) as e:
+            failures.append(f"{label}: raised {type(e).__name__}")
     for kind, make in LABEL_KINDS.items():
         if quick and kind not in ("str", "int"):
             continue
@@ -645,12 +653,15 @@ def _realized(mech: Any) -> tuple:
 
 # -- parameter choices ------------------------------------------------------------------------------
 def _choices(reg: dict, *, epsilon: float = 1.0, d: int = 6, n: int = 10_000, m: int = 2) -> tuple:
-    """Every ``choose_variants`` of every registered class builds (with ε, or ε1 under ε∞ = 2ε for a
-    series) and realizes at most the ε asked."""
+    """Every ``choose_variants`` of every registered class (and the ``default_parameters`` the builders
+    derive for a frequency oracle) builds (with ε, or ε1 under ε∞ = 2ε for a series) and realizes at
+    most the ε asked."""
     failures, cases = [], 0
     for name, decl in sorted(reg.items()):
         cls = decl.mechanism_class()
-        for kw in cls.choose_variants(epsilon=epsilon, d=d, n=n, m=m):
+        defaults = cls.default_parameters({}, epsilon=epsilon, d=d, n=n) if decl.kind == "frequency" else {}
+        variants = list(cls.choose_variants(epsilon=epsilon, d=d, n=n, m=m)) + ([defaults] if defaults else [])  # (what registry.build derives)
+        for kw in variants:
             cases += 1
             built = None
             for base in ({"epsilon": epsilon, "d": d}, {"epsilon": epsilon, "d": d, "m": m}, {"epsilon_perm": 2 * epsilon, "epsilon_1": epsilon, "d": d},
@@ -716,6 +727,12 @@ def _series_paths(mech: Any, seed: int, family: str) -> tuple:
             mech.randomize(vals, keys, rng=SeededRandomSource(seed), guard=guard)  # the refused batch recorded nothing
         except LDPInputError:
             failures.append("a refused batch was recorded by the DistinctValueGuard")
+        bounds = [mech.lifetime_bound(t) for t in (1, 2, 3)]
+        cases += 1
+        if bounds != [mech.series_bound(t) for t in (1, 2, 3)] or sorted(bounds) != bounds or not ratio_within_exp(mech.channel().max_ratio(), float_up(bounds[0])):
+            failures.append("the series' lifetime bound is not nondecreasing, or below one report's exact loss (its channel)")
+        if not np.array_equal(mech.encode(vals), vals):
+            failures.append("encode of item codes is not the codes")
         a, b = new_user_key(), new_user_key()
         if len(a) != 32 or len(b) != 32 or a == b:
             failures.append("new_user_key does not give fresh 32-byte keys")
