@@ -126,6 +126,15 @@ def _one_matches(m: Any, value: Any, batch_of_one: Any, seed: int, key: Optional
     return _flat(m.encode(np.array(items, dtype=object))) == ref
 
 
+def _check_form(m: Any, label: str, batch: Any, ref: dict, seed: int, keys: Optional[list]) -> Optional[str]:
+    """None when ``batch`` gives the reference reports ``ref`` under ``SeededRandomSource(seed)``;
+    else what went wrong (never a value)."""
+    try:
+        return None if _same(_run(m, batch, seed, keys), ref) else f"{label}: reports differ from the reference form under one seed"
+    except (LDPInputError, LDPParameterError, TypeError) as e:
+        return f"{label}: raised {type(e).__name__}"
+
+
 def _head(batch: Any) -> Any:
     return batch.head(1) if isinstance(batch, pl.Series) else batch[:1]
 
@@ -233,11 +242,7 @@ def _set_forms(mech: Any, n: int, seed: int, quick: bool, family: str = "") -> t
     def compare(label: str, m_: Any, batch: Any, ref: dict) -> None:
         nonlocal cases
         cases += 1
-        try:
-            if not _same(_run(m_, batch, seed, keys), ref):
-                failures.append(f"{label}: reports differ from the reference form under one seed")
-        except (LDPInputError, LDPParameterError, TypeError) as e:
-            failures.append(f"{label}: raised {type(e).__name__}")
+        failures.extend(f for f in [_check_form(m_, label, batch, ref, seed, keys)] if f)
 
     def csr(rows: list, dtype: Any = np.int64) -> tuple:
         off = np.zeros(len(rows) + 1, dtype=np.int64)
@@ -293,11 +298,7 @@ def _open_forms(mech: Any, n: int, seed: int, quick: bool) -> tuple:
     def compare(label: str, batch: Any, ref: dict) -> None:
         nonlocal cases
         cases += 1
-        try:
-            if not _same(_run(mech, batch, seed, None), ref):
-                failures.append(f"{label}: reports differ from the reference form under one seed")
-        except (LDPInputError, LDPParameterError, TypeError) as e:
-            failures.append(f"{label}: raised {type(e).__name__}")
+        failures.extend(f for f in [_check_form(mech, label, batch, ref, seed, None)] if f)
 
     if _kind(mech) == "set":
         sets = [[f"w{(i + j) % 11}" for j in range(i % (int(mech.m) + 1))] for i in range(n)]
@@ -341,15 +342,8 @@ def _tuple_forms(mech: Any, n: int, seed: int, quick: bool) -> tuple:
     forms = {"list of tuples": rows, "list of lists": [list(r) for r in rows], "Polars DataFrame": pl.DataFrame({f"a{j}": x[:, j] for j in range(len(doms))}),
              "object array of tuples": obj, "Polars List Series": pl.Series([list(r) for r in rows], dtype=pl.List(pl.Int64)),
              "float array of whole numbers": x.astype(np.float64)}
-    cases, failures = 0, []
-    for label, batch in forms.items():
-        cases += 1
-        try:
-            if not _same(_run(mech, batch, seed, None), ref):
-                failures.append(f"tuples as {label}: reports differ from the reference form under one seed")
-        except (LDPInputError, LDPParameterError, TypeError) as e:
-            failures.append(f"tuples as {label}: raised {type(e).__name__}")
-    cases += 1
+    failures = [f for f in (_check_form(mech, f"tuples as {k}", b, ref, seed, None) for k, b in forms.items()) if f]
+    cases = len(forms) + 1
     if not _one_matches(mech, rows[0], x[:1], seed + 1, None):
         failures.append("randomize_one of a tuple differs from the batch path")
     return cases, failures
@@ -365,15 +359,8 @@ def _key_value_forms(mech: Any, n: int, seed: int, quick: bool) -> tuple:
     b = mech.encode_pairs(data)
     forms = {"tuples of pairs": [tuple(p) for p in data], "pairs as lists": [[list(kv) for kv in p] for p in data],
              "KeyValueBatch": KeyValueBatch(np.asarray(b.keys), np.asarray(b.values), np.asarray(b.offsets))}
-    cases, failures = 0, []
-    for label, batch in forms.items():
-        cases += 1
-        try:
-            if not _same(_run(mech, batch, seed, None), ref):
-                failures.append(f"key-value sets as {label}: reports differ from the reference form under one seed")
-        except (LDPInputError, LDPParameterError, TypeError) as e:
-            failures.append(f"key-value sets as {label}: raised {type(e).__name__}")
-    cases += 3
+    failures = [f for f in (_check_form(mech, f"key-value sets as {k}", b, ref, seed, None) for k, b in forms.items()) if f]
+    cases = len(forms) + 3
     enc = mech.encode(data)
     if not (np.array_equal(enc.keys, b.keys) and np.array_equal(enc.values, b.values) and np.array_equal(enc.offsets, b.offsets) and enc.n == n):
         failures.append("encode differs from encode_pairs")
