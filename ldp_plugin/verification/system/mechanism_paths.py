@@ -64,7 +64,7 @@ import time
 import warnings
 from fractions import Fraction
 from statistics import NormalDist
-from typing import Any, Callable, Optional
+from typing import Any, Optional
 
 import numpy as np
 import polars as pl
@@ -81,7 +81,9 @@ from ...mechanisms.sample_one import SampleOne
 from ...mechanisms.key_value import KeyValueBatch
 from ...mechanisms.longitudinal.memoized import DistinctValueGuard, new_user_key
 from ...mechanisms.protocol import Cohorted, ClosedDomain, InputKind, Keyed, SupportRates, SupportTestable, has
-from ...mechanisms.hierarchy import flat_range_variance
+from ...mechanisms.haar import HaarHRR
+from ...mechanisms.hierarchy import HierarchicalHistogram, flat_range_variance
+from ...mechanisms.multi_attribute import RSFD
 from ...mechanisms.cohort import report_batch_arrays, report_batch_from_arrays
 from ...mechanisms.sets import PAD, SetBatch
 from ...registry import KINDS, from_spec, load_registry
@@ -800,6 +802,10 @@ def _measurement_paths(seed: int) -> tuple:
     return cases, failures
 
 
+def _sum_checks(*results: tuple) -> tuple:
+    return sum(c for c, _ in results), [f for _, fs in results for f in fs]
+
+
 # -- the public face --------------------------------------------------------------------------------
 def _face() -> tuple:
     """Every name of ``ldp_plugin.__all__`` is its defining module's object (the face re-exports, it
@@ -854,8 +860,6 @@ PATH_CHECKS = {
     "support paths": (lambda m: _kind(m) == "value" and has(m, SupportRates), lambda m, s, q, f: _support_paths(m, s)),
     "realized epsilon": (lambda m: not (has(m, ClosedDomain) and not m.closed), lambda m, s, q, f: _realized(m)),
     "analytic error": (lambda m: _kind(m) == "value" and m.domain_size is not None, lambda m, s, q, f: _analytic_error(m, s, q)),
-    "attribute-level epsilon": (lambda m: _kind(m) == "tuple" and type(m).name == "rsfd", lambda m, s, q, f: _attribute_level(m)),
-    "range variance": (lambda m: type(m).name in ("haar-hrr", "hierarchical-histogram"), lambda m, s, q, f: _range_variance(m, s, q)),
     "memoized series": (lambda m: has(m, Keyed), lambda m, s, q, f: _series_paths(m, s, f)),
 }
 
@@ -883,6 +887,9 @@ def mechanism_paths_layer(*, seed: int = 0, quick: bool = False, directory: Any 
     if names is None:
         for check, run in (("parameter choices", lambda: _choices(reg)), ("crafted reports", lambda: _attack_paths(seed)),
                            ("measurements", lambda: _measurement_paths(seed)), ("estimator options", lambda: _estimator_options(seed, quick)),
+                           ("attribute-level epsilon", lambda: _attribute_level(RSFD(epsilon=1.0, domains=(2, 3)))),
+                           ("range variance", lambda: _sum_checks(_range_variance(HaarHRR(epsilon=1.0, buckets=4), seed, quick),
+                                                                  _range_variance(HierarchicalHistogram(epsilon=1.0, buckets=4, fanout=2), seed + 1, quick))),
                            ("public face", _face)):
             try:
                 cases, fails = run()
