@@ -37,7 +37,8 @@ def test_the_layer_passes_on_the_library_and_checks_every_path(features):
 
 
 def test_the_global_checks_pass(features):
-    for check in (lambda: mp._choices(mp.load_registry(kinds=mp.KINDS)), lambda: mp._attack_paths(0), lambda: mp._measurement_paths(0), mp._face):
+    for check in (lambda: mp._choices(mp.load_registry(kinds=mp.KINDS)), lambda: mp._attack_paths(0), lambda: mp._measurement_paths(0), mp._face,
+                  lambda: mp._attribute_level(mp.RSFD(epsilon=1.0, domains=(2, 3))), lambda: mp._range_variance(mp.HaarHRR(epsilon=1.0, buckets=4), 0, True)):
         cases, failures = check()
         assert cases > 0 and failures == []
 
