@@ -247,5 +247,12 @@ def check_seed(seed: Any, name: str = "hash_seed") -> int:
 
 
 def keys_of_items(items: Sequence) -> np.ndarray:
-    """Item keys of a closed domain's labels (``range(d)`` codes when there are no labels)."""
-    return item_keys(np.asarray(list(items), dtype=object) if not isinstance(items, range) else np.arange(items.start, items.stop))
+    """Item keys of a closed domain's labels (``range(d)`` codes when there are no labels); a label
+    that has no key (a float, a boolean) is refused as a parameter: :class:`LDPParameterError`
+    naming ``categories`` (a hashed mechanism checks its labels when it is built)."""
+    if isinstance(items, range):
+        return item_keys(np.arange(items.start, items.stop))
+    try:
+        return item_keys(np.asarray(list(items), dtype=object))
+    except LDPInputError:
+        raise LDPParameterError("categories of a hashed mechanism must be integers, strings or bytes (its items are hashed)") from None

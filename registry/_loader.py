@@ -329,6 +329,11 @@ def build(
 
 
 def _tuples(v: Any) -> Any:
+    if isinstance(v, dict) and set(v) == {"bytes"} and isinstance(v["bytes"], str):  # a bytes label (json_value)
+        try:
+            return bytes.fromhex(v["bytes"])
+        except ValueError:
+            raise LDPInputError("a bytes label of the mechanism spec is not hexadecimal text") from None
     return tuple(_tuples(x) for x in v) if isinstance(v, list) else v
 
 

@@ -31,7 +31,10 @@ __all__ = ["MechanismBase", "json_value"]
 
 
 def json_value(v: Any) -> Any:
-    """A parameter as plain JSON (tuples → lists, numpy scalars → Python)."""
+    """A parameter as plain JSON (tuples → lists, numpy scalars → Python, a ``bytes`` label →
+    ``{"bytes": hex}``, which :func:`ldp_plugin.registry.from_spec` reads back)."""
+    if isinstance(v, (bytes, bytearray)):
+        return {"bytes": bytes(v).hex()}
     if isinstance(v, tuple):
         return [json_value(x) for x in v]
     if isinstance(v, np.integer):

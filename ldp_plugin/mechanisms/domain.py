@@ -142,6 +142,8 @@ def encode_values(values: Any, d: int, categories: Optional[tuple], index: Optio
             return codes
     arr = _as_array(values)
     if index is None:
+        if arr.size == 0:  # no user: ``[]`` reads as float64 in numpy, and holds no value to check
+            return np.empty(0, dtype=np.int64)
         if arr.dtype == object and all(isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_)) for v in arr.tolist()):
             arr = arr.astype(np.int64) if arr.size else np.empty(0, dtype=np.int64)
         if arr.dtype.kind not in "iu" or arr.dtype == np.bool_:

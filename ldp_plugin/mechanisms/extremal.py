@@ -221,13 +221,17 @@ class FiniteChannel(RealizedChannel, abc.ABC):
         return arr
 
     def analytic_mse(self, n: int, *, theta: Any = None, f: Any = None, sampling: str = "fixed") -> float:
-        """Exact: the raw estimator ``A m̂`` is linear in the multinomial output frequencies
-        ``m̂`` (mean ``Qᵀθ``), so ``E||θ̂ − θ||² = tr(A Σ Aᵀ)`` with ``Σ = (diag(μ) − μμᵀ)/n``
-        (full-rank channels; a rank-deficient one adds its bias, not counted here)."""
+        """Exact: the raw estimator ``A m̂`` is linear in the output frequencies ``m̂`` (mean
+        ``μ = Qᵀθ``), so ``E||θ̂ − θ||² = tr(A Σ Aᵀ)``. ``sampling="fixed"`` (the users' own
+        values, ``θ`` their distribution): each user's output is a draw from their own row, so
+        ``Σ = (diag(μ) − Qᵀ diag(θ) Q)/n`` — the multinomial ``diag(μ) − μμᵀ`` would add the users'
+        own spread, ``Qᵀ(diag θ − θθᵀ)Q``; ``"iid"`` adds that spread back, ``(1 − Σθ²)/n`` through
+        ``A`` (full-rank channels; a rank-deficient one adds its bias, not counted here)."""
         th = np.asarray(theta, dtype=np.float64)
-        mu = self.matrix().T @ th
-        A = np.linalg.pinv(self.matrix().T)
-        cov = (np.diag(mu) - np.outer(mu, mu)) / n
+        Q = self.matrix()
+        mu = Q.T @ th
+        A = np.linalg.pinv(Q.T)
+        cov = (np.diag(mu) - Q.T @ (th[:, None] * Q)) / n
         extra = 0.0 if sampling == "fixed" else (1 - float(np.sum(th**2))) / n
         return float(np.trace(A @ cov @ A.T)) + extra
 

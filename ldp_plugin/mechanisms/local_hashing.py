@@ -95,6 +95,8 @@ class OLH(SeededReports, FrequencyOracle):
         elif isinstance(g, bool) or not isinstance(g, (int, np.integer)) or not 2 <= int(g) <= 1 << 31:
             raise LDPParameterError(f"g must be 'auto' or an integer in [2, 2**31] (got {g!r})")
         object.__setattr__(self, "g", int(g))
+        if self.categories is not None:  # the labels are hashed: checked now, not at the first report
+            self.item_keys()
 
     def _realize(self):
         try:

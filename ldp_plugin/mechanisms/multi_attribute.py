@@ -224,8 +224,8 @@ class _MultiAttribute(MechanismBase):
             x = np.asarray(values)
         except (TypeError, ValueError):
             raise LDPInputError(f"{self.name} takes one tuple of {self.attributes} attribute codes per user") from None
-        if x.ndim == 1 and x.dtype == object and x.size and all(isinstance(t, (tuple, list)) for t in x):
-            try:  # a 1-d object array of tuples (one per user), as a Polars Series of lists gives
+        if x.ndim == 1 and x.dtype == object and x.size and all(isinstance(t, (tuple, list, np.ndarray)) for t in x):
+            try:  # a 1-d object array of tuples (one per user), or of arrays, as a Polars Series of lists gives
                 x = np.asarray(x.tolist())
             except (TypeError, ValueError):
                 raise LDPInputError(f"{self.name} takes one tuple of {self.attributes} attribute codes per user") from None
@@ -409,8 +409,9 @@ class RSFD(_TupleReports, _MultiAttribute):
     @classmethod
     def from_attribute_epsilon(cls, epsilon_attribute: float, *, domains: Any) -> "RSFD":
         """The paper's configuration: k-RR at ``ε' = ln(A(e^{ε_a} − 1) + 1)``, which is
-        ``ε_a``-LDP when one attribute changes and ``ε'``-LDP for the whole tuple (the returned
-        mechanism's ``epsilon``, rounded up)."""
+        ``ε_a``-LDP when one attribute changes (equal domain sizes; with unequal ones it exceeds
+        ``ε_a``: :attr:`attribute_epsilon` is the exact figure) and ``ε'``-LDP for the whole tuple
+        (the returned mechanism's ``epsilon``, rounded up)."""
         ea = check_epsilon(epsilon_attribute)
         A = len(_check_domains(domains))
         eps = math.log(A * math.expm1(ea) + 1)

@@ -141,6 +141,8 @@ class Wheel(SetInput, SeededReports, RealizedRates):
             raise LDPParameterError(f"m must be at most d (m={m}, d={d})")
         object.__setattr__(self, "d", d)
         object.__setattr__(self, "categories", cats)
+        if cats is not None:  # the labels are hashed: checked now, not at the first report
+            self.item_keys()
         if isinstance(self.p, str) and self.p == "optimal":  # a str test first: an array's == is not a truth value
             p = wheel_optimal_p(eps, m)
         elif isinstance(self.p, str) and self.p == "paper":

@@ -182,6 +182,8 @@ class LongitudinalMechanism(MechanismBase):
 
     def _codes(self, values: Any) -> np.ndarray:
         c = np.asarray(values)
+        if c.ndim == 1 and c.size == 0:  # no user (``[]`` reads as float64)
+            return np.empty(0, dtype=np.int64)
         if c.ndim != 1 or c.dtype.kind not in "iu" or (c.size and (c.min() < 0 or c.max() >= self.d)):
             raise LDPInputError(f"{self.name} takes a 1-d array of item codes in [0, {self.d})")
         return c.astype(np.int64)
@@ -393,6 +395,10 @@ class LGRR(LongitudinalMechanism):
     def _statistics(self, reports: Any) -> np.ndarray:
         return np.bincount(np.asarray(reports, dtype=np.int64), minlength=self.d)
 
+    def _histogram_statistics(self, values: np.ndarray, weights: np.ndarray) -> np.ndarray:
+        """:meth:`_statistics` of the reports given as distinct values and their counts."""
+        return np.bincount(values, weights=weights, minlength=self.d)
+
 
     def output_index(self, reports: Any) -> np.ndarray:
         return np.asarray(reports, dtype=np.int64)
@@ -443,6 +449,20 @@ class LongitudinalAccumulator(MergeableCounts):
         stats = np.asarray(self.mechanism._statistics(reports), dtype=np.float64)
         self.counts = stats if self.counts is None else self.counts + stats
         self.n += report_count(self.mechanism, reports)
+        return self
+
+    def add_histogram(self, columns: dict, weights: Any) -> "LongitudinalAccumulator":
+        """Reports given as the distinct values of the mechanism's ``histogram_columns`` with their
+        counts (a grouped Parquet scan, :mod:`ldp_plugin.executors`): counted as :meth:`add` counts
+        the reports themselves (each distinct value through the one row-check path first)."""
+        m = self.mechanism
+        values = np.asarray(checked_reports(m, np.asarray(columns["report"]).astype(np.int64)), dtype=np.int64)
+        w = np.asarray(weights, dtype=np.int64)
+        if w.shape != values.shape or (w.size and int(w.min()) < 0):
+            raise LDPInputError("histogram weights must be one non-negative count per distinct report")
+        stats = np.asarray(m._histogram_statistics(values, w), dtype=np.float64)
+        self.counts = stats if self.counts is None else self.counts + stats
+        self.n += int(w.sum())
         return self
 
     def estimate(self, *, postprocess: str = "projection", confidence: float = 0.95) -> FrequencyEstimate:

@@ -59,7 +59,7 @@ from ..._errors import LDPInputError, LDPParameterError
 from ...estimation import FrequencyEstimate, estimate_pure
 from ..randomized_response import KRR
 from .._base import FrequencyAccumulator
-from ..base import MechanismBase
+from ..base import MechanismBase, json_value
 from ...exact import epsilon_of_ratio
 from ..domain import check_user_keys as _check_keys  # shared with the longitudinal clients
 from ..domain import check_codes, check_epsilon
@@ -152,7 +152,7 @@ class Memoized(MechanismBase):
         return {"name": self.name, "params": {
             "epsilon_permanent": self.epsilon_permanent, "epsilon_instantaneous": self.epsilon_instantaneous,
             "max_values": self.max_values, "d": self.d,
-            "categories": None if self.categories is None else list(self.categories), "relation": self.relation}}
+            "categories": json_value(self.categories), "relation": self.relation}}
 
     def encode(self, values: Any) -> np.ndarray:
         return self.permanent_mechanism.encode(values)

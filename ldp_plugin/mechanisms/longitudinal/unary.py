@@ -243,9 +243,17 @@ class DBitFlipPM(LongitudinalMechanism):
     uses_epsilon_1 = False
 
     def unit_probabilities(self, theta: Any) -> np.ndarray:
-        """The memoized patterns: one per sampled bucket holding the value, and "none of them"."""
-        d = self.d
-        return np.concatenate([np.full(self.d_bits, 1.0 / d), [1 - self.d_bits / d]])
+        """The memoized patterns' law for a value drawn from ``theta``: pattern ``j < d_bits`` —
+        the value's bucket is the ``j``-th smallest of the user's sampled buckets (sorted, see
+        :meth:`buckets`) — and "none of them". A value ``v`` is sampled with probability
+        ``d_bits/d`` and then has ``j`` smaller sampled buckets with probability
+        ``C(v, j)·C(d − 1 − v, d_bits − 1 − j)/C(d − 1, d_bits − 1)`` (the other buckets: a uniform
+        subset of the rest), so the law depends on ``theta`` (uniform ``1/d`` only at a uniform ``theta``)."""
+        d, b = self.d, self.d_bits
+        th = np.asarray(theta, dtype=np.float64)
+        rank = np.array([[math.comb(v, j) * math.comb(d - 1 - v, b - 1 - j) for j in range(b)] for v in range(d)], dtype=np.float64)
+        sampled = (b / d) * (th @ rank) / math.comb(d - 1, b - 1)
+        return np.concatenate([sampled, [1 - b / d]])
     T: int = field(init=False, repr=False, compare=False)  # the bit threshold (compared with PRF words)
 
     def _realize(self) -> None:

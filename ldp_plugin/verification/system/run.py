@@ -25,6 +25,7 @@ SYSTEM_LAYERS = {
     "kernels": "ldp_plugin.verification.twins:kernels_layer",  # each numba kernel vs its numpy twin; the secure source's splits
     "executors": "ldp_plugin.verification.executors:executors_layer",  # partitioned release and aggregation vs the serial path
     "refusals": "ldp_plugin.verification.system.refusals:refusals_layer",
+    "mechanism paths": "ldp_plugin.verification.system.mechanism_paths:mechanism_paths_layer",
 }
 #: the seeded bugs' table (``(bug, layer, keyword arguments)``)
 _BUGS = "ldp_plugin.verification.system.seeded_bugs:SYSTEM_BUGS"

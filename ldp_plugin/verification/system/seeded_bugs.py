@@ -16,13 +16,16 @@
 | ``lax-domain-krr`` | k-RR's constructor accepts ``d = 1`` (silently made ``d = 2``) | a one-item domain is no domain: the reports describe items the caller never declared | refusals (one below each declared minimum) |
 | ``echoing-krr`` | k-RR's input error repeats the batch it refused | a user's value reaches the caller's logs | refusals (no sentinel in any message) |
 | ``spend-before-check`` | ``Accountant.run`` spends, then lets the measurement find the value outside its domain | a refused release costs the population budget | refusals (the ledger unchanged by every refusal) |
+| ``categorical-physical-ids`` | k-RR reads a Polars Categorical column through its physical ids (the order labels were first seen), not its categories | a user's report is randomized from another user's item | mechanism paths (input forms) |
+| ``histogram-ignores-counts`` | k-RR's accumulator adds each distinct report of a grouped scan once, whatever its count | a report file aggregated by ``ldp collect`` is mis-counted | mechanism paths (server paths) |
+| ``halved-analytic-mse`` | k-RR's ``analytic_mse`` is half the raw estimator's error | ``ldp choose`` ranks it by a wrong error | mechanism paths (analytic error) |
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import operator
-import dataclasses
 import os
 from fractions import Fraction
 from pathlib import Path
@@ -40,10 +43,11 @@ from ...federated.device import DeviceFleet, DeviceRefusal
 from ...federated.envelope import NONCE_BYTES
 from ...federated.sealed import open_reports, private_key, seal_reply, seal_reports
 from ...federated.shuffler import Shuffler
+from ...mechanisms import KRR
+from ...mechanisms._base import FrequencyAccumulator
+from ...registry import load_registry
 from ...sampling.aggregate_kernels import _TREE_ROWS, packed_column_counts
 from ...sampling.row_lookup import _STEP, fixed_width_codes
-from ...mechanisms import KRR
-from ...registry import load_registry
 
 __all__ = ["SYSTEM_BUGS"]
 
@@ -197,6 +201,36 @@ def _krr_as(cls: type) -> dict:
     """k-RR's registry declaration with ``cls`` as its constructor (the refusal layer's input)."""
     name = "seeded-" + cls.__name__
     return {name: dataclasses.replace(load_registry()["krr"], name=name, constructor=f"{__name__}:{cls.__name__}")}
+class CategoricalPhysicalIds(KRR):
+    """Reads a Polars Categorical Series through its physical ids (first-seen order)."""
+
+    def encode(self, values: Any) -> np.ndarray:
+        if type(values).__module__.startswith("polars") and str(values.dtype).startswith("Categorical"):
+            return values.to_physical().to_numpy().astype(np.int64)
+        return super().encode(values)
+
+
+class _CountsOnce(FrequencyAccumulator):
+    def add_histogram(self, columns: dict, weights: Any) -> "FrequencyAccumulator":
+        return super().add_histogram(columns, np.ones_like(np.asarray(weights)))
+
+
+class HistogramIgnoresCounts(KRR):
+    """Its accumulator adds each distinct report of a grouped scan once."""
+
+    def accumulator(self) -> FrequencyAccumulator:
+        return _CountsOnce(self)
+
+
+class HalvedAnalyticMSE(KRR):
+    """States half of the raw estimator's error."""
+
+    def analytic_mse(self, n: int, **kw: Any) -> float:
+        return super().analytic_mse(n, **kw) / 2
+
+
+def _as(cls: type) -> Callable:
+    return lambda mech: cls(epsilon=mech.epsilon, d=mech.d)
 
 
 #: ``(bug name, system layer, keyword arguments that plant it in the layer)``
@@ -214,4 +248,7 @@ SYSTEM_BUGS = (
     ("lax-domain-krr", "refusals", {"declarations": _krr_as(LaxDomainKRR)}),
     ("echoing-krr", "refusals", {"declarations": _krr_as(EchoingKRR)}),
     ("spend-before-check", "refusals", {"declarations": {"krr": load_registry()["krr"]}, "accountant": SpendFirstAccountant}),
+    ("categorical-physical-ids", "mechanism paths", {"replace": {"krr": _as(CategoricalPhysicalIds)}, "names": ("krr",)}),
+    ("histogram-ignores-counts", "mechanism paths", {"replace": {"krr": _as(HistogramIgnoresCounts)}, "names": ("krr",)}),
+    ("halved-analytic-mse", "mechanism paths", {"replace": {"krr": _as(HalvedAnalyticMSE)}, "names": ("krr",)}),
 )
