@@ -22,6 +22,7 @@ SYSTEM_LAYERS = {
     "shuffler": "ldp_plugin.verification.system.shuffler:shuffler_layer",
     "analyzer": "ldp_plugin.verification.system.analyzer:analyzer_layer",
     "wire": "ldp_plugin.verification.system.wire:wire_layer",
+    "flower": "ldp_plugin.verification.system.flower:flower_layer",
 }
 #: the seeded bugs' table (``(bug, layer, keyword arguments)``)
 _BUGS = "ldp_plugin.verification.system.seeded_bugs:SYSTEM_BUGS"

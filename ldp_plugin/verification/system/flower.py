@@ -1,0 +1,366 @@
+"""The Flower apps as a deployment runs them, in process: the collecting ServerApp's body
+(:func:`~ldp_plugin.federated.app.run_plan`) and the shuffler's
+(:func:`~ldp_plugin.federated.shuffler_app.run_shuffled_plan`) drive a real Flower ``Grid``
+(``InMemoryGrid``) over Flower's own SuperLink state (``InMemoryLinkState``, built as
+``flwr.simulation`` builds it: a run with its primary task, nodes registered with heartbeats); each
+SuperNode is a ``ClientApp`` — the real :data:`~ldp_plugin.federated.app.client_app` over a device
+TOML, keystore and SQLite ledger, or a hostile one — called with Flower's ``Message`` and
+``Context`` when the grid pushes to it, its reply stored in the LinkState as Flower's simulation
+engine stores it (a ``ClientApp`` that raises answers Flower's error message, its text included).
+Only the transport's threads and the processes of ``flwr run`` are left out (the deployment tests
+run those).
+
+Checked on the collecting app (plan read by ``Plan.from_run_config`` from a plan TOML, as the
+ServerApp reads it):
+
+* the estimate of the round equals, float for float, what the library computes from the reports
+  the round wrote (``aggregate`` of its Parquet parts), and those are exactly the honest devices'
+  reports: a node registering 10^6 devices and flooding is capped (``over_quota``), a malformed
+  record and a crashing ``ClientApp`` are counted by reason, a device whose data source fails is
+  refused ``device_misconfigured`` — none of them changes a count;
+* each honest device's ledger is charged exactly the query's ε per collection, and a round past
+  the lifetime cap is refused by every device (``budget_exhausted``, counted) and reported
+  ``incomplete`` with no estimate;
+* the summary echoes no text a node raised or a data source said (only fixed reasons).
+
+Checked on the shuffler app: the forwarded batch holds exactly the ciphertexts the honest nodes
+sealed (plaintext envelopes ``not_sealed``, a crash ``flower_error``), in the order a
+:class:`~ldp_plugin.federated.shuffler.Shuffler` holding the same set gives under the same draws
+(so the app's output law is the shuffler's, which the shuffler layer computes exactly), every
+ciphertext opens with the analyzer's key; a batch below the minimum is not written; a memoized
+series is refused before any node is asked (no message in the LinkState, no ledger charged).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from fractions import Fraction
+from pathlib import Path
+from typing import Any, Callable, Optional
+from uuid import uuid4
+
+import numpy as np
+import polars as pl
+from flwr.app import ConfigRecord, Context, Error, Message, RecordDict
+from flwr.app.user_config import UserConfig
+from flwr.clientapp import ClientApp
+from flwr.common.constant import (HEARTBEAT_INTERVAL_INF, NOOP_ACCOUNT_NAME, NOOP_FLWR_AID, RUN_ID_NUM_BYTES, SUPERLINK_NODE_ID,
+                                  TASK_ID_NUM_BYTES, ErrorCode)
+from flwr.proto.task_pb2 import Task  # pylint: disable=E0611
+from flwr.server.superlink.linkstate import LinkStateFactory
+from flwr.server.superlink.linkstate.in_memory_linkstate import RunRecord
+from flwr.server.superlink.linkstate.utils import generate_rand_int_from_bytes
+from flwr.supercore.constant import FLWR_IN_MEMORY_DB_NAME, NOOP_FEDERATION_ID
+from flwr.supercore.object_store import ObjectStoreFactory
+from flwr.supercore.run import Run
+from flwr.supercore.task_identity import TaskIdentity
+from flwr.superlink.federation import NoOpFederationManager
+from flwr.superlink.grid import InMemoryGrid
+
+from ..._errors import LDPParameterError
+from ...accountant import Accountant
+from ...federated.app import client_app, run_plan
+from ...federated.batch import iter_ciphertexts, read_batch
+from ...federated.config import NODE_CONFIG_KEY, DeviceConfig
+from ...federated.device import DeviceFleet
+from ...federated.envelope import seal
+from ...federated.plan import Plan
+from ...federated.query import Query
+from ...federated.results import estimate_rows
+from ...federated.sealed import generate_analyzer_keys, open_reports, private_key
+from ...federated.shuffler import Shuffler
+from ...mechanisms.reports import frame_to_reports, to_wire_each
+from ...persist import mechanism_from_spec, read_report_spec
+from ...federated.shuffler_app import BATCH_FILE, run_shuffled_plan
+
+__all__ = ["flower_layer", "InProcessFederation", "SECRET"]
+
+#: text a crashing ClientApp and a failing data source put in their errors: never in a summary
+SECRET = "held-value-8c1f"
+_D = 4
+
+
+class InProcessFederation:
+    """Flower's SuperLink state and grid, with SuperNodes answering in this process (module
+    docstring). :attr:`grid` is the ServerApp's grid; :attr:`sent` the replies each node stored."""
+
+    def __init__(self):
+        self._saved = (TaskIdentity._run_id, TaskIdentity._task_id, TaskIdentity._node_id)
+        factory = LinkStateFactory(FLWR_IN_MEMORY_DB_NAME, NoOpFederationManager(), ObjectStoreFactory())
+        self.state = factory.state()
+        self.run = Run.create_empty(run_id=generate_rand_int_from_bytes(RUN_ID_NUM_BYTES))
+        self.run.primary_task_id = generate_rand_int_from_bytes(TASK_ID_NUM_BYTES)
+        self.run.federation_id = NOOP_FEDERATION_ID
+        TaskIdentity.task_id, TaskIdentity.run_id, TaskIdentity.node_id = 1, self.run.run_id, SUPERLINK_NODE_ID
+        self.state.run_ids[self.run.run_id] = RunRecord(run=self.run)
+        self.state.task_store[self.run.primary_task_id] = Task(task_id=self.run.primary_task_id, run_id=self.run.run_id)
+        self.nodes: dict = {}
+        self.sent: dict = {}
+        self.grid = _DeliveringGrid(factory, self)
+        self.grid.set_run(self.run)
+
+    def close(self) -> None:
+        TaskIdentity._run_id, TaskIdentity._task_id, TaskIdentity._node_id = self._saved
+
+    def add_node(self, app: ClientApp, node_config: dict, *, queries: bool = True) -> int:
+        """A SuperNode running ``app`` with ``node_config``; ``queries=False``: it registers, then
+        drops out (receives each query and never replies)."""
+        nid = self.state.create_node(NOOP_FLWR_AID, NOOP_ACCOUNT_NAME, uuid4().bytes + uuid4().bytes, heartbeat_interval=HEARTBEAT_INTERVAL_INF)
+        self.state.acknowledge_node_heartbeat(node_id=nid, heartbeat_interval=HEARTBEAT_INTERVAL_INF)
+        self.nodes[nid] = (app, UserConfig(node_config), queries)
+        self.sent[nid] = []
+        return nid
+
+    def deliver(self) -> None:
+        """Each SuperNode pulls its messages from the LinkState, runs its ClientApp and stores the
+        reply (a raising ClientApp: Flower's error message carrying the exception's text)."""
+        for nid, (app, node_config, queries) in self.nodes.items():
+            for msg in self.state.get_message_ins(node_id=nid, limit=None):
+                if not queries and "query" in msg.content:
+                    continue
+                ctx = Context(run_id=self.run.run_id, node_id=nid, node_config=node_config, state=RecordDict(), run_config=UserConfig())
+                try:
+                    rep = app(msg, ctx)
+                except Exception as ex:  # noqa: BLE001 - as Flower's engine answers a ClientApp that raised
+                    rep = Message(Error(code=ErrorCode.CLIENT_APP_RAISED_EXCEPTION, reason=f"{type(ex)}:<'{ex}'>"), reply_to=msg)
+                rep.metadata.__dict__["_message_id"] = str(uuid4())
+                if self.state.store_message_res(rep) is not None:
+                    self.sent[nid].append(rep)
+
+
+class _DeliveringGrid(InMemoryGrid):
+    """Flower's in-memory grid; after each push the SuperNodes answer (one engine step)."""
+
+    def __init__(self, factory: LinkStateFactory, federation: InProcessFederation):
+        super().__init__(state_factory=factory, pull_interval=0.0)
+        self._federation = federation
+
+    def push_messages(self, messages):
+        ids = list(super().push_messages(messages))
+        self._federation.deliver()
+        return ids
+
+
+# -- hostile SuperNodes (real ClientApps) -----------------------------------------------------------
+def _reply(msg: Message, devices: int, blob: bytes = b"") -> Message:
+    rec: dict = {"wire": 2, "devices": devices, "refused": "{}", "retry": False}
+    if blob:
+        rec["blob"] = blob
+    return Message(content=RecordDict({"reply": ConfigRecord(rec)}), reply_to=msg)
+
+
+sybil_app = ClientApp()
+
+
+@sybil_app.query()
+def _sybil(msg: Message, context: Context) -> Message:
+    """Registers a million devices, then sends 50 fresh well-formed reports of item 0 (over any cap)."""
+    if "query" not in msg.content:
+        return _reply(msg, 10**6)
+    q = Query.from_json(str(msg.content["query"]["json"]))
+    mech = q.mechanism()
+    return _reply(msg, 50, b"".join(seal(to_wire_each(mech, mech.randomize_encoded(np.zeros(50, dtype=np.int64)), tag=q.content_hash))))
+
+
+malformed_app = ClientApp()
+
+
+@malformed_app.query()
+def _malformed(msg: Message, context: Context) -> Message:
+    return Message(content=RecordDict({"other": ConfigRecord({"x": 1})}), reply_to=msg)
+
+
+crash_app = ClientApp()
+
+
+@crash_app.query()
+def _crash(msg: Message, context: Context) -> Message:
+    if "query" not in msg.content:
+        return _reply(msg, 3)
+    raise RuntimeError(f"a user holds {SECRET}")
+
+
+# -- the fleet --------------------------------------------------------------------------------------
+def broken_values(devices: int) -> np.ndarray:
+    """A ``[data] source`` that fails with text about a user's value."""
+    raise ValueError(f"cannot read the value {SECRET}")
+
+
+def _device(directory: Path, name: str, *, devices: int, cap: str, analyzer_key: Optional[str] = None, broken: bool = False) -> dict:
+    d = directory / name
+    d.mkdir(parents=True)
+    lines = ["[device]", f'name = "{name}"', 'ledger = "ledger.sqlite"', 'keystore = "keys.json"']
+    if analyzer_key is not None:
+        lines.append(f'analyzer_key = "{analyzer_key}"')
+    lines += ["", "[policy]", f'lifetime_cap = "{cap}"', 'max_epsilon_per_query = "2"', "", "[data]"]
+    if broken:
+        lines += [f'source = "{__name__}:broken_values"', "[data.args]", f"devices = {devices}"]
+    else:
+        lines += ['source = "ldp_plugin.federated.synthetic:zipf_values"', "[data.args]", f"devices = {devices}", f"d = {_D}", f'seed = "7-{sum(name.encode())}"']
+    (d / "device.toml").write_text("\n".join(lines) + "\n")
+    node_config = {NODE_CONFIG_KEY: str(d / "device.toml")}
+    if not broken:
+        DeviceFleet.init(DeviceConfig.load(d / "device.toml", node_config))
+    return node_config
+
+
+def _ledger(node_config: dict) -> list:
+    acc = Accountant(DeviceConfig.load(Path(node_config[NODE_CONFIG_KEY]), node_config).ledger)
+    try:
+        return acc.remaining_by_cohort()
+    finally:
+        acc.close()
+
+
+def _plan(directory: Path, name: str, *, rounds: int, min_batch: int, mechanism: str = "krr", params: Optional[dict] = None,
+          nodes: int = 1) -> Plan:
+    p = directory / f"{name}.toml"
+    params = params if params is not None else {"d": _D}
+    p.write_text("\n".join(["[plan]", f'name = "{name}"', f"rounds = {rounds}", f"min_batch = {min_batch}", 'out_dir = "out"', "round_timeout = 1",
+                            f"expected_nodes = {nodes}", "node_wait = 0", "max_devices_per_node = 20", "", "[[query]]", 'name = "q"',
+                            f'mechanism = "{mechanism}"', 'epsilon = "1"', "params = {" + ", ".join(f"{k} = {json.dumps(v)}" for k, v in params.items()) + "}",
+                            ""]))
+    return Plan.from_run_config({"job": str(p)})  # as the ServerApp reads its plan
+
+
+def _no_echo(summary: Any, what: str, failures: list) -> None:
+    if SECRET in json.dumps(summary, default=str):
+        failures.append(f"{what}: the summary echoes text a node raised or a data source said")
+
+
+def collecting_checks(directory: Path, *, quick: bool, server: Callable = run_plan, app: ClientApp = client_app) -> tuple:
+    """The collecting app's checks (module docstring): ``(failures, facts)``."""
+    failures: list = []
+    devices = 5 if quick else 8
+    fed = InProcessFederation()
+    try:
+        honest = [_device(directory, f"n{i}", devices=devices, cap="1.5") for i in range(2)]
+        for cfg in honest:
+            fed.add_node(app, cfg)
+        fed.add_node(app, _device(directory, "broken", devices=devices, cap="1.5", broken=True))
+        for hostile in (sybil_app, malformed_app, crash_app):
+            fed.add_node(hostile, {})
+        plan = _plan(directory, "collect", rounds=1 if quick else 2, min_batch=2 * devices, nodes=6)
+        summaries = server(fed.grid, plan, run_id=fed.run.run_id)
+        _no_echo(summaries, "collecting app", failures)
+        first = summaries[0]
+        row = first["queries"][0]
+        if first["registration_errors"] != {"malformed": 1}:
+            failures.append(f"registration errors {first['registration_errors']}, expected one malformed record")
+        if row["node_errors"] != {"over_quota": 1, "flower_error": 1}:
+            failures.append(f"node errors {row['node_errors']}, expected over_quota and flower_error once each")
+        if row["refused_by_reason"] != {"device_misconfigured": 1}:
+            failures.append(f"refusals {row['refused_by_reason']}, expected the broken device's device_misconfigured")
+        parts = sorted(Path(row["parts"]).glob("*.parquet")) if row.get("parts") else []
+        if row["reports_accepted"] != 2 * devices or row["status"] != "complete" or not parts:
+            failures.append(f"{row['reports_accepted']} reports accepted ({row['status']}), expected the {2 * devices} honest devices' reports")
+        else:
+            mech = mechanism_from_spec(read_report_spec(parts[0])[0])
+            reports = frame_to_reports(mech, pl.concat([pl.read_parquet(p) for p in parts]))
+            if mech.spec() != plan.queries[0].build().spec() or len(reports) != 2 * devices:
+                failures.append("the round's parts do not hold the honest devices' reports of the query's mechanism")
+            else:
+                try:
+                    lib = estimate_rows(mech.estimate(reports, postprocess="none"))
+                except TypeError:  # an estimator without post-processing options
+                    lib = estimate_rows(mech.estimate(reports))
+                if row["estimate"] != lib:
+                    failures.append("the round's estimate is not the library's estimate of the reports it accepted")
+        charged = Fraction(1)  # round 1's query; round 2 is refused whole
+        for i, cfg in enumerate(honest):
+            if _ledger(cfg) != [Fraction(3, 2) - charged] * devices:
+                failures.append(f"node {i}: the ledger does not hold exactly one charge of the query's epsilon per device")
+        if not quick:
+            second = summaries[1]["queries"][0]
+            if (second["refused_by_reason"] != {"budget_exhausted": 2 * devices, "device_misconfigured": 1} or second["status"] != "incomplete"
+                    or second["estimate"] is not None or second["reports_accepted"] != 0):
+                failures.append(f"a round past the lifetime cap: refusals {second['refused_by_reason']}, {second['status']}, "
+                                f"{second['reports_accepted']} accepted")
+        written = json.loads((plan.out_dir / plan.name / "round-0001.json").read_text())
+        if written["queries"][0]["reports_accepted"] != row["reports_accepted"]:
+            failures.append("the round's summary file differs from the round's result")
+        _no_echo(written, "collecting app (summary file)", failures)
+    finally:
+        fed.close()
+    return failures, {"devices": 2 * devices, "rounds": len(summaries)}
+
+
+def shuffled_checks(directory: Path, *, quick: bool, server: Callable = run_shuffled_plan, app: ClientApp = client_app) -> tuple:
+    """The shuffler app's checks (module docstring): ``(failures, facts)``."""
+    failures: list = []
+    devices = 4 if quick else 6
+    keys = generate_analyzer_keys(directory / "analyzer")
+    fed = InProcessFederation()
+    try:
+        sealed = [fed.add_node(app, _device(directory, f"s{i}", devices=devices, cap="3", analyzer_key=keys["public_key_hex"])) for i in range(2)]
+        plain_cfg = _device(directory, "plain", devices=devices, cap="3")
+        fed.add_node(app, plain_cfg)
+        fed.add_node(crash_app, {})
+        seed = 12345
+        plan = _plan(directory, "shuffle", rounds=1, min_batch=2 * devices, nodes=4)
+        (summary,) = server(fed.grid, plan, rng=seed, run_id=fed.run.run_id)
+        _no_echo(summary, "shuffler app", failures)
+        row = summary["queries"][0]
+        q = Query.for_mechanism(row["query_id"], plan.queries[0].build(), min_batch=plan.min_batch)
+        ref = Shuffler(q)
+        sent = [bytes(r.content["reply"]["blob"]) for nid in sealed for r in fed.sent[nid] if "blob" in r.content["reply"]]
+        size = ref.ciphertext_size
+        cts = [b[i:i + size] for b in sent for i in range(0, len(b), size)]
+        ref.add(list(reversed(cts)))
+        if row["status"] != "forwarded" or row["ciphertexts_held"] != 2 * devices:
+            failures.append(f"shuffler app: {row['status']} with {row['ciphertexts_held']} held, expected {2 * devices} forwarded")
+        elif row["rejected_by_reason"] != {"not_sealed": devices} or row["node_errors"] != {"flower_error": 1}:
+            failures.append(f"shuffler app: rejections {row['rejected_by_reason']}, node errors {row['node_errors']}")
+        else:
+            header, body = read_batch(row["batch"])
+            batch = list(iter_ciphertexts(header, body))
+            if batch != ref.shuffled(rng=seed):
+                failures.append("shuffler app: the batch is not the shuffler's permutation of the honest ciphertexts under the same draws")
+            opened, bad = open_reports(batch, private_key(keys["private_key"]))
+            if bad or len(opened) != 2 * devices:
+                failures.append("shuffler app: the batch does not open whole with the analyzer's key")
+        if not quick:
+            low = _plan(directory, "low", rounds=1, min_batch=3 * devices, nodes=4)
+            (s,) = server(fed.grid, low, rng=seed, run_id=fed.run.run_id)
+            r = s["queries"][0]
+            if r["status"] != "below_minimum" or (low.out_dir / "low" / "round-0001" / "q" / BATCH_FILE).exists():
+                failures.append("shuffler app: a batch below the minimum was forwarded")
+        before = [_ledger(plain_cfg)] + [s for s in fed.sent.values()]
+        n_before = sum(len(v) for v in fed.sent.values())
+        series = _plan(directory, "series", rounds=1, min_batch=1, mechanism="l-grr", params={"d": _D, "epsilon_1": 2}, nodes=4)
+        try:
+            server(fed.grid, series, rng=seed, run_id=fed.run.run_id)
+            failures.append("shuffler app: a memoized series was run")
+        except LDPParameterError:
+            if sum(len(v) for v in fed.sent.values()) != n_before or _ledger(plain_cfg) != before[0]:
+                failures.append("shuffler app: a node was asked before the memoized series was refused")
+    finally:
+        fed.close()
+    return failures, {"devices": 2 * devices}
+
+
+def flower_layer(*, seed: int = 0, quick: bool = False, directory: Any = None, run_plan_fn: Callable = run_plan,
+                 shuffled_fn: Callable = run_shuffled_plan, app: ClientApp = client_app) -> dict:
+    """The layer's row (module docstring). ``seed`` changes nothing (each check is exact);
+    ``run_plan_fn`` / ``shuffled_fn`` / ``app``: the ServerApp bodies and the ClientApp under test."""
+    t0 = time.perf_counter()
+    directory = Path(directory)
+    quiet = logging.NullHandler()
+    log = logging.getLogger("ldp_plugin.federated")
+    flwr_log = logging.getLogger("flwr")
+    level = flwr_log.level
+    log.addHandler(quiet)
+    log.propagate, propagate = False, log.propagate
+    flwr_log.setLevel(logging.CRITICAL)
+    try:
+        f1, c = collecting_checks(directory / "collect", quick=quick, server=run_plan_fn, app=app)
+        f2, s = shuffled_checks(directory / "shuffle", quick=quick, server=shuffled_fn, app=app)
+    finally:
+        log.removeHandler(quiet)
+        log.propagate = propagate
+        flwr_log.setLevel(level)
+    failures = f1 + f2
+    return {"layer": "flower", "devices_collected": c["devices"], "rounds": c["rounds"], "devices_shuffled": s["devices"],
+            "failures": failures, "seconds": round(time.perf_counter() - t0, 2), "passed": not failures}
