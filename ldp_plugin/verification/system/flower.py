@@ -43,6 +43,8 @@ from uuid import uuid4
 
 import numpy as np
 import polars as pl
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import ec
 from flwr.app import ConfigRecord, Context, Error, Message, RecordDict
 from flwr.app.user_config import UserConfig
 from flwr.clientapp import ClientApp
@@ -182,18 +184,63 @@ def _crash(msg: Message, context: Context) -> Message:
     raise RuntimeError(f"a user holds {SECRET}")
 
 
+legacy_app = ClientApp()
+
+
+@legacy_app.query()
+def _legacy(msg: Message, context: Context) -> Message:
+    """Answers in the old wire (a list of reports): ``unsupported_version``."""
+    return Message(content=RecordDict({"reply": ConfigRecord({"wire": 1, "devices": 3, "refused": "{}", "retry": False, "reports": [b"x"]})}),
+                   reply_to=msg)
+
+
+negative_app = ClientApp()
+
+
+@negative_app.query()
+def _negative(msg: Message, context: Context) -> Message:
+    """Registers -1 devices: ``bad_field``."""
+    return _reply(msg, -1)
+
+
+forger_app = ClientApp()
+
+
+@forger_app.query()
+def _forger(msg: Message, context: Context) -> Message:
+    """Claims a listed member's public key (``member-key``) with a signature it cannot make."""
+    rep = _reply(msg, 3)
+    rep.content["reply"]["member"] = str(context.node_config["member-key"])
+    rep.content["reply"]["signature"] = "00" * 64
+    return rep
+
+
 # -- the fleet --------------------------------------------------------------------------------------
 def broken_values(devices: int) -> np.ndarray:
     """A ``[data] source`` that fails with text about a user's value."""
     raise ValueError(f"cannot read the value {SECRET}")
 
 
-def _device(directory: Path, name: str, *, devices: int, cap: str, analyzer_key: Optional[str] = None, broken: bool = False) -> dict:
+def member_key(directory: Path, name: str) -> str:
+    """A SuperNode's EC member key: the OpenSSH private key in ``directory/name``, the public key
+    (OpenSSH text) in ``directory/name.pub`` and returned."""
+    directory.mkdir(parents=True, exist_ok=True)
+    key = ec.generate_private_key(ec.SECP256R1())
+    (directory / name).write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.OpenSSH, serialization.NoEncryption()))
+    pub = key.public_key().public_bytes(serialization.Encoding.OpenSSH, serialization.PublicFormat.OpenSSH).decode()
+    (directory / f"{name}.pub").write_text(pub + "\n")
+    return pub
+
+
+def _device(directory: Path, name: str, *, devices: int, cap: str, analyzer_key: Optional[str] = None, broken: bool = False,
+            member: Optional[Path] = None) -> dict:
     d = directory / name
     d.mkdir(parents=True)
     lines = ["[device]", f'name = "{name}"', 'ledger = "ledger.sqlite"', 'keystore = "keys.json"']
     if analyzer_key is not None:
         lines.append(f'analyzer_key = "{analyzer_key}"')
+    if member is not None:
+        lines += ["", "[trust]", f'member_key = "{member}"']
     lines += ["", "[policy]", f'lifetime_cap = "{cap}"', 'max_epsilon_per_query = "2"', "", "[data]"]
     if broken:
         lines += [f'source = "{__name__}:broken_values"', "[data.args]", f"devices = {devices}"]
@@ -215,13 +262,14 @@ def _ledger(node_config: dict) -> list:
 
 
 def _plan(directory: Path, name: str, *, rounds: int, min_batch: int, mechanism: str = "krr", params: Optional[dict] = None,
-          nodes: int = 1) -> Plan:
+          nodes: int = 1, robust: bool = False, members: tuple = ()) -> Plan:
     p = directory / f"{name}.toml"
     params = params if params is not None else {"d": _D}
+    listed = [f"members = {json.dumps([str(m) for m in members])}"] if members else []
     p.write_text("\n".join(["[plan]", f'name = "{name}"', f"rounds = {rounds}", f"min_batch = {min_batch}", 'out_dir = "out"', "round_timeout = 1",
-                            f"expected_nodes = {nodes}", "node_wait = 0", "max_devices_per_node = 20", "", "[[query]]", 'name = "q"',
+                            f"expected_nodes = {nodes}", "node_wait = 0", "max_devices_per_node = 20", *listed, "", "[[query]]", 'name = "q"',
                             f'mechanism = "{mechanism}"', 'epsilon = "1"', "params = {" + ", ".join(f"{k} = {json.dumps(v)}" for k, v in params.items()) + "}",
-                            ""]))
+                            *(['robust = {rule = "trimmed", f = 1}'] if robust else []), ""]))
     return Plan.from_run_config({"job": str(p)})  # as the ServerApp reads its plan
 
 
@@ -237,22 +285,28 @@ def collecting_checks(directory: Path, *, quick: bool, server: Callable = run_pl
     fed = InProcessFederation()
     try:
         honest = [_device(directory, f"n{i}", devices=devices, cap="1.5") for i in range(2)]
-        for cfg in honest:
-            fed.add_node(app, cfg)
+        honest_ids = [fed.add_node(app, cfg) for cfg in honest]
         fed.add_node(app, _device(directory, "broken", devices=devices, cap="1.5", broken=True))
-        for hostile in (sybil_app, malformed_app, crash_app):
+        fed.add_node(app, {NODE_CONFIG_KEY: str(directory / "missing.toml")})  # an owner's config that is not there
+        for hostile in (sybil_app, malformed_app, crash_app, legacy_app, negative_app):
             fed.add_node(hostile, {})
-        plan = _plan(directory, "collect", rounds=1 if quick else 2, min_batch=2 * devices, nodes=6)
+        if not quick:  # registers, then never answers: the round's deadline ends the wait
+            fed.add_node(app, _device(directory, "dropout", devices=devices, cap="1.5"), queries=False)
+        plan = _plan(directory, "collect", rounds=1 if quick else 2, min_batch=2 * devices, nodes=len(fed.nodes), robust=True)
         summaries = server(fed.grid, plan, run_id=fed.run.run_id)
         _no_echo(summaries, "collecting app", failures)
         first = summaries[0]
         row = first["queries"][0]
-        if first["registration_errors"] != {"malformed": 1}:
-            failures.append(f"registration errors {first['registration_errors']}, expected one malformed record")
-        if row["node_errors"] != {"over_quota": 1, "flower_error": 1}:
-            failures.append(f"node errors {row['node_errors']}, expected over_quota and flower_error once each")
-        if row["refused_by_reason"] != {"device_misconfigured": 1}:
-            failures.append(f"refusals {row['refused_by_reason']}, expected the broken device's device_misconfigured")
+        if first["registration_errors"] != {"malformed": 1, "unsupported_version": 1, "bad_field": 1}:
+            failures.append(f"registration errors {first['registration_errors']}, expected malformed, unsupported_version and bad_field once each")
+        expected = {"over_quota": 1, "flower_error": 1, **({} if quick else {"no_reply": 1})}
+        if row["node_errors"] != expected:
+            failures.append(f"node errors {row['node_errors']}, expected {expected}")
+        rob = row.get("robust") or {}
+        if rob.get("nodes") != 2 or "f=1" not in str(rob.get("error", "")):
+            failures.append("a robust combination with too few nodes for its f does not say so beside the pooled estimate")
+        if row["refused_by_reason"] != {"device_misconfigured": 2}:
+            failures.append(f"refusals {row['refused_by_reason']}, expected device_misconfigured for the broken source and the missing config")
         parts = sorted(Path(row["parts"]).glob("*.parquet")) if row.get("parts") else []
         if row["reports_accepted"] != 2 * devices or row["status"] != "complete" or not parts:
             failures.append(f"{row['reports_accepted']} reports accepted ({row['status']}), expected the {2 * devices} honest devices' reports")
@@ -274,7 +328,7 @@ def collecting_checks(directory: Path, *, quick: bool, server: Callable = run_pl
                 failures.append(f"node {i}: the ledger does not hold exactly one charge of the query's epsilon per device")
         if not quick:
             second = summaries[1]["queries"][0]
-            if (second["refused_by_reason"] != {"budget_exhausted": 2 * devices, "device_misconfigured": 1} or second["status"] != "incomplete"
+            if (second["refused_by_reason"] != {"budget_exhausted": 2 * devices, "device_misconfigured": 2} or second["status"] != "incomplete"
                     or second["estimate"] is not None or second["reports_accepted"] != 0):
                 failures.append(f"a round past the lifetime cap: refusals {second['refused_by_reason']}, {second['status']}, "
                                 f"{second['reports_accepted']} accepted")
@@ -282,9 +336,63 @@ def collecting_checks(directory: Path, *, quick: bool, server: Callable = run_pl
         if written["queries"][0]["reports_accepted"] != row["reports_accepted"]:
             failures.append("the round's summary file differs from the round's result")
         _no_echo(written, "collecting app (summary file)", failures)
+        failures += hostile_server_checks(fed, honest_ids[0], honest[0], devices)
+        if not quick:
+            failures += membership_checks(directory / "members", server)
     finally:
         fed.close()
     return failures, {"devices": 2 * devices, "rounds": len(summaries)}
+
+
+def hostile_server_checks(fed: InProcessFederation, nid: int, node_config: dict, devices: int) -> list:
+    """What the real ClientApp answers a hostile server's messages: a fixed refusal for every
+    device, no text, no charge; a challenge to a node without a member key gets no proof."""
+    failures = []
+    before = _ledger(node_config)
+    cases = [({"query": ConfigRecord({"json": "{" + SECRET})}, {"malformed_query": devices}),
+             ({"query": ConfigRecord({"text": SECRET})}, {"device_error": devices}),
+             ({"register": ConfigRecord({"version": 1, "challenge": "00" * 32})}, {})]
+    for content, refused in cases:
+        msg = Message(content=RecordDict(content), message_type="query", dst_node_id=nid, group_id="hostile")
+        ids = list(fed.grid.push_messages([msg]))
+        replies = list(fed.grid.pull_messages(ids))
+        rec = dict(replies[0].content["reply"]) if len(replies) == 1 and "reply" in replies[0].content else {}
+        if json.loads(str(rec.get("refused", "null"))) != refused or rec.get("devices") != devices or "blob" in rec or "member" in rec:
+            failures.append(f"the ClientApp's answer to a hostile server message is not the fixed refusal {refused} of its {devices} devices")
+        if SECRET in json.dumps(rec, default=str):
+            failures.append("the ClientApp echoes a hostile server's text")
+    if _ledger(node_config) != before:
+        failures.append("a hostile server message charged a device")
+    return failures
+
+
+def membership_checks(directory: Path, server: Callable) -> list:
+    """A plan listing its members: only nodes proving a listed key (signing the run, their node id
+    and a fresh challenge) are asked; a non-member, a forged proof and a second node holding an
+    admitted key are counted by reason and never asked (their ledgers stay untouched)."""
+    failures = []
+    devices = 3
+    keys = directory / "keys"
+    members = [member_key(keys, f"node-{i}") for i in range(2)]
+    member_key(keys, "outsider")
+    fed = InProcessFederation()
+    try:
+        cfgs = {name: _device(directory, name, devices=devices, cap="2", member=keys / key)
+                for name, key in (("m0", "node-0"), ("m1", "node-1"), ("outsider", "outsider"), ("twin", "node-0"))}
+        for cfg in cfgs.values():
+            fed.add_node(client_app, cfg)
+        fed.add_node(forger_app, {"member-key": members[1]})
+        plan = _plan(directory, "members", rounds=1, min_batch=1, nodes=2, members=tuple(keys / f"node-{i}.pub" for i in range(2)))
+        (summary,) = server(fed.grid, plan, run_id=fed.run.run_id)
+        row = summary["queries"][0]
+        if summary["registration_errors"] != {"not_a_member": 1, "bad_membership_proof": 1, "duplicate_member": 1}:
+            failures.append(f"membership: registration errors {summary['registration_errors']}")
+        charged = {name for name, cfg in cfgs.items() if _ledger(cfg) != [Fraction(2)] * devices}
+        if row["reports_accepted"] != 2 * devices or "outsider" in charged or len(charged) != 2 or "m1" not in charged:
+            failures.append(f"membership: {row['reports_accepted']} reports accepted, devices charged on {sorted(charged)}")
+    finally:
+        fed.close()
+    return failures
 
 
 def shuffled_checks(directory: Path, *, quick: bool, server: Callable = run_shuffled_plan, app: ClientApp = client_app) -> tuple:
