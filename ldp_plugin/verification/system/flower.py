@@ -67,6 +67,7 @@ from ...federated.app import client_app, run_plan
 from ...federated.batch import iter_ciphertexts, read_batch
 from ...federated.config import NODE_CONFIG_KEY, DeviceConfig
 from ...federated.device import DeviceFleet
+from ...federated.discovery import decode, level_queries
 from ...federated.envelope import seal
 from ...federated.plan import Plan
 from ...federated.query import Query
@@ -233,7 +234,7 @@ def member_key(directory: Path, name: str) -> str:
 
 
 def _device(directory: Path, name: str, *, devices: int, cap: str, analyzer_key: Optional[str] = None, broken: bool = False,
-            member: Optional[Path] = None) -> dict:
+            member: Optional[Path] = None, words: bool = False) -> dict:
     d = directory / name
     d.mkdir(parents=True)
     lines = ["[device]", f'name = "{name}"', 'ledger = "ledger.sqlite"', 'keystore = "keys.json"']
@@ -244,6 +245,8 @@ def _device(directory: Path, name: str, *, devices: int, cap: str, analyzer_key:
     lines += ["", "[policy]", f'lifetime_cap = "{cap}"', 'max_epsilon_per_query = "2"', "", "[data]"]
     if broken:
         lines += [f'source = "{__name__}:broken_values"', "[data.args]", f"devices = {devices}"]
+    elif words:
+        lines += ['source = "ldp_plugin.federated.synthetic:zipf_words"', "[data.args]", f"devices = {devices}", f'seed = "7-{sum(name.encode())}"']
     else:
         lines += ['source = "ldp_plugin.federated.synthetic:zipf_values"', "[data.args]", f"devices = {devices}", f"d = {_D}", f'seed = "7-{sum(name.encode())}"']
     (d / "device.toml").write_text("\n".join(lines) + "\n")
@@ -262,13 +265,13 @@ def _ledger(node_config: dict) -> list:
 
 
 def _plan(directory: Path, name: str, *, rounds: int, min_batch: int, mechanism: str = "krr", params: Optional[dict] = None,
-          nodes: int = 1, robust: bool = False, members: tuple = ()) -> Plan:
+          nodes: int = 1, robust: bool = False, members: tuple = (), epsilon: Optional[str] = "1") -> Plan:
     p = directory / f"{name}.toml"
     params = params if params is not None else {"d": _D}
     listed = [f"members = {json.dumps([str(m) for m in members])}"] if members else []
     p.write_text("\n".join(["[plan]", f'name = "{name}"', f"rounds = {rounds}", f"min_batch = {min_batch}", 'out_dir = "out"', "round_timeout = 1",
                             f"expected_nodes = {nodes}", "node_wait = 0", "max_devices_per_node = 20", *listed, "", "[[query]]", 'name = "q"',
-                            f'mechanism = "{mechanism}"', 'epsilon = "1"', "params = {" + ", ".join(f"{k} = {json.dumps(v)}" for k, v in params.items()) + "}",
+                            f'mechanism = "{mechanism}"', *([f'epsilon = "{epsilon}"'] if epsilon is not None else []), "params = {" + ", ".join(f"{k} = {json.dumps(v)}" for k, v in params.items()) + "}",
                             *(['robust = {rule = "trimmed", f = 1}'] if robust else []), ""]))
     return Plan.from_run_config({"job": str(p)})  # as the ServerApp reads its plan
 
@@ -339,6 +342,7 @@ def collecting_checks(directory: Path, *, quick: bool, server: Callable = run_pl
         failures += hostile_server_checks(fed, honest_ids[0], honest[0], devices)
         if not quick:
             failures += membership_checks(directory / "members", server)
+            failures += discovery_checks(directory / "discovery", server)
     finally:
         fed.close()
     return failures, {"devices": 2 * devices, "rounds": len(summaries)}
@@ -395,6 +399,51 @@ def membership_checks(directory: Path, server: Callable) -> list:
     return failures
 
 
+def _untimed(x: Any) -> Any:
+    """``x`` without its ``seconds`` entries (how long a decode took is not part of its answer)."""
+    if isinstance(x, dict):
+        return {k: _untimed(v) for k, v in x.items() if k != "seconds"}
+    if isinstance(x, (list, tuple)):
+        return [_untimed(v) for v in x]
+    return x
+
+
+def discovery_checks(directory: Path, server: Callable) -> list:
+    """A heavy-hitter discovery (PEM): each device answers exactly one group (the others count it
+    ``devices_in_other_groups``, never a refusal), and the round's decode is the library's
+    (:func:`~ldp_plugin.federated.discovery.decode`) of the reports each group wrote."""
+    failures = []
+    devices = 12
+    fed = InProcessFederation()
+    try:
+        for i in range(2):
+            fed.add_node(client_app, _device(directory, f"w{i}", devices=devices, cap="4", words=True))
+        plan = _plan(directory, "discover", rounds=1, min_batch=1, nodes=2, mechanism="pem",
+                     params={"alphabet": "abcmnps", "max_length": 2, "top_k": 2})
+        (summary,) = server(fed.grid, plan, run_id=fed.run.run_id)
+        row = summary["queries"][0]
+        pq = plan.queries[0]
+        protocol, queries = level_queries(pq.mechanism, pq.epsilon, pq.params, f"{plan.name}/{pq.name}/r1")
+        accs = []
+        for g, q in zip(row.get("groups", []), queries):
+            mech = q.mechanism()
+            acc = mech.accumulator()
+            parts = sorted(Path(g["parts"]).glob("*.parquet")) if g.get("parts") else []
+            if parts:
+                acc.add(frame_to_reports(mech, pl.concat([pl.read_parquet(p) for p in parts])))
+            accs.append(acc)
+            if g["reports_accepted"] + g.get("devices_in_other_groups", 0) != 2 * devices or g["devices_refused"]:
+                failures.append(f"discovery group {g['group']}: {g['reports_accepted']} accepted and {g.get('devices_in_other_groups')} "
+                                f"in other groups of {2 * devices} devices")
+        if len(accs) != len(queries) or row["reports_accepted"] != 2 * devices:
+            failures.append(f"discovery: {row['reports_accepted']} reports over {len(accs)} groups, expected {2 * devices} over {len(queries)}")
+        elif _untimed((row["status"], row["discovered"], row["incomplete_reason"])) != _untimed(decode(protocol, accs, plan.min_batch)):
+            failures.append("discovery: the round's decode is not the library's decode of the reports its groups wrote")
+    finally:
+        fed.close()
+    return failures
+
+
 def shuffled_checks(directory: Path, *, quick: bool, server: Callable = run_shuffled_plan, app: ClientApp = client_app) -> tuple:
     """The shuffler app's checks (module docstring): ``(failures, facts)``."""
     failures: list = []
@@ -406,8 +455,11 @@ def shuffled_checks(directory: Path, *, quick: bool, server: Callable = run_shuf
         plain_cfg = _device(directory, "plain", devices=devices, cap="3")
         fed.add_node(app, plain_cfg)
         fed.add_node(crash_app, {})
+        fed.add_node(app, _device(directory, "broken", devices=devices, cap="3", broken=True))
+        if not quick:
+            fed.add_node(app, _device(directory, "dropout", devices=devices, cap="3", analyzer_key=keys["public_key_hex"]), queries=False)
         seed = 12345
-        plan = _plan(directory, "shuffle", rounds=1, min_batch=2 * devices, nodes=4)
+        plan = _plan(directory, "shuffle", rounds=1, min_batch=2 * devices, nodes=len(fed.nodes))
         (summary,) = server(fed.grid, plan, rng=seed, run_id=fed.run.run_id)
         _no_echo(summary, "shuffler app", failures)
         row = summary["queries"][0]
@@ -419,8 +471,9 @@ def shuffled_checks(directory: Path, *, quick: bool, server: Callable = run_shuf
         ref.add(list(reversed(cts)))
         if row["status"] != "forwarded" or row["ciphertexts_held"] != 2 * devices:
             failures.append(f"shuffler app: {row['status']} with {row['ciphertexts_held']} held, expected {2 * devices} forwarded")
-        elif row["rejected_by_reason"] != {"not_sealed": devices} or row["node_errors"] != {"flower_error": 1}:
-            failures.append(f"shuffler app: rejections {row['rejected_by_reason']}, node errors {row['node_errors']}")
+        elif (row["rejected_by_reason"] != {"not_sealed": devices} or row["node_errors"] != {"flower_error": 1, **({} if quick else {"no_reply": 1})}
+              or row["refused_by_reason"] != {"device_misconfigured": 1}):
+            failures.append(f"shuffler app: rejections {row['rejected_by_reason']}, node errors {row['node_errors']}, refusals {row['refused_by_reason']}")
         else:
             header, body = read_batch(row["batch"])
             batch = list(iter_ciphertexts(header, body))
@@ -430,19 +483,21 @@ def shuffled_checks(directory: Path, *, quick: bool, server: Callable = run_shuf
             if bad or len(opened) != 2 * devices:
                 failures.append("shuffler app: the batch does not open whole with the analyzer's key")
         if not quick:
-            low = _plan(directory, "low", rounds=1, min_batch=3 * devices, nodes=4)
+            low = _plan(directory, "low", rounds=1, min_batch=3 * devices, nodes=len(fed.nodes))
             (s,) = server(fed.grid, low, rng=seed, run_id=fed.run.run_id)
             r = s["queries"][0]
             if r["status"] != "below_minimum" or (low.out_dir / "low" / "round-0001" / "q" / BATCH_FILE).exists():
                 failures.append("shuffler app: a batch below the minimum was forwarded")
-        before = [_ledger(plain_cfg)] + [s for s in fed.sent.values()]
-        n_before = sum(len(v) for v in fed.sent.values())
-        series = _plan(directory, "series", rounds=1, min_batch=1, mechanism="l-grr", params={"d": _D, "epsilon_1": 2}, nodes=4)
+        before, n_before = _ledger(plain_cfg), sum(len(v) for v in fed.sent.values())
+        series = _plan(directory, "series", rounds=1, min_batch=1, mechanism="l-grr", params={"d": _D, "epsilon_perm": 2, "epsilon_1": 1},
+                       nodes=len(fed.nodes), epsilon=None)
         try:
             server(fed.grid, series, rng=seed, run_id=fed.run.run_id)
             failures.append("shuffler app: a memoized series was run")
-        except LDPParameterError:
-            if sum(len(v) for v in fed.sent.values()) != n_before or _ledger(plain_cfg) != before[0]:
+        except LDPParameterError as e:
+            if "memoized series" not in str(e):
+                failures.append("shuffler app: a memoized series was refused for another reason than its linkage")
+            if sum(len(v) for v in fed.sent.values()) != n_before or _ledger(plain_cfg) != before:
                 failures.append("shuffler app: a node was asked before the memoized series was refused")
     finally:
         fed.close()
