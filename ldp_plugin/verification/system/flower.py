@@ -456,16 +456,21 @@ def shuffled_checks(directory: Path, *, quick: bool, server: Callable = run_shuf
         fed.add_node(app, plain_cfg)
         fed.add_node(crash_app, {})
         fed.add_node(app, _device(directory, "broken", devices=devices, cap="3", broken=True))
-        if not quick:
-            fed.add_node(app, _device(directory, "dropout", devices=devices, cap="3", analyzer_key=keys["public_key_hex"]), queries=False)
         seed = 12345
+        if not quick:
+            low = _plan(directory, "low", rounds=1, min_batch=3 * devices, nodes=len(fed.nodes))
+            (below,) = server(fed.grid, low, rng=seed, run_id=fed.run.run_id)
+            if below["queries"][0]["status"] != "below_minimum" or (low.out_dir / "low" / "round-0001" / "q" / BATCH_FILE).exists():
+                failures.append("shuffler app: a batch below the minimum was forwarded")
+            fed.add_node(app, _device(directory, "dropout", devices=devices, cap="3", analyzer_key=keys["public_key_hex"]), queries=False)
         plan = _plan(directory, "shuffle", rounds=1, min_batch=2 * devices, nodes=len(fed.nodes))
+        start = {nid: len(fed.sent[nid]) for nid in sealed}
         (summary,) = server(fed.grid, plan, rng=seed, run_id=fed.run.run_id)
         _no_echo(summary, "shuffler app", failures)
         row = summary["queries"][0]
         q = Query.for_mechanism(row["query_id"], plan.queries[0].build(), min_batch=plan.min_batch)
         ref = Shuffler(q)
-        sent = [bytes(r.content["reply"]["blob"]) for nid in sealed for r in fed.sent[nid] if "blob" in r.content["reply"]]
+        sent = [bytes(r.content["reply"]["blob"]) for nid in sealed for r in fed.sent[nid][start[nid]:] if "blob" in r.content["reply"]]
         size = ref.ciphertext_size
         cts = [b[i:i + size] for b in sent for i in range(0, len(b), size)]
         ref.add(list(reversed(cts)))
@@ -482,12 +487,6 @@ def shuffled_checks(directory: Path, *, quick: bool, server: Callable = run_shuf
             opened, bad = open_reports(batch, private_key(keys["private_key"]))
             if bad or len(opened) != 2 * devices:
                 failures.append("shuffler app: the batch does not open whole with the analyzer's key")
-        if not quick:
-            low = _plan(directory, "low", rounds=1, min_batch=3 * devices, nodes=len(fed.nodes))
-            (s,) = server(fed.grid, low, rng=seed, run_id=fed.run.run_id)
-            r = s["queries"][0]
-            if r["status"] != "below_minimum" or (low.out_dir / "low" / "round-0001" / "q" / BATCH_FILE).exists():
-                failures.append("shuffler app: a batch below the minimum was forwarded")
         before, n_before = _ledger(plain_cfg), sum(len(v) for v in fed.sent.values())
         series = _plan(directory, "series", rounds=1, min_batch=1, mechanism="l-grr", params={"d": _D, "epsilon_perm": 2, "epsilon_1": 1},
                        nodes=len(fed.nodes), epsilon=None)
