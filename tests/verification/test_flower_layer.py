@@ -11,16 +11,16 @@ pytest.importorskip("nacl")
 
 from ldp_plugin.federated.app import run_plan  # noqa: E402
 from ldp_plugin.verification.system import flower  # noqa: E402
-from ldp_plugin.verification.system.flower_bugs import FLOWER_BUGS  # noqa: E402
+from ldp_plugin.verification.system.runtime_bugs import RUNTIME_BUGS  # noqa: E402
 from ldp_plugin.verification.system.run import SYSTEM_LAYERS  # noqa: E402
 from ldp_plugin.verification.system.seeded_bugs import SYSTEM_BUGS  # noqa: E402
 
-BUGS = {bug: kw for bug, _, kw in FLOWER_BUGS}
+BUGS = {bug: kw for bug, _, kw in RUNTIME_BUGS}
 
 
 def test_the_layer_is_registered_with_its_bugs():
     assert SYSTEM_LAYERS["flower"] == "ldp_plugin.verification.system.flower:flower_layer"
-    assert {b[0] for b in FLOWER_BUGS} <= {b[0] for b in SYSTEM_BUGS}
+    assert {b[0] for b in RUNTIME_BUGS} <= {b[0] for b in SYSTEM_BUGS}
 
 
 def test_the_quick_layer_passes_on_the_shipped_apps(tmp_path):

@@ -23,6 +23,7 @@ SYSTEM_LAYERS = {
     "analyzer": "ldp_plugin.verification.system.analyzer:analyzer_layer",
     "wire": "ldp_plugin.verification.system.wire:wire_layer",
     "flower": "ldp_plugin.verification.system.flower:flower_layer",
+    "federated-state": "ldp_plugin.verification.system.federated_state:state_layer",
 }
 #: the seeded bugs' table (``(bug, layer, keyword arguments)``)
 _BUGS = "ldp_plugin.verification.system.seeded_bugs:SYSTEM_BUGS"

@@ -29,7 +29,7 @@ from ...federated.device import DeviceFleet, DeviceRefusal
 from ...federated.envelope import NONCE_BYTES
 from ...federated.sealed import open_reports, private_key, seal_reply, seal_reports
 from ...federated.shuffler import Shuffler
-from .flower_bugs import FLOWER_BUGS
+from .runtime_bugs import RUNTIME_BUGS
 
 __all__ = ["SYSTEM_BUGS"]
 
@@ -125,5 +125,5 @@ SYSTEM_BUGS = (
     ("loose-delta-analyzer", "analyzer", {"analyze": loose_delta_analyze}),
     ("replay-blind-analyzer", "analyzer", {"analyze": replay_blind_analyze}),
     ("shared-nonce-reply", "wire", {"answer": shared_nonce_answer, "names": ("krr", "l-grr", "wheel")}),
-    *FLOWER_BUGS,
+    *RUNTIME_BUGS,
 )

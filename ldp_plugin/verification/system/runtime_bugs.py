@@ -1,5 +1,5 @@
-"""Seeded bugs of the flower layer (:mod:`.flower`): the Flower apps with one defect each, planted
-through the layer's keyword arguments (``ldp verify --self-test`` runs the layer on each; a bug is
+"""Seeded bugs of the flower layer (:mod:`.flower`: the Flower apps) and the federated-state layer
+(:mod:`.federated_state`: the runtime's state), one defect each, planted through the layers' keyword arguments (``ldp verify --self-test`` runs the layer on each; a bug is
 caught when the layer fails).
 
 | bug | defect | breaks | caught by |
@@ -7,6 +7,7 @@ caught when the layer fails).
 | ``uncapped-registration`` | the ServerApp takes each node's registered device count as its quota (``max_devices_per_node`` ignored) | a node claiming a million devices floods the round with its own reports | flower (accepted reports = the honest devices', estimate = the library's on them) |
 | ``echoing-client-app`` | the ClientApp refuses a failure under the failure's text instead of a fixed reason | a refusal carries text about the device (paths, values) to the server | flower (fixed refusals to hostile server messages; node errors by reason) |
 | ``unshuffled-batch`` | the shuffler app forwards its batch without a random permutation (every swap drawn as "stay") | the batch order is a function of the ciphertexts alone: no shuffle | flower (the batch vs the Shuffler's permutation under the same draws) |
+| ``first-word-replay-guard`` | the replay guard's numpy twin compares the nonces' first 64-bit word only | a forged nonce sharing a first word drops an honest report (a server can censor chosen reports) | federated-state (answers vs a set of nonces) |
 """
 
 from __future__ import annotations
@@ -21,11 +22,12 @@ from flwr.clientapp import ClientApp
 from ...federated.app import _record, run_plan
 from ...federated.config import DeviceConfig, device_config_path
 from ...federated.device import DeviceFleet
+from ...federated.nonces import NonceSet
 from ...federated.sealed import seal_reply
 from ...federated.shuffler_app import run_shuffled_plan
 from ...sampling import RandomSource
 
-__all__ = ["FLOWER_BUGS"]
+__all__ = ["RUNTIME_BUGS"]
 
 
 def uncapped_run_plan(grid: Any, plan: Any, *, run_id: int = 0) -> list:
@@ -71,9 +73,17 @@ def unshuffled_plan(grid: Any, plan: Any, *, rng: Any = None, run_id: int = 0) -
     return run_shuffled_plan(grid, plan, rng=_Stay(), run_id=run_id)
 
 
+class FirstWordNonceSet(NonceSet):
+    """The replay guard whose numpy twin takes two nonces with the same first word for one."""
+
+    def _admit_sorted(self, k1: np.ndarray, k2: np.ndarray) -> np.ndarray:
+        return super()._admit_sorted(k1, np.zeros_like(k2))
+
+
 #: ``(bug name, system layer, keyword arguments that plant it in the layer)``
-FLOWER_BUGS = (
+RUNTIME_BUGS = (
     ("uncapped-registration", "flower", {"run_plan_fn": uncapped_run_plan}),
     ("echoing-client-app", "flower", {"app": echoing_client_app}),
     ("unshuffled-batch", "flower", {"shuffled_fn": unshuffled_plan}),
+    ("first-word-replay-guard", "federated-state", {"nonce_set": FirstWordNonceSet}),
 )
