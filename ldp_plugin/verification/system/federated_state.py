@@ -22,6 +22,10 @@ service's tokens and queries, and the secure-sum query's parameters.
   query that is not a frequency query, and a service without queries, are refused; reports out of
   the mechanism's range are a 400 that stores nothing.
 * **Secure-sum queries**: each field out of its range is refused naming the field.
+* **Fleets and the shuffler's inputs**: a fleet built in code answers one envelope per device,
+  charged once (its retry the kept envelopes); a node whose data outgrew its ledger refuses
+  ``ledger_mismatch`` and spends nothing; the permutation refuses a count outside its range and
+  a malformed reply holds nothing at the shuffler.
 * **Work limits**: a query whose timed dry run exceeds the owner's ``max_query_seconds`` is
   ``query_too_large``.
 """
@@ -30,6 +34,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import sqlite3
 import time
@@ -43,6 +48,7 @@ from ..._errors import LDPInputError, LDPParameterError
 from ...accountant import Accountant
 from ...federated.atomic import write_atomic
 from ...federated.config import NODE_CONFIG_KEY, DeviceConfig
+from ...federated.app import device_answer
 from ...federated.device import DeviceFleet
 from ...federated.envelope import seal
 from ...federated.ingest import ClientToken, IngestService, load_tokens, plan_queries
@@ -52,6 +58,7 @@ from ...federated.plan import Plan
 from ...federated.policy import DevicePolicy
 from ...federated.query import Query
 from ...federated.secure_query import SecureSumQuery, planned_secure_query
+from ...federated.shuffler import Shuffler, permutation
 from ...federated.work import refusal as work_refusal
 from ...mechanisms import KRR
 from ...mechanisms.reports import to_wire
@@ -280,6 +287,56 @@ def _out_of_range(mech: Any, q: Query) -> bytes:
     return bytes(env)
 
 
+# -- device fleets, the shuffler's inputs -------------------------------------------------------------
+def fleet_checks(directory: Path) -> list:
+    """A fleet built in code (the library API) refuses an empty or mismatched fleet, answers one
+    envelope per device charged exactly ε, and a retry returns the kept envelopes; a deployed
+    node whose data source now holds more devices than its ledger refuses ``ledger_mismatch``
+    for every device, charging nothing."""
+    failures: list = []
+    d = directory / "fleets"
+    d.mkdir(parents=True)
+    _refused(lambda: DeviceFleet(d / "empty.sqlite", [], lifetime_cap=1), LDPParameterError, "at least one device", failures, "an empty fleet")
+    _refused(lambda: DeviceFleet(d / "strings.sqlite", [0, 1], lifetime_cap=1, strings=["a"]), LDPParameterError, "one string per device", failures,
+             "a fleet with fewer strings than devices")
+    fleet = DeviceFleet(d / "code.sqlite", np.array([0, 1, 3]), lifetime_cap=Fraction(2))
+    try:
+        q = Query.for_mechanism("state/fleet", KRR(epsilon=1.0, d=4))
+        first, again = fleet.respond(q.to_json()), fleet.respond(q.to_json())
+        if (len(first["reports"]) != 3 or first["refused"] or first["retry"] or again["reports"] != first["reports"] or not again["retry"]
+                or fleet.ledger.remaining_by_cohort() != [Fraction(1)] * 3):
+            failures.append("a fleet built in code does not answer one envelope per device, charged once, its retry kept")
+    finally:
+        fleet.close()
+    cfg, node_config = _owner(directory, "grown")
+    toml = Path(node_config[NODE_CONFIG_KEY])
+    toml.write_text(toml.read_text().replace("devices = 3", "devices = 4"))
+    reply = device_answer({"query": {"json": Query.for_mechanism("state/grown", KRR(epsilon=1.0, d=4)).to_json()}}, node_config)
+    acc = Accountant(cfg.ledger)
+    try:
+        spent = acc.spent()
+    finally:
+        acc.close()
+    if reply["refused"] != {"ledger_mismatch": 4} or reply["reports"] or spent != 0:
+        failures.append(f"a node whose devices outgrew its ledger answered {reply['refused']} and spent {spent}")
+    return failures
+
+
+def shuffler_input_checks() -> list:
+    """The permutation refuses a count outside ``[0, 2**32]`` naming ``n``; a reply that fails
+    validation is that node's error and holds nothing."""
+    failures: list = []
+    for bad in (-1, True, 1.5, (1 << 32) + 1):
+        _refused(lambda: permutation(bad), LDPParameterError, "n must be an integer in [0, 2**32]", failures, f"permutation({bad!r})")
+    if permutation(0) != [] or permutation(1) != [0]:
+        failures.append("the permutation of fewer than two items is not the identity")
+    sh = Shuffler(Query.for_mechanism("state/shuffle", KRR(epsilon=1.0, d=4), min_batch=1))
+    res = sh.add_reply({"devices": 1, "refused": "{" + SECRET, "retry": False, "reports": b""}, quota=1)
+    if res["error"] != "bad_field" or sh.node_errors != {"bad_field": 1} or sh.count or SECRET in json.dumps(res):
+        failures.append(f"a malformed reply to the shuffler gave {res} and held {sh.count}")
+    return failures
+
+
 # -- secure-sum queries, work limits ------------------------------------------------------------------
 def secure_query_checks() -> list:
     """Each field of a secure-sum query out of its range is refused naming the field."""
@@ -326,6 +383,15 @@ def state_layer(*, seed: int = 0, quick: bool = False, directory: Any = None, no
     ``nonce_set``: the replay guard under test."""
     t0 = time.perf_counter()
     directory = Path(directory)
-    failures = nonce_checks(quick=quick, nonce_set=nonce_set) + keystore_checks(directory / "keystore") + atomic_checks(directory) + ingest_checks(directory)
-    failures += secure_query_checks() + work_checks()
+    quiet, log = logging.NullHandler(), logging.getLogger("ldp_plugin.federated")  # a refusal's log line is the node operator's, not the verifier's
+    log.addHandler(quiet)
+    try:
+        failures = _run_checks(directory, quick, nonce_set)
+    finally:
+        log.removeHandler(quiet)
     return {"layer": "federated-state", "failures": failures, "seconds": round(time.perf_counter() - t0, 2), "passed": not failures}
+
+
+def _run_checks(directory: Path, quick: bool, nonce_set: Callable) -> list:
+    failures = nonce_checks(quick=quick, nonce_set=nonce_set) + keystore_checks(directory / "keystore") + atomic_checks(directory) + ingest_checks(directory)
+    return failures + fleet_checks(directory) + shuffler_input_checks() + secure_query_checks() + work_checks()

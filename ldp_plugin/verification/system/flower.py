@@ -417,11 +417,17 @@ def discovery_checks(directory: Path, server: Callable) -> list:
     fed = InProcessFederation()
     try:
         for i in range(2):
-            fed.add_node(client_app, _device(directory, f"w{i}", devices=devices, cap="4", words=True))
-        plan = _plan(directory, "discover", rounds=1, min_batch=1, nodes=2, mechanism="pem",
+            fed.add_node(client_app, _device(directory, f"w{i}", devices=devices, cap="1.5", words=True))
+        plan = _plan(directory, "discover", rounds=2, min_batch=1, nodes=2, mechanism="pem",
                      params={"alphabet": "abcmnps", "max_length": 2, "top_k": 2})
-        (summary,) = server(fed.grid, plan, run_id=fed.run.run_id)
+        summary, again = server(fed.grid, plan, run_id=fed.run.run_id)
         row = summary["queries"][0]
+        late = again["queries"][0]  # a second collection at ε = 1 under a lifetime cap of 1.5: every device is out of budget
+        others = sum(g.get("devices_in_other_groups", 0) for g in late.get("groups", []))
+        if (late["reports_accepted"] != 0 or late["status"] != "incomplete" or late["refused_by_reason"] != {"budget_exhausted": 2 * devices}
+                or others != (len(late.get("groups", [])) - 1) * 2 * devices):
+            failures.append(f"discovery past the lifetime cap: {late['reports_accepted']} accepted, refusals {late['refused_by_reason']}, "
+                            f"{others} in other groups")
         pq = plan.queries[0]
         protocol, queries = level_queries(pq.mechanism, pq.epsilon, pq.params, f"{plan.name}/{pq.name}/r1")
         accs = []
