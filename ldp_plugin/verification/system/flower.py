@@ -63,7 +63,8 @@ from flwr.superlink.grid import InMemoryGrid
 
 from ..._errors import LDPParameterError
 from ...accountant import Accountant
-from ...federated.app import client_app, run_plan
+from ...federated.app import client_app, reply_to_raw, run_plan
+from ...federated.collector import Collector
 from ...federated.batch import iter_ciphertexts, read_batch
 from ...federated.config import NODE_CONFIG_KEY, DeviceConfig
 from ...federated.device import DeviceFleet
@@ -76,6 +77,7 @@ from ...federated.sealed import generate_analyzer_keys, open_reports, private_ke
 from ...federated.shuffler import Shuffler
 from ...mechanisms.reports import frame_to_reports, to_wire_each
 from ...persist import mechanism_from_spec, read_report_spec
+from ...robust.aggregation import combine_accumulators
 from ...federated.shuffler_app import BATCH_FILE, run_shuffled_plan
 
 __all__ = ["flower_layer", "InProcessFederation", "SECRET"]
@@ -204,6 +206,17 @@ def _negative(msg: Message, context: Context) -> Message:
     return _reply(msg, -1)
 
 
+extra_app = ClientApp()
+
+
+@extra_app.query()
+def _extra(msg: Message, context: Context) -> Message:
+    """A reply record with a field the wire does not have: ``malformed``."""
+    rep = _reply(msg, 3)
+    rep.content["reply"]["note"] = SECRET
+    return rep
+
+
 forger_app = ClientApp()
 
 
@@ -265,12 +278,12 @@ def _ledger(node_config: dict) -> list:
 
 
 def _plan(directory: Path, name: str, *, rounds: int, min_batch: int, mechanism: str = "krr", params: Optional[dict] = None,
-          nodes: int = 1, robust: bool = False, members: tuple = (), epsilon: Optional[str] = "1") -> Plan:
+          nodes: int = 1, robust: bool = False, members: tuple = (), epsilon: Optional[str] = "1", node_wait: float = 0) -> Plan:
     p = directory / f"{name}.toml"
     params = params if params is not None else {"d": _D}
     listed = [f"members = {json.dumps([str(m) for m in members])}"] if members else []
     p.write_text("\n".join(["[plan]", f'name = "{name}"', f"rounds = {rounds}", f"min_batch = {min_batch}", 'out_dir = "out"', "round_timeout = 1",
-                            f"expected_nodes = {nodes}", "node_wait = 0", "max_devices_per_node = 20", *listed, "", "[[query]]", 'name = "q"',
+                            f"expected_nodes = {nodes}", f"node_wait = {node_wait}", "max_devices_per_node = 20", *listed, "", "[[query]]", 'name = "q"',
                             f'mechanism = "{mechanism}"', *([f'epsilon = "{epsilon}"'] if epsilon is not None else []), "params = {" + ", ".join(f"{k} = {json.dumps(v)}" for k, v in params.items()) + "}",
                             *(['robust = {rule = "trimmed", f = 1}'] if robust else []), ""]))
     return Plan.from_run_config({"job": str(p)})  # as the ServerApp reads its plan
@@ -284,39 +297,40 @@ def _no_echo(summary: Any, what: str, failures: list) -> None:
 def collecting_checks(directory: Path, *, quick: bool, server: Callable = run_plan, app: ClientApp = client_app) -> tuple:
     """The collecting app's checks (module docstring): ``(failures, facts)``."""
     failures: list = []
-    devices = 5 if quick else 8
+    devices, h = (5, 2) if quick else (8, 3)  # h honest nodes: a robust rule with f = 1 needs 3
     fed = InProcessFederation()
     try:
-        honest = [_device(directory, f"n{i}", devices=devices, cap="1.5") for i in range(2)]
+        honest = [_device(directory, f"n{i}", devices=devices, cap="1.5") for i in range(h)]
         honest_ids = [fed.add_node(app, cfg) for cfg in honest]
         fed.add_node(app, _device(directory, "broken", devices=devices, cap="1.5", broken=True))
         fed.add_node(app, {NODE_CONFIG_KEY: str(directory / "missing.toml")})  # an owner's config that is not there
-        for hostile in (sybil_app, malformed_app, crash_app, legacy_app, negative_app):
+        for hostile in (sybil_app, malformed_app, crash_app, legacy_app, negative_app, extra_app):
             fed.add_node(hostile, {})
         if not quick:  # registers, then never answers: the round's deadline ends the wait
             fed.add_node(app, _device(directory, "dropout", devices=devices, cap="1.5"), queries=False)
-        plan = _plan(directory, "collect", rounds=1 if quick else 2, min_batch=2 * devices, nodes=len(fed.nodes), robust=True)
+        connected = len(fed.nodes)
+        plan = _plan(directory, "collect", rounds=1 if quick else 2, min_batch=h * devices, nodes=connected + (0 if quick else 1), robust=True,
+                     node_wait=0 if quick else 0.3)  # full: one expected node never connects (the wait ends at node_wait)
         summaries = server(fed.grid, plan, run_id=fed.run.run_id)
         _no_echo(summaries, "collecting app", failures)
         first = summaries[0]
         row = first["queries"][0]
-        if first["registration_errors"] != {"malformed": 1, "unsupported_version": 1, "bad_field": 1}:
-            failures.append(f"registration errors {first['registration_errors']}, expected malformed, unsupported_version and bad_field once each")
+        if first["registration_errors"] != {"malformed": 2, "unsupported_version": 1, "bad_field": 1} or first["nodes_connected"] != connected:
+            failures.append(f"registration errors {first['registration_errors']} of {first['nodes_connected']} nodes, expected malformed twice, "
+                            f"unsupported_version and bad_field once each of {connected}")
         expected = {"over_quota": 1, "flower_error": 1, **({} if quick else {"no_reply": 1})}
         if row["node_errors"] != expected:
             failures.append(f"node errors {row['node_errors']}, expected {expected}")
-        rob = row.get("robust") or {}
-        if rob.get("nodes") != 2 or "f=1" not in str(rob.get("error", "")):
-            failures.append("a robust combination with too few nodes for its f does not say so beside the pooled estimate")
+        failures += _robust_checks(fed, honest_ids, plan, row)
         if row["refused_by_reason"] != {"device_misconfigured": 2}:
             failures.append(f"refusals {row['refused_by_reason']}, expected device_misconfigured for the broken source and the missing config")
         parts = sorted(Path(row["parts"]).glob("*.parquet")) if row.get("parts") else []
-        if row["reports_accepted"] != 2 * devices or row["status"] != "complete" or not parts:
-            failures.append(f"{row['reports_accepted']} reports accepted ({row['status']}), expected the {2 * devices} honest devices' reports")
+        if row["reports_accepted"] != h * devices or row["status"] != "complete" or not parts:
+            failures.append(f"{row['reports_accepted']} reports accepted ({row['status']}), expected the {h * devices} honest devices' reports")
         else:
             mech = mechanism_from_spec(read_report_spec(parts[0])[0])
             reports = frame_to_reports(mech, pl.concat([pl.read_parquet(p) for p in parts]))
-            if mech.spec() != plan.queries[0].build().spec() or len(reports) != 2 * devices:
+            if mech.spec() != plan.queries[0].build().spec() or len(reports) != h * devices:
                 failures.append("the round's parts do not hold the honest devices' reports of the query's mechanism")
             else:
                 try:
@@ -331,7 +345,7 @@ def collecting_checks(directory: Path, *, quick: bool, server: Callable = run_pl
                 failures.append(f"node {i}: the ledger does not hold exactly one charge of the query's epsilon per device")
         if not quick:
             second = summaries[1]["queries"][0]
-            if (second["refused_by_reason"] != {"budget_exhausted": 2 * devices, "device_misconfigured": 2} or second["status"] != "incomplete"
+            if (second["refused_by_reason"] != {"budget_exhausted": h * devices, "device_misconfigured": 2} or second["status"] != "incomplete"
                     or second["estimate"] is not None or second["reports_accepted"] != 0):
                 failures.append(f"a round past the lifetime cap: refusals {second['refused_by_reason']}, {second['status']}, "
                                 f"{second['reports_accepted']} accepted")
@@ -345,7 +359,33 @@ def collecting_checks(directory: Path, *, quick: bool, server: Callable = run_pl
             failures += discovery_checks(directory / "discovery", server)
     finally:
         fed.close()
-    return failures, {"devices": 2 * devices, "rounds": len(summaries)}
+    return failures, {"devices": h * devices, "rounds": len(summaries)}
+
+
+def _robust_checks(fed: InProcessFederation, honest_ids: list, plan: Plan, row: dict) -> list:
+    """The robust row (``trimmed``, f = 1): with two honest nodes it says why there is none; with
+    three it is the library's combination (:func:`~ldp_plugin.robust.aggregation.combine_accumulators`)
+    of each honest node's own reports, as each node sent them."""
+    rob = row.get("robust") or {}
+    if len(honest_ids) < 3:
+        return [] if rob.get("nodes") == 2 and "f=1" in str(rob.get("error", "")) else [
+            "a robust combination with too few nodes for its f does not say so beside the pooled estimate"]
+    q = Query.for_mechanism(row["query_id"], plan.queries[0].build(), min_batch=plan.min_batch)
+    accs = {}
+    for nid in sorted(honest_ids):  # the server's order: its registered nodes, sorted (a tie between nodes is broken by that order)
+        sent = [r for r in fed.sent[nid] if "reply" in r.content and "blob" in r.content["reply"]]
+        raw, err = reply_to_raw(sent[0]) if sent else (None, "none")
+        col = Collector(q)
+        if err is None:
+            col.ingest_reply(raw, quota=plan.max_devices_per_node, node=nid)
+        accs[str(nid)] = col.acc
+    spec = dict(plan.queries[0].robust)
+    try:
+        want = {**spec, "nodes": len(accs), **{k: v for k, v in combine_accumulators(q.mechanism(), accs, **spec).to_dict().items()
+                                               if k not in ("rule", "f", "alpha", "nodes")}}
+    except LDPParameterError as e:
+        want = {**spec, "nodes": len(accs), "error": str(e)}
+    return [] if rob == want and "error" not in rob else ["the robust combination is not the library's over each honest node's own reports"]
 
 
 def hostile_server_checks(fed: InProcessFederation, nid: int, node_config: dict, devices: int) -> list:
