@@ -33,6 +33,7 @@ series is refused before any node is asked (no message in the LinkState, no ledg
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import time
@@ -390,10 +391,15 @@ def _robust_checks(fed: InProcessFederation, honest_ids: list, plan: Plan, row: 
 
 def hostile_server_checks(fed: InProcessFederation, nid: int, node_config: dict, devices: int) -> list:
     """What the real ClientApp answers a hostile server's messages: a fixed refusal for every
-    device, no text, no charge; a challenge to a node without a member key gets no proof."""
+    device, no text, no charge (a discovery group's query carrying another group's oracle, text
+    that is not JSON, a record without the query); a challenge to a node without a member key
+    gets no proof."""
     failures = []
     before = _ledger(node_config)
-    cases = [({"query": ConfigRecord({"json": "{" + SECRET})}, {"malformed_query": devices}),
+    _, groups = level_queries("pem", "1", {"alphabet": "abc", "max_length": 2}, "hostile/forged")
+    forged = dataclasses.replace(groups[0], discovery={**groups[0].discovery, "level": len(groups) - 1})  # group 0's oracle, the last group's level
+    cases = [({"query": ConfigRecord({"json": forged.to_json()})}, {"malformed_query": devices}),
+             ({"query": ConfigRecord({"json": "{" + SECRET})}, {"malformed_query": devices}),
              ({"query": ConfigRecord({"text": SECRET})}, {"device_error": devices}),
              ({"register": ConfigRecord({"version": 1, "challenge": "00" * 32})}, {})]
     for content, refused in cases:
