@@ -38,7 +38,10 @@ def selected():
 
 def _draws(path: Path) -> bool:
     """Whether the source calls ``os.urandom`` or uses the ``secrets`` module."""
-    tree = ast.parse(path.read_text(encoding="utf-8"))
+    text = path.read_text(encoding="utf-8")
+    if "urandom" not in text and "secrets" not in text:  # neither name: nothing to parse
+        return False
+    tree = ast.parse(text)
     return any((isinstance(n, ast.Attribute) and n.attr == "urandom") or (isinstance(n, ast.Name) and n.id == "secrets") for n in ast.walk(tree))
 
 

@@ -419,11 +419,13 @@ def hostile_server_checks(fed: InProcessFederation, nid: int, node_config: dict,
 def membership_checks(directory: Path, server: Callable) -> list:
     """A plan listing its members: only nodes proving a listed key (signing the run, their node id
     and a fresh challenge) are asked; a non-member, a forged proof and a second node holding an
-    admitted key are counted by reason and never asked (their ledgers stay untouched)."""
+    admitted key are counted by reason and never asked (their ledgers stay untouched); a listed
+    member that never connects is waited for until ``node_wait``, and the round goes on with the
+    members that proved themselves (its robust rule then says it has too few nodes)."""
     failures = []
     devices = 3
     keys = directory / "keys"
-    members = [member_key(keys, f"node-{i}") for i in range(2)]
+    members = [member_key(keys, f"node-{i}") for i in range(3)]  # node-2 never connects
     member_key(keys, "outsider")
     fed = InProcessFederation()
     try:
@@ -432,11 +434,14 @@ def membership_checks(directory: Path, server: Callable) -> list:
         for cfg in cfgs.values():
             fed.add_node(client_app, cfg)
         fed.add_node(forger_app, {"member-key": members[1]})
-        plan = _plan(directory, "members", rounds=1, min_batch=1, nodes=2, members=tuple(keys / f"node-{i}.pub" for i in range(2)))
+        plan = _plan(directory, "members", rounds=1, min_batch=1, nodes=3, members=tuple(keys / f"node-{i}.pub" for i in range(3)), robust=True,
+                     node_wait=0.5)
         (summary,) = server(fed.grid, plan, run_id=fed.run.run_id)
         row = summary["queries"][0]
-        if summary["registration_errors"] != {"not_a_member": 1, "bad_membership_proof": 1, "duplicate_member": 1}:
-            failures.append(f"membership: registration errors {summary['registration_errors']}")
+        if summary["registration_errors"] != {"not_a_member": 1, "bad_membership_proof": 1, "duplicate_member": 1} or summary["nodes_registered"] != 2:
+            failures.append(f"membership: registration errors {summary['registration_errors']}, {summary['nodes_registered']} registered")
+        if row.get("robust", {}).get("nodes") != 2 or "f=1" not in str(row.get("robust", {}).get("error", "")):
+            failures.append("membership: a robust rule over two admitted members does not say it has too few nodes")
         charged = {name for name, cfg in cfgs.items() if _ledger(cfg) != [Fraction(2)] * devices}
         if row["reports_accepted"] != 2 * devices or "outsider" in charged or len(charged) != 2 or "m1" not in charged:
             failures.append(f"membership: {row['reports_accepted']} reports accepted, devices charged on {sorted(charged)}")
