@@ -24,7 +24,8 @@ service's tokens and queries, and the secure-sum query's parameters.
 * **Secure-sum queries**: each field out of its range is refused naming the field.
 * **Fleets and the shuffler's inputs**: a fleet built in code answers one envelope per device,
   charged once (its retry the kept envelopes); a node whose data outgrew its ledger refuses
-  ``ledger_mismatch`` and spends nothing; the permutation refuses a count outside its range and
+  ``ledger_mismatch`` and spends nothing; a query whose release failed after its spend is
+  ``interrupted`` (a retry, never a second randomization, nothing charged again); the permutation refuses a count outside its range and
   a malformed reply holds nothing at the shuffler.
 * **Work limits**: a query whose timed dry run exceeds the owner's ``max_query_seconds`` is
   ``query_too_large``.
@@ -319,7 +320,28 @@ def fleet_checks(directory: Path) -> list:
         acc.close()
     if reply["refused"] != {"ledger_mismatch": 4} or reply["reports"] or spent != 0:
         failures.append(f"a node whose devices outgrew its ledger answered {reply['refused']} and spent {spent}")
+    killed, killed_config = _owner(directory, "killed")  # a release that failed after its spend (the device died mid-produce)
+    q = Query.for_mechanism("state/killed", KRR(epsilon=1.0, d=4))
+    acc = Accountant(killed.ledger)
+    try:
+        acc.release(q.content_hash.hex(), Fraction(1), _died, cohorts=[0, 1, 2], mechanism="krr", params=q.to_dict())
+    except RuntimeError:
+        pass
+    finally:
+        acc.close()
+    reply = device_answer({"query": {"json": q.to_json()}}, killed_config)
+    acc = Accountant(killed.ledger)
+    try:
+        spent = acc.spent()
+    finally:
+        acc.close()
+    if reply["refused"] != {"interrupted": 3} or not reply["retry"] or reply["reports"] or spent != 1:
+        failures.append(f"a query whose release failed after its spend answered {reply['refused']} (spent {spent}): it must never randomize twice")
     return failures
+
+
+def _died() -> dict:
+    raise RuntimeError("the device stopped while producing its reports")
 
 
 def shuffler_input_checks() -> list:
