@@ -76,6 +76,7 @@ from ...federated.query import Query
 from ...federated.results import estimate_rows
 from ...federated.sealed import generate_analyzer_keys, open_reports, private_key
 from ...federated.shuffler import Shuffler
+from ...mechanisms.charge import report_charge
 from ...mechanisms.reports import frame_to_reports, to_wire_each
 from ...persist import mechanism_from_spec, read_report_spec
 from ...robust.aggregation import combine_accumulators
@@ -340,7 +341,7 @@ def collecting_checks(directory: Path, *, quick: bool, server: Callable = run_pl
                     lib = estimate_rows(mech.estimate(reports))
                 if row["estimate"] != lib:
                     failures.append("the round's estimate is not the library's estimate of the reports it accepted")
-        charged = Fraction(1)  # round 1's query; round 2 is refused whole
+        charged = report_charge(plan.queries[0].build())  # round 1's query (what the mechanism realizes, rounded up); round 2 is refused whole
         for i, cfg in enumerate(honest):
             if _ledger(cfg) != [Fraction(3, 2) - charged] * devices:
                 failures.append(f"node {i}: the ledger does not hold exactly one charge of the query's epsilon per device")
