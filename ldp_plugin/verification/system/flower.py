@@ -8,7 +8,8 @@ TOML, keystore and SQLite ledger, or a hostile one — called with Flower's ``Me
 ``Context`` when the grid pushes to it, its reply stored in the LinkState as Flower's simulation
 engine stores it (a ``ClientApp`` that raises answers Flower's error message, its text included).
 Only the transport's threads and the processes of ``flwr run`` are left out (the deployment tests
-run those).
+run those). The in-process federation is :mod:`._flower_federation`, the hostile SuperNodes
+:mod:`._hostile_nodes`.
 
 Checked on the collecting app (plan read by ``Plan.from_run_config`` from a plan TOML, as the
 ServerApp reads it):
@@ -40,27 +41,13 @@ import time
 from fractions import Fraction
 from pathlib import Path
 from typing import Any, Callable, Optional
-from uuid import uuid4
 
 import numpy as np
 import polars as pl
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
-from flwr.app import ConfigRecord, Context, Error, Message, RecordDict
-from flwr.app.user_config import UserConfig
+from flwr.app import ConfigRecord, Message, RecordDict
 from flwr.clientapp import ClientApp
-from flwr.common.constant import (HEARTBEAT_INTERVAL_INF, NOOP_ACCOUNT_NAME, NOOP_FLWR_AID, RUN_ID_NUM_BYTES, SUPERLINK_NODE_ID,
-                                  TASK_ID_NUM_BYTES, ErrorCode)
-from flwr.proto.task_pb2 import Task  # pylint: disable=E0611
-from flwr.server.superlink.linkstate import LinkStateFactory
-from flwr.server.superlink.linkstate.in_memory_linkstate import RunRecord
-from flwr.server.superlink.linkstate.utils import generate_rand_int_from_bytes
-from flwr.supercore.constant import FLWR_IN_MEMORY_DB_NAME, NOOP_FEDERATION_ID
-from flwr.supercore.object_store import ObjectStoreFactory
-from flwr.supercore.run import Run
-from flwr.supercore.task_identity import TaskIdentity
-from flwr.superlink.federation import NoOpFederationManager
-from flwr.superlink.grid import InMemoryGrid
 
 from ..._errors import LDPParameterError
 from ...accountant import Accountant
@@ -70,165 +57,22 @@ from ...federated.batch import iter_ciphertexts, read_batch
 from ...federated.config import NODE_CONFIG_KEY, DeviceConfig
 from ...federated.device import DeviceFleet
 from ...federated.discovery import decode, level_queries
-from ...federated.envelope import seal
 from ...federated.plan import Plan
 from ...federated.query import Query
 from ...federated.results import estimate_rows
 from ...federated.sealed import generate_analyzer_keys, open_reports, private_key
 from ...federated.shuffler import Shuffler
 from ...mechanisms.charge import report_charge
-from ...mechanisms.reports import frame_to_reports, to_wire_each
+from ...mechanisms.reports import frame_to_reports
 from ...persist import mechanism_from_spec, read_report_spec
 from ...robust.aggregation import combine_accumulators
 from ...federated.shuffler_app import BATCH_FILE, run_shuffled_plan
+from ._flower_federation import InProcessFederation
+from ._hostile_nodes import SECRET, crash_app, extra_app, forger_app, legacy_app, malformed_app, negative_app, sybil_app
 
-__all__ = ["flower_layer", "InProcessFederation", "SECRET"]
+__all__ = ["flower_layer", "collecting_checks", "shuffled_checks", "membership_checks", "discovery_checks", "hostile_server_checks"]
 
-#: text a crashing ClientApp and a failing data source put in their errors: never in a summary
-SECRET = "held-value-8c1f"
 _D = 4
-
-
-class InProcessFederation:
-    """Flower's SuperLink state and grid, with SuperNodes answering in this process (module
-    docstring). :attr:`grid` is the ServerApp's grid; :attr:`sent` the replies each node stored."""
-
-    def __init__(self):
-        self._saved = (TaskIdentity._run_id, TaskIdentity._task_id, TaskIdentity._node_id)
-        factory = LinkStateFactory(FLWR_IN_MEMORY_DB_NAME, NoOpFederationManager(), ObjectStoreFactory())
-        self.state = factory.state()
-        self.run = Run.create_empty(run_id=generate_rand_int_from_bytes(RUN_ID_NUM_BYTES))
-        self.run.primary_task_id = generate_rand_int_from_bytes(TASK_ID_NUM_BYTES)
-        self.run.federation_id = NOOP_FEDERATION_ID
-        TaskIdentity.task_id, TaskIdentity.run_id, TaskIdentity.node_id = 1, self.run.run_id, SUPERLINK_NODE_ID
-        self.state.run_ids[self.run.run_id] = RunRecord(run=self.run)
-        self.state.task_store[self.run.primary_task_id] = Task(task_id=self.run.primary_task_id, run_id=self.run.run_id)
-        self.nodes: dict = {}
-        self.sent: dict = {}
-        self.grid = _DeliveringGrid(factory, self)
-        self.grid.set_run(self.run)
-
-    def close(self) -> None:
-        TaskIdentity._run_id, TaskIdentity._task_id, TaskIdentity._node_id = self._saved
-
-    def add_node(self, app: ClientApp, node_config: dict, *, queries: bool = True) -> int:
-        """A SuperNode running ``app`` with ``node_config``; ``queries=False``: it registers, then
-        drops out (receives each query and never replies)."""
-        nid = self.state.create_node(NOOP_FLWR_AID, NOOP_ACCOUNT_NAME, uuid4().bytes + uuid4().bytes, heartbeat_interval=HEARTBEAT_INTERVAL_INF)
-        self.state.acknowledge_node_heartbeat(node_id=nid, heartbeat_interval=HEARTBEAT_INTERVAL_INF)
-        self.nodes[nid] = (app, UserConfig(node_config), queries)
-        self.sent[nid] = []
-        return nid
-
-    def deliver(self) -> None:
-        """Each SuperNode pulls its messages from the LinkState, runs its ClientApp and stores the
-        reply (a raising ClientApp: Flower's error message carrying the exception's text)."""
-        for nid, (app, node_config, queries) in self.nodes.items():
-            for msg in self.state.get_message_ins(node_id=nid, limit=None):
-                if not queries and "query" in msg.content:
-                    continue
-                ctx = Context(run_id=self.run.run_id, node_id=nid, node_config=node_config, state=RecordDict(), run_config=UserConfig())
-                try:
-                    rep = app(msg, ctx)
-                except Exception as ex:  # noqa: BLE001 - as Flower's engine answers a ClientApp that raised
-                    rep = Message(Error(code=ErrorCode.CLIENT_APP_RAISED_EXCEPTION, reason=f"{type(ex)}:<'{ex}'>"), reply_to=msg)
-                rep.metadata.__dict__["_message_id"] = str(uuid4())
-                if self.state.store_message_res(rep) is not None:
-                    self.sent[nid].append(rep)
-
-
-class _DeliveringGrid(InMemoryGrid):
-    """Flower's in-memory grid; after each push the SuperNodes answer (one engine step)."""
-
-    def __init__(self, factory: LinkStateFactory, federation: InProcessFederation):
-        super().__init__(state_factory=factory, pull_interval=0.0)
-        self._federation = federation
-
-    def push_messages(self, messages):
-        ids = list(super().push_messages(messages))
-        self._federation.deliver()
-        return ids
-
-
-# -- hostile SuperNodes (real ClientApps) -----------------------------------------------------------
-def _reply(msg: Message, devices: int, blob: bytes = b"") -> Message:
-    rec: dict = {"wire": 2, "devices": devices, "refused": "{}", "retry": False}
-    if blob:
-        rec["blob"] = blob
-    return Message(content=RecordDict({"reply": ConfigRecord(rec)}), reply_to=msg)
-
-
-sybil_app = ClientApp()
-
-
-@sybil_app.query()
-def _sybil(msg: Message, context: Context) -> Message:
-    """Registers a million devices, then sends 50 fresh well-formed reports of item 0 (over any cap)."""
-    if "query" not in msg.content:
-        return _reply(msg, 10**6)
-    q = Query.from_json(str(msg.content["query"]["json"]))
-    mech = q.mechanism()
-    return _reply(msg, 50, b"".join(seal(to_wire_each(mech, mech.randomize_encoded(np.zeros(50, dtype=np.int64)), tag=q.content_hash))))
-
-
-malformed_app = ClientApp()
-
-
-@malformed_app.query()
-def _malformed(msg: Message, context: Context) -> Message:
-    return Message(content=RecordDict({"other": ConfigRecord({"x": 1})}), reply_to=msg)
-
-
-crash_app = ClientApp()
-
-
-@crash_app.query()
-def _crash(msg: Message, context: Context) -> Message:
-    if "query" not in msg.content:
-        return _reply(msg, 3)
-    raise RuntimeError(f"a user holds {SECRET}")
-
-
-legacy_app = ClientApp()
-
-
-@legacy_app.query()
-def _legacy(msg: Message, context: Context) -> Message:
-    """Answers in the old wire (a list of reports): ``unsupported_version``."""
-    return Message(content=RecordDict({"reply": ConfigRecord({"wire": 1, "devices": 3, "refused": "{}", "retry": False, "reports": [b"x"]})}),
-                   reply_to=msg)
-
-
-negative_app = ClientApp()
-
-
-@negative_app.query()
-def _negative(msg: Message, context: Context) -> Message:
-    """Registers -1 devices: ``bad_field``."""
-    return _reply(msg, -1)
-
-
-extra_app = ClientApp()
-
-
-@extra_app.query()
-def _extra(msg: Message, context: Context) -> Message:
-    """A reply record with a field the wire does not have: ``malformed``."""
-    rep = _reply(msg, 3)
-    rep.content["reply"]["note"] = SECRET
-    return rep
-
-
-forger_app = ClientApp()
-
-
-@forger_app.query()
-def _forger(msg: Message, context: Context) -> Message:
-    """Claims a listed member's public key (``member-key``) with a signature it cannot make."""
-    rep = _reply(msg, 3)
-    rep.content["reply"]["member"] = str(context.node_config["member-key"])
-    rep.content["reply"]["signature"] = "00" * 64
-    return rep
 
 
 # -- the fleet --------------------------------------------------------------------------------------
