@@ -48,3 +48,10 @@ def test_a_client_app_echoing_its_failures_is_caught(tmp_path):
 def test_an_unshuffled_batch_is_caught(tmp_path):
     failures, _ = flower.shuffled_checks(tmp_path, quick=True, server=BUGS["unshuffled-batch"]["shuffled_fn"])
     assert failures == ["shuffler app: the batch is not the shuffler's permutation of the honest ciphertexts under the same draws"]
+
+
+def test_each_seeded_bug_fails_the_layer_run_the_self_test_makes(tmp_path):
+    for bug, kw in BUGS.items():
+        if "only" in kw:  # the flower bugs: one group of checks each
+            row = flower.flower_layer(directory=tmp_path / bug, **kw)
+            assert not row["passed"], bug

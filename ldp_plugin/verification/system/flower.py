@@ -406,9 +406,11 @@ def shuffled_checks(directory: Path, *, quick: bool, server: Callable = run_shuf
 
 
 def flower_layer(*, seed: int = 0, quick: bool = False, directory: Any = None, run_plan_fn: Callable = run_plan,
-                 shuffled_fn: Callable = run_shuffled_plan, app: ClientApp = client_app) -> dict:
+                 shuffled_fn: Callable = run_shuffled_plan, app: ClientApp = client_app, only: Optional[str] = None) -> dict:
     """The layer's row (module docstring). ``seed`` changes nothing (each check is exact);
-    ``run_plan_fn`` / ``shuffled_fn`` / ``app``: the ServerApp bodies and the ClientApp under test."""
+    ``run_plan_fn`` / ``shuffled_fn`` / ``app``: the ServerApp bodies and the ClientApp under test;
+    ``only``: ``"collect"`` or ``"shuffle"`` runs that group of checks alone, in its quick form (a
+    seeded bug's run: the group its defect is in)."""
     t0 = time.perf_counter()
     directory = Path(directory)
     quiet = logging.NullHandler()
@@ -418,9 +420,13 @@ def flower_layer(*, seed: int = 0, quick: bool = False, directory: Any = None, r
     log.addHandler(quiet)
     log.propagate, propagate = False, log.propagate
     flwr_log.setLevel(logging.CRITICAL)
+    quick = quick or only is not None
+    f1, c, f2, s = [], {"devices": 0, "rounds": 0}, [], {"devices": 0}
     try:
-        f1, c = collecting_checks(directory / "collect", quick=quick, server=run_plan_fn, app=app)
-        f2, s = shuffled_checks(directory / "shuffle", quick=quick, server=shuffled_fn, app=app)
+        if only in (None, "collect"):
+            f1, c = collecting_checks(directory / "collect", quick=quick, server=run_plan_fn, app=app)
+        if only in (None, "shuffle"):
+            f2, s = shuffled_checks(directory / "shuffle", quick=quick, server=shuffled_fn, app=app)
     finally:
         log.removeHandler(quiet)
         log.propagate = propagate

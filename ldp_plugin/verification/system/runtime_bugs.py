@@ -1,6 +1,7 @@
 """Seeded bugs of the flower layer (:mod:`.flower`: the Flower apps) and the federated-state layer
-(:mod:`.federated_state`: the runtime's state), one defect each, planted through the layers' keyword arguments (``ldp verify --self-test`` runs the layer on each; a bug is
-caught when the layer fails).
+(:mod:`.federated_state`: the runtime's state), one defect each, planted through the layers'
+keyword arguments (``ldp verify --self-test`` runs the layer on each — a flower bug the group of
+checks its defect is in; a bug is caught when the layer fails).
 
 | bug | defect | breaks | caught by |
 |---|---|---|---|
@@ -82,8 +83,8 @@ class FirstWordNonceSet(NonceSet):
 
 #: ``(bug name, system layer, keyword arguments that plant it in the layer)``
 RUNTIME_BUGS = (
-    ("uncapped-registration", "flower", {"run_plan_fn": uncapped_run_plan}),
-    ("echoing-client-app", "flower", {"app": echoing_client_app}),
-    ("unshuffled-batch", "flower", {"shuffled_fn": unshuffled_plan}),
+    ("uncapped-registration", "flower", {"run_plan_fn": uncapped_run_plan, "only": "collect"}),
+    ("echoing-client-app", "flower", {"app": echoing_client_app, "only": "collect"}),
+    ("unshuffled-batch", "flower", {"shuffled_fn": unshuffled_plan, "only": "shuffle"}),
     ("first-word-replay-guard", "federated-state", {"nonce_set": FirstWordNonceSet}),
 )
