@@ -116,7 +116,7 @@ def device_answer(content: Any, node_config: Any, *, run_id: int = 0, node_id: i
 
 
 @client_app.query()
-def _query(msg: Message, context) -> Message:  # pragma: no cover - runs inside Flower's engine
+def _query(msg: Message, context) -> Message:
     return Message(content=_record(device_answer(msg.content, context.node_config, run_id=context.run_id, node_id=context.node_id)), reply_to=msg)
 
 

@@ -6,6 +6,7 @@ Flower is a failure here, never a silent success."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import shutil
@@ -67,6 +68,14 @@ def write_connection(flwr_home: Path, name: str, address: str, *, root_certifica
 
 
 _MARK = "LDP_FEDERATED_SPAWN"
+_SPAWNS = itertools.count()
+
+
+def _new_marker() -> str:
+    """A marker no other process on this machine carries: this process's id, the system-wide
+    monotonic clock and a per-process counter (unique, not secret: it tags the processes a
+    :class:`Spawned` started so that :meth:`Spawned.stop` finds them, and protects nothing)."""
+    return f"{os.getpid()}-{time.monotonic_ns()}-{next(_SPAWNS)}"
 
 
 def _marked(marker: str) -> list:
@@ -115,7 +124,7 @@ class Spawned:
 
     def __init__(self, cmd: list, *, env: dict, log: Path, cwd: Optional[Path] = None):
         self.log = log
-        self.marker = os.urandom(12).hex()
+        self.marker = _new_marker()
         self._f = open(log, "ab")
         self.proc = subprocess.Popen(cmd, env={**env, _MARK: self.marker}, stdout=self._f, stderr=subprocess.STDOUT, cwd=cwd,
                                      start_new_session=True)

@@ -35,6 +35,7 @@ from .collector import Collector
 from .envelope import NONCE_BYTES
 from .plan import Plan
 from .query import Query
+from .results import released_rows
 
 __all__ = ["ClientToken", "IngestService", "new_token", "load_tokens", "plan_queries"]
 
@@ -133,7 +134,10 @@ class IngestService:
         return 200, {"queries": [{"id": k, "json": s.query.to_json()} for k, s in self.served.items()]}
 
     def status(self, authorization: Optional[str], qid: str) -> tuple:
-        """Counts of one query and, once its minimum batch arrived, its estimate (analysts only)."""
+        """Counts of one query and, once its minimum batch arrived, its estimate (analysts only):
+        the rows the Flower round releases (:func:`~ldp_plugin.federated.results.released_rows`:
+        item, estimate and interval per item, or one row for a scalar estimate), whatever the
+        estimator's result type."""
         c = self.client(authorization)
         if c is None:
             return 401, {"error": "unauthorized"}
@@ -146,9 +150,7 @@ class IngestService:
             col = s.collector
             body = {"query_id": s.query.query_id, "accepted": col.accepted, "rejected": dict(col.rejected), "min_batch": s.query.min_batch}
             if col.accepted >= s.query.min_batch:
-                est = col.estimate()
-                body["estimate"] = {str(item): float(v) for item, v in zip(est.items, est.estimate)}
-                body["std_error"] = [float(v) for v in est.std_error]
+                body["estimate"] = released_rows(col)
         return 200, body
 
     # -- the post ------------------------------------------------------------------------------------

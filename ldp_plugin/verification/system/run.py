@@ -26,6 +26,8 @@ SYSTEM_LAYERS = {
     "executors": "ldp_plugin.verification.executors:executors_layer",  # partitioned release and aggregation vs the serial path
     "refusals": "ldp_plugin.verification.system.refusals:refusals_layer",
     "mechanism paths": "ldp_plugin.verification.system.mechanism_paths:mechanism_paths_layer",
+    "flower": "ldp_plugin.verification.system.flower:flower_layer",
+    "federated-state": "ldp_plugin.verification.system.federated_state:state_layer",
 }
 #: the seeded bugs' table (``(bug, layer, keyword arguments)``)
 _BUGS = "ldp_plugin.verification.system.seeded_bugs:SYSTEM_BUGS"

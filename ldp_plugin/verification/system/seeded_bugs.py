@@ -48,6 +48,7 @@ from ...mechanisms._base import FrequencyAccumulator
 from ...registry import load_registry
 from ...sampling.aggregate_kernels import _TREE_ROWS, packed_column_counts
 from ...sampling.row_lookup import _STEP, fixed_width_codes
+from .runtime_bugs import RUNTIME_BUGS
 
 __all__ = ["SYSTEM_BUGS"]
 
@@ -251,4 +252,5 @@ SYSTEM_BUGS = (
     ("categorical-physical-ids", "mechanism paths", {"replace": {"krr": _as(CategoricalPhysicalIds)}, "names": ("krr",)}),
     ("histogram-ignores-counts", "mechanism paths", {"replace": {"krr": _as(HistogramIgnoresCounts)}, "names": ("krr",)}),
     ("halved-analytic-mse", "mechanism paths", {"replace": {"krr": _as(HalvedAnalyticMSE)}, "names": ("krr",)}),
+    *RUNTIME_BUGS,
 )
