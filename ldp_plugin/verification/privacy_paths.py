@@ -113,7 +113,8 @@ def _uses_entry_point(tree: ast.AST) -> bool:
 
 def _compiled_by_numba(tree: ast.Module) -> bool:
     """Whether a module is numba-compiled code: it imports numba at module level and defines at
-    least one function there, every one of them under a numba decorator."""
+    least one function there, every one of them under a numba decorator or a factory that only
+    defines numba-decorated functions and returns one."""
     imports = any((isinstance(n, ast.Import) and any(a.name.split(".")[0] == "numba" for a in n.names))
                   or (isinstance(n, ast.ImportFrom) and n.level == 0 and (n.module or "").split(".")[0] == "numba") for n in tree.body)
     functions = [n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
@@ -126,7 +127,13 @@ def _compiled_by_numba(tree: ast.Module) -> bool:
                 return True
         return False
 
-    return imports and bool(functions) and all(numba_decorated(f) for f in functions)
+    def kernel_factory(fn: ast.AST) -> bool:  # builds numba kernels at import and returns one (e.g. an intrinsic per word width)
+        body = [n for n in fn.body if not (isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant))]  # the docstring
+        defs = [n for n in body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+        rest = [n for n in body if not isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+        return bool(defs) and all(numba_decorated(d) for d in defs) and all(isinstance(n, ast.Return) for n in rest)
+
+    return imports and bool(functions) and all(numba_decorated(f) or kernel_factory(f) for f in functions)
 
 
 def compiled_modules(root: Optional[Path] = None) -> frozenset:

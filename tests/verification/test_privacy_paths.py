@@ -66,11 +66,16 @@ def test_numba_compiled_modules_are_found_by_what_they_do(tmp_path):
         "mixed.py": "import numba as nb\n\n\n@nb.njit\ndef f(x):\n    return x\n\n\ndef plain(x):\n    return f(x) + 1\n",
         "lazy.py": "def load():\n    import numba\n    return numba\n",
         "no_functions.py": "import numba\n\nVERSION = numba.__version__\n",
+        "factory.py": ("from numba.extending import intrinsic\n\n\ndef width(bits):\n    \"\"\"An intrinsic per width.\"\"\"\n\n"
+                       "    @intrinsic\n    def load(typingctx, a):\n        return None\n\n    return load\n"),
+        "factory_plus.py": ("from numba import njit\n\n\ndef width(bits):\n    print(bits)\n\n    @njit\n    def f(x):\n        return x\n\n"
+                            "    return f\n"),
     }
     for name, text in planted.items():
         (tmp_path / "ldp_plugin" / "sampling" / name).write_text(text)
     # plain Python beside a kernel, a function-level import, no kernel at all: measured like any module
-    assert compiled_modules(tmp_path) == {"ldp_plugin.sampling.kern", "ldp_plugin.sampling.kern_jit"}
+    # a factory that only builds kernels is compiled code; one that also runs Python is not
+    assert compiled_modules(tmp_path) == {"ldp_plugin.sampling.kern", "ldp_plugin.sampling.kern_jit", "ldp_plugin.sampling.factory"}
 
 
 _HELPER = """
