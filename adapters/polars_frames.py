@@ -53,7 +53,7 @@ def accumulate_reports(reports: pl.DataFrame | pl.LazyFrame, mechanism: Any) -> 
     spec of another mechanism or parameter set (or several specs), or without rows, is refused
     (:mod:`ldp_plugin.mechanisms.frame_spec`: every chunk's spec is checked before it is counted)."""
     check_spec_column(reports, mechanism)
-    cols = list(report_schema(mechanism).names()) + [SPEC_COLUMN]
+    cols = list(report_schema(mechanism).names())
     if isinstance(reports, pl.LazyFrame):
         batches = reports.select(cols).collect_batches(chunk_size=ROWS_PER_CHUNK, engine="streaming")
     else:
@@ -71,7 +71,7 @@ def check_spec_column(reports: pl.DataFrame | pl.LazyFrame, mechanism: Any) -> N
     """A reports frame has the mechanism's report columns and the spec column (its values are
     checked chunk by chunk where the reports are read, :func:`frame_to_reports`)."""
     schema = reports.collect_schema() if isinstance(reports, pl.LazyFrame) else reports.schema
-    missing = [c for c in report_schema(mechanism).names() if c not in schema]
+    missing = [c for c in report_schema(mechanism).names() if c not in schema and c != SPEC_COLUMN]
     if missing:
         raise LDPInputError(f"the reports frame lacks column(s) {missing} for mechanism {mechanism.name}")
     if SPEC_COLUMN not in schema:

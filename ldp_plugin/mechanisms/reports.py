@@ -32,7 +32,7 @@ import numpy as np
 import polars as pl
 
 from .._errors import LDPInputError, LDPParameterError
-from .frame_spec import SPEC_COLUMN, check_frame_spec, spec_series
+from .frame_spec import SPEC_COLUMN, check_frame_spec, spec_dtype, spec_series
 from .tagged import tag_reports
 
 __all__ = ["ReportField", "WIRE_MAGIC", "WIRE_VERSION", "REJECT_REASONS", "report_bits", "report_schema", "report_count", "rows_to_reports",
@@ -92,8 +92,9 @@ def report_bits(mech) -> int:
 
 
 def report_schema(mech):
-    """The Polars schema of a report batch (cohort/seed columns included)."""
-    return pl.Schema({f.name: f.polars_dtype() for f in mech.base.report_fields()})
+    """The Polars schema of a reports frame: the report batch's columns (cohort/seed included) and the
+    spec column (:data:`.frame_spec.SPEC_COLUMN`, ``mech``'s spec)."""
+    return pl.Schema({**{f.name: f.polars_dtype() for f in mech.base.report_fields()}, SPEC_COLUMN: spec_dtype(mech)})
 
 
 def report_count(mech, reports: Any) -> int:
