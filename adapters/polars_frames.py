@@ -21,8 +21,13 @@ __all__ = ["estimate_frame", "accumulate_reports", "check_spec_column", "check_r
 
 
 def estimate_frame(estimate: FrequencyEstimate, truth: Optional[Sequence[float]] = None) -> pl.DataFrame:
-    """``item, estimate, std_error, ci_lower, ci_upper`` (and ``truth``, ``covered`` if given)."""
+    """``item, estimate, std_error, ci_lower, ci_upper`` (and ``truth``, ``covered`` if given), and
+    ``interval_kind`` when the intervals are not plain ones (``"bound"``: they claim their coverage
+    only — IBU's conservative intervals, or lower bounds: :class:`~ldp_plugin.estimation.FrequencyEstimate`)."""
     df = estimate.to_polars(truth)
+    kind = getattr(estimate, "interval_kind", "interval")
+    if kind != "interval":
+        df = df.with_columns(pl.lit(kind).alias("interval_kind"))
     if truth is not None:
         df = df.with_columns(covered=(pl.col("truth") >= pl.col("ci_lower")) & (pl.col("truth") <= pl.col("ci_upper")))
     return df
