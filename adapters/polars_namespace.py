@@ -6,7 +6,7 @@
 >>> mech = ldp.KRR(epsilon=2.0, categories=["red", "green", "blue"])
 >>> reports = df.ldp.privatize("color", mech, user_id="user", seed=0)
 >>> reports.columns
-['report']
+['report', 'ldp_spec']
 >>> reports.ldp.estimate(mech).columns
 ['item', 'estimate', 'std_error', 'ci_lower', 'ci_upper']
 
@@ -27,8 +27,12 @@ values or sets, null items inside sets, null or duplicate user ids (one report p
 query), unknown items (an error, or ``unknown="other"`` to map them to an ``other`` category the
 mechanism declares), sets longer than ``m`` (the :class:`SampleOne` policy), empty frames.
 Report columns: ``cohort`` (UInt32, cohort mechanisms), ``seed`` (UInt64, OLH), ``report``
-(UInt32 / Boolean / ``Array(UInt8, bytes)`` for packed bits / ``Array(UInt32, k)`` for subsets);
-the user id only with ``keep_user_id=True``. Counts are int64 throughout.
+(UInt32 / Boolean / ``Array(UInt8, bytes)`` for packed bits / ``Array(UInt32, k)`` for subsets),
+``ldp_spec`` (the spec the reports were made under, an Enum of one category: one byte per row;
+:mod:`ldp_plugin.mechanisms.frame_spec`); the user id only with ``keep_user_id=True``. Counts are
+int64 throughout. Every estimate of a reports frame refuses one without ``ldp_spec``, with the spec
+of another mechanism or parameter set, or mixing specs; keep the column through filters, selects,
+concatenations and files (Parquet, IPC and CSV keep it).
 """
 
 from __future__ import annotations
