@@ -11,7 +11,7 @@ estimate), the bucketed oracle's from its unbiased buckets — the ``method`` co
 >>> df = pl.DataFrame({"latency": np.random.default_rng(0).beta(2, 5, 4000) * 1000})
 >>> reports = df.ldp.privatize("latency", sw, seed=1)
 >>> reports.ldp.quantiles(sw, [0.5]).columns
-['q', 'estimate', 'ci_lower', 'ci_upper', 'method']
+['q', 'estimate', 'ci_lower', 'ci_upper', 'method', 'interval_kind']
 """
 
 from __future__ import annotations

@@ -11,17 +11,23 @@ import polars as pl
 from ldp_plugin._errors import LDPArgumentError, LDPInputError, LDPParameterError
 from ldp_plugin.sampling import as_source
 from ldp_plugin.estimation import FrequencyEstimate
+from ldp_plugin.mechanisms.frame_spec import SPEC_COLUMN, missing_spec_error
 from ldp_plugin.mechanisms.reports import frame_to_reports, report_schema
 
 #: rows per streamed chunk of a LazyFrame (every Polars adapter)
 ROWS_PER_CHUNK = 1 << 18
 
-__all__ = ["estimate_frame", "accumulate_reports", "check_release_arguments", "release_with"]
+__all__ = ["estimate_frame", "accumulate_reports", "check_spec_column", "check_release_arguments", "release_with"]
 
 
 def estimate_frame(estimate: FrequencyEstimate, truth: Optional[Sequence[float]] = None) -> pl.DataFrame:
-    """``item, estimate, std_error, ci_lower, ci_upper`` (and ``truth``, ``covered`` if given)."""
+    """``item, estimate, std_error, ci_lower, ci_upper`` (and ``truth``, ``covered`` if given), and
+    ``interval_kind`` when the intervals are not plain ones (``"bound"``: they claim their coverage
+    only — IBU's conservative intervals, or lower bounds: :class:`~ldp_plugin.estimation.FrequencyEstimate`)."""
     df = estimate.to_polars(truth)
+    kind = getattr(estimate, "interval_kind", "interval")
+    if kind != "interval":
+        df = df.with_columns(pl.lit(kind).alias("interval_kind"))
     if truth is not None:
         df = df.with_columns(covered=(pl.col("truth") >= pl.col("ci_lower")) & (pl.col("truth") <= pl.col("ci_upper")))
     return df
@@ -47,24 +53,35 @@ def release_with(accountant: Any, query_id: Optional[str], mechanism: Any, produ
 
 def accumulate_reports(reports: pl.DataFrame | pl.LazyFrame, mechanism: Any) -> Any:
     """The mechanism's accumulator over a reports frame, added in chunks of
-    :data:`ROWS_PER_CHUNK` rows (a LazyFrame streamed, only its report columns read); a frame
-    without one of the mechanism's report columns, or without rows, is refused."""
+    :data:`ROWS_PER_CHUNK` rows (a LazyFrame streamed, only its report columns and its spec column
+    read); a frame without one of the mechanism's report columns, without the spec column, with the
+    spec of another mechanism or parameter set (or several specs), or without rows, is refused
+    (:mod:`ldp_plugin.mechanisms.frame_spec`: every chunk's spec is checked before it is counted)."""
     check_frame(reports, "reports")  # anything else is refused by its type (not an AttributeError)
+    check_spec_column(reports, mechanism)
     cols = list(report_schema(mechanism).names())
-    schema = reports.collect_schema() if isinstance(reports, pl.LazyFrame) else reports.schema
-    missing = [c for c in cols if c not in schema]
-    if missing:
-        raise LDPInputError(f"the reports frame lacks column(s) {missing} for mechanism {mechanism.name}")
     if isinstance(reports, pl.LazyFrame):
         batches = reports.select(cols).collect_batches(chunk_size=ROWS_PER_CHUNK, engine="streaming")
     else:
-        batches = (reports.slice(start, ROWS_PER_CHUNK) for start in range(0, reports.height, ROWS_PER_CHUNK))
+        selected = reports.select(cols)
+        batches = (selected.slice(start, ROWS_PER_CHUNK) for start in range(0, reports.height, ROWS_PER_CHUNK))
     acc = mechanism.accumulator()
     for batch in batches:
         acc.add(frame_to_reports(mechanism, batch))
     if acc.n == 0:
         raise LDPInputError("the reports frame is empty: nothing to estimate")
     return acc
+
+
+def check_spec_column(reports: pl.DataFrame | pl.LazyFrame, mechanism: Any) -> None:
+    """A reports frame has the mechanism's report columns and the spec column (its values are
+    checked chunk by chunk where the reports are read, :func:`frame_to_reports`)."""
+    schema = reports.collect_schema() if isinstance(reports, pl.LazyFrame) else reports.schema
+    missing = [c for c in report_schema(mechanism).names() if c not in schema and c != SPEC_COLUMN]
+    if missing:
+        raise LDPInputError(f"the reports frame lacks column(s) {missing} for mechanism {mechanism.name}")
+    if SPEC_COLUMN not in schema:
+        raise missing_spec_error()
 
 
 def strict(fn: Callable) -> Callable:

@@ -12,7 +12,7 @@ gives each chunk its own seeded stream (:func:`ldp_plugin.sampling.chunk_source`
 >>> smp = ldp.SMP(epsilon=2.0, domains=(3, 4))
 >>> reports = df.ldp.privatize_attributes(["country", "app"], smp, seed=0)
 >>> reports.columns, reports.height
-(['attribute', 'report'], 4)
+(['attribute', 'report', 'ldp_spec'], 4)
 >>> reports.ldp.attribute_frequencies(smp, names=["country", "app"])["attribute"].unique(maintain_order=True).to_list()
 ['country', 'app']
 """

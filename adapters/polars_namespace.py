@@ -6,7 +6,7 @@
 >>> mech = ldp.KRR(epsilon=2.0, categories=["red", "green", "blue"])
 >>> reports = df.ldp.privatize("color", mech, user_id="user", seed=0)
 >>> reports.columns
-['report']
+['report', 'ldp_spec']
 >>> reports.ldp.estimate(mech).columns
 ['item', 'estimate', 'std_error', 'ci_lower', 'ci_upper']
 
@@ -27,8 +27,12 @@ values or sets, null items inside sets, null or duplicate user ids (one report p
 query), unknown items (an error, or ``unknown="other"`` to map them to an ``other`` category the
 mechanism declares), sets longer than ``m`` (the :class:`SampleOne` policy), empty frames.
 Report columns: ``cohort`` (UInt32, cohort mechanisms), ``seed`` (UInt64, OLH), ``report``
-(UInt32 / Boolean / ``Array(UInt8, bytes)`` for packed bits / ``Array(UInt32, k)`` for subsets);
-the user id only with ``keep_user_id=True``. Counts are int64 throughout.
+(UInt32 / Boolean / ``Array(UInt8, bytes)`` for packed bits / ``Array(UInt32, k)`` for subsets),
+``ldp_spec`` (the spec the reports were made under, an Enum of one category: one byte per row;
+:mod:`ldp_plugin.mechanisms.frame_spec`); the user id only with ``keep_user_id=True``. Counts are
+int64 throughout. Every estimate of a reports frame refuses one without ``ldp_spec``, with the spec
+of another mechanism or parameter set, or mixing specs; keep the column through filters, selects,
+concatenations and files (Parquet, IPC and CSV keep it).
 """
 
 from __future__ import annotations
@@ -49,7 +53,7 @@ from ldp_plugin.mechanisms.protocol import refuse_keyed
 from ldp_plugin.sampling import RNGLike, chunk_source
 
 from .polars_discovery import heavy_hitters
-from .polars_frames import ROWS_PER_CHUNK, check_frame, check_seed, estimate_frame, strict
+from .polars_frames import ROWS_PER_CHUNK, accumulate_reports, check_frame, check_seed, check_spec_column, estimate_frame, strict
 from . import polars_distribution as _pd, polars_key_value as _pkv, polars_multi as _pm
 from ldp_plugin.progress import progress
 from ldp_plugin._boundary import can_write_under
@@ -74,8 +78,13 @@ def reports_to_frame(mechanism: Any, reports: Any) -> pl.DataFrame:
 
 
 def frame_to_reports(mechanism: Any, frame: pl.DataFrame) -> Any:
-    """The native report batch of ``mechanism`` from a reports frame."""
+    """The native report batch of ``mechanism`` from a reports frame, tagged with its spec; a frame
+    without the spec column, or of another spec, is refused (:mod:`ldp_plugin.mechanisms.frame_spec`)."""
     _check_mechanism(mechanism)
+    check_frame(frame, "reports")
+    if isinstance(frame, pl.LazyFrame):
+        raise LDPInputError("frame_to_reports takes a DataFrame (collect the LazyFrame, or estimate it streamed with estimate)")
+    check_spec_column(frame, mechanism)
     return codecs.frame_to_reports(mechanism, frame)
 
 
@@ -455,20 +464,7 @@ def estimate(
     (``mechanism.estimate(...)`` returns a :class:`FrequencyEstimate` whose ``target`` says it)."""
     _check_mechanism(mechanism)
     check_frame(reports, "reports")
-    acc = mechanism.accumulator()
-    cols = list(codecs.report_schema(mechanism).names())
-    if isinstance(reports, pl.LazyFrame):
-        schema = reports.collect_schema()
-        missing = [c for c in cols if c not in schema]
-        if missing:
-            raise LDPInputError(f"the reports frame lacks column(s) {missing} for mechanism {mechanism.name}")
-        for batch in reports.select(cols).collect_batches(chunk_size=ROWS_PER_CHUNK, engine="streaming"):
-            acc.add(frame_to_reports(mechanism, batch))
-    else:
-        if reports.height:
-            acc.add(frame_to_reports(mechanism, reports))
-    if acc.n == 0:
-        raise LDPInputError("the reports frame is empty: nothing to estimate")
+    acc = accumulate_reports(reports, mechanism)
     # candidates= and postprocess= only when given (None: the mechanism's default; a family without them refuses them)
     options = {k: v for k, v in (("candidates", candidates), ("postprocess", postprocess)) if v is not None}
     est = mechanism.estimate_from(acc, confidence=confidence, target=target, **options)

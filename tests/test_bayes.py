@@ -57,6 +57,11 @@ def test_postprocess_ibu_on_every_pure_oracle(mech):
     reports = m.randomize(np.arange(8).repeat(300), rng=7)
     est = m.estimate(reports, postprocess="ibu")
     assert est.postprocess == "ibu" and abs(est.estimate.sum() - 1) < 1e-9
+    # conservative intervals whose std_error leaves out the shrinkage's bias: labelled, also in the Polars frame
+    assert est.interval_kind == "bound" and m.estimate(reports).interval_kind == "interval"
+    frame = ldp.adapters.estimate(ldp.adapters.reports_to_frame(m, reports), m, postprocess="ibu")
+    assert frame["interval_kind"].to_list() == ["bound"] * 8 and "interval_kind" not in ldp.adapters.estimate(
+        ldp.adapters.reports_to_frame(m, reports), m).columns
     assert np.all(est.ci_lower <= est.ci_upper) and np.all(est.std_error > 0)
     assert m.estimate(reports).postprocess == "projection"  # the default is unchanged
     with pytest.raises(LDPParameterError, match="target"):

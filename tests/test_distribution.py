@@ -18,6 +18,7 @@ from ldp_plugin.exact import ratio_within_exp
 from ldp_plugin.mechanisms.distribution import square_wave_b
 from ldp_plugin.mechanisms.distribution_server import ems
 from ldp_plugin.registry import KINDS, build, from_spec, load_registry, verify_instance
+from ldp_plugin.mechanisms.frame_spec import SPEC_COLUMN, spec_dtype
 from ldp_plugin.mechanisms.reports import from_wire, report_schema, to_wire
 
 FINE = 1024
@@ -243,7 +244,7 @@ def test_polars_namespace():
     sw = ldp.SquareWave(epsilon=2.0, lower=0, upper=1000, grid=64)
     df = pl.DataFrame({"latency": np.random.default_rng(0).beta(2, 5, 4000) * 1000})
     reports = df.ldp.privatize("latency", sw, seed=1)
-    assert reports.schema == report_schema(sw)
+    assert reports.schema == report_schema(sw) and reports[SPEC_COLUMN].dtype == spec_dtype(sw)
     q = reports.ldp.quantiles(sw, [0.5, 0.95])
     assert q["q"].to_list() == [0.5, 0.95] and (q["ci_lower"] <= q["ci_upper"]).all()
     r = reports.lazy().ldp.range_count(sw, 100, 300)

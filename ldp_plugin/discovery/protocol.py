@@ -79,6 +79,7 @@ from .._errors import LDPInputError, LDPParameterError
 from ..hashing import assign_cohorts, cohort_seed
 from ..mechanisms import CMS, HCMS, ORR, CountSketch
 from ..mechanisms.charge import report_charge
+from ..mechanisms.frame_spec import SPEC_COLUMN, spec_text
 from ..mechanisms.reports import frame_to_reports, reports_to_frame
 from ..progress import status
 from ..sampling import RNGLike, as_source
@@ -317,7 +318,9 @@ class PrefixDiscovery(DiscoveryOptions):
             frames.append(f.with_columns(pl.lit(level, dtype=pl.UInt8).alias("level")).select("level", *f.columns))
         if not frames:
             raise LDPInputError("no values to privatize")
-        return pl.concat(frames)
+        # each level's spec column names its own oracle: one Enum over every level's spec, so the levels concatenate
+        specs = pl.Enum(list(dict.fromkeys(spec_text(m) for m in self.mechanisms)))
+        return pl.concat([f.with_columns(pl.col(SPEC_COLUMN).cast(pl.String).cast(specs)) for f in frames])
 
     # -- server ----------------------------------------------------------------------------------
     def accumulator(self) -> "DiscoveryAccumulator":

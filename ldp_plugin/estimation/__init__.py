@@ -142,8 +142,11 @@ class FrequencyEstimate:
     frequencies of a population the users are an i.i.d. sample of (the multinomial sampling
     variance ``θ(1−θ)/n`` is added; see :func:`retarget`).
 
-    ``interval_kind``: ``"interval"`` (the intervals cover at their confidence) or ``"bound"`` (only
-    ``ci_lower`` bounds each frequency from below, ``ci_upper`` is 1: :func:`lower_bounds`).
+    ``interval_kind``: ``"interval"`` (the intervals cover at their confidence and ``std_error`` is
+    the estimate's standard error) or ``"bound"`` (the intervals claim their coverage only: IBU's
+    conservative intervals, whose ``std_error`` is the bootstrap replicates' spread without the
+    shrinkage's bias (:mod:`.bayes`); or only ``ci_lower`` bounds each frequency from below,
+    ``ci_upper`` being 1: :func:`lower_bounds`).
     """
 
     estimate: np.ndarray
@@ -235,7 +238,8 @@ def estimate_pure(
         items_t = tuple(items) if items is not None else tuple(range(raw.size))
         for arr in (est, raw, bse, lo, hi):
             arr.setflags(write=False)
-        return FrequencyEstimate(est, raw, bse, lo, hi, int(n), postprocess, confidence, items_t)
+        # conservative (the basic bootstrap interval joined with the raw one) and bse without the bias: a bound
+        return FrequencyEstimate(est, raw, bse, lo, hi, int(n), postprocess, confidence, items_t, interval_kind="bound")
     em = (lambda: em_single_item(counts, int(n), p_star, q_star)) if postprocess == "em" else None
     return finalize_estimate(raw, se, int(n), postprocess=postprocess, confidence=confidence, items=items, total=total, em=em)
 

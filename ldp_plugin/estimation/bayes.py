@@ -42,7 +42,9 @@ the bias measured at ``θ̂``) joined with the raw estimator's normal interval (
 Security 2017, §3.3 variance), intersected with ``[0, 1]``. The bias at ``θ̂`` is not the bias at
 ``θ`` for small items (a Zipf tail: the basic interval alone covered 0.79 for k-RR), so the
 interval is **conservative**: it covers at least as often as the raw interval, and is at least as
-wide. ``std_error`` is the replicates' sd (the IBU estimate's spread, not the interval's width).
+wide. ``std_error`` is the replicates' sd (the IBU estimate's spread, not the interval's width, and
+without the bias: its square is below the MSE, 1.5× below for k-subset at ε = 0.5, d = 3, n = 1,000), so
+the estimate says ``interval_kind="bound"``: the intervals claim their coverage only.
 """
 
 from __future__ import annotations

@@ -32,6 +32,8 @@ import numpy as np
 import polars as pl
 
 from .._errors import LDPInputError, LDPParameterError
+from .frame_spec import SPEC_COLUMN, check_frame_spec, spec_dtype, spec_series
+from .tagged import tag_reports
 
 __all__ = ["ReportField", "WIRE_MAGIC", "WIRE_VERSION", "REJECT_REASONS", "report_bits", "report_schema", "report_count", "rows_to_reports",
            "reports_to_frame", "frame_to_reports", "check_reports", "checked_reports", "to_wire", "to_wire_each", "from_wire", "from_wire_many",
@@ -90,8 +92,9 @@ def report_bits(mech) -> int:
 
 
 def report_schema(mech):
-    """The Polars schema of a report batch (cohort/seed columns included)."""
-    return pl.Schema({f.name: f.polars_dtype() for f in mech.base.report_fields()})
+    """The Polars schema of a reports frame: the report batch's columns (cohort/seed included) and the
+    spec column (:data:`.frame_spec.SPEC_COLUMN`, ``mech``'s spec)."""
+    return pl.Schema({**{f.name: f.polars_dtype() for f in mech.base.report_fields()}, SPEC_COLUMN: spec_dtype(mech)})
 
 
 def report_count(mech, reports: Any) -> int:
@@ -100,7 +103,8 @@ def report_count(mech, reports: Any) -> int:
 
 
 def reports_to_frame(mech, reports: Any):
-    """A report batch as a Polars DataFrame with :func:`report_schema`."""
+    """A report batch as a Polars DataFrame with :func:`report_schema` and the spec column
+    (:data:`.frame_spec.SPEC_COLUMN`: ``mech``'s spec, the producer's)."""
     base = mech.base
     cols = base._to_columns(reports)
     series = []
@@ -111,11 +115,22 @@ def reports_to_frame(mech, reports: Any):
         else:
             a = a.astype(np.dtype(f.dtype), copy=False)
         series.append(pl.Series(f.name, a, dtype=f.polars_dtype()))
+    series.append(spec_series(mech, len(series[0]) if series else 0))
     return pl.DataFrame(series)
 
 
 def frame_to_reports(mech, frame: Any) -> Any:
-    """The native report batch from a reports frame (columns checked, nulls refused)."""
+    """The native report batch from a reports frame (columns checked, nulls refused). A frame with
+    a spec column must name ``mech``'s spec (:func:`.frame_spec.check_frame_spec`) and gives a batch
+    tagged with it; a frame without one (a library-internal selection of report columns) gives an
+    untagged batch — the Polars estimators refuse such a frame before they get here."""
+    if SPEC_COLUMN in frame.columns:
+        check_frame_spec(mech, frame[SPEC_COLUMN])
+        return tag_reports(mech, _frame_columns(mech, frame))
+    return _frame_columns(mech, frame)
+
+
+def _frame_columns(mech, frame: Any) -> Any:
     base = mech.base
     fields = base.report_fields()
     missing = [f.name for f in fields if f.name not in frame.columns]

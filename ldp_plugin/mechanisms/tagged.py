@@ -18,8 +18,8 @@ and report files already carry the spec's fingerprint (:func:`.reports.wire_fing
   ``estimate`` asks for the producer's spec, an accumulator's ``add`` for the base's (it counts
   the base's reports; a wrapper's ``estimate_from`` checks the accumulator's mechanism).
 
-An untagged batch (built by hand, or read back from a Polars frame, which has no metadata) is
-accepted as before: nothing says what made it.
+An untagged batch (built by hand) is accepted as before: nothing says what made it. A Polars reports
+frame carries its spec in a column (:mod:`.frame_spec`); the batch read back from it is tagged.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ import numpy as np
 from .._errors import LDPInputError
 
 __all__ = ["ReportOrigin", "ReportArray", "ReportTuple", "ReportDict", "origin_of", "spec_origin", "tag_reports", "untagged",
-           "check_origin", "check_accumulator_mechanism"]
+           "check_origin", "check_accumulator_mechanism", "refuse_spec", "describe_spec"]
 
 
 def _fingerprint(spec: dict) -> bytes:
@@ -193,7 +193,16 @@ def _params(spec: dict) -> dict:
     return out
 
 
-def _refuse(made: dict, used: dict) -> None:
+def describe_spec(spec: dict) -> str:
+    """A spec in one short line: its name and parameters (each value cut at 40 characters)."""
+    params = _params(spec)
+    shown = ", ".join(f"{k}={_short(v)}" for k, v in sorted(params.items())[:6])
+    return f"{_name(spec)}({shown}{', ...' if len(params) > 6 else ''})"
+
+
+def refuse_spec(made: dict, used: dict) -> None:
+    """Refuse reports made under the spec ``made`` in an estimator of the spec ``used``: an
+    :class:`LDPInputError` naming both mechanisms and up to four parameters that differ."""
     if _name(made) == _name(used):
         pa, pb = _params(made), _params(used)
         diff = sorted(k for k in set(pa) | set(pb) if pa.get(k) != pb.get(k))
@@ -213,9 +222,9 @@ def check_origin(mech: Any, reports: Any, *, base: bool = False) -> None:
     mine = spec_origin(mech)
     if base:
         if origin.base_fingerprint != mine.base_fingerprint:
-            _refuse(origin.base_spec, mine.base_spec)
+            refuse_spec(origin.base_spec, mine.base_spec)
     elif origin.fingerprint != mine.fingerprint:
-        _refuse(origin.spec, mine.spec)
+        refuse_spec(origin.spec, mine.spec)
 
 
 def check_accumulator_mechanism(mech: Any, acc: Any) -> None:
@@ -228,4 +237,4 @@ def check_accumulator_mechanism(mech: Any, acc: Any) -> None:
     except Exception:  # pragma: no cover - a foreign accumulator object: the estimator's own checks apply
         return
     if theirs.base_fingerprint != mine.base_fingerprint:
-        _refuse(theirs.base_spec, mine.base_spec)
+        refuse_spec(theirs.base_spec, mine.base_spec)

@@ -69,7 +69,8 @@ def _ibu(prefix: str, est: Any, truth: np.ndarray, limit: int = 16) -> list:
     """A post-processed estimate with its own intervals (IBU's bootstrap): the value is ``estimate``."""
     e, se, lo, hi = (np.asarray(a, dtype=np.float64) for a in (est.estimate, est.std_error, est.ci_lower, est.ci_upper))
     k = min(e.size, truth.size, limit)
-    return [Claim(f"{prefix}{i}", float(e[i]), float(se[i]), float(lo[i]), float(hi[i]), float(truth[i])) for i in range(k)]
+    kind = str(getattr(est, "interval_kind", "interval"))  # "bound": IBU's conservative intervals
+    return [Claim(f"{prefix}{i}", float(e[i]), float(se[i]), float(lo[i]), float(hi[i]), float(truth[i]), kind) for i in range(k)]
 
 
 def readout(mech: Any, est: Any, truth: Truth, *, postprocessed: bool = False) -> list:

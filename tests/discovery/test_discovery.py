@@ -4,6 +4,7 @@ statistical check is shown to fail for a deliberately wrong decoder or query."""
 
 from __future__ import annotations
 
+import io
 import json
 import math
 
@@ -16,6 +17,7 @@ from ldp_plugin.accountant import Population
 from ldp_plugin.cli import main
 from ldp_plugin.discovery import SFP, TERM, PrefixCodec, PrefixDiscovery, select
 from ldp_plugin.discovery.query import build_query
+from ldp_plugin.mechanisms.frame_spec import SPEC_COLUMN
 from ldp_plugin.mechanisms.tagged import untagged
 
 ALPHA = "abcdefghijklmnopqrstuvwxyz"
@@ -176,14 +178,21 @@ def test_discovery_finds_the_heavy_hitters(population, method):
     assert res.significant[:5].all()
 
 
-@pytest.mark.slow
-def test_discovery_power_mismatched_query_finds_nothing(population):
-    values, freq = population
+def test_a_mismatched_query_refuses_the_reports(population):
+    """Each level's reports carry their oracle's spec: another query's levels (another hash seed, another
+    epsilon) refuse them, naming the parameter — never decoding them into a confident wrong answer; the
+    query that made them, and its reports read back from Parquet, take them."""
+    values, _ = population
     q = PrefixDiscovery(epsilon=4.0, top_k=15, alphabet=ALPHA, max_length=7, cohorts=128)
-    wrong = PrefixDiscovery(epsilon=4.0, top_k=15, alphabet=ALPHA, max_length=7, cohorts=128, hash_seed=99)
-    reports = q.privatize(values, rng=11)
-    recall, _ = _recall_precision(wrong.discover(reports), freq)
-    assert recall < 0.5
+    reports = q.privatize(values.head(3000), rng=11)
+    for wrong, what in ((PrefixDiscovery(epsilon=4.0, top_k=15, alphabet=ALPHA, max_length=7, cohorts=128, hash_seed=99), "hash_seed"),
+                        (PrefixDiscovery(epsilon=2.0, top_k=15, alphabet=ALPHA, max_length=7, cohorts=128), "epsilon")):
+        with pytest.raises(LDPInputError, match=f"made by orr with other parameters.*{what}="):
+            wrong.accumulator().add(reports)
+    buf = io.BytesIO()
+    reports.write_parquet(buf)
+    buf.seek(0)
+    assert q.accumulator().add(pl.read_parquet(buf)).levels[0].n == q.accumulator().add(reports).levels[0].n > 0
 
 
 @pytest.mark.slow
@@ -209,7 +218,7 @@ def test_levels_are_data_independent_and_reports_one_per_user(population):
     by_id = q.assign_levels(3, user_ids=["u1", "u2", "u3"], salt=5)
     assert by_id.tolist() == q.assign_levels(3, user_ids=["u1", "u2", "u3"], salt=5).tolist()
     rep = q.privatize(values.head(5000), rng=1)
-    assert rep.height == 5000 and rep.columns == ["level", "cohort", "report"]
+    assert rep.height == 5000 and rep.columns == ["level", "cohort", "report", SPEC_COLUMN]
     # every level's oracle is the epsilon-LDP O-RR (its exact ratio is checked at construction)
     assert all(m.realized_ratio <= math.exp(2.0) * (1 + 1e-12) for m in q.mechanisms)
 
