@@ -280,8 +280,8 @@ class LongitudinalMechanism(MechanismBase):
     # -- verification: one report's channel, the real client with fresh random keys ----------------
     def _verification_randomize(self, codes: Any, source: Any) -> Any:
         codes = np.asarray(codes, dtype=np.int64)
-        raw = np.asarray(source.random_bytes(32 * codes.size), dtype=np.uint8).reshape(codes.size, 32)
-        return self.randomize(codes, [bytes(r) for r in raw], rng=source)
+        raw = np.asarray(source.random_bytes(32 * codes.size), dtype=np.uint8).tobytes()
+        return self.randomize(codes, [raw[i:i + 32] for i in range(0, len(raw), 32)], rng=source)
 
     def verification_input_count(self) -> int:
         return self.d
