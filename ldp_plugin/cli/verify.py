@@ -196,7 +196,7 @@ def verification_rows(names: list, *, seed: int, quick: bool, wrappers: bool) ->
     reg = _registry_of(True)
     share = FAMILY_ALPHA / len(names)
     jobs = [functools.partial(verify_name, reg[n], seed=seed + 1_000_003 * i, quick=quick, alpha=share) for i, n in enumerate(names)]
-    costs = [float(len(reg[n].canonical)) for n in names]
+    costs = [float(len(reg[n].canonical)) * (3.0 if reg[n].kind == "longitudinal" else 1.0) for n in names]  # keyed clients: a PRF per report
     if wrappers:  # the wrappers, the command line's privatize and collect paths, the deployment (device, shuffler, analyzer, wire)
         jobs += [functools.partial(_wrapper_rows, j, seed=seed, quick=quick, alpha=share) for j in range(len(wrapper_instances()))]
         jobs += [functools.partial(workflow_rows, seed=seed, quick=quick)]
