@@ -11,7 +11,8 @@
    choose an event ``E`` on *pilot* samples (prefixes of the outputs sorted by their pilot ratio,
    plus the specification's max-ratio output), then on *fresh* samples reject "ε-LDP" iff
    ``ln(CP_lower(p̂₁) / CP_upper(p̂₂)) > ε`` (Clopper–Pearson bounds at ``α/2`` each, so a
-   mechanism that is ε-LDP is rejected with probability ``<= α``).
+   mechanism that is ε-LDP is rejected with probability ``<= α``). Each input's pilot and fresh
+   samples are drawn once and shared by the pairs that involve it (:func:`audit_layer`).
 
 Sample size of the audit (printed per mechanism): to detect a true ``ε' = 1.1 ε`` on an event with
 probabilities ``p₁ = P(E|x)`` and ``p₂ = p₁ e^{−ε'}`` with power ``1 − β = 0.99``, using the delta
