@@ -37,7 +37,7 @@ __all__ = ["job_pool", "run_jobs", "default_processes", "MAX_PROCESSES"]
 #: kernels already use threads inside a job; more processes than cores only add memory)
 MAX_PROCESSES = 2
 
-_POOL: Optional[Any] = None
+_POOL: Optional["_Pool"] = None
 
 
 def default_processes() -> int:
@@ -53,27 +53,44 @@ def default_processes() -> int:
     return max(1, min(MAX_PROCESSES, cores))
 
 
+class _Pool:
+    """The open block's pool, started by the first :func:`run_jobs` with more than one job (a
+    block that runs one job, or none, starts no worker)."""
+
+    def __init__(self, processes: int, initializer: Optional[Callable[[], None]]) -> None:
+        self.processes, self.initializer, self.pool = processes, initializer, None
+
+    def get(self) -> Any:
+        if self.pool is None:
+            self.pool = multiprocessing.get_context("spawn").Pool(self.processes, initializer=self.initializer)
+        return self.pool
+
+    def close(self, ok: bool) -> None:
+        if self.pool is None:
+            return
+        if ok:
+            self.pool.close()  # the workers exit on their own (and save their coverage data)
+        else:
+            self.pool.terminate()
+        self.pool.join()
+
+
 @contextmanager
 def job_pool(processes: int, *, initializer: Optional[Callable[[], None]] = None) -> Iterator[None]:
-    """A pool of ``processes`` spawned workers for the block (module docstring); one process, or a
-    pool already open: nothing to open."""
+    """A pool of ``processes`` spawned workers for the block (module docstring), started when a
+    :func:`run_jobs` first has two jobs or more; one process, or a pool already open: nothing to open."""
     global _POOL
     if _POOL is not None or processes <= 1:
         yield
         return
-    pool = multiprocessing.get_context("spawn").Pool(processes, initializer=initializer)
-    _POOL = pool
+    pool = _POOL = _Pool(processes, initializer)
     ok = False
     try:
         yield
         ok = True
     finally:
         _POOL = None
-        if ok:
-            pool.close()  # the workers exit on their own (and save their coverage data)
-        else:
-            pool.terminate()
-        pool.join()
+        pool.close(ok)
 
 
 def _call(job: Callable[[], Any]) -> Any:
@@ -90,5 +107,6 @@ def run_jobs(jobs: Sequence[Callable[[], Any]], *, costs: Optional[Sequence[floa
     if pool is None or len(jobs) <= 1:
         return [job() for job in progress(jobs, total=len(jobs), desc=desc, unit="job")]
     order = sorted(range(len(jobs)), key=lambda i: -(costs[i] if costs is not None else 0.0))
-    pending = {i: pool.apply_async(_call, (jobs[i],)) for i in order}
+    workers = pool.get()
+    pending = {i: workers.apply_async(_call, (jobs[i],)) for i in order}
     return [pending[i].get() for i in progress(range(len(jobs)), total=len(jobs), desc=desc, unit="job")]

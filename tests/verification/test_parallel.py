@@ -28,9 +28,11 @@ def _jobs() -> list:
 def test_pooled_jobs_give_the_serial_rows_in_order():
     serial = parallel.run_jobs(_jobs())  # no pool open: here, in order
     with parallel.job_pool(2):
-        assert parallel._POOL is not None
+        assert parallel._POOL is not None and parallel._POOL.pool is None  # no worker until two jobs or more
+        assert parallel.run_jobs(_jobs()[:1]) == serial[:1] and parallel._POOL.pool is None
         with parallel.job_pool(2):  # a nested block reuses the open pool
             pooled = parallel.run_jobs(_jobs(), costs=[0.0, 5.0])  # the costliest starts first; rows still in job order
+            assert parallel._POOL.pool is not None
     assert parallel._POOL is None
     assert pooled == serial
     assert [r[0]["name"] for r in pooled] == ["krr", "warner"]
