@@ -14,8 +14,8 @@ from ..verification.privacy_paths import COVERAGE_MIN, measure
 from ..measurements import enable_ldp_features
 from ..verification.user_paths import user_path_rows, user_path_self_test
 from ..verification.workflows import workflow_rows
-from ..verification.system.run import system_rows, system_self_test
-from ..progress import progress
+from ..verification.parallel import default_processes, job_pool, run_jobs
+from ..verification.system.run import system_jobs, system_self_test
 from ..verification.typescript_client import typescript_self_test, verify_typescript
 
 
@@ -178,33 +178,50 @@ def _markdown_report(rows: list, *, quick: bool, seed: int, seconds: float, cove
     return "\n".join(lines) + "\n"
 
 
+def _wrapper_rows(j: int, *, seed: int, quick: bool, alpha: float) -> list:
+    """The ``j``-th wrapper instance (:func:`wrapper_instances`), verified through its own exact
+    channel and real client (one job of :func:`verification_rows`)."""
+    wname, mech = wrapper_instances()[j]
+    return [verify_instance(mech, name=wname, instance=mech.params(), seed=seed + 7_000_001 * (j + 1), quick=quick, alpha=alpha,
+                            estimator_shapes=1 if quick or j % 2 else None)]
+
+
 def verification_rows(names: list, *, seed: int, quick: bool, wrappers: bool) -> list:
     """The rows of one ``ldp verify`` run: every layer on every canonical instance (and the draws)
     of each name, then (``wrappers``: a run over the whole registry) the wrappers and the system
     layers (:mod:`ldp_plugin.verification.system`: rows with ``system_layer``). A module-level
     function, so ``--coverage`` can run it in a fresh interpreter started under coverage. The
     surfaces layer builds OpenDP measurements: the caller has opted in to OpenDP's features
-    (``ldp.enable_ldp_features()``; the ``ldp verify`` command does, :func:`command_rows`)."""
+    (``ldp.enable_ldp_features()``; the ``ldp verify`` command does, :func:`command_rows`).
+
+    Each name, wrapper, the workflows and each system layer is one job of
+    :func:`~ldp_plugin.verification.parallel.run_jobs` (its seed and false-alarm share fixed by
+    its place in the list): on the caller's open
+    :func:`~ldp_plugin.verification.parallel.job_pool` they run on its workers, with the same rows
+    in the same order."""
     reg = _registry_of(True)
     share = FAMILY_ALPHA / len(names)
-    rows = [r for i, n in enumerate(progress(names, total=len(names), desc="ldp verify", unit="mechanism"))
-            for r in verify_name(reg[n], seed=seed + 1_000_003 * i, quick=quick, alpha=share)]
-    if wrappers:  # the wrappers, verified through their own exact channels and real clients
-        for j, (wname, mech) in enumerate(wrapper_instances()):
-            rows.append(verify_instance(mech, name=wname, instance=mech.params(), seed=seed + 7_000_001 * (j + 1), quick=quick, alpha=share,
-                                        estimator_shapes=1 if quick or j % 2 else None))
-        rows += workflow_rows(seed=seed, quick=quick)  # the command line's privatize and collect paths
-        rows += user_path_rows(seed=seed, quick=quick)  # the namespaces, jobs, simulations and ledger paths the other layers leave shut
-        rows += system_rows(seed=seed, quick=quick)  # the deployment: device, shuffler, analyzer, wire
-    return rows
+    jobs = [functools.partial(verify_name, reg[n], seed=seed + 1_000_003 * i, quick=quick, alpha=share) for i, n in enumerate(names)]
+    costs = [float(len(reg[n].canonical)) * (3.0 if reg[n].kind == "longitudinal" else 1.0) for n in names]  # keyed clients: a PRF per report
+    if wrappers:  # the wrappers, the command line's privatize and collect paths, the deployment (device, shuffler, analyzer, wire)
+        jobs += [functools.partial(_wrapper_rows, j, seed=seed, quick=quick, alpha=share) for j in range(len(wrapper_instances()))]
+        jobs += [functools.partial(workflow_rows, seed=seed, quick=quick)]
+        jobs += [functools.partial(user_path_rows, seed=seed, quick=quick)]  # the namespaces, jobs, simulations and ledger paths the other layers leave shut
+        jobs += system_jobs(seed=seed, quick=quick)
+        costs += [1.0] * (len(jobs) - len(costs))
+    done = run_jobs(jobs, costs=costs, desc="ldp verify")
+    return [r for rows in done for r in rows]
 
 
 def command_rows(names: list, *, seed: int, quick: bool, wrappers: bool) -> list:
     """:func:`verification_rows` as the ``ldp verify`` command runs it, in its own process (or the
     fresh interpreter ``--coverage`` starts): the command is the caller that opts in to OpenDP's
-    features, in the process that builds the measurements."""
+    features, in the process that builds the measurements and in each worker of its
+    :func:`~ldp_plugin.verification.parallel.job_pool` (opened here unless the command has one
+    open)."""
     enable_ldp_features()
-    return verification_rows(names, seed=seed, quick=quick, wrappers=wrappers)
+    with job_pool(default_processes(), initializer=enable_ldp_features):
+        return verification_rows(names, seed=seed, quick=quick, wrappers=wrappers)
 
 
 def cmd_verify(args) -> int:
@@ -235,17 +252,20 @@ def cmd_verify(args) -> int:
             raise LDPParameterError(f"--report {args.report!r}: the directory {str(parent)!r} does not exist or is not writable")
     t0 = time.perf_counter()
     coverage = None
-    if getattr(args, "coverage", False):  # branch coverage of every privacy-path module, measured on this run
+    measured = getattr(args, "coverage", False)
+    if measured:  # branch coverage of every privacy-path module, measured on this run (its own interpreter and workers)
         rows, coverage = measure(functools.partial(command_rows, names, seed=args.seed, quick=args.quick, wrappers=not args.names))
         least = args.coverage_min if args.coverage_min is not None else (None if args.quick else COVERAGE_MIN)
         coverage.update({"threshold": least, "passed": least is None or coverage["percent"] >= least})
-    else:
-        rows = command_rows(names, seed=args.seed, quick=args.quick, wrappers=not args.names)
+    # the rows' and the seeded bugs' jobs share the workers (none to open for a measured run without the self-test)
+    with job_pool(default_processes() if args.self_test or not measured else 1, initializer=enable_ldp_features):
+        if not measured:
+            rows = command_rows(names, seed=args.seed, quick=args.quick, wrappers=not args.names)
+        bugs = self_test(seed=args.seed, quick=args.quick) if args.self_test else []
+        if args.self_test and not args.names:  # the system layers' seeded bugs
+            bugs += system_self_test(seed=args.seed, quick=args.quick)
+            bugs += user_path_self_test(seed=args.seed, quick=args.quick)  # the user-paths layer's defective doors
     save_status([r for r in rows if "system_layer" not in r and not r.get("workflow")], quick=args.quick, seed=args.seed)
-    bugs = self_test(seed=args.seed, quick=args.quick) if args.self_test else []
-    if args.self_test and not args.names:  # the system layers' seeded bugs
-        bugs += system_self_test(seed=args.seed, quick=args.quick)
-        bugs += user_path_self_test(seed=args.seed, quick=args.quick)  # the user-paths layer's defective doors
     seconds = time.perf_counter() - t0
     ok = all(r["passed"] for r in rows) and all(b["caught"] for b in bugs) and (coverage is None or coverage["passed"])
     if args.report:

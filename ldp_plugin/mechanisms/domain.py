@@ -352,6 +352,8 @@ def check_user_keys(user_keys: Sequence, n: int) -> list:
     keys = list(user_keys)
     if len(keys) != n:
         raise LDPInputError(f"user_keys must have one key per value ({n})")
+    if not keys or (set(map(type, keys)) <= {bytes, bytearray} and 16 <= min(map(len, keys)) and max(map(len, keys)) <= 64):
+        return keys  # every key valid (checked without a Python loop); otherwise find the first invalid one
     for i, k in enumerate(keys):
         if not isinstance(k, (bytes, bytearray)) or not 16 <= len(k) <= 64:
             raise LDPInputError(f"user keys must be 16 to 64 secret bytes (the key at position {i} is not)")

@@ -28,6 +28,8 @@ from __future__ import annotations
 from fractions import Fraction
 from typing import Any
 
+from .channels import declared_channel
+
 from .positions import NotEnumerable, OutsideChannel, replay_client
 
 __all__ = ["NotEnumerable", "client_channel_row", "client_channel", "client_channel_check"]
@@ -37,25 +39,26 @@ def client_channel_row(mech: Any, x: int, *, max_leaves: int = 50_000) -> dict:
     """``{output column: probability}`` (nonzero entries) of the real client on input ``x`` (module
     docstring). Raises :class:`NotEnumerable`, or :class:`OutsideChannel` for an output the
     declared channel does not have."""
-    row, _ = _row(mech, x, max_leaves)
+    row, _ = _row(mech, x, max_leaves, len(declared_channel(mech).outputs))
     return {j: p for j, p in enumerate(row) if p}
 
 
-def _row(mech: Any, x: int, max_leaves: int) -> tuple:
-    width = len(mech.channel().outputs)
+def _row(mech: Any, x: int, max_leaves: int, width: int) -> tuple:
     return replay_client(lambda n, src: mech.sample_verification_outputs(x, n, src), width, max_leaves=max_leaves)
 
 
-def client_channel(mech: Any, *, max_leaves: int = 50_000, total_leaves: int | None = None) -> list:
+def client_channel(mech: Any, *, max_leaves: int = 50_000, total_leaves: int | None = None, declared: Any = None) -> list:
     """Every input's :func:`client_channel_row`, as dense rows over the declared channel's
     columns (an output outside the declared channel adds a column, so the rows cannot match).
-    ``total_leaves`` bounds the replays over all inputs (:class:`NotEnumerable` beyond)."""
-    width = len(mech.channel().outputs)
+    ``total_leaves`` bounds the replays over all inputs (:class:`NotEnumerable` beyond).
+    ``declared``: the declared channel when the caller has it (the instance's, :func:`.channels.declared_channel`,
+    otherwise)."""
+    width = len((declared if declared is not None else declared_channel(mech)).outputs)
     rows = []
     budget = total_leaves
     for x in range(mech.verification_input_count()):
         try:
-            row, leaves = _row(mech, x, max_leaves if budget is None else min(max_leaves, budget))
+            row, leaves = _row(mech, x, max_leaves if budget is None else min(max_leaves, budget), width)
         except OutsideChannel:
             rows.append([Fraction(0)] * width + [Fraction(1)])
             continue
@@ -71,9 +74,10 @@ def client_channel_check(mech: Any, *, total_leaves: int = 20_000) -> dict:
     """The sampling-path layer's rebuild (``ldp verify``): ``client_channel`` is ``"equal"`` when the
     channel rebuilt from the client's sampler calls is the declared one, ``"differs"`` (failed)
     otherwise, or ``"not enumerable: …"`` (keyed clients, rejection loops, too many paths)."""
+    declared = declared_channel(mech)
     try:
-        rows = client_channel(mech, total_leaves=total_leaves)
+        rows = client_channel(mech, total_leaves=total_leaves, declared=declared)
     except NotEnumerable as e:
         return {"client_channel": f"not enumerable: {e}", "client_channel_passed": True}
-    equal = rows == [list(r) for r in mech.channel().matrix]
+    equal = rows == [list(r) for r in declared.matrix]
     return {"client_channel": "equal" if equal else "differs", "client_channel_passed": bool(equal)}

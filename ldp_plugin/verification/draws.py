@@ -41,6 +41,7 @@ from typing import Any, Optional
 import numpy as np
 
 from .._errors import LDPParameterError
+from .channels import declared_channel
 from .domains import declaration_domains, float_ends, int_edges, resolve
 
 __all__ = ["random_instances", "edge_instances", "draw_coverage", "SMALL_BOUNDS", "DRAW_LAYERS", "DRAWS_FULL", "DRAWS_QUICK"]
@@ -126,7 +127,7 @@ def _enumerable(mech: Any) -> bool:
     try:
         if mech.verification_input_count() > _MAX_INPUTS:
             return False
-        return len(mech.channel().outputs) <= _MAX_OUTPUTS
+        return len(declared_channel(mech).outputs) <= _MAX_OUTPUTS
     except LDPParameterError:
         return False
 

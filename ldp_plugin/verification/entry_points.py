@@ -53,6 +53,7 @@ import numpy as np
 from .._errors import LDPParameterError
 from ..mechanisms import reports as reports_mod
 from ..sampling import SeededRandomSource
+from .channels import declared_channel
 from .layers import _pooled_chisquare
 from .positions import NotEnumerable, OutsideChannel, compare_row, enumerate_client
 from ..mechanisms.protocol import InputKind, Keyed, SupportRates, has
@@ -172,7 +173,7 @@ def _value_cases(mech: Any, rows: list, keyed: bool) -> list:
     if own is None and not keyed and mech.domain_size is not None:
         try:
             lab = mech.with_categories([f"item-{i}" for i in range(d)])
-            lrows = lab.channel().matrix
+            lrows = declared_channel(lab).matrix
         except (LDPParameterError, TypeError, ValueError):
             lab = None
         if lab is not None:
@@ -191,7 +192,7 @@ def entry_cases(mech: Any) -> list:
     kind = str(mech.input_kind.value if isinstance(mech.input_kind, InputKind) else mech.input_kind)
     if kind not in DRIVERS:
         raise NoDriver(f"no entry-point driver for input kind {kind!r}")
-    return DRIVERS[kind](mech, mech.channel().matrix, has(mech, Keyed))
+    return DRIVERS[kind](mech, declared_channel(mech).matrix, has(mech, Keyed))
 
 
 def _labels(mech: Any) -> list:
@@ -275,7 +276,7 @@ def entry_points_layer(mech: Any, *, quick: bool = False, alpha: float = 1e-6, s
     except NoDriver as e:
         return {"layer": "entry points", "cases": 0, "modes": {}, "failures": [{"case": str(e)}], "passed": False}
     level = alpha / max(len(cases), 1)
-    width = len(mech.channel().outputs)
+    width = len(declared_channel(mech).outputs)
     failures, modes = [], {"exact": 0, "keyed replicates": 0, "sampled": 0, "seed and rate checks": 0}
     for i, (label, m, make, keyed, expected, x) in enumerate(cases):
         problem = _one_and_wire(m, make, keyed, seed + 7919 * i, replicates=8 if quick else 32)

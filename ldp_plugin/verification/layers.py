@@ -11,7 +11,8 @@
    choose an event ``E`` on *pilot* samples (prefixes of the outputs sorted by their pilot ratio,
    plus the specification's max-ratio output), then on *fresh* samples reject "ε-LDP" iff
    ``ln(CP_lower(p̂₁) / CP_upper(p̂₂)) > ε`` (Clopper–Pearson bounds at ``α/2`` each, so a
-   mechanism that is ε-LDP is rejected with probability ``<= α``).
+   mechanism that is ε-LDP is rejected with probability ``<= α``). Each input's pilot and fresh
+   samples are drawn once and shared by the pairs that involve it (:func:`audit_layer`).
 
 Sample size of the audit (printed per mechanism): to detect a true ``ε' = 1.1 ε`` on an event with
 probabilities ``p₁ = P(E|x)`` and ``p₂ = p₁ e^{−ε'}`` with power ``1 − β = 0.99``, using the delta
@@ -36,6 +37,7 @@ import numpy as np
 from .._errors import LDPParameterError
 from ..exact import epsilon_of_ratio, ratio_within_exp
 from ..sampling import SeededRandomSource
+from .channels import channel_floats, declared_channel
 
 __all__ = [
     "FAMILY_ALPHA",
@@ -90,7 +92,7 @@ def sample_outputs(mech, x: int, n: int, source) -> np.ndarray:
 
 # -- layer 1 ------------------------------------------------------------------------------------------
 def exact_layer(mech) -> dict:
-    ch = mech.channel()
+    ch = declared_channel(mech)
     rows = ch.rows_sum_to_one()
     supports = ch.equal_supports()
     ratio = ch.max_ratio() if supports else None
@@ -137,8 +139,7 @@ def _pooled_chisquare(counts: np.ndarray, probs: np.ndarray) -> float:
 
 
 def gof_layer(mech, *, n_per_input: int = 20_000, alpha: float = FAMILY_ALPHA, seed: int = 0) -> dict:
-    ch = mech.channel()
-    P = np.array([[float(p) for p in row] for row in ch.matrix])
+    P = channel_floats(mech)
     try:
         wrong = dataclasses.replace(mech, epsilon=mech.epsilon * 1.3).channel()
         W = np.array([[float(p) for p in row] for row in wrong.matrix])
@@ -188,12 +189,23 @@ def _pilot_event(c1: np.ndarray, c2: np.ndarray, spec: Optional[np.ndarray]) -> 
 AUDIT_CHUNK = 1 << 21
 
 
-def _event_count(mech, x: int, n: int, src, event_outputs: np.ndarray) -> int:
-    """How many of ``n`` outputs on input ``x`` fall in the event (drawn in chunks)."""
-    total = 0
+def _output_counts(mech, x: int, n: int, src) -> np.ndarray:
+    """How often each output (column index) occurs among ``n`` outputs on input ``x``, drawn in
+    chunks; an output outside ``[0, ∞)`` is in no event and is not counted."""
+    counts = np.zeros(0, dtype=np.int64)
     for start in range(0, n, AUDIT_CHUNK):
-        total += int(np.isin(sample_outputs(mech, x, min(AUDIT_CHUNK, n - start), src), event_outputs).sum())
-    return total
+        out = np.asarray(sample_outputs(mech, x, min(AUDIT_CHUNK, n - start), src), dtype=np.int64)
+        c = np.bincount(out[out >= 0])
+        if c.size > counts.size:
+            counts = np.r_[counts, np.zeros(c.size - counts.size, dtype=np.int64)]
+        counts[: c.size] += c
+    return counts
+
+
+def _in_event(counts: np.ndarray, event: np.ndarray) -> int:
+    """The number of outputs counted in ``counts`` that fall in ``event`` (a mask over outputs)."""
+    m = min(counts.size, event.size)
+    return int(counts[:m][event[:m]].sum())
 
 
 def audit_layer(
@@ -207,7 +219,14 @@ def audit_layer(
     declared_channel: bool = True,
 ) -> dict:
     """Black-box audit of ``mech`` (its randomizer only; the declared channel, if used, only to
-    propose one candidate event). ``alpha`` is this mechanism's share of the family-wise rate."""
+    propose one candidate event). ``alpha`` is this mechanism's share of the family-wise rate.
+
+    Each input's pilot samples and fresh samples are drawn once and shared by every pair that
+    involves it (``x = 0`` is in all four pairs): a pair's event and sample size depend on the
+    pilot samples only, so they are independent of the fresh samples, and the Bonferroni split
+    over the pairs needs no independence between the tests. An input's fresh sample size is the
+    largest its pairs require (:func:`audit_sample_size`), so every test has at least the stated
+    power; the Clopper–Pearson bounds use each side's own sample size."""
     d = _inputs(mech)
     eps = float(mech.epsilon)
     pairs = pairs or [(0, 1), (1, 0)] + ([(d - 1, 0), (0, d - 1)] if d > 2 else [])
@@ -217,16 +236,17 @@ def audit_layer(
     P = None
     if declared_channel:
         try:
-            P = np.array([[float(p) for p in row] for row in mech.channel().matrix])
+            P = channel_floats(mech)
         except Exception:
             P = None
     width = None if P is None else P.shape[1]
-    worst = -math.inf
-    total = 0
+    inputs = list(dict.fromkeys(x for pair in pairs for x in pair))
+    pilot = {x: sample_outputs(mech, x, n_pilot, src) for x in inputs}
+    plans = []  # (x, x2, event) with the fresh sample size each pair requires
     n_required = 0
+    n_input = dict.fromkeys(inputs, 0)
     for x, x2 in pairs:
-        o1 = sample_outputs(mech, x, n_pilot, src)
-        o2 = sample_outputs(mech, x2, n_pilot, src)
+        o1, o2 = pilot[x], pilot[x2]
         w = int(max(o1.max(), o2.max()) + 1) if width is None else max(width, int(max(o1.max(), o2.max()) + 1))
         c1, c2 = np.bincount(o1, minlength=w), np.bincount(o2, minlength=w)
         spec = None
@@ -240,13 +260,16 @@ def audit_layer(
         n_req = audit_sample_size(p1, eps, a_test)
         n = int(min(max(n_req, 10_000), max_samples))
         n_required = max(n_required, n_req)
-        k1 = _event_count(mech, x, n, src, np.flatnonzero(event))
-        k2 = _event_count(mech, x2, n, src, np.flatnonzero(event))
-        lo, _ = clopper_pearson(k1, n, a_test / 2)
-        _, hi = clopper_pearson(k2, n, a_test / 2)
+        n_input[x], n_input[x2] = max(n_input[x], n), max(n_input[x2], n)
+        plans.append((x, x2, event))
+    fresh = {x: _output_counts(mech, x, n_input[x], src) for x in inputs}
+    worst = -math.inf
+    for x, x2, event in plans:
+        lo, _ = clopper_pearson(_in_event(fresh[x], event), n_input[x], a_test / 2)
+        _, hi = clopper_pearson(_in_event(fresh[x2], event), n_input[x2], a_test / 2)
         stat = math.inf if hi == 0 else (-math.inf if lo == 0 else math.log(lo / hi))
         worst = max(worst, stat)
-        total += 2 * (n + n_pilot)
+    total = len(inputs) * n_pilot + sum(n_input.values())
     return {
         "layer": "black-box audit",
         "audit_epsilon_lower_bound": worst,

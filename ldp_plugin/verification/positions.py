@@ -47,6 +47,7 @@ import numpy as np
 
 from ..exact import TWO64
 from ..sampling import RandomSource, SeededRandomSource
+from .channels import declared_channel
 from .production import production_outputs
 
 __all__ = ["CallRecord", "EnumeratingSource", "enumerate_client", "replay_client", "enumerated_channel", "positions_layer"]
@@ -359,7 +360,7 @@ def replay_client(run, width: int, *, max_leaves: int = 50_000) -> tuple:
 
 def enumerated_channel(mech: Any, x: int, *, replicates: int = 1024, max_rows: int = 1 << 15, seed: int = 0) -> dict:
     """:func:`enumerate_client` on the verification entry point with every user holding ``x``."""
-    width = len(mech.channel().outputs)
+    width = len(declared_channel(mech).outputs)
     return enumerate_client(lambda n, src: production_outputs(mech, np.full(n, x, dtype=np.int64), src), width,
                             replicates=replicates, max_rows=max_rows, seed=seed)
 
@@ -388,7 +389,7 @@ def compare_row(e: dict, D: list, *, tests: int, alpha: float) -> dict:
 def positions_layer(mech: Any, *, quick: bool = False, alpha: float = 1e-6, seed: int = 0, max_rows: Optional[int] = None, replicates: Optional[int] = None) -> dict:
     """The realized channel rebuilt per input from the client's calls must equal the declared
     one: exactly when every draw is enumerable, else within a z-test over keyed replicates."""
-    declared = mech.channel().matrix
+    declared = declared_channel(mech).matrix
     m = mech.verification_input_count()
     max_rows = max_rows or (1 << 15 if quick else 1 << 16)
     replicates = replicates or (1024 if quick else 4096)

@@ -44,6 +44,7 @@ from ..sampling import SecureRandomSource
 from ..sampling.cipher import random_backend
 from ..sampling.trace import PathTrace
 from .layers import _pooled_chisquare
+from .channels import channel_floats
 
 __all__ = ["production_layer", "production_outputs", "kernel_env", "numba_available"]
 
@@ -96,8 +97,7 @@ def production_layer(
 ) -> dict:
     """Run the real client on the secure source on both kernel backends (see the module
     docstring); fail if a requested path did not run or a batch does not fit the channel."""
-    ch = mech.channel()
-    P = np.array([[float(p) for p in row] for row in ch.matrix])
+    P = channel_floats(mech)
     m = mech.verification_input_count()
     n0 = n or (1 << 15 if quick else 1 << 16)
     n_max = n_max or (1 << 21 if quick else 1 << 22)

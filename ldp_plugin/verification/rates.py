@@ -56,6 +56,7 @@ import numpy as np
 
 from ..sampling import SeededRandomSource
 from ..mechanisms.protocol import Keyed, has
+from .channels import declared_channel
 
 __all__ = ["rates_layer", "rate_classes", "rates_sample_size", "FULL_MAX", "KEYED_MAX", "REDUCED_MAX", "QUICK_TARGET_MAX", "KEYED_REDUCED_MAX", "QUICK_N", "TARGET_RELATIVE_ERROR"]
 
@@ -179,7 +180,7 @@ def rates_layer(mech: Any, *, quick: bool = False, alpha: float = 1e-6, seed: in
     keyed = has(mech, Keyed)
     # quick mode: each family's layers on its canonical instance only
     layers = () if quick and not target else mech.verification_layers()
-    parts = [("report", mech.channel(), mech.sample_verification_outputs, mech.verification_input_count(), keyed)]
+    parts = [("report", declared_channel(mech), mech.sample_verification_outputs, mech.verification_input_count(), keyed)]
     parts += [(name, ch, fn, len(ch.matrix), name == "permanent" and keyed) for name, ch, fn in layers]
     share = alpha / len(parts)
     res = {name: _component(ch, fn, count, keyed=k, quick=quick, alpha=share, src=src, n=n, target=target)

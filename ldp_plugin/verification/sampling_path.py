@@ -30,6 +30,7 @@ import numpy as np
 from ..exact import TWO64
 from ..mechanisms.protocol import Mechanism, SupportRates, has
 from ..sampling import SeededRandomSource
+from .channels import declared_channel
 from .joint import joint_layer  # noqa: F401  (the joint layer lives in .joint; kept importable here)
 
 __all__ = ["RecordingSource", "declared_thresholds", "rebuilt_search_rows", "sampling_path_layer", "rate_layer", "joint_layer"]
@@ -86,7 +87,7 @@ def _search_mismatches(mech: Any, x: int, searches: list) -> list:
     if not searches:
         return []
     rows = rebuilt_search_rows(searches)
-    ch = mech.channel()
+    ch = declared_channel(mech)
     declared = list(ch.matrix[x])
     bad = []
     for _row, probs in rows:

@@ -85,12 +85,13 @@ def _floor_t(p: Fraction) -> int:
 
 def _prf(keys: list, fp: bytes, tag: bytes, units: Any, count: int) -> np.ndarray:
     """``(n, count)`` 64-bit words of SHAKE-256(len(key) ‖ key ‖ fp ‖ tag ‖ unit)."""
-    out = np.empty((len(keys), count), dtype=np.uint64)
-    us = [None] * len(keys) if units is None else np.asarray(units).tolist()
-    for i, (k, u) in enumerate(zip(keys, us)):
-        data = bytes([len(k)]) + bytes(k) + fp + tag + (b"" if u is None else int(u).to_bytes(8, "little", signed=True))
-        out[i] = np.frombuffer(hashlib.shake_256(data).digest(8 * count), dtype=np.uint64)
-    return out
+    shake, size, tail = hashlib.shake_256, 8 * count, fp + tag
+    if units is None:
+        words = b"".join([shake(bytes((len(k),)) + bytes(k) + tail).digest(size) for k in keys])
+    else:  # each unit as 8 little-endian two's-complement bytes
+        us = np.asarray(units).astype("<i8", casting="unsafe").tobytes()
+        words = b"".join([shake(bytes((len(k),)) + bytes(k) + tail + us[8 * i:8 * i + 8]).digest(size) for i, k in enumerate(keys)])
+    return np.frombuffer(words, dtype=np.uint64).reshape(len(keys), count).copy()
 
 
 def _prf_uniform(words: np.ndarray, r: int, again) -> np.ndarray:
@@ -283,8 +284,8 @@ class LongitudinalMechanism(MechanismBase):
     # -- verification: one report's channel, the real client with fresh random keys ----------------
     def _verification_randomize(self, codes: Any, source: Any) -> Any:
         codes = np.asarray(codes, dtype=np.int64)
-        raw = np.asarray(source.random_bytes(32 * codes.size), dtype=np.uint8).reshape(codes.size, 32)
-        return self.randomize(codes, [bytes(r) for r in raw], rng=source)
+        raw = np.asarray(source.random_bytes(32 * codes.size), dtype=np.uint8).tobytes()
+        return self.randomize(codes, [raw[i:i + 32] for i in range(0, len(raw), 32)], rng=source)
 
     def verification_input_count(self) -> int:
         return self.d

@@ -221,9 +221,8 @@ class Memoized(MechanismBase):
         perm = self.permanent_mechanism
         d = self.d
         out = np.empty(codes.size, dtype=np.int64)
-        words = np.empty((codes.size, 4), dtype=np.uint64)
-        for i, (k, c) in enumerate(zip(keys, codes.tolist())):
-            words[i] = np.frombuffer(hashlib.blake2b(fp + c.to_bytes(8, "little"), key=bytes(k), person=_PERSON, digest_size=32).digest(), dtype=np.uint64)
+        digests = [hashlib.blake2b(fp + c.to_bytes(8, "little"), key=bytes(k), person=_PERSON, digest_size=32).digest() for k, c in zip(keys, codes.tolist())]
+        words = np.frombuffer(b"".join(digests), dtype=np.uint64).reshape(codes.size, 4)
         keep = words[:, 0] < np.uint64(perm.keep_threshold)  # exact: P = T/2**64 for a random PRF
         r = d - 1
         halves = words[:, 1:].view(np.uint32).astype(np.uint64)  # six 32-bit candidates per user

@@ -9,12 +9,15 @@ raises fails (its row names the exception type, never its text)."""
 
 from __future__ import annotations
 
+import functools
 import importlib
 import importlib.util
 import tempfile
 import time
 
-__all__ = ["SYSTEM_LAYERS", "EXTRAS", "missing_extras", "system_rows", "system_self_test"]
+from ..parallel import run_jobs
+
+__all__ = ["SYSTEM_LAYERS", "EXTRAS", "missing_extras", "system_rows", "system_jobs", "system_self_test"]
 
 #: layer name -> ``module:function`` that runs it
 SYSTEM_LAYERS = {
@@ -59,19 +62,37 @@ def _run(layer: str, *, seed: int, quick: bool, **kw) -> dict:
                     "passed": False}
 
 
+def _layer_rows(layer: str, *, seed: int, quick: bool) -> list:
+    r = _run(layer, seed=seed, quick=quick)
+    return [{"name": "system", "system_layer": layer, "passed": bool(r["passed"]), "result": r}]
+
+
+def system_jobs(*, seed: int = 0, quick: bool = False) -> list:
+    """:func:`system_rows` as one job per layer (:func:`~ldp_plugin.verification.parallel.run_jobs`;
+    each job returns its layer's row in a list)."""
+    return [functools.partial(_layer_rows, layer, seed=seed, quick=quick) for layer in SYSTEM_LAYERS]
+
+
 def system_rows(*, seed: int = 0, quick: bool = False) -> list:
-    """One row per system layer: ``{"name": "system", "system_layer", "passed", "result"}``."""
-    return [{"name": "system", "system_layer": layer, "passed": bool(r["passed"]), "result": r}
-            for layer in SYSTEM_LAYERS for r in [_run(layer, seed=seed, quick=quick)]]
+    """One row per system layer: ``{"name": "system", "system_layer", "passed", "result"}`` (on the
+    open job pool, if any: each layer runs in its own temporary directory)."""
+    return [r for rows in run_jobs(system_jobs(seed=seed, quick=quick)) for r in rows]
+
+
+def _bugs() -> list:
+    return list(_load(_BUGS)) if not missing_extras() else [("(system bugs)", layer, {}) for layer in SYSTEM_LAYERS]
+
+
+def _bug_row(index: int, *, seed: int, quick: bool) -> dict:
+    """The ``index``-th seeded bug through its layer (the table is loaded where the job runs: its
+    defective components are closures, which do not cross processes)."""
+    bug, layer, kw = _bugs()[index]
+    r = _run(layer, seed=seed, quick=quick, **kw)
+    caught = not r["passed"] and not any(f.startswith("not run") for f in r["failures"])
+    return {"name": bug, "system_layer": layer, "seeded_bug": True, "caught": caught, "caught_by": [layer] if caught else [], "result": r}
 
 
 def system_self_test(*, seed: int = 0, quick: bool = False) -> list:
     """Every seeded bug through its layer: ``caught`` iff the layer fails on it (a bug whose layer
-    could not run is not caught)."""
-    bugs = _load(_BUGS) if not missing_extras() else [("(system bugs)", layer, {}) for layer in SYSTEM_LAYERS]
-    rows = []
-    for bug, layer, kw in bugs:
-        r = _run(layer, seed=seed, quick=quick, **kw)
-        caught = not r["passed"] and not any(f.startswith("not run") for f in r["failures"])
-        rows.append({"name": bug, "system_layer": layer, "seeded_bug": True, "caught": caught, "caught_by": [layer] if caught else [], "result": r})
-    return rows
+    could not run is not caught). One job per bug, on the open job pool if any."""
+    return run_jobs([functools.partial(_bug_row, i, seed=seed, quick=quick) for i in range(len(_bugs()))])
