@@ -153,3 +153,10 @@ def test_an_empty_list_is_an_empty_batch():
 
     assert KRR(epsilon=1.0, d=3).randomize([], rng=1).shape == (0,)
     assert LGRR(epsilon_perm=2.0, epsilon_1=1.0, d=3).randomize([], user_keys=[], rng=1).shape[0] == 0
+
+
+def test_the_memoized_prf_extension_is_held_to_its_definition(monkeypatch):
+    # the domain makes the extension likely (~1/729 a user): reached, and equal to the definition
+    assert mp._prf_definition(0, 2_000) == []
+    monkeypatch.setattr(mp, "_PERSON", b"another-person")  # a reference of another PRF: every report differs
+    assert mp._prf_definition(0, 2_000)[0].startswith("memoized permanent reports differ")

@@ -38,7 +38,9 @@ registered name (its first canonical instance), the wrappers and an open alphabe
 * **memoized series**: reports are a function of the memoized unit (two values with one unit report
   identically under one source: what the lifetime charge counts), the units follow
   ``unit_probabilities``; a ``DistinctValueGuard`` changes no report within ``max_values`` and
-  refuses the value past it, recording nothing; ``new_user_key`` gives fresh 32-byte keys;
+  refuses the value past it, recording nothing; ``new_user_key`` gives fresh 32-byte keys; the
+  memoized permanent reports equal their PRF definition at a domain where the PRF extension runs
+  (all six first candidates rejected: about one user in 729 there);
 * **OpenDP measurements of other input domains**: ``make_set_ldp`` (user, population; closed and
   open alphabets) reports what ``SampleOne.randomize`` reports on one source and charges the padded
   mechanism's ε; ``then_ldp`` / ``then_<name>`` chained after the input space are ``make_ldp``; the
@@ -57,6 +59,7 @@ fewer label kinds and collections).
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import importlib
 import json
 import math
@@ -79,7 +82,7 @@ from ...amplification.measurement import make_shuffle_amplified
 from ...mechanisms import CMS, KRR, OLH, OUE
 from ...mechanisms.sample_one import SampleOne
 from ...mechanisms.key_value import KeyValueBatch
-from ...mechanisms.longitudinal.memoized import DistinctValueGuard, new_user_key
+from ...mechanisms.longitudinal.memoized import _PERSON, DistinctValueGuard, Memoized, new_user_key
 from ...mechanisms.protocol import Cohorted, ClosedDomain, InputKind, Keyed, SupportRates, SupportTestable, has
 from ...mechanisms.haar import HaarHRR
 from ...mechanisms.hierarchy import HierarchicalHistogram, flat_range_variance
@@ -727,7 +730,58 @@ def _series_paths(mech: Any, seed: int, family: str) -> tuple:
         a, b = new_user_key(), new_user_key()
         if len(a) != 32 or len(b) != 32 or a == b:
             failures.append("new_user_key does not give fresh 32-byte keys")
+        cases += 1
+        failures += _prf_definition(seed, 2_000 if quick else 8_000)
     return cases, failures
+
+
+#: a domain whose Lemire rejection is likely: r = d − 1 just over 2**32 / 3 rejects a 32-bit candidate
+#: with probability ≈ 1/3, so all six of the first digest's candidates with ≈ 1/729 (the PRF extension)
+_PRF_D = (1 << 32) // 3 + 2
+
+
+def _prf_reference(fp: bytes, code: int, key: bytes, threshold: int, d: int) -> int:
+    """One user's memoized permanent report from its definition (one value at a time, Python
+    integers): keep the value iff the first 64-bit PRF word is below ``threshold``; else the other
+    item by Lemire's method on the 32-bit words of the PRF stream (the digest's six, then further
+    blocks ``1, 2, …`` of eight), rejecting a word whose low product is below ``2**32 mod r``."""
+    digest = hashlib.blake2b(fp + code.to_bytes(8, "little"), key=key, person=_PERSON, digest_size=32).digest()
+    if int.from_bytes(digest[:8], "little") < threshold:
+        return code
+    r = d - 1
+    reject = (1 << 32) % r
+    stream, block = digest[8:], 1
+    while True:
+        for j in range(0, len(stream), 4):
+            m = int.from_bytes(stream[j:j + 4], "little") * r
+            if (m & 0xFFFFFFFF) >= reject:
+                other = m >> 32
+                return other + (other >= code)
+        stream = hashlib.blake2b(fp + code.to_bytes(8, "little") + block.to_bytes(4, "little"), key=key, person=_PERSON, digest_size=32).digest()
+        block += 1
+
+
+def _prf_definition(seed: int, n: int) -> list:
+    """The memoized permanent reports against :func:`_prf_reference` at a domain where the PRF
+    extension runs (a user whose first six candidates are all rejected): equal for every user, and
+    the extension reached (else the check would not have tested it)."""
+    m = Memoized(epsilon_permanent=1.0, epsilon_instantaneous=0.5, d=_PRF_D)
+    keys = _keys(n, seed)
+    g = np.random.default_rng(seed)
+    values = g.integers(0, _PRF_D, n)
+    got = m.permanent(values, keys)
+    fp, T = m.fingerprint(), int(m.permanent_mechanism.keep_threshold)
+    want = [_prf_reference(fp, int(v), bytes(k), T, _PRF_D) for v, k in zip(values.tolist(), keys)]
+    out = [] if np.array_equal(got, np.asarray(want)) else ["memoized permanent reports differ from the PRF definition (keep word, Lemire, extension)"]
+    extended = 0
+    for v, k in zip(values.tolist(), keys):
+        digest = hashlib.blake2b(fp + int(v).to_bytes(8, "little"), key=bytes(k), person=_PERSON, digest_size=32).digest()
+        if int.from_bytes(digest[:8], "little") >= T and all(
+                (int.from_bytes(digest[j:j + 4], "little") * (_PRF_D - 1) & 0xFFFFFFFF) < (1 << 32) % (_PRF_D - 1) for j in range(8, 32, 4)):
+            extended += 1
+    if not extended:
+        out.append("the PRF definition check drew no user whose first six candidates were all rejected (raise n)")
+    return out
 
 
 # -- crafted reports --------------------------------------------------------------------------------
