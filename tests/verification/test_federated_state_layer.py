@@ -4,6 +4,7 @@ limits, and its replay-guard check catches a guard that compares half of each no
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 pytest.importorskip("flwr")
@@ -29,3 +30,10 @@ def test_a_refusal_that_echoes_a_file_is_caught(tmp_path):
     failures: list = []
     state._refused(lambda: (_ for _ in ()).throw(ValueError(f"bad {state.SECRET}")), ValueError, "bad", failures, "probe")
     assert failures == ["probe: refused without naming 'bad', or echoing the file's content"]
+
+
+def test_the_two_core_admission_is_held_to_the_set_of_nonces():
+    # a batch past the split (both threads scan, the shares are closed up in row order): equal to the set
+    assert state._split_scan_check(np.random.default_rng(1), state.NonceSet) == []
+    # a guard that keys on the first word only is caught there too
+    assert state._split_scan_check(np.random.default_rng(1), FirstWordNonceSet)

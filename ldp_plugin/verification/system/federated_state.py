@@ -8,8 +8,10 @@ service's tokens and queries, and the secure-sum query's parameters.
   non-contiguous view, an empty batch — every answer (``admit``, ``admit_matching``,
   ``admit_envelopes`` and its gathered payload) equals a plain Python set's, on the numpy twin and
   on the compiled kernels, switching backends in the middle (the set converts between its
-  representations) and growing the compiled table past its first size; a malformed batch or
-  reserve count is refused (:class:`LDPInputError`) and changes nothing.
+  representations) and growing the compiled table past its first size; in the full run also one
+  batch past the size at which the compiled admission scans its rows on two threads (the shares
+  closed up in row order), against the set computed with numpy; a malformed batch or reserve count
+  is refused (:class:`LDPInputError`) and changes nothing.
 * **Keystore**: each way an owner's state can be broken gives its reason — no anchor
   (``ledger_tampered``), a missing ledger (``ledger_missing``), a truncated one
   (``ledger_corrupted``), a rewritten history (``ledger_tampered``) — a ledger extended by a spend
@@ -146,6 +148,8 @@ def nonce_checks(*, quick: bool = False, nonce_set: Callable = NonceSet) -> list
         empty = ns.admit(np.zeros((0, 16), dtype=np.uint8))
         if empty.shape != (0,) or len(ns) != len(ref.seen):
             failures.append("replay guard: an empty batch changed the set")
+    if not quick:  # one batch past the size at which the compiled admission scans its rows on both cores
+        failures += _split_scan_check(rng, nonce_set)
     ns = nonce_set()
     for bad, call in (("admit", lambda: ns.admit(np.zeros((2, 8), dtype=np.uint8))), ("reserve", lambda: ns.reserve(-1)),
                       ("admit_envelopes", lambda: ns.admit_envelopes(np.zeros((2, 16), dtype=np.uint8), 0, b"", 17))):
@@ -156,6 +160,43 @@ def nonce_checks(*, quick: bool = False, nonce_set: Callable = NonceSet) -> list
             pass
     if len(ns):
         failures.append("replay guard: a refused call changed the set")
+    return failures
+
+
+def _split_scan_check(rng: np.random.Generator, nonce_set: Callable) -> list:
+    """``admit_envelopes`` on a batch of ``2·2**18 + 1,001`` rows (the compiled admission splits its
+    scan of the rows over two threads from ``2·2**18``; the numpy twin below it) against the set of
+    nonces: header mismatches in the first share (a gap to close), replays across the shares and of
+    nonces already in the set, forged nonces sharing their first word; statuses, payloads and size."""
+    m, width, offset, pattern = (2 << 18) + 1_001, 24, 16, b"HDR1"
+    rows = rng.integers(0, 256, size=(m, width), dtype=np.uint8)
+    rows[:, offset:offset + 4] = np.frombuffer(pattern, dtype=np.uint8)
+    rows[3:200_000:97, offset + 1] ^= 4  # not the query's header, most in the first share
+    rows[400_000:400_300, :16] = rows[100:400, :16]  # replays of the first share in the second
+    rows[10:20, :16] = rows[0, :16]  # and within the first
+    rows[450_000:450_500, 8:16] = rows[450_000, 8:16]  # forged: one second word, many first words
+    rows[460_000:460_050, :8] = rows[460_000, :8]  # and one first word, many second words
+    earlier = rows[500_000:500_100, :16].copy()
+    # the set of nonces, vectorized (a row is admitted iff its header is the query's and its nonce is
+    # neither in the set before the batch nor on an earlier row of it)
+    as_void = lambda a: np.ascontiguousarray(a).view(np.dtype((np.void, 16))).ravel()  # noqa: E731
+    idx = np.flatnonzero((rows[:, offset:offset + 4] == np.frombuffer(pattern, dtype=np.uint8)).all(axis=1))
+    nonces = as_void(rows[idx, :16])
+    first = np.zeros(idx.size, dtype=bool)
+    first[np.unique(nonces, return_index=True)[1]] = True
+    want = np.full(m, 2, dtype=np.int64)
+    want[idx] = first & ~np.isin(nonces, as_void(earlier))
+    size = np.unique(as_void(earlier)).size + int((want == 1).sum())
+    failures = []
+    for backend in (["numba", "numpy"] if numba_available() else ["numpy"]):
+        ns = nonce_set()
+        with kernel_env(backend):
+            ns.admit(earlier)
+            got, payload = ns.admit_envelopes(rows, offset, pattern, offset)
+        if not np.array_equal(np.asarray(got).astype(np.int64), want) or len(ns) != size:
+            failures.append(f"replay guard ({backend}, a batch past the two-core split): its answer differs from a set of nonces")
+        elif not np.array_equal(np.asarray(payload), rows[want == 1, offset:]):
+            failures.append(f"replay guard ({backend}, a batch past the two-core split): other payload bytes than the admitted rows'")
     return failures
 
 
