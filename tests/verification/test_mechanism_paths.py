@@ -158,5 +158,6 @@ def test_an_empty_list_is_an_empty_batch():
 def test_the_memoized_prf_extension_is_held_to_its_definition(monkeypatch):
     # the domain makes the extension likely (~1/729 a user): reached, and equal to the definition
     assert mp._prf_definition(0, 2_000) == []
+    assert mp.mechanism_paths_layer(seed=0, quick=True, names=("memoized-krr",))["passed"]  # as the layer calls it
     monkeypatch.setattr(mp, "_PERSON", b"another-person")  # a reference of another PRF: every report differs
     assert mp._prf_definition(0, 2_000)[0].startswith("memoized permanent reports differ")
