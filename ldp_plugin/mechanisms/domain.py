@@ -389,11 +389,12 @@ def check_codes(codes: Any, size: int, what: str = "item codes", *, ndim: int = 
         raise LDPInputError(f"encoded {what} must be a {ndim}-d integer array (got an array with {arr.ndim} dimensions)")
     if arr.size and (arr.dtype.kind not in "iu" or arr.dtype == np.bool_):
         raise LDPInputError(f"encoded {what} must be integers in [0, {size}) (got dtype {arr.dtype})")
-    if arr.size:
-        bad = (arr < 0) | (arr >= size)
-        if bad.any():
-            raise LDPInputError(f"encoded {what} must be integers in [0, {size}): the one at position {int(np.flatnonzero(bad.reshape(-1))[0])} is not")
-    return arr.astype(np.int64, copy=False)
+    out = arr.astype(np.int64, copy=False)  # a uint64 past 2**63 wraps negative here: still refused below
+    # one reduction, no temporary: read as unsigned, a negative code is past every size
+    if out.size and int(out.view(np.uint64).max()) >= size:
+        bad = (out < 0) | (out >= size)
+        raise LDPInputError(f"encoded {what} must be integers in [0, {size}): the one at position {int(np.flatnonzero(bad.reshape(-1))[0])} is not")
+    return out
 
 
 def check_offsets(offsets: Any, n_codes: int) -> np.ndarray:

@@ -10,9 +10,10 @@ a Python list, tuple or object array of ``str``/``bytes``.
   the width and does not itself end in NUL; categories that do not fit, or end in NUL, can never be
   an element of the array and are left out of the table (``"a\\x00"`` never matches ``"a"``).
 * :func:`list_codes` — a list, tuple or object array: one compiled pass that reads each exact
-  ``str``/``bytes`` through CPython's C API and looks its bytes up in a table of the categories'
-  UTF-8 bytes (numba), else one dictionary lookup per value in a single C-level pass (``map``
-  into ``np.fromiter``), the reference.
+  ``str`` (its canonical text) or ``bytes`` in place, at the offsets
+  :func:`~.object_layout.object_layout` confirmed on this interpreter, and looks it up in a table
+  of the categories' texts and UTF-8 bytes (numba), else one dictionary lookup per value in a
+  single C-level pass (``map`` into ``np.fromiter``), the reference.
 
 Against ``str`` categories a bytes value (an ``S`` array's element, ``bytes`` in a list) is read
 as UTF-8 text: it matches the category whose UTF-8 encoding it is.
@@ -33,6 +34,7 @@ import numpy as np
 
 from .aggregate_kernels import _splits, _workers, split_run
 from .kernels import select_table
+from .object_layout import canonical_text, object_layout
 
 __all__ = ["text_kind", "fixed_width_codes", "list_codes", "lookup_backend"]
 
@@ -279,22 +281,31 @@ def _text_index(categories: tuple) -> dict:
 
 @functools.lru_cache(maxsize=64)
 def _object_table(categories: tuple, words_of) -> tuple:
-    """``(table, longest)`` of the compiled list lookup: row ``j`` is ``[length, word 0, …]`` of
-    label ``j``'s bytes (UTF-8 for a ``str``), zeros past its own words (``words_of`` is the
-    compiled :func:`~._numba_lookup.label_words`, which reads them as the lookup reads a value)."""
-    labels = [_utf8(c) for c in categories]
-    lengths = np.array([len(c) for c in labels], dtype=np.int64)
+    """``(table, longest)`` of the compiled list lookup: a row ``[key, word 0, …]`` (zeros past its
+    own words) for each form a category's value takes in memory — a ``str`` label's canonical
+    text (key ``nbytes·8 + width``, :func:`~.object_layout.canonical_text`) and its UTF-8 bytes
+    (key ``nbytes·8``: a ``bytes`` value read as UTF-8), a ``bytes`` label's bytes (key
+    ``nbytes·8``) — each with the label's code; ``longest`` the most bytes of any row.
+    ``words_of`` is the compiled :func:`~._numba_lookup.label_words`, which reads them as the
+    lookup reads a value."""
+    forms = []
+    for code, c in enumerate(categories):
+        if isinstance(c, str):
+            forms.append((code, *canonical_text(c)))
+        forms.append((code, 0, _utf8(c)))
+    lengths = np.array([len(b) for _, _, b in forms], dtype=np.int64)
     longest = int(lengths.max())
     starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
-    buf = np.frombuffer(b"".join(labels) + b"\x00", dtype=np.uint8)
-    rows = np.zeros((len(labels), 1 + max(1, -(-longest // 8))), dtype=np.uint64)
-    words_of(buf, starts, lengths, rows)
-    return _Table(rows, np.arange(len(labels), dtype=np.int64)), longest
+    buf = np.frombuffer(b"".join(b for _, _, b in forms) + b"\x00", dtype=np.uint8)
+    key_words = np.array([8 * len(b) + w for _, w, b in forms], dtype=np.uint64)
+    rows = np.zeros((len(forms), 1 + max(1, -(-longest // 8))), dtype=np.uint64)
+    words_of(buf, starts, lengths, key_words, rows)
+    return _Table(rows, np.array([code for code, _, _ in forms], dtype=np.int64)), longest
 
 
 def _object_source(values: Any) -> Optional[tuple]:
     """``(address, kind)`` of the items the compiled list pass reads: a list (0) or tuple (1) by
-    its own address, a 1-d contiguous object array (2) by its buffer of object pointers (the array
+    its own address (the kernel reads its length and item pointers itself), a 1-d contiguous object array (2) by its buffer of object pointers (the array
     holds a reference to each); None for anything else (subclasses may read their items otherwise)."""
     if type(values) is list or type(values) is tuple:
         return id(values), int(type(values) is tuple)
@@ -311,24 +322,28 @@ def list_codes(values: Any, categories: tuple, *, backend: Optional[str] = None)
     None when the categories are not text or a value is not hashable: the caller's general path
     then names the problem.
 
-    Compiled (numba backend): one pass over the items in C — each exact ``str`` read as its UTF-8
-    bytes, each exact ``bytes`` as its bytes, no Python object made (the GIL held, so nothing
-    changes the list meanwhile). A batch that is not all categories, or holds any other item (a
-    subclass, another type, a string with a lone surrogate), is decided by the dictionary pass
-    instead, so every refusal and every ``None`` is that pass's. The dictionary pass (the numpy
-    backend, and the reference): ``dict.get`` mapped over the list into ``np.fromiter``. Measured
-    against joining the list into one buffer and splitting it in a compiled pass: the join alone
-    costs about as much as the dictionary pass. ``backend``: as :func:`fixed_width_codes`."""
+    Compiled (numba backend, on an interpreter whose object layout :func:`~.object_layout.object_layout`
+    confirms): one pass over the items in place — each exact ``str`` read as its canonical text
+    (width and characters: it matches a label iff ``==`` says so), each exact ``bytes`` as its
+    bytes (a label's UTF-8 form), no call and no Python object per item, the next items' objects
+    prefetched (the GIL held, so nothing changes the list or its items meanwhile). A batch that is
+    not all categories, or holds any other item (a subclass, another type, a legacy non-compact
+    string), is decided by the dictionary pass instead, so every refusal and every ``None`` is that
+    pass's. The dictionary pass (the numpy backend, another interpreter, and the reference):
+    ``dict.get`` mapped over the list into ``np.fromiter``. Measured against joining the list into
+    one buffer and splitting it in a compiled pass: the join alone costs about as much as the
+    dictionary pass. ``backend``: as :func:`fixed_width_codes`."""
     kind = text_kind(categories)
     if kind is None:  # labels of other types: bool and int are told apart by the caller's general path
         return None
     n = len(values)
-    run = _kernels(n, backend)
-    source = _object_source(values)
-    if run is not None and n and source is not None:
+    layout = object_layout()
+    run = _kernels(n, backend) if layout is not None else None
+    source = _object_source(values) if run is not None else None
+    if source is not None and n:
         table, longest = _object_table(categories, run["label_words"])
         out = np.empty(n, dtype=np.int64)
-        bad, _ = run["lookup_objects"](source[0], n, source[1], id(str), id(bytes), kind is str, longest,
+        bad, _ = run["lookup_objects"](source[0], n, source[1], layout, longest,
                                       table.cols, table.keys, table.shift, table.slots, table.rows, table.codes, out)
         if bad < 0:
             return out, -1

@@ -60,7 +60,7 @@ from scipy import stats
 
 from .._errors import LDPInputError, LDPParameterError
 from ..sampling import RandomSource, SecureRandomSource, SeededRandomSource, as_source, chunk_source
-from ..sampling import _env, aggregate_kernels as agg, bernoulli, kernels, poisson, row_lookup, sparse, subsets
+from ..sampling import _env, aggregate_kernels as agg, bernoulli, kernels, object_layout, poisson, row_lookup, sparse, subsets
 from ..sampling.cipher import random_backend
 from ..sampling.trace import PathTrace
 from .production import kernel_env, numba_available
@@ -85,6 +85,7 @@ IMPLEMENTATIONS: dict = {
     "hashed_support": agg.hashed_support,
     "sorted_rows_histogram": agg.sorted_rows_histogram,
     "fixed_width_codes": row_lookup.fixed_width_codes,
+    "list_codes": row_lookup.list_codes,
 }
 
 
@@ -540,6 +541,72 @@ def _lookup(run: _Run, seed: int, quick: bool) -> None:
         run.fail("lookup: list_codes against str categories: not the dictionary lookup (bytes read as UTF-8)")
     if row_lookup.list_codes([["unhashable"]], texts) is not None or row_lookup.list_codes(["a"], (1, 2)) is not None:
         run.fail("lookup: list_codes did not leave an unhashable value or non-text categories to the general path")
+    _list_lookup(run, rng, quick)
+    _layout_probe(run)
+
+
+#: texts of every canonical width (1 byte ASCII and Latin-1, 2 bytes, 4 bytes; lone surrogates),
+#: with pairs of one byte string in two widths ("ab" and U+6261 are both the bytes ``ab``;
+#: "\x00\x01" and U+0100 both ``00 01``; U+6261 and "ab\x00\x00" in four and one byte): a value
+#: matches a category only at its own width
+_WIDTH_TEXTS = ("", "a", "ab", "\u6261", "ab\x00\x00", "\x00\x01", "\u0100", "\U00006261", "é", "été", "日本", "مرحبا",
+                "\ud800", "a\ud800", "😀", "a😀", "𠀀𠀁", "x" * 17, "日" * 9, "😀" * 5)
+
+
+def _list_lookup(run: _Run, rng: np.random.Generator, quick: bool) -> None:
+    """The list lookup (a list, tuple or object array of ``str``/``bytes``) on both backends equals
+    the dictionary lookup, on texts of every width and their UTF-8 bytes, whole or with a value
+    that is no category (a text one character off, or the same bytes in another width)."""
+    lookup = run.impl["list_codes"]
+    cats = tuple(c for c in _WIDTH_TEXTS if c != "\U00006261")  # its one-byte twin "ab\x00\x00" is a category
+    index = {c: i for i, c in enumerate(cats)}
+    index.update({c.encode("utf-8", "surrogatepass"): i for i, c in enumerate(cats)})
+    for n in (1, 7, 300) + (() if quick else (70_001,)):
+        picks = rng.integers(0, len(cats), n)
+        values = ["".join(chr(ord(ch)) for ch in cats[i]) for i in picks.tolist()]  # fresh objects
+        if n > 3:
+            values[1] = values[1].encode("utf-8", "surrogatepass")
+        variants = [values]
+        for miss in ("\U00006261", "aé", "日", b"\xe9"):
+            v = list(values)
+            v[n // 2] = miss
+            variants.append(v)
+        for j, v in enumerate(variants):
+            want = np.array([index.get(x, -1) for x in v], dtype=np.int64)
+            want_bad = int(np.flatnonzero(want < 0)[0]) if (want < 0).any() else -1
+            arr = np.empty(len(v), dtype=object)
+            arr[:] = v
+            for form, seq in (("list", v), ("tuple", tuple(v)), ("object array", arr)):
+                for b in run.backends:
+                    run.cases["lookup"] += 1
+                    got = lookup(seq, cats, backend=b)
+                    if got is None or got[1] != want_bad or (want_bad < 0 and not np.array_equal(got[0], want)):
+                        run.fail(f"lookup: a {form} of {n} texts of every width, variant {j}: not the dictionary lookup ({b})")
+
+
+def _layout_probe(run: _Run) -> None:
+    """The object layout the compiled list lookup reads is confirmed field by field: with any one
+    header field moved the probe gives None (and the list lookup then takes the dictionary pass);
+    restored, it confirms the layout again."""
+    probe = object_layout.object_layout
+    if probe() is None:
+        return  # another interpreter: the dictionary pass runs, and is held to the reference above
+    header = object_layout._HEADER
+    for field, value in list(header.items()):
+        if field == "list_items_offset":
+            continue  # followed as a pointer: reached only after every other field is confirmed
+        for wrong in (value - 1, value + 1, value + 8):
+            run.cases["lookup"] += 1
+            header[field] = wrong
+            probe.cache_clear()
+            try:
+                if probe() is not None:
+                    run.fail(f"lookup: the object layout probe confirmed {field} = {wrong} (it is {value})")
+            finally:
+                header[field] = value
+                probe.cache_clear()
+    if probe() is None:
+        run.fail("lookup: the object layout probe no longer confirms this interpreter's layout")
 
 
 # -- the secure source and the sampling API ---------------------------------------------------------

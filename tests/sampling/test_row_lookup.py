@@ -13,6 +13,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 import ldp_plugin as ldp
 from ldp_plugin._errors import LDPInputError
 from ldp_plugin.sampling import row_lookup as rl
+from ldp_plugin.sampling.object_layout import object_layout
 
 from .test_aggregate_kernels import backend  # noqa: F401  (the fixture: both kernel backends)
 
@@ -173,7 +174,7 @@ def test_compiled_list_pass_equals_the_dictionary_pass(monkeypatch, kind):
         for container in (list, tuple):
             seq = container(values)
             out = np.empty(len(seq), dtype=np.int64)
-            got = run["lookup_objects"](id(seq), len(seq), int(container is tuple), id(str), id(bytes), kind is str, longest,
+            got = run["lookup_objects"](id(seq), len(seq), int(container is tuple), object_layout(), longest,
                                         table.cols, table.keys, table.shift, table.slots, table.rows, table.codes, out)
             assert got == (-1, 0)  # every item read in the compiled pass, every one a category
             _check((out, -1), list(seq), list(cats))
@@ -186,7 +187,7 @@ def test_compiled_list_pass_equals_the_dictionary_pass(monkeypatch, kind):
     for miss in near:  # a near miss is no category, at its own position, whatever is around it
         values = [cats[1], cats[-1], miss, cats[0]]
         out = np.empty(4, dtype=np.int64)
-        got = run["lookup_objects"](id(values), 4, 0, id(str), id(bytes), kind is str, longest,
+        got = run["lookup_objects"](id(values), 4, 0, object_layout(), longest,
                                     table.cols, table.keys, table.shift, table.slots, table.rows, table.codes, out)
         assert got == (2, 0)
         _check(rl.list_codes(values, cats), values, list(cats))
@@ -204,14 +205,19 @@ def test_compiled_list_pass_hands_other_items_to_the_dictionary_pass(monkeypatch
 
     cats = ("a", "\ud800", "日本", "b")
     table, longest = rl._object_table(cats, run["label_words"])
-    for values, where in ((["a", Text("b"), "a"], 1), (["b", "\ud800"], 1), (["a", 3, "b"], 1), ([None], 0), ([b"a", Raw(b"a")], 1)):
+    for values, where in ((["a", Text("b"), "a"], 1), (["a", 3, "b"], 1), ([None], 0), ([b"a", Raw(b"a")], 1)):
         out = np.empty(len(values), dtype=np.int64)
-        got = run["lookup_objects"](id(values), len(values), 0, id(str), id(bytes), True, longest,
+        got = run["lookup_objects"](id(values), len(values), 0, object_layout(), longest,
                                     table.cols, table.keys, table.shift, table.slots, table.rows, table.codes, out)
         assert got == (where, 1)
         _check(rl.list_codes(values, cats), values, list(cats))
-    # the UTF-8 form of a lone surrogate category (surrogatepass) is read in the compiled pass
-    assert rl.list_codes([b"\xed\xa0\x80", "b"], cats)[0].tolist() == [1, 3]
+    # a lone surrogate is read in place (its two-byte canonical text), and so is its UTF-8 form
+    # (surrogatepass) as bytes
+    values = ["b", "\ud800", b"\xed\xa0\x80"]
+    out = np.empty(3, dtype=np.int64)
+    assert run["lookup_objects"](id(values), 3, 0, object_layout(), longest, table.cols, table.keys, table.shift,
+                                 table.slots, table.rows, table.codes, out) == (-1, 0)
+    assert out.tolist() == [3, 1, 1]
     assert rl.list_codes(["a", ["x"]], cats) is None  # unhashable, after the compiled pass stopped there
     assert rl.list_codes(["zz", ["x"]], cats) is None  # an unknown value first: still the dictionary pass's answer
     # bytes categories: a str item is no category (the dictionary pass says where)
@@ -273,6 +279,65 @@ def test_compiled_list_pass_counts_the_items_itself(monkeypatch):
     values = ["a", "b", "a"]
     for n in (4, 2):
         out = np.empty(4, dtype=np.int64)
-        got = run["lookup_objects"](id(values), n, 0, id(str), id(bytes), True, longest,
+        got = run["lookup_objects"](id(values), n, 0, object_layout(), longest,
                                     table.cols, table.keys, table.shift, table.slots, table.rows, table.codes, out)
         assert got == (0, 1)
+
+
+def test_the_object_layout_is_confirmed_field_by_field(monkeypatch):
+    # this interpreter (CPython, 64-bit, little-endian) is read in place; a layout with any one
+    # header field somewhere else is not confirmed, and the list lookup then takes the dictionary pass
+    from ldp_plugin.sampling import object_layout as ol
+    layout = ol.object_layout()
+    assert layout is not None and dict(zip(ol.LAYOUT_FIELDS, layout.tolist()))["str_type"] == id(str)
+    for field, value in ol._HEADER.items():
+        if field == "list_items_offset":
+            continue  # followed as a pointer: the probe reaches it only with every other field confirmed
+        for wrong in (value - 1, value + 1, value + 8):
+            monkeypatch.setitem(ol._HEADER, field, wrong)
+            ol.object_layout.cache_clear()
+            try:
+                assert ol.object_layout() is None, (field, wrong)
+                if field == "kind_shift":
+                    monkeypatch.setattr(rl, "object_layout", ol.object_layout)
+                    _check(rl.list_codes(["b", "a"], ("a", "b"), backend="numba"), ["b", "a"], ["a", "b"])
+            finally:
+                monkeypatch.setitem(ol._HEADER, field, value)
+                ol.object_layout.cache_clear()
+    assert ol.object_layout() is not None
+
+
+# texts of every canonical width, ASCII and not: Latin-1 (one byte, not ASCII), two bytes (CJK,
+# Arabic, a lone surrogate), four bytes (emoji, astral CJK), and the same characters in other widths
+_WIDE_CATS = ["", "a", "é", "été", "ÿ", "Ā", "日本", "日本語のテキスト", "مرحبا", "\ud800", "\udfff", "a\ud800",
+              "😀", "😀x", "a😀", "𠀀𠀁", "Ω", "x" * 9, "é" * 9, "日" * 9, "😀" * 9, "a\x00b"]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(picks=st.lists(st.integers(0, len(_WIDE_CATS) - 1), max_size=40),
+       extra=st.lists(st.text(max_size=6), max_size=4), container=st.sampled_from([list, tuple, "object array"]))
+def test_compiled_list_pass_is_python_equality_in_every_width(monkeypatch, picks, extra, container):
+    # the compiled pass compares each string's width and canonical bytes: it agrees with the
+    # dictionary pass (Python's hash and ==) on texts of every width, and on drawn texts that may
+    # or may not be categories (a near miss in another width is none)
+    _compiled()
+    monkeypatch.setenv("LDP_PLUGIN_KERNELS", "numba")
+    cats = tuple(_WIDE_CATS)
+    values = [cats[i] for i in picks] + extra + [cats[i].encode("utf-8", "surrogatepass") for i in picks[:3]]
+    values = ["".join(chr(ord(ch)) for ch in v) if isinstance(v, str) else v for v in values]  # fresh objects
+    if container == "object array":
+        seq = np.empty(len(values), dtype=object)
+        seq[:] = values
+    else:
+        seq = container(values)
+    table, longest = rl._object_table(cats, rl._kernels(1, "numba")["label_words"])
+    out = np.empty(len(values), dtype=np.int64)
+    address, source = rl._object_source(seq)
+    got = rl._kernels(1, "numba")["lookup_objects"](address, len(values), source, object_layout(), longest, table.cols,
+                                                    table.keys, table.shift, table.slots, table.rows, table.codes, out)
+    want, want_bad = _reference(values, list(cats))
+    assert got == (want_bad, 0)  # every item read in place: the first that is no category, or none
+    if want_bad < 0:
+        assert out.tolist() == want
+    _check(rl.list_codes(seq, cats, backend="numba"), values, list(cats))
+    _check(rl.list_codes(seq, cats, backend="numpy"), values, list(cats))

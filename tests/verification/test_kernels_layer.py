@@ -41,7 +41,7 @@ def _bugs() -> dict:
     return {bug: (layer, kw) for bug, layer, kw in SYSTEM_BUGS}
 
 
-@pytest.mark.parametrize("bug,family", [("lookup-step-boundary", "lookup"), ("dense-extra-draw", "samplers"), ("column-chunk-edge", "aggregation")])
+@pytest.mark.parametrize("bug,family", [("lookup-step-boundary", "lookup"), ("list-lookup-width-blind", "lookup"), ("dense-extra-draw", "samplers"), ("column-chunk-edge", "aggregation")])
 def test_kernels_layer_catches_its_seeded_bugs(bug, family):
     if not NUMBA and bug == "dense-extra-draw":
         pytest.skip("the consumed-randomness check compares two backends")

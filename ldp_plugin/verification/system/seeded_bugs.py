@@ -29,7 +29,7 @@ import operator
 import os
 from fractions import Fraction
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Optional
 
 import numpy as np
 
@@ -47,7 +47,8 @@ from ...mechanisms import KRR
 from ...mechanisms._base import FrequencyAccumulator
 from ...registry import load_registry
 from ...sampling.aggregate_kernels import _TREE_ROWS, packed_column_counts
-from ...sampling.row_lookup import _STEP, fixed_width_codes
+from ...sampling.object_layout import canonical_text
+from ...sampling.row_lookup import _STEP, fixed_width_codes, list_codes
 from .runtime_bugs import RUNTIME_BUGS
 
 __all__ = ["SYSTEM_BUGS"]
@@ -147,6 +148,21 @@ def lookup_step_boundary(values: Any, categories: tuple, *, backend: Any = None)
     return codes, bad
 
 
+def list_lookup_width_blind(values: Any, categories: tuple, *, backend: Any = None) -> Optional[tuple]:
+    """The list lookup that compares a string's canonical bytes but not their width (on the
+    compiled backend): ``"ab"`` and U+6261, both the bytes ``ab``, take one code."""
+    got = list_codes(values, categories, backend=backend)
+    if backend != "numba" or got is None or not all(isinstance(c, str) for c in categories):
+        return got
+    by_bytes: dict = {}
+    for code, c in enumerate(categories):
+        by_bytes.setdefault(canonical_text(c)[1], code)
+    utf8 = {c.encode("utf-8", "surrogatepass"): code for code, c in enumerate(categories)}
+    codes = np.array([by_bytes.get(canonical_text(v)[1], -1) if type(v) is str else utf8.get(v, -1) for v in values], dtype=np.int64)
+    bad = np.flatnonzero(codes < 0)
+    return codes, int(bad[0]) if bad.size else -1
+
+
 def column_chunk_edge(packed: np.ndarray, d: int, backend: Any = None) -> np.ndarray:
     """The packed column counts whose numpy twin skips the last row of each chunk of ``2**15`` rows."""
     if backend == "numpy" and packed.shape[0] > _TREE_ROWS:
@@ -243,6 +259,7 @@ SYSTEM_BUGS = (
     ("replay-blind-analyzer", "analyzer", {"analyze": replay_blind_analyze}),
     ("shared-nonce-reply", "wire", {"answer": shared_nonce_answer, "names": ("krr", "l-grr", "wheel")}),
     ("lookup-step-boundary", "kernels", {"impl": {"fixed_width_codes": lookup_step_boundary}, "only": ("lookup",)}),
+    ("list-lookup-width-blind", "kernels", {"impl": {"list_codes": list_lookup_width_blind}, "only": ("lookup",)}),
     ("dense-extra-draw", "kernels", {"impl": {"packed": dense_extra_draw}, "only": ("samplers",)}),
     ("column-chunk-edge", "kernels", {"impl": {"packed_column_counts": column_chunk_edge}, "only": ("aggregation",)}),
     ("one-stream-executor", "executors", {"local": OneStreamExecutor}),
