@@ -184,16 +184,22 @@ PREFETCH_ITEMS = 64
 _TYPE, _SIZE, _LIST_ITEMS, _TUPLE_ITEMS, _STATE, _KIND_SHIFT, _COMPACT_BIT, _ASCII_BIT, _ASCII_DATA, _COMPACT_DATA, _BYTES_DATA, _STR_TYPE, _BYTES_TYPE = range(13)
 
 
-@nb.njit(cache=_CACHE)
-def lookup_objects(seq, n, source, layout, longest, cols, keys, shift, slots, rows, codes, out):  # pragma: no cover - compiled
-    # out[i] = the code of item i, i in [0, n), of the list (source 0) or tuple (1) at address
-    # seq, or of the n object pointers at address seq (2: a 1-d object array's buffer), each read
-    # at the offsets of layout (object_layout). Returns (-1, 0) when every item is a category;
-    # (i, 0) when item i is a str/bytes that is no category; (i, 1) when item i is not read here
-    # (not an exact str or bytes, a non-compact string); (0, 1) when the sequence no longer has n
-    # items (another thread changed it since the caller counted). longest: the longest row's byte
-    # count. Holds the GIL (not nogil): nothing changes the sequence or its items while it runs.
-    # Unsigned table indices, as in lookup_fixed.
+@nb.njit(inline="always")
+def _items_of(seq, n, source, layout):  # pragma: no cover - compiled
+    # the address of the item pointers of the list (source 0) or tuple (1) at seq, or seq itself
+    # (2: an object array's buffer); -1 when a list or tuple no longer has n items
+    if source == 2:
+        return seq
+    if np.int64(load_at(seq + layout[_SIZE])) != n:
+        return -1
+    return np.int64(load_at(seq + layout[_LIST_ITEMS])) if source == 0 else seq + layout[_TUPLE_ITEMS]
+
+
+@nb.njit(inline="always")
+def _lookup_range(items, lo, hi, layout, longest, cols, keys, shift, slots, rows, codes, out):  # pragma: no cover - compiled
+    # out[i] = the code of the object at items[i] for i in [lo, hi), read at layout's offsets;
+    # (-1, 0) when each is a category, (i, 0) at the first str/bytes that is no category, (i, 1) at
+    # the first item not read here (not an exact str or bytes, a non-compact string)
     width = np.uint64(rows.shape[1])
     flat = rows.ravel()
     c = cols.shape[0]
@@ -202,14 +208,8 @@ def lookup_objects(seq, n, source, layout, longest, cols, keys, shift, slots, ro
     kind_shift, compact_bit, ascii_bit = np.uint64(layout[_KIND_SHIFT]), np.uint64(layout[_COMPACT_BIT]), np.uint64(layout[_ASCII_BIT])
     ascii_data, compact_data, bytes_data = layout[_ASCII_DATA], layout[_COMPACT_DATA], layout[_BYTES_DATA]
     str_type, bytes_type = layout[_STR_TYPE], layout[_BYTES_TYPE]
-    if source == 2:
-        items = seq
-    else:
-        if np.int64(load_at(seq + size_at)) != n:
-            return 0, 1
-        items = np.int64(load_at(seq + layout[_LIST_ITEMS])) if source == 0 else seq + layout[_TUPLE_ITEMS]
-    for i in range(n):
-        if i + PREFETCH_ITEMS < n:
+    for i in range(lo, hi):
+        if i + PREFETCH_ITEMS < hi:
             prefetch(np.int64(load_at(items + 8 * (i + PREFETCH_ITEMS))))
         obj = np.int64(load_at(items + 8 * i))
         kind = np.int64(load_at(obj + type_at))
@@ -258,4 +258,144 @@ def lookup_objects(seq, n, source, layout, longest, cols, keys, shift, slots, ro
     return -1, 0
 
 
-KERNELS = {"lookup_fixed": lookup_fixed, "label_words": label_words, "lookup_objects": lookup_objects}
+@nb.njit(cache=_CACHE)
+def lookup_objects(seq, n, source, layout, longest, cols, keys, shift, slots, rows, codes, out):  # pragma: no cover - compiled
+    # out[i] = the code of item i, i in [0, n), of the list (source 0) or tuple (1) at address
+    # seq, or of the n object pointers at address seq (2: a 1-d object array's buffer), each read
+    # at the offsets of layout (object_layout). Returns (-1, 0) when every item is a category;
+    # (i, 0) when item i is a str/bytes that is no category; (i, 1) when item i is not read here
+    # (not an exact str or bytes, a non-compact string); (0, 1) when the sequence no longer has n
+    # items (another thread changed it since the caller counted). longest: the longest row's byte
+    # count. Holds the GIL (not nogil): nothing changes the sequence or its items while it runs.
+    # Unsigned table indices, as in lookup_fixed.
+    items = _items_of(seq, n, source, layout)
+    if items < 0:
+        return 0, 1
+    return _lookup_range(items, 0, n, layout, longest, cols, keys, shift, slots, rows, codes, out)
+
+
+# -- the same lookup on two threads, the GIL held throughout ----------------------------------------
+# The calling thread runs lookup_objects_led (GIL held, not nogil): nothing can change the sequence
+# or free an item while it runs. A pool thread runs lookup_objects_helper (nogil) on the same
+# control words, a fresh int64 array per call: it announces itself (STATE 0 -> 1, compare-and-swap)
+# and waits; the caller's Python code waits for that announcement before it calls the led kernel
+# (a helper that has not announced itself by then is cancelled: STATE 0 -> 3, and runs nothing
+# when it starts; a caller interrupted before its led kernel sends an announced helper away:
+# STATE 1 -> 3). The led kernel reads the sequence's item pointers, publishes them (ITEMS, N),
+# sets STATE 2 (release), and both threads take chunks of ``chunk`` items from one counter (atomic
+# add) until none is left; the helper then acknowledges (DONE 1, release) and reads nothing more,
+# and the led kernel returns only after that acknowledgement — so every read of the sequence
+# happens while the caller holds the GIL. Each chunk's first bad position goes to bads[chunk].
+_STATE_AT, _NEXT_AT, _DONE_AT, _ITEMS_AT, _N_AT = 0, 1, 2, 3, 4
+def _word_ptr(context, builder, signature, args):
+    """The address of word ``args[1]`` of the int64 array ``args[0]``."""
+    base = context.make_array(signature.args[0])(context, builder, args[0]).data
+    return builder.gep(base, [args[1]])
+
+
+@intrinsic
+def atomic_load(typingctx, words, k):
+    """Word ``k`` of an int64 array, read with acquire ordering."""
+    def codegen(context, builder, signature, args):
+        return builder.load_atomic(_word_ptr(context, builder, signature, args), "acquire", 8)
+
+    return types.int64(words, types.int64), codegen
+
+
+@intrinsic
+def atomic_store(typingctx, words, k, value):
+    """Word ``k`` of an int64 array set to ``value`` with release ordering."""
+    def codegen(context, builder, signature, args):
+        builder.store_atomic(args[2], _word_ptr(context, builder, signature, args), "release", 8)
+        return context.get_dummy_value()
+
+    return types.void(words, types.int64, types.int64), codegen
+
+
+@intrinsic
+def atomic_add(typingctx, words, k, value):
+    """Word ``k`` of an int64 array increased by ``value`` atomically (sequentially consistent);
+    returns the value before."""
+    def codegen(context, builder, signature, args):
+        return builder.atomic_rmw("add", _word_ptr(context, builder, signature, args), args[2], "seq_cst")
+
+    return types.int64(words, types.int64, types.int64), codegen
+
+
+@intrinsic
+def atomic_cas(typingctx, words, k, expected, value):
+    """Word ``k`` of an int64 array set to ``value`` iff it holds ``expected``, atomically
+    (sequentially consistent); returns whether it did."""
+    def codegen(context, builder, signature, args):
+        pair = builder.cmpxchg(_word_ptr(context, builder, signature, args), args[2], args[3], "seq_cst", "seq_cst")
+        return builder.extract_value(pair, 1)
+
+    return types.boolean(words, types.int64, types.int64, types.int64), codegen
+
+
+@nb.njit(inline="always")
+def _take_chunks(flags, items, n, layout, longest, cols, keys, shift, slots, rows, codes, out, bads, stops):  # pragma: no cover - compiled
+    # chunk j is [j·chunk, (j + 1)·chunk) with chunk = ⌈n / bads.size⌉
+    chunks = bads.shape[0]
+    chunk = (n + chunks - 1) // chunks
+    while True:
+        j = atomic_add(flags, _NEXT_AT, 1)
+        if j >= chunks:
+            return
+        lo = j * chunk
+        bad, stop = _lookup_range(items, lo, min(n, lo + chunk), layout, longest, cols, keys, shift, slots, rows, codes, out)
+        bads[j] = bad
+        stops[j] = stop
+
+
+@nb.njit(cache=_CACHE)
+def lookup_objects_led(flags, seq, n, source, layout, longest, cols, keys, shift, slots, rows, codes, out, bads, stops):  # pragma: no cover - compiled
+    # lookup_objects on two threads (the protocol above): the caller's part, GIL held. The helper
+    # has announced itself (STATE 1). Returns as lookup_objects, after the helper's acknowledgement.
+    items = _items_of(seq, n, source, layout)
+    if items < 0:
+        atomic_store(flags, _STATE_AT, 3)  # nothing to read: the helper leaves
+    else:
+        atomic_store(flags, _ITEMS_AT, items)
+        atomic_store(flags, _N_AT, n)
+        atomic_store(flags, _STATE_AT, 2)
+        _take_chunks(flags, items, n, layout, longest, cols, keys, shift, slots, rows, codes, out, bads, stops)
+    while atomic_load(flags, _DONE_AT) == 0:
+        pass
+    if items < 0:
+        return 0, 1
+    for j in range(bads.shape[0]):  # chunks in order: the first bad chunk holds the first bad item
+        if bads[j] >= 0:
+            return bads[j], stops[j]
+    return -1, 0
+
+
+@nb.njit(cache=_CACHE)
+def lookup_objects_cancel(flags, started):  # pragma: no cover - compiled
+    # the caller's cancellation of its helper: True iff the helper had not announced itself
+    # (STATE 0 -> 3: it runs nothing when it starts) or, with started, was still waiting for the
+    # items (STATE 1 -> 3: it leaves); False when it announced itself first (without started)
+    if atomic_cas(flags, _STATE_AT, 0, 3):
+        return True
+    return started and atomic_cas(flags, _STATE_AT, 1, 3)
+
+
+@nb.njit(nogil=True, cache=_CACHE)
+def lookup_objects_helper(flags, layout, longest, cols, keys, shift, slots, rows, codes, out, bads, stops):  # pragma: no cover - compiled
+    # the pool thread's part of the two-thread lookup (the protocol above); returns whether it ran
+    if not atomic_cas(flags, _STATE_AT, 0, 1):  # cancelled before it started
+        atomic_store(flags, _DONE_AT, 1)
+        return False
+    state = atomic_load(flags, _STATE_AT)
+    while state == 1:
+        state = atomic_load(flags, _STATE_AT)
+    if state == 2:
+        _take_chunks(flags, atomic_load(flags, _ITEMS_AT), atomic_load(flags, _N_AT), layout, longest, cols, keys, shift,
+                     slots, rows, codes, out, bads, stops)
+    atomic_store(flags, _DONE_AT, 1)
+    return state == 2
+
+
+KERNELS = {"lookup_fixed": lookup_fixed, "label_words": label_words, "lookup_objects": lookup_objects,
+           "lookup_objects_led": lookup_objects_led, "lookup_objects_helper": lookup_objects_helper,
+           "lookup_objects_cancel": lookup_objects_cancel}

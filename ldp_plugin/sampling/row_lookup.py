@@ -28,11 +28,14 @@ from __future__ import annotations
 
 import functools
 import itertools
+import os
+import time
 from typing import Any, Optional
 
 import numpy as np
 
 from .aggregate_kernels import _splits, _workers, split_run
+from .runner import _thread_pool
 from .kernels import select_table
 from .object_layout import canonical_text, object_layout
 
@@ -45,6 +48,12 @@ _MAX_RUN = 32
 _STEP = 1 << 16
 #: values per thread share of the compiled lookups
 _SPLIT = 1 << 18
+#: items from which the compiled list lookup runs on two threads
+_LIST_SPLIT = 1 << 18
+#: items a chunk of the two-thread list lookup takes (the threads take chunks from one counter)
+_CHUNK = 1 << 14
+#: seconds the list lookup waits for its pool thread to start before it runs on one thread
+_HELPER_WAIT = 0.002
 
 
 def _kernels(work: int, backend: Optional[str] = None) -> dict | None:
@@ -315,6 +324,34 @@ def _object_source(values: Any) -> Optional[tuple]:
     return None
 
 
+def _two_thread_objects(run: dict, source: tuple, n: int, args: tuple) -> int:
+    """The compiled list lookup on the calling thread and one pool thread, the GIL held by the
+    caller throughout every read of the sequence (the protocol in :mod:`._numba_lookup`): the pool
+    thread announces itself inside its ``nogil`` kernel, then the caller's kernel (which never
+    releases the GIL) publishes the item pointers, both take chunks, and the caller's kernel
+    returns only after the pool thread has acknowledged that it reads nothing more. A pool thread
+    that has not announced itself within :data:`_HELPER_WAIT` seconds (a busy pool, a loaded
+    machine) is cancelled and the caller runs the one-thread kernel: the same codes, the same
+    first position; a caller interrupted before its kernel sends the pool thread away. Returns the
+    first position that is not a category's, or −1."""
+    chunks = -(-n // _CHUNK)
+    bads, stops = np.full(chunks, -1, dtype=np.int64), np.zeros(chunks, dtype=np.int64)
+    flags = np.zeros(5, dtype=np.int64)
+    _thread_pool(1).submit(run["lookup_objects_helper"], flags, *args, bads, stops)
+    led = False
+    try:
+        deadline = time.monotonic() + _HELPER_WAIT
+        while flags[0] == 0 and time.monotonic() < deadline:
+            time.sleep(0)  # hands the GIL over: the pool thread needs it to enter its kernel
+        if run["lookup_objects_cancel"](flags, False):
+            return int(run["lookup_objects"](source[0], n, source[1], *args)[0])
+        led = True
+        return int(run["lookup_objects_led"](flags, source[0], n, source[1], *args, bads, stops)[0])
+    finally:
+        if not led:  # interrupted (or alone): a helper waiting for the items leaves, one not started never runs
+            run["lookup_objects_cancel"](flags, True)
+
+
 def list_codes(values: Any, categories: tuple, *, backend: Optional[str] = None) -> Optional[tuple[np.ndarray, int]]:
     """``(codes, bad)`` of a list, tuple or 1-d object array of values against ``str`` or ``bytes``
     categories, as
@@ -343,12 +380,19 @@ def list_codes(values: Any, categories: tuple, *, backend: Optional[str] = None)
     if source is not None and n:
         table, longest = _object_table(categories, run["label_words"])
         out = np.empty(n, dtype=np.int64)
-        bad, _ = run["lookup_objects"](source[0], n, source[1], layout, longest,
-                                      table.cols, table.keys, table.shift, table.slots, table.rows, table.codes, out)
+        args = (layout, longest, table.cols, table.keys, table.shift, table.slots, table.rows, table.codes, out)
+        if n >= _LIST_SPLIT and (os.cpu_count() or 1) > 1:
+            bad = _two_thread_objects(run, source, n, args)
+        else:
+            bad, _ = run["lookup_objects"](source[0], n, source[1], *args)
         if bad < 0:
             return out, -1
+    get = _text_index(categories).get
     try:
-        codes = np.fromiter(map(_text_index(categories).get, values, itertools.repeat(-1)), dtype=np.int64, count=n)
+        try:
+            codes = np.fromiter(map(get, values, itertools.repeat(-1)), dtype=np.int64, count=n)
+        except ValueError:  # shorter than counted: another thread changed it; read it as it is now
+            codes = np.fromiter(map(get, values, itertools.repeat(-1)), dtype=np.int64)
     except TypeError:  # an unhashable value
         return None
     bad = np.flatnonzero(codes < 0)

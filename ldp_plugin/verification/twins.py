@@ -582,6 +582,30 @@ def _list_lookup(run: _Run, rng: np.random.Generator, quick: bool) -> None:
                     got = lookup(seq, cats, backend=b)
                     if got is None or got[1] != want_bad or (want_bad < 0 and not np.array_equal(got[0], want)):
                         run.fail(f"lookup: a {form} of {n} texts of every width, variant {j}: not the dictionary lookup ({b})")
+    _two_thread_list(run, lookup, cats, index, rng)
+
+
+def _two_thread_list(run: _Run, lookup: Callable, cats: tuple, index: dict, rng: np.random.Generator) -> None:
+    """Past ``_LIST_SPLIT`` items the compiled list lookup runs on two threads, chunk by chunk: it
+    equals the dictionary lookup, whole and with misses in two chunks (the first one's position),
+    with the pool thread joining and with it cancelled (a wait of 0 s: the caller runs alone)."""
+    n = row_lookup._LIST_SPLIT + 3
+    values = ["".join(chr(ord(ch)) for ch in cats[i]) for i in rng.integers(0, len(cats), n).tolist()]
+    want = np.array([index[x] for x in values], dtype=np.int64)
+    missed = list(values)
+    first = int(rng.integers(row_lookup._CHUNK, n // 2))
+    missed[first], missed[n - 2] = "\U00006261", None
+    wait = row_lookup._HELPER_WAIT
+    try:
+        for helper_wait in (5.0, 0.0):
+            row_lookup._HELPER_WAIT = helper_wait
+            for b in run.backends:
+                run.cases["lookup"] += 2
+                got, bad = lookup(values, cats, backend=b), lookup(missed, cats, backend=b)
+                if got is None or got[1] != -1 or not np.array_equal(got[0], want) or bad is None or bad[1] != first:
+                    run.fail(f"lookup: a list of {n} texts (two threads, helper wait {helper_wait} s): not the dictionary lookup ({b})")
+    finally:
+        row_lookup._HELPER_WAIT = wait
 
 
 def _layout_probe(run: _Run) -> None:

@@ -6,6 +6,8 @@ position, never echoed."""
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
@@ -14,6 +16,7 @@ import ldp_plugin as ldp
 from ldp_plugin._errors import LDPInputError
 from ldp_plugin.sampling import row_lookup as rl
 from ldp_plugin.sampling.object_layout import object_layout
+from ldp_plugin.sampling.runner import _thread_pool
 
 from .test_aggregate_kernels import backend  # noqa: F401  (the fixture: both kernel backends)
 
@@ -341,3 +344,98 @@ def test_compiled_list_pass_is_python_equality_in_every_width(monkeypatch, picks
         assert out.tolist() == want
     _check(rl.list_codes(seq, cats, backend="numba"), values, list(cats))
     _check(rl.list_codes(seq, cats, backend="numpy"), values, list(cats))
+
+
+def _big_list(n: int, seed: int) -> tuple:
+    cats = tuple(f"item{i:03d}" for i in range(64)) + ("é", "日本", "😀")
+    codes = np.random.default_rng(seed).integers(0, len(cats), n)
+    return cats, codes, ["".join(chr(ord(ch)) for ch in cats[c]) for c in codes.tolist()]
+
+
+def test_two_thread_list_lookup_equals_one_thread(monkeypatch):
+    # past _LIST_SPLIT items the lookup runs on the caller's thread and a pool thread, chunk by
+    # chunk: the same codes and the same first position as one thread, wherever the misses fall
+    run = _compiled()
+    monkeypatch.setenv("LDP_PLUGIN_KERNELS", "numba")
+    monkeypatch.setattr(rl, "_HELPER_WAIT", 5.0)  # the pool thread always joins (the test is about the split)
+    n = rl._LIST_SPLIT + 5 * rl._CHUNK + 3
+    cats, codes, values = _big_list(n, 1)
+    got = rl.list_codes(values, cats)
+    assert got[1] == -1 and np.array_equal(got[0], codes)
+    arr = np.empty(n, dtype=object)
+    arr[:] = values
+    for seq in (tuple(values), arr):
+        assert np.array_equal(rl.list_codes(seq, cats)[0], codes)
+    for misses in ([n - 1], [rl._CHUNK * 7 + 5, rl._CHUNK * 2 + 1], [0, n // 2], [rl._CHUNK - 1, rl._CHUNK]):
+        bad = list(values)
+        for pos in misses:
+            bad[pos] = "zz" if pos % 2 else 3.5  # an unknown text, or an item of another type
+        assert rl.list_codes(bad, cats)[1] == min(misses)
+    table, longest = rl._object_table(cats, run["label_words"])
+    out = np.empty(n, dtype=np.int64)
+    assert run["lookup_objects"](id(values), n, 0, object_layout(), longest, table.cols, table.keys, table.shift,
+                                 table.slots, table.rows, table.codes, out) == (-1, 0)
+    assert np.array_equal(out, codes)
+
+
+def test_two_thread_list_lookup_runs_alone_when_the_pool_thread_is_busy(monkeypatch):
+    # the pool thread is held by another task: the caller cancels its helper after _HELPER_WAIT and
+    # runs alone (same codes); the helper, when it starts later, runs nothing and returns
+    _compiled()
+    monkeypatch.setenv("LDP_PLUGIN_KERNELS", "numba")
+    monkeypatch.setattr(rl, "_HELPER_WAIT", 0.01)
+    cats, codes, values = _big_list(rl._LIST_SPLIT + 1, 2)
+    release = threading.Event()
+    blocker = _thread_pool(1).submit(release.wait, 30)
+    try:
+        got = rl.list_codes(values, cats)
+        assert got[1] == -1 and np.array_equal(got[0], codes)
+    finally:
+        release.set()
+    blocker.result(timeout=30)
+    ran = _thread_pool(1).submit(lambda: None)
+    ran.result(timeout=30)  # the cancelled helper has left the pool thread: it takes new work
+    monkeypatch.setattr(rl, "_HELPER_WAIT", 5.0)
+    assert np.array_equal(rl.list_codes(values, cats)[0], codes)
+
+
+def test_list_lookup_under_a_thread_that_mutates_the_list(monkeypatch):
+    # another Python thread appends to and pops from the list while it is looked up: the compiled
+    # passes hold the GIL across every read, so each lookup sees one state of the list (its codes
+    # are the dictionary's for some length the list had), a length that changed since it was
+    # counted sends the batch to the dictionary pass (which reads the list as it is then), and
+    # nothing crashes
+    _compiled()
+    monkeypatch.setenv("LDP_PLUGIN_KERNELS", "numba")
+    monkeypatch.setattr(rl, "_HELPER_WAIT", 5.0)
+    cats, codes, values = _big_list(rl._LIST_SPLIT + 10, 3)
+    stop = threading.Event()
+
+    def churn():
+        while not stop.is_set():
+            values.append("".join(chr(ord(ch)) for ch in "item001"))
+            values.pop()
+
+    worker = threading.Thread(target=churn)
+    worker.start()
+    try:
+        for _ in range(20):
+            got = rl.list_codes(values, cats)
+            assert got is not None and got[1] == -1
+            m = got[0].size
+            assert np.array_equal(got[0][: min(m, codes.size)], codes[: min(m, codes.size)])
+            assert m <= codes.size or (got[0][codes.size:] == 1).all()
+    finally:
+        stop.set()
+        worker.join()
+
+
+def test_dictionary_pass_reads_a_sequence_shorter_than_counted():
+    # the length a caller counted can be gone by the time the dictionary pass reads the list
+    # (another thread popped): it reads the list as it is then, never raises numpy's ValueError
+    class Shrinking(list):
+        def __len__(self):
+            return super().__len__() + 1
+
+    got = rl.list_codes(Shrinking(["b", "a"]), ("a", "b"))
+    assert got[1] == -1 and got[0].tolist() == [1, 0]
