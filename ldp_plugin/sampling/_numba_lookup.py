@@ -287,17 +287,11 @@ def lookup_objects(seq, n, source, layout, longest, cols, keys, shift, slots, ro
 # and the led kernel returns only after that acknowledgement — so every read of the sequence
 # happens while the caller holds the GIL. Each chunk's first bad position goes to bads[chunk].
 _STATE_AT, _NEXT_AT, _DONE_AT, _ITEMS_AT, _N_AT = 0, 1, 2, 3, 4
-def _word_ptr(context, builder, signature, args):
-    """The address of word ``args[1]`` of the int64 array ``args[0]``."""
-    base = context.make_array(signature.args[0])(context, builder, args[0]).data
-    return builder.gep(base, [args[1]])
-
-
 @intrinsic
 def atomic_load(typingctx, words, k):
     """Word ``k`` of an int64 array, read with acquire ordering."""
     def codegen(context, builder, signature, args):
-        return builder.load_atomic(_word_ptr(context, builder, signature, args), "acquire", 8)
+        return builder.load_atomic(builder.gep(context.make_array(signature.args[0])(context, builder, args[0]).data, [args[1]]), "acquire", 8)
 
     return types.int64(words, types.int64), codegen
 
@@ -306,7 +300,7 @@ def atomic_load(typingctx, words, k):
 def atomic_store(typingctx, words, k, value):
     """Word ``k`` of an int64 array set to ``value`` with release ordering."""
     def codegen(context, builder, signature, args):
-        builder.store_atomic(args[2], _word_ptr(context, builder, signature, args), "release", 8)
+        builder.store_atomic(args[2], builder.gep(context.make_array(signature.args[0])(context, builder, args[0]).data, [args[1]]), "release", 8)
         return context.get_dummy_value()
 
     return types.void(words, types.int64, types.int64), codegen
@@ -317,7 +311,7 @@ def atomic_add(typingctx, words, k, value):
     """Word ``k`` of an int64 array increased by ``value`` atomically (sequentially consistent);
     returns the value before."""
     def codegen(context, builder, signature, args):
-        return builder.atomic_rmw("add", _word_ptr(context, builder, signature, args), args[2], "seq_cst")
+        return builder.atomic_rmw("add", builder.gep(context.make_array(signature.args[0])(context, builder, args[0]).data, [args[1]]), args[2], "seq_cst")
 
     return types.int64(words, types.int64, types.int64), codegen
 
@@ -327,7 +321,7 @@ def atomic_cas(typingctx, words, k, expected, value):
     """Word ``k`` of an int64 array set to ``value`` iff it holds ``expected``, atomically
     (sequentially consistent); returns whether it did."""
     def codegen(context, builder, signature, args):
-        pair = builder.cmpxchg(_word_ptr(context, builder, signature, args), args[2], args[3], "seq_cst", "seq_cst")
+        pair = builder.cmpxchg(builder.gep(context.make_array(signature.args[0])(context, builder, args[0]).data, [args[1]]), args[2], args[3], "seq_cst", "seq_cst")
         return builder.extract_value(pair, 1)
 
     return types.boolean(words, types.int64, types.int64, types.int64), codegen
