@@ -13,6 +13,7 @@ from .._errors import LDPInputError, LDPParameterError
 from .domain import check_codes, check_offsets
 from .sets import set_codes, limit_sets
 from .tagged import check_origin
+from ..estimation import pure_variance
 from ..sampling import as_source
 from .protocol import InputKind
 
@@ -142,6 +143,26 @@ class SetInput:
         offsets = np.arange(codes.size + 1, dtype=np.int64) if offsets is None else check_offsets(offsets, codes.size)
         codes, offsets, lengths = limit_sets(codes, offsets, self.m, self.on_long, source)
         return self._randomize_csr(codes, offsets, lengths, source)
+
+
+class PureSetVariance:
+    """The variance of a pure set oracle's estimate (its realized ``p*``, ``q*``) at the users' own
+    set-item frequencies ``f`` (Σ f = the mean set size, at most ``m``): ``Var f̂_i`` of each item
+    (:func:`~ldp_plugin.estimation.pure_variance`, Wang et al. (USENIX Security 2017) Eq. 5 with
+    the set rates; Wang et al. (PVLDB 2020) Thm 6 for the wheel) and their sum."""
+
+    def variance(self, f: Any, n: int) -> np.ndarray:
+        return pure_variance(np.asarray(f, dtype=np.float64), n, self.p_star, self.q_star)
+
+    def analytic_mse(self, n: int, *, theta: Any = None, f: Any = None, sampling: str = "fixed") -> float:
+        if sampling != "fixed":  # never ignored: the set variance is at the users' own frequencies f
+            raise LDPParameterError(f"{self.name}'s analytic_mse is at the users' own set-item frequencies f: sampling must be 'fixed'")
+        return self.mse(n, f)
+
+    def mse(self, n: int, f: Any = None) -> float:
+        """``Σ_i Var f̂_i`` at ``f`` (default: uniform with Σ f = m)."""
+        f = np.full(self.d, self.m / self.d) if f is None else np.asarray(f, dtype=np.float64)
+        return float(self.variance(f, n).sum())
 
 
 class SeededReports:

@@ -32,9 +32,9 @@ from typing import Any, ClassVar, Optional, Union
 import numpy as np
 
 from .reports import ReportField
-from .mixins import SetInput
+from .mixins import PureSetVariance, SetInput
 from .._errors import LDPInputError, LDPParameterError
-from ..estimation import FrequencyEstimate, lower_bounds, pure_variance, debias
+from ..estimation import FrequencyEstimate, lower_bounds, debias
 from ..exact import TWO64, exp_lower_bound, ratio_within_exp
 from .sets import gather_sets, subsets_up_to
 from .channel import Channel, floor_threshold
@@ -71,7 +71,7 @@ class SetAccumulator(FrequencyAccumulator):
 
 
 @dataclass(frozen=True, kw_only=True)
-class _SetMechanism(SetInput, RealizedRates):
+class _SetMechanism(SetInput, PureSetVariance, RealizedRates):
     capabilities = RealizedRates.capabilities | {Analytic}
     name: ClassVar[str] = "set-mechanism"
 
@@ -134,18 +134,6 @@ class _SetMechanism(SetInput, RealizedRates):
 
     def _verification_randomize(self, codes: np.ndarray, source) -> np.ndarray:
         return self._randomize_csr(*gather_sets(self.verification_inputs(), codes), source)
-
-    def variance(self, f: Any, n: int) -> np.ndarray:
-        return pure_variance(np.asarray(f, dtype=np.float64), n, self.p_star, self.q_star)
-
-    def analytic_mse(self, n: int, *, theta: Any = None, f: Any = None, sampling: str = "fixed") -> float:
-        if sampling != "fixed":  # never ignored: the set variance is at the users' own frequencies f
-            raise LDPParameterError(f"{self.name}'s analytic_mse is at the users' own set-item frequencies f: sampling must be 'fixed'")
-        return self.mse(n, f)
-
-    def mse(self, n: int, f: Any = None) -> float:
-        f = np.full(self.d, self.m / self.d) if f is None else np.asarray(f, dtype=np.float64)
-        return float(self.variance(f, n).sum())
 
     def n_reports(self, reports: np.ndarray) -> int:
         return int(reports.shape[0])

@@ -41,9 +41,8 @@ from typing import Any, ClassVar, Optional, Union
 import numpy as np
 
 from .reports import ReportField
-from .mixins import SeededReports, SetInput
+from .mixins import PureSetVariance, SeededReports, SetInput
 from .._errors import LDPInputError, LDPParameterError, PrivacyVerificationError
-from ..estimation import pure_variance
 from ..exact import TWO64, exp_lower_bound, ratio_within_exp
 from ..hashing import keys_of_items, mix64, seed_multipliers, seeded_hash
 from .sets import gather_sets, subsets_up_to
@@ -87,7 +86,7 @@ def wheel_optimal_p(epsilon: float, m: int = 1) -> float:
 
 
 @dataclass(frozen=True, kw_only=True)
-class Wheel(SetInput, SeededReports, RealizedRates):
+class Wheel(SetInput, PureSetVariance, SeededReports, RealizedRates):
     """The wheel mechanism for sets of at most ``m`` items (``m = 1``: categorical), ``epsilon``-LDP
     per user (the whole set). See the module docstring for the grid, sampler and estimator.
 
@@ -276,19 +275,6 @@ class Wheel(SetInput, SeededReports, RealizedRates):
 
     def accumulator(self):
         return SetAccumulator(self)
-
-    def variance(self, f: Any, n: int) -> np.ndarray:
-        return pure_variance(np.asarray(f, dtype=np.float64), n, self.p_star, self.q_star)
-
-    def analytic_mse(self, n: int, *, theta: Any = None, f: Any = None, sampling: str = "fixed") -> float:
-        if sampling != "fixed":  # never ignored: the set variance is at the users' own frequencies f
-            raise LDPParameterError(f"{self.name}'s analytic_mse is at the users' own set-item frequencies f: sampling must be 'fixed'")
-        return self.mse(n, f)
-
-    def mse(self, n: int, f: Any = None) -> float:
-        """``Σ_i Var f̂_i`` (Wang et al. (PVLDB 2020) Thm 6), at ``f`` (default: uniform with Σ f = m)."""
-        f = np.full(self.d, self.m / self.d) if f is None else np.asarray(f, dtype=np.float64)
-        return float(self.variance(f, n).sum())
 
     # -- channel (verification) -----------------------------------------------------------------------
     def verification_inputs(self) -> list:
