@@ -327,6 +327,38 @@ def atomic_cas(typingctx, words, k, expected, value):
     return types.boolean(words, types.int64, types.int64, types.int64), codegen
 
 
+@intrinsic
+def yield_cpu(typingctx):
+    """Give the core to another runnable thread (``sched_yield``; nothing where there is none):
+    a thread waiting for its partner on a machine with more runnable threads than cores lets the
+    partner run instead of spinning against it."""
+    def codegen(context, builder, signature, args):
+        if os.name == "posix":
+            fn = builder.module.globals.get("sched_yield") or ir.Function(builder.module, ir.FunctionType(ir.IntType(32), []), "sched_yield")
+            builder.call(fn, [])
+        return context.get_dummy_value()
+
+    return types.void(), codegen
+
+
+#: spins on a partner's word before each yield of the core
+_SPINS = 64
+
+
+@nb.njit(inline="always")
+def _wait_while(flags, k, value):  # pragma: no cover - compiled
+    # the first value of word k that is not value (acquire), spinning, then yielding the core
+    spins = 0
+    state = atomic_load(flags, k)
+    while state == value:
+        spins += 1
+        if spins >= _SPINS:
+            yield_cpu()
+            spins = 0
+        state = atomic_load(flags, k)
+    return state
+
+
 @nb.njit(inline="always")
 def _take_chunks(flags, items, n, layout, longest, cols, keys, shift, slots, rows, codes, out, bads, stops):  # pragma: no cover - compiled
     # chunk j is [j·chunk, (j + 1)·chunk) with chunk = ⌈n / bads.size⌉
@@ -354,8 +386,7 @@ def lookup_objects_led(flags, seq, n, source, layout, longest, cols, keys, shift
         atomic_store(flags, _N_AT, n)
         atomic_store(flags, _STATE_AT, 2)
         _take_chunks(flags, items, n, layout, longest, cols, keys, shift, slots, rows, codes, out, bads, stops)
-    while atomic_load(flags, _DONE_AT) == 0:
-        pass
+    _wait_while(flags, _DONE_AT, 0)
     if items < 0:
         return 0, 1
     for j in range(bads.shape[0]):  # chunks in order: the first bad chunk holds the first bad item
@@ -380,9 +411,7 @@ def lookup_objects_helper(flags, layout, longest, cols, keys, shift, slots, rows
     if not atomic_cas(flags, _STATE_AT, 0, 1):  # cancelled before it started
         atomic_store(flags, _DONE_AT, 1)
         return False
-    state = atomic_load(flags, _STATE_AT)
-    while state == 1:
-        state = atomic_load(flags, _STATE_AT)
+    state = _wait_while(flags, _STATE_AT, 1)
     if state == 2:
         _take_chunks(flags, atomic_load(flags, _ITEMS_AT), atomic_load(flags, _N_AT), layout, longest, cols, keys, shift,
                      slots, rows, codes, out, bads, stops)
