@@ -84,6 +84,7 @@ from ..robust.bounds import poison_bound
 from ..sampling import SeededRandomSource, as_source, chunk_source
 from ..simulate import (build_longitudinal, build_mean, check_simulation_memory, draw_sets, parse_params, simulate, simulate_longitudinal,
                         true_distribution)
+from .refusals import refusal_problems
 from .workflows import _run, _untimed, _write_job
 
 __all__ = ["user_path_rows", "user_path_self_test", "CASES", "SENTINEL", "USER_PATH_BUGS"]
@@ -96,20 +97,10 @@ _REFUSALS = (LDPInputError, LDPParameterError, LedgerError, BudgetExceededError)
 
 # -- small helpers -------------------------------------------------------------------------------
 def _refused(call: Callable, sentinel: Any = None, kinds: tuple = _REFUSALS) -> Optional[str]:
-    """None when ``call`` raises one of the library's refusals without repeating ``sentinel``,
-    else what went wrong."""
-    try:
-        call()
-    except kinds as e:
-        text = str(e)
-        if sentinel is not None and str(sentinel) in text:
-            return "the message repeats the value"
-        if "Traceback" in text:
-            return "the message holds a traceback"
-        return None
-    except Exception as e:  # noqa: BLE001 - anything but the library's error is a failure
-        return f"raised {type(e).__name__}, not the library's error"
-    return "accepted"
+    """None when ``call`` is refused as every refusal must be
+    (:func:`~ldp_plugin.verification.refusals.refusal_problems`: one of the library's refusals, not
+    repeating ``sentinel``, no raw engine text), else what went wrong."""
+    return "; ".join(refusal_problems(call, errors=kinds, values=() if sentinel is None else (sentinel,))) or None
 
 
 def _state(acc: Accountant) -> tuple:
@@ -121,12 +112,9 @@ def _refusals_spend_nothing(acc: Accountant, cases: list) -> list:
     """``cases``: ``(label, call, sentinel)``; each must be refused cleanly, the ledger unchanged."""
     fails = []
     for label, call, sentinel in cases:
-        before = _state(acc)
-        why = _refused(call, sentinel)
-        if why is not None:
-            fails.append(f"{label}: {why}")
-        if _state(acc) != before:
-            fails.append(f"{label}: the refused call changed the ledger")
+        problems = refusal_problems(call, errors=_REFUSALS, values=() if sentinel is None else (sentinel,),
+                                    unchanged={"the ledger": lambda: _state(acc)})
+        fails += [f"{label}: {why}" for why in problems]
     return fails
 
 
