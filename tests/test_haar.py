@@ -7,7 +7,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import polars as pl
 import pytest
 
 import ldp_plugin as ldp
@@ -17,6 +16,8 @@ from ldp_plugin.mechanisms.haar import HaarEstimate
 from ldp_plugin.mechanisms.hierarchy import flat_range_variance
 from ldp_plugin.registry import build, from_spec, verify_instance
 from ldp_plugin.mechanisms.reports import check_reports, report_schema
+
+from ._helpers import polars_latency_intervals, quantile_coverage
 
 
 def _coefficients(m, k):
@@ -85,23 +86,11 @@ def test_range_variance_matches_analytic_with_power(B):
 
 @pytest.mark.slow
 def test_quantile_intervals_cover():
-    x = np.random.default_rng(3).beta(2, 5, 10_000)
-    m = ldp.HaarHRR(epsilon=1.0, buckets=256)
-    truth = np.quantile(x, [0.5, 0.95])
-    cover = []
-    for s in range(150):
-        q = m.estimate(m.randomize(x, rng=s)).quantiles([0.5, 0.95])
-        cover.append([r["ci_lower"] <= t <= r["ci_upper"] for r, t in zip(q, truth)])
-    assert (np.mean(cover, axis=0) >= 0.93).all()
+    assert (quantile_coverage(ldp.HaarHRR(epsilon=1.0, buckets=256)) >= 0.93).all()
 
 
 def test_polars_and_opendp():
     m = ldp.HaarHRR(epsilon=2.0, lower=0, upper=1000, buckets=64)
-    df = pl.DataFrame({"latency": np.random.default_rng(0).beta(2, 5, 6000) * 1000})
-    reports = df.ldp.privatize("latency", m, seed=1)
+    reports, _q = polars_latency_intervals(m, [0.5, 0.95])
     assert reports.schema == report_schema(m)
-    q = reports.ldp.quantiles(m, [0.5, 0.95])
-    assert (q["ci_lower"] <= q["estimate"]).all() and (q["estimate"] <= q["ci_upper"]).all()
-    r = reports.lazy().ldp.range_count(m, 100, 300)
-    assert r["count_ci_lower"][0] <= r["count"][0] <= r["count_ci_upper"][0]
     assert ldp.make_haar_hrr(epsilon=1.0, buckets=16).map(1) == 1.0

@@ -8,7 +8,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import polars as pl
 import pytest
 
 import ldp_plugin as ldp
@@ -17,6 +16,8 @@ from ldp_plugin.exact import ratio_within_exp
 from ldp_plugin.mechanisms.hierarchy import HierarchyEstimate, choose_fanout, flat_range_variance
 from ldp_plugin.registry import build, from_spec, verify_instance
 from ldp_plugin.mechanisms.reports import check_reports, from_wire, to_wire
+
+from ._helpers import polars_latency_intervals, quantile_coverage
 
 
 def test_fanout_rule_and_errors():
@@ -100,24 +101,13 @@ def test_range_variance_matches_analytic_with_power_and_beats_flat():
 
 @pytest.mark.slow
 def test_quantile_intervals_cover():
-    x = np.random.default_rng(3).beta(2, 5, 10_000)
-    m = ldp.HierarchicalHistogram(epsilon=1.0, buckets=256)
-    truth = np.quantile(x, [0.5, 0.95])
-    cover = []
-    for s in range(150):
-        q = m.estimate(m.randomize(x, rng=s)).quantiles([0.5, 0.95])
-        cover.append([r["ci_lower"] <= t <= r["ci_upper"] for r, t in zip(q, truth)])
-    assert (np.mean(cover, axis=0) >= 0.93).all()
+    assert (quantile_coverage(ldp.HierarchicalHistogram(epsilon=1.0, buckets=256)) >= 0.93).all()
 
 
 def test_polars_and_opendp():
     hh = ldp.HierarchicalHistogram(epsilon=2.0, lower=0, upper=1000, buckets=64)
-    df = pl.DataFrame({"latency": np.random.default_rng(0).beta(2, 5, 6000) * 1000})
-    reports = df.ldp.privatize("latency", hh, seed=1)
-    q = reports.ldp.quantiles(hh, [0.5])
-    assert q["ci_lower"][0] <= q["estimate"][0] <= q["ci_upper"][0] and q["method"][0] == "analytic"
-    r = reports.lazy().ldp.range_count(hh, 100, 300)
-    assert r["count_ci_lower"][0] <= r["count"][0] <= r["count_ci_upper"][0]
+    reports, q = polars_latency_intervals(hh, [0.5])
+    assert q["method"][0] == "analytic"
     h = reports.ldp.distribution(hh, buckets=8)
     assert h.height == 8 and abs(h["estimate"].sum() - 1) < 1e-9
     m = ldp.make_hierarchical_histogram(epsilon=1.0, buckets=16)
