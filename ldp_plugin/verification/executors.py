@@ -35,9 +35,8 @@ import os
 import socket
 import tempfile
 import time
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
 import numpy as np
 import polars as pl
@@ -47,6 +46,7 @@ from ..adapters import frame_to_reports, privatize
 from ..executors import DaskExecutor, LocalExecutor, aggregate, aggregate_file, make_executor, privatize_files, resolve_paths
 from ..mechanisms import KRR, OUE
 from ..persist import INCOMPLETE_MARKER, mechanism_spec, spec_fingerprint, write_reports
+from .production import env_value
 from .refusals import refusal_problems
 
 __all__ = ["executors_layer", "LABELS"]
@@ -82,20 +82,6 @@ def _refused(failures: list, what: str, call: Callable, names: tuple, state: Any
     ``state`` it was given (if any) counts nothing more after it."""
     unchanged = None if state is None else {"the saved state": lambda: (state.n, np.asarray(state.counts).tobytes())}
     failures.extend(f"{what}: {why}" for why in refusal_problems(call, names=names, values=LABELS, unchanged=unchanged))
-
-
-@contextmanager
-def _env(var: str, value: str) -> Iterator[None]:
-    """``var=value`` for the duration of the block (restored after)."""
-    old = os.environ.get(var)
-    os.environ[var] = value
-    try:
-        yield
-    finally:
-        if old is None:
-            os.environ.pop(var, None)
-        else:
-            os.environ[var] = old
 
 
 def _same_state(a: Any, b: Any) -> bool:
@@ -231,7 +217,7 @@ def _refusals(failures: list, tmp: Path, paths: list, krr: Any, oue: Any, dask: 
         _refused(failures, "a malformed scheduler address", lambda: DaskExecutor("not an address"), ("--address",))
         _refused(failures, "an unreachable scheduler", lambda: DaskExecutor(f"tcp://127.0.0.1:{_closed_port()}"), ("--address",))
         for bad in ("soon", "0", "601"):
-            with _env("LDP_PLUGIN_DASK_TIMEOUT", bad):
+            with env_value("LDP_PLUGIN_DASK_TIMEOUT", bad):
                 _refused(failures, f"LDP_PLUGIN_DASK_TIMEOUT={bad}", lambda: DaskExecutor(f"tcp://127.0.0.1:{_closed_port()}"),
                          ("LDP_PLUGIN_DASK_TIMEOUT",))
 

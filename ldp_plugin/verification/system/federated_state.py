@@ -347,11 +347,8 @@ def fleet_checks(directory: Path) -> list:
     toml = Path(node_config[NODE_CONFIG_KEY])
     toml.write_text(toml.read_text().replace("devices = 3", "devices = 4"))
     reply = device_answer({"query": {"json": Query.for_mechanism("state/grown", KRR(epsilon=1.0, d=4)).to_json()}}, node_config)
-    acc = Accountant(cfg.ledger)
-    try:
+    with Accountant(cfg.ledger) as acc:
         spent = acc.spent()
-    finally:
-        acc.close()
     if reply["refused"] != {"ledger_mismatch": 4} or reply["reports"] or spent != 0:
         failures.append(f"a node whose devices outgrew its ledger answered {reply['refused']} and spent {spent}")
     killed, killed_config = _owner(directory, "killed")  # a release that failed after its spend (the device died mid-produce)
@@ -364,11 +361,8 @@ def fleet_checks(directory: Path) -> list:
     finally:
         acc.close()
     reply = device_answer({"query": {"json": q.to_json()}}, killed_config)
-    acc = Accountant(killed.ledger)
-    try:
+    with Accountant(killed.ledger) as acc:
         spent = acc.spent()
-    finally:
-        acc.close()
     if reply["refused"] != {"interrupted": 3} or not reply["retry"] or reply["reports"] or spent != 1:
         failures.append(f"a query whose release failed after its spend answered {reply['refused']} (spent {spent}): it must never randomize twice")
     return failures
