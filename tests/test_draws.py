@@ -6,19 +6,16 @@ outside refused — and a property-based sweep (hypothesis, fixed seed) over eac
 
 from __future__ import annotations
 
-import math
-
 import pytest
-from hypothesis import HealthCheck, given, seed, settings
-from hypothesis import strategies as st
 
 import ldp_plugin as ldp
-from ldp_plugin._errors import LDPParameterError
 from ldp_plugin.registry import KINDS, edge_rows, load_registry, verify
-from ldp_plugin.verification.domains import ENUM_CAP, declaration_domains, resolve
+from ldp_plugin.verification.domains import ENUM_CAP, declaration_domains
 from ldp_plugin.verification.draws import SMALL_BOUNDS, _enumerable, draw_coverage, edge_instances, random_instances
 from ldp_plugin.verification.layers import exact_layer
 from ldp_plugin.registry import seeded_declaration_bugs
+
+from ._helpers import sweep_declared_space
 
 REG = load_registry(kinds=KINDS)
 
@@ -126,52 +123,13 @@ def test_edge_rows_catch_a_bug_at_a_domain_end():
 
 
 # -- property-based: the whole declared space, fixed seed -------------------------------------------
-def _space(decl):
-    """A hypothesis strategy of instances over each domain (sizes up to their enumerable cap)."""
-    base_st = st.sampled_from([dict(c) for c in decl.canonical])
-
-    @st.composite
-    def inst(draw):
-        base = draw(base_st)
-        out = dict(base)
-        for pname, dom in declaration_domains(decl).items():
-            if pname not in base or dom is None or dom.kind in ("tied", "subset", "list"):
-                continue
-            env = {k: v for k, v in out.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
-            lo, hi = resolve(dom.lo, env), resolve(dom.hi, env)
-            opts = [st.sampled_from(list(dom.choices))] if dom.choices else []
-            if dom.kind == "int" and lo is not None and hi is not None:
-                top = int(min(hi, ENUM_CAP.get(pname, 8))) if dom.extra.get("size", True) else int(hi)
-                if int(lo) <= top:
-                    opts.append(st.integers(int(lo), top))
-            elif dom.kind == "float" and lo is not None and hi is not None:
-                a, b = (max(lo, 1e-3), min(hi, 30.0)) if pname.startswith("epsilon") else (lo, hi)
-                if math.isfinite(a) and math.isfinite(b) and b > a * (1 + 1e-9) + 1e-12:
-                    opts.append(st.floats(a, b, exclude_min=True, exclude_max=True))
-            if opts:
-                out[pname] = draw(st.one_of(*opts))
-        return out
-
-    return inst()
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(REG))
 def test_property_every_instance_in_the_declared_space_is_refused_cleanly_or_exact(name):
     """Any instance hypothesis draws from the declared domains either is refused with a ValueError
     (an invalid combination) or builds a mechanism whose exact channel is within its ε."""
-    decl = REG[name]
-    cls = decl.mechanism_class()
-
-    @seed(20240601)
-    @settings(max_examples=8, deadline=None, derandomize=True, database=None, suppress_health_check=list(HealthCheck))
-    @given(_space(decl))
-    def check(inst):
-        try:
-            m = cls(**inst)
-        except (LDPParameterError, ValueError):
-            return
+    def check(m, inst):
         if _enumerable(m):
             assert exact_layer(m)["passed"], inst
 
-    check()
+    sweep_declared_space(REG[name], check, at=20240601, examples=8)

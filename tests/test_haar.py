@@ -4,10 +4,8 @@ analytic one with a power check, quantile coverage, Polars and OpenDP."""
 
 from __future__ import annotations
 
-import math
 
 import numpy as np
-import polars as pl
 import pytest
 
 import ldp_plugin as ldp
@@ -17,6 +15,8 @@ from ldp_plugin.mechanisms.haar import HaarEstimate
 from ldp_plugin.mechanisms.hierarchy import flat_range_variance
 from ldp_plugin.registry import build, from_spec, verify_instance
 from ldp_plugin.mechanisms.reports import check_reports, report_schema
+
+from ._helpers import polars_latency_intervals, quantile_coverage, range_variance_with_power
 
 
 def _coefficients(m, k):
@@ -67,41 +67,18 @@ def test_range_variance_matches_analytic_with_power(B):
     the measured variance over 2000 seeded collections of the same users within 3 standard errors
     (±9.5%) of the exact analytic one; a variance model 30% off is rejected; the estimate is
     unbiased; at B = 4096 the flat OUE sum has ≥ 4× the variance."""
-    x = np.random.default_rng(0).beta(2, 5, 5000)
-    m = ldp.HaarHRR(epsilon=1.0, buckets=B)
-    lo, hi = 0.1234, 0.3734
-    vals = [m.estimate(m.randomize(x, rng=s)).range_fraction(lo, hi).fraction for s in range(2000)]
-    analytic = m.analytic_range_variance(x, lo, hi)
-    ratio = np.var(vals, ddof=1) / analytic
-    band = 3 * math.sqrt(2 / 1999)
-    assert abs(ratio - 1) < band and abs(ratio * 1.3 - 1) > band and abs(ratio / 1.3 - 1) > band
-    k = m.encode(x)
-    a = np.clip(np.minimum(np.arange(B) + 1, hi * B) - np.maximum(np.arange(B), lo * B), 0, 1)
-    th = np.bincount(k, minlength=B) / k.size
-    assert abs(np.mean(vals) - a @ th) < 4 * math.sqrt(analytic / 2000)
+    a, th, analytic = range_variance_with_power(ldp.HaarHRR(epsilon=1.0, buckets=B), 2000)
     if B == 4096:
-        assert flat_range_variance(1.0, k.size, int((a > 0).sum()), theta=th[a > 0]) / analytic >= 4
+        assert flat_range_variance(1.0, 5000, int((a > 0).sum()), theta=th[a > 0]) / analytic >= 4
 
 
 @pytest.mark.slow
 def test_quantile_intervals_cover():
-    x = np.random.default_rng(3).beta(2, 5, 10_000)
-    m = ldp.HaarHRR(epsilon=1.0, buckets=256)
-    truth = np.quantile(x, [0.5, 0.95])
-    cover = []
-    for s in range(150):
-        q = m.estimate(m.randomize(x, rng=s)).quantiles([0.5, 0.95])
-        cover.append([r["ci_lower"] <= t <= r["ci_upper"] for r, t in zip(q, truth)])
-    assert (np.mean(cover, axis=0) >= 0.93).all()
+    assert (quantile_coverage(ldp.HaarHRR(epsilon=1.0, buckets=256)) >= 0.93).all()
 
 
 def test_polars_and_opendp():
     m = ldp.HaarHRR(epsilon=2.0, lower=0, upper=1000, buckets=64)
-    df = pl.DataFrame({"latency": np.random.default_rng(0).beta(2, 5, 6000) * 1000})
-    reports = df.ldp.privatize("latency", m, seed=1)
+    reports, _q = polars_latency_intervals(m, [0.5, 0.95])
     assert reports.schema == report_schema(m)
-    q = reports.ldp.quantiles(m, [0.5, 0.95])
-    assert (q["ci_lower"] <= q["estimate"]).all() and (q["estimate"] <= q["ci_upper"]).all()
-    r = reports.lazy().ldp.range_count(m, 100, 300)
-    assert r["count_ci_lower"][0] <= r["count"][0] <= r["count_ci_upper"][0]
     assert ldp.make_haar_hrr(epsilon=1.0, buckets=16).map(1) == 1.0

@@ -5,10 +5,8 @@ and OpenDP."""
 
 from __future__ import annotations
 
-import math
 
 import numpy as np
-import polars as pl
 import pytest
 
 import ldp_plugin as ldp
@@ -17,6 +15,8 @@ from ldp_plugin.exact import ratio_within_exp
 from ldp_plugin.mechanisms.hierarchy import HierarchyEstimate, choose_fanout, flat_range_variance
 from ldp_plugin.registry import build, from_spec, verify_instance
 from ldp_plugin.mechanisms.reports import check_reports, from_wire, to_wire
+
+from ._helpers import RANGE, polars_latency_intervals, quantile_coverage, range_variance_with_power
 
 
 def test_fanout_rule_and_errors():
@@ -77,20 +77,10 @@ def test_range_variance_matches_analytic_with_power_and_beats_flat():
     over 800 seeded collections of the same users within 3 standard errors (±15%) of the exact
     analytic variance; a variance model 30% off is rejected; the flat OUE sum's variance is ≥ 2×
     (≥ 4× at B = 4096, n = 10^5: analytic)."""
-    x = np.random.default_rng(0).beta(2, 5, 5000)
-    m = ldp.HierarchicalHistogram(epsilon=1.0, buckets=64)
-    lo, hi = 0.1234, 0.3734
-    vals = [m.estimate(m.randomize(x, rng=s)).range_fraction(lo, hi).fraction for s in range(800)]
-    analytic = m.analytic_range_variance(x, lo, hi)
-    ratio = np.var(vals, ddof=1) / analytic
-    band = 3 * math.sqrt(2 / 799)
-    assert abs(ratio - 1) < band and abs(ratio * 1.3 - 1) > band and abs(ratio / 1.3 - 1) > band
-    k = m.encode(x)
-    a = np.clip(np.minimum(np.arange(64) + 1, hi * 64) - np.maximum(np.arange(64), lo * 64), 0, 1)
-    truth = float(a @ (np.bincount(k, minlength=64) / k.size))
-    assert abs(np.mean(vals) - truth) < 4 * math.sqrt(analytic / 800)
-    flat = flat_range_variance(1.0, 5000, 16, theta=(np.bincount(k, minlength=64) / k.size)[8:24])
+    _a, th, analytic = range_variance_with_power(ldp.HierarchicalHistogram(epsilon=1.0, buckets=64), 800)
+    flat = flat_range_variance(1.0, 5000, 16, theta=th[8:24])
     assert flat / analytic >= 2  # 3 levels; at B = 4096 (6 levels) the gain is larger:
+    lo, hi = RANGE
     big = ldp.HierarchicalHistogram(epsilon=1.0, buckets=4096)
     xb = np.random.default_rng(0).beta(2, 5, 100_000)
     kb = np.bincount(big.encode(xb), minlength=4096) / xb.size
@@ -100,24 +90,13 @@ def test_range_variance_matches_analytic_with_power_and_beats_flat():
 
 @pytest.mark.slow
 def test_quantile_intervals_cover():
-    x = np.random.default_rng(3).beta(2, 5, 10_000)
-    m = ldp.HierarchicalHistogram(epsilon=1.0, buckets=256)
-    truth = np.quantile(x, [0.5, 0.95])
-    cover = []
-    for s in range(150):
-        q = m.estimate(m.randomize(x, rng=s)).quantiles([0.5, 0.95])
-        cover.append([r["ci_lower"] <= t <= r["ci_upper"] for r, t in zip(q, truth)])
-    assert (np.mean(cover, axis=0) >= 0.93).all()
+    assert (quantile_coverage(ldp.HierarchicalHistogram(epsilon=1.0, buckets=256)) >= 0.93).all()
 
 
 def test_polars_and_opendp():
     hh = ldp.HierarchicalHistogram(epsilon=2.0, lower=0, upper=1000, buckets=64)
-    df = pl.DataFrame({"latency": np.random.default_rng(0).beta(2, 5, 6000) * 1000})
-    reports = df.ldp.privatize("latency", hh, seed=1)
-    q = reports.ldp.quantiles(hh, [0.5])
-    assert q["ci_lower"][0] <= q["estimate"][0] <= q["ci_upper"][0] and q["method"][0] == "analytic"
-    r = reports.lazy().ldp.range_count(hh, 100, 300)
-    assert r["count_ci_lower"][0] <= r["count"][0] <= r["count_ci_upper"][0]
+    reports, q = polars_latency_intervals(hh, [0.5])
+    assert q["method"][0] == "analytic"
     h = reports.ldp.distribution(hh, buckets=8)
     assert h.height == 8 and abs(h["estimate"].sum() - 1) < 1e-9
     m = ldp.make_hierarchical_histogram(epsilon=1.0, buckets=16)

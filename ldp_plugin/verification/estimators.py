@@ -50,13 +50,14 @@ from typing import Any, Optional
 
 import numpy as np
 
-from .._errors import LDPArgumentError, LDPInputError, LDPParameterError
+from .._errors import LDPArgumentError, LDPInputError
 from ..mechanisms import KRR
 from ..mechanisms.protocol import Distribution, InputKind, Keyed, has
 from ..mechanisms.tagged import tag_reports
 from .layers import FAMILY_ALPHA, _stats
 from .populations import mechanism_parameter, population
 from .readouts import readout
+from .refusals import refusal_problems
 from .shapes import CATEGORY_SHAPES, NUMBER_SHAPES
 
 __all__ = ["estimator_layer", "estimator_cell", "judge", "spec_refusal", "shapes_for", "ESTIMATOR_RUNS", "COVERAGE_FLOOR"]
@@ -286,13 +287,10 @@ def _other_parameters(mech: Any) -> Optional[Any]:
 
 
 def _refuses(mech: Any, reports: Any) -> bool:
-    try:
-        mech.estimate(reports)
-    except LDPInputError:
-        return True
-    except (LDPParameterError, ValueError):
-        return False
-    return False
+    """Whether ``mech``'s estimator refuses ``reports`` as reports of another mechanism or parameters
+    must be refused: an :class:`LDPInputError` passing
+    :func:`~ldp_plugin.verification.refusals.refusal_problems` (any other outcome is no refusal)."""
+    return not refusal_problems(lambda: mech.estimate(reports), errors=(LDPInputError,))
 
 
 def spec_refusal(mech: Any, *, seed: int = 0, n: int = 64) -> dict:

@@ -17,8 +17,11 @@ columns (k-RR: a grouped scan of each file) and one aggregated batch by batch (O
   file of another mechanism than the one asked, a state of another mechanism, a file changed since
   the state took it, a release that did not complete (``allow_partial`` opts in), an output
   directory that already holds parts, an unknown executor, a malformed or unreachable scheduler
-  address — each a :class:`LDPInputError`/:class:`LDPParameterError` whose message never holds a
-  user's value (the labels are distinctive strings the check looks for).
+  address — each held to the one refusal check
+  (:func:`~ldp_plugin.verification.refusals.refusal_problems`): a
+  :class:`LDPInputError`/:class:`LDPParameterError` whose message names what is wrong (the file,
+  the mechanism, the option) and never holds a user's value (the labels are distinctive strings the
+  check looks for) nor raw engine text, and a saved state it was given counts nothing more.
 
 Without ``distributed`` (and in the quick run) the Dask checks are not run (``dask: false``). Power:
 the seeded bug ``one-stream-executor`` (an executor that hands every partition the index 0, so all
@@ -32,9 +35,8 @@ import os
 import socket
 import tempfile
 import time
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
 import numpy as np
 import polars as pl
@@ -44,6 +46,8 @@ from ..adapters import frame_to_reports, privatize
 from ..executors import DaskExecutor, LocalExecutor, aggregate, aggregate_file, make_executor, privatize_files, resolve_paths
 from ..mechanisms import KRR, OUE
 from ..persist import INCOMPLETE_MARKER, mechanism_spec, spec_fingerprint, write_reports
+from .production import env_value
+from .refusals import refusal_problems
 
 __all__ = ["executors_layer", "LABELS"]
 
@@ -72,31 +76,12 @@ def _serial(paths: list, mech: Any, seed: int) -> tuple:
     return frames, acc
 
 
-def _refused(failures: list, what: str, call: Callable, kinds: tuple = (LDPInputError, LDPParameterError)) -> None:
-    try:
-        call()
-    except kinds as e:
-        if any(label in str(e) for label in LABELS):
-            failures.append(f"{what}: the refusal echoes a user's value")
-        return
-    except Exception as e:  # noqa: BLE001 - any other exception is the failure being checked
-        failures.append(f"{what}: raised {type(e).__name__}")
-        return
-    failures.append(f"{what}: not refused")
-
-
-@contextmanager
-def _env(var: str, value: str) -> Iterator[None]:
-    """``var=value`` for the duration of the block (restored after)."""
-    old = os.environ.get(var)
-    os.environ[var] = value
-    try:
-        yield
-    finally:
-        if old is None:
-            os.environ.pop(var, None)
-        else:
-            os.environ[var] = old
+def _refused(failures: list, what: str, call: Callable, names: tuple, state: Any = None) -> None:
+    """``call()`` must be refused (:func:`~ldp_plugin.verification.refusals.refusal_problems`): the
+    library's error naming one of ``names``, never a user's value (:data:`LABELS`), and the saved
+    ``state`` it was given (if any) counts nothing more after it."""
+    unchanged = None if state is None else {"the saved state": lambda: (state.n, np.asarray(state.counts).tobytes())}
+    failures.extend(f"{what}: {why}" for why in refusal_problems(call, names=names, values=LABELS, unchanged=unchanged))
 
 
 def _same_state(a: Any, b: Any) -> bool:
@@ -168,7 +153,7 @@ def executors_layer(*, seed: int = 0, quick: bool = False, directory: Any = None
             for name, ex in executors.items():
                 if isinstance(ex, DaskExecutor):
                     with ex as entered:  # the context manager closes only a client it started
-                        _refused(failures, f"{name} executor: no sources", lambda: entered.map_reduce(len, []))
+                        _refused(failures, f"{name} executor: no sources", lambda: entered.map_reduce(len, []), ("sources",))
             _streams(failures, tmp, paths, oue)
             _refusals(failures, tmp, paths, krr, oue, dask)
         finally:
@@ -199,38 +184,40 @@ def _refusals(failures: list, tmp: Path, paths: list, krr: Any, oue: Any, dask: 
     krr_dir = tmp / "refusals-krr"  # the library's own local executor (whatever executor was checked above)
     krr_files = privatize_files(paths, "v", krr, krr_dir, seed=3, user_id="uid")
     oue_files = privatize_files(paths, "v", oue, tmp / "refusals-oue", seed=3, user_id="uid")
-    _refused(failures, "no sources", lambda: LocalExecutor().map_reduce(len, []))
-    _refused(failures, "no matching file", lambda: resolve_paths(str(tmp / "none-*.parquet")))
-    _refused(failures, "a missing file", lambda: resolve_paths([str(tmp / "missing.parquet")]))
-    _refused(failures, "two mechanisms", lambda: aggregate(krr_files + oue_files))
-    _refused(failures, "a file of another mechanism than the one named", lambda: aggregate(oue_files, mechanism=krr))
+    _refused(failures, "no sources", lambda: LocalExecutor().map_reduce(len, []), ("sources",))
+    _refused(failures, "no matching file", lambda: resolve_paths(str(tmp / "none-*.parquet")), ("none-*.parquet",))
+    _refused(failures, "a missing file", lambda: resolve_paths([str(tmp / "missing.parquet")]), ("missing.parquet",))
+    _refused(failures, "two mechanisms", lambda: aggregate(krr_files + oue_files), ("another mechanism",))
+    _refused(failures, "a file of another mechanism than the one named", lambda: aggregate(oue_files, mechanism=krr), ("another mechanism",))
     state = aggregate(krr_files[:1])
-    _refused(failures, "a state of another mechanism", lambda: aggregate(oue_files, state=state))
-    _refused(failures, "an existing output directory", lambda: privatize_files(paths, "v", krr, krr_dir, seed=1, user_id="uid"))
-    _refused(failures, "an unknown executor", lambda: make_executor("spark"))
+    _refused(failures, "a state of another mechanism", lambda: aggregate(oue_files, state=state), ("another mechanism",), state)
+    _refused(failures, "an existing output directory", lambda: privatize_files(paths, "v", krr, krr_dir, seed=1, user_id="uid"), ("output directory",))
+    _refused(failures, "an unknown executor", lambda: make_executor("spark"), ("executor",))
     marker = krr_dir / INCOMPLETE_MARKER
     marker.write_text("")
-    _refused(failures, "an incomplete release", lambda: aggregate(krr_files))
+    _refused(failures, "an incomplete release", lambda: aggregate(krr_files), ("allow_partial",))
     if aggregate(krr_files, allow_partial=True).n != sum(_ROWS):
         failures.append("allow_partial did not aggregate the incomplete release")
     marker.unlink()
     stale = aggregate(krr_files[:2])  # then its second file changes
     changed = Path(krr_files[1])
     os.utime(changed, (changed.stat().st_atime, changed.stat().st_mtime + 5))
-    _refused(failures, "a file changed since it was aggregated", lambda: aggregate(krr_files, state=stale))
+    _refused(failures, "a file changed since it was aggregated", lambda: aggregate(krr_files, state=stale), (changed.name,), stale)
     state_oue = aggregate(oue_files[:1])
-    _refused(failures, "a state of another mechanism than the one named", lambda: aggregate(krr_files, mechanism=krr, state=state_oue))
+    _refused(failures, "a state of another mechanism than the one named", lambda: aggregate(krr_files, mechanism=krr, state=state_oue),
+             ("another mechanism",), state_oue)
     krr_spec = mechanism_spec(krr)
     _refused(failures, "a file of another mechanism, one file",
-             lambda: aggregate_file(oue_files[0], spec=krr_spec, fingerprint=spec_fingerprint(krr_spec)))
+             lambda: aggregate_file(oue_files[0], spec=krr_spec, fingerprint=spec_fingerprint(krr_spec)), ("another mechanism",))
     first = pl.read_parquet(krr_files[0])
     tampered = write_reports(first.with_columns(pl.lit(len(LABELS)).cast(first.schema[c]).alias(c) for c in krr.histogram_columns),
                              tmp / "tampered" / "part-00000.parquet", krr)
-    _refused(failures, "a file with reports outside the range", lambda: aggregate([str(tampered)]))
+    _refused(failures, "a file with reports outside the range", lambda: aggregate([str(tampered)]), ("range",))
     if dask:
-        _refused(failures, "a malformed scheduler address", lambda: DaskExecutor("not an address"))
-        _refused(failures, "an unreachable scheduler", lambda: DaskExecutor(f"tcp://127.0.0.1:{_closed_port()}"))
+        _refused(failures, "a malformed scheduler address", lambda: DaskExecutor("not an address"), ("--address",))
+        _refused(failures, "an unreachable scheduler", lambda: DaskExecutor(f"tcp://127.0.0.1:{_closed_port()}"), ("--address",))
         for bad in ("soon", "0", "601"):
-            with _env("LDP_PLUGIN_DASK_TIMEOUT", bad):
-                _refused(failures, f"LDP_PLUGIN_DASK_TIMEOUT={bad}", lambda: DaskExecutor(f"tcp://127.0.0.1:{_closed_port()}"))
+            with env_value("LDP_PLUGIN_DASK_TIMEOUT", bad):
+                _refused(failures, f"LDP_PLUGIN_DASK_TIMEOUT={bad}", lambda: DaskExecutor(f"tcp://127.0.0.1:{_closed_port()}"),
+                         ("LDP_PLUGIN_DASK_TIMEOUT",))
 

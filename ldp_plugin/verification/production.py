@@ -46,7 +46,7 @@ from ..sampling.trace import PathTrace
 from .layers import _pooled_chisquare
 from .channels import channel_floats
 
-__all__ = ["production_layer", "production_outputs", "kernel_env", "numba_available"]
+__all__ = ["production_layer", "production_outputs", "kernel_env", "env_value", "numba_available"]
 
 
 def numba_available() -> bool:
@@ -55,17 +55,22 @@ def numba_available() -> bool:
 
 
 @contextmanager
-def kernel_env(backend: str) -> Iterator[None]:
-    """``LDP_PLUGIN_KERNELS=backend`` for the duration of the block (restored after)."""
-    old = os.environ.get("LDP_PLUGIN_KERNELS")
-    os.environ["LDP_PLUGIN_KERNELS"] = backend
+def env_value(var: str, value: str) -> Iterator[None]:
+    """``var=value`` for the duration of the block (restored after; removed if it was unset)."""
+    old = os.environ.get(var)
+    os.environ[var] = value
     try:
         yield
     finally:
         if old is None:
-            os.environ.pop("LDP_PLUGIN_KERNELS", None)
+            os.environ.pop(var, None)
         else:
-            os.environ["LDP_PLUGIN_KERNELS"] = old
+            os.environ[var] = old
+
+
+def kernel_env(backend: str) -> Any:
+    """``LDP_PLUGIN_KERNELS=backend`` for the duration of the block (restored after)."""
+    return env_value("LDP_PLUGIN_KERNELS", backend)
 
 
 def production_outputs(mech: Any, codes: np.ndarray, source: Any) -> np.ndarray:

@@ -29,14 +29,17 @@ The cases are generated, never listed by hand:
   called on a value outside the domain, a privacy map asked for a negative, fractional or boolean
   ``d_in``.
 
-:func:`judge` is the check: the call raises the library's own error (:class:`LDPParameterError`
-for an argument, :class:`LDPInputError` or :class:`LDPParameterError` for data) — never a bare
-``TypeError``/``ValueError``/``IndexError``/``KeyError``/``OverflowError``, never OpenDP's,
-numpy's or Polars' exception —, its message names the parameter (one of the case's names) and says
-the allowed range, contains no sentinel and no raw engine text, and no unsuppressed exception
-context carries a sentinel (a traceback would print it). The whole-registry layer that runs these
-cases, and the accountant checks (a refused release spends nothing), is
-:mod:`ldp_plugin.verification.system.refusals`.
+:func:`refusal_problems` is the check, the one every layer's refusals go through (these cases by
+way of :func:`judge`; the kernels layer's samplers, the executors layer, the users' paths, the
+federated state and the device lifecycle directly): the call raises the library's own error
+(:class:`LDPParameterError` for an argument, :class:`LDPInputError` or :class:`LDPParameterError`
+for data) — never a bare ``TypeError``/``ValueError``/``IndexError``/``KeyError``/``OverflowError``,
+never OpenDP's, numpy's or Polars' exception —, its message names the parameter (one of the case's
+names, as written) and says the allowed range, contains no sentinel (nor a value the caller names)
+and no raw engine text, no unsuppressed exception context carries one (a traceback would print
+it), and what the caller watches (the remaining budget, the ledger, the randomness drawn) is
+unchanged: a refusal spends nothing. The whole-registry layer that runs these cases, and the
+accountant checks (a refused release spends nothing), is :mod:`ldp_plugin.verification.system.refusals`.
 """
 
 from __future__ import annotations
@@ -60,7 +63,7 @@ from ..mechanisms.protocol import Analytic, ClosedDomain, Cohorted, InputKind, K
 from ..sampling import SeededRandomSource
 from .domains import EPS_ENDS, declaration_domains, resolve
 
-__all__ = ["Case", "judge", "parameter_cases", "category_cases", "series_cases", "open_alphabet_cases", "estimator_cases", "hostile_parameter_values", "bad_values", "input_cases", "server_cases", "measurement_cases",
+__all__ = ["Case", "judge", "refusal_problems", "parameter_cases", "category_cases", "series_cases", "open_alphabet_cases", "estimator_cases", "hostile_parameter_values", "bad_values", "input_cases", "server_cases", "measurement_cases",
            "valid_batch", "SENTINEL_TEXT", "SENTINEL_NUMBER", "SENTINEL_CODE", "RAW_TEXT", "ALTERNATIVES"]
 
 #: data values no message may repeat (they stand for a user's data)
@@ -97,43 +100,63 @@ def _sentinels() -> tuple:
     return (SENTINEL_TEXT, repr(SENTINEL_NUMBER), str(SENTINEL_NUMBER), str(SENTINEL_CODE), "98765")
 
 
-def _context_leaks(exc: BaseException) -> Optional[str]:
-    """The type of an exception in ``exc``'s chain a traceback would print with a sentinel."""
+def _context_leaks(exc: BaseException, hidden: tuple) -> Optional[str]:
+    """The type of an exception in ``exc``'s chain a traceback would print with one of ``hidden``."""
     seen = set()
     cur: Optional[BaseException] = exc
     while cur is not None and id(cur) not in seen:
         seen.add(id(cur))
         nxt = cur.__cause__ if cur.__cause__ is not None else (None if cur.__suppress_context__ else cur.__context__)
-        if nxt is not None and any(s in str(nxt) for s in _sentinels()):
+        if nxt is not None and any(s in str(nxt) for s in hidden):
             return type(nxt).__name__
         cur = nxt
     return None
 
 
-def judge(case: Case) -> Optional[str]:
-    """None when ``case`` is refused as it must be (module docstring), else what went wrong."""
+def refusal_problems(call: Callable[[], Any], *, errors: tuple = DATA_ERRORS, names: tuple = (), values: tuple = (),
+                     unchanged: Optional[dict] = None) -> list:
+    """What went wrong with a call that must be refused (empty: refused as every refusal must be).
+
+    The one check of a refusal, for every layer that calls something that must refuse: ``call()``
+    raises one of ``errors`` — never another exception, never nothing —, its message names one of
+    ``names`` (case-sensitive; none given: not asked), repeats neither a sentinel
+    (:data:`SENTINEL_TEXT`, :data:`SENTINEL_NUMBER`, :data:`SENTINEL_CODE`) nor any of ``values``
+    (a user's data, a file's content), holds no raw engine text (:data:`RAW_TEXT`), and no
+    unsuppressed exception chained to it carries one of those values (a traceback would print it);
+    and each snapshot of ``unchanged`` (``{what: snapshot}``: the remaining budget, the ledger, the
+    randomness drawn) reads the same after the call as before it — a refusal spends nothing."""
+    hidden = _sentinels() + tuple(str(v) for v in values)
+    before = {what: snap() for what, snap in (unchanged or {}).items()}
+    out = []
     try:
-        case.call()
-    except case.errors as e:
+        call()
+    except errors as e:
         text = str(e)
-        if any(s in text for s in _sentinels()):
-            return "the message repeats the value"
-        low = text.lower()
-        if not any(n.lower() in low for n in case.names):
-            return f"the message names none of {list(case.names)}"
-        raw = next((r for r in RAW_TEXT if r.lower() in low), None)
-        if raw is not None:
-            return f"a raw engine message ({raw!r})"
-        leak = _context_leaks(e)
-        if leak is not None:
-            return f"a {leak} carrying the value is chained to the error (a traceback prints it)"
-        return None
+        if any(s in text for s in hidden):
+            out.append("the message repeats the value")
+        elif names and not any(n in text for n in names):
+            out.append(f"the message names none of {list(names)}")
+        else:
+            raw = next((r for r in RAW_TEXT if r.lower() in text.lower()), None)
+            leak = _context_leaks(e, hidden)
+            if raw is not None:
+                out.append(f"a raw engine message ({raw!r})")
+            elif leak is not None:
+                out.append(f"a {leak} carrying the value is chained to the error (a traceback prints it)")
     except Exception as e:  # noqa: BLE001 - anything but the library's error is the finding
-        return f"raised {type(e).__name__}, not the library's error"
-    return "accepted"
+        out.append(f"raised {type(e).__name__}, not the library's error ({' or '.join(t.__name__ for t in errors)})")
+    else:
+        out.append("accepted")
+    out += [f"the refused call changed {what}" for what, snap in (unchanged or {}).items() if snap() != before[what]]
+    return out
 
 
-# -- parameters -----------------------------------------------------------------------------------------
+def judge(case: Case) -> Optional[str]:
+    """None when ``case`` is refused as it must be (:func:`refusal_problems`: its errors, one of its
+    names in the message, no sentinel, no raw engine text, no chained value), else what went wrong."""
+    return "; ".join(refusal_problems(case.call, errors=case.errors, names=case.names)) or None
+
+
 def _lower_bound(rng: str) -> Any:
     """The lower end of a declared ``[a, b]`` / ``(a, b)`` range text, if numeric."""
     rng = rng.strip()

@@ -84,6 +84,7 @@ from ..robust.bounds import poison_bound
 from ..sampling import SeededRandomSource, as_source, chunk_source
 from ..simulate import (build_longitudinal, build_mean, check_simulation_memory, draw_sets, parse_params, simulate, simulate_longitudinal,
                         true_distribution)
+from .refusals import refusal_problems
 from .workflows import _run, _untimed, _write_job
 
 __all__ = ["user_path_rows", "user_path_self_test", "CASES", "SENTINEL", "USER_PATH_BUGS"]
@@ -95,21 +96,13 @@ _REFUSALS = (LDPInputError, LDPParameterError, LedgerError, BudgetExceededError)
 
 
 # -- small helpers -------------------------------------------------------------------------------
-def _refused(call: Callable, sentinel: Any = None, kinds: tuple = _REFUSALS) -> Optional[str]:
-    """None when ``call`` raises one of the library's refusals without repeating ``sentinel``,
-    else what went wrong."""
-    try:
-        call()
-    except kinds as e:
-        text = str(e)
-        if sentinel is not None and str(sentinel) in text:
-            return "the message repeats the value"
-        if "Traceback" in text:
-            return "the message holds a traceback"
-        return None
-    except Exception as e:  # noqa: BLE001 - anything but the library's error is a failure
-        return f"raised {type(e).__name__}, not the library's error"
-    return "accepted"
+def _refusal_fails(label: str, call: Callable, sentinel: Any = None, kinds: tuple = _REFUSALS, unchanged: Optional[dict] = None) -> list:
+    """``[]`` when ``call`` is refused as every refusal must be
+    (:func:`~ldp_plugin.verification.refusals.refusal_problems`: one of the library's refusals, not
+    repeating ``sentinel``, no raw engine text, each of ``unchanged`` unchanged), else what went
+    wrong, each prefixed by ``label``."""
+    values = () if sentinel is None else (sentinel,)
+    return [f"{label}: {why}" for why in refusal_problems(call, errors=kinds, values=values, unchanged=unchanged)]
 
 
 def _state(acc: Accountant) -> tuple:
@@ -119,15 +112,7 @@ def _state(acc: Accountant) -> tuple:
 
 def _refusals_spend_nothing(acc: Accountant, cases: list) -> list:
     """``cases``: ``(label, call, sentinel)``; each must be refused cleanly, the ledger unchanged."""
-    fails = []
-    for label, call, sentinel in cases:
-        before = _state(acc)
-        why = _refused(call, sentinel)
-        if why is not None:
-            fails.append(f"{label}: {why}")
-        if _state(acc) != before:
-            fails.append(f"{label}: the refused call changed the ledger")
-    return fails
+    return [f for label, call, sentinel in cases for f in _refusal_fails(label, call, sentinel, unchanged={"the ledger": lambda: _state(acc)})]
 
 
 def _same(a: pl.DataFrame, b: pl.DataFrame) -> bool:
@@ -217,9 +202,7 @@ def _discovery_case(tmp: Path, seed: int, quick: bool) -> list:
         ("a set past set_size", pl.Series("s", [["ab", "ba", "b"]]), 2, None), ("a repeated string", pl.Series("s", [["ab", "ab"]]), 2, None),
         ("the empty string", pl.Series("s", [["", "zq7"]]), 2, "zq7"), ("a null string", pl.Series("s", [["zq7", None]]), 2, "zq7"),
     ):
-        why = _refused(lambda c=col, s=size: sample_one_string(c, s, SeededRandomSource(seed)), sentinel)
-        if why is not None:
-            fails.append(f"sample_one_string, {label}: {why}")
+        fails += _refusal_fails(f"sample_one_string, {label}", lambda c=col, s=size: sample_one_string(c, s, SeededRandomSource(seed)), sentinel)
     return fails
 
 
@@ -473,9 +456,7 @@ def _namespace_more(tmp: Path, seed: int, quick: bool) -> list:
         fails.append("the namespace's distribution differs from the mechanism's estimate of the same reports")
     if q["estimate"].to_list() != [row["estimate"] for row in est.quantiles([0.5])] or r["fraction"].item() != est.range_count(lo, (lo + hi) / 2).fraction:
         fails.append("the namespace's quantiles or range count differ from the mechanism's estimate")
-    why = _refused(lambda: reports.ldp.distribution(KRR(epsilon=1.0, d=4)))
-    if why is not None:
-        fails.append(f"distribution of a mechanism that is no distribution: {why}")
+    fails += _refusal_fails("distribution of a mechanism that is no distribution", lambda: reports.ldp.distribution(KRR(epsilon=1.0, d=4)))
     return fails
 
 
@@ -640,9 +621,7 @@ def _simulate_case(tmp: Path, seed: int, quick: bool) -> list:
         ("an unknown longitudinal name", lambda: build_longitudinal("zq7", d=3, epsilon_perm=2.0, epsilon_1=1.0), None),
         ("an unknown mean name", lambda: build_mean("zq7", epsilon=1.0), None),
     ):
-        why = _refused(call, sentinel)
-        if why is not None:
-            fails.append(f"{label}: {why}")
+        fails += _refusal_fails(label, call, sentinel)
     fails += _clean_exit(["demo", "--mechanism", "l-grr", "--epsilon", 1, "--json"], "demo of a longitudinal name")
     fails += _clean_exit(["simulate", "--mechanism", "krr", "--d", 4, "--epsilon", 1, "--n", 50, "--param", "epsilon=3"], "simulate --param epsilon=")
     if not quick:  # the text renderings say what the JSON says
@@ -700,21 +679,15 @@ def _protocol_case(tmp: Path, seed: int, quick: bool) -> list:
                             ("a group without reports", lambda: q.discover(reports.filter(pl.col("level") != 0))),
                             ("levels of the wrong shape", lambda: q.privatize(series, levels=levels[:-1])),
                             ("levels without a salt", lambda: q.assign_levels(3, user_ids=[1, 2, 3]))):
-            why = _refused(call)
-            if why is not None:
-                fails.append(f"{oracle}: {label}: {why}")
+            fails += _refusal_fails(f"{oracle}: {label}", call)
     q = build_query("pem", **kw)
     only = np.full(len(_WORDS), q.holdout, dtype=np.int64)
     only[: len(q.lengths)] = np.arange(len(q.lengths))  # one user per level, the rest held out
     few = q.privatize(series, rng=SeededRandomSource(seed), levels=only)
     if sorted(set(few["level"].to_list())) != list(range(len(q.shares))) or few.height != len(_WORDS):
         fails.append("privatize did not keep one report per user when a level has a single user")
-    why = _refused(lambda: q.privatize(series, rng=SeededRandomSource(seed), levels=np.zeros(len(_WORDS), dtype=np.float64)))
-    if why is not None:
-        fails.append(f"levels that are no integers: {why}")
-    why = _refused(lambda: q.privatize(pl.Series("w", [], dtype=pl.String)))
-    if why is not None:
-        fails.append(f"no values: {why}")
+    fails += _refusal_fails("levels that are no integers", lambda: q.privatize(series, rng=SeededRandomSource(seed), levels=np.zeros(len(_WORDS), dtype=np.float64)))
+    fails += _refusal_fails("no values", lambda: q.privatize(pl.Series("w", [], dtype=pl.String)))
     faint = build_query("pem", **{**kw, "epsilon": 0.05}).discover(build_query("pem", **{**kw, "epsilon": 0.05}).privatize(series, rng=SeededRandomSource(seed)))
     if not all(re.fullmatch(r"[ab]{1,4}", item) for item in faint.to_polars()["item"].to_list()):
         fails.append("a discovery at a tiny ε returned a string outside its domain")
@@ -738,9 +711,7 @@ def _protocol_case(tmp: Path, seed: int, quick: bool) -> list:
     for label, extra in (("an unknown method", {"method": "zq7"}), ("an unknown oracle", {"oracle": "zq7"}), ("finish_z past 10", {"finish_z": 11.0}),
                          ("screen_z past 10", {"screen_z": 11.0}), ("a step with too many extensions", {"step": 4, "max_candidates": 8})):
         method = extra.pop("method", "pem")
-        why = _refused(lambda m=method, e=extra: build_query(m, **kw, **e))
-        if why is not None:
-            fails.append(f"protocol {label}: {why}")
+        fails += _refusal_fails(f"protocol {label}", lambda m=method, e=extra: build_query(m, **kw, **e))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # SFP is demoted (it says so)
         sfp = build_query("sfp", word_share=0.3, **{**kw, "epsilon": 6.623})
@@ -761,9 +732,7 @@ def _protocol_case(tmp: Path, seed: int, quick: bool) -> list:
                                 build_query("sfp", **{**kw, "epsilon": 0.1}).privatize(series[:8], rng=SeededRandomSource(seed)))),
                             ("word_share 1", lambda: build_query("sfp", word_share=1.0, **kw)),
                             ("too many fragment items", lambda: build_query("sfp", puzzle_bits=16, fragment=4, **{**kw, "max_length": 8}))):
-            why = _refused(call)
-            if why is not None:
-                fails.append(f"sfp: {label}: {why}")
+            fails += _refusal_fails(f"sfp: {label}", call)
     return fails
 
 
@@ -809,11 +778,11 @@ def _ledger_case(tmp: Path, seed: int, quick: bool) -> list:
             raise OSError("the disk filled up")  # a release that fails after its spend
 
         before = _state(acc)
-        if _refused(lambda: acc.release("r1", krr, crash, cohorts=[990], when=day + timedelta(days=4)), kinds=(OSError,)) is not None:
+        if _refusal_fails("", lambda: acc.release("r1", krr, crash, cohorts=[990], when=day + timedelta(days=4)), kinds=(OSError,)):
             fails.append("a release whose production failed did not raise its error")
         spent_once = _state(acc)
-        retry = _refused(lambda: acc.release("r1", krr, lambda: np.zeros(3), cohorts=[990], when=day + timedelta(days=4)))
-        if (acc.release_status("r1") != "partial" or retry is not None or _state(acc) != spent_once or spent_once == before
+        retry = _refusal_fails("", lambda: acc.release("r1", krr, lambda: np.zeros(3), cohorts=[990], when=day + timedelta(days=4)))
+        if (acc.release_status("r1") != "partial" or retry or _state(acc) != spent_once or spent_once == before
                 or acc.spent([990]) != charge):
             fails.append("a release that failed after its spend is not charged once, marked partial and its retry refused")
         backup = acc.backup(work / "b.ledger")
@@ -821,9 +790,7 @@ def _ledger_case(tmp: Path, seed: int, quick: bool) -> list:
             if _state(b) != _state(acc):
                 fails.append("the backup holds other totals or rows")
         for label, call in (("a backup onto a file", lambda: acc.backup(backup)), ("a backup into no directory", lambda: acc.backup(work / "no" / "b"))):
-            why = _refused(call)
-            if why is not None:
-                fails.append(f"{label}: {why}")
+            fails += _refusal_fails(label, call)
     finally:
         acc.close()
     if not repr(acc).startswith("Accountant("):
@@ -839,9 +806,7 @@ def _ledger_case(tmp: Path, seed: int, quick: bool) -> list:
         con.execute(sql)
         con.commit()
         con.close()
-        why = _refused(lambda c=copy: Accountant(c).close())
-        if why is not None:
-            fails.append(f"a ledger with {label}: {why}")
+        fails += _refusal_fails(f"a ledger with {label}", lambda c=copy: Accountant(c).close())
     con = sqlite3.connect(work / "a.ledger")
     try:
         page = con.execute("PRAGMA page_size").fetchone()[0]
@@ -853,9 +818,7 @@ def _ledger_case(tmp: Path, seed: int, quick: bool) -> list:
         data[(root - 1) * page] = 0x77
         damaged = work / f"damaged-{root}.ledger"
         damaged.write_bytes(bytes(data))
-        why = _refused(lambda c=damaged: Accountant(c).close())
-        if why is not None:
-            fails.append(f"a ledger with a damaged table page: {why}")
+        fails += _refusal_fails("a ledger with a damaged table page", lambda c=damaged: Accountant(c).close())
     (work / "junk.ledger").write_bytes(b"not a ledger at all " * 64)
     (work / "empty.ledger").touch()
     sqlite3.connect(work / "plain.ledger").execute("CREATE TABLE t (x)").connection.close()
@@ -869,9 +832,7 @@ def _ledger_case(tmp: Path, seed: int, quick: bool) -> list:
                         ("create under a file", lambda: Accountant.create(work / "junk.ledger" / "x" / "l", pop, parents=True)), ("create without its directory", lambda: Accountant.create(work / "x" / "l", pop)),
                         ("create with no population", lambda: Accountant.create(work / "n.ledger", "audit")),
                         ("create at a path that is no path", lambda: Accountant.create(True, pop))):
-        why = _refused(call)
-        if why is not None:
-            fails.append(f"{label}: {why}")
+        fails += _refusal_fails(label, call)
     fails += _hot_journal(work)
     with Accountant.create(work / "a.ledger", pop, exist_ok=True) as again, Accountant.create(work / "d" / "e" / "n.ledger", pop, parents=True) as fresh:
         if again.spent([0]) != 2 * report_charge(KRR(epsilon=1.25, d=4)) or fresh.spent() != 0:

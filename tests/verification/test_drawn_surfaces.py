@@ -7,13 +7,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, seed, settings
 
 import ldp_plugin as ldp
-from ldp_plugin._errors import LDPParameterError
 from ldp_plugin.registry import KINDS, edge_rows, load_registry, verify
 from ldp_plugin.verification.surfaces import surfaces_layer
-from tests.test_draws import _space
+from tests._helpers import sweep_declared_space
 
 REG = load_registry(kinds=KINDS)
 
@@ -44,21 +42,11 @@ def test_property_every_registered_name_passes_the_surfaces(name):
 
 
 def _sweep(name):
-    decl = REG[name]
-    cls = decl.mechanism_class()
-
-    @seed(20261128)
-    @settings(max_examples=3, deadline=None, derandomize=True, database=None, suppress_health_check=list(HealthCheck))
-    @given(_space(decl))
-    def check(inst):
-        try:
-            m = cls(**inst)
-        except (LDPParameterError, ValueError):
-            return
+    def check(m, inst):
         r = surfaces_layer(m, quick=True)
         assert r["passed"], (inst, r["failures"])
 
-    check()
+    sweep_declared_space(REG[name], check, at=20261128, examples=3)
 
 
 def test_pinned_counterexample_a_full_byte_of_packed_bits_is_not_out_of_range():

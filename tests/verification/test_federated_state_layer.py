@@ -29,7 +29,8 @@ def test_a_replay_guard_comparing_the_first_word_only_is_caught():
 def test_a_refusal_that_echoes_a_file_is_caught(tmp_path):
     failures: list = []
     state._refused(lambda: (_ for _ in ()).throw(ValueError(f"bad {state.SECRET}")), ValueError, "bad", failures, "probe")
-    assert failures == ["probe: refused without naming 'bad', or echoing the file's content"]
+    state._refused(lambda: (_ for _ in ()).throw(ValueError("a vague refusal")), ValueError, "bad", failures, "vague")
+    assert failures == ["probe: the message repeats the value", "vague: the message names none of ['bad']"]
 
 
 def test_the_two_core_admission_is_held_to_the_set_of_nonces():

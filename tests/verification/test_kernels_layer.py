@@ -10,10 +10,11 @@ import importlib.util
 import numpy as np
 import pytest
 
-from ldp_plugin import LDPParameterError
+from ldp_plugin import LDPInputError, LDPParameterError
 from ldp_plugin.sampling import SeededRandomSource, kernels
 from ldp_plugin.sampling.bernoulli import _decode_runs_numpy, run_table
 from ldp_plugin.sampling.subsets import sorted_subsets
+from ldp_plugin.verification import executors as executors_mod, twins
 from ldp_plugin.verification.executors import executors_layer
 from ldp_plugin.verification.system.run import SYSTEM_LAYERS
 from ldp_plugin.verification.twins import FAMILIES, RecordedSource, kernels_layer, reference_dense
@@ -91,3 +92,47 @@ def test_reference_dense_is_the_definition():
     v = SeededRandomSource(3).random_bytes(256)
     bits, count, _ = _decode_runs_numpy(v, 0, run_table(T), 500)
     assert count == 500 and np.array_equal(np.unpackbits(bits, bitorder="little")[:500], reference_dense(v, T, 500))
+
+
+def _raises(exc):
+    def call(*_):
+        raise exc
+    return call
+
+
+def test_the_samplers_refusal_check_catches_a_draw_an_echo_and_a_vague_message():
+    """The kernels layer's refusals go through the one refusal check: a refusal after a draw, one
+    repeating the value and one naming no parameter each fail; a clean one passes."""
+    run = twins._Run(("numpy",), {})
+
+    def draws_then_refuses(src):
+        src.random_bytes(8)
+        raise LDPParameterError("threshold must be in [0, 2**64]")
+
+    twins._refused(run, "clean", _raises(LDPParameterError("threshold must be in [0, 2**64]")), "threshold", 81234)
+    assert run.failures == []
+    twins._refused(run, "draws", draws_then_refuses, "threshold")
+    twins._refused(run, "echo", _raises(LDPParameterError("threshold 81234 is past 2**64")), "threshold", 81234)
+    twins._refused(run, "vague", _raises(LDPParameterError("bad argument")), "threshold")
+    assert run.failures == ["refusals: draws: the refused call changed the randomness drawn", "refusals: echo: the message repeats the value",
+                            "refusals: vague: the message names none of ['threshold']"]
+
+
+def test_the_executors_refusal_check_catches_an_echo_a_vague_message_and_a_counted_state():
+    class State:
+        n, counts = 3, np.array([1, 2])
+
+    state = State()
+
+    def counts_then_refuses():
+        state.n += 1
+        raise LDPInputError("the file holds reports of another mechanism")
+
+    failures: list = []
+    executors_mod._refused(failures, "clean", _raises(LDPInputError("the file holds reports of another mechanism")), ("another mechanism",), state)
+    assert failures == []
+    executors_mod._refused(failures, "counted", counts_then_refuses, ("another mechanism",), state)
+    executors_mod._refused(failures, "echo", _raises(LDPInputError(f"{executors_mod.LABELS[0]} is no report")), ("report",))
+    executors_mod._refused(failures, "vague", _raises(LDPInputError("bad input")), ("another mechanism",))
+    assert failures == ["counted: the refused call changed the saved state", "echo: the message repeats the value",
+                        "vague: the message names none of ['another mechanism']"]

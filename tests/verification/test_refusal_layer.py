@@ -12,7 +12,7 @@ import ldp_plugin as ldp
 import ldp_plugin.adapters  # noqa: F401  (registers the ldp namespace)
 from ldp_plugin._errors import LDPArgumentError, LDPInputError, LDPParameterError
 from ldp_plugin.registry import KINDS, load_registry
-from ldp_plugin.verification.refusals import SENTINEL_CODE, Case, input_cases, judge, parameter_cases, server_cases
+from ldp_plugin.verification.refusals import SENTINEL_CODE, Case, input_cases, judge, parameter_cases, refusal_problems, server_cases
 from ldp_plugin.verification.system.refusals import WRAPPERS, refusals_layer
 from ldp_plugin.verification.system.seeded_bugs import SYSTEM_BUGS
 
@@ -38,7 +38,7 @@ def test_the_layer_catches_its_seeded_bugs(bug, tmp_path):
     r = refusals_layer(seed=0, quick=True, directory=tmp_path, **kw)
     assert not r["passed"]
     want = {"lax-domain-krr": "d one-below-min: accepted", "echoing-krr": "the message repeats the value",
-            "spend-before-check": "budget was spent before the refusal"}[bug]
+            "spend-before-check": "the refused call changed the remaining budget"}[bug]
     assert any(want in f for f in r["failures"]), r["failures"]
 
 
@@ -70,6 +70,25 @@ def test_judge_rejects_each_way_a_refusal_goes_wrong():
         except ValueError:
             raise LDPInputError("the value at position 0 is not a code")
     assert "chained" in judge(Case("x", "chained", chained, names))
+
+
+def test_the_one_refusal_check_watches_the_callers_values_names_and_state():
+    """:func:`refusal_problems`, which every layer's refusals go through: a caller's own values,
+    names matched as written, and a snapshot that must read the same after the refusal."""
+    spent = []
+
+    def spends():
+        spent.append(1)
+        raise LDPParameterError("threshold must be in [0, 2**64]")
+
+    watch = {"the randomness drawn": lambda: len(spent)}
+    assert refusal_problems(spends, names=("threshold",), unchanged=watch) == ["the refused call changed the randomness drawn"]
+    assert refusal_problems(spends, names=("Threshold",)) == ["the message names none of ['Threshold']"]
+    assert refusal_problems(lambda: None, unchanged=watch) == ["accepted"]
+    leaks = LDPInputError("label-x-q7 is not a category")
+    assert refusal_problems(lambda: (_ for _ in ()).throw(leaks), values=("label-x-q7",)) == ["the message repeats the value"]
+    assert refusal_problems(lambda: (_ for _ in ()).throw(leaks), values=("label-y-q7",)) == []
+    assert refusal_problems(lambda: (_ for _ in ()).throw(leaks), errors=(LDPParameterError,)) == ["raised LDPInputError, not the library's error (LDPParameterError)"]
 
 
 # -- regressions: the bugs the layer found -------------------------------------------------------------

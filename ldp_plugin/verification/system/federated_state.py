@@ -43,7 +43,7 @@ import sqlite3
 import time
 from fractions import Fraction
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Optional
 
 import numpy as np
 
@@ -67,6 +67,7 @@ from ...mechanisms import KRR
 from ...mechanisms.charge import report_charge
 from ...mechanisms.reports import to_wire
 from ..production import kernel_env, numba_available
+from ..refusals import refusal_problems
 
 __all__ = ["state_layer", "nonce_checks", "keystore_checks", "atomic_checks", "ingest_checks", "secure_query_checks", "SECRET"]
 
@@ -153,13 +154,7 @@ def nonce_checks(*, quick: bool = False, nonce_set: Callable = NonceSet) -> list
     ns = nonce_set()
     for bad, call in (("admit", lambda: ns.admit(np.zeros((2, 8), dtype=np.uint8))), ("reserve", lambda: ns.reserve(-1)),
                       ("admit_envelopes", lambda: ns.admit_envelopes(np.zeros((2, 16), dtype=np.uint8), 0, b"", 17))):
-        try:
-            call()
-            failures.append(f"replay guard: a malformed {bad} call was accepted")
-        except LDPInputError:
-            pass
-    if len(ns):
-        failures.append("replay guard: a refused call changed the set")
+        _refused(call, LDPInputError, bad, failures, f"replay guard: a malformed {bad} call", unchanged={"the set": lambda: len(ns)})
     return failures
 
 
@@ -213,14 +208,11 @@ def _owner(directory: Path, name: str) -> tuple:
     return cfg, node_config
 
 
-def _refused(call: Callable, kind: type, must: str, failures: list, what: str) -> None:
-    try:
-        call()
-    except kind as e:
-        if must not in str(e) or SECRET in str(e):
-            failures.append(f"{what}: refused without naming {must!r}, or echoing the file's content")
-        return
-    failures.append(f"{what}: accepted")
+def _refused(call: Callable, kind: Any, must: str, failures: list, what: str, unchanged: Optional[dict] = None) -> None:
+    """``call()`` must be refused (:func:`~ldp_plugin.verification.refusals.refusal_problems`): ``kind``
+    naming ``must``, never the file's content (:data:`SECRET`), each of ``unchanged`` unchanged."""
+    errors = kind if isinstance(kind, tuple) else (kind,)
+    failures.extend(f"{what}: {why}" for why in refusal_problems(call, errors=errors, names=(must,), values=(SECRET,), unchanged=unchanged))
 
 
 def keystore_checks(directory: Path) -> list:
@@ -355,11 +347,8 @@ def fleet_checks(directory: Path) -> list:
     toml = Path(node_config[NODE_CONFIG_KEY])
     toml.write_text(toml.read_text().replace("devices = 3", "devices = 4"))
     reply = device_answer({"query": {"json": Query.for_mechanism("state/grown", KRR(epsilon=1.0, d=4)).to_json()}}, node_config)
-    acc = Accountant(cfg.ledger)
-    try:
+    with Accountant(cfg.ledger) as acc:
         spent = acc.spent()
-    finally:
-        acc.close()
     if reply["refused"] != {"ledger_mismatch": 4} or reply["reports"] or spent != 0:
         failures.append(f"a node whose devices outgrew its ledger answered {reply['refused']} and spent {spent}")
     killed, killed_config = _owner(directory, "killed")  # a release that failed after its spend (the device died mid-produce)
@@ -372,11 +361,8 @@ def fleet_checks(directory: Path) -> list:
     finally:
         acc.close()
     reply = device_answer({"query": {"json": q.to_json()}}, killed_config)
-    acc = Accountant(killed.ledger)
-    try:
+    with Accountant(killed.ledger) as acc:
         spent = acc.spent()
-    finally:
-        acc.close()
     if reply["refused"] != {"interrupted": 3} or not reply["retry"] or reply["reports"] or spent != 1:
         failures.append(f"a query whose release failed after its spend answered {reply['refused']} (spent {spent}): it must never randomize twice")
     return failures

@@ -25,6 +25,7 @@ from ...federated.device import DeviceFleet
 from ...federated.query import Query
 from ...mechanisms import KRR
 from ...mechanisms.longitudinal import LGRR
+from ..refusals import refusal_problems
 from ._fixture import DEVICES, Device, normalized
 
 __all__ = ["lifecycle_sequence"]
@@ -76,15 +77,16 @@ def lifecycle_script() -> list:
 
 
 class OwnerActionAccepted(AssertionError):
-    """An owner action that must be refused was carried out."""
+    """An owner action that must be refused was carried out, or refused otherwise than a refusal must be."""
 
 
-def _refused(action: Callable) -> None:
-    try:
-        action()
-    except LDPParameterError:
-        return
-    raise OwnerActionAccepted("an owner action that must be refused was carried out")
+def _refused(device: Device, action: Callable, names: tuple) -> None:
+    """The owner's ``action`` must be refused
+    (:func:`~ldp_plugin.verification.refusals.refusal_problems`): an :class:`LDPParameterError`
+    naming one of ``names`` (the option the owner needs), the ledger's bytes unchanged."""
+    problems = refusal_problems(action, errors=(LDPParameterError,), names=names, unchanged={"the ledger": lambda: _ledger_bytes(device)})
+    if problems:
+        raise OwnerActionAccepted(f"an owner action that must be refused: {'; '.join(problems)}")
 
 
 def _act(device: Device, action: str) -> None:
@@ -96,9 +98,9 @@ def _act(device: Device, action: str) -> None:
     elif action == "rekey":
         DeviceFleet.init(cfg, rekey=True)
     elif action == "init_again":  # refused: a new budget needs the owner's explicit --reset
-        _refused(lambda: DeviceFleet.init(cfg))
+        _refused(device, lambda: DeviceFleet.init(cfg), ("--reset",))
     elif action == "rekey_present":  # refused: --rekey replaces a lost keystore only
-        _refused(lambda: DeviceFleet.init(cfg, rekey=True))
+        _refused(device, lambda: DeviceFleet.init(cfg, rekey=True), ("--rekey",))
     elif action == "open_keystore":  # a keystore others may read: the device refuses until its owner fixes the mode
         cfg.keystore.chmod(0o644)
     elif action == "close_keystore":

@@ -40,7 +40,7 @@ from ...mechanisms.longitudinal import Memoized
 from ...mechanisms.protocol import ClosedDomain, Keyed, has
 from ...registry import KINDS, load_registry
 from ..refusals import (PARAM_ERRORS, SENTINEL_CODE, SENTINEL_NUMBER, SENTINEL_TEXT, Case, category_cases, input_cases, judge,
-                        estimator_cases, measurement_cases, open_alphabet_cases, parameter_cases, series_cases, server_cases)
+                        refusal_problems, estimator_cases, measurement_cases, open_alphabet_cases, parameter_cases, series_cases, server_cases)
 
 __all__ = ["refusals_layer", "WRAPPERS"]
 
@@ -148,7 +148,8 @@ def _bad_column(mech: Any, n: int) -> Optional[pl.DataFrame]:
 
 def _spend_cases(name: str, mech: Any, acc: Accountant, features: bool) -> list:
     """:class:`Case` per release of a value outside the domain with a ledger: each must be
-    refused (:func:`judge`) and leave the remaining budget unchanged (checked by the caller)."""
+    refused and leave the remaining budget unchanged (the caller holds each to
+    :func:`~ldp_plugin.verification.refusals.refusal_problems` with the budget watched)."""
     if has(mech, Keyed):
         return []
     kind = str(getattr(mech.input_kind, "value", mech.input_kind))
@@ -237,12 +238,9 @@ def refusals_layer(*, seed: int = 0, quick: bool = False, directory: str | Path,
             seen_kinds.add(kind)
             spend += _spend_cases(n, mechs[n], acc, features)
         for c in spend:
-            before = Fraction(acc.remaining())
-            why = judge(c)
-            if Fraction(acc.remaining()) != before:
-                why = (why + "; " if why else "") + "budget was spent before the refusal"
-            if why:
-                failures.append(f"{c.surface} {c.label}: {why}")
+            problems = refusal_problems(c.call, errors=c.errors, names=c.names, unchanged={"the remaining budget": lambda: Fraction(acc.remaining())})
+            if problems:
+                failures.append(f"{c.surface} {c.label}: {'; '.join(problems)}")
             else:
                 spent_ok += 1
         cases_run = len(spend)
