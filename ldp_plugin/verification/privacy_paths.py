@@ -44,6 +44,7 @@ import subprocess
 import sys
 import tempfile
 import warnings
+from multiprocessing import resource_tracker
 from pathlib import Path
 from typing import Any, Callable, Optional
 
@@ -221,7 +222,7 @@ def measure(run: Callable[[], Any], modules: Optional[dict] = None) -> tuple:
             raise LDPParameterError(f"the measured verification run failed (exit status {done.returncode}); its error is on standard error above")
         result = pickle.loads(Path(out).read_bytes())
         cov = coverage.Coverage(branch=True, data_file=data_file, include=list(files), config_file=False)
-        with warnings.catch_warnings():  # a helper process still exiting (multiprocessing's resource tracker) may leave no file
+        with warnings.catch_warnings():  # a process that measured no line leaves no data: coverage.py warns
             warnings.simplefilter("ignore", coverage.exceptions.CoverageWarning)
             cov.combine([tmp], keep=False)
         data = cov.get_data()
@@ -257,6 +258,18 @@ def _child(job: str, out: str) -> None:
     coverage), call it, pickle its result."""
     run = pickle.loads(Path(job).read_bytes())
     Path(out).write_bytes(pickle.dumps(run()))
+    _stop_resource_tracker()
+
+
+def _stop_resource_tracker() -> None:
+    """Stop this interpreter's multiprocessing resource tracker (started with a spawned pool) and
+    wait for it to exit, so that its coverage data file is written before the measured interpreter
+    exits: otherwise it outlives the interpreter by a moment, and the parent's combine can read the
+    directory while that file (or its SQLite journal) is being written and removed."""
+    tracker = getattr(resource_tracker, "_resource_tracker", None)
+    stop = getattr(tracker, "_stop", None)  # CPython's own shutdown of the tracker (3.8+)
+    if stop is not None and getattr(tracker, "_pid", None) is not None:
+        stop()
 
 
 def _coverage():
