@@ -51,6 +51,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
 
+from ._extras import extra_module, require_extra
 from ._errors import LDPInputError, LDPParameterError
 from ._boundary import can_write_under, read_small_file, reading
 from .registry import KINDS, build, load_registry
@@ -170,15 +171,14 @@ def _write_table(df, path: Path) -> None:
         raise LDPParameterError(f"estimates must be written as .parquet or .csv (got {path.suffix!r})")
 
 
+#: what the plot's missing-extra error adds: the plot is optional in a job
+_PLOT_HINT = " (or drop [output] plot)"
+
+
 def plot_estimates(frame, path: Path, *, title: str, max_items: int = 40) -> None:
     """A PNG of the estimates (largest first) with their confidence intervals."""
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:  # pragma: no cover - the test extra installs it
-        raise LDPParameterError("the plot needs matplotlib: pip install 'ldp-plugin[plot]' (or drop [output] plot)") from None
+    extra_module("matplotlib", "plot", "the plot needs matplotlib", hint=_PLOT_HINT).use("Agg")
+    plt = extra_module("matplotlib.pyplot", "plot", "the plot needs matplotlib", hint=_PLOT_HINT)
     top = frame.sort("estimate", descending=True).head(max_items)
     labels = [str(v) for v in top["item"].to_list()]
     est = top["estimate"].to_numpy()
@@ -206,7 +206,6 @@ PLOT_SUFFIXES = (".png", ".svg", ".pdf", ".jpg", ".jpeg")
 def _check_outputs(job: Job) -> None:
     """Every output path must be of the right kind, creatable and writable, and the plot's
     matplotlib importable — all checked before the spend (a failure after it would cost ε)."""
-    import importlib.util
     import os
 
     for key in ("estimates", "plot", "reports"):
@@ -226,8 +225,7 @@ def _check_outputs(job: Job) -> None:
         if key == "plot":
             if p.suffix.lower() not in PLOT_SUFFIXES:
                 raise LDPParameterError(f"{shown}: the plot is written as one of {', '.join(PLOT_SUFFIXES)} (got {p.suffix or 'no extension'!r})")
-            if importlib.util.find_spec("matplotlib") is None:
-                raise LDPParameterError("[output] plot needs matplotlib: pip install 'ldp-plugin[plot]' (or drop [output] plot)")
+            require_extra("matplotlib", "plot", "[output] plot needs matplotlib", hint=_PLOT_HINT)
         parent = p if key == "reports" else p.parent
         probe = parent
         while not probe.exists() and probe != probe.parent:

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any, Callable, Optional, Sequence
 
 
+from ._extras import extra_module
 from ._errors import LDPInputError, LDPParameterError
 from ._boundary import reading
 from .mechanisms.reports import frame_to_reports
@@ -70,10 +71,7 @@ class DaskExecutor:
     CONNECT_TIMEOUT = 10.0
 
     def __init__(self, address: Optional[str] = None, *, client: Any = None, retries: int = 2):
-        try:
-            from distributed import Client
-        except ImportError:  # pragma: no cover - the test extra installs it
-            raise LDPParameterError("the Dask executor needs dask.distributed: pip install 'ldp-plugin[dask]'") from None
+        Client = extra_module("distributed", "dask", "the Dask executor needs dask.distributed").Client
         self._own = client is None
         if client is None:
             address = address or os.environ.get("DASK_SCHEDULER_ADDRESS")

@@ -41,7 +41,7 @@ SOURCES = {"ldp_plugin": "ldp_plugin", "adapters": "ldp_plugin.adapters", "regis
 #: bottom first. A module belongs to the layer of its longest matching prefix; it may import from
 #: its own layer and every layer below, never above.
 LAYERS = [
-    ("leaves", ["ldp_plugin._errors", "ldp_plugin._validation", "ldp_plugin.exact", "ldp_plugin.progress",
+    ("leaves", ["ldp_plugin._errors", "ldp_plugin._extras", "ldp_plugin._validation", "ldp_plugin.exact", "ldp_plugin.progress",
                 "ldp_plugin.hashing", "ldp_plugin.theory", "ldp_plugin._boundary", "ldp_plugin.pictures"]),
     ("sampling", ["ldp_plugin.sampling"]),
     ("estimation", ["ldp_plugin.estimation"]),

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, Iterable, Optional
 
+from .._extras import extra_module
 from .._errors import LDPParameterError
 from .budget import LedgerError, _cost_of
 from ..amplification import amplify
@@ -174,11 +175,9 @@ class _ShuffleClaims:
         the composition (dp_accounting PLD) of its shuffled releases' recorded (ε, δ) and its
         other releases' local ε0; the worst cohort is reported as ``epsilon``. ``delta`` must
         exceed the sum of the composed releases' δ (else the answer would be infinite: refused)."""
-        try:
-            from dp_accounting.pld import common
-            from dp_accounting.pld import privacy_loss_distribution as pld
-        except ImportError:
-            raise LDPParameterError("composing shuffled releases needs dp_accounting: pip install 'ldp-plugin[shuffle]'") from None
+        needs = "composing shuffled releases needs dp_accounting"
+        common = extra_module("dp_accounting.pld.common", "shuffle", needs)
+        pld = extra_module("dp_accounting.pld.privacy_loss_distribution", "shuffle", needs)
 
         if isinstance(delta, bool) or not isinstance(delta, (int, float)) or not 0 < delta < 1:
             raise LDPParameterError(f"delta must be in (0, 1) (got {delta!r})")

@@ -40,6 +40,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
+from .._extras import extra_module
 from .._errors import LDPParameterError
 
 __all__ = ["skellam_rdp", "skellam_epsilon", "skellam_tail_bound", "calibrate_skellam", "SkellamRelease", "skellam_release",
@@ -75,10 +76,8 @@ def skellam_epsilon(mu: float, delta: float, l1: float = 2.0, l2_squared: float 
     mu = _check_pos(mu, "mu")
     if isinstance(delta, bool) or not isinstance(delta, (int, float)) or not 0 < delta < 1:
         raise LDPParameterError("delta must be in (0, 1)")
-    try:  # an optional extra: the secure-sum accounting needs it, importing the package does not
-        from dp_accounting.rdp.rdp_privacy_accountant import compute_epsilon
-    except ImportError:
-        raise LDPParameterError("Skellam accounting needs dp_accounting: pip install 'ldp-plugin[shuffle]'") from None
+    # an optional extra: the secure-sum accounting needs it, importing the package does not
+    compute_epsilon = extra_module("dp_accounting.rdp.rdp_privacy_accountant", "shuffle", "Skellam accounting needs dp_accounting").compute_epsilon
     rdp = [skellam_rdp(a, mu, l1, l2_squared) for a in ORDERS]
     eps, _ = compute_epsilon(ORDERS, rdp, float(delta))
     if not math.isfinite(eps):

@@ -3,10 +3,9 @@ central (ε, δ) of ``n`` shuffled reports with every analysis's own bound (:fun
 
 from __future__ import annotations
 
-import importlib.util
 from typing import Any
 
-from .._errors import LDPParameterError
+from .._extras import require_extra
 from .blanket import blanket_delta, blanket_epsilon, blanket_parameters
 from .variation import generic_parameters, shuffle_delta, shuffle_epsilon, variation_parameters
 
@@ -14,9 +13,7 @@ __all__ = ["central_delta", "amplify"]
 
 
 def _require_scipy() -> None:
-    if importlib.util.find_spec("scipy") is None:  # the binomial tails of both bounds
-
-        raise LDPParameterError("shuffle-model accounting needs SciPy: pip install 'ldp-plugin[shuffle]'")
+    require_extra("scipy", "shuffle", "shuffle-model accounting needs SciPy")  # the binomial tails of both bounds
 
 
 def central_delta(mechanism: Any, n: int, epsilon: float) -> float:

@@ -6,6 +6,7 @@ import functools
 import json
 import os
 
+from .._extras import require_extra
 from .._errors import LDPParameterError
 from ._common import registry as _registry_of
 from ..registry import self_test, verify_instance, verify_name, wrapper_instances
@@ -228,11 +229,7 @@ def cmd_verify(args) -> int:
     """All three verification layers on the registered mechanisms (and the seeded bugs)."""
     import time
 
-
-    import importlib.util
-
-    if importlib.util.find_spec("scipy") is None:  # goodness of fit, rates, joint, audit
-        raise LDPParameterError("ldp verify needs SciPy: pip install 'ldp-plugin[verify]'")
+    require_extra("scipy", "verify", "ldp verify needs SciPy")  # goodness of fit, rates, joint, audit
 
     if getattr(args, "client", "python") == "typescript":
         return _verify_typescript(args)

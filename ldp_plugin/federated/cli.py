@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import importlib
 import json
 import math
 import signal
@@ -23,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from .._extras import extra_module
 from .._errors import LDPParameterError
 from ..mechanisms.charge import collection_charge
 from ..progress import status
@@ -254,10 +254,7 @@ def cmd_federated(args) -> int:
 
 def _runtime() -> Any:
     """The owner's ClientApp runtime module (it needs Flower: the ``flower`` extra)."""
-    try:
-        return importlib.import_module(".runtime", __package__)
-    except ImportError:
-        raise LDPParameterError("this command needs Flower: pip install 'ldp-plugin[flower]'") from None
+    return extra_module(f"{__package__}.runtime", "flower", "this command needs Flower")
 
 
 def _device(args) -> int:

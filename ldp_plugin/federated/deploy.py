@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 from typing import Callable, Optional
 
+from .._extras import missing_extra
 from .._errors import LDPParameterError
 
 __all__ = ["run_to_completion", "free_port", "flower_tool", "tool_env", "run_log", "write_connection", "Spawned", "flwr_run", "run_status", "wait_for_run"]
@@ -36,7 +37,7 @@ def flower_tool(name: str) -> str:
         return str(here)
     found = shutil.which(name)
     if found is None:
-        raise LDPParameterError(f"{name} is not installed: pip install 'ldp-plugin[flower]'")
+        raise missing_extra(f"{name} is not installed", "flower")
     return found
 
 

@@ -30,6 +30,7 @@ from typing import Any, Iterable, Optional
 
 import numpy as np
 
+from .._extras import missing_extra
 from .._errors import LDPParameterError
 from .atomic import write_atomic
 
@@ -52,7 +53,7 @@ _HEX_KEY = re.compile(r"^[0-9a-fA-F]{64}$")
 
 def _need_nacl() -> None:
     if SealedBox is None:
-        raise LDPParameterError("sealed reports need PyNaCl: pip install 'ldp-plugin[flower]'")
+        raise missing_extra("sealed reports need PyNaCl", "flower")
 
 
 def key_fingerprint(key: "PublicKey") -> str:

@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Optional
 
+from .._extras import missing_extra
 from .._boundary.private import FILE_MODE, private_dirs
 from .._errors import LDPParameterError
 
@@ -177,7 +178,7 @@ def membership_message(run_id: int, node_id: int, challenge: bytes) -> bytes:
 
 def _serialization() -> Any:
     if ec is None:  # pragma: no cover - the flower extra installs cryptography
-        raise LDPParameterError("node membership needs the 'cryptography' package: pip install 'ldp-plugin[flower]'")
+        raise missing_extra("node membership needs the 'cryptography' package", "flower")
     return hashes, serialization, ec
 
 

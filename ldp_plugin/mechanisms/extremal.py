@@ -39,6 +39,7 @@ from typing import Any, ClassVar, Optional
 
 import numpy as np
 
+from .._extras import extra_module
 from .reports import ReportField
 from .mixins import MergeableCounts
 from .._errors import LDPInputError, LDPParameterError, PrivacyVerificationError
@@ -423,10 +424,7 @@ def solve_staircase(k: int, epsilon: float, utility: str, *, prior=None, p0=None
     restricted to its non-zero columns (at most ``k`` at a vertex)."""
     if isinstance(k, bool) or not isinstance(k, int) or not 2 <= k <= MAX_STAIRCASE_K:
         raise LDPParameterError(f"the staircase LP has 2**k variables: k must be in [2, {MAX_STAIRCASE_K}] (got {k!r})")
-    try:
-        from scipy.optimize import linprog
-    except ImportError:  # pragma: no cover - the test/verify extras install SciPy
-        raise LDPParameterError("the staircase LP needs SciPy (HiGHS): pip install 'ldp-plugin[verify]'") from None
+    linprog = extra_module("scipy.optimize", "verify", "the staircase LP needs SciPy (HiGHS)").linprog
     L = math.exp(epsilon) if L is None else L
     S = staircase_patterns(k, L)
     mu = pattern_utilities(S, utility, prior=prior, p0=p0, p1=p1)

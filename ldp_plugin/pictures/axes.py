@@ -3,27 +3,22 @@ naming the ``plot`` extra when matplotlib is not installed."""
 
 from __future__ import annotations
 
-import importlib
 from typing import Any, Optional
 
 from .._errors import LDPParameterError
+from .._extras import MissingExtra, extra_module
 
 __all__ = ["MissingPlotExtra", "new_figure", "new_axes", "matplotlib_figure_class"]
 
 
-class MissingPlotExtra(LDPParameterError, ImportError):
-    """matplotlib is not installed: drawing needs the ``plot`` extra (``pip install ".[plot]"``).
+class MissingPlotExtra(MissingExtra):
+    """matplotlib is not installed: drawing needs the ``plot`` extra (``pip install 'ldp-plugin[plot]'``).
     An :class:`~ldp_plugin.LDPParameterError` (the CLI's exit 2) that is also an ``ImportError``."""
 
 
 def matplotlib_figure_class() -> Any:
     """``matplotlib.figure.Figure``, imported on first use (the optional ``plot`` extra)."""
-    try:
-        return importlib.import_module("matplotlib.figure").Figure
-    except ImportError:
-        raise MissingPlotExtra(
-            "drawing needs matplotlib, the optional 'plot' extra: pip install '.[plot]' (or pip install matplotlib)"
-        ) from None
+    return extra_module("matplotlib.figure", "plot", "drawing needs matplotlib, the optional 'plot' extra", error=MissingPlotExtra).Figure
 
 
 def new_figure(width: float = 7.0, height: float = 4.0) -> Any:

@@ -7,6 +7,8 @@ from __future__ import annotations
 import os
 from typing import Any, Callable, Optional
 
+from .._extras import missing_extra
+
 
 def env_choice(var: str, plain: str, fast: str) -> str:
     """``auto``, ``plain`` or ``fast`` from the environment variable ``var`` (case and spaces ignored)."""
@@ -18,13 +20,13 @@ def env_choice(var: str, plain: str, fast: str) -> str:
 
 def use_fast(var: str, plain: str, fast: str, load: Callable[[], Any], package: str, choice: Optional[str] = None) -> bool:
     """Whether the fast path runs now: ``load()`` (None when its package is unavailable) is only
-    called unless ``var`` says ``plain``; ``var=fast`` without the package is an ImportError that
-    names the extra to install. ``choice``: a value the caller names instead of the variable's
+    called unless ``var`` says ``plain``; ``var=fast`` without the package is a
+    :class:`~ldp_plugin._extras.MissingExtra` (an ImportError) that names the extra to install. ``choice``: a value the caller names instead of the variable's
     (``plain`` or ``fast``; ``var`` then names the argument in the error)."""
     choice = env_choice(var, plain, fast) if choice is None else choice
     if choice == plain:
         return False
     ok = load() is not None
     if choice == fast and not ok:
-        raise ImportError(f'{var}={fast} needs {package}: pip install "ldp-plugin[fast]"')
+        raise missing_extra(f"{var}={fast} needs {package}", "fast")
     return ok

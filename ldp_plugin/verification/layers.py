@@ -34,7 +34,7 @@ from typing import Optional
 
 import numpy as np
 
-from .._errors import LDPParameterError
+from .._extras import extra_module
 from ..exact import epsilon_of_ratio, ratio_within_exp
 from ..sampling import SeededRandomSource
 from .channels import channel_floats, declared_channel
@@ -53,11 +53,7 @@ FAMILY_ALPHA = 1e-6
 
 
 def _stats():
-    try:
-        from scipy import stats
-    except ImportError:  # pragma: no cover - the test and verify extras install scipy
-        raise LDPParameterError("the goodness-of-fit and audit layers need SciPy: pip install 'ldp-plugin[verify]'") from None
-    return stats
+    return extra_module("scipy.stats", "verify", "the goodness-of-fit and audit layers need SciPy")
 
 
 def clopper_pearson(k: int, n: int, alpha: float) -> tuple[float, float]:

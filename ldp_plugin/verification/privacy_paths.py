@@ -48,6 +48,7 @@ from multiprocessing import resource_tracker
 from pathlib import Path
 from typing import Any, Callable, Optional
 
+from .._extras import extra_module
 from .._errors import LDPParameterError
 
 __all__ = ["ENTRY_POINTS", "UNTRACEABLE", "privacy_path_modules", "compiled_modules", "measure", "line_ranges", "COVERAGE_MIN"]
@@ -273,11 +274,7 @@ def _stop_resource_tracker() -> None:
 
 
 def _coverage():
-    try:
-        import coverage
-    except ImportError:  # pragma: no cover - the test and verify extras install coverage
-        raise LDPParameterError("ldp verify --coverage needs coverage.py: pip install 'ldp-plugin[verify]'") from None
-    return coverage
+    return extra_module("coverage", "verify", "ldp verify --coverage needs coverage.py")
 
 
 if __name__ == "__main__":  # the measured interpreter (see measure)
