@@ -314,8 +314,9 @@ def _object_table(categories: tuple, words_of) -> tuple:
 
 def _object_source(values: Any) -> Optional[tuple]:
     """``(address, kind)`` of the items the compiled list pass reads: a list (0) or tuple (1) by
-    its own address (the kernel reads its length and item pointers itself), a 1-d contiguous object array (2) by its buffer of object pointers (the array
-    holds a reference to each); None for anything else (subclasses may read their items otherwise)."""
+    its own address (the kernel reads its length and item pointers itself), a 1-d contiguous
+    object array (2) by its buffer of object pointers (the array holds a reference to each); None
+    for anything else (subclasses may read their items otherwise)."""
     if type(values) is list or type(values) is tuple:
         return id(values), int(type(values) is tuple)
     if (type(values) is np.ndarray and values.dtype == object and values.ndim == 1 and values.flags.c_contiguous
