@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 import ldp_plugin as ldp
+from ldp_plugin.accountant import Accountant
 from ldp_plugin.federated import Collector, DeviceFleet, DevicePolicy, Query
 from ldp_plugin.mechanisms.reports import to_wire_each
 
@@ -49,15 +50,24 @@ def test_device_policy_refusals(tmp_path):
     assert fleet.ledger.spent() == 0
 
 
+#: the ledger of the stalling device (set in the spawned process only)
+_STALLING_LEDGER: list = []
+
+
 class _SlowKRR(ldp.KRR):
+    """k-RR whose randomizer stalls once its device's ledger holds the charge: the timed dry run of
+    the work check (before the spend, on no device's value) runs at full speed."""
+
     def _randomize_codes(self, codes, source):
-        time.sleep(60)
+        if Accountant(_STALLING_LEDGER[0]).spent() > 0:
+            time.sleep(60)
         return super()._randomize_codes(codes, source)
 
 
 def _respond_slowly(path):
     fleet = DeviceFleet(path, np.arange(20) % 4, lifetime_cap="4")
     q = Query.for_mechanism("slow", ldp.KRR(epsilon=1.0, d=4))
+    _STALLING_LEDGER.append(path)
     Query.mechanism = lambda self: _SlowKRR(epsilon=1.0, d=4)  # this (spawned) process only: a client that stalls
     fleet.respond(q.to_json())
 
@@ -66,8 +76,6 @@ def test_a_killed_device_never_under_counts(tmp_path):
     path = str(tmp_path / "dev.sqlite")
     p = mp.get_context("spawn").Process(target=_respond_slowly, args=(path,))
     p.start()
-    from ldp_plugin.accountant import Accountant
-
     deadline = time.time() + 120
     while time.time() < deadline:
         if os.path.exists(path):

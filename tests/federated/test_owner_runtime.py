@@ -239,7 +239,7 @@ def test_only_pinned_apps_are_answered_and_only_members_are_asked(tmp_path):
                         "--isolation", "process"], env=dep.env, log=tmp_path / "intruder.log", cwd=tmp_path)
         runtime = Spawned([flower_tool("ldp"), "federated", "device", "serve", str(tmp_path / "intruder" / "device.toml"), "--runtime-api",
                            f"127.0.0.1:{port}"], env=dep.env, log=tmp_path / "intruder-runtime.log", cwd=tmp_path)
-        extra_node = [node, runtime]
+        extra_node = [runtime, node]  # stopped in this order: the runtime while its SuperNode still answers
         dep.wait(lambda: "SuperNode ID" in (tmp_path / "intruder.log").read_text(errors="replace"), 60, "the intruder SuperNode")
 
         # the genuine, pinned app: members answer; the intruder is asked nothing
