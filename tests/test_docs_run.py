@@ -145,44 +145,13 @@ def test_page_blocks_run_as_written(page, tmp_path, monkeypatch):
             _run_shell_line(line, page)
 
 
-EXAMPLES = sorted(p.name for p in (ROOT / "examples").glob("*.py"))
-
-
-@pytest.fixture(scope="module")
-def example_runs(tmp_path_factory):
-    """``{script: (process, its empty working directory, stdout file, stderr file)}``: every example
-    started at once, each in a fresh empty directory (its output kept outside it)."""
-    runs = {}
-    for script in EXAMPLES:
-        cwd, logs = tmp_path_factory.mktemp(f"example-{script[:-3]}"), tmp_path_factory.mktemp(f"example-{script[:-3]}-output")
-        with open(logs / "stdout", "w") as o, open(logs / "stderr", "w") as e:
-            proc = subprocess.Popen([sys.executable, str(ROOT / "examples" / script)], cwd=cwd, stdout=o, stderr=e, text=True)
-        runs[script] = (proc, cwd, logs / "stdout", logs / "stderr")
-    yield runs
-    for proc, *_ in runs.values():  # an example no test waited for (its test failed or was not selected)
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _examples_run_beside_the_pages(request):
-    """When the examples' test is selected, the examples start with the module's first test: they are
-    processes of their own, mostly waiting (the Flower example on its simulation), and the page
-    tests run meanwhile; each example's test then waits for its own process."""
-    if any(item.module is request.module and item.originalname == "test_every_example_runs_and_leaves_nothing_behind"
-           for item in request.session.items):
-        request.getfixturevalue("example_runs")
-
-
 @pytest.mark.slow
-@pytest.mark.parametrize("script", EXAMPLES)
-def test_every_example_runs_and_leaves_nothing_behind(script, example_runs):
-    proc, cwd, stdout, stderr = example_runs[script]
-    proc.wait(timeout=300)
-    assert proc.returncode == 0, stderr.read_text()[-2000:]
-    assert stdout.read_text().strip(), "an example prints its result"
-    assert list(cwd.iterdir()) == [], "an example leaves files behind"
+@pytest.mark.parametrize("script", sorted(p.name for p in (ROOT / "examples").glob("*.py")))
+def test_every_example_runs_and_leaves_nothing_behind(script, tmp_path):
+    out = subprocess.run([sys.executable, str(ROOT / "examples" / script)], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip(), "an example prints its result"
+    assert list(tmp_path.iterdir()) == [], "an example leaves files behind"
 
 
 MISUSES = [
