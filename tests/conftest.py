@@ -83,6 +83,15 @@ def cli():
     return run_cli
 
 
+def pytest_configure(config):
+    """``--dist loadscope`` hands the modules out in the order :func:`pytest_collection_modifyitems`
+    gives them: pytest-xdist's default (``--loadscope-reorder``) would sort them by their number of
+    tests instead, which sends the one-test deployment modules, among the longest, to the end of
+    the run (one worker then finishes them alone)."""
+    if hasattr(config.option, "loadscopereorder"):
+        config.option.loadscopereorder = False
+
+
 def pytest_collection_modifyitems(config, items):
     """The longest modules first (``tests/module_seconds.json``), each module's tests in file order:
     ``--dist loadscope`` hands modules out in this order, so no long module starts last and leaves one

@@ -15,6 +15,7 @@ import shlex
 import signal
 import sqlite3
 import subprocess
+import threading
 import time
 from pathlib import Path
 from typing import Callable, Optional
@@ -88,6 +89,15 @@ def release_status(ledger: Path, query_id: str) -> Optional[str]:
     finally:
         con.close()
     return None if row is None else row[0]
+
+
+def stop_all(procs: list) -> None:
+    """:meth:`Spawned.stop` of every process at once (each waits for its own exit)."""
+    threads = [threading.Thread(target=p.stop) for p in procs]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
 
 
 class Deployment:
@@ -193,7 +203,10 @@ class Deployment:
         self.procs.append(rt)
 
     def start_node(self, pid: int, *, wait: bool = True) -> Callable[[], None]:
-        """Start SuperNode ``pid`` with its walkthrough command; returns (or calls) the wait for its connection."""
+        """Start SuperNode ``pid`` with its walkthrough command (and its owner's runtime, if
+        :meth:`kill_node` stopped it); returns (or calls) the wait for its connection."""
+        if pid in self.serve_lines and pid not in self.runtimes:
+            self.start_runtime(pid)
         log = self.root / f"supernode-{pid}.log"
         start = log.stat().st_size if log.exists() else 0
         node = Spawned(self.node_lines[pid], env=self.env, log=log, cwd=self.root)
@@ -208,14 +221,15 @@ class Deployment:
         return ready
 
     def kill_node(self, pid: int) -> None:
-        """SIGKILL the node's owner runtime (the device, mid-answer) and start it again, then stop the
-        SuperNode as the walkthrough's ``kill $NODE1`` does (SIGTERM: it leaves the SuperLink, so the same
-        command restarts it at once; a SIGKILLed SuperNode stays "online" for two heartbeats, 60 s)."""
+        """SIGKILL the node's owner runtime (the device, mid-answer), then stop the SuperNode as the
+        walkthrough's ``kill $NODE1`` does (SIGTERM: it leaves the SuperLink, so the same command
+        restarts it at once; a SIGKILLed SuperNode stays "online" for two heartbeats, 60 s).
+        :meth:`start_node` starts both again: a runtime started while its SuperNode is down would
+        be inside Flower's reconnection back-off (up to 20 s) when the SuperNode comes back."""
         rt = self.runtimes.pop(pid, None)
         if rt is not None:
             rt.stop(signal.SIGKILL)
             self.procs.remove(rt)
-            self.start_runtime(pid)
         node = self.nodes.pop(pid)
         node.stop()
         self.procs.remove(node)
@@ -259,6 +273,12 @@ class Deployment:
         return {int(r["run-id"]): r["status"] for r in doc["runs"]}
 
     def stop(self) -> None:
-        for p in reversed(self.procs):
-            p.stop()
+        """Stop every process: the owners' runtimes first, while their SuperNodes still answer (a
+        runtime whose SuperNode is gone is inside Flower's reconnection back-off, up to 20 s, and
+        sees its SIGTERM only after it), then the SuperNodes together, then the SuperLink."""
+        link = getattr(self, "link", None)
+        runtimes = [p for p in self.procs if p in self.runtimes.values()]
+        rest = [p for p in self.procs if p is not link and p not in runtimes]
+        for group in (runtimes, rest, [p for p in self.procs if p is link]):
+            stop_all(group)
         self.procs.clear()

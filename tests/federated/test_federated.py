@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 import ldp_plugin as ldp
+from ldp_plugin.accountant import Accountant
 from ldp_plugin.federated import Collector, DeviceFleet, DevicePolicy, Query
 from ldp_plugin.mechanisms.reports import to_wire_each
 
@@ -49,15 +50,24 @@ def test_device_policy_refusals(tmp_path):
     assert fleet.ledger.spent() == 0
 
 
+#: the ledger of the stalling device (set in the spawned process only)
+_STALLING_LEDGER: list = []
+
+
 class _SlowKRR(ldp.KRR):
+    """k-RR whose randomizer stalls once its device's ledger holds the charge: the timed dry run of
+    the work check (before the spend, on no device's value) runs at full speed."""
+
     def _randomize_codes(self, codes, source):
-        time.sleep(60)
+        if Accountant(_STALLING_LEDGER[0]).spent() > 0:
+            time.sleep(60)
         return super()._randomize_codes(codes, source)
 
 
 def _respond_slowly(path):
     fleet = DeviceFleet(path, np.arange(20) % 4, lifetime_cap="4")
     q = Query.for_mechanism("slow", ldp.KRR(epsilon=1.0, d=4))
+    _STALLING_LEDGER.append(path)
     Query.mechanism = lambda self: _SlowKRR(epsilon=1.0, d=4)  # this (spawned) process only: a client that stalls
     fleet.respond(q.to_json())
 
@@ -66,8 +76,6 @@ def test_a_killed_device_never_under_counts(tmp_path):
     path = str(tmp_path / "dev.sqlite")
     p = mp.get_context("spawn").Process(target=_respond_slowly, args=(path,))
     p.start()
-    from ldp_plugin.accountant import Accountant
-
     deadline = time.time() + 120
     while time.time() < deadline:
         if os.path.exists(path):
@@ -126,15 +134,52 @@ def test_query_is_versioned_and_hashed():
         Query.from_json('{"version": 2}')
 
 
+class _Run:
+    """A command started in its own process, its output in files: :meth:`result` waits for it."""
+
+    def __init__(self, cmd: list, out_dir):
+        self.out, self.err = out_dir / "stdout", out_dir / "stderr"
+        with open(self.out, "w") as o, open(self.err, "w") as e:
+            self.proc = subprocess.Popen(cmd, stdout=o, stderr=e, text=True)
+
+    def result(self, timeout: float = 600) -> subprocess.CompletedProcess:
+        self.proc.wait(timeout=timeout)
+        return subprocess.CompletedProcess(self.proc.args, self.proc.returncode, self.out.read_text(), self.err.read_text())
+
+
+@pytest.fixture(scope="module")
+def simulations(tmp_path_factory):
+    """The module's two ``ldp federated simulate`` runs, started together when the first test that
+    reads one begins: each is mostly waiting on Flower (Ray's start-up, the runs' polls), so the
+    two overlap instead of queueing. ``end_to_end`` completes; ``fails`` is given an output
+    directory its ServerApp cannot write (``results`` is a file)."""
+    pytest.importorskip("flwr")
+    cli = [sys.executable, "-m", "ldp_plugin.cli", "federated", "simulate"]
+    e2e, bad = tmp_path_factory.mktemp("end-to-end"), tmp_path_factory.mktemp("fails")
+    (bad / "app").mkdir()
+    (bad / "app" / "results").write_text("not a directory")
+    runs = {
+        "end_to_end": _Run(cli + ["--nodes", "3", "--users-per-node", "60", "--mechanism", "oue", "--d", "8", "--epsilon", "2", "--rounds", "3",
+                                  "--device-cap", "4", "--seed", "2", "--json"], e2e),
+        "fails": _Run(cli + ["--nodes", "1", "--users-per-node", "10", "--mechanism", "oue", "--d", "4", "--epsilon", "1", "--device-cap", "4",
+                             "--out", str(bad)], bad),
+    }
+    yield runs
+    for run in runs.values():  # a test that failed before reading its run: SIGTERM, on which the command stops its SuperLink
+        if run.proc.poll() is None:
+            run.proc.terminate()
+            try:
+                run.proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                run.proc.kill()
+
+
 @pytest.mark.slow
-def test_flower_simulation_end_to_end():
+def test_flower_simulation_end_to_end(simulations):
     """Through the CLI, as a user runs it, in its own process: `flwr run` on a private simulation
     SuperLink (Ray and gRPC never live in the test process). Every device's lifetime cap is 4 and
     each round charges 2, so the third round is refused by every device and reported incomplete."""
-    pytest.importorskip("flwr")
-    cmd = [sys.executable, "-m", "ldp_plugin.cli", "federated", "simulate", "--nodes", "3", "--users-per-node", "60", "--mechanism", "oue",
-           "--d", "8", "--epsilon", "2", "--rounds", "3", "--device-cap", "4", "--seed", "2", "--json"]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    proc = simulations["end_to_end"].result()
     assert proc.returncode == 0, proc.stderr[-2000:]
     out = json.loads(proc.stdout)
     r1, r2, r3 = out["rounds"]
@@ -208,15 +253,10 @@ def test_a_longitudinal_series_is_charged_its_lifetime_bound_on_the_device(tmp_p
 
 
 @pytest.mark.slow
-def test_a_run_that_fails_inside_flower_exits_2(tmp_path):
+def test_a_run_that_fails_inside_flower_exits_2(simulations):
     """The ServerApp cannot write its results (the output directory is a file): the run fails
     inside Flower, and the command says so with exit 2 — never exit 0, never a traceback."""
-    pytest.importorskip("flwr")
-    (tmp_path / "app").mkdir()
-    (tmp_path / "app" / "results").write_text("not a directory")
-    cmd = [sys.executable, "-m", "ldp_plugin.cli", "federated", "simulate", "--nodes", "1", "--users-per-node", "10", "--mechanism", "oue",
-           "--d", "4", "--epsilon", "1", "--device-cap", "4", "--out", str(tmp_path)]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    proc = simulations["fails"].result()
     assert proc.returncode == 2, proc.stdout[-1000:] + proc.stderr[-1000:]
     assert "did not complete (finished:failed)" in proc.stderr and "Traceback" not in proc.stderr
     log = proc.stderr.rsplit("its log is in ", 1)[1].strip()

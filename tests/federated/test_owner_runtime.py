@@ -239,7 +239,7 @@ def test_only_pinned_apps_are_answered_and_only_members_are_asked(tmp_path):
                         "--isolation", "process"], env=dep.env, log=tmp_path / "intruder.log", cwd=tmp_path)
         runtime = Spawned([flower_tool("ldp"), "federated", "device", "serve", str(tmp_path / "intruder" / "device.toml"), "--runtime-api",
                            f"127.0.0.1:{port}"], env=dep.env, log=tmp_path / "intruder-runtime.log", cwd=tmp_path)
-        extra_node = [node, runtime]
+        extra_node = [runtime, node]  # stopped in this order: the runtime while its SuperNode still answers
         dep.wait(lambda: "SuperNode ID" in (tmp_path / "intruder.log").read_text(errors="replace"), 60, "the intruder SuperNode")
 
         # the genuine, pinned app: members answer; the intruder is asked nothing
@@ -264,16 +264,17 @@ def test_only_pinned_apps_are_answered_and_only_members_are_asked(tmp_path):
         for name, app in hostile.items():
             out = tmp_path / f"loot-{name}.json"
             runs[name] = (flwr_run(app, "x", env=env, run_config={"out": str(out)}), out)
+        # the genuine code with another plan is another bundle: refused as well (submitted with the
+        # hostile runs: each device answers one task at a time, whatever the order)
+        impostor = tmp_path / "impostor"
+        assert ldp_main(["federated", "new", str(impostor), "--nodes", "2"]) in (0, None)
+        imp_run = flwr_run(impostor, "x", env=env, run_config={"out-dir": str(tmp_path / "impostor-results")})
         for name, (run_id, out) in runs.items():
             dep.wait(out.exists, 180, f"the hostile ServerApp {name} to write what it received")
             got = json.loads(out.read_text())
             assert got["nodes"] == 3 and len(got["replies"]) == 3, got
             assert all(r == {"error": "app_not_pinned"} for r in got["replies"]), got  # no content from any device
 
-        # the genuine code with another plan is another bundle: refused as well
-        impostor = tmp_path / "impostor"
-        assert ldp_main(["federated", "new", str(impostor), "--nodes", "2"]) in (0, None)
-        imp_run = flwr_run(impostor, "x", env=env, run_config={"out-dir": str(tmp_path / "impostor-results")})
         imp = dep.wait_summary(tmp_path / "impostor-results" / "demo" / "round-0001.json", 180)
         assert imp["nodes_registered"] == 0 and imp["registration_errors"] == {"app_not_pinned": 3}
         assert all(qq["reports_accepted"] == 0 and qq["status"] == "incomplete" for qq in imp["queries"])

@@ -19,7 +19,7 @@ pytest.importorskip("flwr")
 from ldp_plugin.accountant import Accountant  # noqa: E402
 from ldp_plugin.federated.certs import make_node_keys, make_tls  # noqa: E402
 from ldp_plugin.federated.config import DeviceConfig  # noqa: E402
-from ldp_plugin.federated.deploy import Spawned, flower_tool, flwr_run, free_port, tool_env, wait_for_run  # noqa: E402
+from ldp_plugin.federated.deploy import Spawned, flower_tool, flwr_run, free_port, run_status, tool_env, wait_for_run  # noqa: E402
 from ldp_plugin.federated.device import DeviceFleet  # noqa: E402
 from ldp_plugin.federated.secure_simulate import secure_device_toml  # noqa: E402
 from tests.federated.test_secure_sum_simulation import DROP_APP  # noqa: E402
@@ -78,6 +78,23 @@ def _wait(cond, timeout, what, procs):
     raise AssertionError(f"timed out waiting for {what}:\n" + "\n".join(p.tail(1500) for p in procs))
 
 
+def _finished(run_id: int, env: dict, summary, procs: list, timeout: float) -> dict:
+    """The run's final status. Until the round summary exists its file is polled (cheap) and the
+    run's status (a ``flwr ls`` process: about a CPU-second each) read every 5 s only, so a run that
+    fails without a summary still ends the wait; then :func:`wait_for_run` to the end."""
+    deadline = time.time() + timeout
+    while time.time() < deadline and not summary.exists():
+        st = run_status(run_id, "ldp-tls", env=env)
+        if str(st.get("status", "")).startswith("finished"):
+            return st
+        until = min(deadline, time.time() + 5)
+        while time.time() < until and not summary.exists():
+            for p in procs:
+                assert p.alive(), f"the run: a Flower process exited:\n{p.tail()}"
+            time.sleep(0.2)
+    return wait_for_run(run_id, "ldp-tls", env=env, timeout=max(1.0, deadline - time.time()))
+
+
 @pytest.mark.slow
 def test_secure_sum_on_tls_superlink_with_node_auth(tmp_path):
     app = tmp_path / "app"
@@ -120,7 +137,7 @@ def test_secure_sum_on_tls_superlink_with_node_auth(tmp_path):
         for pid, log in enumerate(logs):
             _wait(lambda: log.exists() and "SuperNode ID" in log.read_text(errors="replace"), 90, f"SuperNode {pid}", procs)
         run_id = flwr_run(app, "ldp-tls", env=env)
-        status = wait_for_run(run_id, "ldp-tls", env=env, timeout=600)
+        status = _finished(run_id, env, app / "results" / "ssd" / "round-0001.json", procs, 600)
         assert status.get("status") == "finished:completed", (status, link.tail())
     finally:
         for p in reversed(procs):
