@@ -74,9 +74,29 @@ def app_digest(app: str | Path) -> str:
         raise LDPParameterError("Flower could not build the app bundle from that directory (check its pyproject.toml)") from None
 
 
-def _client(address: str, interceptors: list, root_certificates: Optional[bytes]) -> Any:
+def _client(address: str, interceptors: list, root_certificates: Optional[bytes], retry: Any) -> Any:
     return RuntimeHttpClient.from_server_address(server_address=address, insecure=root_certificates is None, root_certificates=root_certificates,
-                                                 interceptors=interceptors, retry_invoker=make_simple_http_retry_invoker())
+                                                 interceptors=interceptors, retry_invoker=retry)
+
+
+def _task_retry(stop: Optional[threading.Event]) -> Any:
+    """Flower's HTTP retry for a task's calls (exponential back-off on transport errors and 502/503/504,
+    without end), cut short by ``stop``: a wait ends when ``stop`` is set and the next failure is given
+    up, so a runtime asked to stop (SIGTERM) mid-task while its SuperNode is gone does stop."""
+    retry = make_simple_http_retry_invoker()
+    if stop is not None:
+        give_up = retry.should_giveup
+        retry.should_giveup = lambda exc: stop.is_set() or bool(give_up is not None and give_up(exc))
+        retry.wait_function = stop.wait
+    return retry
+
+
+def _pause(stop: Optional[threading.Event], seconds: float) -> None:
+    """Sleep ``seconds``, or less if ``stop`` is set meanwhile."""
+    if stop is None:
+        time.sleep(seconds)
+    else:
+        stop.wait(seconds)
 
 
 def _installed(component: str) -> Any:
@@ -90,11 +110,12 @@ def _error_reply(message: Message, reason: str) -> Message:
 
 
 def answer_task(token: str, address: str, config_path: Path, node_config: Mapping[str, Any], *,
-                root_certificates: Optional[bytes] = None) -> dict:
+                root_certificates: Optional[bytes] = None, stop: Optional[threading.Event] = None) -> dict:
     """Answer one claimed task (see the module docstring); returns what the owner's log records:
-    ``{"run_id", "fab_hash", "answered": bool, "reason"}``."""
+    ``{"run_id", "fab_hash", "answered": bool, "reason"}``. The task's calls retry as Flower's own
+    do, until ``stop`` is set."""
     client = _client(address, [RuntimeVersionHttpInterceptor(component_name="flwr-clientapp"), RuntimeTokenHttpInterceptor(token)],
-                      root_certificates)
+                      root_certificates, _task_retry(stop))
     heartbeat = HeartbeatSender(make_task_heartbeat_fn_http(client))
     heartbeat.start()
     context: Optional[Context] = None
@@ -135,23 +156,26 @@ def serve(config_path: str | Path, node_config: Mapping[str, Any], address: str,
           poll: float = 0.1, stop: Optional[threading.Event] = None, max_tasks: Optional[int] = None) -> int:
     """Claim and answer the SuperNode's ClientApp tasks until ``stop`` is set (or ``max_tasks``
     were answered); returns the number of tasks handled. The device TOML is checked once here, so
-    a misconfigured device fails at start, not at the first query."""
+    a misconfigured device fails at start, not at the first query. The claim is one call without
+    Flower's retry (whose back-off never ends while the SuperNode is down): a failed claim waits
+    ``max(poll, 0.5)`` seconds, or until ``stop``, and tries again — so ``stop`` (SIGTERM) ends the
+    runtime within that wait whether or not its SuperNode is up."""
     DeviceConfig.load(config_path, node_config)
-    client = _client(address, [RuntimeVersionHttpInterceptor(component_name="SuperExec")], root_certificates)
+    client = _client(address, [RuntimeVersionHttpInterceptor(component_name="SuperExec")], root_certificates, None)
     handled = 0
     try:
         while (stop is None or not stop.is_set()) and (max_tasks is None or handled < max_tasks):
             try:
                 res = client.AcquireTask(AcquireTaskRequest(supported_task_types=[TaskType.CLIENT_APP]))
             except Exception:  # noqa: BLE001 - the SuperNode restarting: wait and retry
-                time.sleep(max(poll, 0.5))
+                _pause(stop, max(poll, 0.5))
                 continue
             if res.HasField("task") and res.token:
-                out = answer_task(res.token, address, Path(config_path), node_config, root_certificates=root_certificates)
+                out = answer_task(res.token, address, Path(config_path), node_config, root_certificates=root_certificates, stop=stop)
                 log.info("run %s (FAB %s): %s", out["run_id"], (out["fab_hash"] or "?")[:12], "answered" if out["answered"] else out["reason"])
                 handled += 1
             else:
-                time.sleep(poll)
+                _pause(stop, poll)
     finally:
         client.close()
     return handled
