@@ -206,16 +206,20 @@ def run_status(run_id: int, connection: str, *, env: dict) -> dict:
 
 def wait_for_run(run_id: int, connection: str, *, env: dict, timeout: float, on_poll: Optional[Callable[[], None]] = None) -> dict:
     """Poll ``flwr ls`` until the run is finished; its last status record. ``on_poll`` is called
-    after every poll (a caller's progress report)."""
+    after every poll (a caller's progress report). Each poll is a process of its own (an
+    interpreter importing Flower: about a CPU-second here), so the wait after a poll is twice what
+    the poll took, at least a second: polling holds at most a third of a core, not the machine the
+    run itself needs."""
     deadline = time.time() + timeout
     st: dict = {}
     while time.time() < deadline:
+        t0 = time.monotonic()
         st = run_status(run_id, connection, env=env)
         if on_poll is not None:
             on_poll()
         if str(st.get("status", "")).startswith("finished"):
             return st
-        time.sleep(1.0)
+        time.sleep(min(max(1.0, 2 * (time.monotonic() - t0)), max(0.0, deadline - time.time())))
     return {**st, "status": "timeout"}
 
 
