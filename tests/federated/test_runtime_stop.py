@@ -18,27 +18,10 @@ pytest.importorskip("flwr")
 
 from ldp_plugin.cli import main as ldp_main  # noqa: E402
 from ldp_plugin.federated.deploy import free_port  # noqa: E402
+from tests.federated.test_owner_runtime import DEVICE as OWNER_DEVICE  # noqa: E402
 
-DEVICE = """[device]
-name = "edge-0"
-ledger = "state/ledger.sqlite"
-keystore = "state/keystore.json"
-
-[trust]
-pins = "state/pinned-apps"
-
-[policy]
-lifetime_cap = "6"
-max_epsilon_per_query = "2"
-allowed_mechanisms = ["krr"]
-
-[data]
-source = "ldp_plugin.federated.synthetic:zipf_values"
-[data.args]
-devices = 5
-d = 4
-seed = "5-0"
-"""
+#: the owner-runtime test's device, for one partition and without a member key (no plan asks it)
+DEVICE = OWNER_DEVICE.replace("{partition-id}", "0").replace('member_key = "certs/nodes/node-0"\n', "")
 
 
 def _wait_for(path: Path, text: str, proc: subprocess.Popen, deadline: float) -> None:
