@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import functools
 import itertools
-import os
 import time
 from typing import Any, Optional
 
@@ -46,10 +45,9 @@ _MASK64 = (1 << 64) - 1
 _MAX_RUN = 32
 #: rows per step of the numpy twin (bounds its working memory)
 _STEP = 1 << 16
-#: values per thread share of the compiled lookups
+#: values per thread share of the compiled lookups (the list lookup runs on two threads from
+#: twice this many items, as the array lookup does)
 _SPLIT = 1 << 18
-#: items from which the compiled list lookup runs on two threads
-_LIST_SPLIT = 1 << 18
 #: items a chunk of the two-thread list lookup takes (the threads take chunks from one counter)
 _CHUNK = 1 << 14
 #: seconds the list lookup waits for its pool thread to start before it runs on one thread
@@ -382,7 +380,7 @@ def list_codes(values: Any, categories: tuple, *, backend: Optional[str] = None)
         table, longest = _object_table(categories, run["label_words"])
         out = np.empty(n, dtype=np.int64)
         args = (layout, longest, table.cols, table.keys, table.shift, table.slots, table.rows, table.codes, out)
-        if n >= _LIST_SPLIT and (os.cpu_count() or 1) > 1:
+        if _workers(n, _SPLIT) > 1:
             bad = _two_thread_objects(run, source, n, args)
         else:
             bad, _ = run["lookup_objects"](source[0], n, source[1], *args)

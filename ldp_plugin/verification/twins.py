@@ -587,10 +587,10 @@ def _list_lookup(run: _Run, rng: np.random.Generator, quick: bool) -> None:
 
 
 def _two_thread_list(run: _Run, lookup: Callable, cats: tuple, index: dict, rng: np.random.Generator) -> None:
-    """Past ``_LIST_SPLIT`` items the compiled list lookup runs on two threads, chunk by chunk: it
+    """Past ``2·_SPLIT`` items the compiled list lookup runs on two threads, chunk by chunk: it
     equals the dictionary lookup, whole and with misses in two chunks (the first one's position),
     with the pool thread joining and with it cancelled (a wait of 0 s: the caller runs alone)."""
-    n = row_lookup._LIST_SPLIT + 3
+    n = 2 * row_lookup._SPLIT + 3
     values = ["".join(chr(ord(ch)) for ch in cats[i]) for i in rng.integers(0, len(cats), n).tolist()]
     want = np.array([index[x] for x in values], dtype=np.int64)
     missed = list(values)

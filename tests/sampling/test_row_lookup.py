@@ -346,6 +346,14 @@ def test_compiled_list_pass_is_python_equality_in_every_width(monkeypatch, picks
     _check(rl.list_codes(seq, cats, backend="numpy"), values, list(cats))
 
 
+def _two_threads(monkeypatch, helper_wait: float) -> dict:
+    """The compiled kernels (else skip), chosen for every call, with the pool thread's start-up wait."""
+    run = _compiled()
+    monkeypatch.setenv("LDP_PLUGIN_KERNELS", "numba")
+    monkeypatch.setattr(rl, "_HELPER_WAIT", helper_wait)
+    return run
+
+
 def _big_list(n: int, seed: int) -> tuple:
     cats = tuple(f"item{i:03d}" for i in range(64)) + ("é", "日本", "😀")
     codes = np.random.default_rng(seed).integers(0, len(cats), n)
@@ -353,12 +361,10 @@ def _big_list(n: int, seed: int) -> tuple:
 
 
 def test_two_thread_list_lookup_equals_one_thread(monkeypatch):
-    # past _LIST_SPLIT items the lookup runs on the caller's thread and a pool thread, chunk by
+    # past 2·_SPLIT items the lookup runs on the caller's thread and a pool thread, chunk by
     # chunk: the same codes and the same first position as one thread, wherever the misses fall
-    run = _compiled()
-    monkeypatch.setenv("LDP_PLUGIN_KERNELS", "numba")
-    monkeypatch.setattr(rl, "_HELPER_WAIT", 5.0)  # the pool thread always joins (the test is about the split)
-    n = rl._LIST_SPLIT + 5 * rl._CHUNK + 3
+    run = _two_threads(monkeypatch, 5.0)  # the pool thread always joins (the test is about the split)
+    n = 2 * rl._SPLIT + 5 * rl._CHUNK + 3
     cats, codes, values = _big_list(n, 1)
     got = rl.list_codes(values, cats)
     assert got[1] == -1 and np.array_equal(got[0], codes)
@@ -381,10 +387,8 @@ def test_two_thread_list_lookup_equals_one_thread(monkeypatch):
 def test_two_thread_list_lookup_runs_alone_when_the_pool_thread_is_busy(monkeypatch):
     # the pool thread is held by another task: the caller cancels its helper after _HELPER_WAIT and
     # runs alone (same codes); the helper, when it starts later, runs nothing and returns
-    _compiled()
-    monkeypatch.setenv("LDP_PLUGIN_KERNELS", "numba")
-    monkeypatch.setattr(rl, "_HELPER_WAIT", 0.01)
-    cats, codes, values = _big_list(rl._LIST_SPLIT + 1, 2)
+    _two_threads(monkeypatch, 0.01)
+    cats, codes, values = _big_list(2 * rl._SPLIT + 1, 2)
     release = threading.Event()
     blocker = _thread_pool(1).submit(release.wait, 30)
     try:
@@ -405,10 +409,8 @@ def test_list_lookup_under_a_thread_that_mutates_the_list(monkeypatch):
     # are the dictionary's for some length the list had), a length that changed since it was
     # counted sends the batch to the dictionary pass (which reads the list as it is then), and
     # nothing crashes
-    _compiled()
-    monkeypatch.setenv("LDP_PLUGIN_KERNELS", "numba")
-    monkeypatch.setattr(rl, "_HELPER_WAIT", 5.0)
-    cats, codes, values = _big_list(rl._LIST_SPLIT + 10, 3)
+    _two_threads(monkeypatch, 5.0)
+    cats, codes, values = _big_list(2 * rl._SPLIT + 10, 3)
     stop = threading.Event()
 
     def churn():
